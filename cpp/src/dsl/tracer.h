@@ -1,0 +1,59 @@
+// The trace of one @jit call: the module under construction, a stack of functions being
+// built (the host function, then a kernel while its body is traced), and helpers that the
+// Python front end calls for structured control flow.
+#pragma once
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/builder.h"
+#include "ir/ir.h"
+
+namespace opencute::dsl {
+
+// Raised for mistakes in user code that C++ detects (wrong types, dynamic values where
+// static ones are required); Python turns it into a DSLUserCodeError at the user's line.
+struct UserError : std::runtime_error {
+  std::string code;
+  UserError(const std::string& code_, const std::string& msg) : std::runtime_error(msg), code(code_) {}
+};
+
+class Tracer {
+ public:
+  Tracer();
+
+  ir::Module& module() { return *module_; }
+  std::unique_ptr<ir::Module> take_module() { return std::move(module_); }
+  ir::Builder& builder();
+  bool in_kernel() const;
+  ir::Function* current_function() const { return frames_.empty() ? nullptr : frames_.back().function; }
+
+  ir::Function* begin_function(const std::string& name, ir::FunctionKind kind);
+  ir::Value* add_argument(ir::Type t);
+  void end_function(const std::vector<ir::Value*>& results);
+  std::string unique_kernel_name(const std::string& base);
+
+  // Region navigation for structured control flow: move the insertion point to the end of
+  // region `index` of `op`, or back to just after `op`.
+  void enter_region(ir::Op* op, int index);
+  void exit_to_parent(ir::Op* op);
+
+  // The thread's active tracer (null when not tracing).
+  static Tracer* current();
+  static Tracer& require(const char* what);
+  void activate();
+  void deactivate();
+
+ private:
+  struct Frame {
+    ir::Function* function;
+    ir::Builder builder;
+  };
+  std::unique_ptr<ir::Module> module_;
+  std::vector<Frame> frames_;
+  int kernel_counter_ = 0;
+  Tracer* previous_ = nullptr;
+};
+
+}  // namespace opencute::dsl

@@ -1,0 +1,119 @@
+#include "ir/ir.h"
+
+namespace opencute::ir {
+
+const char* opcode_name(OpCode code) {
+  switch (code) {
+    case OpCode::Constant: return "constant";
+    case OpCode::Add: return "add";
+    case OpCode::Sub: return "sub";
+    case OpCode::Mul: return "mul";
+    case OpCode::Div: return "div";
+    case OpCode::Rem: return "rem";
+    case OpCode::FloorDiv: return "floordiv";
+    case OpCode::Min: return "min";
+    case OpCode::Max: return "max";
+    case OpCode::Pow: return "pow";
+    case OpCode::And: return "and";
+    case OpCode::Or: return "or";
+    case OpCode::Xor: return "xor";
+    case OpCode::Shl: return "shl";
+    case OpCode::Shr: return "shr";
+    case OpCode::Neg: return "neg";
+    case OpCode::Not: return "not";
+    case OpCode::Abs: return "abs";
+    case OpCode::Cmp: return "cmp";
+    case OpCode::Select: return "select";
+    case OpCode::Cast: return "cast";
+    case OpCode::Bitcast: return "bitcast";
+    case OpCode::Fma: return "fma";
+    case OpCode::Math: return "math";
+    case OpCode::PtrAdd: return "ptr_add";
+    case OpCode::PtrToInt: return "ptr_to_int";
+    case OpCode::IntToPtr: return "int_to_ptr";
+    case OpCode::Load: return "load";
+    case OpCode::Store: return "store";
+    case OpCode::Alloca: return "alloca";
+    case OpCode::VecExtract: return "vec_extract";
+    case OpCode::VecInsert: return "vec_insert";
+    case OpCode::VecSplat: return "vec_splat";
+    case OpCode::ThreadIdx: return "thread_idx";
+    case OpCode::BlockIdx: return "block_idx";
+    case OpCode::BlockDim: return "block_dim";
+    case OpCode::GridDim: return "grid_dim";
+    case OpCode::LaneIdx: return "lane_idx";
+    case OpCode::WarpIdx: return "warp_idx";
+    case OpCode::Barrier: return "barrier";
+    case OpCode::Printf: return "printf";
+    case OpCode::Launch: return "launch";
+    case OpCode::For: return "for";
+    case OpCode::If: return "if";
+    case OpCode::While: return "while";
+    case OpCode::Condition: return "condition";
+    case OpCode::Yield: return "yield";
+    case OpCode::Return: return "return";
+  }
+  return "?";
+}
+
+const char* predicate_name(CmpPredicate p) {
+  switch (p) {
+    case CmpPredicate::Eq: return "eq";
+    case CmpPredicate::Ne: return "ne";
+    case CmpPredicate::Lt: return "lt";
+    case CmpPredicate::Le: return "le";
+    case CmpPredicate::Gt: return "gt";
+    case CmpPredicate::Ge: return "ge";
+  }
+  return "?";
+}
+
+bool is_terminator(OpCode code) {
+  return code == OpCode::Yield || code == OpCode::Condition || code == OpCode::Return;
+}
+
+Value* Block::add_arg(Type t) {
+  auto v = std::make_unique<Value>();
+  v->type = t;
+  v->owner = this;
+  v->index = int(args.size());
+  args.push_back(std::move(v));
+  return args.back().get();
+}
+
+Op* Block::terminator() const {
+  return ops.empty() || !is_terminator(ops.back()->code) ? nullptr : ops.back().get();
+}
+
+bool Block::is_within(const Block* ancestor) const {
+  for (const Block* b = this; b; b = b->parent_op ? b->parent_op->parent : nullptr)
+    if (b == ancestor) return true;
+  return false;
+}
+
+Function::Function() : body(std::make_unique<Block>()) { body->parent_function = this; }
+
+Function* Module::add_function(const std::string& name, FunctionKind kind) {
+  functions.push_back(std::make_unique<Function>());
+  functions.back()->name = name;
+  functions.back()->kind = kind;
+  return functions.back().get();
+}
+
+Function* Module::find(const std::string& name) const {
+  for (auto& f : functions)
+    if (f->name == name) return f.get();
+  return nullptr;
+}
+
+Function* Module::host() const {
+  for (auto& f : functions)
+    if (f->kind == FunctionKind::Host) return f.get();
+  return nullptr;
+}
+
+bool is_constant(const Value* v) { return v->def && v->def->code == OpCode::Constant; }
+int64_t constant_int(const Value* v) { return v->def->int_attr; }
+double constant_float(const Value* v) { return v->def->float_attr; }
+
+}  // namespace opencute::ir

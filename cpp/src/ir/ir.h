@@ -1,0 +1,128 @@
+// The IR core: SSA values, operations with nested regions, functions and modules.
+//
+// Control flow is structured only (for / if / while), as in MLIR's scf dialect: values leave a
+// region through its terminator (yield / condition) and become the results of the region op.
+// Each region holds exactly one block. Ownership: Module -> Function -> Block -> Op -> Region
+// -> Block; values are owned by the op (results) or block (arguments) that defines them.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/types.h"
+
+namespace opencute::ir {
+
+struct Op;
+struct Block;
+struct Function;
+
+enum class OpCode : uint8_t {
+  // value producers
+  Constant,  // int_attr / float_attr holds the value
+  Add, Sub, Mul, Div, Rem, FloorDiv, Min, Max, Pow,  // binary arithmetic (int or float)
+  And, Or, Xor, Shl, Shr,                            // integer bit ops; Shr is arithmetic when signed
+  Neg, Not, Abs,                                     // unary
+  Cmp,       // int_attr = CmpPredicate; result i1
+  Select,    // (cond, a, b)
+  Cast,      // numeric conversion to the result type (semantics from the two types)
+  Bitcast,   // same width reinterpretation
+  Fma,       // a*b+c
+  Math,      // str_attr = function name (exp, exp2, log, log2, sqrt, rsqrt, sin, cos, tanh, erf, ...)
+  PtrAdd,    // (ptr, index) -> ptr advanced by index elements
+  PtrToInt, IntToPtr,
+  Load,      // (ptr) -> value; result may be a vector (vectorised access)
+  Store,     // (value, ptr)
+  Alloca,    // int_attr = element count; result is an rmem pointer
+  VecExtract,  // (vector, index) -> lane; index is int_attr
+  VecInsert,   // (vector, scalar) -> vector; index is int_attr
+  VecSplat,    // (scalar) -> vector
+  // hardware ids and synchronisation; int_attr = dimension (0,1,2) where relevant
+  ThreadIdx, BlockIdx, BlockDim, GridDim, LaneIdx, WarpIdx,
+  Barrier,   // sync_threads
+  Printf,    // str_attr = C printf format with one conversion per operand
+  Launch,    // str_attr = kernel name; operands: grid(3), block(3), smem, stream, cluster(3), args...
+  // structured control flow
+  For,        // (lb, ub, step, init...) region body(iv, iters...) -> results; int_attr = unroll
+  If,         // (cond) regions then/else -> results
+  While,      // (init...) regions before(args)->Condition, after(args)->Yield -> results
+  Condition,  // terminator of While.before: (cond, forwarded...)
+  Yield,      // terminator of For/If/While.after
+  Return,     // terminator of a function body
+};
+
+enum class CmpPredicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
+
+const char* opcode_name(OpCode code);
+const char* predicate_name(CmpPredicate p);
+bool is_terminator(OpCode code);
+
+struct Value {
+  Type type = nullptr;
+  Op* def = nullptr;          // defining op, or null for a block argument
+  Block* owner = nullptr;     // block the value is visible in (with its nested regions)
+  int index = 0;              // result index or argument index
+};
+
+struct Block {
+  std::vector<std::unique_ptr<Value>> args;
+  std::vector<std::unique_ptr<Op>> ops;
+  Op* parent_op = nullptr;          // null for a function body
+  Function* parent_function = nullptr;
+
+  Value* add_arg(Type t);
+  Op* terminator() const;
+  // True when `this` is `ancestor` or nested inside it.
+  bool is_within(const Block* ancestor) const;
+};
+
+struct Region {
+  std::unique_ptr<Block> block;
+};
+
+struct Op {
+  OpCode code;
+  std::vector<Value*> operands;
+  std::vector<std::unique_ptr<Value>> results;
+  std::vector<Region> regions;
+  Block* parent = nullptr;
+  int64_t int_attr = 0;
+  double float_attr = 0.0;
+  std::string str_attr;
+  std::vector<int64_t> ints;  // extra integer attributes (e.g. cluster launch flag)
+  int line = 0;               // source line of the user's code, 0 when unknown
+  std::string file;
+
+  Value* result(int i = 0) const { return results[i].get(); }
+  Block* region_block(int i) const { return regions[i].block.get(); }
+  bool is_constant() const { return code == OpCode::Constant; }
+};
+
+enum class FunctionKind : uint8_t { Host, Kernel };
+
+struct Function {
+  std::string name;
+  FunctionKind kind = FunctionKind::Host;
+  std::unique_ptr<Block> body;
+  std::vector<Type> result_types;
+  int reqntid[3] = {0, 0, 0};  // static block size when known (nvvm.reqntid)
+
+  Function();
+  const std::vector<std::unique_ptr<Value>>& args() const { return body->args; }
+};
+
+struct Module {
+  std::vector<std::unique_ptr<Function>> functions;
+
+  Function* add_function(const std::string& name, FunctionKind kind);
+  Function* find(const std::string& name) const;
+  Function* host() const;  // the first host function, or null
+};
+
+// Constant helpers used by builder, folding and interpreters.
+bool is_constant(const Value* v);
+int64_t constant_int(const Value* v);
+double constant_float(const Value* v);
+
+}  // namespace opencute::ir

@@ -1,0 +1,295 @@
+#include "ir/scalar_semantics.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+
+#include "support/half.h"
+
+namespace opencute::ir {
+
+using support::bf16_bits_to_float;
+using support::float_to_bf16_bits;
+using support::float_to_half_bits;
+using support::half_bits_to_float;
+
+int64_t wrap_int(Type t, int64_t v) {
+  int w = t->width;
+  if (w >= 64) return v;
+  if (w == 1) return v & 1;
+  uint64_t mask = (uint64_t(1) << w) - 1;
+  uint64_t u = uint64_t(v) & mask;
+  if (t->is_signed && (u >> (w - 1)) & 1) u |= ~mask;
+  return int64_t(u);
+}
+
+double round_float(Type t, double v) {
+  switch (t->float_kind) {
+    case FloatKind::F64: return v;
+    case FloatKind::F32: return double(float(v));
+    case FloatKind::F16: return double(half_bits_to_float(float_to_half_bits(float(v))));
+    case FloatKind::BF16: return double(bf16_bits_to_float(float_to_bf16_bits(float(v))));
+  }
+  return v;
+}
+
+void store_scalar(Type t, Scalar s, void* dst) {
+  if (t->is_float()) {
+    switch (t->float_kind) {
+      case FloatKind::F64: std::memcpy(dst, &s.f, 8); return;
+      case FloatKind::F32: { float f = float(s.f); std::memcpy(dst, &f, 4); return; }
+      case FloatKind::F16: { uint16_t h = float_to_half_bits(float(s.f)); std::memcpy(dst, &h, 2); return; }
+      case FloatKind::BF16: { uint16_t h = float_to_bf16_bits(float(s.f)); std::memcpy(dst, &h, 2); return; }
+    }
+  }
+  int64_t v = s.i;
+  std::memcpy(dst, &v, size_t(t->byte_size()));  // little endian: low bytes first
+}
+
+Scalar load_scalar(Type t, const void* src) {
+  if (t->is_float()) {
+    switch (t->float_kind) {
+      case FloatKind::F64: { double d; std::memcpy(&d, src, 8); return Scalar::of_float(d); }
+      case FloatKind::F32: { float f; std::memcpy(&f, src, 4); return Scalar::of_float(f); }
+      case FloatKind::F16: { uint16_t h; std::memcpy(&h, src, 2); return Scalar::of_float(half_bits_to_float(h)); }
+      case FloatKind::BF16: { uint16_t h; std::memcpy(&h, src, 2); return Scalar::of_float(bf16_bits_to_float(h)); }
+    }
+  }
+  int64_t v = 0;
+  std::memcpy(&v, src, size_t(t->byte_size()));
+  if (t->is_bool()) v = v != 0;
+  return Scalar::of_int(wrap_int(t, v));
+}
+
+namespace {
+
+int64_t ipow(int64_t base, int64_t exp) {
+  uint64_t result = 1, b = uint64_t(base);
+  if (exp < 0) return base == 1 ? 1 : (base == -1 ? ((exp & 1) ? -1 : 1) : 0);
+  while (exp) {
+    if (exp & 1) result *= b;
+    b *= b;
+    exp >>= 1;
+  }
+  return int64_t(result);
+}
+
+}  // namespace
+
+bool eval_binary(OpCode code, Type t, Scalar a, Scalar b, Scalar* out, std::string* error) {
+  if (t->is_float()) {
+    double x = a.f, y = b.f, r = 0;
+    switch (code) {
+      case OpCode::Add: r = x + y; break;
+      case OpCode::Sub: r = x - y; break;
+      case OpCode::Mul: r = x * y; break;
+      case OpCode::Div: r = x / y; break;
+      case OpCode::FloorDiv: r = std::floor(x / y); break;
+      case OpCode::Rem: r = std::fmod(x, y); break;
+      case OpCode::Min: r = std::fmin(x, y); break;
+      case OpCode::Max: r = std::fmax(x, y); break;
+      case OpCode::Pow: r = std::pow(x, y); break;
+      default:
+        if (error) *error = std::string("operation '") + opcode_name(code) + "' is not defined on floats";
+        return false;
+    }
+    *out = Scalar::of_float(round_float(t, r));
+    return true;
+  }
+  const bool s = t->is_signed;
+  const int w = t->width;
+  uint64_t ux = uint64_t(a.i), uy = uint64_t(b.i);
+  int64_t r = 0;
+  switch (code) {
+    case OpCode::Add: r = int64_t(ux + uy); break;
+    case OpCode::Sub: r = int64_t(ux - uy); break;
+    case OpCode::Mul: r = int64_t(ux * uy); break;
+    case OpCode::Div:
+    case OpCode::FloorDiv:
+    case OpCode::Rem: {
+      if (b.i == 0) {
+        if (error) *error = "integer division by zero";
+        return false;
+      }
+      if (s) {
+        if (a.i == std::numeric_limits<int64_t>::min() && b.i == -1) {
+          r = code == OpCode::Rem ? 0 : a.i;
+          break;
+        }
+        int64_t q = a.i / b.i, m = a.i % b.i;
+        if (code == OpCode::Rem) r = m;
+        else if (code == OpCode::Div) r = q;
+        else r = (m != 0 && ((m < 0) != (b.i < 0))) ? q - 1 : q;
+      } else {
+        uint64_t mask = w >= 64 ? ~uint64_t(0) : ((uint64_t(1) << w) - 1);
+        uint64_t x = ux & mask, y = uy & mask;
+        r = int64_t(code == OpCode::Rem ? x % y : x / y);
+      }
+      break;
+    }
+    case OpCode::Min: r = s ? std::min(a.i, b.i) : int64_t(std::min(ux, uy)); break;
+    case OpCode::Max: r = s ? std::max(a.i, b.i) : int64_t(std::max(ux, uy)); break;
+    case OpCode::Pow: r = ipow(a.i, b.i); break;
+    case OpCode::And: r = a.i & b.i; break;
+    case OpCode::Or: r = a.i | b.i; break;
+    case OpCode::Xor: r = a.i ^ b.i; break;
+    case OpCode::Shl: r = (b.i < 0 || b.i >= w) ? 0 : int64_t(ux << b.i); break;
+    case OpCode::Shr:
+      if (s) r = (b.i < 0 || b.i >= w) ? (a.i < 0 ? -1 : 0) : (a.i >> b.i);
+      else {
+        uint64_t mask = w >= 64 ? ~uint64_t(0) : ((uint64_t(1) << w) - 1);
+        r = (b.i < 0 || b.i >= w) ? 0 : int64_t((ux & mask) >> b.i);
+      }
+      break;
+    default:
+      if (error) *error = std::string("operation '") + opcode_name(code) + "' is not defined on integers";
+      return false;
+  }
+  *out = Scalar::of_int(wrap_int(t, r));
+  return true;
+}
+
+Scalar eval_unary(OpCode code, Type t, Scalar a) {
+  if (t->is_float()) {
+    switch (code) {
+      case OpCode::Neg: return Scalar::of_float(-a.f);
+      case OpCode::Abs: return Scalar::of_float(std::fabs(a.f));
+      default: return a;
+    }
+  }
+  switch (code) {
+    case OpCode::Neg: return Scalar::of_int(wrap_int(t, int64_t(0 - uint64_t(a.i))));
+    case OpCode::Not: return Scalar::of_int(wrap_int(t, t->is_bool() ? !a.i : ~a.i));
+    case OpCode::Abs: return Scalar::of_int(wrap_int(t, a.i < 0 ? int64_t(0 - uint64_t(a.i)) : a.i));
+    default: return a;
+  }
+}
+
+bool eval_cmp(CmpPredicate p, Type t, Scalar a, Scalar b) {
+  if (t->is_float()) {
+    double x = a.f, y = b.f;
+    switch (p) {
+      case CmpPredicate::Eq: return x == y;
+      case CmpPredicate::Ne: return x != y;  // unordered: NaN != NaN
+      case CmpPredicate::Lt: return x < y;
+      case CmpPredicate::Le: return x <= y;
+      case CmpPredicate::Gt: return x > y;
+      case CmpPredicate::Ge: return x >= y;
+    }
+  }
+  if (t->is_signed || t->is_pointer()) {
+    switch (p) {
+      case CmpPredicate::Eq: return a.i == b.i;
+      case CmpPredicate::Ne: return a.i != b.i;
+      case CmpPredicate::Lt: return a.i < b.i;
+      case CmpPredicate::Le: return a.i <= b.i;
+      case CmpPredicate::Gt: return a.i > b.i;
+      case CmpPredicate::Ge: return a.i >= b.i;
+    }
+  }
+  uint64_t x = uint64_t(a.i), y = uint64_t(b.i);
+  if (t->width < 64) {
+    uint64_t mask = (uint64_t(1) << t->width) - 1;
+    x &= mask;
+    y &= mask;
+  }
+  switch (p) {
+    case CmpPredicate::Eq: return x == y;
+    case CmpPredicate::Ne: return x != y;
+    case CmpPredicate::Lt: return x < y;
+    case CmpPredicate::Le: return x <= y;
+    case CmpPredicate::Gt: return x > y;
+    case CmpPredicate::Ge: return x >= y;
+  }
+  return false;
+}
+
+Scalar eval_cast(Type from, Type to, Scalar a) {
+  if (from->is_int() && to->is_int()) {
+    if (to->is_bool()) return Scalar::of_int(a.i != 0);
+    return Scalar::of_int(wrap_int(to, a.i));
+  }
+  if (from->is_int() && to->is_float()) {
+    double d = (from->is_signed || from->width == 1) ? double(a.i)
+               : double(uint64_t(from->width >= 64 ? a.i : a.i & ((int64_t(1) << from->width) - 1)));
+    return Scalar::of_float(round_float(to, d));
+  }
+  if (from->is_float() && to->is_int()) {
+    if (to->is_bool()) return Scalar::of_int(a.f != 0.0);
+    double d = std::trunc(a.f);
+    if (std::isnan(d)) return Scalar::of_int(0);
+    // Saturate like cvt.rzi: out-of-range values clamp to the type's range.
+    if (to->is_signed) {
+      double lo = -std::ldexp(1.0, to->width - 1), hi = std::ldexp(1.0, to->width - 1) - 1;
+      if (d <= lo) return Scalar::of_int(wrap_int(to, to->width >= 64 ? std::numeric_limits<int64_t>::min() : int64_t(lo)));
+      if (d >= hi) return Scalar::of_int(to->width >= 64 ? std::numeric_limits<int64_t>::max() : int64_t(hi));
+      return Scalar::of_int(int64_t(d));
+    }
+    double hi = std::ldexp(1.0, to->width) - 1;
+    if (d <= 0) return Scalar::of_int(0);
+    if (d >= hi) return Scalar::of_int(wrap_int(to, to->width >= 64 ? -1 : int64_t(hi)));
+    return Scalar::of_int(wrap_int(to, int64_t(uint64_t(d))));
+  }
+  if (from->is_float() && to->is_float()) return Scalar::of_float(round_float(to, a.f));
+  return a;
+}
+
+Scalar eval_bitcast(Type from, Type to, Scalar a) {
+  unsigned char bytes[8] = {0};
+  store_scalar(from, a, bytes);
+  return load_scalar(to, bytes);
+}
+
+bool is_known_math_function(const std::string& fn, int* arity) {
+  static const std::map<std::string, int> table = {
+      {"exp", 1},   {"exp2", 1},  {"log", 1},   {"log2", 1},  {"log10", 1}, {"sqrt", 1},
+      {"rsqrt", 1}, {"sin", 1},   {"cos", 1},   {"tan", 1},   {"asin", 1},  {"acos", 1},
+      {"atan", 1},  {"sinh", 1},  {"cosh", 1},  {"tanh", 1},  {"erf", 1},   {"floor", 1},
+      {"ceil", 1},  {"round", 1}, {"trunc", 1}, {"fabs", 1},  {"atan2", 2}, {"pow", 2},
+      {"fmod", 2},  {"copysign", 2}, {"log1p", 1}, {"expm1", 1},
+  };
+  auto it = table.find(fn);
+  if (it == table.end()) return false;
+  if (arity) *arity = it->second;
+  return true;
+}
+
+bool eval_math(const std::string& fn, Type t, const std::vector<Scalar>& args, Scalar* out) {
+  double x = args.empty() ? 0.0 : args[0].f;
+  double y = args.size() > 1 ? args[1].f : 0.0;
+  double r;
+  if (fn == "exp") r = std::exp(x);
+  else if (fn == "exp2") r = std::exp2(x);
+  else if (fn == "log") r = std::log(x);
+  else if (fn == "log2") r = std::log2(x);
+  else if (fn == "log10") r = std::log10(x);
+  else if (fn == "sqrt") r = std::sqrt(x);
+  else if (fn == "rsqrt") r = 1.0 / std::sqrt(x);
+  else if (fn == "sin") r = std::sin(x);
+  else if (fn == "cos") r = std::cos(x);
+  else if (fn == "tan") r = std::tan(x);
+  else if (fn == "asin") r = std::asin(x);
+  else if (fn == "acos") r = std::acos(x);
+  else if (fn == "atan") r = std::atan(x);
+  else if (fn == "sinh") r = std::sinh(x);
+  else if (fn == "cosh") r = std::cosh(x);
+  else if (fn == "tanh") r = std::tanh(x);
+  else if (fn == "erf") r = std::erf(x);
+  else if (fn == "floor") r = std::floor(x);
+  else if (fn == "ceil") r = std::ceil(x);
+  else if (fn == "round") r = std::nearbyint(x);
+  else if (fn == "trunc") r = std::trunc(x);
+  else if (fn == "fabs") r = std::fabs(x);
+  else if (fn == "atan2") r = std::atan2(x, y);
+  else if (fn == "pow") r = std::pow(x, y);
+  else if (fn == "fmod") r = std::fmod(x, y);
+  else if (fn == "copysign") r = std::copysign(x, y);
+  else if (fn == "log1p") r = std::log1p(x);
+  else if (fn == "expm1") r = std::expm1(x);
+  else return false;
+  *out = Scalar::of_float(round_float(t, r));
+  return true;
+}
+
+}  // namespace opencute::ir

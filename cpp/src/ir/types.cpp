@@ -1,0 +1,117 @@
+#include "ir/types.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+namespace opencute::ir {
+namespace {
+
+using Key = std::tuple<int, int, bool, int, int, const void*, int, int>;
+
+Type intern(const TypeStorage& proto) {
+  static std::mutex mutex;
+  static std::map<Key, std::unique_ptr<TypeStorage>> table;
+  Key key{int(proto.kind), proto.width, proto.is_signed, int(proto.float_kind), proto.lanes,
+          proto.element, int(proto.space), proto.align};
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = table[key];
+  if (!slot) slot = std::make_unique<TypeStorage>(proto);
+  return slot.get();
+}
+
+}  // namespace
+
+int TypeStorage::byte_size() const {
+  switch (kind) {
+    case TypeKind::Void: return 0;
+    case TypeKind::Int: return width == 1 ? 1 : (width + 7) / 8;
+    case TypeKind::Float: return width / 8;
+    case TypeKind::Vector: return lanes * element->byte_size();
+    case TypeKind::Pointer: return 8;
+  }
+  return 0;
+}
+
+Type void_type() { return intern(TypeStorage{}); }
+
+Type int_type(int width, bool is_signed) {
+  TypeStorage t;
+  t.kind = TypeKind::Int;
+  t.width = width;
+  t.is_signed = width == 1 ? false : is_signed;
+  return intern(t);
+}
+
+Type bool_type() { return int_type(1, false); }
+Type i32() { return int_type(32, true); }
+Type i64() { return int_type(64, true); }
+
+Type float_type(FloatKind kind) {
+  TypeStorage t;
+  t.kind = TypeKind::Float;
+  t.float_kind = kind;
+  t.width = kind == FloatKind::F64 ? 64 : kind == FloatKind::F32 ? 32 : 16;
+  return intern(t);
+}
+
+Type f16() { return float_type(FloatKind::F16); }
+Type bf16() { return float_type(FloatKind::BF16); }
+Type f32() { return float_type(FloatKind::F32); }
+Type f64() { return float_type(FloatKind::F64); }
+
+Type vector_type(Type element, int lanes) {
+  TypeStorage t;
+  t.kind = TypeKind::Vector;
+  t.element = element;
+  t.lanes = lanes;
+  t.width = element->width * lanes;
+  return intern(t);
+}
+
+Type pointer_type(Type element, AddrSpace space, int align) {
+  TypeStorage t;
+  t.kind = TypeKind::Pointer;
+  t.element = element;
+  t.space = space;
+  t.align = align > 0 ? align : element->byte_size();
+  t.width = 64;
+  return intern(t);
+}
+
+Type scalar_of(Type t) { return t->is_vector() ? t->element : t; }
+
+std::string to_string(AddrSpace s) {
+  switch (s) {
+    case AddrSpace::Generic: return "generic";
+    case AddrSpace::Gmem: return "gmem";
+    case AddrSpace::Smem: return "smem";
+    case AddrSpace::Cmem: return "cmem";
+    case AddrSpace::Rmem: return "rmem";
+  }
+  return "?";
+}
+
+std::string to_string(Type t) {
+  switch (t->kind) {
+    case TypeKind::Void: return "void";
+    case TypeKind::Int:
+      if (t->width == 1) return "i1";
+      return (t->is_signed ? "i" : "u") + std::to_string(t->width);
+    case TypeKind::Float:
+      switch (t->float_kind) {
+        case FloatKind::F16: return "f16";
+        case FloatKind::BF16: return "bf16";
+        case FloatKind::F32: return "f32";
+        case FloatKind::F64: return "f64";
+      }
+      return "f?";
+    case TypeKind::Vector: return "vector<" + std::to_string(t->lanes) + "x" + to_string(t->element) + ">";
+    case TypeKind::Pointer:
+      return "!ptr<" + to_string(t->element) + ", " + to_string(t->space) + ", align<" + std::to_string(t->align) + ">>";
+  }
+  return "?";
+}
+
+}  // namespace opencute::ir

@@ -1,0 +1,56 @@
+// IR types: integers with signedness, floats, fixed vectors and typed pointers.
+// Types are interned, so two equal types are the same pointer and compare with ==.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace opencute::ir {
+
+enum class TypeKind : uint8_t { Void, Int, Float, Vector, Pointer };
+enum class FloatKind : uint8_t { F16, BF16, F32, F64 };
+// Numeric values follow the CuTe DSL / NVVM address-space numbering.
+enum class AddrSpace : uint8_t { Generic = 0, Gmem = 1, Smem = 3, Cmem = 4, Rmem = 5 };
+
+struct TypeStorage;
+using Type = const TypeStorage*;
+
+struct TypeStorage {
+  TypeKind kind = TypeKind::Void;
+  int width = 0;  // bits of an int/float; lanes * element bits for a vector; 64 for pointers
+  bool is_signed = false;
+  FloatKind float_kind = FloatKind::F32;
+  int lanes = 0;             // vector lane count
+  Type element = nullptr;    // vector lane type, pointee type
+  AddrSpace space = AddrSpace::Generic;
+  int align = 0;             // pointer alignment in bytes
+
+  bool is_int() const { return kind == TypeKind::Int; }
+  bool is_bool() const { return kind == TypeKind::Int && width == 1; }
+  bool is_float() const { return kind == TypeKind::Float; }
+  bool is_vector() const { return kind == TypeKind::Vector; }
+  bool is_pointer() const { return kind == TypeKind::Pointer; }
+  bool is_scalar() const { return is_int() || is_float(); }
+  // Size in memory; booleans occupy one byte.
+  int byte_size() const;
+};
+
+Type void_type();
+Type bool_type();
+Type int_type(int width, bool is_signed = true);
+Type float_type(FloatKind kind);
+Type f16();
+Type bf16();
+Type f32();
+Type f64();
+Type i32();
+Type i64();
+Type vector_type(Type element, int lanes);
+Type pointer_type(Type element, AddrSpace space, int align);
+
+// Scalar type of a scalar or vector type.
+Type scalar_of(Type t);
+
+std::string to_string(Type t);
+std::string to_string(AddrSpace s);
+
+}  // namespace opencute::ir

@@ -1,0 +1,143 @@
+#include "ir/verifier.h"
+
+#include <stdexcept>
+
+namespace opencute::ir {
+namespace {
+
+class Verifier {
+ public:
+  std::vector<std::string> errors;
+
+  void function(const Function& f) {
+    fn_ = &f;
+    const Op* term = f.body->terminator();
+    if (!term || term->code != OpCode::Return) fail(nullptr, "function body must end with return");
+    else if (term->operands.size() != f.result_types.size()) fail(term, "return value count differs from the function's results");
+    else
+      for (size_t i = 0; i < term->operands.size(); ++i)
+        if (term->operands[i]->type != f.result_types[i]) fail(term, "return value type differs from the function's result type");
+    block(*f.body);
+  }
+
+ private:
+  void fail(const Op* op, const std::string& msg) {
+    std::string where = "@" + fn_->name;
+    if (op) where += std::string(" (") + opcode_name(op->code) + ")";
+    errors.push_back(where + ": " + msg);
+  }
+
+  void block(const Block& b) {
+    for (size_t i = 0; i < b.ops.size(); ++i) {
+      const Op& op = *b.ops[i];
+      if (is_terminator(op.code) && i + 1 != b.ops.size()) fail(&op, "terminator in the middle of a block");
+      for (Value* v : op.operands)
+        if (!b.is_within(v->owner)) fail(&op, "operand used outside the region that defines it");
+      check(op);
+      for (auto& r : op.regions) block(*r.block);
+    }
+  }
+
+  void expect(const Op& op, bool cond, const std::string& msg) {
+    if (!cond) fail(&op, msg);
+  }
+
+  void yield_matches(const Op& op, const Block* b, size_t skip_first) {
+    const Op* t = b->terminator();
+    if (!t || (t->code != OpCode::Yield && t->code != OpCode::Condition)) {
+      fail(&op, "region must end with yield");
+      return;
+    }
+    size_t n = t->operands.size() - skip_first;
+    if (n != op.results.size()) {
+      fail(&op, "region yields " + std::to_string(n) + " values but the op has " + std::to_string(op.results.size()) + " results");
+      return;
+    }
+    for (size_t i = 0; i < n; ++i)
+      if (t->operands[i + skip_first]->type != op.results[i]->type) fail(&op, "yielded type differs from result type");
+  }
+
+  void check(const Op& op) {
+    const auto& o = op.operands;
+    switch (op.code) {
+      case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
+      case OpCode::FloorDiv: case OpCode::Min: case OpCode::Max: case OpCode::Pow:
+        expect(op, o.size() == 2 && o[0]->type == o[1]->type && op.results[0]->type == o[0]->type, "binary op type mismatch");
+        break;
+      case OpCode::And: case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr:
+        expect(op, o.size() == 2 && o[0]->type == o[1]->type && scalar_of(o[0]->type)->is_int(), "bit op needs two integers of one type");
+        break;
+      case OpCode::Cmp:
+        expect(op, o.size() == 2 && o[0]->type == o[1]->type && op.results[0]->type->is_bool(), "cmp type mismatch");
+        break;
+      case OpCode::Select:
+        expect(op, o.size() == 3 && o[0]->type->is_bool() && o[1]->type == o[2]->type, "select type mismatch");
+        break;
+      case OpCode::Load:
+        expect(op, o.size() == 1 && o[0]->type->is_pointer(), "load needs a pointer");
+        break;
+      case OpCode::Store:
+        expect(op, o.size() == 2 && o[1]->type->is_pointer() && scalar_of(o[0]->type) == scalar_of(o[1]->type->element),
+               "store type mismatch");
+        break;
+      case OpCode::PtrAdd:
+        expect(op, o.size() == 2 && o[0]->type->is_pointer() && o[1]->type->is_int(), "ptr_add needs (pointer, integer)");
+        break;
+      case OpCode::Launch:
+        expect(op, fn_->kind == FunctionKind::Host, "launch is only valid in host code");
+        expect(op, o.size() >= 11, "launch needs grid, block, smem, stream and cluster operands");
+        break;
+      case OpCode::ThreadIdx: case OpCode::BlockIdx: case OpCode::BlockDim: case OpCode::GridDim:
+      case OpCode::LaneIdx: case OpCode::WarpIdx: case OpCode::Barrier:
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      case OpCode::For: {
+        expect(op, o.size() >= 3 && o[0]->type->is_int() && o[0]->type == o[1]->type && o[0]->type == o[2]->type,
+               "for bounds must be integers of one type");
+        const Block* body = op.region_block(0);
+        expect(op, body->args.size() == o.size() - 2, "for body arguments must be the induction variable and iter values");
+        for (size_t i = 3; i < o.size() && i - 2 < body->args.size(); ++i)
+          expect(op, body->args[i - 2]->type == o[i]->type, "for iter value type differs from its block argument");
+        yield_matches(op, body, 0);
+        break;
+      }
+      case OpCode::If:
+        expect(op, o.size() == 1 && o[0]->type->is_bool(), "if condition must be i1");
+        yield_matches(op, op.region_block(0), 0);
+        yield_matches(op, op.region_block(1), 0);
+        break;
+      case OpCode::While: {
+        const Op* c = op.region_block(0)->terminator();
+        expect(op, c && c->code == OpCode::Condition, "while 'before' region must end with condition");
+        if (c && c->code == OpCode::Condition) yield_matches(op, op.region_block(0), 1);
+        const Op* y = op.region_block(1)->terminator();
+        expect(op, y && y->code == OpCode::Yield && y->operands.size() == o.size(), "while 'after' region must yield the carried values");
+        if (y && y->operands.size() == o.size())
+          for (size_t i = 0; i < o.size(); ++i) expect(op, y->operands[i]->type == o[i]->type, "while carried value changes type");
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  const Function* fn_ = nullptr;
+};
+
+}  // namespace
+
+std::vector<std::string> verify_module(const Module& m) {
+  Verifier v;
+  for (auto& f : m.functions) v.function(*f);
+  return v.errors;
+}
+
+void verify_or_throw(const Module& m) {
+  auto errors = verify_module(m);
+  if (errors.empty()) return;
+  std::string msg = "IR verification failed:";
+  for (auto& e : errors) msg += "\n  " + e;
+  throw std::runtime_error(msg);
+}
+
+}  // namespace opencute::ir

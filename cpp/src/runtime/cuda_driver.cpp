@@ -1,0 +1,338 @@
+#include "runtime/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "support/cuda_paths.h"
+
+namespace opencute::runtime {
+namespace {
+
+// The subset of cuda.h this file needs, declared by hand so that no CUDA header is
+// required to build. Layouts follow the public driver API (cuda.h, CUDA 12/13).
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = void*;
+using CUmodule = void*;
+using CUfunction = void*;
+using CUstream = void*;
+
+constexpr CUresult CUDA_SUCCESS = 0;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
+constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+
+// CUlaunchAttributeValue is a 64-byte union whose widest members hold pointers.
+union alignas(8) CUlaunchAttributeValue {
+  char pad[64];
+  struct {
+    unsigned int x, y, z;
+  } clusterDim;
+};
+
+struct CUlaunchAttribute {
+  int id;  // CUlaunchAttributeID
+  char pad[8 - sizeof(int)];
+  CUlaunchAttributeValue value;
+};
+
+struct CUlaunchConfig {
+  unsigned int gridDimX, gridDimY, gridDimZ;
+  unsigned int blockDimX, blockDimY, blockDimZ;
+  unsigned int sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned int numAttrs;
+};
+
+static_assert(sizeof(CUlaunchAttributeValue) == 64, "CUlaunchAttributeValue layout");
+static_assert(sizeof(CUlaunchAttribute) == 72, "CUlaunchAttribute layout");
+static_assert(offsetof(CUlaunchAttribute, value) == 8, "CUlaunchAttribute layout");
+static_assert(offsetof(CUlaunchConfig, hStream) == 32, "CUlaunchConfig layout");
+static_assert(sizeof(CUlaunchConfig) == 56, "CUlaunchConfig layout");
+
+}  // namespace
+
+struct CudaDriver::Api {
+  CUresult (*Init)(unsigned int);
+  CUresult (*GetErrorName)(CUresult, const char**);
+  CUresult (*GetErrorString)(CUresult, const char**);
+  CUresult (*DeviceGetCount)(int*);
+  CUresult (*DeviceGet)(CUdevice*, int);
+  CUresult (*DeviceGetAttribute)(int*, int, CUdevice);
+  CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
+  CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxSynchronize)();
+  CUresult (*ModuleLoadData)(CUmodule*, const void*);
+  CUresult (*ModuleUnload)(CUmodule);
+  CUresult (*ModuleGetFunction)(CUfunction*, CUmodule, const char*);
+  CUresult (*FuncSetAttribute)(CUfunction, int, int);
+  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                           unsigned, unsigned, CUstream, void**, void**);
+  CUresult (*LaunchKernelEx)(const CUlaunchConfig*, CUfunction, void**, void**);  // optional
+  CUresult (*StreamSynchronize)(CUstream);
+  CUresult (*StreamIsCapturing)(CUstream, int*);
+  CUresult (*MemAlloc)(CUdeviceptr*, size_t);
+  CUresult (*MemFree)(CUdeviceptr);
+  CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t);
+  CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t);
+};
+
+namespace {
+
+// Kept out of line and cold so the launch path stays a call plus a compare.
+[[noreturn]] __attribute__((noinline, cold)) void throw_cuda_error(const CudaDriver::Api& api,
+                                                                   const char* call,
+                                                                   CUresult r) {
+  const char* name = nullptr;
+  const char* desc = nullptr;
+  if (api.GetErrorName(r, &name) != CUDA_SUCCESS || !name) name = "unrecognized CUresult";
+  if (api.GetErrorString(r, &desc) != CUDA_SUCCESS || !desc) desc = "no description";
+  throw CudaError(std::string(call) + " failed: " + name + " (" + std::to_string(r) + "): " +
+                      desc,
+                  r);
+}
+
+inline void check(const CudaDriver::Api& api, const char* call, CUresult r) {
+  if (__builtin_expect(r != CUDA_SUCCESS, 0)) throw_cuda_error(api, call, r);
+}
+
+CUdeviceptr to_dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
+
+}  // namespace
+
+CudaDriver& CudaDriver::get() {
+  // Never destroyed: kernels and contexts may outlive static destruction order, and the
+  // driver tears itself down at process exit anyway.
+  static CudaDriver* driver = new CudaDriver();
+  return *driver;
+}
+
+const CudaDriver::Api& CudaDriver::api() {
+  if (const Api* a = api_.load(std::memory_order_acquire)) return *a;
+  std::lock_guard<std::mutex> lock(load_mu_);
+  if (const Api* a = api_.load(std::memory_order_relaxed)) return *a;
+  // The driver is installed system-wide, not in a toolkit root; toolkits only carry a
+  // stub libcuda that fails every call, so only the loader path is searched.
+  if (!load_tried_) {
+    load_tried_ = true;
+    std::string searched;
+    void* lib = support::open_library({"libcuda.so.1"}, &searched);
+    if (!lib) {
+      load_error_ = "the CUDA driver (libcuda.so.1) could not be loaded. Searched:\n" +
+                    searched + "Is an NVIDIA driver installed on this machine?";
+    } else {
+      auto* a = new Api();  // lives for the process, like the library
+      const char* missing = nullptr;
+      auto bind = [&](auto& fn, const char* name, bool required = true) {
+        fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(lib, name));
+        if (!fn && required && !missing) missing = name;
+      };
+      bind(a->Init, "cuInit");
+      bind(a->GetErrorName, "cuGetErrorName");
+      bind(a->GetErrorString, "cuGetErrorString");
+      bind(a->DeviceGetCount, "cuDeviceGetCount");
+      bind(a->DeviceGet, "cuDeviceGet");
+      bind(a->DeviceGetAttribute, "cuDeviceGetAttribute");
+      bind(a->DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+      bind(a->CtxSetCurrent, "cuCtxSetCurrent");
+      bind(a->CtxSynchronize, "cuCtxSynchronize");
+      bind(a->ModuleLoadData, "cuModuleLoadData");
+      bind(a->ModuleUnload, "cuModuleUnload");
+      bind(a->ModuleGetFunction, "cuModuleGetFunction");
+      bind(a->FuncSetAttribute, "cuFuncSetAttribute");
+      bind(a->LaunchKernel, "cuLaunchKernel");
+      bind(a->LaunchKernelEx, "cuLaunchKernelEx", /*required=*/false);  // driver >= 11.8
+      bind(a->StreamSynchronize, "cuStreamSynchronize");
+      bind(a->StreamIsCapturing, "cuStreamIsCapturing");
+      // cuda.h #defines these to their _v2 entry points; the unsuffixed exports keep the
+      // old 32-bit-era ABI.
+      bind(a->MemAlloc, "cuMemAlloc_v2");
+      bind(a->MemFree, "cuMemFree_v2");
+      bind(a->MemcpyHtoD, "cuMemcpyHtoD_v2");
+      bind(a->MemcpyDtoH, "cuMemcpyDtoH_v2");
+      if (missing) {
+        load_error_ = "the CUDA driver at " + support::loaded_library_path(lib) +
+                      " lacks " + missing + "; the driver is too old";
+        delete a;
+        ::dlclose(lib);
+      } else {
+        api_.store(a, std::memory_order_release);
+        return *a;
+      }
+    }
+  }
+  throw CudaError(load_error_, CudaError::kDriverNotLoaded);
+}
+
+const CudaDriver::Api& CudaDriver::initialized() {
+  const Api& a = api();
+  std::call_once(init_once_, [&] { init_result_ = a.Init(0); });
+  check(a, "cuInit", init_result_);
+  return a;
+}
+
+bool CudaDriver::available() noexcept {
+  std::call_once(available_once_, [this] {
+    try {
+      available_ = device_count() > 0;
+    } catch (...) {
+      available_ = false;
+    }
+  });
+  return available_;
+}
+
+int CudaDriver::device_count() {
+  const Api& a = initialized();
+  int n = 0;
+  check(a, "cuDeviceGetCount", a.DeviceGetCount(&n));
+  return n;
+}
+
+void CudaDriver::initialize_context(int device_id) {
+  const Api& a = initialized();
+  if (device_id < 0 || device_id >= kMaxDevices)
+    throw CudaError("initialize_context: device id " + std::to_string(device_id) +
+                        " is out of range",
+                    101 /* CUDA_ERROR_INVALID_DEVICE */);
+  void* ctx = contexts_[device_id].load(std::memory_order_acquire);
+  if (!ctx) {
+    std::lock_guard<std::mutex> lock(ctx_mu_);
+    ctx = contexts_[device_id].load(std::memory_order_relaxed);
+    if (!ctx) {
+      CUdevice dev = 0;
+      check(a, "cuDeviceGet", a.DeviceGet(&dev, device_id));
+      // Retained once and never released: the primary context is shared with the CUDA
+      // runtime (PyTorch etc.), and keeping it alive avoids re-creating it per use.
+      check(a, "cuDevicePrimaryCtxRetain", a.DevicePrimaryCtxRetain(&ctx, dev));
+      contexts_[device_id].store(ctx, std::memory_order_release);
+    }
+  }
+  check(a, "cuCtxSetCurrent", a.CtxSetCurrent(ctx));
+}
+
+int CudaDriver::device_attribute(int attr, int device) {
+  const Api& a = initialized();
+  CUdevice dev = 0;
+  check(a, "cuDeviceGet", a.DeviceGet(&dev, device));
+  int value = 0;
+  check(a, "cuDeviceGetAttribute", a.DeviceGetAttribute(&value, attr, dev));
+  return value;
+}
+
+std::string CudaDriver::device_arch(int device) {
+  int major = device_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  int minor = device_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
+  std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  if (major >= 9) arch += "a";
+  return arch;
+}
+
+ModuleHandle CudaDriver::load_module(const std::vector<char>& cubin) {
+  const Api& a = initialized();
+  if (cubin.empty()) throw CudaError("load_module: empty cubin", 1 /* INVALID_VALUE */);
+  CUmodule mod = nullptr;
+  check(a, "cuModuleLoadData", a.ModuleLoadData(&mod, cubin.data()));
+  return mod;
+}
+
+void CudaDriver::unload_module(ModuleHandle module) {
+  const Api& a = initialized();
+  check(a, "cuModuleUnload", a.ModuleUnload(module));
+}
+
+FunctionHandle CudaDriver::get_function(ModuleHandle module, const std::string& name) {
+  const Api& a = initialized();
+  CUfunction f = nullptr;
+  CUresult r = a.ModuleGetFunction(&f, module, name.c_str());
+  if (r != CUDA_SUCCESS) {
+    // Name the kernel: "not found" alone is useless when a module has several.
+    std::string call = "cuModuleGetFunction(\"" + name + "\")";
+    throw_cuda_error(a, call.c_str(), r);
+  }
+  return f;
+}
+
+void CudaDriver::set_max_dynamic_smem(FunctionHandle f, int bytes) {
+  const Api& a = initialized();
+  check(a, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
+        a.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+}
+
+void CudaDriver::launch(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned smem_bytes, StreamHandle stream,
+                        void** params) {
+  // A FunctionHandle can only come from get_function(), so the driver is loaded and
+  // initialized here; the acquire load is the only overhead beyond the driver call.
+  const Api* a = api_.load(std::memory_order_acquire);
+  if (__builtin_expect(a == nullptr, 0)) a = &initialized();
+  check(*a, "cuLaunchKernel",
+        a->LaunchKernel(f, gx, gy, gz, bx, by, bz, smem_bytes, stream, params, nullptr));
+}
+
+void CudaDriver::launch_cluster(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz,
+                                unsigned bx, unsigned by, unsigned bz, unsigned cx,
+                                unsigned cy, unsigned cz, unsigned smem_bytes,
+                                StreamHandle stream, void** params) {
+  const Api* a = api_.load(std::memory_order_acquire);
+  if (__builtin_expect(a == nullptr, 0)) a = &initialized();
+  if (!a->LaunchKernelEx)
+    throw CudaError("launch_cluster: the CUDA driver has no cuLaunchKernelEx (driver < 11.8)",
+                    801 /* CUDA_ERROR_NOT_SUPPORTED */);
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attr.value.clusterDim.x = cx;
+  attr.value.clusterDim.y = cy;
+  attr.value.clusterDim.z = cz;
+  CUlaunchConfig cfg{gx, gy, gz, bx, by, bz, smem_bytes, stream, &attr, 1};
+  check(*a, "cuLaunchKernelEx", a->LaunchKernelEx(&cfg, f, params, nullptr));
+}
+
+void CudaDriver::stream_synchronize(StreamHandle stream) {
+  const Api& a = initialized();
+  check(a, "cuStreamSynchronize", a.StreamSynchronize(stream));
+}
+
+void CudaDriver::context_synchronize() {
+  const Api& a = initialized();
+  check(a, "cuCtxSynchronize", a.CtxSynchronize());
+}
+
+bool CudaDriver::stream_is_capturing(StreamHandle stream) {
+  const Api& a = initialized();
+  int status = CU_STREAM_CAPTURE_STATUS_NONE;
+  check(a, "cuStreamIsCapturing", a.StreamIsCapturing(stream, &status));
+  // An invalidated capture still counts: work issued now would break it just the same.
+  return status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+void* CudaDriver::mem_alloc(size_t bytes) {
+  const Api& a = initialized();
+  CUdeviceptr p = 0;
+  check(a, "cuMemAlloc_v2", a.MemAlloc(&p, bytes));
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(p));
+}
+
+void CudaDriver::mem_free(void* ptr) {
+  const Api& a = initialized();
+  check(a, "cuMemFree_v2", a.MemFree(to_dptr(ptr)));
+}
+
+void CudaDriver::memcpy_htod(void* dst_device, const void* src_host, size_t bytes) {
+  const Api& a = initialized();
+  check(a, "cuMemcpyHtoD_v2", a.MemcpyHtoD(to_dptr(dst_device), src_host, bytes));
+}
+
+void CudaDriver::memcpy_dtoh(void* dst_host, const void* src_device, size_t bytes) {
+  const Api& a = initialized();
+  check(a, "cuMemcpyDtoH_v2", a.MemcpyDtoH(dst_host, to_dptr(src_device), bytes));
+}
+
+}  // namespace opencute::runtime

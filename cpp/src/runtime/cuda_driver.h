@@ -1,0 +1,101 @@
+// Thin access to the CUDA driver API (libcuda.so.1), dlopen()ed on first use so that the
+// library works, and imports, on machines without a GPU or driver.
+//
+// Every failing driver call throws CudaError naming the call, the CUresult code, its name
+// and its description. launch()/launch_cluster() do no allocation and build no strings
+// unless the driver reports an error, because they sit on the per-call hot path.
+//
+// Contexts: the driver's context is per thread. initialize_context(device) retains the
+// device's primary context (once per device) and makes it current on the calling thread;
+// call it from each thread that issues work before anything else on that thread.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace opencute::runtime {
+
+using ModuleHandle = void*;    // CUmodule
+using FunctionHandle = void*;  // CUfunction
+using StreamHandle = void*;    // CUstream; nullptr is the legacy default stream
+
+class CudaError : public std::runtime_error {
+ public:
+  // code() is the CUresult, or kDriverNotLoaded when libcuda itself could not be loaded.
+  static constexpr int kDriverNotLoaded = -1;
+  CudaError(const std::string& message, int code) : std::runtime_error(message), code_(code) {}
+  int code() const { return code_; }
+
+ private:
+  int code_;
+};
+
+class CudaDriver {
+ public:
+  static CudaDriver& get();
+
+  // True when libcuda loads, cuInit(0) succeeds and at least one device exists.
+  // Never throws; the answer is computed once.
+  bool available() noexcept;
+  int device_count();
+  void initialize_context(int device_id);
+  // "sm_<major><minor>", plus "a" from major 9 on (the arch-specific feature set: wgmma,
+  // setmaxnreg, ... are only in sm_90a / sm_100a code), e.g. "sm_80", "sm_90a".
+  std::string device_arch(int device);
+  int device_attribute(int attr, int device);  // attr is a CUdevice_attribute value
+
+  ModuleHandle load_module(const std::vector<char>& cubin);
+  void unload_module(ModuleHandle module);
+  FunctionHandle get_function(ModuleHandle module, const std::string& name);
+  void set_max_dynamic_smem(FunctionHandle f, int bytes);
+
+  // params: one pointer per kernel parameter, pointing at the argument's value.
+  void launch(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+              unsigned by, unsigned bz, unsigned smem_bytes, StreamHandle stream,
+              void** params);
+  // As launch(), with a thread-block cluster of (cx, cy, cz) CTAs (sm_90+); the grid must
+  // be divisible by the cluster shape.
+  void launch_cluster(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                      unsigned by, unsigned bz, unsigned cx, unsigned cy, unsigned cz,
+                      unsigned smem_bytes, StreamHandle stream, void** params);
+
+  void stream_synchronize(StreamHandle stream);
+  void context_synchronize();
+  bool stream_is_capturing(StreamHandle stream);
+
+  // Plain device memory, for tests and simple host-side plumbing.
+  void* mem_alloc(size_t bytes);
+  void mem_free(void* ptr);
+  void memcpy_htod(void* dst_device, const void* src_host, size_t bytes);
+  void memcpy_dtoh(void* dst_host, const void* src_device, size_t bytes);
+
+  struct Api;  // resolved driver entry points; defined in the .cpp
+
+ private:
+  CudaDriver() = default;
+  CudaDriver(const CudaDriver&) = delete;
+  CudaDriver& operator=(const CudaDriver&) = delete;
+
+  const Api& api();          // loads libcuda on first use; throws CudaError
+  const Api& initialized();  // api() plus a successful cuInit(0)
+
+  std::atomic<const Api*> api_{nullptr};
+  std::mutex load_mu_;
+  std::string load_error_;  // why libcuda could not be loaded, once tried
+  bool load_tried_ = false;
+
+  std::once_flag init_once_;
+  int init_result_ = 0;
+
+  std::once_flag available_once_;
+  bool available_ = false;
+
+  static constexpr int kMaxDevices = 64;
+  std::mutex ctx_mu_;
+  std::atomic<void*> contexts_[kMaxDevices] = {};
+};
+
+}  // namespace opencute::runtime

@@ -1,0 +1,56 @@
+// NVVM IR -> PTX through libNVVM, and PTX -> cubin through nvJitLink (or ptxas as a
+// fallback). Both libraries are dlopen()ed on first use, so nothing here needs CUDA at
+// build or load time; a missing piece raises support::CudaNotFoundError naming what was
+// searched, and a compiler/linker rejection raises CompileError carrying the tool's log.
+#pragma once
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace opencute::target {
+
+class CompileError : public std::runtime_error {
+ public:
+  CompileError(const std::string& message, std::string log)
+      : std::runtime_error(message), log_(std::move(log)) {}
+  // The tool's own diagnostic output (also embedded in what()).
+  const std::string& log() const { return log_; }
+
+ private:
+  std::string log_;
+};
+
+struct PtxResult {
+  std::string ptx;
+  std::string log;  // libNVVM program log; warnings may be present on success
+  double ms = 0;    // libNVVM work only (program creation to result), not library loading
+};
+
+// `arch` is "sm_XX" with an optional "a"/"f" suffix ("sm_80", "sm_90a", "sm_100f"); the
+// libNVVM target is the matching compute_XX[a|f]. opt_level is 0..3 (passed as -opt=N).
+// link_libdevice lazily links libdevice.10.bc so __nv_* math functions resolve.
+PtxResult compile_nvvm_ir_to_ptx(const std::string& llvm_ir_text, const std::string& arch,
+                                 int opt_level, bool generate_line_info, bool link_libdevice);
+
+struct CubinResult {
+  std::vector<char> cubin;  // ELF image for cuModuleLoadData
+  std::string log;          // linker/assembler info and warnings
+  double ms = 0;
+  std::string linker;       // "nvJitLink" or "ptxas"
+};
+
+// `arch` is "sm_XX[a|f]". opt_level 0..3 is the ptxas optimization level.
+// extra_ptxas_options is a space-separated list of ptxas flags (e.g. "-v -maxrregcount=128").
+// Uses nvJitLink in process; only when nvJitLink cannot be loaded does it run ptxas.
+CubinResult link_ptx_to_cubin(const std::string& ptx, const std::string& arch, int opt_level,
+                              const std::string& extra_ptxas_options);
+
+namespace detail {
+// The two linker back ends, exposed so tests can exercise each one directly.
+CubinResult link_with_nvjitlink(const std::string& ptx, const std::string& arch,
+                                int opt_level, const std::string& extra_ptxas_options);
+CubinResult link_with_ptxas(const std::string& ptx, const std::string& arch, int opt_level,
+                            const std::string& extra_ptxas_options);
+}  // namespace detail
+
+}  // namespace opencute::target

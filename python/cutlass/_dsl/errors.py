@@ -1,0 +1,98 @@
+"""Exception classes of the CuTe DSL, rendered with the user's file and line.
+
+The message format follows the CuTe DSL: a headline ``error[CODE]: message`` and a
+source frame ``--> file:line`` pointing at the first stack frame outside this package.
+"""
+import linecache
+import os
+import sys
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _is_internal(filename):
+    return os.path.abspath(filename).startswith(_PACKAGE_DIR + os.sep)
+
+
+def user_location(skip_internal=True):
+    """(filename, lineno) of the innermost stack frame that belongs to user code."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = frame.f_code.co_filename
+        if not (skip_internal and _is_internal(fname)) and not fname.startswith("<"):
+            return fname, frame.f_lineno
+        frame = frame.f_back
+    return None, None
+
+
+class DSLBaseError(Exception):
+    def __init__(self, message, line=None, snippet=None, filename=None, error_code=None,
+                 context=None, suggestion=None, cause=None):
+        self.message = message
+        self.line = line
+        self.filename = filename
+        self.snippet = snippet
+        self.error_code = error_code
+        self.context = context
+        self.suggestion = suggestion
+        self.cause = cause
+        super().__init__(self._render())
+
+    @property
+    def code(self):
+        return self.error_code
+
+    @property
+    def lineno(self):
+        return self.line
+
+    def _render(self):
+        head = f"error[{self.error_code}]: " if self.error_code else "error: "
+        text = "\n" + head + str(self.message)
+        if self.filename:
+            text += f"\n  --> {self.filename}:{self.line}"
+            src = linecache.getline(self.filename, self.line or 0).rstrip()
+            if src:
+                text += f"\n   |\n{self.line:>3} | {src}\n   |"
+        if self.suggestion:
+            text += f"\n  suggestion: {self.suggestion}"
+        return text
+
+
+class DSLRuntimeError(DSLBaseError):
+    pass
+
+
+class DSLUserCodeError(DSLRuntimeError):
+    """A mistake in user code. Subclass of DSLRuntimeError so either name catches it."""
+
+    def __init__(self, message, filename=None, lineno=None, code=None, suggestion=None, **kw):
+        super().__init__(message, line=lineno, filename=filename, error_code=code,
+                         suggestion=suggestion, **kw)
+
+
+class DSLUserCodeRuntimeError(DSLUserCodeError, RuntimeError):
+    pass
+
+
+class DSLUserCodeTypeError(DSLUserCodeError, TypeError):
+    pass
+
+
+class DSLNotImplemented(DSLBaseError):
+    pass
+
+
+class DSLCudaRuntimeError(DSLBaseError):
+    pass
+
+
+class CompilerDiagnosticError(DSLBaseError):
+    pass
+
+
+def user_error(message, code=None, filename=None, lineno=None, cls=DSLUserCodeError, suggestion=None):
+    """Build an error located at the given place, or at the innermost user frame."""
+    if filename is None:
+        filename, lineno = user_location()
+    return cls(message, filename=filename, lineno=lineno, code=code, suggestion=suggestion)

@@ -1,0 +1,726 @@
+"""AST preprocessor for ``@cute.jit`` / ``@cute.kernel`` functions.
+
+Python control flow cannot be traced by running the function once: a runtime ``if``
+on a device value must become *both* branches of a structured IR op.  So before
+tracing we rewrite the function's AST so that every construct whose outcome may be
+dynamic becomes a call into a runtime object ``rt`` (written elsewhere), which either
+runs the code right away (values known at trace time) or emits IR.
+
+The contract with ``rt`` (``NAMES`` is a tuple of str, ``VALUES`` a tuple of values,
+``LOC`` a ``(filename, lineno)`` tuple of the user's source line)::
+
+    rt.get_locals(locals_dict, NAMES)             -> VALUES   (a sentinel for unbound names)
+    rt.if_(pred, then_fn, else_fn_or_None, NAMES, VALUES, LOC)  -> new VALUES
+          then_fn(*VALUES) / else_fn(*VALUES)      -> new VALUES
+    rt.for_(iterable, body_fn, NAMES, VALUES, LOC) -> new VALUES;  body_fn(iv, *VALUES)
+    rt.while_(cond_fn, body_fn, NAMES, VALUES, LOC) -> new VALUES
+          cond_fn(*VALUES) -> pred;  body_fn(*VALUES) -> new VALUES
+    rt.range(*args, **kw)                          (replaces the builtin ``range`` in loops)
+    rt.ifexp(pred, then_thunk, else_thunk, LOC)    (``a if c else b``)
+    rt.and_(first, *thunks) / rt.or_(first, *thunks) / rt.not_(x)
+    rt.min / rt.max / rt.bool / rt.any / rt.all(*args, **kw)
+    rt.fstring(PARTS, LOC) -> sequence splatted into ``printf``; each part is a str or a
+          ``(value, conversion_char_or_'', format_spec_or_'')`` tuple
+
+Each region body becomes a nested function whose parameters and return values are the
+names the region assigns, so the runtime sees loop-carried / branch-merged values
+explicitly, while names the region only reads stay ordinary closure reads.
+
+The rewritten function is compiled with the user's filename and line numbers, so
+tracebacks and our diagnostics point at the user's source.
+"""
+import __future__
+import ast
+import inspect
+import os
+import sys
+import types
+import weakref
+
+from .errors import DSLUserCodeError
+
+__all__ = ["preprocess", "transform_source", "RT_NAME"]
+
+RT_NAME = "__cute_dsl_rt__"
+_IV = "__cute_iv__"
+_OUTER = "__cute_outer__"
+_BUILTIN_CALLS = ("min", "max", "bool", "any", "all")
+_NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+# Only ``annotations`` changes how our recompiled code behaves; other future flags are
+# either always on or not accepted by compile().
+_FUTURE_FLAGS = __future__.annotations.compiler_flag
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _walk_local(node):
+    """Like ast.walk, but does not enter nested lambdas / defs / classes (new scopes)."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, _NEW_SCOPES))
+
+
+def _is_call_to(node, names):
+    """``name(...)`` or ``anything.name(...)``: the DSL marker functions may be imported
+    under their bare name or used through a module (``cutlass.const_expr``)."""
+    if not isinstance(node, ast.Call):
+        return False
+    f = node.func
+    return (isinstance(f, ast.Name) and f.id in names) or (
+        isinstance(f, ast.Attribute) and f.attr in names)
+
+
+def _is_const_expr(node):
+    return _is_call_to(node, ("const_expr",))
+
+
+def _locate(node, at):
+    """Give every generated node the position of the user node ``at``.
+
+    Generated nodes are the ones without a position; nodes that already have one are the
+    user's own (moved into the generated structure) and keep theirs, so we stop there.
+    """
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if "lineno" in n._attributes:
+            if getattr(n, "lineno", None) is not None:
+                continue
+            n.lineno, n.col_offset = at.lineno, at.col_offset
+            n.end_lineno, n.end_col_offset = at.end_lineno, at.end_col_offset
+        todo.extend(ast.iter_child_nodes(n))
+    return node
+
+
+def _name(id_, store=False):
+    return ast.Name(id=id_, ctx=ast.Store() if store else ast.Load())
+
+
+def _rt(attr):
+    return ast.Attribute(value=_name(RT_NAME), attr=attr, ctx=ast.Load())
+
+
+def _call(func, args, keywords=()):
+    return ast.Call(func=func, args=list(args), keywords=list(keywords))
+
+
+def _tuple(elts, store=False):
+    return ast.Tuple(elts=list(elts), ctx=ast.Store() if store else ast.Load())
+
+
+def _lambda(body):
+    return ast.Lambda(args=_arguments([]), body=body)
+
+
+def _arguments(params):
+    return ast.arguments(posonlyargs=[], args=[ast.arg(arg=p) for p in params],
+                         vararg=None, kwonlyargs=[], kw_defaults=[], kwarg=None,
+                         defaults=[])
+
+
+def _funcdef(name, params, body):
+    extra = {"type_params": []} if sys.version_info >= (3, 12) else {}
+    return ast.FunctionDef(name=name, args=_arguments(params), body=body,
+                           decorator_list=[], returns=None, **extra)
+
+
+def _mangle(name, cls):
+    """Private-name mangling as the compiler applies it inside ``class cls``: the name
+    strings we hand to ``rt`` must match the (mangled) keys of ``locals()``."""
+    if cls and name.startswith("__") and not name.endswith("__"):
+        stripped = cls.lstrip("_")
+        if stripped:
+            return "_" + stripped + name
+    return name
+
+
+class _Bindings(ast.NodeVisitor):
+    """Names a list of statements binds in *its own* scope, each mapped to the first node
+    that binds it.  Bodies of nested defs/classes/lambdas and comprehension targets bind
+    in other scopes; a nested def/class *name*, decorators, defaults and walrus targets
+    inside comprehensions bind here."""
+
+    def __init__(self, include_except):
+        self.names = {}
+        self.include_except = include_except
+
+    def _add(self, name, node):
+        self.names.setdefault(name, node)
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Store):
+            self._add(node.id, node)
+
+    def visit_FunctionDef(self, node):
+        self._add(node.name, node)
+        a = node.args
+        for n in node.decorator_list + a.defaults + [d for d in a.kw_defaults if d]:
+            self.visit(n)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        self._add(node.name, node)
+        for n in node.decorator_list + node.bases + [k.value for k in node.keywords]:
+            self.visit(n)
+
+    def visit_Lambda(self, node):
+        for n in node.args.defaults + [d for d in node.args.kw_defaults if d]:
+            self.visit(n)
+
+    def _comprehension(self, node):
+        for n in _walk_local(node):
+            if isinstance(n, ast.NamedExpr):
+                self._add(n.target.id, n)
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _comprehension
+
+    def visit_Import(self, node):
+        for a in node.names:
+            if a.name != "*":
+                self._add(a.asname or a.name.split(".")[0], node)
+
+    visit_ImportFrom = visit_Import
+
+    def visit_ExceptHandler(self, node):
+        # ``except E as e`` deletes ``e`` at the end of the handler, so carrying it out of
+        # a region would read an unbound name; it stays private to the region.
+        if self.include_except and node.name:
+            self._add(node.name, node)
+        self.generic_visit(node)
+
+    def _capture(self, node):
+        for attr in ("name", "rest"):
+            if getattr(node, attr, None):
+                self._add(getattr(node, attr), node)
+        self.generic_visit(node)
+
+    visit_MatchAs = visit_MatchStar = visit_MatchMapping = _capture
+
+
+def _bound(stmts, include_except=False):
+    v = _Bindings(include_except)
+    for s in stmts:
+        v.visit(s)
+    return v.names
+
+
+def _declared(stmts):
+    """``global`` / ``nonlocal`` declarations of one function scope: name -> statement."""
+    out = {}
+    for s in stmts:
+        for n in _walk_local(s):
+            if isinstance(n, (ast.Global, ast.Nonlocal)):
+                for name in n.names:
+                    out.setdefault(name, n)
+    return out
+
+
+def _params(args):
+    ps = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    ps += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    return set(ps)
+
+
+# --------------------------------------------------------------------------- rewriter
+
+class _Rewriter(ast.NodeTransformer):
+    """Rewrites one function (and everything nested in it).
+
+    Per function scope we track ``frames``: the enclosing ``("if"|"loop", dynamic)``
+    constructs (static ifs are transparent and not recorded), used to reject early exits
+    out of dynamic regions; ``shadowed``: names that hide the builtins we redirect;
+    ``declared``: the scope's ``global``/``nonlocal`` names.
+    """
+
+    def __init__(self, filename, shadowed=(), cls=None):
+        self.filename = filename
+        self.counter = 0
+        self.frames = []
+        self.shadowed = set(shadowed)
+        self.declared = {}
+        self.cls = cls
+
+    # -- diagnostics
+    def _error(self, node, code, message):
+        return DSLUserCodeError(message, filename=self.filename,
+                                lineno=getattr(node, "lineno", None), code=code)
+
+    def _in_dynamic(self):
+        return any(dyn for _, dyn in self.frames)
+
+    # -- scopes
+    def rewrite_function(self, node, top=False):
+        if not top:  # decorators and defaults run in the enclosing scope at trace time
+            node.decorator_list = [self.visit(d) for d in node.decorator_list]
+            node.args.defaults = [self.visit(d) for d in node.args.defaults]
+            node.args.kw_defaults = [d and self.visit(d) for d in node.args.kw_defaults]
+        saved = self.frames, self.shadowed, self.declared
+        self.declared = _declared(node.body)
+        own = _bound(node.body, include_except=True)
+        self.shadowed = self.shadowed | _params(node.args) | set(own) | set(self.declared)
+        self.frames = []
+        node.body = self._block(node.body)
+        self.frames, self.shadowed, self.declared = saved
+        return node
+
+    visit_FunctionDef = visit_AsyncFunctionDef = rewrite_function
+
+    def visit_Lambda(self, node):
+        node.args.defaults = [self.visit(d) for d in node.args.defaults]
+        node.args.kw_defaults = [d and self.visit(d) for d in node.args.kw_defaults]
+        saved = self.shadowed
+        self.shadowed = self.shadowed | _params(node.args)
+        node.body = self.visit(node.body)
+        self.shadowed = saved
+        return node
+
+    def visit_ClassDef(self, node):
+        # Class bodies stay native: names bound in a class body are invisible to nested
+        # functions, so turning its control flow into region functions (or thunks) would
+        # break name lookups.  Methods defined in it are rewritten like any function.
+        node.decorator_list = [self.visit(d) for d in node.decorator_list]
+        node.bases = [self.visit(b) for b in node.bases]
+        for k in node.keywords:
+            k.value = self.visit(k.value)
+        saved_cls, self.cls = self.cls, node.name
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.visit(stmt)
+            else:
+                self._check_underscore(stmt)
+        self.cls = saved_cls
+        return node
+
+    def _block(self, stmts):
+        out = []
+        for s in stmts:
+            r = self.visit(s)
+            out.extend(r if isinstance(r, list) else [r])
+        return out
+
+    # -- building blocks of the generated code
+    def _loc(self, node):
+        return _tuple([ast.Constant(self.filename), ast.Constant(node.lineno)])
+
+    def _strs(self, names):
+        return _tuple(ast.Constant(_mangle(n, self.cls)) for n in names)
+
+    def _get_locals(self, names):
+        return _call(_rt("get_locals"), [_call(_name("locals"), []), self._strs(names)])
+
+    def _new_id(self):
+        self.counter += 1
+        return self.counter
+
+    def _region_names(self, stmts, exclude=()):
+        """Sorted names a dynamic region assigns (its carried values).  ``_`` is never
+        carried: it is write-only by definition."""
+        bound = _bound(stmts)
+        for name, at in bound.items():
+            if name in self.declared:
+                kind = "global" if isinstance(self.declared[name], ast.Global) else "nonlocal"
+                raise self._error(
+                    at, "UNSUP_" + kind.upper(),
+                    f"`{name}` is declared `{kind}` and cannot be assigned inside dynamic "
+                    f"control flow; assign it outside the dynamic `if`/`for`/`while`")
+        return sorted(n for n in bound if n != "_" and n not in exclude)
+
+    def _check_region_body(self, stmts):
+        for s in stmts:
+            if isinstance(s, ast.Pass):
+                raise self._error(
+                    s, "UNSUP_PASS",
+                    "`pass` is not supported inside dynamic control flow; remove it, or "
+                    "drop the empty branch")
+
+    def _emit(self, node, op, defs, leading_args, names):
+        """``defs`` then ``(NAMES,) = rt.op(*leading_args, NAMES, VALUES, LOC)``."""
+        call = _call(_rt(op), leading_args + [self._strs(names), self._get_locals(names),
+                                              self._loc(node)])
+        if names:
+            stmt = ast.Assign(targets=[_tuple((_name(n, True) for n in names), True)],
+                              value=call)
+        else:
+            stmt = ast.Expr(value=call)
+        return [_locate(s, node) for s in defs + [stmt]]
+
+    @staticmethod
+    def _ret(names):
+        return ast.Return(value=_tuple(_name(n) for n in names))
+
+    # -- statements
+    def visit_If(self, node):
+        if _is_const_expr(node.test):
+            node.test = self.visit(node.test)
+            node.body, node.orelse = self._block(node.body), self._block(node.orelse)
+            return node
+        names = self._region_names(node.body + node.orelse)
+        self._check_region_body(node.body)
+        self._check_region_body(node.orelse)
+        test = self.visit(node.test)
+        self.frames.append(("if", True))
+        body, orelse = self._block(node.body), self._block(node.orelse)
+        self.frames.pop()
+        n = self._new_id()
+        defs = [_funcdef(f"__then_{n}", names, body + [self._ret(names)])]
+        else_ref = ast.Constant(None)
+        if orelse:
+            defs.append(_funcdef(f"__else_{n}", names, orelse + [self._ret(names)]))
+            else_ref = _name(f"__else_{n}")
+        return self._emit(node, "if_", defs, [test, _name(f"__then_{n}"), else_ref], names)
+
+    def _is_dynamic_iter(self, it):
+        if not isinstance(it, ast.Call):
+            return False
+        f = it.func
+        if isinstance(f, ast.Name):
+            return f.id == "range" and "range" not in self.shadowed
+        return isinstance(f, ast.Attribute) and f.attr in ("range", "range_dynamic")
+
+    def visit_For(self, node):
+        if not self._is_dynamic_iter(node.iter):
+            node.iter = self.visit(node.iter)
+            self.frames.append(("loop", False))
+            node.body = self._block(node.body)
+            self.frames.pop()
+            node.orelse = self._block(node.orelse)  # `else:` runs outside the loop
+            return node
+        if node.orelse:
+            raise self._error(node, "UNSUP_LOOP_ELSE",
+                              "`for ... else` is not supported on a dynamic loop")
+        targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
+        names = self._region_names(node.body, exclude=targets)
+        self._check_region_body(node.body)
+        it = self.visit(node.iter)
+        if isinstance(it.func, ast.Name):  # builtin range -> the runtime's range
+            it.func = _locate(_rt("range"), it.func)
+        self.frames.append(("loop", True))
+        body = self._block(node.body)
+        self.frames.pop()
+        n = self._new_id()
+        bind = ast.Assign(targets=[node.target], value=_name(_IV))
+        fn = _funcdef(f"__body_{n}", [_IV] + names, [bind] + body + [self._ret(names)])
+        return self._emit(node, "for_", [fn], [it, _name(f"__body_{n}")], names)
+
+    def visit_While(self, node):
+        if _is_const_expr(node.test):
+            node.test = self.visit(node.test)
+            self.frames.append(("loop", False))
+            node.body = self._block(node.body)
+            self.frames.pop()
+            node.orelse = self._block(node.orelse)
+            return node
+        if node.orelse:
+            raise self._error(node, "UNSUP_LOOP_ELSE",
+                              "`while ... else` is not supported on a dynamic loop")
+        # The condition is evaluated inside its own function, where a walrus would bind a
+        # name that is never carried back.
+        self._check_no_walrus([node.test], "the condition of a dynamic `while` loop")
+        names = self._region_names(node.body)
+        self._check_region_body(node.body)
+        test = self.visit(node.test)
+        self.frames.append(("loop", True))
+        body = self._block(node.body)
+        self.frames.pop()
+        n = self._new_id()
+        cond = _funcdef(f"__cond_{n}", names, [ast.Return(value=test)])
+        fn = _funcdef(f"__body_{n}", names, body + [self._ret(names)])
+        return self._emit(node, "while_", [cond, fn],
+                          [_name(f"__cond_{n}"), _name(f"__body_{n}")], names)
+
+    def _loop_exit(self, node):
+        word = "break" if isinstance(node, ast.Break) else "continue"
+        for kind, dynamic in reversed(self.frames):
+            if kind == "if":
+                raise self._error(
+                    node, "UNSUP_EARLY_EXIT",
+                    f"`{word}` inside a dynamic `if` is not supported: both branches are "
+                    f"compiled and cannot leave the loop early; use `if cutlass.const_expr"
+                    f"(...)` when the condition is known at compile time")
+            if dynamic:
+                raise self._error(
+                    node, "UNSUP_EARLY_EXIT",
+                    f"`{word}` is not supported in a dynamic loop (it becomes a structured "
+                    f"loop with no early exit); use `cutlass.range_constexpr` to unroll the "
+                    f"loop at compile time, or guard the rest of the body with a condition")
+            break
+        return node
+
+    visit_Break = visit_Continue = _loop_exit
+
+    def _exit(self, node):
+        if self._in_dynamic():
+            word = "return" if isinstance(node, ast.Return) else "raise"
+            raise self._error(
+                node, "UNSUP_EARLY_EXIT",
+                f"`{word}` inside dynamic control flow (a runtime `if`, `for` or `while`) "
+                f"is not supported; compute the value in the region and `{word}` after it, "
+                f"or use `cutlass.const_expr` / `cutlass.range_constexpr` for "
+                f"compile-time control flow")
+        return self.generic_visit(node)
+
+    visit_Return = visit_Raise = _exit
+
+    def _declaration(self, node):
+        if self._in_dynamic():
+            kind = "global" if isinstance(node, ast.Global) else "nonlocal"
+            raise self._error(node, "UNSUP_" + kind.upper(),
+                              f"`{kind}` statements are not supported inside dynamic "
+                              f"control flow; declare the name at the top of the function")
+        return node
+
+    visit_Global = visit_Nonlocal = _declaration
+
+    def visit_Delete(self, node):
+        if self._in_dynamic() and any(isinstance(t, ast.Name) for t in node.targets):
+            raise self._error(node, "UNSUP_DEL",
+                              "`del` of a variable is not supported inside dynamic control "
+                              "flow: the variable must stay defined on every path")
+        return self.generic_visit(node)
+
+    # -- expressions (bottom-up: children are rewritten first)
+    def _check_underscore(self, node):
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name):
+                self.visit_Name(n)
+
+    def visit_Name(self, node):
+        if node.id == "_" and isinstance(node.ctx, ast.Load):
+            raise self._error(node, "UNSUP_READ_UNDERSCORE",
+                              "`_` is a placeholder for ignored values and cannot be read; "
+                              "give the value a real name")
+        return node
+
+    def _check_no_walrus(self, exprs, where):
+        for e in exprs:
+            for n in _walk_local(e):
+                if isinstance(n, ast.NamedExpr):
+                    raise self._error(n, "UNSUP_WALRUS",
+                                      f"an assignment expression (`:=`) in {where} is not "
+                                      f"supported; assign the value in a separate statement")
+
+    def visit_IfExp(self, node):
+        node = self.generic_visit(node)
+        if _is_const_expr(node.test):
+            return node
+        self._check_no_walrus([node.body, node.orelse],
+                              "a branch of a conditional expression")
+        return _locate(_call(_rt("ifexp"), [node.test, _lambda(node.body),
+                                            _lambda(node.orelse), self._loc(node)]), node)
+
+    def visit_BoolOp(self, node):
+        node = self.generic_visit(node)
+        op = "and_" if isinstance(node.op, ast.And) else "or_"
+        self._check_no_walrus(node.values[1:], f"the right operand of `{op[:-1]}`")
+        args = [node.values[0]] + [_lambda(v) for v in node.values[1:]]
+        return _locate(_call(_rt(op), args), node)
+
+    def visit_UnaryOp(self, node):
+        node = self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return _locate(_call(_rt("not_"), [node.operand]), node)
+        return node
+
+    def visit_Call(self, node):
+        if _is_const_expr(node):
+            # The argument of const_expr is plain Python evaluated at compile time.
+            self._check_underscore(node)
+            return node
+        node = self.generic_visit(node)
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in _BUILTIN_CALLS and f.id not in self.shadowed:
+            node.func = _locate(_rt(f.id), f)
+        if (_is_call_to(node, ("printf",)) and node.args
+                and isinstance(node.args[0], ast.JoinedStr)):
+            fstr = node.args[0]
+            parts = _locate(_tuple(self._fstring_parts(fstr)), fstr)
+            splat = _call(_rt("fstring"), [parts, self._loc(fstr)])
+            node.args[0] = _locate(ast.Starred(value=splat, ctx=ast.Load()), fstr)
+        return node
+
+    def _fstring_parts(self, fstr):
+        for v in fstr.values:
+            if isinstance(v, ast.Constant):
+                yield ast.Constant(v.value)
+                continue
+            spec = ""
+            if v.format_spec is not None:
+                for s in v.format_spec.values:
+                    if not isinstance(s, ast.Constant):
+                        raise self._error(
+                            v, "UNSUP_FSTRING_FORMAT",
+                            "a format spec in a printf f-string must be a constant; "
+                            "nested `{...}` in the spec is not supported")
+                    spec += s.value
+            conv = chr(v.conversion) if v.conversion not in (-1, None) else ""
+            yield _tuple([v.value, ast.Constant(conv), ast.Constant(spec)])
+
+
+# --------------------------------------------------------------------------- entry points
+
+def _source_unavailable(fn_name, filename, lineno, why):
+    return DSLUserCodeError(
+        f"cannot preprocess `{fn_name}`: its source code is not available ({why}); "
+        f"JIT functions must be defined with `def` in a source file",
+        filename=filename, lineno=lineno, code="CALL_SOURCE_UNAVAILABLE")
+
+
+def _parse_function(source, filename, first_lineno, name):
+    # An indented source (method, nested function) is parsed under an `if 1:` header
+    # instead of being dedented: dedent breaks on multi-line strings that reach column 0
+    # and would shift every column offset away from the user's file.
+    header = source[:1] in (" ", "\t")
+    try:
+        tree = ast.parse(("if 1:\n" + source) if header else source, filename)
+    except SyntaxError as e:
+        raise _source_unavailable(name or "<function>", filename, first_lineno,
+                                  f"it does not parse: {e.msg}") from None
+    stmts = tree.body[0].body if header else tree.body
+    fdef = stmts[0] if stmts else None
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)) or (
+            name is not None and fdef.name != name):
+        raise _source_unavailable(name or "<function>", filename, first_lineno,
+                                  "the source at its location is not its `def`")
+    ast.increment_lineno(fdef, first_lineno - (2 if header else 1))
+    fdef.decorator_list = []
+    return fdef
+
+
+def transform_source(source, filename="<unknown>", first_lineno=1, *, name=None,
+                     shadowed=(), cls=None):
+    """Parse the source of one function and return an ``ast.Module`` holding the rewritten
+    ``def`` (decorators stripped) with the line numbers of ``filename``.
+
+    ``shadowed``: extra names that hide the builtins ``min``/``max``/... / ``range``
+    (closure variables, module globals).  ``cls``: the class the function was defined
+    in, for private-name mangling of the names handed to the runtime.
+    """
+    fdef = _parse_function(source, filename, first_lineno, name)
+    _Rewriter(filename, shadowed, cls).rewrite_function(fdef, top=True)
+    return ast.fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
+
+
+def _enclosing_class(qualname):
+    """Innermost class in a ``__qualname__``: a component not followed by ``<locals>``
+    (those are functions), e.g. ``Cls`` for ``Cls.meth.<locals>.inner``."""
+    parts = qualname.split(".")
+    for i in range(len(parts) - 2, -1, -1):
+        if parts[i] != "<locals>" and parts[i + 1] != "<locals>":
+            return parts[i] if parts[i].isidentifier() else None
+    return None
+
+
+def _find_code(code, name):
+    """Breadth-first search for the compiled code object of function ``name``."""
+    queue = [code]
+    while queue:
+        c = queue.pop(0)
+        for k in c.co_consts:
+            if isinstance(k, types.CodeType):
+                if k.co_name == name and k.co_flags & inspect.CO_OPTIMIZED:
+                    return k
+                queue.append(k)
+    raise RuntimeError(f"preprocess: compiled code for {name!r} not found")
+
+
+def _requalify(code, old, new):
+    """Rename the ``__cute_outer__.<locals>.`` prefix away from co_qualname (3.11+)."""
+    consts = tuple(_requalify(k, old, new) if isinstance(k, types.CodeType) else k
+                   for k in code.co_consts)
+    q = code.co_qualname
+    if q == old or q.startswith(old + "."):
+        q = new + q[len(old):]
+    return code.replace(co_consts=consts, co_qualname=q)
+
+
+def _env_flag(var):
+    return os.environ.get(var, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def _transform_code(fn):
+    code = fn.__code__
+    where = (code.co_filename, code.co_firstlineno)
+    if code.co_name == "<lambda>":
+        raise _source_unavailable(fn.__qualname__, *where, "it is a lambda")
+    try:
+        lines, first = inspect.getsourcelines(code)
+    except (OSError, TypeError) as e:
+        raise _source_unavailable(fn.__qualname__, *where, str(e)) from None
+    cls = _enclosing_class(fn.__qualname__)
+    shadowed = set(code.co_freevars) | {
+        b for b in _BUILTIN_CALLS + ("range",) if b in fn.__globals__}
+    module = transform_source("".join(lines), code.co_filename, max(first, 1),
+                              name=code.co_name, shadowed=shadowed, cls=cls)
+    fdef = module.body[0]
+    if _env_flag("CUTE_DSL_PRINT_AFTER_PREPROCESSOR"):
+        print(f"# {fn.__qualname__} after preprocessing ({code.co_filename}:{first})")
+        print(ast.unparse(module))
+    # Compile `def __cute_outer__(<freevars>, __cute_dsl_rt__): <def>` so that the
+    # original free variables (and the runtime) are free variables of the new code, then
+    # fish the inner code object out.  A method is compiled inside `class <Cls>:` so that
+    # private names (`self.__x`) are mangled as they were originally.
+    params = [v for v in code.co_freevars if not (cls and v == "__class__")] + [RT_NAME]
+    inner = fdef
+    if cls:
+        inner = ast.ClassDef(name=cls, bases=[], keywords=[], body=[fdef],
+                             decorator_list=[],
+                             **({"type_params": []} if sys.version_info >= (3, 12) else {}))
+    outer = _locate(_funcdef(_OUTER, params, [inner]), fdef)
+    compiled = compile(ast.Module(body=[outer], type_ignores=[]), code.co_filename, "exec",
+                       flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+    new_code = _find_code(compiled, code.co_name)
+    if hasattr(new_code, "co_qualname"):
+        new_code = _requalify(new_code, new_code.co_qualname, code.co_qualname)
+    return new_code
+
+
+# code object -> {id(rt): (rt, signature-of-fn, new function)}; the transformed code
+# itself does not depend on rt and is cached separately.
+_CODE_CACHE = weakref.WeakKeyDictionary()
+_FN_CACHE = weakref.WeakKeyDictionary()
+
+
+def preprocess(fn, rt):
+    """Return ``fn`` with its control flow rewritten into calls on ``rt``.
+
+    The result has the name, qualname, signature, defaults, annotations, globals (the
+    same dict, read live) and closure cells of ``fn``, plus a cell holding ``rt``.
+    Raises ``DSLUserCodeError`` for unsupported constructs, at the offending line.
+    """
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(preprocess(fn.__func__, rt), fn.__self__)
+    code = fn.__code__
+    new_code = _CODE_CACHE.get(code)
+    if new_code is None:
+        new_code = _CODE_CACHE[code] = _transform_code(fn)
+    # Different function objects may share one code object (a def run several times)
+    # but carry different closures/defaults: only reuse the function built for the same.
+    sig = (fn.__closure__, fn.__defaults__, fn.__kwdefaults__, fn.__globals__)
+    per_rt = _FN_CACHE.setdefault(code, {})
+    hit = per_rt.get(id(rt))
+    if hit is not None and hit[0] is rt and all(a is b for a, b in zip(hit[1], sig)):
+        return hit[2]
+    cells = dict(zip(code.co_freevars, fn.__closure__ or ()))
+    closure = []
+    for v in new_code.co_freevars:
+        if v == RT_NAME:
+            closure.append(types.CellType(rt))
+        elif v in cells:
+            closure.append(cells[v])
+        else:
+            raise RuntimeError(f"preprocess: unexpected free variable {v!r}")
+    new_fn = types.FunctionType(new_code, fn.__globals__, fn.__name__, fn.__defaults__,
+                                tuple(closure) or None)
+    new_fn.__kwdefaults__ = fn.__kwdefaults__
+    new_fn.__annotations__ = fn.__annotations__
+    new_fn.__qualname__ = fn.__qualname__
+    new_fn.__doc__ = fn.__doc__
+    new_fn.__module__ = fn.__module__
+    new_fn.__dict__.update(fn.__dict__)
+    if hasattr(fn, "__type_params__"):
+        new_fn.__type_params__ = fn.__type_params__
+    per_rt[id(rt)] = (rt, sig, new_fn)
+    return new_fn
