@@ -115,9 +115,19 @@ std::vector<std::string> library_candidates(const LibrarySpec& spec, std::string
     out.push_back(forced);
     return out;
   }
+  std::vector<std::string> dirs_seen;
   for (const auto& root : cuda_search_roots()) {
     for (const char* sub : spec.subdirs) {
       std::string dir = root + "/" + sub;
+      // Toolkits alias directories (lib -> lib64, cuda -> cuda-13.0); scan each real
+      // directory once so candidate and error lists carry no duplicates.
+      std::error_code ec;
+      fs::path real = fs::canonical(dir, ec);
+      if (!ec) {
+        if (std::find(dirs_seen.begin(), dirs_seen.end(), real.string()) != dirs_seen.end())
+          continue;
+        dirs_seen.push_back(real.string());
+      }
       auto files = versioned_files(dir, spec.stem);
       if (files.empty() && probed) *probed += "  " + dir + "/" + spec.stem + "*: not found\n";
       for (auto& f : files) push_unique(out, f);

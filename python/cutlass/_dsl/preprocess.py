@@ -76,8 +76,8 @@ def _is_const_expr(node):
     return _is_call_to(node, ("const_expr",))
 
 
-def _locate(node, at):
-    """Give every generated node the position of the user node ``at``.
+def _locate(node, span):
+    """Give every generated node the position ``span`` = (line, col, end_line, end_col).
 
     Generated nodes are the ones without a position; nodes that already have one are the
     user's own (moved into the generated structure) and keep theirs, so we stop there.
@@ -88,10 +88,13 @@ def _locate(node, at):
         if "lineno" in n._attributes:
             if getattr(n, "lineno", None) is not None:
                 continue
-            n.lineno, n.col_offset = at.lineno, at.col_offset
-            n.end_lineno, n.end_col_offset = at.end_lineno, at.end_col_offset
+            n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = span
         todo.extend(ast.iter_child_nodes(n))
     return node
+
+
+def _span(node):
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
 
 
 def _name(id_, store=False):
@@ -235,8 +238,10 @@ class _Rewriter(ast.NodeTransformer):
     ``declared``: the scope's ``global``/``nonlocal`` names.
     """
 
-    def __init__(self, filename, shadowed=(), cls=None):
+    def __init__(self, filename, shadowed=(), cls=None, lines=(), first_lineno=1):
         self.filename = filename
+        self.lines, self.first_lineno = lines, first_lineno
+        self.self_arg = None
         self.counter = 0
         self.frames = []
         self.shadowed = set(shadowed)
@@ -257,13 +262,15 @@ class _Rewriter(ast.NodeTransformer):
             node.decorator_list = [self.visit(d) for d in node.decorator_list]
             node.args.defaults = [self.visit(d) for d in node.args.defaults]
             node.args.kw_defaults = [d and self.visit(d) for d in node.args.kw_defaults]
-        saved = self.frames, self.shadowed, self.declared
+        saved = self.frames, self.shadowed, self.declared, self.self_arg
+        positional = node.args.posonlyargs + node.args.args
+        self.self_arg = positional[0].arg if positional else None
         self.declared = _declared(node.body)
         own = _bound(node.body, include_except=True)
         self.shadowed = self.shadowed | _params(node.args) | set(own) | set(self.declared)
         self.frames = []
         node.body = self._block(node.body)
-        self.frames, self.shadowed, self.declared = saved
+        self.frames, self.shadowed, self.declared, self.self_arg = saved
         return node
 
     visit_FunctionDef = visit_AsyncFunctionDef = rewrite_function
@@ -302,6 +309,17 @@ class _Rewriter(ast.NodeTransformer):
         return out
 
     # -- building blocks of the generated code
+    def _at(self, node):
+        """Position for code generated from ``node``, clamped to its first line: CPython
+        attributes a method call to the line where the call's attribute *ends*, so a
+        multi-line span would make tracebacks show the construct's last line."""
+        if node.end_lineno == node.lineno:
+            return _span(node)
+        i = node.lineno - self.first_lineno
+        text = self.lines[i] if 0 <= i < len(self.lines) else ""
+        end = max(len(text.rstrip().encode("utf-8")), node.col_offset + 1)
+        return node.lineno, node.col_offset, node.lineno, end
+
     def _loc(self, node):
         return _tuple([ast.Constant(self.filename), ast.Constant(node.lineno)])
 
@@ -316,9 +334,14 @@ class _Rewriter(ast.NodeTransformer):
         return self.counter
 
     def _region_names(self, stmts, exclude=()):
-        """Sorted names a dynamic region assigns (its carried values).  ``_`` is never
-        carried: it is write-only by definition."""
+        """(sorted names a dynamic region assigns, i.e. its carried values; their first
+        binding nodes).  ``_`` is never carried: it is write-only by definition."""
         bound = _bound(stmts)
+        return sorted(n for n in bound if n != "_" and n not in exclude), bound
+
+    def _check_assignable(self, bound):
+        """Run after the region body was visited, so that a `global` statement inside
+        the region is reported at its own line first."""
         for name, at in bound.items():
             if name in self.declared:
                 kind = "global" if isinstance(self.declared[name], ast.Global) else "nonlocal"
@@ -326,7 +349,6 @@ class _Rewriter(ast.NodeTransformer):
                     at, "UNSUP_" + kind.upper(),
                     f"`{name}` is declared `{kind}` and cannot be assigned inside dynamic "
                     f"control flow; assign it outside the dynamic `if`/`for`/`while`")
-        return sorted(n for n in bound if n != "_" and n not in exclude)
 
     def _check_region_body(self, stmts):
         for s in stmts:
@@ -345,11 +367,25 @@ class _Rewriter(ast.NodeTransformer):
                               value=call)
         else:
             stmt = ast.Expr(value=call)
-        return [_locate(s, node) for s in defs + [stmt]]
+        return [_locate(s, self._at(node)) for s in defs + [stmt]]
 
     @staticmethod
     def _ret(names):
         return ast.Return(value=_tuple(_name(n) for n in names))
+
+    def _region_blocks(self, kind, bound, *blocks):
+        self.frames.append((kind, True))
+        out = [self._block(b) for b in blocks]
+        self.frames.pop()
+        self._check_assignable(bound)
+        return out
+
+    def _native_loop(self, node):
+        self.frames.append(("loop", False))
+        node.body = self._block(node.body)
+        self.frames.pop()
+        node.orelse = self._block(node.orelse)  # `else:` runs outside the loop
+        return node
 
     # -- statements
     def visit_If(self, node):
@@ -357,14 +393,12 @@ class _Rewriter(ast.NodeTransformer):
             node.test = self.visit(node.test)
             node.body, node.orelse = self._block(node.body), self._block(node.orelse)
             return node
-        names = self._region_names(node.body + node.orelse)
+        names, bound = self._region_names(node.body + node.orelse)
         self._check_region_body(node.body)
         self._check_region_body(node.orelse)
         test = self.visit(node.test)
-        self.frames.append(("if", True))
-        body, orelse = self._block(node.body), self._block(node.orelse)
-        self.frames.pop()
         n = self._new_id()
+        body, orelse = self._region_blocks("if", bound, node.body, node.orelse)
         defs = [_funcdef(f"__then_{n}", names, body + [self._ret(names)])]
         else_ref = ast.Constant(None)
         if orelse:
@@ -383,24 +417,18 @@ class _Rewriter(ast.NodeTransformer):
     def visit_For(self, node):
         if not self._is_dynamic_iter(node.iter):
             node.iter = self.visit(node.iter)
-            self.frames.append(("loop", False))
-            node.body = self._block(node.body)
-            self.frames.pop()
-            node.orelse = self._block(node.orelse)  # `else:` runs outside the loop
-            return node
+            return self._native_loop(node)
         if node.orelse:
             raise self._error(node, "UNSUP_LOOP_ELSE",
                               "`for ... else` is not supported on a dynamic loop")
         targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
-        names = self._region_names(node.body, exclude=targets)
+        names, bound = self._region_names(node.body, exclude=targets)
         self._check_region_body(node.body)
         it = self.visit(node.iter)
         if isinstance(it.func, ast.Name):  # builtin range -> the runtime's range
-            it.func = _locate(_rt("range"), it.func)
-        self.frames.append(("loop", True))
-        body = self._block(node.body)
-        self.frames.pop()
+            it.func = _locate(_rt("range"), _span(it.func))
         n = self._new_id()
+        body, = self._region_blocks("loop", bound, node.body)
         bind = ast.Assign(targets=[node.target], value=_name(_IV))
         fn = _funcdef(f"__body_{n}", [_IV] + names, [bind] + body + [self._ret(names)])
         return self._emit(node, "for_", [fn], [it, _name(f"__body_{n}")], names)
@@ -408,24 +436,18 @@ class _Rewriter(ast.NodeTransformer):
     def visit_While(self, node):
         if _is_const_expr(node.test):
             node.test = self.visit(node.test)
-            self.frames.append(("loop", False))
-            node.body = self._block(node.body)
-            self.frames.pop()
-            node.orelse = self._block(node.orelse)
-            return node
+            return self._native_loop(node)
         if node.orelse:
             raise self._error(node, "UNSUP_LOOP_ELSE",
                               "`while ... else` is not supported on a dynamic loop")
         # The condition is evaluated inside its own function, where a walrus would bind a
         # name that is never carried back.
         self._check_no_walrus([node.test], "the condition of a dynamic `while` loop")
-        names = self._region_names(node.body)
+        names, bound = self._region_names(node.body)
         self._check_region_body(node.body)
         test = self.visit(node.test)
-        self.frames.append(("loop", True))
-        body = self._block(node.body)
-        self.frames.pop()
         n = self._new_id()
+        body, = self._region_blocks("loop", bound, node.body)
         cond = _funcdef(f"__cond_{n}", names, [ast.Return(value=test)])
         fn = _funcdef(f"__body_{n}", names, body + [self._ret(names)])
         return self._emit(node, "while_", [cond, fn],
@@ -509,19 +531,20 @@ class _Rewriter(ast.NodeTransformer):
         self._check_no_walrus([node.body, node.orelse],
                               "a branch of a conditional expression")
         return _locate(_call(_rt("ifexp"), [node.test, _lambda(node.body),
-                                            _lambda(node.orelse), self._loc(node)]), node)
+                                            _lambda(node.orelse), self._loc(node)]),
+                       self._at(node))
 
     def visit_BoolOp(self, node):
         node = self.generic_visit(node)
         op = "and_" if isinstance(node.op, ast.And) else "or_"
         self._check_no_walrus(node.values[1:], f"the right operand of `{op[:-1]}`")
         args = [node.values[0]] + [_lambda(v) for v in node.values[1:]]
-        return _locate(_call(_rt(op), args), node)
+        return _locate(_call(_rt(op), args), self._at(node))
 
     def visit_UnaryOp(self, node):
         node = self.generic_visit(node)
         if isinstance(node.op, ast.Not):
-            return _locate(_call(_rt("not_"), [node.operand]), node)
+            return _locate(_call(_rt("not_"), [node.operand]), _span(node))
         return node
 
     def visit_Call(self, node):
@@ -532,13 +555,19 @@ class _Rewriter(ast.NodeTransformer):
         node = self.generic_visit(node)
         f = node.func
         if isinstance(f, ast.Name) and f.id in _BUILTIN_CALLS and f.id not in self.shadowed:
-            node.func = _locate(_rt(f.id), f)
+            node.func = _locate(_rt(f.id), _span(f))
+        if (isinstance(f, ast.Name) and f.id == "super" and not node.args
+                and not node.keywords and self.self_arg and "super" not in self.shadowed):
+            # Zero-argument super() finds its instance in the first argument of the
+            # *current* frame, which inside a region function or thunk is not `self`.
+            node.args = [_locate(_name("__class__"), _span(f)),
+                         _locate(_name(self.self_arg), _span(f))]
         if (_is_call_to(node, ("printf",)) and node.args
                 and isinstance(node.args[0], ast.JoinedStr)):
             fstr = node.args[0]
-            parts = _locate(_tuple(self._fstring_parts(fstr)), fstr)
+            parts = _locate(_tuple(self._fstring_parts(fstr)), self._at(fstr))
             splat = _call(_rt("fstring"), [parts, self._loc(fstr)])
-            node.args[0] = _locate(ast.Starred(value=splat, ctx=ast.Load()), fstr)
+            node.args[0] = _locate(ast.Starred(value=splat, ctx=ast.Load()), self._at(fstr))
         return node
 
     def _fstring_parts(self, fstr):
@@ -599,7 +628,8 @@ def transform_source(source, filename="<unknown>", first_lineno=1, *, name=None,
     in, for private-name mangling of the names handed to the runtime.
     """
     fdef = _parse_function(source, filename, first_lineno, name)
-    _Rewriter(filename, shadowed, cls).rewrite_function(fdef, top=True)
+    lines = source.splitlines()
+    _Rewriter(filename, shadowed, cls, lines, first_lineno).rewrite_function(fdef, top=True)
     return ast.fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
 
 
@@ -668,7 +698,7 @@ def _transform_code(fn):
         inner = ast.ClassDef(name=cls, bases=[], keywords=[], body=[fdef],
                              decorator_list=[],
                              **({"type_params": []} if sys.version_info >= (3, 12) else {}))
-    outer = _locate(_funcdef(_OUTER, params, [inner]), fdef)
+    outer = _locate(_funcdef(_OUTER, params, [inner]), _span(fdef))
     compiled = compile(ast.Module(body=[outer], type_ignores=[]), code.co_filename, "exec",
                        flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
     new_code = _find_code(compiled, code.co_name)
@@ -677,10 +707,11 @@ def _transform_code(fn):
     return new_code
 
 
-# code object -> {id(rt): (rt, signature-of-fn, new function)}; the transformed code
-# itself does not depend on rt and is cached separately.
-_CODE_CACHE = weakref.WeakKeyDictionary()
-_FN_CACHE = weakref.WeakKeyDictionary()
+# The transformed code does not depend on rt: cache it per code object.  Functions are
+# cached per (function object, rt): several function objects may share one code object
+# (a `def` run several times) but carry different closures and defaults.
+_CODE_CACHE = weakref.WeakKeyDictionary()  # code -> new code
+_FN_CACHE = weakref.WeakKeyDictionary()  # fn -> {id(rt): (rt, signature of fn, new fn)}
 
 
 def preprocess(fn, rt):
@@ -692,14 +723,14 @@ def preprocess(fn, rt):
     """
     if isinstance(fn, types.MethodType):
         return types.MethodType(preprocess(fn.__func__, rt), fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"preprocess expects a Python function, got {type(fn).__name__}")
     code = fn.__code__
     new_code = _CODE_CACHE.get(code)
     if new_code is None:
         new_code = _CODE_CACHE[code] = _transform_code(fn)
-    # Different function objects may share one code object (a def run several times)
-    # but carry different closures/defaults: only reuse the function built for the same.
-    sig = (fn.__closure__, fn.__defaults__, fn.__kwdefaults__, fn.__globals__)
-    per_rt = _FN_CACHE.setdefault(code, {})
+    sig = (code, fn.__closure__, fn.__defaults__, fn.__kwdefaults__, fn.__globals__)
+    per_rt = _FN_CACHE.setdefault(fn, {})
     hit = per_rt.get(id(rt))
     if hit is not None and hit[0] is rt and all(a is b for a, b in zip(hit[1], sig)):
         return hit[2]
@@ -719,7 +750,6 @@ def preprocess(fn, rt):
     new_fn.__qualname__ = fn.__qualname__
     new_fn.__doc__ = fn.__doc__
     new_fn.__module__ = fn.__module__
-    new_fn.__dict__.update(fn.__dict__)
     if hasattr(fn, "__type_params__"):
         new_fn.__type_params__ = fn.__type_params__
     per_rt[id(rt)] = (rt, sig, new_fn)

@@ -263,6 +263,33 @@ const NvJitLinkApi* nvjitlink_api(std::string* why) {
   return api.get();
 }
 
+const char* nvjitlink_result_name(nvJitLinkResult r) {
+  // Order of the nvJitLinkResult enum in nvJitLink.h (CUDA 12.x/13.x).
+  static const char* const kNames[] = {
+      "NVJITLINK_SUCCESS",
+      "NVJITLINK_ERROR_UNRECOGNIZED_OPTION",
+      "NVJITLINK_ERROR_MISSING_ARCH",
+      "NVJITLINK_ERROR_INVALID_INPUT",
+      "NVJITLINK_ERROR_PTX_COMPILE",
+      "NVJITLINK_ERROR_NVVM_COMPILE",
+      "NVJITLINK_ERROR_INTERNAL",
+      "NVJITLINK_ERROR_THREADPOOL",
+      "NVJITLINK_ERROR_UNRECOGNIZED_INPUT",
+      "NVJITLINK_ERROR_FINALIZE",
+      "NVJITLINK_ERROR_NULL_INPUT",
+      "NVJITLINK_ERROR_INCOMPATIBLE_OPTIONS",
+      "NVJITLINK_ERROR_INCORRECT_INPUT_TYPE",
+      "NVJITLINK_ERROR_ARCH_MISMATCH",
+      "NVJITLINK_ERROR_OUTDATED_LIBRARY",
+      "NVJITLINK_ERROR_MISSING_FATBIN",
+      "NVJITLINK_ERROR_UNRECOGNIZED_ARCH",
+      "NVJITLINK_ERROR_UNSUPPORTED_ARCH",
+      "NVJITLINK_ERROR_LTO_NOT_ENABLED",
+  };
+  if (r >= 0 && r < static_cast<int>(sizeof(kNames) / sizeof(kNames[0]))) return kNames[r];
+  return "unknown nvJitLinkResult";
+}
+
 std::string nvjitlink_log(const NvJitLinkApi& api, nvJitLinkHandle h, bool error_log) {
   size_t size = 0;
   auto get_size = error_log ? api.GetErrorLogSize : api.GetInfoLogSize;
@@ -389,8 +416,8 @@ CubinResult link_with_nvjitlink(const std::string& ptx, const std::string& arch,
     std::string log = h ? nvjitlink_log(*api, h, true) : std::string();
     std::string info = h ? nvjitlink_log(*api, h, false) : std::string();
     if (!info.empty()) log += (log.empty() ? "" : "\n") + info;
-    throw CompileError(std::string("nvJitLink ") + call + " failed (nvJitLinkResult " +
-                           std::to_string(r) + ") for " + a.sm +
+    throw CompileError(std::string("nvJitLink ") + call + " failed (" +
+                           nvjitlink_result_name(r) + ") for " + a.sm +
                            (log.empty() ? std::string(" with an empty log") : ":\n" + log),
                        log);
   };
@@ -481,7 +508,8 @@ CubinResult link_ptx_to_cubin(const std::string& ptx, const std::string& arch, i
     return detail::link_with_ptxas(ptx, arch, opt_level, extra_ptxas_options);
   } catch (const CudaNotFoundError& e) {
     // Neither back end exists: report both searches, not just the last one.
-    throw CudaNotFoundError(why + "and the ptxas fallback failed too: " + e.what());
+    throw CudaNotFoundError("No PTX linker is available. " + why +
+                            "The ptxas fallback failed too: " + e.what());
   }
 }
 

@@ -1,0 +1,499 @@
+// The nanobind module cutlass._core: the Python front end's only door into the C++ layers.
+// Functions here unpack Python objects, call C++, and wrap the result; no semantics live here.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+#include <nanobind/stl/unique_ptr.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "dsl/dtype.h"
+#include "dsl/num.h"
+#include "dsl/printf_format.h"
+#include "dsl/tensor_index.h"
+#include "dsl/tracer.h"
+#include "ir/printer.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/executor.h"
+#include "support/cuda_paths.h"
+#include "target/nvvm/lower_to_nvvm.h"
+#include "target/nvvm/nvvm_compiler.h"
+
+namespace nb = nanobind;
+using namespace opencute;
+using dsl::Num;
+
+namespace {
+
+nb::object g_user_error;  // cutlass._dsl.errors.DSLUserCodeError, set from Python
+
+struct TypeHandle {
+  ir::Type t;
+};
+struct OpHandle {  // a region op under construction
+  ir::Op* op;
+};
+
+Num to_num(nb::handle h) {
+  if (nb::isinstance<Num>(h)) return nb::cast<Num>(h);
+  if (PyBool_Check(h.ptr())) return Num::of_int(ir::bool_type(), h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow) throw dsl::UserError("TYPE_CONVERSION", "integer out of the 64-bit range");
+    return Num::of_int(dsl::type_of_python_int(v), v);
+  }
+  if (PyFloat_Check(h.ptr())) return Num::of_float(ir::f32(), PyFloat_AsDouble(h.ptr()));
+  nb::object inner = nb::getattr(h, "_n", nb::none());
+  if (!inner.is_none()) return nb::cast<Num>(inner);
+  throw dsl::UserError("TYPE_CONVERSION", "expected a DSL numeric or a Python scalar, got " +
+                                              std::string(nb::str(nb::handle((PyObject*)Py_TYPE(h.ptr()))).c_str()));
+}
+
+std::vector<Num> to_nums(nb::handle seq) {
+  std::vector<Num> out;
+  for (nb::handle h : seq) out.push_back(to_num(h));
+  return out;
+}
+
+std::vector<ir::Value*> materialize_all(nb::handle seq) {
+  std::vector<ir::Value*> out;
+  for (nb::handle h : seq) out.push_back(dsl::materialize(to_num(h)));
+  return out;
+}
+
+nb::object static_value(const Num& n) {
+  if (!n.is_static) return nb::none();
+  if (n.type->is_float()) return nb::float_(n.s.f);
+  if (n.type->is_bool()) return nb::bool_(n.s.i != 0);
+  if (!n.type->is_signed && n.type->width == 64) return nb::steal(PyLong_FromUnsignedLongLong(uint64_t(n.s.i)));
+  return nb::int_(n.s.i);
+}
+
+std::vector<Num> results_of(ir::Op* op) {
+  std::vector<Num> out;
+  for (auto& r : op->results) out.push_back(Num::of_value(r.get()));
+  return out;
+}
+
+// ---- runtime argument plans -------------------------------------------------------------
+// How each host-function parameter is read from the Python call arguments. Built once at
+// compile time by the Python front end; executed in C++ on every call.
+enum ArgKind { kScalar = 0, kTensorData = 1, kTensorShape = 2, kTensorStride = 3, kStream = 4, kPointer = 5 };
+
+struct ArgSlot {
+  int source;     // index into the call's positional arguments
+  int kind;
+  int mode;       // shape/stride mode for tensor entries
+  ir::Type type;  // the host parameter's type
+};
+
+struct TensorCheck {  // static layout a tensor argument was compiled for
+  int source;
+  std::vector<int64_t> shape, stride;  // -1 where dynamic
+  std::string description;
+};
+
+struct Executor {
+  std::shared_ptr<runtime::CompiledProgram> program;
+  std::vector<ArgSlot> slots;
+  std::vector<TensorCheck> checks;
+  int num_sources = 0;
+  std::vector<ir::Type> result_types;
+  bool flush_python_stdout = false;
+};
+
+int64_t as_int64(nb::handle h) {
+  if (PyLong_Check(h.ptr())) return PyLong_AsLongLong(h.ptr());
+  return nb::cast<int64_t>(nb::int_(h));
+}
+
+struct TensorView {
+  int64_t data = 0;
+  nb::object shape, stride;  // sequences
+};
+
+// Reads pointer / shape / strides of a tensor-like argument: our runtime tensors expose
+// _data/_shape/_stride, torch tensors data_ptr()/shape/stride(), numpy __array_interface__.
+TensorView view_tensor(nb::handle obj, bool need_layout) {
+  TensorView v;
+  if (nb::hasattr(obj, "_data_ptr")) {
+    v.data = as_int64(obj.attr("_data_ptr"));
+    if (need_layout) {
+      v.shape = obj.attr("_dl_shape");
+      v.stride = obj.attr("_dl_stride");
+    }
+    return v;
+  }
+  if (nb::hasattr(obj, "data_ptr")) {  // torch.Tensor
+    v.data = as_int64(obj.attr("data_ptr")());
+    if (need_layout) {
+      v.shape = obj.attr("shape");
+      v.stride = obj.attr("stride")();
+    }
+    return v;
+  }
+  if (nb::hasattr(obj, "__array_interface__")) {
+    nb::object ai = obj.attr("__array_interface__");
+    v.data = as_int64(nb::borrow<nb::tuple>(ai["data"])[0]);
+    if (need_layout) {
+      v.shape = obj.attr("shape");
+      nb::object st = obj.attr("strides");
+      int64_t item = as_int64(obj.attr("itemsize"));
+      nb::list el;
+      for (nb::handle s : st) el.append(nb::int_(as_int64(s) / item));
+      v.stride = el;
+    }
+    return v;
+  }
+  throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "expected a tensor argument");
+}
+
+nb::object call_executor(Executor& ex, nb::args args) {
+  if (int(args.size()) != ex.num_sources)
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
+                                                " runtime arguments, got " + std::to_string(args.size()));
+  for (auto& c : ex.checks) {
+    TensorView v = view_tensor(args[size_t(c.source)], true);
+    size_t rank = nb::len(v.shape);
+    bool ok = rank == c.shape.size();
+    for (size_t i = 0; ok && i < rank; ++i) {
+      int64_t s = as_int64(v.shape[i]), d = as_int64(v.stride[i]);
+      if ((c.shape[i] >= 0 && c.shape[i] != s) || (c.stride[i] >= 0 && c.stride[i] != d && c.shape[i] != 1)) ok = false;
+    }
+    if (!ok) {
+      std::string got = "(";
+      for (size_t i = 0; i < rank; ++i) got += (i ? "," : "") + std::string(nb::str(v.shape[i]).c_str());
+      got += "):(";
+      for (size_t i = 0; i < rank; ++i) got += (i ? "," : "") + std::string(nb::str(v.stride[i]).c_str());
+      got += ")";
+      throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " has layout " + got +
+                                                      " but the function was compiled for " + c.description);
+    }
+  }
+  std::vector<ir::Scalar> vals(ex.slots.size());
+  int cached_source = -1;
+  TensorView cached;
+  for (size_t i = 0; i < ex.slots.size(); ++i) {
+    const ArgSlot& s = ex.slots[i];
+    nb::handle a = args[size_t(s.source)];
+    switch (s.kind) {
+      case kScalar: {
+        Num n = to_num(a);
+        if (!n.is_static) throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "a dynamic value cannot be passed from Python");
+        vals[i] = ir::eval_cast(n.type, s.type, n.s);
+        break;
+      }
+      case kTensorData:
+      case kTensorShape:
+      case kTensorStride: {
+        if (cached_source != s.source) {
+          cached = view_tensor(a, s.kind != kTensorData || nb::hasattr(a, "data_ptr") == false);
+          cached_source = s.source;
+        }
+        if (s.kind == kTensorData) vals[i] = ir::Scalar::of_int(cached.data);
+        else {
+          if (!cached.shape.is_valid()) cached = view_tensor(a, true);
+          int64_t v = as_int64((s.kind == kTensorShape ? cached.shape : cached.stride)[size_t(s.mode)]);
+          vals[i] = ir::Scalar::of_int(ir::wrap_int(s.type, v));
+        }
+        break;
+      }
+      case kStream: {
+        int64_t h = 0;
+        if (a.is_none()) h = 0;
+        else if (PyLong_Check(a.ptr())) h = PyLong_AsLongLong(a.ptr());
+        else if (nb::hasattr(a, "cuda_stream")) h = as_int64(a.attr("cuda_stream"));
+        else if (nb::hasattr(a, "getPtr")) h = as_int64(a.attr("getPtr")());
+        else h = as_int64(nb::int_(a));
+        vals[i] = ir::Scalar::of_int(h);
+        break;
+      }
+      case kPointer: {
+        if (nb::hasattr(a, "_address")) vals[i] = ir::Scalar::of_int(as_int64(a.attr("_address")));
+        else vals[i] = ir::Scalar::of_int(as_int64(a));
+        break;
+      }
+    }
+  }
+  if (ex.flush_python_stdout) {
+    // Host printf writes to the C stdout; flush Python's buffer first so output stays in order.
+    nb::module_::import_("sys").attr("stdout").attr("flush")();
+  }
+  std::vector<ir::Scalar> results;
+  {
+    nb::gil_scoped_release release;
+    results = ex.program->run(vals);
+  }
+  if (ex.result_types.empty()) return nb::none();
+  nb::list out;
+  for (size_t i = 0; i < ex.result_types.size(); ++i) {
+    Num n;
+    n.type = ex.result_types[i];
+    n.s = results[i];
+    out.append(static_value(n));
+  }
+  if (out.size() == 1) return out[0];
+  return nb::tuple(out);
+}
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "OpenCuTe C++ core";
+
+  static nb::object* user_error = new nb::object();
+  m.def("_set_user_error_class", [](nb::object cls) { *user_error = cls; });
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const dsl::UserError& e) {
+      if (user_error->is_valid() && !user_error->is_none()) {
+        nb::object exc = (*user_error)(e.what(), nb::arg("code") = e.code);
+        PyErr_SetObject(user_error->ptr(), exc.ptr());
+      } else {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+      }
+    } catch (const ir::ScopeError& e) {
+      if (user_error->is_valid() && !user_error->is_none()) {
+        nb::object exc = (*user_error)(e.what(), nb::arg("code") = "SCOPE_VALUE_ESCAPES_REGION");
+        PyErr_SetObject(user_error->ptr(), exc.ptr());
+      } else {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+      }
+    } catch (const ir::TypeError& e) {
+      if (user_error->is_valid() && !user_error->is_none()) {
+        nb::object exc = (*user_error)(e.what(), nb::arg("code") = "TYPE_MISMATCH");
+        PyErr_SetObject(user_error->ptr(), exc.ptr());
+      } else {
+        PyErr_SetString(PyExc_TypeError, e.what());
+      }
+    }
+  });
+
+  // ---- numerics ----
+  nb::class_<TypeHandle>(m, "IRType")
+      .def("__str__", [](const TypeHandle& t) { return ir::to_string(t.t); })
+      .def("__eq__", [](const TypeHandle& a, const TypeHandle& b) { return a.t == b.t; })
+      .def("__hash__", [](const TypeHandle& t) { return std::hash<const void*>()(t.t); });
+  m.def("dtype_type", [](const std::string& name) { return TypeHandle{dsl::dtype_from_name(name)}; });
+  m.def("pointer_type", [](const std::string& dtype, int space, int align) {
+    return TypeHandle{ir::pointer_type(dsl::dtype_from_name(dtype), ir::AddrSpace(space), align)};
+  });
+  m.def("dtype_names", &dsl::dtype_names);
+  m.def("promote", [](const std::string& a, const std::string& b) {
+    return dsl::dtype_name(dsl::promote(dsl::dtype_from_name(a), dsl::dtype_from_name(b)));
+  });
+  m.def("dtype_info", [](const std::string& name) {
+    ir::Type t = dsl::dtype_from_name(name);
+    return nb::make_tuple(t->width, t->is_float(), t->is_signed, t->byte_size());
+  });
+
+  nb::class_<Num>(m, "Num")
+      .def_prop_ro("dtype", [](const Num& n) { return dsl::dtype_name(n.type); })
+      .def_prop_ro("is_static", [](const Num& n) { return n.is_static; })
+      .def_prop_ro("value", &static_value)
+      .def_prop_ro("ir_type", [](const Num& n) { return TypeHandle{n.type}; })
+      .def("__repr__", &dsl::num_repr);
+
+  m.def("num", [](const std::string& dtype, nb::handle v) {
+    ir::Type t = dsl::dtype_from_name(dtype);
+    if (PyFloat_Check(v.ptr())) {
+      double d = PyFloat_AsDouble(v.ptr());
+      if (t->is_int() && !t->is_bool()) {
+        if (std::isnan(d)) throw nb::value_error("cannot convert float NaN to integer");
+        if (std::isinf(d)) throw std::overflow_error("cannot convert float infinity to integer");
+      }
+      if (t->is_bool()) return Num::of_int(t, d != 0.0);
+      return Num::of_float(t, d);
+    }
+    if (PyLong_Check(v.ptr()) || PyBool_Check(v.ptr())) {
+      if (t->is_bool()) return Num::of_int(t, PyObject_IsTrue(v.ptr()) == 1);
+      int overflow = 0;
+      long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
+      if (overflow) {
+        // C-style wrap of big Python ints: keep the low 64 bits.
+        nb::object masked = nb::steal(PyNumber_And(v.ptr(), nb::int_(-1).ptr()));
+        unsigned long long u = PyLong_AsUnsignedLongLongMask(v.ptr());
+        (void)masked;
+        i = (long long)u;
+      }
+      return Num::of_int(t, i);
+    }
+    return dsl::convert(to_num(v), t);
+  });
+  m.def("as_num", &to_num);
+  m.def("binary", [](int op, nb::handle a, nb::handle b) { return dsl::binary(dsl::BinOp(op), to_num(a), to_num(b)); });
+  m.def("compare", [](int p, nb::handle a, nb::handle b) { return dsl::compare(ir::CmpPredicate(p), to_num(a), to_num(b)); });
+  m.def("negate", [](nb::handle a) { return dsl::negate(to_num(a)); });
+  m.def("invert", [](nb::handle a) { return dsl::invert(to_num(a)); });
+  m.def("absolute", [](nb::handle a) { return dsl::absolute(to_num(a)); });
+  m.def("to_boolean", [](nb::handle a) { return dsl::to_boolean(to_num(a)); });
+  m.def("convert", [](nb::handle a, const std::string& dtype) { return dsl::convert(to_num(a), dsl::dtype_from_name(dtype)); });
+  m.def("bitcast", [](nb::handle a, const std::string& dtype) { return dsl::bitcast(to_num(a), dsl::dtype_from_name(dtype)); });
+  m.def("select", [](nb::handle c, nb::handle a, nb::handle b) { return dsl::select(to_num(c), to_num(a), to_num(b)); });
+  m.def("math", [](const std::string& fn, nb::list args) { return dsl::math(fn, to_nums(args)); });
+  m.def("tensor_offset", [](nb::list shape, nb::list stride, nb::list coord) {
+    return dsl::tensor_offset(to_nums(shape), to_nums(stride), to_nums(coord));
+  });
+
+  // ---- tracing ----
+  nb::class_<OpHandle>(m, "Op");
+  nb::class_<dsl::Tracer>(m, "Tracer")
+      .def(nb::init<>())
+      .def("activate", &dsl::Tracer::activate)
+      .def("deactivate", &dsl::Tracer::deactivate)
+      .def("in_kernel", &dsl::Tracer::in_kernel)
+      .def("begin_function", [](dsl::Tracer& t, const std::string& name, bool kernel) {
+        t.begin_function(name, kernel ? ir::FunctionKind::Kernel : ir::FunctionKind::Host);
+      })
+      .def("set_reqntid", [](dsl::Tracer& t, int x, int y, int z) {
+        auto* f = t.current_function();
+        f->reqntid[0] = x; f->reqntid[1] = y; f->reqntid[2] = z;
+      })
+      .def("add_argument", [](dsl::Tracer& t, const TypeHandle& ty) { return Num::of_value(t.add_argument(ty.t)); })
+      .def("end_function", [](dsl::Tracer& t, nb::list results) { t.end_function(materialize_all(results)); })
+      .def("unique_kernel_name", &dsl::Tracer::unique_kernel_name)
+      .def("module_text", [](dsl::Tracer& t) { return ir::print_module(t.module()); })
+      .def("set_location", [](dsl::Tracer& t, const std::string& file, int line) { t.builder().set_location(file, line); })
+      .def("if_begin", [](dsl::Tracer& t, nb::handle cond) {
+        Num c = dsl::to_boolean(to_num(cond));
+        return OpHandle{t.builder().create_if(dsl::materialize(c))};
+      })
+      .def("for_begin", [](dsl::Tracer& t, nb::handle lb, nb::handle ub, nb::handle step, nb::list inits, int unroll) {
+        Num l = to_num(lb), u = to_num(ub), s = to_num(step);
+        ir::Type it = dsl::promote(dsl::promote(l.type, u.type), s.type);
+        if (!it->is_int() || it->is_bool()) throw dsl::UserError("TYPE_LOOP_PARAM_NOT_INT", "range bounds must be integers");
+        ir::Op* op = t.builder().create_for(dsl::materialize(dsl::convert(l, it)), dsl::materialize(dsl::convert(u, it)),
+                                            dsl::materialize(dsl::convert(s, it)), materialize_all(inits), unroll);
+        std::vector<Num> iters;
+        ir::Block* body = op->region_block(0);
+        for (size_t i = 1; i < body->args.size(); ++i) iters.push_back(Num::of_value(body->args[i].get()));
+        return nb::make_tuple(OpHandle{op}, Num::of_value(body->args[0].get()), iters);
+      })
+      .def("while_begin", [](dsl::Tracer& t, nb::list inits) {
+        ir::Op* op = t.builder().create_while(materialize_all(inits));
+        std::vector<Num> before, after;
+        for (auto& a : op->region_block(0)->args) before.push_back(Num::of_value(a.get()));
+        for (auto& a : op->region_block(1)->args) after.push_back(Num::of_value(a.get()));
+        return nb::make_tuple(OpHandle{op}, before, after);
+      })
+      .def("enter_region", [](dsl::Tracer& t, OpHandle h, int i) { t.enter_region(h.op, i); })
+      .def("exit_to_parent", [](dsl::Tracer& t, OpHandle h) { t.exit_to_parent(h.op); })
+      .def("yield_", [](dsl::Tracer& t, nb::list vals) { t.builder().yield(materialize_all(vals)); })
+      .def("condition", [](dsl::Tracer& t, nb::handle cond, nb::list vals) {
+        t.builder().condition(dsl::materialize(dsl::to_boolean(to_num(cond))), materialize_all(vals));
+      })
+      .def("set_results", [](dsl::Tracer& t, OpHandle h, std::vector<TypeHandle> types) {
+        ir::Op* op = h.op;
+        std::vector<ir::Type> ts;
+        for (auto& th : types) ts.push_back(th.t);
+        t.builder().set_results(op, ts);
+        return results_of(op);
+      })
+      .def("printf", [](dsl::Tracer& t, const std::string& fmt, nb::list args) {
+        std::vector<ir::Value*> vals = materialize_all(args);
+        std::vector<ir::Type> types;
+        for (auto* v : vals) types.push_back(v->type);
+        t.builder().printf(dsl::to_c_format(fmt, types), vals);
+      })
+      .def("special", [](dsl::Tracer& t, const std::string& what, int dim) {
+        if (!t.in_kernel()) throw dsl::UserError("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
+        ir::OpCode c = what == "thread_idx" ? ir::OpCode::ThreadIdx : what == "block_idx" ? ir::OpCode::BlockIdx
+                     : what == "block_dim"  ? ir::OpCode::BlockDim  : what == "grid_dim"  ? ir::OpCode::GridDim
+                     : what == "lane_idx"   ? ir::OpCode::LaneIdx   : ir::OpCode::WarpIdx;
+        return Num::of_value(t.builder().special(c, dim));
+      })
+      .def("barrier", [](dsl::Tracer& t) {
+        if (!t.in_kernel()) throw dsl::UserError("ARCH_OUTSIDE_KERNEL", "sync_threads is only available inside a @cute.kernel");
+        t.builder().barrier();
+      })
+      .def("ptr_add", [](dsl::Tracer& t, nb::handle p, nb::handle idx) {
+        Num pn = to_num(p), in = to_num(idx);
+        if (in.is_static && in.s.i == 0) return pn;
+        return Num::of_value(t.builder().ptr_add(dsl::materialize(pn), dsl::materialize(in)));
+      })
+      .def("load", [](dsl::Tracer& t, nb::handle p) {
+        ir::Value* pv = dsl::materialize(to_num(p));
+        return Num::of_value(t.builder().load(pv, pv->type->element));
+      })
+      .def("store", [](dsl::Tracer& t, nb::handle v, nb::handle p) {
+        ir::Value* pv = dsl::materialize(to_num(p));
+        Num val = dsl::convert(to_num(v), pv->type->element);
+        t.builder().store(dsl::materialize(val), pv);
+      })
+      .def("local_array", [](dsl::Tracer& t, const std::string& dtype, int64_t count, int align) {
+        return Num::of_value(t.builder().local_array(dsl::dtype_from_name(dtype), count, align));
+      })
+      .def("launch", [](dsl::Tracer& t, const std::string& kernel, nb::list grid, nb::list block, nb::handle smem,
+                        nb::handle stream, nb::object cluster, nb::list args) {
+        auto dims = [](nb::list l) {
+          std::vector<ir::Value*> out;
+          for (nb::handle h : l) out.push_back(dsl::materialize(dsl::convert(to_num(h), ir::i32())));
+          return out;
+        };
+        std::vector<ir::Value*> cl;
+        if (!cluster.is_none()) cl = dims(nb::cast<nb::list>(cluster));
+        ir::Value* sm = dsl::materialize(dsl::convert(to_num(smem), ir::i32()));
+        ir::Value* st = dsl::materialize(dsl::convert(to_num(stream), ir::i64()));
+        t.builder().launch(kernel, dims(grid), dims(block), sm, st, cl, materialize_all(args));
+      });
+
+  // ---- compilation and execution ----
+  nb::class_<Executor>(m, "Executor")
+      .def("__call__", &call_executor)
+      .def_prop_ro("ir_text", [](const Executor& e) { return e.program->ir_text(); })
+      .def_prop_ro("nvvm_text", [](const Executor& e) { return e.program->nvvm_text(); })
+      .def_prop_ro("ptx", [](const Executor& e) { return e.program->ptx(); })
+      .def_prop_ro("cubin", [](const Executor& e) {
+        const auto& c = e.program->cubin();
+        return nb::bytes(c.data(), c.size());
+      })
+      .def_prop_ro("arch", [](const Executor& e) { return e.program->arch(); })
+      .def_prop_ro("hash", [](const Executor& e) { return e.program->hash(); })
+      .def_prop_ro("has_kernels", [](const Executor& e) { return e.program->has_kernels(); })
+      .def_prop_ro("timings", [](const Executor& e) {
+        const auto& t = e.program->timings();
+        return nb::make_tuple(t.verify_ms, t.lower_ms, t.nvvm_ms, t.link_ms);
+      });
+
+  m.def("compile_traced", [](dsl::Tracer& tracer, const std::string& arch, int opt_level, bool line_info,
+                             const std::string& ptxas_options, bool need_cubin, nb::list slots, nb::list checks,
+                             int num_sources, std::vector<TypeHandle> result_types) {
+    runtime::CompileOptions opts;
+    opts.arch = arch;
+    opts.opt_level = opt_level;
+    opts.generate_line_info = line_info;
+    opts.ptxas_options = ptxas_options;
+    opts.need_cubin = need_cubin;
+    auto ex = std::make_unique<Executor>();
+    {
+      auto module = tracer.take_module();
+      nb::gil_scoped_release release;
+      ex->program = std::make_shared<runtime::CompiledProgram>(std::move(module), opts);
+    }
+    const ir::Function& host = ex->program->host_function();
+    for (size_t i = 0; i < nb::len(slots); ++i) {
+      nb::tuple s = nb::cast<nb::tuple>(slots[i]);
+      ex->slots.push_back(ArgSlot{nb::cast<int>(s[0]), nb::cast<int>(s[1]), nb::cast<int>(s[2]), host.args()[i]->type});
+    }
+    for (nb::handle h : checks) {
+      nb::tuple c = nb::cast<nb::tuple>(h);
+      ex->checks.push_back(TensorCheck{nb::cast<int>(c[0]), nb::cast<std::vector<int64_t>>(c[1]),
+                                       nb::cast<std::vector<int64_t>>(c[2]), nb::cast<std::string>(c[3])});
+    }
+    ex->num_sources = num_sources;
+    for (auto& t : result_types) ex->result_types.push_back(t.t);
+    ex->flush_python_stdout = ex->program->host_has_printf();
+    return ex;
+  });
+
+  // ---- CUDA ----
+  m.def("cuda_available", []() { return runtime::CudaDriver::get().available(); });
+  m.def("initialize_cuda_context", [](int device) { runtime::CudaDriver::get().initialize_context(device); });
+  m.def("device_arch", [](int device) { return runtime::CudaDriver::get().device_arch(device); });
+  m.def("add_cuda_search_root", &support::add_cuda_search_root);
+  m.def("context_synchronize", []() { runtime::CudaDriver::get().context_synchronize(); });
+}

@@ -1,0 +1,127 @@
+#include "runtime/executor.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "runtime/cuda_driver.h"
+#include "target/nvvm/lower_to_nvvm.h"
+#include "target/nvvm/nvvm_compiler.h"
+
+namespace opencute::runtime {
+
+namespace {
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+bool block_has_printf(const ir::Block& b) {
+  for (auto& op : b.ops) {
+    if (op->code == ir::OpCode::Printf) return true;
+    for (auto& r : op->regions)
+      if (block_has_printf(*r.block)) return true;
+  }
+  return false;
+}
+}  // namespace
+
+bool module_has_device_printf(const ir::Module& m) {
+  for (auto& f : m.functions)
+    if (f->kind == ir::FunctionKind::Kernel && block_has_printf(*f->body)) return true;
+  return false;
+}
+
+CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const CompileOptions& options)
+    : module_(std::move(module)) {
+  auto t0 = std::chrono::steady_clock::now();
+  ir::verify_or_throw(*module_);
+  ir_text_ = ir::print_module(*module_);
+  hash_ = ir::module_hash(*module_);
+  host_ = module_->host();
+  if (!host_) throw std::runtime_error("module has no host function");
+  interpreter_ = std::make_unique<emulator::HostInterpreter>(*host_);
+  timings_.verify_ms = ms_since(t0);
+  for (auto& f : module_->functions)
+    if (f->kind == ir::FunctionKind::Kernel) kernel_names_.push_back(f->name);
+  has_device_printf_ = module_has_device_printf(*module_);
+  arch_ = options.arch.empty() ? "sm_90a" : options.arch;
+  if (kernel_names_.empty()) return;
+
+  t0 = std::chrono::steady_clock::now();
+  target::NvvmModuleText nvvm = target::lower_kernels_to_nvvm(*module_);
+  nvvm_text_ = nvvm.text;
+  timings_.lower_ms = ms_since(t0);
+
+  target::PtxResult ptx =
+      target::compile_nvvm_ir_to_ptx(nvvm.text, arch_, options.opt_level, options.generate_line_info, nvvm.needs_libdevice);
+  ptx_ = std::move(ptx.ptx);
+  timings_.nvvm_ms = ptx.ms;
+  if (!options.need_cubin) return;
+  target::CubinResult cubin = target::link_ptx_to_cubin(ptx_, arch_, options.opt_level, options.ptxas_options);
+  cubin_ = std::move(cubin.cubin);
+  timings_.link_ms = cubin.ms;
+}
+
+CompiledProgram::~CompiledProgram() {
+  if (cu_module_) {
+    try {
+      CudaDriver::get().unload_module(cu_module_);
+    } catch (...) {
+      // The context may already be gone at interpreter exit; nothing useful to report.
+    }
+  }
+}
+
+void CompiledProgram::load_module() {
+  std::lock_guard<std::mutex> lock(load_mu_);
+  if (cu_module_) return;
+  if (cubin_.empty()) throw emulator::ExecutionError("this executor was compiled without a cubin");
+  CudaDriver& drv = CudaDriver::get();
+  void* m = drv.load_module(cubin_);
+  for (auto& name : kernel_names_) functions_[name] = drv.get_function(m, name);
+  cu_module_ = m;
+}
+
+std::vector<ir::Scalar> CompiledProgram::run(const std::vector<ir::Scalar>& args) {
+  last_streams_.clear();
+  auto results = interpreter_->run(args, this);
+  if (has_device_printf_) {
+    // Device printf output only appears at a synchronisation point; synchronise so that it
+    // shows in program order with the host's output, unless a graph is being captured.
+    CudaDriver& drv = CudaDriver::get();
+    for (void* s : last_streams_)
+      if (!drv.stream_is_capturing(s)) drv.stream_synchronize(s);
+  }
+  return results;
+}
+
+void CompiledProgram::launch(const emulator::LaunchRequest& r) {
+  CudaDriver& drv = CudaDriver::get();
+  if (!drv.available())
+    throw emulator::ExecutionError("kernel '" + *r.kernel + "' needs a CUDA GPU and none was found (the CPU emulator is not "
+                                   "part of this build yet)");
+  if (!cu_module_) load_module();
+  void* fn = functions_.at(*r.kernel);
+  // Each parameter gets an 8-byte slot; the driver copies the bytes each param points at.
+  constexpr size_t kMaxParams = 256;
+  if (r.args.size() > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
+  alignas(8) unsigned char storage[kMaxParams][8];
+  void* params[kMaxParams];
+  for (size_t i = 0; i < r.args.size(); ++i) {
+    std::memset(storage[i], 0, 8);
+    ir::Type t = r.arg_types[i];
+    if (t->is_pointer()) std::memcpy(storage[i], &r.args[i].i, 8);
+    else ir::store_scalar(t, r.args[i], storage[i]);
+    params[i] = storage[i];
+  }
+  if (r.smem > 48 * 1024) drv.set_max_dynamic_smem(fn, int(r.smem));
+  if (r.has_cluster)
+    drv.launch_cluster(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.cluster[0], r.cluster[1],
+                       r.cluster[2], r.smem, r.stream, params);
+  else
+    drv.launch(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.stream, params);
+  if (has_device_printf_) last_streams_.push_back(r.stream);
+}
+
+}  // namespace opencute::runtime

@@ -1,0 +1,68 @@
+// A compiled @jit function: the host program (run by the host interpreter) plus the cubin of
+// its kernels (loaded on first launch). Built by compile_program from a traced module.
+#pragma once
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "emulator/host_interpreter.h"
+#include "ir/ir.h"
+
+namespace opencute::runtime {
+
+struct CompileOptions {
+  std::string arch;  // "sm_90a"; empty -> the current device's, or sm_90a without a GPU
+  int opt_level = 3;
+  bool generate_line_info = false;
+  std::string ptxas_options;
+  bool need_cubin = true;  // false: stop at PTX (a machine without a GPU can still inspect it)
+};
+
+struct CompileTimings {
+  double verify_ms = 0, lower_ms = 0, nvvm_ms = 0, link_ms = 0;
+};
+
+class CompiledProgram : public emulator::LaunchHandler {
+ public:
+  CompiledProgram(std::unique_ptr<ir::Module> module, const CompileOptions& options);
+  ~CompiledProgram() override;
+
+  std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args);
+  void launch(const emulator::LaunchRequest& request) override;
+
+  const std::string& ir_text() const { return ir_text_; }
+  const std::string& nvvm_text() const { return nvvm_text_; }
+  const std::string& ptx() const { return ptx_; }
+  const std::vector<char>& cubin() const { return cubin_; }
+  const std::string& arch() const { return arch_; }
+  const std::string& hash() const { return hash_; }
+  const CompileTimings& timings() const { return timings_; }
+  bool has_kernels() const { return !kernel_names_.empty(); }
+  bool has_device_printf() const { return has_device_printf_; }
+  bool host_has_printf() const { return interpreter_->has_printf(); }
+  const ir::Function& host_function() const { return *host_; }
+
+ private:
+  void load_module();
+
+  std::unique_ptr<ir::Module> module_;
+  ir::Function* host_ = nullptr;
+  std::unique_ptr<emulator::HostInterpreter> interpreter_;
+  std::string ir_text_, nvvm_text_, ptx_, arch_, hash_;
+  std::vector<char> cubin_;
+  std::vector<std::string> kernel_names_;
+  CompileTimings timings_;
+  bool has_device_printf_ = false;
+
+  std::mutex load_mu_;
+  void* cu_module_ = nullptr;
+  std::unordered_map<std::string, void*> functions_;
+  std::vector<void*> last_streams_;
+};
+
+// True when the module's kernels call printf (so a call synchronises to show their output).
+bool module_has_device_printf(const ir::Module& m);
+
+}  // namespace opencute::runtime

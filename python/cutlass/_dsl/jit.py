@@ -1,0 +1,434 @@
+"""@jit and @kernel: argument classification, tracing, compilation, caching and launch."""
+import functools
+import inspect
+import os
+
+from .. import _core
+from . import context, rt
+from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
+from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
+from .options import CompileOptions
+from .preprocess import preprocess as _preprocess
+from .tensor import GENERIC, GMEM, Tensor
+
+VERSION = "0.1.0"
+
+# Kinds of runtime argument slots; must match the enum in bindings/module.cpp.
+K_SCALAR, K_TENSOR_DATA, K_TENSOR_SHAPE, K_TENSOR_STRIDE, K_STREAM, K_POINTER = range(6)
+
+
+class ConstexprMeta(type):
+    def __getitem__(cls, item):
+        return cls
+
+
+class Constexpr(metaclass=ConstexprMeta):
+    """Annotation of a compile-time parameter."""
+
+
+def _is_constexpr_annotation(ann):
+    return ann is Constexpr or (isinstance(ann, type) and issubclass(ann, Constexpr)) or \
+        getattr(ann, "__origin__", None) is Constexpr or (isinstance(ann, str) and "Constexpr" in ann)
+
+
+def _is_stream(value):
+    name = type(value).__name__
+    return name in ("CUstream", "cudaStream_t", "Stream", "ExternalStream", "FakeStream", "StreamHandle")
+
+
+def _is_tensor_like(value):
+    return hasattr(value, "_data_ptr") or (hasattr(value, "data_ptr") and hasattr(value, "stride")) or \
+        hasattr(value, "__array_interface__")
+
+
+def _arch_for_compile(opts):
+    if opts["gpu_arch"]:
+        return opts["gpu_arch"]
+    env = os.environ.get("CUTE_DSL_ARCH")
+    if env:
+        return env
+    if _core.cuda_available():
+        return _core.device_arch(0)
+    return "sm_90a"
+
+
+def _type_mismatch(index, name, expected, value):
+    return DSLUserCodeError(f"expects argument #{index} ({name}) to be {expected}, but got {type(value)}",
+                            code="ARG_ANNOTATION_MISMATCH")
+
+
+class _ArgPlan:
+    """Collects the host-function parameters and how to read them from call arguments."""
+
+    def __init__(self, tracer):
+        self.tracer = tracer
+        self.slots = []
+        self.checks = []
+        self.num_sources = 0
+
+    def scalar(self, cls, source):
+        self.slots.append((source, K_SCALAR, 0))
+        return wrap(self.tracer.add_argument(cls.mlir_type))
+
+    def stream(self, source):
+        self.slots.append((source, K_STREAM, 0))
+        return wrap(self.tracer.add_argument(Int64.mlir_type))
+
+    def tensor(self, value, source):
+        from ..cute.runtime import as_runtime_tensor
+        rt_tensor = as_runtime_tensor(value)
+        space = GMEM if rt_tensor.is_cuda else GENERIC
+        dtype = rt_tensor.element_type
+        ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, space, rt_tensor.assumed_align))
+        self.slots.append((source, K_TENSOR_DATA, 0))
+        shape, stride = [], []
+        for i, (s, dyn) in enumerate(zip(rt_tensor.shape, rt_tensor.dynamic_shape)):
+            if dyn:
+                self.slots.append((source, K_TENSOR_SHAPE, i))
+                shape.append(wrap(self.tracer.add_argument(Int32.mlir_type)))
+            else:
+                shape.append(s)
+        for i, (d, dyn) in enumerate(zip(rt_tensor.stride, rt_tensor.dynamic_stride)):
+            if dyn:
+                self.slots.append((source, K_TENSOR_STRIDE, i))
+                stride.append(wrap(self.tracer.add_argument(Int32.mlir_type)))
+            else:
+                stride.append(d)
+        static_shape = [-1 if dyn else s for s, dyn in zip(rt_tensor.shape, rt_tensor.dynamic_shape)]
+        static_stride = [-1 if dyn else d for d, dyn in zip(rt_tensor.stride, rt_tensor.dynamic_stride)]
+        if any(x >= 0 for x in static_shape + static_stride):
+            self.checks.append((source, static_shape, static_stride, rt_tensor.layout_str()))
+        return Tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
+
+
+def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
+    """Binds the call's arguments; returns (call kwargs for tracing, runtime values)."""
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise DSLUserCodeError(f"cannot bind arguments to {fn.__name__}: {e}", code="ARG_BIND_FAILED") from None
+    bound.apply_defaults()
+    call, runtime_values = {}, []
+    for index, (name, value) in enumerate(bound.arguments.items()):
+        param = sig.parameters[name]
+        ann = param.annotation
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise DSLUserCodeError(f"*args/**kwargs parameters of a jit function are not supported ({name})",
+                                   code="ARG_UNSUPPORTED_TYPE")
+        static = (_is_constexpr_annotation(ann) or (index == 0 and name in ("self", "cls")) or value is None
+                  or isinstance(value, type) or (callable(value) and not _is_tensor_like(value)
+                                                 and not isinstance(value, Numeric)))
+        if static:
+            call[name] = value
+            continue
+        number = index + 1
+        if isinstance(ann, NumericMeta) and ann is not Numeric:
+            if not isinstance(value, (Numeric, int, float, bool)):
+                raise _type_mismatch(number, name, ann, value)
+            cls = ann
+        elif ann is not inspect.Parameter.empty and isinstance(ann, type) and issubclass(ann, Tensor):
+            if not _is_tensor_like(value):
+                raise _type_mismatch(number, name, ann, value)
+            cls = None
+        else:
+            cls = type(as_numeric(value)) if isinstance(value, (Numeric, int, float, bool)) else None
+        source = len(runtime_values)
+        if cls is not None:
+            call[name] = plan.scalar(cls, source)
+        elif _is_stream(value):
+            call[name] = plan.stream(source)
+        elif _is_tensor_like(value):
+            call[name] = plan.tensor(value, source)
+        else:
+            raise DSLUserCodeError(f"argument #{number} ({name}) of type {type(value)} is not supported by a jit "
+                                   "function; annotate it with cutlass.Constexpr to make it a compile-time value",
+                                   code="ARG_UNSUPPORTED_TYPE")
+        runtime_values.append(value)
+    plan.num_sources = len(runtime_values)
+    return call, runtime_values
+
+
+def _flatten_results(result):
+    if result is None:
+        return []
+    items = result if isinstance(result, tuple) else (result,)
+    out = []
+    for r in items:
+        if not isinstance(r, (Numeric, int, float, bool)):
+            raise DSLUserCodeError(f"a jit function called from Python can only return numeric values, got "
+                                   f"{type(r)}", code="CALL_UNSUPPORTED_RETURN")
+        out.append(as_numeric(r))
+    return out
+
+
+class CompiledFunction:
+    """The executor returned by cute.compile: call it with the runtime arguments only
+    (Constexpr parameters and `self` are omitted)."""
+
+    def __init__(self, executor, name, trace_ms=0.0):
+        self._executor = executor
+        self.function_name = name
+        self.trace_ms = trace_ms
+
+    def __call__(self, *args):
+        return self._executor(*args)
+
+    @property
+    def __ptx__(self):
+        return self._executor.ptx or None
+
+    @property
+    def __cubin__(self):
+        return self._executor.cubin or None
+
+    @property
+    def __mlir__(self):
+        return self._executor.ir_text
+
+    @property
+    def ir_module(self):
+        return self._executor.ir_text
+
+    @property
+    def nvvm_ir(self):
+        return self._executor.nvvm_text
+
+    @property
+    def timings_ms(self):
+        verify, lower, nvvm, link = self._executor.timings
+        return {"trace": self.trace_ms, "verify": verify, "lower": lower, "nvvm": nvvm, "link": link}
+
+
+class JitFunction:
+    def __init__(self, fn, preprocess=True):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._preprocess = preprocess
+        self._traced = None
+        self._sig = inspect.signature(fn)
+        self._cache = {}
+        self._name_prefix = ""
+
+    def _body(self):
+        if self._traced is None:
+            self._traced = _preprocess(self._fn, rt) if self._preprocess else self._fn
+        return self._traced
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def set_name_prefix(self, name, *, remove_cutlass_symbol=False, keep_mangled_name=True):
+        if not isinstance(name, str):
+            raise TypeError("name prefix must be a str")
+        self._name_prefix = name
+
+    def __call__(self, *args, no_cache=False, **kwargs):
+        if context.current() is not None:
+            return self._body()(*args, **kwargs)  # jit -> jit inlines
+        compiled, runtime_values = self._trace_and_compile(args, kwargs, CompileOptions(), use_cache=not no_cache)
+        return compiled(*runtime_values)
+
+    def _trace_and_compile(self, args, kwargs, options, use_cache):
+        import time
+        t0 = time.perf_counter()
+        tracer = _core.Tracer()
+        plan = _ArgPlan(tracer)
+        with context.Trace(tracer):
+            tracer.begin_function(self._fn.__name__, False)
+            call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan)
+            result = self._body()(**call)
+            results = _flatten_results(result)
+            tracer.end_function([r._n for r in results])
+        trace_ms = (time.perf_counter() - t0) * 1e3
+        arch = _arch_for_compile(options)
+        key = None
+        if use_cache:
+            key = (tracer.module_text(), options.key(), arch, VERSION)
+            hit = self._cache.get(key)
+            if hit is not None:
+                return hit, runtime_values
+        executor = _core.compile_traced(tracer, arch, options["opt_level"], bool(options["generate_line_info"]),
+                                        options["ptxas_options"], True, plan.slots, plan.checks, plan.num_sources,
+                                        [r.dtype.mlir_type for r in results])
+        compiled = CompiledFunction(executor, self._fn.__name__, trace_ms)
+        if key is not None:
+            self._cache[key] = compiled
+        return compiled, runtime_values
+
+
+class KernelFunction:
+    def __init__(self, fn, preprocess=True):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self._preprocess = preprocess
+        self._traced = None
+        self._sig = inspect.signature(fn)
+        self._name_prefix = ""
+
+    def _body(self):
+        if self._traced is None:
+            self._traced = _preprocess(self._fn, rt) if self._preprocess else self._fn
+        return self._traced
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self.__call__, obj)
+
+    def set_name_prefix(self, name, *, remove_cutlass_symbol=False, keep_mangled_name=True):
+        if not isinstance(name, str):
+            raise TypeError("name prefix must be a str")
+        self._name_prefix = name
+
+    def __call__(self, *args, **kwargs):
+        ctx = context.current()
+        if ctx is None:
+            raise DSLUserCodeRuntimeError(
+                f"@cute.kernel function '{self._fn.__name__}' can only be launched from inside a @cute.jit function",
+                code="LAUNCH_OUTSIDE_JIT")
+        if ctx.kernel_depth > 0:
+            raise DSLUserCodeError(f"a @cute.kernel ('{self._fn.__name__}') cannot be called from another kernel; "
+                                   "call a @cute.jit function instead", code="CALL_KERNEL_FROM_KERNEL")
+        try:
+            bound = self._sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise DSLUserCodeError(f"cannot bind arguments to kernel {self._fn.__name__}: {e}",
+                                   code="ARG_BIND_FAILED") from None
+        bound.apply_defaults()
+        return KernelLauncher(self, bound)
+
+
+def _dims(value, what):
+    if value is None:
+        value = [1, 1, 1]
+    if isinstance(value, (int, Numeric)):
+        value = [value]
+    value = list(value)
+    if len(value) > 3:
+        raise DSLUserCodeError(f"{what} has {len(value)} dimensions; at most 3 are allowed",
+                               code="LAUNCH_INVALID_GRID")
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, (int, Numeric)) or (isinstance(v, Numeric) and type(v).is_float):
+            raise DSLUserCodeError(f"{what} dimensions must be integers, got {v!r}", code="LAUNCH_INVALID_DIMENSION")
+        if isinstance(v, int) and v < 1:
+            raise DSLUserCodeError(f"{what} dimensions must be positive, got {v}", code="LAUNCH_INVALID_DIMENSION")
+    return value + [1] * (3 - len(value))
+
+
+class KernelLauncher:
+    def __init__(self, kernel, bound):
+        self._kernel = kernel
+        self._bound = bound
+
+    def __call__(self, **config):
+        return self.launch(**config)
+
+    def launch(self, grid=None, block=None, cluster=None, smem=None, stream=None, **other):
+        ctx = context.current()
+        tracer = ctx.tracer
+        grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
+        if cluster is not None:
+            cluster = list(cluster)
+            if len(cluster) != 3:
+                raise DSLUserCodeError(f"cluster must have exactly 3 dimensions, got {len(cluster)}",
+                                       code="LAUNCH_INVALID_CLUSTER")
+            cluster = _dims(cluster, "cluster")
+        fn = self._kernel._fn
+        name = tracer.unique_kernel_name(fn.__name__)
+        if self._kernel._name_prefix:
+            name = self._kernel._name_prefix + "_" + name
+        sig = self._kernel._sig
+        host_values, call = [], {}
+        tracer.begin_function(name, True)
+        try:
+            for index, (pname, value) in enumerate(self._bound.arguments.items()):
+                ann = sig.parameters[pname].annotation
+                if (_is_constexpr_annotation(ann) or (index == 0 and pname in ("self", "cls")) or value is None
+                        or isinstance(value, type) or (callable(value) and not hasattr(value, "__extract_mlir_values__")
+                                                       and not isinstance(value, Numeric))):
+                    call[pname] = value
+                elif isinstance(value, (Numeric, int, float, bool)):
+                    n = as_numeric(value)
+                    if isinstance(ann, NumericMeta) and ann is not Numeric and type(n) is not ann:
+                        n = ann(n) if not n._n.is_static or True else n
+                    host_values.append(n._n)
+                    call[pname] = wrap(tracer.add_argument(type(n).mlir_type))
+                elif hasattr(value, "__extract_mlir_values__"):
+                    vals = value.__extract_mlir_values__()
+                    host_values.extend(vals)
+                    new = [tracer.add_argument(v.ir_type) for v in vals]
+                    call[pname] = value.__new_from_mlir_values__(new)
+                else:
+                    raise DSLUserCodeError(f"kernel argument '{pname}' of type {type(value)} is not supported",
+                                           code="ARG_UNSUPPORTED_TYPE")
+            if all(isinstance(b, int) for b in block3):
+                tracer.set_reqntid(*block3)
+            ctx.kernel_depth += 1
+            try:
+                self._kernel._body()(**call)
+            finally:
+                ctx.kernel_depth -= 1
+        finally:
+            tracer.end_function([])
+        smem_n = as_numeric(0 if smem is None else smem)._n
+        stream_n = as_numeric(0 if stream is None else stream)._n
+        tracer.launch(name, [as_numeric(g)._n for g in grid3], [as_numeric(b)._n for b in block3], smem_n, stream_n,
+                      None if cluster is None else [as_numeric(c)._n for c in cluster], host_values)
+
+
+def jit(fn=None, *, preprocess=True, is_experimental=False):
+    if fn is None:
+        return lambda f: JitFunction(f, preprocess=preprocess)
+    return JitFunction(fn, preprocess=preprocess)
+
+
+def kernel(fn=None, *, preprocess=True, is_experimental=False, attributes=None):
+    if fn is None:
+        return lambda f: KernelFunction(f, preprocess=preprocess)
+    return KernelFunction(fn, preprocess=preprocess)
+
+
+class _Compile:
+    def __init__(self, opts=()):
+        self._opts = tuple(opts)
+
+    def __getitem__(self, opts):
+        if not isinstance(opts, tuple):
+            opts = (opts,)
+        flat = []
+        for o in opts:
+            flat.extend(o if isinstance(o, (tuple, list)) else (o,))
+        options = CompileOptions()
+        for o in flat:
+            options.apply(o)  # validates eagerly
+        return _Compile(self._opts + tuple(flat))
+
+    def __call__(self, fn, *args, options=None, **kwargs):
+        opts = CompileOptions()
+        for o in self._opts:
+            opts.apply(o)
+        opts.parse(options)
+        if isinstance(fn, functools.partial) and isinstance(getattr(fn.func, "__self__", None), JitFunction):
+            jf, args = fn.func.__self__, fn.args + args
+        elif isinstance(fn, JitFunction):
+            jf = fn
+        elif hasattr(type(fn), "__call__") and isinstance(type(fn).__dict__.get("__call__"), JitFunction):
+            jf, args = type(fn).__dict__["__call__"], (fn,) + args
+        elif isinstance(fn, KernelFunction):
+            raise DSLUserCodeError("cute.compile takes a @cute.jit function; a @cute.kernel must be launched from one",
+                                   code="CALL_MISSING_JIT_DECORATOR")
+        elif callable(fn):
+            raise DSLUserCodeError(f"{getattr(fn, '__name__', fn)!r} is not decorated with @cute.jit",
+                                   code="CALL_MISSING_JIT_DECORATOR")
+        else:
+            raise DSLUserCodeError(f"{fn!r} is not callable", code="CALL_NOT_CALLABLE")
+        if opts["target"] not in ("gpu",):
+            raise DSLUserCodeError(f"compile target {opts['target']!r} is not available in this build",
+                                   code="CONFIG_MALFORMED_COMPILE_OPTIONS")
+        compiled, _ = jf._trace_and_compile(args, kwargs, opts, use_cache=False)
+        return compiled
+
+
+compile = _Compile()

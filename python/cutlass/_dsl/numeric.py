@@ -1,0 +1,231 @@
+"""The CuTe DSL numeric types. Each instance wraps a C++ value (`_core.Num`), static or
+dynamic; every operator forwards to C++, which applies promotion and folding."""
+from .. import _core
+from .errors import DSLUserCodeError
+
+# Order must match opencute::dsl::BinOp.
+ADD, SUB, MUL, TRUEDIV, FLOORDIV, MOD, POW, AND, OR, XOR, SHL, SHR, MIN, MAX = range(14)
+# Order must match opencute::ir::CmpPredicate.
+EQ, NE, LT, LE, GT, GE = range(6)
+
+_CLASSES = {}
+
+
+def wrap(n):
+    """Python proxy for a C++ Num."""
+    cls = _CLASSES[n.dtype]
+    obj = object.__new__(cls)
+    obj._n = n
+    return obj
+
+
+def num_of(x):
+    return x._n if isinstance(x, Numeric) else x
+
+
+class NumericMeta(type):
+    def __str__(cls):
+        return cls.__name__
+
+    @property
+    def width(cls):
+        return _core.dtype_info(cls.__name__)[0]
+
+    @property
+    def is_float(cls):
+        return _core.dtype_info(cls.__name__)[1]
+
+    @property
+    def is_integer(cls):
+        return not _core.dtype_info(cls.__name__)[1]
+
+    @property
+    def signed(cls):
+        return _core.dtype_info(cls.__name__)[2]
+
+    @property
+    def bytes(cls):
+        return _core.dtype_info(cls.__name__)[3]
+
+    @property
+    def zero(cls):
+        return 0.0 if cls.is_float else 0
+
+    @property
+    def min(cls):
+        w, f, s, _ = _core.dtype_info(cls.__name__)
+        if f:
+            raise AttributeError("min is defined on integer types")
+        return -(1 << (w - 1)) if s else 0
+
+    @property
+    def max(cls):
+        w, f, s, _ = _core.dtype_info(cls.__name__)
+        if f:
+            raise AttributeError("max is defined on integer types")
+        return (1 << (w - 1)) - 1 if s else (1 << w) - 1
+
+    def is_same_kind(cls, other):
+        return cls.is_float == other.is_float
+
+    @property
+    def mlir_type(cls):
+        return _core.dtype_type(cls.__name__)
+
+
+class Numeric(metaclass=NumericMeta):
+    __slots__ = ("_n",)
+
+    def __init__(self, x=0):
+        if isinstance(x, Numeric):
+            x = x._n
+        self._n = _core.num(type(self).__name__, x)
+
+    # --- value access -------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return type(self)
+
+    @property
+    def value(self):
+        return self._n.value if self._n.is_static else self._n
+
+    def is_static(self):
+        return self._n.is_static
+
+    def to(self, dtype):
+        if dtype in (int, float, bool):
+            if not self._n.is_static:
+                raise ValueError(f"cannot convert a dynamic {type(self).__name__} to Python {dtype.__name__}")
+            return dtype(self._n.value)
+        if dtype is type(self):
+            return self
+        return wrap(_core.convert(self._n, dtype.__name__))
+
+    def bitcast(self, dtype):
+        return wrap(_core.bitcast(self._n, dtype.__name__))
+
+    def ir_value(self):
+        return self._n
+
+    def __str__(self):
+        return "?"
+
+    def __repr__(self):
+        return repr(self._n)
+
+    def __hash__(self):
+        return id(self)
+
+    def __bool__(self):
+        if self._n.is_static:
+            return bool(self._n.value)
+        raise DSLUserCodeError(
+            "a dynamic value cannot be converted to a Python bool at trace time; use it in an `if`/`while` "
+            "that the DSL compiles, or cutlass.const_expr only on static values",
+            code="PHASE_DYNAMIC_TO_STATIC_BOOL")
+
+    def __index__(self):
+        if self._n.is_static and not type(self).is_float:
+            return int(self._n.value)
+        raise DSLUserCodeError(
+            f"a dynamic {type(self).__name__} cannot be used where Python needs a static integer "
+            "(e.g. to index a Python list or as a range_constexpr bound)", code="PHASE_DYNAMIC_INDEX")
+
+    def __int__(self):
+        if self._n.is_static:
+            return int(self._n.value)
+        raise DSLUserCodeError("a dynamic value cannot be converted to a Python int", code="PHASE_DYNAMIC_INDEX")
+
+    def __float__(self):
+        if self._n.is_static:
+            return float(self._n.value)
+        raise DSLUserCodeError("a dynamic value cannot be converted to a Python float", code="PHASE_DYNAMIC_INDEX")
+
+    # --- arithmetic -----------------------------------------------------------------------
+    def __add__(self, o): return wrap(_core.binary(ADD, self._n, num_of(o)))
+    def __radd__(self, o): return wrap(_core.binary(ADD, num_of(o), self._n))
+    def __sub__(self, o): return wrap(_core.binary(SUB, self._n, num_of(o)))
+    def __rsub__(self, o): return wrap(_core.binary(SUB, num_of(o), self._n))
+    def __mul__(self, o): return wrap(_core.binary(MUL, self._n, num_of(o)))
+    def __rmul__(self, o): return wrap(_core.binary(MUL, num_of(o), self._n))
+    def __truediv__(self, o): return wrap(_core.binary(TRUEDIV, self._n, num_of(o)))
+    def __rtruediv__(self, o): return wrap(_core.binary(TRUEDIV, num_of(o), self._n))
+    def __floordiv__(self, o): return wrap(_core.binary(FLOORDIV, self._n, num_of(o)))
+    def __rfloordiv__(self, o): return wrap(_core.binary(FLOORDIV, num_of(o), self._n))
+    def __mod__(self, o): return wrap(_core.binary(MOD, self._n, num_of(o)))
+    def __rmod__(self, o): return wrap(_core.binary(MOD, num_of(o), self._n))
+    def __pow__(self, o): return wrap(_core.binary(POW, self._n, num_of(o)))
+    def __rpow__(self, o): return wrap(_core.binary(POW, num_of(o), self._n))
+    def __and__(self, o): return wrap(_core.binary(AND, self._n, num_of(o)))
+    def __rand__(self, o): return wrap(_core.binary(AND, num_of(o), self._n))
+    def __or__(self, o): return wrap(_core.binary(OR, self._n, num_of(o)))
+    def __ror__(self, o): return wrap(_core.binary(OR, num_of(o), self._n))
+    def __xor__(self, o): return wrap(_core.binary(XOR, self._n, num_of(o)))
+    def __rxor__(self, o): return wrap(_core.binary(XOR, num_of(o), self._n))
+    def __lshift__(self, o): return wrap(_core.binary(SHL, self._n, num_of(o)))
+    def __rlshift__(self, o): return wrap(_core.binary(SHL, num_of(o), self._n))
+    def __rshift__(self, o): return wrap(_core.binary(SHR, self._n, num_of(o)))
+    def __rrshift__(self, o): return wrap(_core.binary(SHR, num_of(o), self._n))
+    def __neg__(self): return wrap(_core.negate(self._n))
+    def __pos__(self): return self
+    def __invert__(self): return wrap(_core.invert(self._n))
+    def __abs__(self): return wrap(_core.absolute(self._n))
+    def __eq__(self, o): return wrap(_core.compare(EQ, self._n, num_of(o)))
+    def __ne__(self, o): return wrap(_core.compare(NE, self._n, num_of(o)))
+    def __lt__(self, o): return wrap(_core.compare(LT, self._n, num_of(o)))
+    def __le__(self, o): return wrap(_core.compare(LE, self._n, num_of(o)))
+    def __gt__(self, o): return wrap(_core.compare(GT, self._n, num_of(o)))
+    def __ge__(self, o): return wrap(_core.compare(GE, self._n, num_of(o)))
+
+
+class Integer(Numeric):
+    __slots__ = ()
+
+
+class Float(Numeric):
+    __slots__ = ()
+
+
+def _make(name, base):
+    cls = NumericMeta(name, (base,), {"__slots__": (), "__module__": "cutlass"})
+    _CLASSES[name] = cls
+    return cls
+
+
+Boolean = _make("Boolean", Integer)
+Int8 = _make("Int8", Integer)
+Int16 = _make("Int16", Integer)
+Int32 = _make("Int32", Integer)
+Int64 = _make("Int64", Integer)
+Uint8 = _make("Uint8", Integer)
+Uint16 = _make("Uint16", Integer)
+Uint32 = _make("Uint32", Integer)
+Uint64 = _make("Uint64", Integer)
+Float16 = _make("Float16", Float)
+BFloat16 = _make("BFloat16", Float)
+Float32 = _make("Float32", Float)
+Float64 = _make("Float64", Float)
+
+NUMERIC_TYPES = tuple(_CLASSES.values())
+
+
+def as_numeric(x):
+    """Python bool/int/float -> Boolean/Int32 (Int64 when large)/Float32; Numeric unchanged."""
+    if isinstance(x, Numeric):
+        return x
+    return wrap(_core.as_num(x))
+
+
+def dtype(name):
+    if name in _CLASSES:
+        return _CLASSES[name]
+    raise TypeError(f"can't interpret {name!r} as data type")
+
+
+def is_numeric_like(x):
+    return isinstance(x, (Numeric, bool, int, float))
+
+
+def is_dynamic(x):
+    return isinstance(x, Numeric) and not x._n.is_static

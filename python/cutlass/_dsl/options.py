@@ -1,0 +1,153 @@
+"""Compile options: the string form (`options="--opt-level 2 --keep-ptx"`) parsed strictly,
+and the option classes of `cute.compile[...]`."""
+import shlex
+
+from .errors import DSLUserCodeError
+
+
+class CompileOption:
+    name = ""
+    default = None
+
+    def __init__(self, value=None):
+        self.value = self.default if value is None else value
+
+
+class BoolOption(CompileOption):
+    default = True
+
+
+class OptLevel(CompileOption):
+    name = "opt_level"
+    default = 3
+
+    def __init__(self, value=3):
+        if not isinstance(value, int) or not 0 <= value <= 3:
+            raise DSLUserCodeError(f"optimisation level must be an int in [0, 3], got {value!r}",
+                                   code="CONFIG_INVALID_OPT_LEVEL")
+        super().__init__(value)
+
+
+class EnableAssertions(BoolOption):
+    name = "enable_assertions"
+
+
+class GenerateLineInfo(BoolOption):
+    name = "generate_line_info"
+
+
+class KeepCUBIN(BoolOption):
+    name = "keep_cubin"
+
+
+class KeepPTX(BoolOption):
+    name = "keep_ptx"
+
+
+class KeepSASS(BoolOption):
+    name = "keep_sass"
+
+
+class EnableTVMFFI(BoolOption):
+    name = "enable_tvm_ffi"
+
+
+class PtxasOptions(CompileOption):
+    name = "ptxas_options"
+    default = ""
+
+
+class GPUArch(CompileOption):
+    name = "gpu_arch"
+    default = ""
+
+
+class LinkLibraries(CompileOption):
+    name = "link_libraries"
+    default = ""
+
+
+class DumpDir(CompileOption):
+    name = "dump_dir"
+    default = ""
+
+
+class Target(CompileOption):
+    """Where kernels run: "gpu" or "cpu" (the emulator; not part of this build yet)."""
+    name = "target"
+    default = "gpu"
+
+
+OPTION_CLASSES = (OptLevel, EnableAssertions, GenerateLineInfo, KeepCUBIN, KeepPTX, KeepSASS, EnableTVMFFI,
+                  PtxasOptions, GPUArch, LinkLibraries, DumpDir, Target)
+
+# flag -> (option class, takes a value)
+_FLAGS = {
+    "--opt-level": (OptLevel, True),
+    "--enable-assertions": (EnableAssertions, False),
+    "--generate-line-info": (GenerateLineInfo, False),
+    "--keep-cubin": (KeepCUBIN, False),
+    "--keep-ptx": (KeepPTX, False),
+    "--keep-sass": (KeepSASS, False),
+    "--enable-tvm-ffi": (EnableTVMFFI, False),
+    "--ptxas-options": (PtxasOptions, True),
+    "--gpu-arch": (GPUArch, True),
+    "--link-libraries": (LinkLibraries, True),
+    "--dump-dir": (DumpDir, True),
+    "--target": (Target, True),
+}
+
+
+class CompileOptions:
+    def __init__(self):
+        self.values = {cls.name: cls.default if not issubclass(cls, BoolOption) else False for cls in OPTION_CLASSES}
+
+    def apply(self, option):
+        if isinstance(option, type) and issubclass(option, CompileOption):
+            if not issubclass(option, BoolOption):
+                raise DSLUserCodeError(f"compile option {option.__name__} needs a value",
+                                       code="CONFIG_MALFORMED_COMPILE_OPTIONS")
+            option = option(True)
+        if not isinstance(option, CompileOption):
+            raise DSLUserCodeError(f"unknown compile option {option!r}", code="CONFIG_MALFORMED_COMPILE_OPTIONS")
+        self.values[option.name] = option.value
+
+    def parse(self, text):
+        tokens = shlex.split(text or "")
+        i = 0
+        while i < len(tokens):
+            tok = tokens[i]
+            flag, eq, inline = tok.partition("=")
+            if flag not in _FLAGS:
+                raise DSLUserCodeError(f"unknown compile option {tok!r} in options={text!r}; known options: "
+                                       + ", ".join(sorted(_FLAGS)), code="CONFIG_MALFORMED_COMPILE_OPTIONS")
+            cls, takes_value = _FLAGS[flag]
+            if takes_value:
+                if eq:
+                    value = inline
+                elif i + 1 < len(tokens):
+                    i += 1
+                    value = tokens[i]
+                else:
+                    raise DSLUserCodeError(f"compile option {flag} needs a value",
+                                           code="CONFIG_MALFORMED_COMPILE_OPTIONS")
+                if cls is OptLevel:
+                    try:
+                        value = int(value)
+                    except ValueError:
+                        raise DSLUserCodeError(f"--opt-level expects an integer, got {value!r}",
+                                               code="CONFIG_INVALID_OPT_LEVEL") from None
+                self.apply(cls(value))
+            else:
+                if eq:
+                    raise DSLUserCodeError(f"compile option {flag} takes no value",
+                                           code="CONFIG_MALFORMED_COMPILE_OPTIONS")
+                self.apply(cls(True))
+            i += 1
+        return self
+
+    def key(self):
+        return tuple(sorted(self.values.items()))
+
+    def __getitem__(self, name):
+        return self.values[name]

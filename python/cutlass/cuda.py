@@ -1,0 +1,32 @@
+"""CUDA helpers (`cutlass.cuda`)."""
+import os
+import sys
+
+from . import _core
+
+
+def _register_wheel_roots():
+    # pip's nvidia-* wheels put toolkit pieces under site-packages/nvidia/...
+    for base in sys.path:
+        nv = os.path.join(base, "nvidia")
+        if not os.path.isdir(nv):
+            continue
+        for sub in ("cuda_nvcc", "nvjitlink", "cu13", "cuda_runtime"):
+            root = os.path.join(nv, sub)
+            if os.path.isdir(root):
+                _core.add_cuda_search_root(root)
+
+
+_register_wheel_roots()
+
+
+def is_available():
+    return _core.cuda_available()
+
+
+def initialize_cuda_context(device_id=0, flags=0):
+    _core.initialize_cuda_context(device_id)
+
+
+def synchronize():
+    _core.context_synchronize()
