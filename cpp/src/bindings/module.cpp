@@ -428,14 +428,14 @@ NB_MODULE(_core, m) {
         return Num::of_value(t.builder().local_array(dsl::dtype_from_name(dtype), count, align));
       })
       .def("launch", [](dsl::Tracer& t, const std::string& kernel, nb::list grid, nb::list block, nb::handle smem,
-                        nb::handle stream, nb::object cluster, nb::list args) {
+                        nb::handle stream, nb::list cluster, nb::list args) {
         auto dims = [](nb::list l) {
           std::vector<ir::Value*> out;
           for (nb::handle h : l) out.push_back(dsl::materialize(dsl::convert(to_num(h), ir::i32())));
           return out;
         };
         std::vector<ir::Value*> cl;
-        if (!cluster.is_none()) cl = dims(nb::cast<nb::list>(cluster));
+        if (nb::len(cluster) > 0) cl = dims(cluster);
         ir::Value* sm = dsl::materialize(dsl::convert(to_num(smem), ir::i32()));
         ir::Value* st = dsl::materialize(dsl::convert(to_num(stream), ir::i64()));
         t.builder().launch(kernel, dims(grid), dims(block), sm, st, cl, materialize_all(args));

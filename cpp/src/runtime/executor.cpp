@@ -5,6 +5,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "transforms/dead_code.h"
 #include "runtime/cuda_driver.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
@@ -35,6 +36,7 @@ bool module_has_device_printf(const ir::Module& m) {
 CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const CompileOptions& options)
     : module_(std::move(module)) {
   auto t0 = std::chrono::steady_clock::now();
+  transforms::remove_dead_code(*module_);
   ir::verify_or_throw(*module_);
   ir_text_ = ir::print_module(*module_);
   hash_ = ir::module_hash(*module_);

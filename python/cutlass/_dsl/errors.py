@@ -67,6 +67,8 @@ class DSLUserCodeError(DSLRuntimeError):
     """A mistake in user code. Subclass of DSLRuntimeError so either name catches it."""
 
     def __init__(self, message, filename=None, lineno=None, code=None, suggestion=None, **kw):
+        if filename is None:
+            filename, lineno = user_location()
         super().__init__(message, line=lineno, filename=filename, error_code=code,
                          suggestion=suggestion, **kw)
 

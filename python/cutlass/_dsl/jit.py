@@ -375,7 +375,7 @@ class KernelLauncher:
         smem_n = as_numeric(0 if smem is None else smem)._n
         stream_n = as_numeric(0 if stream is None else stream)._n
         tracer.launch(name, [as_numeric(g)._n for g in grid3], [as_numeric(b)._n for b in block3], smem_n, stream_n,
-                      None if cluster is None else [as_numeric(c)._n for c in cluster], host_values)
+                      [] if cluster is None else [as_numeric(c)._n for c in cluster], host_values)
 
 
 def jit(fn=None, *, preprocess=True, is_experimental=False):

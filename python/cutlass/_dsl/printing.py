@@ -14,6 +14,8 @@ def printf(*args, end="\n", loc=None, ip=None):
     for v in values:
         if isinstance(v, (Numeric, bool, int, float)):
             nums.append(as_numeric(v)._n)
+        elif hasattr(v, "_fail"):
+            v._fail()  # a variable that is undefined after a dynamic region
         else:
             raise TypeError(f"unsupported argument type in printf, got {type(v)}")
     context.tracer().printf(fmt, nums)

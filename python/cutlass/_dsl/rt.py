@@ -92,7 +92,7 @@ def _coerce(name, value, target_cls, loc):
         if type(value) is not target_cls:
             _type_error(name, target_cls.__name__, type(value).__name__, loc)
         return value
-    if isinstance(value, (bool, int, float)):
+    if isinstance(value, (builtins.bool, int, float)):
         promoted = as_numeric(value)
         if type(promoted).is_float != target_cls.is_float or (type(promoted) is Boolean) != (target_cls is Boolean):
             _type_error(name, target_cls.__name__, type(promoted).__name__, loc)
@@ -284,7 +284,7 @@ def not_(x):
 
 
 def _flatten_args(args):
-    if len(args) == 1 and not isinstance(args[0], (Numeric, int, float, bool)):
+    if len(args) == 1 and not isinstance(args[0], _SCALAR_TYPES):
         return list(args[0])
     return list(args)
 

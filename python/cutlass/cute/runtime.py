@@ -102,3 +102,66 @@ def as_runtime_tensor(value):
     if isinstance(value, _RuntimeTensor):
         return value
     return _RuntimeTensor(value, dynamic=True)
+
+
+class SymInt:
+    """A symbolic (dynamic) extent for fake tensors."""
+
+    def __init__(self, width=32, divisibility=1):
+        self.width = width
+        self.divisibility = divisibility
+
+    def __str__(self):
+        return "?" if self.divisibility == 1 else f"?{{div={self.divisibility}}}"
+
+
+def sym_int(width=32, divisibility=1):
+    return SymInt(width, divisibility)
+
+
+class _FakeTensor(_RuntimeTensor):
+    """Stands for a tensor at compile time only: shape, stride and type, no data."""
+
+    def __init__(self, dtype, shape, stride, assumed_align=None, is_cuda=True):
+        self._source = None
+        self._data_ptr = 0
+        self._element_type = dtype
+        self._dl_shape = tuple(0 if isinstance(s, SymInt) else int(s) for s in shape)
+        self._dl_stride = tuple(0 if isinstance(s, SymInt) else int(s) for s in stride)
+        self.dynamic_shape = [isinstance(s, SymInt) for s in shape]
+        self.dynamic_stride = [isinstance(s, SymInt) for s in stride]
+        self.assumed_align = int(assumed_align) if assumed_align else dtype.bytes
+        self.is_cuda = is_cuda
+
+    def __str__(self):
+        fmt = lambda t: "(" + ", ".join(str(x) for x in t) + ")"
+        return f"FakeTensor<{self._element_type}, {fmt(self._shape_spec)}, {fmt(self._stride_spec)}>"
+
+
+def make_fake_tensor(dtype, shape, stride, *, assumed_align=None, memspace=None):
+    t = _FakeTensor(dtype, shape, stride, assumed_align)
+    t._shape_spec, t._stride_spec = tuple(shape), tuple(stride)
+    return t
+
+
+def make_fake_compact_tensor(dtype, shape, stride_order=None, *, assumed_align=None, memspace=None):
+    rank = len(shape)
+    order = list(stride_order) if stride_order is not None else list(range(rank))
+    stride = [None] * rank
+    running, dynamic = 1, False
+    for mode in sorted(range(rank), key=lambda m: order[m]):
+        stride[mode] = SymInt() if dynamic else running
+        if isinstance(shape[mode], SymInt):
+            dynamic = True
+        elif not dynamic:
+            running *= int(shape[mode])
+    return make_fake_tensor(dtype, shape, stride, assumed_align=assumed_align)
+
+
+class FakeStream:
+    def __str__(self):
+        return "FakeStream"
+
+
+def make_fake_stream():
+    return FakeStream()

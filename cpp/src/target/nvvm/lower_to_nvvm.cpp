@@ -708,6 +708,8 @@ class KernelLowering {
     std::string i = use(idx);
     if (!it->is_int() || it->width > 64) fail(&op, "pointer offsets must be integers of at most 64 bits");
     if (it->width == 64) return i;
+    // Constants are already extended by their signedness in the IR.
+    if (ir::is_constant(idx)) return std::to_string(ir::constant_int(idx));
     return def(std::string(it->is_signed ? "sext " : "zext ") + llvm_type(it) + " " + i + " to i64");
   }
 

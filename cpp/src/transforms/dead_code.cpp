@@ -1,0 +1,55 @@
+#include "transforms/dead_code.h"
+
+#include <unordered_map>
+
+namespace opencute::transforms {
+namespace {
+
+bool is_pure(const ir::Op& op) {
+  switch (op.code) {
+    case ir::OpCode::Store: case ir::OpCode::Barrier: case ir::OpCode::Printf: case ir::OpCode::Launch:
+    case ir::OpCode::For: case ir::OpCode::If: case ir::OpCode::While: case ir::OpCode::Condition:
+    case ir::OpCode::Yield: case ir::OpCode::Return: case ir::OpCode::Load:
+      return false;  // loads stay: removing them would hide faulting accesses
+    default:
+      return true;
+  }
+}
+
+void count_uses(const ir::Block& b, std::unordered_map<const ir::Value*, int>& uses) {
+  for (auto& op : b.ops) {
+    for (auto* v : op->operands) ++uses[v];
+    for (auto& r : op->regions) count_uses(*r.block, uses);
+  }
+}
+
+int sweep(ir::Block& b, std::unordered_map<const ir::Value*, int>& uses) {
+  int removed = 0;
+  for (auto& op : b.ops)
+    for (auto& r : op->regions) removed += sweep(*r.block, uses);
+  for (size_t i = b.ops.size(); i-- > 0;) {
+    ir::Op& op = *b.ops[i];
+    if (!is_pure(op)) continue;
+    bool used = false;
+    for (auto& r : op.results) used = used || uses[r.get()] > 0;
+    if (used) continue;
+    for (auto* v : op.operands) --uses[v];
+    b.ops.erase(b.ops.begin() + long(i));
+    ++removed;
+  }
+  return removed;
+}
+
+}  // namespace
+
+int remove_dead_code(ir::Module& m) {
+  int total = 0;
+  for (auto& f : m.functions) {
+    std::unordered_map<const ir::Value*, int> uses;
+    count_uses(*f->body, uses);
+    for (int n; (n = sweep(*f->body, uses)) > 0;) total += n;
+  }
+  return total;
+}
+
+}  // namespace opencute::transforms
