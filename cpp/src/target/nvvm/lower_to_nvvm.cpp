@@ -270,6 +270,7 @@ class KernelLowering {
 
   [[noreturn]] void fail(const Op* op, const std::string& msg) const {
     std::string where = "lower_kernels_to_nvvm: @" + fn_.name;
+    if (!op) op = current_op_;
     if (op) where += std::string(" (") + ir::opcode_name(op->code) + ")";
     throw std::runtime_error(where + ": " + msg);
   }
@@ -1013,6 +1014,7 @@ class KernelLowering {
   }
 
   void lower_op(const Op& op) {
+    current_op_ = &op;
     switch (op.code) {
       case OpCode::Constant: set(op, 0, constant_text(op)); return;
       case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
@@ -1135,6 +1137,7 @@ class KernelLowering {
   std::unordered_map<const Value*, std::string> vals_;
   int next_value_ = 0;
   int next_region_ = 0;
+  const Op* current_op_ = nullptr;  // names the op in errors raised by shared helpers
 };
 
 }  // namespace
