@@ -376,7 +376,18 @@ class KernelLowering {
       case OpCode::Mul: r = def("fmul " + ct + " " + x + ", " + y); break;
       case OpCode::Div: r = def("fdiv " + ct + " " + x + ", " + y); break;
       case OpCode::Rem: r = libdevice_call("fmod", c, {x, y}); break;  // frem is not exact on NVPTX
-      case OpCode::FloorDiv: r = libdevice_call("floor", c, {def("fdiv " + ct + " " + x + ", " + y)}); break;
+      case OpCode::FloorDiv: {
+        if (is_f64(c)) {
+          r = libdevice_call("floor", c, {def("fdiv double " + x + ", " + y)});
+          break;
+        }
+        // scalar_semantics floors the double quotient: a float quotient can round up to the
+        // next integer (1 / 0.33333334f is 3.0f) or underflow to zero and floor differently.
+        std::string xd = def("fpext float " + x + " to double"), yd = def("fpext float " + y + " to double");
+        std::string q = libdevice_call("floor", ir::f64(), {def("fdiv double " + xd + ", " + yd)});
+        r = def("fptrunc double " + q + " to float");
+        break;
+      }
       case OpCode::Pow: r = libdevice_call("pow", c, {x, y}); break;
       case OpCode::Min:
       case OpCode::Max: {
@@ -581,6 +592,9 @@ class KernelLowering {
                          (base == 32 ? (sgn ? "i" : "ui") : (sgn ? "ll" : "ull")) + ".rz";
       std::string B = "i" + std::to_string(base);
       std::string r = call_intrinsic(B, name, {ct + " " + x}, ct);
+      // The 64-bit and f64-source conversions do not all map NaN to 0; select it explicitly.
+      std::string is_nan = def("fcmp uno " + ct + " " + x + ", " + x);
+      r = def("select i1 " + is_nan + ", " + B + " 0, " + B + " " + r);
       if (to->width < base) {
         auto sel = [&](const std::string& c2, const std::string& a, const std::string& b) {
           return def("select i1 " + c2 + ", " + B + " " + a + ", " + B + " " + b);
