@@ -1,7 +1,8 @@
 // Tests for the IR -> NVVM IR lowering. Every kernel is lowered, then compiled to PTX for
 // sm_80 and sm_90a by libNVVM and linked to a cubin, so a lowering that libNVVM or ptxas
 // rejects fails here; golden checks pin the pieces of text whose exact spelling matters.
-// Compilation steps skip when libNVVM is not installed.
+// Compilation steps skip when libNVVM is not installed. OPENCUTE_DUMP_NVVM=1 prints each
+// module before compiling it.
 #include <gtest/gtest.h>
 
 #include <algorithm>

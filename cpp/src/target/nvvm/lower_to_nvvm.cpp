@@ -242,6 +242,7 @@ class KernelLowering {
     }
     for (auto& [v, n] : bool_args) vals_[v] = def("icmp ne i8 " + n + ", 0");
     const Op* term = lower_block(*fn_.body);
+    current_op_ = nullptr;
     if (!term || term->code != OpCode::Return) fail(nullptr, "kernel body must end with return");
 
     std::string sig;

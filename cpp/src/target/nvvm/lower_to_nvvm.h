@@ -17,6 +17,7 @@
 //     f16 is LLVM `half`, also computed in f32 and rounded back per op.
 //   * Float -> int casts use the saturating cvt.rzi intrinsics (NaN -> 0), int division and
 //     shifts are guarded so that every case scalar_semantics defines gives the same value.
+//     Float FloorDiv floors the f64 quotient, as scalar_semantics does, for every float type.
 //   * Math functions call libdevice (__nv_*); needs_libdevice reports when that happened.
 #pragma once
 #include <string>
