@@ -315,10 +315,7 @@ NB_MODULE(_core, m) {
       long long i = PyLong_AsLongLongAndOverflow(v.ptr(), &overflow);
       if (overflow) {
         // C-style wrap of big Python ints: keep the low 64 bits.
-        nb::object masked = nb::steal(PyNumber_And(v.ptr(), nb::int_(-1).ptr()));
-        unsigned long long u = PyLong_AsUnsignedLongLongMask(v.ptr());
-        (void)masked;
-        i = (long long)u;
+        i = (long long)PyLong_AsUnsignedLongLongMask(v.ptr());
       }
       return Num::of_int(t, i);
     }

@@ -199,14 +199,16 @@ class CompiledFunction:
         return {"trace": self.trace_ms, "verify": verify, "lower": lower, "nvvm": nvvm, "link": link}
 
 
-class JitFunction:
+class _DecoratedFunction:
+    """What @jit and @kernel share: the wrapped function, its signature, its lazily
+    preprocessed body, method binding and the symbol-name prefix."""
+
     def __init__(self, fn, preprocess=True):
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._preprocess = preprocess
         self._traced = None
         self._sig = inspect.signature(fn)
-        self._cache = {}
         self._name_prefix = ""
 
     def _body(self):
@@ -223,6 +225,12 @@ class JitFunction:
         if not isinstance(name, str):
             raise TypeError("name prefix must be a str")
         self._name_prefix = name
+
+
+class JitFunction(_DecoratedFunction):
+    def __init__(self, fn, preprocess=True):
+        super().__init__(fn, preprocess)
+        self._cache = {}
 
     def __call__(self, *args, no_cache=False, **kwargs):
         if context.current() is not None:
@@ -258,30 +266,7 @@ class JitFunction:
         return compiled, runtime_values
 
 
-class KernelFunction:
-    def __init__(self, fn, preprocess=True):
-        functools.update_wrapper(self, fn)
-        self._fn = fn
-        self._preprocess = preprocess
-        self._traced = None
-        self._sig = inspect.signature(fn)
-        self._name_prefix = ""
-
-    def _body(self):
-        if self._traced is None:
-            self._traced = _preprocess(self._fn, rt) if self._preprocess else self._fn
-        return self._traced
-
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self.__call__, obj)
-
-    def set_name_prefix(self, name, *, remove_cutlass_symbol=False, keep_mangled_name=True):
-        if not isinstance(name, str):
-            raise TypeError("name prefix must be a str")
-        self._name_prefix = name
-
+class KernelFunction(_DecoratedFunction):
     def __call__(self, *args, **kwargs):
         ctx = context.current()
         if ctx is None:
@@ -352,7 +337,7 @@ class KernelLauncher:
                 elif isinstance(value, (Numeric, int, float, bool)):
                     n = as_numeric(value)
                     if isinstance(ann, NumericMeta) and ann is not Numeric and type(n) is not ann:
-                        n = ann(n) if not n._n.is_static or True else n
+                        n = ann(n)
                     host_values.append(n._n)
                     call[pname] = wrap(tracer.add_argument(type(n).mlir_type))
                 elif hasattr(value, "__extract_mlir_values__"):

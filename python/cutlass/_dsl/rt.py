@@ -183,6 +183,28 @@ def _loop_outputs(names, init, body_out, carried, loc):
     return outputs
 
 
+def _carried_inits(init, carried):
+    return [cls(init[k])._n if not isinstance(init[k], Numeric) else init[k]._n for k, cls in carried]
+
+
+def _with_carried(init, carried, values):
+    """The region's arguments: the initial values with the carried ones replaced."""
+    args = list(init)
+    for (k, _), v in zip(carried, values):
+        args[k] = wrap(v)
+    return args
+
+
+def _finish_loop(tr, op, names, init, out, carried, loc):
+    tr.yield_([_coerce(names[k], out[k], cls, loc)._n for k, cls in carried])
+    tr.exit_to_parent(op)
+    results = tr.set_results(op, [cls.mlir_type for _, cls in carried])
+    outputs = _loop_outputs(names, init, out, carried, loc)
+    for (k, _), r in zip(carried, results):
+        outputs[k] = wrap(r)
+    return tuple(outputs)
+
+
 def for_(rng, body_fn, names, init, loc):
     if not isinstance(rng, DynamicRange):
         vals = tuple(init)
@@ -191,46 +213,23 @@ def for_(rng, body_fn, names, init, loc):
         return vals
     tr = context.tracer()
     carried = _split_carried(names, init, loc)
-    inits = [cls(init[k])._n if not isinstance(init[k], Numeric) else init[k]._n for k, cls in carried]
     start, stop, step = (as_numeric(x) for x in (rng.start, rng.stop, rng.step))
-    op, iv, iters = tr.for_begin(start._n, stop._n, step._n, inits, rng.unroll)
+    op, iv, iters = tr.for_begin(start._n, stop._n, step._n, _carried_inits(init, carried), rng.unroll)
     tr.enter_region(op, 0)
-    args = list(init)
-    for (k, cls), it in zip(carried, iters):
-        args[k] = wrap(it)
-    out = body_fn(wrap(iv), *args)
-    tr.yield_([_coerce(names[k], out[k], cls, loc)._n for k, cls in carried])
-    tr.exit_to_parent(op)
-    results = tr.set_results(op, [cls.mlir_type for _, cls in carried])
-    outputs = _loop_outputs(names, init, out, carried, loc)
-    for (k, _), r in zip(carried, results):
-        outputs[k] = wrap(r)
-    return tuple(outputs)
+    out = body_fn(wrap(iv), *_with_carried(init, carried, iters))
+    return _finish_loop(tr, op, names, init, out, carried, loc)
 
 
 def while_(cond_fn, body_fn, names, init, loc):
     tr = context.tracer()
     carried = _split_carried(names, init, loc)
-    inits = [cls(init[k])._n if not isinstance(init[k], Numeric) else init[k]._n for k, cls in carried]
-    op, before, after = tr.while_begin(inits)
+    op, before, after = tr.while_begin(_carried_inits(init, carried))
     tr.enter_region(op, 0)
-    args = list(init)
-    for (k, _), v in zip(carried, before):
-        args[k] = wrap(v)
-    cond = cond_fn(*args)
-    tr.condition(as_numeric(cond)._n, [a for a in before])
+    cond = cond_fn(*_with_carried(init, carried, before))
+    tr.condition(as_numeric(cond)._n, list(before))
     tr.enter_region(op, 1)
-    args = list(init)
-    for (k, _), v in zip(carried, after):
-        args[k] = wrap(v)
-    out = body_fn(*args)
-    tr.yield_([_coerce(names[k], out[k], cls, loc)._n for k, cls in carried])
-    tr.exit_to_parent(op)
-    results = tr.set_results(op, [cls.mlir_type for _, cls in carried])
-    outputs = _loop_outputs(names, init, out, carried, loc)
-    for (k, _), r in zip(carried, results):
-        outputs[k] = wrap(r)
-    return tuple(outputs)
+    out = body_fn(*_with_carried(init, carried, after))
+    return _finish_loop(tr, op, names, init, out, carried, loc)
 
 
 def ifexp(cond, then_fn, else_fn, loc):
