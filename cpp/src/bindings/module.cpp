@@ -17,6 +17,7 @@
 #include "ir/printer.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
+#include "support/crash_report.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
@@ -243,6 +244,7 @@ nb::object call_executor(Executor& ex, nb::args args) {
 
 NB_MODULE(_core, m) {
   m.doc() = "OpenCuTe C++ core";
+  opencute::support::install_crash_report_if_requested();
 
   static nb::object* user_error = new nb::object();
   m.def("_set_user_error_class", [](nb::object cls) { *user_error = cls; });
