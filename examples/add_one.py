@@ -38,7 +38,7 @@ def main():
         print("No CUDA GPU found: showing the compiled program instead of running it.")
         print("---- IR ----")
         print(compiled.__mlir__)
-        print("---- PTX (" + compiled._executor.arch + ") ----")
+        print("---- PTX (" + compiled.arch + ") ----")
         print(compiled.__ptx__)
         return
     import torch

@@ -56,7 +56,7 @@ def test_add_one_torch_dynamic_and_static():
         compiled(torch.randn(301, device="cuda"), torch.empty(301, device="cuda"))
 
 
-def test_device_printf_and_control_flow():
+def test_device_printf_and_control_flow(tmp_path):
     code = r'''
 import cutlass, cutlass.cute as cute
 @cute.kernel
@@ -74,6 +74,8 @@ def host(n: cutlass.Int32, x: cutlass.Float32):
 cutlass.cuda.initialize_cuda_context()
 host(5, 1.5)
 '''
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    script = tmp_path / "device_printf.py"  # @jit needs its source in a file
+    script.write_text(code)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["host n=5", "acc=10 x=1.50 0"]

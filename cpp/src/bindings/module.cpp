@@ -1,5 +1,7 @@
 // The nanobind module cutlass._core: the Python front end's only door into the C++ layers.
 // Functions here unpack Python objects, call C++, and wrap the result; no semantics live here.
+#include <optional>
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
@@ -18,6 +20,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 #include "support/crash_report.h"
+#include "bindings/tensor_argument.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
@@ -104,6 +107,8 @@ struct Executor {
   int num_sources = 0;
   std::vector<ir::Type> result_types;
   bool flush_python_stdout = false;
+  std::string function_name;
+  double trace_ms = 0;
 };
 
 int64_t as_int64(nb::handle h) {
@@ -111,72 +116,27 @@ int64_t as_int64(nb::handle h) {
   return nb::cast<int64_t>(nb::int_(h));
 }
 
-struct TensorView {
-  int64_t data = 0;
-  nb::object shape, stride;  // sequences
-};
-
-// Reads pointer / shape / strides of a tensor-like argument: our runtime tensors expose
-// _data/_shape/_stride, torch tensors data_ptr()/shape/stride(), numpy __array_interface__.
-TensorView view_tensor(nb::handle obj, bool need_layout) {
-  TensorView v;
-  if (nb::hasattr(obj, "_data_ptr")) {
-    v.data = as_int64(obj.attr("_data_ptr"));
-    if (need_layout) {
-      v.shape = obj.attr("_dl_shape");
-      v.stride = obj.attr("_dl_stride");
-    }
-    return v;
-  }
-  if (nb::hasattr(obj, "data_ptr")) {  // torch.Tensor
-    v.data = as_int64(obj.attr("data_ptr")());
-    if (need_layout) {
-      v.shape = obj.attr("shape");
-      v.stride = obj.attr("stride")();
-    }
-    return v;
-  }
-  if (nb::hasattr(obj, "__array_interface__")) {
-    nb::object ai = obj.attr("__array_interface__");
-    v.data = as_int64(nb::borrow<nb::tuple>(ai["data"])[0]);
-    if (need_layout) {
-      v.shape = obj.attr("shape");
-      nb::object st = obj.attr("strides");
-      int64_t item = as_int64(obj.attr("itemsize"));
-      nb::list el;
-      for (nb::handle s : st) el.append(nb::int_(as_int64(s) / item));
-      v.stride = el;
-    }
-    return v;
-  }
-  throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "expected a tensor argument");
-}
-
 nb::object call_executor(Executor& ex, nb::args args) {
   if (int(args.size()) != ex.num_sources)
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
                                                 " runtime arguments, got " + std::to_string(args.size()));
   for (auto& c : ex.checks) {
-    TensorView v = view_tensor(args[size_t(c.source)], true);
-    size_t rank = nb::len(v.shape);
+    bindings::TensorArgument t(args[size_t(c.source)]);
+    size_t rank = t.rank();
     bool ok = rank == c.shape.size();
     for (size_t i = 0; ok && i < rank; ++i) {
-      int64_t s = as_int64(v.shape[i]), d = as_int64(v.stride[i]);
+      int64_t s = t.shape(i), d = t.stride(i);
       if ((c.shape[i] >= 0 && c.shape[i] != s) || (c.stride[i] >= 0 && c.stride[i] != d && c.shape[i] != 1)) ok = false;
     }
-    if (!ok) {
-      std::string got = "(";
-      for (size_t i = 0; i < rank; ++i) got += (i ? "," : "") + std::string(nb::str(v.shape[i]).c_str());
-      got += "):(";
-      for (size_t i = 0; i < rank; ++i) got += (i ? "," : "") + std::string(nb::str(v.stride[i]).c_str());
-      got += ")";
-      throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " has layout " + got +
-                                                      " but the function was compiled for " + c.description);
-    }
+    if (!ok)
+      throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " has layout " +
+                                                      t.layout_string() + " but the function was compiled for " +
+                                                      c.description);
   }
   std::vector<ir::Scalar> vals(ex.slots.size());
-  int cached_source = -1;
-  TensorView cached;
+  // Slots of one tensor are adjacent, so one reader serves them all.
+  std::optional<bindings::TensorArgument> tensor;
+  int tensor_source = -1;
   for (size_t i = 0; i < ex.slots.size(); ++i) {
     const ArgSlot& s = ex.slots[i];
     nb::handle a = args[size_t(s.source)];
@@ -190,14 +150,13 @@ nb::object call_executor(Executor& ex, nb::args args) {
       case kTensorData:
       case kTensorShape:
       case kTensorStride: {
-        if (cached_source != s.source) {
-          cached = view_tensor(a, s.kind != kTensorData || nb::hasattr(a, "data_ptr") == false);
-          cached_source = s.source;
+        if (tensor_source != s.source) {
+          tensor.emplace(a);
+          tensor_source = s.source;
         }
-        if (s.kind == kTensorData) vals[i] = ir::Scalar::of_int(cached.data);
+        if (s.kind == kTensorData) vals[i] = ir::Scalar::of_int(tensor->data());
         else {
-          if (!cached.shape.is_valid()) cached = view_tensor(a, true);
-          int64_t v = as_int64((s.kind == kTensorShape ? cached.shape : cached.stride)[size_t(s.mode)]);
+          int64_t v = s.kind == kTensorShape ? tensor->shape(size_t(s.mode)) : tensor->stride(size_t(s.mode));
           vals[i] = ir::Scalar::of_int(ir::wrap_int(s.type, v));
         }
         break;
@@ -219,6 +178,7 @@ nb::object call_executor(Executor& ex, nb::args args) {
       }
     }
   }
+  tensor.reset();
   if (ex.flush_python_stdout) {
     // Host printf writes to the C stdout; flush Python's buffer first so output stays in order.
     nb::module_::import_("sys").attr("stdout").attr("flush")();
@@ -441,21 +401,41 @@ NB_MODULE(_core, m) {
       });
 
   // ---- compilation and execution ----
-  nb::class_<Executor>(m, "Executor")
+  // What cute.compile returns. Bound in C++ so that a call goes straight from Python's call
+  // slot to call_executor, with no Python frame in between.
+  nb::class_<Executor>(m, "JitCompiledFunction",
+                       "A compiled @cute.jit function; call it with the runtime arguments only (Constexpr "
+                       "parameters and `self` are omitted).")
       .def("__call__", &call_executor)
-      .def_prop_ro("ir_text", [](const Executor& e) { return e.program->ir_text(); })
-      .def_prop_ro("nvvm_text", [](const Executor& e) { return e.program->nvvm_text(); })
-      .def_prop_ro("ptx", [](const Executor& e) { return e.program->ptx(); })
-      .def_prop_ro("cubin", [](const Executor& e) {
+      .def_prop_ro("__mlir__", [](const Executor& e) { return e.program->ir_text(); })
+      .def_prop_ro("ir_module", [](const Executor& e) { return e.program->ir_text(); })
+      .def_prop_ro("nvvm_ir", [](const Executor& e) { return e.program->nvvm_text(); })
+      .def_prop_ro("__ptx__", [](const Executor& e) -> nb::object {
+        if (e.program->ptx().empty()) return nb::none();
+        return nb::str(e.program->ptx().c_str());
+      })
+      .def_prop_ro("__cubin__", [](const Executor& e) -> nb::object {
         const auto& c = e.program->cubin();
+        if (c.empty()) return nb::none();
         return nb::bytes(c.data(), c.size());
       })
       .def_prop_ro("arch", [](const Executor& e) { return e.program->arch(); })
       .def_prop_ro("hash", [](const Executor& e) { return e.program->hash(); })
       .def_prop_ro("has_kernels", [](const Executor& e) { return e.program->has_kernels(); })
-      .def_prop_ro("timings", [](const Executor& e) {
+      .def_rw("function_name", &Executor::function_name)
+      .def_rw("trace_ms", &Executor::trace_ms)
+      .def_prop_ro("timings_ms", [](const Executor& e) {
         const auto& t = e.program->timings();
-        return nb::make_tuple(t.verify_ms, t.lower_ms, t.nvvm_ms, t.link_ms);
+        nb::dict d;
+        d["trace"] = e.trace_ms;
+        d["verify"] = t.verify_ms;
+        d["lower"] = t.lower_ms;
+        d["nvvm"] = t.nvvm_ms;
+        d["link"] = t.link_ms;
+        return d;
+      })
+      .def("__repr__", [](const Executor& e) {
+        return "<JitCompiledFunction " + e.function_name + " for " + e.program->arch() + ">";
       });
 
   m.def("compile_traced", [](dsl::Tracer& tracer, const std::string& arch, int opt_level, bool line_info,

@@ -15,7 +15,6 @@ struct HostInterpreter::Frame {
   std::vector<std::unique_ptr<char[]>> locals;
   LaunchHandler* launcher;
   std::vector<Scalar> yielded;  // operands of the last terminator executed
-  bool yielded_condition = false;
 };
 
 void format_printf(const std::string& c_format, const std::vector<ir::Type>& types, const std::vector<Scalar>& values,
@@ -39,54 +38,90 @@ void format_printf(const std::string& c_format, const std::vector<ir::Type>& typ
   }
 }
 
-HostInterpreter::HostInterpreter(const ir::Function& fn) : fn_(fn) { number(*fn.body); }
+HostInterpreter::HostInterpreter(const ir::Function& fn) : fn_(fn) {
+  flatten(*fn.body);
+  numbering_.clear();
+}
 
-void HostInterpreter::number(const ir::Block& b) {
-  for (auto& a : b.args) slot_[a.get()] = num_slots_++;
+int HostInterpreter::reg(const ir::Value* v) {
+  auto it = numbering_.find(v);
+  if (it != numbering_.end()) return it->second;
+  int r = int(initial_regs_.size());
+  initial_regs_.emplace_back();
+  numbering_.emplace(v, r);
+  return r;
+}
+
+int HostInterpreter::flatten(const ir::Block& b) {
+  int index = int(blocks_.size());
+  blocks_.emplace_back();
+  std::vector<int> args;
+  for (auto& a : b.args) args.push_back(reg(a.get()));
+  std::vector<Step> steps;
   for (auto& op : b.ops) {
+    if (op->code == OpCode::Constant) {
+      // Evaluated once: every call starts from a register file that already holds them.
+      ir::Type t = op->results[0]->type;
+      initial_regs_[size_t(reg(op->result()))] = t->is_float() ? Scalar::of_float(op->float_attr)
+                                                                : Scalar::of_int(op->int_attr);
+      continue;
+    }
     if (op->code == OpCode::Printf) has_printf_ = true;
-    for (auto& r : op->results) slot_[r.get()] = num_slots_++;
-    for (auto& reg : op->regions) number(*reg.block);
+    Step s;
+    s.op = op.get();
+    for (ir::Value* v : op->operands) {
+      s.in.push_back(reg(v));
+      s.in_types.push_back(v->type);
+    }
+    for (auto& r : op->results) s.out.push_back(reg(r.get()));
+    for (auto& region : op->regions) s.regions.push_back(flatten(*region.block));
+    steps.push_back(std::move(s));
   }
+  blocks_[size_t(index)].args = std::move(args);
+  blocks_[size_t(index)].steps = std::move(steps);
+  return index;
 }
 
-std::vector<Scalar> HostInterpreter::run(const std::vector<Scalar>& args, LaunchHandler* launcher) {
-  Frame fr;
-  fr.regs.resize(size_t(num_slots_));
-  fr.launcher = launcher;
-  if (args.size() != fn_.args().size())
-    throw ExecutionError("host function expects " + std::to_string(fn_.args().size()) + " arguments, got " +
+std::vector<Scalar> HostInterpreter::run(const std::vector<Scalar>& args, LaunchHandler* launcher) const {
+  const FlatBlock& body = blocks_[0];
+  if (args.size() != body.args.size())
+    throw ExecutionError("host function expects " + std::to_string(body.args.size()) + " arguments, got " +
                          std::to_string(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) fr.regs[size_t(slot_[fn_.args()[i].get()])] = args[i];
-  exec_block(*fn_.body, fr);
-  return fr.yielded;
+  Frame fr;
+  fr.regs = initial_regs_;
+  fr.launcher = launcher;
+  for (size_t i = 0; i < args.size(); ++i) fr.regs[size_t(body.args[i])] = args[i];
+  exec_block(0, fr);
+  return std::move(fr.yielded);
 }
 
-void HostInterpreter::exec_block(const ir::Block& b, Frame& fr) {
-  for (auto& op : b.ops) exec(*op, fr);
+void HostInterpreter::exec_block(int block, Frame& fr) const {
+  for (const Step& s : blocks_[size_t(block)].steps) exec(s, fr);
 }
 
-void HostInterpreter::exec(const ir::Op& op, Frame& fr) {
-  auto get = [&](const ir::Value* v) -> Scalar& { return fr.regs[size_t(slot_.at(v))]; };
-  auto in = [&](size_t i) -> Scalar& { return get(op.operands[i]); };
-  auto set = [&](Scalar s) { get(op.results[0].get()) = s; };
-  auto collect = [&](size_t from) {
-    fr.yielded.clear();
-    for (size_t i = from; i < op.operands.size(); ++i) fr.yielded.push_back(in(i));
+namespace {
+
+[[noreturn]] void fail(const ir::Op& op, const std::string& what) {
+  throw ExecutionError(what + " in host code" + (op.line ? " (line " + std::to_string(op.line) + ")" : ""));
+}
+
+}  // namespace
+
+void HostInterpreter::exec(const Step& s, Frame& fr) const {
+  const ir::Op& op = *s.op;
+  Scalar* regs = fr.regs.data();
+  auto in = [&](size_t i) -> const Scalar& { return regs[s.in[i]]; };
+  auto set = [&](Scalar v) { regs[s.out[0]] = v; };
+  auto carry_into = [&](const std::vector<int>& dst, const std::vector<Scalar>& src, size_t from = 0) {
+    for (size_t i = 0; i < dst.size(); ++i) regs[dst[i]] = src[from + i];
   };
   switch (op.code) {
-    case OpCode::Constant: {
-      ir::Type t = op.results[0]->type;
-      set(t->is_float() ? Scalar::of_float(op.float_attr) : Scalar::of_int(op.int_attr));
-      return;
-    }
     case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
     case OpCode::FloorDiv: case OpCode::Min: case OpCode::Max: case OpCode::Pow: case OpCode::And:
     case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr: {
       Scalar r;
       std::string err;
-      if (!ir::eval_binary(op.code, op.results[0]->type, in(0), in(1), &r, &err))
-        throw ExecutionError(err + " in host code" + (op.line ? " (line " + std::to_string(op.line) + ")" : ""));
+      if (!ir::eval_binary(op.code, op.results[0]->type, in(0), in(1), &r, &err)) fail(op, err);
       set(r);
       return;
     }
@@ -94,16 +129,16 @@ void HostInterpreter::exec(const ir::Op& op, Frame& fr) {
       set(ir::eval_unary(op.code, op.results[0]->type, in(0)));
       return;
     case OpCode::Cmp:
-      set(Scalar::of_int(ir::eval_cmp(ir::CmpPredicate(op.int_attr), op.operands[0]->type, in(0), in(1))));
+      set(Scalar::of_int(ir::eval_cmp(ir::CmpPredicate(op.int_attr), s.in_types[0], in(0), in(1))));
       return;
     case OpCode::Select:
       set(in(0).i ? in(1) : in(2));
       return;
     case OpCode::Cast:
-      set(ir::eval_cast(op.operands[0]->type, op.results[0]->type, in(0)));
+      set(ir::eval_cast(s.in_types[0], op.results[0]->type, in(0)));
       return;
     case OpCode::Bitcast:
-      set(ir::eval_bitcast(op.operands[0]->type, op.results[0]->type, in(0)));
+      set(ir::eval_bitcast(s.in_types[0], op.results[0]->type, in(0)));
       return;
     case OpCode::Fma: {
       ir::Type t = op.results[0]->type;
@@ -112,14 +147,14 @@ void HostInterpreter::exec(const ir::Op& op, Frame& fr) {
     }
     case OpCode::Math: {
       std::vector<Scalar> a;
-      for (size_t i = 0; i < op.operands.size(); ++i) a.push_back(in(i));
+      for (size_t i = 0; i < s.in.size(); ++i) a.push_back(in(i));
       Scalar r;
-      if (!ir::eval_math(op.str_attr, op.results[0]->type, a, &r)) throw ExecutionError("unknown math function " + op.str_attr);
+      if (!ir::eval_math(op.str_attr, op.results[0]->type, a, &r)) fail(op, "unknown math function " + op.str_attr);
       set(r);
       return;
     }
     case OpCode::PtrAdd: {
-      int64_t elem = op.operands[0]->type->element->byte_size();
+      int64_t elem = s.in_types[0]->element->byte_size();
       set(Scalar::of_int(in(0).i + in(1).i * elem));
       return;
     }
@@ -128,15 +163,15 @@ void HostInterpreter::exec(const ir::Op& op, Frame& fr) {
       return;
     case OpCode::Load: {
       ir::Type t = op.results[0]->type;
-      if (t->is_vector()) throw ExecutionError("vector loads are not supported in host code");
-      if (in(0).i == 0) throw ExecutionError("load through a null pointer in host code");
+      if (t->is_vector()) fail(op, "a vector load");
+      if (in(0).i == 0) fail(op, "a load through a null pointer");
       set(ir::load_scalar(t, reinterpret_cast<const void*>(in(0).i)));
       return;
     }
     case OpCode::Store: {
-      ir::Type t = op.operands[0]->type;
-      if (t->is_vector()) throw ExecutionError("vector stores are not supported in host code");
-      if (in(1).i == 0) throw ExecutionError("store through a null pointer in host code");
+      ir::Type t = s.in_types[0];
+      if (t->is_vector()) fail(op, "a vector store");
+      if (in(1).i == 0) fail(op, "a store through a null pointer");
       ir::store_scalar(t, in(0), reinterpret_cast<void*>(in(1).i));
       return;
     }
@@ -150,22 +185,18 @@ void HostInterpreter::exec(const ir::Op& op, Frame& fr) {
       return;
     }
     case OpCode::Printf: {
-      std::vector<ir::Type> types;
       std::vector<Scalar> vals;
-      for (size_t i = 0; i < op.operands.size(); ++i) {
-        types.push_back(op.operands[i]->type);
-        vals.push_back(in(i));
-      }
+      for (size_t i = 0; i < s.in.size(); ++i) vals.push_back(in(i));
       std::string text;
-      format_printf(op.str_attr, types, vals, &text);
+      format_printf(op.str_attr, s.in_types, vals, &text);
       std::fwrite(text.data(), 1, text.size(), stdout);
       std::fflush(stdout);
       return;
     }
     case OpCode::Launch: {
-      if (!fr.launcher) throw ExecutionError("kernel launch without a launcher");
+      if (!fr.launcher) fail(op, "a kernel launch without a launcher");
       LaunchRequest req;
-      req.kernel = &op.str_attr;
+      req.op = &op;
       for (int i = 0; i < 3; ++i) {
         req.grid[i] = unsigned(in(size_t(i)).i);
         req.block[i] = unsigned(in(size_t(3 + i)).i);
@@ -174,60 +205,67 @@ void HostInterpreter::exec(const ir::Op& op, Frame& fr) {
       req.has_cluster = op.int_attr != 0;
       req.smem = unsigned(in(6).i);
       req.stream = reinterpret_cast<void*>(in(7).i);
-      for (size_t i = 11; i < op.operands.size(); ++i) {
-        req.arg_types.push_back(op.operands[i]->type);
-        req.args.push_back(in(i));
+      constexpr size_t kFirstArg = 11;
+      req.num_args = s.in.size() - kFirstArg;
+      // Kernel arguments are gathered on the stack; only unusually long lists allocate.
+      Scalar small[32];
+      std::vector<Scalar> large;
+      Scalar* args = small;
+      if (req.num_args > 32) {
+        large.resize(req.num_args);
+        args = large.data();
       }
+      for (size_t i = 0; i < req.num_args; ++i) args[i] = in(kFirstArg + i);
+      req.args = args;
+      req.arg_types = s.in_types.data() + kFirstArg;
       fr.launcher->launch(req);
       return;
     }
     case OpCode::For: {
-      const ir::Block* body = op.region_block(0);
-      ir::Type it = op.operands[0]->type;
+      const FlatBlock& body = blocks_[size_t(s.regions[0])];
+      ir::Type it = s.in_types[0];
       Scalar iv = in(0), ub = in(1), step = in(2);
+      if (step.i == 0) fail(op, "a for loop with a zero step");
       std::vector<Scalar> carried;
-      for (size_t i = 3; i < op.operands.size(); ++i) carried.push_back(in(i));
+      for (size_t i = 3; i < s.in.size(); ++i) carried.push_back(in(i));
       bool up = ir::eval_cmp(ir::CmpPredicate::Gt, it, step, Scalar::of_int(0));
-      if (step.i == 0) throw ExecutionError("for loop with a zero step in host code");
-      while (up ? ir::eval_cmp(ir::CmpPredicate::Lt, it, iv, ub) : ir::eval_cmp(ir::CmpPredicate::Gt, it, iv, ub)) {
-        get(body->args[0].get()) = iv;
-        for (size_t i = 0; i < carried.size(); ++i) get(body->args[i + 1].get()) = carried[i];
-        exec_block(*body, fr);
-        carried = fr.yielded;
-        std::string err;
+      std::string err;
+      while (ir::eval_cmp(up ? ir::CmpPredicate::Lt : ir::CmpPredicate::Gt, it, iv, ub)) {
+        regs[body.args[0]] = iv;
+        for (size_t i = 0; i < carried.size(); ++i) regs[body.args[i + 1]] = carried[i];
+        exec_block(s.regions[0], fr);
+        carried.swap(fr.yielded);
         ir::eval_binary(OpCode::Add, it, iv, step, &iv, &err);
       }
-      for (size_t i = 0; i < op.results.size(); ++i) get(op.results[i].get()) = carried[i];
+      carry_into(s.out, carried);
       return;
     }
-    case OpCode::If: {
-      exec_block(*op.region_block(in(0).i ? 0 : 1), fr);
-      for (size_t i = 0; i < op.results.size(); ++i) get(op.results[i].get()) = fr.yielded[i];
+    case OpCode::If:
+      exec_block(s.regions[in(0).i ? 0 : 1], fr);
+      carry_into(s.out, fr.yielded);
       return;
-    }
     case OpCode::While: {
-      const ir::Block* before = op.region_block(0);
-      const ir::Block* after = op.region_block(1);
+      const FlatBlock& before = blocks_[size_t(s.regions[0])];
+      const FlatBlock& after = blocks_[size_t(s.regions[1])];
       std::vector<Scalar> carried;
-      for (size_t i = 0; i < op.operands.size(); ++i) carried.push_back(in(i));
+      for (size_t i = 0; i < s.in.size(); ++i) carried.push_back(in(i));
       for (;;) {
-        for (size_t i = 0; i < carried.size(); ++i) get(before->args[i].get()) = carried[i];
-        exec_block(*before, fr);
-        Scalar cond = fr.yielded[0];
-        std::vector<Scalar> fwd(fr.yielded.begin() + 1, fr.yielded.end());
-        if (!cond.i) {
-          for (size_t i = 0; i < op.results.size(); ++i) get(op.results[i].get()) = fwd[i];
+        carry_into(before.args, carried);
+        exec_block(s.regions[0], fr);
+        if (!fr.yielded[0].i) {
+          carry_into(s.out, fr.yielded, 1);
           return;
         }
-        for (size_t i = 0; i < fwd.size(); ++i) get(after->args[i].get()) = fwd[i];
-        exec_block(*after, fr);
-        carried = fr.yielded;
+        carry_into(after.args, fr.yielded, 1);
+        exec_block(s.regions[1], fr);
+        carried.swap(fr.yielded);
       }
     }
     case OpCode::Condition:
     case OpCode::Yield:
     case OpCode::Return:
-      collect(0);
+      fr.yielded.resize(s.in.size());
+      for (size_t i = 0; i < s.in.size(); ++i) fr.yielded[i] = in(i);
       return;
     default:
       throw ExecutionError(std::string("operation '") + ir::opcode_name(op.code) + "' cannot run in host code");

@@ -66,52 +66,82 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
 }
 
 CompiledProgram::~CompiledProgram() {
-  if (cu_module_) {
+  if (void* m = cu_module_.load()) {
     try {
-      CudaDriver::get().unload_module(cu_module_);
+      CudaDriver::get().unload_module(m);
     } catch (...) {
       // The context may already be gone at interpreter exit; nothing useful to report.
     }
   }
 }
 
+namespace {
+
+void collect_launches(const ir::Block& b, std::vector<const ir::Op*>* out) {
+  for (auto& op : b.ops) {
+    if (op->code == ir::OpCode::Launch) out->push_back(op.get());
+    for (auto& r : op->regions) collect_launches(*r.block, out);
+  }
+}
+
+// Records the streams a run launched on, for the printf synchronisation after the run.
+class StreamRecorder : public emulator::LaunchHandler {
+ public:
+  explicit StreamRecorder(CompiledProgram* program) : program_(program) {}
+  void launch(const emulator::LaunchRequest& r) override {
+    program_->launch(r);
+    streams.push_back(r.stream);
+  }
+  std::vector<void*> streams;
+
+ private:
+  CompiledProgram* program_;
+};
+
+}  // namespace
+
 void CompiledProgram::load_module() {
   std::lock_guard<std::mutex> lock(load_mu_);
-  if (cu_module_) return;
+  if (cu_module_.load(std::memory_order_acquire)) return;
   if (cubin_.empty()) throw emulator::ExecutionError("this executor was compiled without a cubin");
   CudaDriver& drv = CudaDriver::get();
   void* m = drv.load_module(cubin_);
-  for (auto& name : kernel_names_) functions_[name] = drv.get_function(m, name);
-  cu_module_ = m;
+  std::vector<const ir::Op*> launches;
+  collect_launches(*host_->body, &launches);
+  for (const ir::Op* op : launches) launch_targets_.emplace_back(op, drv.get_function(m, op->str_attr));
+  cu_module_.store(m, std::memory_order_release);
 }
 
 std::vector<ir::Scalar> CompiledProgram::run(const std::vector<ir::Scalar>& args) {
-  last_streams_.clear();
-  auto results = interpreter_->run(args, this);
-  if (has_device_printf_) {
-    // Device printf output only appears at a synchronisation point; synchronise so that it
-    // shows in program order with the host's output, unless a graph is being captured.
-    CudaDriver& drv = CudaDriver::get();
-    for (void* s : last_streams_)
-      if (!drv.stream_is_capturing(s)) drv.stream_synchronize(s);
-  }
+  if (!has_device_printf_) return interpreter_->run(args, this);
+  // Device printf output only appears at a synchronisation point; synchronise so that it
+  // shows in program order with the host's output, unless a graph is being captured.
+  StreamRecorder recorder(this);
+  auto results = interpreter_->run(args, &recorder);
+  CudaDriver& drv = CudaDriver::get();
+  for (void* s : recorder.streams)
+    if (!drv.stream_is_capturing(s)) drv.stream_synchronize(s);
   return results;
 }
 
 void CompiledProgram::launch(const emulator::LaunchRequest& r) {
   CudaDriver& drv = CudaDriver::get();
-  if (!drv.available())
-    throw emulator::ExecutionError("kernel '" + *r.kernel + "' needs a CUDA GPU and none was found (the CPU emulator is not "
-                                   "part of this build yet)");
-  if (!cu_module_) load_module();
-  void* fn = functions_.at(*r.kernel);
+  if (!cu_module_.load(std::memory_order_acquire)) {
+    if (!drv.available())
+      throw emulator::ExecutionError("kernel '" + r.kernel() + "' needs a CUDA GPU and none was found (the CPU "
+                                     "emulator is not part of this build yet)");
+    load_module();
+  }
+  void* fn = nullptr;
+  for (auto& [op, f] : launch_targets_)
+    if (op == r.op) fn = f;
+  if (!fn) throw emulator::ExecutionError("kernel '" + r.kernel() + "' is not part of this program");
   // Each parameter gets an 8-byte slot; the driver copies the bytes each param points at.
   constexpr size_t kMaxParams = 256;
-  if (r.args.size() > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
+  if (r.num_args > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
   alignas(8) unsigned char storage[kMaxParams][8];
   void* params[kMaxParams];
-  for (size_t i = 0; i < r.args.size(); ++i) {
-    std::memset(storage[i], 0, 8);
+  for (size_t i = 0; i < r.num_args; ++i) {
     ir::Type t = r.arg_types[i];
     if (t->is_pointer()) std::memcpy(storage[i], &r.args[i].i, 8);
     else ir::store_scalar(t, r.args[i], storage[i]);
@@ -123,7 +153,6 @@ void CompiledProgram::launch(const emulator::LaunchRequest& r) {
                        r.cluster[2], r.smem, r.stream, params);
   else
     drv.launch(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.stream, params);
-  if (has_device_printf_) last_streams_.push_back(r.stream);
 }
 
 }  // namespace opencute::runtime

@@ -1,10 +1,10 @@
 // A compiled @jit function: the host program (run by the host interpreter) plus the cubin of
 // its kernels (loaded on first launch). Built by compile_program from a traced module.
 #pragma once
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "emulator/host_interpreter.h"
@@ -29,6 +29,7 @@ class CompiledProgram : public emulator::LaunchHandler {
   CompiledProgram(std::unique_ptr<ir::Module> module, const CompileOptions& options);
   ~CompiledProgram() override;
 
+  // Runs the host program; safe to call from several threads at once.
   std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args);
   void launch(const emulator::LaunchRequest& request) override;
 
@@ -57,9 +58,10 @@ class CompiledProgram : public emulator::LaunchHandler {
   bool has_device_printf_ = false;
 
   std::mutex load_mu_;
-  void* cu_module_ = nullptr;
-  std::unordered_map<std::string, void*> functions_;
-  std::vector<void*> last_streams_;
+  std::atomic<void*> cu_module_{nullptr};
+  // The CUfunction of each Launch op of the host program, filled when the module loads; a
+  // launch finds its kernel by comparing op pointers instead of hashing the kernel name.
+  std::vector<std::pair<const ir::Op*, void*>> launch_targets_;
 };
 
 // True when the module's kernels call printf (so a call synchronises to show their output).

@@ -161,42 +161,8 @@ def _flatten_results(result):
     return out
 
 
-class CompiledFunction:
-    """The executor returned by cute.compile: call it with the runtime arguments only
-    (Constexpr parameters and `self` are omitted)."""
-
-    def __init__(self, executor, name, trace_ms=0.0):
-        self._executor = executor
-        self.function_name = name
-        self.trace_ms = trace_ms
-
-    def __call__(self, *args):
-        return self._executor(*args)
-
-    @property
-    def __ptx__(self):
-        return self._executor.ptx or None
-
-    @property
-    def __cubin__(self):
-        return self._executor.cubin or None
-
-    @property
-    def __mlir__(self):
-        return self._executor.ir_text
-
-    @property
-    def ir_module(self):
-        return self._executor.ir_text
-
-    @property
-    def nvvm_ir(self):
-        return self._executor.nvvm_text
-
-    @property
-    def timings_ms(self):
-        verify, lower, nvvm, link = self._executor.timings
-        return {"trace": self.trace_ms, "verify": verify, "lower": lower, "nvvm": nvvm, "link": link}
+# What cute.compile returns; bound in C++ (see cpp/src/bindings) so calls skip Python frames.
+CompiledFunction = _core.JitCompiledFunction
 
 
 class _DecoratedFunction:
@@ -260,7 +226,9 @@ class JitFunction(_DecoratedFunction):
         executor = _core.compile_traced(tracer, arch, options["opt_level"], bool(options["generate_line_info"]),
                                         options["ptxas_options"], True, plan.slots, plan.checks, plan.num_sources,
                                         [r.dtype.mlir_type for r in results])
-        compiled = CompiledFunction(executor, self._fn.__name__, trace_ms)
+        compiled = executor
+        compiled.function_name = self._fn.__name__
+        compiled.trace_ms = trace_ms
         if key is not None:
             self._cache[key] = compiled
         return compiled, runtime_values

@@ -1,0 +1,188 @@
+#include "bindings/tensor_argument.h"
+
+#include <utility>
+#include <vector>
+
+#include "dsl/tracer.h"
+
+namespace opencute::bindings {
+namespace {
+
+PyObject* interned(const char* s) {
+  PyObject* p = PyUnicode_InternFromString(s);
+  if (!p) throw nb::python_error();
+  return p;  // kept for the life of the process
+}
+
+struct Names {
+  PyObject* data_ptr_attr = interned("_data_ptr");
+  PyObject* dl_shape = interned("_dl_shape");
+  PyObject* dl_stride = interned("_dl_stride");
+  PyObject* data_ptr = interned("data_ptr");
+  PyObject* shape = interned("shape");
+  PyObject* stride = interned("stride");
+  PyObject* array_interface = interned("__array_interface__");
+  PyObject* strides = interned("strides");
+  PyObject* itemsize = interned("itemsize");
+  PyObject* data = interned("data");
+};
+
+const Names& names() {
+  static Names* n = new Names();
+  return *n;
+}
+
+int64_t to_int64(PyObject* o) {
+  long long v = PyLong_AsLongLong(o);
+  if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+  return v;
+}
+
+nb::object call_method(nb::handle obj, PyObject* name) {
+  PyObject* args[] = {obj.ptr()};
+  PyObject* r = PyObject_VectorcallMethod(name, args, 1 | PY_VECTORCALL_ARGUMENTS_OFFSET, nullptr);
+  if (!r) throw nb::python_error();
+  return nb::steal(r);
+}
+
+nb::object get_attr(nb::handle obj, PyObject* name) {
+  PyObject* r = PyObject_GetAttr(obj.ptr(), name);
+  if (!r) throw nb::python_error();
+  return nb::steal(r);
+}
+
+bool has_attr(nb::handle obj, PyObject* name) {
+  PyObject* r = nullptr;
+  // _PyObject_LookupAttr is not public on every version; GetAttr + clear is equivalent here.
+  r = PyObject_GetAttr(obj.ptr(), name);
+  if (r) {
+    Py_DECREF(r);
+    return true;
+  }
+  PyErr_Clear();
+  return false;
+}
+
+TensorArgument::Kind classify_uncached(nb::handle obj) {
+  const Names& n = names();
+  if (has_attr(obj, n.data_ptr_attr)) return TensorArgument::Kind::Runtime;
+  if (has_attr(obj, n.data_ptr) && has_attr(obj, n.stride)) return TensorArgument::Kind::Torch;
+  if (PyObject_CheckBuffer(obj.ptr())) return TensorArgument::Kind::Buffer;
+  if (has_attr(obj, n.array_interface)) return TensorArgument::Kind::ArrayInterface;
+  throw dsl::UserError("ARG_UNSUPPORTED_TYPE",
+                       "expected a tensor argument (a cute tensor, a torch tensor or a numpy array), got " +
+                           std::string(Py_TYPE(obj.ptr())->tp_name));
+}
+
+TensorArgument::Kind classify(nb::handle obj) {
+  // Types are few and long-lived; each cached type is kept alive so its address cannot be reused.
+  static std::vector<std::pair<PyTypeObject*, TensorArgument::Kind>> cache;
+  PyTypeObject* t = Py_TYPE(obj.ptr());
+  for (auto& [type, kind] : cache)
+    if (type == t) return kind;
+  TensorArgument::Kind kind = classify_uncached(obj);
+  Py_INCREF(reinterpret_cast<PyObject*>(t));
+  cache.emplace_back(t, kind);
+  return kind;
+}
+
+}  // namespace
+
+TensorArgument::TensorArgument(nb::handle obj) : obj_(obj), kind_(classify(obj)) {
+  if (kind_ == Kind::Buffer) {
+    if (PyObject_GetBuffer(obj.ptr(), &buffer_, PyBUF_STRIDES) != 0) throw nb::python_error();
+    has_buffer_ = true;
+  }
+}
+
+TensorArgument::~TensorArgument() {
+  if (has_buffer_) PyBuffer_Release(&buffer_);
+}
+
+int64_t TensorArgument::data() {
+  const Names& n = names();
+  switch (kind_) {
+    case Kind::Runtime: return to_int64(get_attr(obj_, n.data_ptr_attr).ptr());
+    case Kind::Torch: return to_int64(call_method(obj_, n.data_ptr).ptr());
+    case Kind::Buffer: return int64_t(reinterpret_cast<intptr_t>(buffer_.buf));
+    case Kind::ArrayInterface: {
+      nb::object ai = get_attr(obj_, n.array_interface);
+      PyObject* d = PyDict_GetItem(ai.ptr(), n.data);  // borrowed
+      if (!d || !PyTuple_Check(d) || PyTuple_GET_SIZE(d) < 1)
+        throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "__array_interface__ has no data pointer");
+      return to_int64(PyTuple_GET_ITEM(d, 0));
+    }
+  }
+  return 0;
+}
+
+void TensorArgument::need_layout() {
+  if (shape_.is_valid()) return;
+  const Names& n = names();
+  switch (kind_) {
+    case Kind::Runtime:
+      shape_ = get_attr(obj_, n.dl_shape);
+      stride_ = get_attr(obj_, n.dl_stride);
+      break;
+    case Kind::Torch:
+      shape_ = get_attr(obj_, n.shape);
+      stride_ = call_method(obj_, n.stride);
+      break;
+    case Kind::Buffer: {
+      nb::tuple shape = nb::steal<nb::tuple>(PyTuple_New(buffer_.ndim));
+      nb::tuple stride = nb::steal<nb::tuple>(PyTuple_New(buffer_.ndim));
+      for (int i = 0; i < buffer_.ndim; ++i) {
+        PyTuple_SET_ITEM(shape.ptr(), i, PyLong_FromSsize_t(buffer_.shape[i]));
+        Py_ssize_t st = buffer_.strides ? buffer_.strides[i] / buffer_.itemsize : 1;
+        PyTuple_SET_ITEM(stride.ptr(), i, PyLong_FromSsize_t(st));
+      }
+      shape_ = shape;
+      stride_ = stride;
+      break;
+    }
+    case Kind::ArrayInterface: {
+      shape_ = nb::tuple(get_attr(obj_, n.shape));
+      int64_t item = to_int64(get_attr(obj_, n.itemsize).ptr());
+      nb::list el;
+      for (nb::handle s : get_attr(obj_, n.strides)) el.append(nb::int_(to_int64(s.ptr()) / item));
+      stride_ = nb::tuple(el);
+      break;
+    }
+  }
+  if (!PyTuple_Check(shape_.ptr())) shape_ = nb::tuple(shape_);
+  if (!PyTuple_Check(stride_.ptr())) stride_ = nb::tuple(stride_);
+}
+
+size_t TensorArgument::rank() {
+  if (kind_ == Kind::Buffer) return size_t(buffer_.ndim);
+  need_layout();
+  return size_t(PyTuple_GET_SIZE(shape_.ptr()));
+}
+
+int64_t TensorArgument::shape(size_t mode) {
+  if (kind_ == Kind::Buffer) return mode < size_t(buffer_.ndim) ? int64_t(buffer_.shape[mode]) : 1;
+  need_layout();
+  if (mode >= size_t(PyTuple_GET_SIZE(shape_.ptr()))) return 1;
+  return to_int64(PyTuple_GET_ITEM(shape_.ptr(), Py_ssize_t(mode)));
+}
+
+int64_t TensorArgument::stride(size_t mode) {
+  if (kind_ == Kind::Buffer) {
+    if (mode >= size_t(buffer_.ndim)) return 0;
+    return buffer_.strides ? int64_t(buffer_.strides[mode] / buffer_.itemsize) : 1;
+  }
+  need_layout();
+  if (mode >= size_t(PyTuple_GET_SIZE(stride_.ptr()))) return 0;
+  return to_int64(PyTuple_GET_ITEM(stride_.ptr(), Py_ssize_t(mode)));
+}
+
+std::string TensorArgument::layout_string() {
+  size_t r = rank();
+  std::string s = "(";
+  for (size_t i = 0; i < r; ++i) s += (i ? "," : "") + std::to_string(shape(i));
+  s += "):(";
+  for (size_t i = 0; i < r; ++i) s += (i ? "," : "") + std::to_string(stride(i));
+  return s + ")";
+}
+
+}  // namespace opencute::bindings

@@ -1,0 +1,41 @@
+// Reads the data pointer, shape and strides (in elements) of a tensor passed to a compiled
+// function: OpenCuTe's runtime tensors, torch tensors (through their methods, without linking
+// torch) and anything with the buffer protocol or __array_interface__ (numpy). How to read a
+// type is decided once per Python type, and only the fields a call needs are fetched, because
+// this runs on every call of a compiled function.
+#pragma once
+#include <nanobind/nanobind.h>
+
+#include <cstdint>
+#include <string>
+
+namespace opencute::bindings {
+
+namespace nb = nanobind;
+
+class TensorArgument {
+ public:
+  explicit TensorArgument(nb::handle obj);
+  ~TensorArgument();
+  TensorArgument(const TensorArgument&) = delete;
+  TensorArgument& operator=(const TensorArgument&) = delete;
+
+  int64_t data();
+  size_t rank();
+  int64_t shape(size_t mode);
+  int64_t stride(size_t mode);
+  std::string layout_string();  // "(4,8):(8,1)", for error messages
+
+  enum class Kind { Runtime, Torch, Buffer, ArrayInterface };
+
+ private:
+  void need_layout();
+
+  nb::handle obj_;
+  Kind kind_;
+  nb::object shape_, stride_;  // tuples of Python ints
+  Py_buffer buffer_{};
+  bool has_buffer_ = false;
+};
+
+}  // namespace opencute::bindings
