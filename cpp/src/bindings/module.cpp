@@ -31,7 +31,6 @@ using dsl::Num;
 
 namespace {
 
-nb::object g_user_error;  // cutlass._dsl.errors.DSLUserCodeError, set from Python
 
 struct TypeHandle {
   ir::Type t;
@@ -107,6 +106,7 @@ struct Executor {
   int num_sources = 0;
   std::vector<ir::Type> result_types;
   bool flush_python_stdout = false;
+  bool release_gil = true;
   std::string function_name;
   double trace_ms = 0;
 };
@@ -114,6 +114,34 @@ struct Executor {
 int64_t as_int64(nb::handle h) {
   if (PyLong_Check(h.ptr())) return PyLong_AsLongLong(h.ptr());
   return nb::cast<int64_t>(nb::int_(h));
+}
+
+nb::object& user_error_class() {
+  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.DSLUserCodeError, set from Python
+  return *cls;
+}
+
+void raise_user_error(const char* what, const char* code, PyObject* fallback) {
+  nb::object& cls = user_error_class();
+  if (cls.is_valid() && !cls.is_none()) {
+    nb::object exc = cls(what, nb::arg("code") = code);
+    PyErr_SetObject(cls.ptr(), exc.ptr());
+  } else {
+    PyErr_SetString(fallback, what);
+  }
+}
+
+// Turns the DSL's C++ errors into DSLUserCodeError; rethrows anything else for nanobind.
+void translate_dsl_exception(const std::exception_ptr& p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const dsl::UserError& e) {
+    raise_user_error(e.what(), e.code.c_str(), PyExc_RuntimeError);
+  } catch (const ir::ScopeError& e) {
+    raise_user_error(e.what(), "SCOPE_VALUE_ESCAPES_REGION", PyExc_RuntimeError);
+  } catch (const ir::TypeError& e) {
+    raise_user_error(e.what(), "TYPE_MISMATCH", PyExc_TypeError);
+  }
 }
 
 nb::object call_executor(Executor& ex, nb::args args) {
@@ -184,8 +212,10 @@ nb::object call_executor(Executor& ex, nb::args args) {
     nb::module_::import_("sys").attr("stdout").attr("flush")();
   }
   std::vector<ir::Scalar> results;
-  {
+  if (ex.release_gil) {
     nb::gil_scoped_release release;
+    results = ex.program->run(vals);
+  } else {
     results = ex.program->run(vals);
   }
   if (ex.result_types.empty()) return nb::none();
@@ -200,40 +230,39 @@ nb::object call_executor(Executor& ex, nb::args args) {
   return nb::tuple(out);
 }
 
+// The type's call slot: CPython calls it with the argument tuple directly, skipping the method
+// lookup and nanobind's overload dispatch that a bound __call__ would cost on every call.
+PyObject* compiled_function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  try {
+    if (kwargs && PyDict_Size(kwargs) != 0)
+      throw dsl::UserError("ARG_BIND_FAILED", "a compiled function takes positional arguments only");
+    Executor* ex = nb::inst_ptr<Executor>(self);
+    return call_executor(*ex, nb::borrow<nb::args>(args)).release().ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (...) {
+    try {
+      translate_dsl_exception(std::current_exception());
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+      PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
+    }
+  }
+  return nullptr;
+}
+
+PyType_Slot compiled_function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(compiled_function_call)},
+                                         {0, nullptr}};
+
 }  // namespace
 
 NB_MODULE(_core, m) {
   m.doc() = "OpenCuTe C++ core";
   opencute::support::install_crash_report_if_requested();
 
-  static nb::object* user_error = new nb::object();
-  m.def("_set_user_error_class", [](nb::object cls) { *user_error = cls; });
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const dsl::UserError& e) {
-      if (user_error->is_valid() && !user_error->is_none()) {
-        nb::object exc = (*user_error)(e.what(), nb::arg("code") = e.code);
-        PyErr_SetObject(user_error->ptr(), exc.ptr());
-      } else {
-        PyErr_SetString(PyExc_RuntimeError, e.what());
-      }
-    } catch (const ir::ScopeError& e) {
-      if (user_error->is_valid() && !user_error->is_none()) {
-        nb::object exc = (*user_error)(e.what(), nb::arg("code") = "SCOPE_VALUE_ESCAPES_REGION");
-        PyErr_SetObject(user_error->ptr(), exc.ptr());
-      } else {
-        PyErr_SetString(PyExc_RuntimeError, e.what());
-      }
-    } catch (const ir::TypeError& e) {
-      if (user_error->is_valid() && !user_error->is_none()) {
-        nb::object exc = (*user_error)(e.what(), nb::arg("code") = "TYPE_MISMATCH");
-        PyErr_SetObject(user_error->ptr(), exc.ptr());
-      } else {
-        PyErr_SetString(PyExc_TypeError, e.what());
-      }
-    }
-  });
+  m.def("_set_user_error_class", [](nb::object cls) { user_error_class() = cls; });
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) { translate_dsl_exception(p); });
 
   // ---- numerics ----
   nb::class_<TypeHandle>(m, "IRType")
@@ -405,8 +434,8 @@ NB_MODULE(_core, m) {
   // slot to call_executor, with no Python frame in between.
   nb::class_<Executor>(m, "JitCompiledFunction",
                        "A compiled @cute.jit function; call it with the runtime arguments only (Constexpr "
-                       "parameters and `self` are omitted).")
-      .def("__call__", &call_executor)
+                       "parameters and `self` are omitted).",
+                       nb::type_slots(compiled_function_slots))
       .def_prop_ro("__mlir__", [](const Executor& e) { return e.program->ir_text(); })
       .def_prop_ro("ir_module", [](const Executor& e) { return e.program->ir_text(); })
       .def_prop_ro("nvvm_ir", [](const Executor& e) { return e.program->nvvm_text(); })
@@ -466,6 +495,7 @@ NB_MODULE(_core, m) {
     ex->num_sources = num_sources;
     for (auto& t : result_types) ex->result_types.push_back(t.t);
     ex->flush_python_stdout = ex->program->host_has_printf();
+    ex->release_gil = ex->program->run_may_take_long();
     return ex;
   });
 

@@ -25,7 +25,23 @@ struct Names {
   PyObject* strides = interned("strides");
   PyObject* itemsize = interned("itemsize");
   PyObject* data = interned("data");
+  PyObject* exchange_api = interned("__dlpack_c_exchange_api__");
 };
+
+// The C function table of DLPack >= 1.3 (dlpack.h, DLPackExchangeAPI); only the members up to
+// the one used here are declared, and the major version is checked before use.
+using DLTensorFromPyObject = int (*)(void* py_object, TensorArgument::DLTensorView* out);
+struct DLPackExchangeApi {
+  uint32_t major, minor;
+  void* prev_api;
+  void* managed_tensor_allocator;
+  void* managed_tensor_from_py_object_no_sync;
+  void* managed_tensor_to_py_object_no_sync;
+  DLTensorFromPyObject dltensor_from_py_object_no_sync;
+  void* current_work_stream;
+};
+
+static_assert(sizeof(TensorArgument::DLTensorView) == 48, "DLTensor layout");
 
 const Names& names() {
   static Names* n = new Names();
@@ -63,33 +79,60 @@ bool has_attr(nb::handle obj, PyObject* name) {
   return false;
 }
 
-TensorArgument::Kind classify_uncached(nb::handle obj) {
+// The type's DLPack exchange function, or null when it has none we can use.
+DLTensorFromPyObject exchange_function(PyTypeObject* type) {
+  PyObject* cap = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), names().exchange_api);
+  if (!cap) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  const DLPackExchangeApi* api = nullptr;
+  if (PyCapsule_CheckExact(cap)) api = static_cast<const DLPackExchangeApi*>(PyCapsule_GetPointer(cap, "dlpack_exchange_api"));
+  else if (PyLong_Check(cap)) api = reinterpret_cast<const DLPackExchangeApi*>(PyLong_AsVoidPtr(cap));
+  Py_DECREF(cap);  // the table itself lives as long as the process
+  PyErr_Clear();
+  if (!api || api->major != 1) return nullptr;
+  return api->dltensor_from_py_object_no_sync;
+}
+
+struct TypeInfo {
+  TensorArgument::Kind kind;
+  DLTensorFromPyObject to_dltensor;
+};
+
+TypeInfo classify_uncached(nb::handle obj) {
   const Names& n = names();
-  if (has_attr(obj, n.data_ptr_attr)) return TensorArgument::Kind::Runtime;
-  if (has_attr(obj, n.data_ptr) && has_attr(obj, n.stride)) return TensorArgument::Kind::Torch;
-  if (PyObject_CheckBuffer(obj.ptr())) return TensorArgument::Kind::Buffer;
-  if (has_attr(obj, n.array_interface)) return TensorArgument::Kind::ArrayInterface;
+  if (has_attr(obj, n.data_ptr_attr)) return {TensorArgument::Kind::Runtime, nullptr};
+  if (DLTensorFromPyObject f = exchange_function(Py_TYPE(obj.ptr())))
+    return {TensorArgument::Kind::DLPackExchange, f};
+  if (has_attr(obj, n.data_ptr) && has_attr(obj, n.stride)) return {TensorArgument::Kind::Torch, nullptr};
+  if (PyObject_CheckBuffer(obj.ptr())) return {TensorArgument::Kind::Buffer, nullptr};
+  if (has_attr(obj, n.array_interface)) return {TensorArgument::Kind::ArrayInterface, nullptr};
   throw dsl::UserError("ARG_UNSUPPORTED_TYPE",
                        "expected a tensor argument (a cute tensor, a torch tensor or a numpy array), got " +
                            std::string(Py_TYPE(obj.ptr())->tp_name));
 }
 
-TensorArgument::Kind classify(nb::handle obj) {
+TypeInfo classify(nb::handle obj) {
   // Types are few and long-lived; each cached type is kept alive so its address cannot be reused.
-  static std::vector<std::pair<PyTypeObject*, TensorArgument::Kind>> cache;
+  static std::vector<std::pair<PyTypeObject*, TypeInfo>> cache;
   PyTypeObject* t = Py_TYPE(obj.ptr());
-  for (auto& [type, kind] : cache)
-    if (type == t) return kind;
-  TensorArgument::Kind kind = classify_uncached(obj);
+  for (auto& [type, info] : cache)
+    if (type == t) return info;
+  TypeInfo info = classify_uncached(obj);
   Py_INCREF(reinterpret_cast<PyObject*>(t));
-  cache.emplace_back(t, kind);
-  return kind;
+  cache.emplace_back(t, info);
+  return info;
 }
 
 }  // namespace
 
-TensorArgument::TensorArgument(nb::handle obj) : obj_(obj), kind_(classify(obj)) {
-  if (kind_ == Kind::Buffer) {
+TensorArgument::TensorArgument(nb::handle obj) : obj_(obj) {
+  TypeInfo info = classify(obj);
+  kind_ = info.kind;
+  if (kind_ == Kind::DLPackExchange) {
+    if (info.to_dltensor(obj.ptr(), &dl_) != 0) throw nb::python_error();
+  } else if (kind_ == Kind::Buffer) {
     if (PyObject_GetBuffer(obj.ptr(), &buffer_, PyBUF_STRIDES) != 0) throw nb::python_error();
     has_buffer_ = true;
   }
@@ -103,6 +146,7 @@ int64_t TensorArgument::data() {
   const Names& n = names();
   switch (kind_) {
     case Kind::Runtime: return to_int64(get_attr(obj_, n.data_ptr_attr).ptr());
+    case Kind::DLPackExchange: return int64_t(reinterpret_cast<intptr_t>(dl_.data)) + int64_t(dl_.byte_offset);
     case Kind::Torch: return to_int64(call_method(obj_, n.data_ptr).ptr());
     case Kind::Buffer: return int64_t(reinterpret_cast<intptr_t>(buffer_.buf));
     case Kind::ArrayInterface: {
@@ -120,6 +164,8 @@ void TensorArgument::need_layout() {
   if (shape_.is_valid()) return;
   const Names& n = names();
   switch (kind_) {
+    case Kind::DLPackExchange:
+      return;  // read straight from dl_
     case Kind::Runtime:
       shape_ = get_attr(obj_, n.dl_shape);
       stride_ = get_attr(obj_, n.dl_stride);
@@ -154,12 +200,14 @@ void TensorArgument::need_layout() {
 }
 
 size_t TensorArgument::rank() {
+  if (kind_ == Kind::DLPackExchange) return size_t(dl_.ndim);
   if (kind_ == Kind::Buffer) return size_t(buffer_.ndim);
   need_layout();
   return size_t(PyTuple_GET_SIZE(shape_.ptr()));
 }
 
 int64_t TensorArgument::shape(size_t mode) {
+  if (kind_ == Kind::DLPackExchange) return mode < size_t(dl_.ndim) ? dl_.shape[mode] : 1;
   if (kind_ == Kind::Buffer) return mode < size_t(buffer_.ndim) ? int64_t(buffer_.shape[mode]) : 1;
   need_layout();
   if (mode >= size_t(PyTuple_GET_SIZE(shape_.ptr()))) return 1;
@@ -167,6 +215,13 @@ int64_t TensorArgument::shape(size_t mode) {
 }
 
 int64_t TensorArgument::stride(size_t mode) {
+  if (kind_ == Kind::DLPackExchange) {
+    if (mode >= size_t(dl_.ndim)) return 0;
+    if (dl_.strides) return dl_.strides[mode];
+    int64_t compact = 1;  // no strides: row-major compact
+    for (size_t i = mode + 1; i < size_t(dl_.ndim); ++i) compact *= dl_.shape[i];
+    return compact;
+  }
   if (kind_ == Kind::Buffer) {
     if (mode >= size_t(buffer_.ndim)) return 0;
     return buffer_.strides ? int64_t(buffer_.strides[mode] / buffer_.itemsize) : 1;

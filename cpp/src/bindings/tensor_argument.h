@@ -1,8 +1,9 @@
 // Reads the data pointer, shape and strides (in elements) of a tensor passed to a compiled
-// function: OpenCuTe's runtime tensors, torch tensors (through their methods, without linking
-// torch) and anything with the buffer protocol or __array_interface__ (numpy). How to read a
-// type is decided once per Python type, and only the fields a call needs are fetched, because
-// this runs on every call of a compiled function.
+// function: OpenCuTe's runtime tensors; any type offering DLPack's C exchange table
+// (`__dlpack_c_exchange_api__`, torch >= 2.10), read with one C call and no Python objects;
+// torch tensors through their methods otherwise; anything with the buffer protocol or
+// __array_interface__ (numpy). How to read a type is decided once per Python type, and only
+// the fields a call needs are fetched, because this runs on every call of a compiled function.
 #pragma once
 #include <nanobind/nanobind.h>
 
@@ -26,13 +27,26 @@ class TensorArgument {
   int64_t stride(size_t mode);
   std::string layout_string();  // "(4,8):(8,1)", for error messages
 
-  enum class Kind { Runtime, Torch, Buffer, ArrayInterface };
+  enum class Kind { Runtime, DLPackExchange, Torch, Buffer, ArrayInterface };
+
+  // DLPack's DLTensor (dlpack.h), declared here so that no DLPack header is needed.
+  struct DLTensorView {
+    void* data;
+    int32_t device_type, device_id;
+    int32_t ndim;
+    uint8_t dtype_code, dtype_bits;
+    uint16_t dtype_lanes;
+    int64_t* shape;
+    int64_t* strides;  // null: compact row-major
+    uint64_t byte_offset;
+  };
 
  private:
   void need_layout();
 
   nb::handle obj_;
   Kind kind_;
+  DLTensorView dl_{};
   nb::object shape_, stride_;  // tuples of Python ints
   Py_buffer buffer_{};
   bool has_buffer_ = false;

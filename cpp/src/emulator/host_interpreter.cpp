@@ -67,6 +67,7 @@ int HostInterpreter::flatten(const ir::Block& b) {
       continue;
     }
     if (op->code == OpCode::Printf) has_printf_ = true;
+    if (op->code == OpCode::For || op->code == OpCode::While) has_loops_ = true;
     Step s;
     s.op = op.get();
     for (ir::Value* v : op->operands) {

@@ -48,6 +48,7 @@ class HostInterpreter {
   explicit HostInterpreter(const ir::Function& fn);
   std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args, LaunchHandler* launcher) const;
   bool has_printf() const { return has_printf_; }
+  bool has_loops() const { return has_loops_; }
 
  private:
   struct Step {
@@ -73,6 +74,7 @@ class HostInterpreter {
   std::vector<ir::Scalar> initial_regs_; // constants pre-evaluated, everything else zero
   std::unordered_map<const ir::Value*, int> numbering_;  // emptied after construction
   bool has_printf_ = false;
+  bool has_loops_ = false;
 };
 
 }  // namespace opencute::emulator

@@ -43,6 +43,11 @@ class CompiledProgram : public emulator::LaunchHandler {
   bool has_kernels() const { return !kernel_names_.empty(); }
   bool has_device_printf() const { return has_device_printf_; }
   bool host_has_printf() const { return interpreter_->has_printf(); }
+  // False when a run is a handful of register operations and launches: such a run is cheaper
+  // than releasing and re-taking Python's GIL around it.
+  bool run_may_take_long() const {
+    return interpreter_->has_loops() || interpreter_->has_printf() || has_device_printf_;
+  }
   const ir::Function& host_function() const { return *host_; }
 
  private:
