@@ -243,7 +243,9 @@ Op* Builder::launch(const std::string& kernel, const std::vector<Value*>& grid, 
   ops.push_back(smem);
   ops.push_back(stream);
   bool has_cluster = !cluster.empty();
-  for (int i = 0; i < 3; ++i) ops.push_back(has_cluster ? cluster[i] : const_int(i32(), 1));
+  // Without a cluster the cluster slots repeat the grid values: the operand layout stays fixed,
+  // nothing reads them (int_attr says there is no cluster) and no constants are made for them.
+  for (int i = 0; i < 3; ++i) ops.push_back(has_cluster ? cluster[i] : grid[size_t(i)]);
   ops.insert(ops.end(), args.begin(), args.end());
   Op* op = create(OpCode::Launch, ops, {});
   op->str_attr = kernel;
