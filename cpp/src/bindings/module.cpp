@@ -20,6 +20,8 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 #include "support/crash_report.h"
+#include "support/log.h"
+#include "runtime/compile_cache.h"
 #include "bindings/tensor_argument.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
@@ -461,21 +463,34 @@ NB_MODULE(_core, m) {
         d["lower"] = t.lower_ms;
         d["nvvm"] = t.nvvm_ms;
         d["link"] = t.link_ms;
+        d["cache"] = t.cache_ms;
+        d["cache_hit"] = t.cache_hit;
         return d;
       })
       .def("__repr__", [](const Executor& e) {
         return "<JitCompiledFunction " + e.function_name + " for " + e.program->arch() + ">";
       });
 
-  m.def("compile_traced", [](dsl::Tracer& tracer, const std::string& arch, int opt_level, bool line_info,
-                             const std::string& ptxas_options, bool need_cubin, nb::list slots, nb::list checks,
+  // `options`: arch, opt_level, generate_line_info, ptxas_options, need_cubin, use_disk_cache,
+  // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir (missing keys keep defaults).
+  m.def("compile_traced", [](dsl::Tracer& tracer, nb::dict options, nb::list slots, nb::list checks,
                              int num_sources, std::vector<TypeHandle> result_types) {
     runtime::CompileOptions opts;
-    opts.arch = arch;
-    opts.opt_level = opt_level;
-    opts.generate_line_info = line_info;
-    opts.ptxas_options = ptxas_options;
-    opts.need_cubin = need_cubin;
+    auto get = [&](const char* key, auto& field) {
+      if (options.contains(key)) field = nb::cast<std::remove_reference_t<decltype(field)>>(options[key]);
+    };
+    get("arch", opts.arch);
+    get("opt_level", opts.opt_level);
+    get("generate_line_info", opts.generate_line_info);
+    get("ptxas_options", opts.ptxas_options);
+    get("need_cubin", opts.need_cubin);
+    get("use_disk_cache", opts.use_disk_cache);
+    get("version", opts.version);
+    get("function_name", opts.function_name);
+    get("keep_ir", opts.keep_ir);
+    get("keep_ptx", opts.keep_ptx);
+    get("keep_cubin", opts.keep_cubin);
+    get("dump_dir", opts.dump_dir);
     auto ex = std::make_unique<Executor>();
     {
       auto module = tracer.take_module();
@@ -504,5 +519,9 @@ NB_MODULE(_core, m) {
   m.def("initialize_cuda_context", [](int device) { runtime::CudaDriver::get().initialize_context(device); });
   m.def("device_arch", [](int device) { return runtime::CudaDriver::get().device_arch(device); });
   m.def("add_cuda_search_root", &support::add_cuda_search_root);
+  m.def("compile_cache_dir", []() { return runtime::DiskCache::instance().dir(); });
+  m.def("log", [](int level, const std::string& message) { support::log(support::LogLevel(level), message); });
+  m.def("log_enabled", [](int level) { return support::log_enabled(support::LogLevel(level)); });
+  m.def("reload_log_configuration", &support::reload_log_configuration);
   m.def("context_synchronize", []() { runtime::CudaDriver::get().context_synchronize(); });
 }

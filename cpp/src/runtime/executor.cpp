@@ -6,7 +6,9 @@
 #include "ir/printer.h"
 #include "ir/verifier.h"
 #include "transforms/dead_code.h"
+#include "runtime/compile_cache.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/debug_dumps.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
 
@@ -48,9 +50,38 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
     if (f->kind == ir::FunctionKind::Kernel) kernel_names_.push_back(f->name);
   has_device_printf_ = module_has_device_printf(*module_);
   arch_ = options.arch.empty() ? "sm_90a" : options.arch;
-  if (kernel_names_.empty()) return;
+  if (!kernel_names_.empty()) {
+    bool cacheable = options.use_disk_cache && options.need_cubin && DiskCache::instance().enabled();
+    std::string key;
+    if (cacheable) {
+      t0 = std::chrono::steady_clock::now();
+      key = disk_cache_key(options);
+      std::optional<CachedCode> hit = DiskCache::instance().load(key);
+      timings_.cache_ms = ms_since(t0);
+      if (hit) {
+        ptx_ = std::move(hit->ptx);
+        cubin_ = std::move(hit->cubin);
+        timings_.cache_hit = true;
+      }
+    }
+    if (!timings_.cache_hit) {
+      generate_code(options);
+      if (cacheable) DiskCache::instance().store(key, CachedCode{ptx_, cubin_});
+    }
+  }
+  write_debug_dumps(options, *this);
+}
 
-  t0 = std::chrono::steady_clock::now();
+std::string CompiledProgram::disk_cache_key(const CompileOptions& o) const {
+  // Everything that decides the PTX and cubin, and nothing else (the function's Python name
+  // does not: two functions tracing to the same IR share an entry).
+  return "opencute " + o.version + "\narch " + arch_ + "\nopt-level " + std::to_string(o.opt_level) +
+         "\nline-info " + (o.generate_line_info ? "1" : "0") + "\nptxas-options " + o.ptxas_options + "\n" +
+         ir_text_;
+}
+
+void CompiledProgram::generate_code(const CompileOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
   target::NvvmModuleText nvvm = target::lower_kernels_to_nvvm(*module_);
   nvvm_text_ = nvvm.text;
   timings_.lower_ms = ms_since(t0);

@@ -18,10 +18,18 @@ struct CompileOptions {
   bool generate_line_info = false;
   std::string ptxas_options;
   bool need_cubin = true;  // false: stop at PTX (a machine without a GPU can still inspect it)
+  bool use_disk_cache = true;   // consult and fill DiskCache::instance() (it may be disabled)
+  std::string version;          // package version, part of the disk-cache key
+  // Debug dumps (runtime/debug_dumps.h); the environment's CUTE_DSL_KEEP_* also turn them on.
+  std::string function_name;
+  bool keep_ir = false, keep_ptx = false, keep_cubin = false;
+  std::string dump_dir;
 };
 
 struct CompileTimings {
   double verify_ms = 0, lower_ms = 0, nvvm_ms = 0, link_ms = 0;
+  double cache_ms = 0;     // disk-cache lookup (and load, on a hit)
+  bool cache_hit = false;  // PTX and cubin came from the disk cache
 };
 
 class CompiledProgram : public emulator::LaunchHandler {
@@ -52,6 +60,8 @@ class CompiledProgram : public emulator::LaunchHandler {
 
  private:
   void load_module();
+  void generate_code(const CompileOptions& options);
+  std::string disk_cache_key(const CompileOptions& options) const;
 
   std::unique_ptr<ir::Module> module_;
   ir::Function* host_ = nullptr;

@@ -41,6 +41,10 @@ def _is_tensor_like(value):
         hasattr(value, "__array_interface__")
 
 
+def _env_flag(name):
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def _arch_for_compile(opts):
     if opts["gpu_arch"]:
         return opts["gpu_arch"]
@@ -201,10 +205,11 @@ class JitFunction(_DecoratedFunction):
     def __call__(self, *args, no_cache=False, **kwargs):
         if context.current() is not None:
             return self._body()(*args, **kwargs)  # jit -> jit inlines
-        compiled, runtime_values = self._trace_and_compile(args, kwargs, CompileOptions(), use_cache=not no_cache)
+        compiled, runtime_values = self._trace_and_compile(args, kwargs, CompileOptions(), use_cache=not no_cache,
+                                                           use_disk_cache=not no_cache)
         return compiled(*runtime_values)
 
-    def _trace_and_compile(self, args, kwargs, options, use_cache):
+    def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True):
         import time
         t0 = time.perf_counter()
         tracer = _core.Tracer()
@@ -223,12 +228,24 @@ class JitFunction(_DecoratedFunction):
             hit = self._cache.get(key)
             if hit is not None:
                 return hit, runtime_values
-        executor = _core.compile_traced(tracer, arch, options["opt_level"], bool(options["generate_line_info"]),
-                                        options["ptxas_options"], True, plan.slots, plan.checks, plan.num_sources,
-                                        [r.dtype.mlir_type for r in results])
-        compiled = executor
+        compiled = _core.compile_traced(tracer, {
+            "arch": arch,
+            "opt_level": options["opt_level"],
+            "generate_line_info": bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO"),
+            "ptxas_options": options["ptxas_options"],
+            "use_disk_cache": use_disk_cache,
+            "version": VERSION,
+            "function_name": self._fn.__name__,
+            "keep_ptx": bool(options["keep_ptx"]),
+            "keep_cubin": bool(options["keep_cubin"]),
+            "dump_dir": options["dump_dir"],
+        }, plan.slots, plan.checks, plan.num_sources, [r.dtype.mlir_type for r in results])
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms
+        if _core.log_enabled(10):
+            _core.log(10, f"traced {self._fn.__name__} in {trace_ms:.2f} ms; compile timings {compiled.timings_ms}")
+        if _env_flag("CUTE_DSL_PRINT_IR"):
+            print(compiled.__mlir__, flush=True)
         if key is not None:
             self._cache[key] = compiled
         return compiled, runtime_values
@@ -380,7 +397,7 @@ class _Compile:
         if opts["target"] not in ("gpu",):
             raise DSLUserCodeError(f"compile target {opts['target']!r} is not available in this build",
                                    code="CONFIG_MALFORMED_COMPILE_OPTIONS")
-        compiled, _ = jf._trace_and_compile(args, kwargs, opts, use_cache=False)
+        compiled, _ = jf._trace_and_compile(args, kwargs, opts, use_cache=False, use_disk_cache=True)
         return compiled
 
 

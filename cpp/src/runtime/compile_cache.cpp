@@ -1,0 +1,186 @@
+#include "runtime/compile_cache.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "ir/printer.h"
+#include "support/log.h"
+
+namespace opencute::runtime {
+namespace {
+
+constexpr char kMagic[] = "OPENCUTE-CACHE 1\n";
+
+bool env_true(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s = v;
+  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
+std::string user_name() {
+  if (const passwd* pw = getpwuid(geteuid())) return pw->pw_name;
+  if (const char* u = std::getenv("USER")) return u;
+  return "user" + std::to_string(geteuid());
+}
+
+bool make_dirs(const std::string& path) {
+  std::string cur;
+  for (size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
+    }
+    if (i < path.size()) cur += path[i];
+  }
+  return true;
+}
+
+void put_u64(std::string* out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out->push_back(char((v >> (8 * i)) & 0xff));
+}
+
+bool get_u64(const std::string& in, size_t* pos, uint64_t* v) {
+  if (*pos + 8 > in.size()) return false;
+  *v = 0;
+  for (int i = 0; i < 8; ++i) *v |= uint64_t(static_cast<unsigned char>(in[*pos + size_t(i)])) << (8 * i);
+  *pos += 8;
+  return true;
+}
+
+bool get_bytes(const std::string& in, size_t* pos, std::string* out) {
+  uint64_t n = 0;
+  if (!get_u64(in, pos, &n) || n > in.size() - *pos) return false;
+  out->assign(in, *pos, size_t(n));
+  *pos += size_t(n);
+  return true;
+}
+
+}  // namespace
+
+std::string cache_dir_from_environment() {
+  if (env_true("CUTE_DSL_DISABLE_FILE_CACHING")) return "";
+  if (const char* d = std::getenv("CUTE_DSL_CACHE_DIR"); d && *d) return d;
+  return "/tmp/" + user_name() + "/cutlass_python_cache";
+}
+
+DiskCache& DiskCache::instance() {
+  static DiskCache* cache = new DiskCache(cache_dir_from_environment());
+  return *cache;
+}
+
+DiskCache::DiskCache(std::string dir) : dir_(std::move(dir)) {
+  while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+}
+
+std::string DiskCache::path_for(const std::string& key) const {
+  // Two independent 64-bit hashes name the file; the key stored inside settles collisions.
+  char name[48];
+  std::snprintf(name, sizeof name, "%016llx%016llx.ocache", (unsigned long long)ir::fnv1a64(key),
+                (unsigned long long)ir::fnv1a64(key, 0x9e3779b97f4a7c15ull));
+  return dir_ + "/" + name;
+}
+
+void DiskCache::report_corrupt_once(const std::string& path, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!reported_.insert(path).second) return;
+  }
+  std::fprintf(stderr, "opencute: ignoring the corrupt compile-cache entry %s (%s); compiling again\n", path.c_str(),
+               why.c_str());
+  support::log(support::LogLevel::Warning, "corrupt compile-cache entry " + path + ": " + why);
+}
+
+std::optional<CachedCode> DiskCache::load(const std::string& key) {
+  if (!enabled()) return std::nullopt;
+  std::string path = path_for(key);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    support::log(support::LogLevel::Debug, "compile cache miss: " + path);
+    return std::nullopt;
+  }
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto corrupt = [&](const std::string& why) -> std::optional<CachedCode> {
+    report_corrupt_once(path, why);
+    ::unlink(path.c_str());
+    return std::nullopt;
+  };
+  const size_t magic_len = sizeof(kMagic) - 1;
+  if (data.size() < magic_len + 8 || data.compare(0, magic_len, kMagic) != 0) return corrupt("bad header");
+  size_t body_end = data.size() - 8;
+  size_t pos = body_end;
+  uint64_t checksum = 0;
+  get_u64(data, &pos, &checksum);
+  if (ir::fnv1a64(data.substr(0, body_end)) != checksum) return corrupt("checksum mismatch (truncated or damaged)");
+  std::string body = data.substr(0, body_end);
+  pos = magic_len;
+  std::string stored_key, ptx, cubin;
+  if (!get_bytes(body, &pos, &stored_key) || !get_bytes(body, &pos, &ptx) || !get_bytes(body, &pos, &cubin) ||
+      pos != body.size())
+    return corrupt("malformed sections");
+  if (stored_key != key) {
+    support::log(support::LogLevel::Info, "compile cache: hash collision at " + path + ", compiling");
+    return std::nullopt;
+  }
+  support::log(support::LogLevel::Info, "compile cache hit: " + path);
+  CachedCode code;
+  code.ptx = std::move(ptx);
+  code.cubin.assign(cubin.begin(), cubin.end());
+  return code;
+}
+
+void DiskCache::store(const std::string& key, const CachedCode& code) {
+  if (!enabled()) return;
+  if (!make_dirs(dir_)) {
+    support::log(support::LogLevel::Warning, "compile cache: cannot create " + dir_ + ": " + std::strerror(errno));
+    return;
+  }
+  std::string data = kMagic;
+  put_u64(&data, key.size());
+  data += key;
+  put_u64(&data, code.ptx.size());
+  data += code.ptx;
+  put_u64(&data, code.cubin.size());
+  data.append(code.cubin.data(), code.cubin.size());
+  put_u64(&data, ir::fnv1a64(data));
+
+  static std::atomic<unsigned> counter{0};
+  std::string path = path_for(key);
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    support::log(support::LogLevel::Warning, "compile cache: cannot write " + tmp + ": " + std::strerror(errno));
+    return;
+  }
+  size_t done = 0;
+  bool ok = true;
+  while (done < data.size()) {
+    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ok = false;
+      break;
+    }
+    done += size_t(n);
+  }
+  ok = ::close(fd) == 0 && ok;
+  // rename() replaces atomically: a concurrent reader sees the old entry or the new one.
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    support::log(support::LogLevel::Warning, "compile cache: cannot store " + path);
+    return;
+  }
+  support::log(support::LogLevel::Debug, "compile cache stored: " + path);
+}
+
+}  // namespace opencute::runtime
