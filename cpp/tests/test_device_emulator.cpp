@@ -270,3 +270,24 @@ TEST(DeviceEmulator, UnsupportedOpIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("not supported by the CPU emulator"), std::string::npos) << e.what();
   }
 }
+
+TEST(DeviceEmulator, VectorLoadsStoresAndLanes) {
+  // out[4t..4t+3] = reversed(in[4t..4t+3]) + (0,0,0,100) through a 16-byte vector access.
+  Kernel k("vec");
+  Type v4 = vector_type(i32(), 4);
+  Value* in = k.arg(pointer_type(i32(), AddrSpace::Gmem, 16));
+  Value* out = k.arg(pointer_type(i32(), AddrSpace::Gmem, 16));
+  Value* t4 = k.b.binary(OpCode::Mul, k.tid(), k.c(4));
+  Value* v = k.b.load(k.b.ptr_add(in, t4), v4);
+  Value* r = k.b.vec_splat(k.c(0), 4);
+  for (int j = 0; j < 4; ++j) r = k.b.vec_insert(r, k.b.vec_extract(v, 3 - j), j);
+  r = k.b.vec_insert(r, k.b.binary(OpCode::Add, k.b.vec_extract(r, 3), k.c(100)), 3);
+  k.b.store(r, k.b.ptr_add(out, t4));
+  k.finish();
+  alignas(16) static int32_t a[64 * 4], o[64 * 4];
+  for (int i = 0; i < 256; ++i) a[i] = i;
+  std::vector<MemoryRegion> regions = {{uintptr_t(a), uintptr_t(a + 256), "in"}, {uintptr_t(o), uintptr_t(o + 256), "out"}};
+  run(k, 1, 64, {ptr(a), ptr(o)}, regions);
+  for (int t = 0; t < 64; ++t)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(o[4 * t + j], 4 * t + 3 - j + (j == 3 ? 100 : 0));
+}
