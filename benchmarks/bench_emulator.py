@@ -52,7 +52,8 @@ print(f"{best:.3f}")
 
 
 def run(threads):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    import cutlass  # children import the same package (installed, or the source tree on PYTHONPATH)
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__))))
     if threads:
         env["OPENCUTE_EMULATOR_THREADS"] = str(threads)
     else:

@@ -13,6 +13,8 @@ import cutlass.cute as cute
 from cutlass._dsl.errors import DSLUserCodeError
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Child interpreters import the same cutlass package as this one (installed or source tree).
+PKG_PATH = os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 from add_one import add_one  # noqa: E402
@@ -21,7 +23,7 @@ from add_one import add_one  # noqa: E402
 def run_script(code, tmp_path, env=None, name="script.py"):
     script = tmp_path / name  # @jit needs its source in a file
     script.write_text(code)
-    e = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.path.join(ROOT, "python"))
+    e = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=PKG_PATH)
     e.update(env or {})
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e, cwd=ROOT)
     return p
@@ -261,7 +263,7 @@ def test_automatic_fallback_is_announced_once(tmp_path):
     script = tmp_path / "fallback.py"
     script.write_text(ENV_SCRIPT)
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=ROOT,
-                       env=dict(env, PYTHONPATH=os.path.join(ROOT, "python")))
+                       env=dict(env, PYTHONPATH=PKG_PATH))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "cpu"
     assert p.stderr.count("CPU emulator") == 1, p.stderr
@@ -271,7 +273,7 @@ def test_automatic_fallback_is_announced_once(tmp_path):
 @pytest.mark.parametrize("example", ["add_one.py", "hello_world.py"])
 def test_examples_run_without_gpu(example):
     p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", example)], capture_output=True, text=True,
-                       cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.path.join(ROOT, "python")))
+                       cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=PKG_PATH))
     assert p.returncode == 0, p.stderr
     out = p.stdout.splitlines()
     if example == "add_one.py":
@@ -298,3 +300,12 @@ def test_float_arithmetic_matches_float32():
     out = np.zeros_like(a)
     cute.compile(float_math_host, a, out, options="--target cpu")(a, out)
     np.testing.assert_allclose(out, a * a + np.float32(0.5) * a - np.float32(2.0), rtol=1e-6, atol=1e-6)
+
+
+def test_cpu_torch_tensors():
+    torch = pytest.importorskip("torch")
+    compiled = compile_add_one_cpu()
+    a = torch.randn(1001)
+    b = torch.full_like(a, float("nan"))
+    compiled(a, b)
+    assert torch.equal(b, a + 1.0)
