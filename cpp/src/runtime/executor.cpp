@@ -57,27 +57,23 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
   nvvm_text_ = nvvm.text;
   timings_.lower_ms = ms_since(t0);
 
-  if (target_ == CompileOptions::Target::Cpu) {
-    // The emulator runs the IR itself; PTX is only for inspection, so a machine without
-    // libNVVM can still compile for the CPU.
-    try {
-      target::PtxResult ptx = target::compile_nvvm_ir_to_ptx(nvvm.text, arch_, options.opt_level,
-                                                             options.generate_line_info, nvvm.needs_libdevice);
-      ptx_ = std::move(ptx.ptx);
-      timings_.nvvm_ms = ptx.ms;
-    } catch (const std::exception& e) {
-      ptx_error_ = e.what();
-    }
-    return;
+  // Kernels that will run on the CPU emulator need neither PTX nor a cubin: both are then
+  // best effort (for inspection), so a machine without libNVVM / nvJitLink can still compile.
+  const bool best_effort = target_ == CompileOptions::Target::Cpu ||
+                           (target_ == CompileOptions::Target::Auto && !CudaDriver::get().available());
+  try {
+    target::PtxResult ptx = target::compile_nvvm_ir_to_ptx(nvvm.text, arch_, options.opt_level,
+                                                           options.generate_line_info, nvvm.needs_libdevice);
+    ptx_ = std::move(ptx.ptx);
+    timings_.nvvm_ms = ptx.ms;
+    if (!options.need_cubin || target_ == CompileOptions::Target::Cpu) return;
+    target::CubinResult cubin = target::link_ptx_to_cubin(ptx_, arch_, options.opt_level, options.ptxas_options);
+    cubin_ = std::move(cubin.cubin);
+    timings_.link_ms = cubin.ms;
+  } catch (const std::exception& e) {
+    if (!best_effort) throw;
+    ptx_error_ = e.what();
   }
-  target::PtxResult ptx =
-      target::compile_nvvm_ir_to_ptx(nvvm.text, arch_, options.opt_level, options.generate_line_info, nvvm.needs_libdevice);
-  ptx_ = std::move(ptx.ptx);
-  timings_.nvvm_ms = ptx.ms;
-  if (!options.need_cubin) return;
-  target::CubinResult cubin = target::link_ptx_to_cubin(ptx_, arch_, options.opt_level, options.ptxas_options);
-  cubin_ = std::move(cubin.cubin);
-  timings_.link_ms = cubin.ms;
 }
 
 CompiledProgram::~CompiledProgram() {
