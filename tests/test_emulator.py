@@ -213,7 +213,7 @@ def test_target_option_forms():
     n = cute.sym_int()
     a = cute.runtime.make_fake_compact_tensor(cute.Float32, (n,))
     b = cute.runtime.make_fake_compact_tensor(cute.Float32, (n,))
-    from cutlass._dsl.options import Target
+    Target = cute.Target
     compiled = cute.compile[Target("cpu")](add_one, a, b)
     assert compiled.target == "cpu"
     x = np.arange(5, dtype=np.float32)
