@@ -107,6 +107,7 @@ struct Executor {
   std::vector<ir::Type> result_types;
   bool flush_python_stdout = false;
   bool release_gil = true;
+  bool strict_regions = true;  // every pointer argument is a tensor of known extent
   std::string function_name;
   double trace_ms = 0;
 };
@@ -162,6 +163,9 @@ nb::object call_executor(Executor& ex, nb::args args) {
                                                       c.description);
   }
   std::vector<ir::Scalar> vals(ex.slots.size());
+  // Kernels on the CPU emulator check each access against the tensors' extents.
+  const bool emulated = ex.program->runs_on_emulator();
+  std::vector<emulator::MemoryRegion> regions;
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
@@ -182,8 +186,24 @@ nb::object call_executor(Executor& ex, nb::args args) {
           tensor.emplace(a);
           tensor_source = s.source;
         }
-        if (s.kind == kTensorData) vals[i] = ir::Scalar::of_int(tensor->data());
-        else {
+        if (s.kind == kTensorData) {
+          vals[i] = ir::Scalar::of_int(tensor->data());
+          if (emulated) {
+            int64_t lo = 0, hi = 0, elem = s.type->element ? s.type->element->byte_size() : 1;
+            bool empty = false;
+            for (size_t d = 0; d < tensor->rank(); ++d) {
+              int64_t n = tensor->shape(d), st = tensor->stride(d);
+              if (n <= 0) empty = true;
+              else (st > 0 ? hi : lo) += (n - 1) * st;
+            }
+            uintptr_t base = uintptr_t(tensor->data());
+            emulator::MemoryRegion r;
+            r.begin = base + uintptr_t(lo * elem);
+            r.end = empty ? r.begin : base + uintptr_t((hi + 1) * elem);
+            r.name = "tensor argument #" + std::to_string(s.source);
+            regions.push_back(std::move(r));
+          }
+        } else {
           int64_t v = s.kind == kTensorShape ? tensor->shape(size_t(s.mode)) : tensor->stride(size_t(s.mode));
           vals[i] = ir::Scalar::of_int(ir::wrap_int(s.type, v));
         }
@@ -214,9 +234,9 @@ nb::object call_executor(Executor& ex, nb::args args) {
   std::vector<ir::Scalar> results;
   if (ex.release_gil) {
     nb::gil_scoped_release release;
-    results = ex.program->run(vals);
+    results = emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
   } else {
-    results = ex.program->run(vals);
+    results = emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
   }
   if (ex.result_types.empty()) return nb::none();
   nb::list out;
@@ -451,6 +471,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("arch", [](const Executor& e) { return e.program->arch(); })
       .def_prop_ro("hash", [](const Executor& e) { return e.program->hash(); })
       .def_prop_ro("has_kernels", [](const Executor& e) { return e.program->has_kernels(); })
+      .def_prop_ro("target", [](const Executor& e) { return e.program->runs_on_emulator() ? "cpu" : "gpu"; })
       .def_rw("function_name", &Executor::function_name)
       .def_rw("trace_ms", &Executor::trace_ms)
       .def_prop_ro("timings_ms", [](const Executor& e) {
@@ -469,8 +490,12 @@ NB_MODULE(_core, m) {
 
   m.def("compile_traced", [](dsl::Tracer& tracer, const std::string& arch, int opt_level, bool line_info,
                              const std::string& ptxas_options, bool need_cubin, nb::list slots, nb::list checks,
-                             int num_sources, std::vector<TypeHandle> result_types) {
+                             int num_sources, std::vector<TypeHandle> result_types, const std::string& target) {
     runtime::CompileOptions opts;
+    if (target == "cpu") opts.target = runtime::CompileOptions::Target::Cpu;
+    else if (target == "gpu") opts.target = runtime::CompileOptions::Target::Gpu;
+    else if (!target.empty() && target != "auto")
+      throw dsl::UserError("CONFIG_MALFORMED_COMPILE_OPTIONS", "unknown compile target '" + target + "' (cpu or gpu)");
     opts.arch = arch;
     opts.opt_level = opt_level;
     opts.generate_line_info = line_info;
@@ -486,6 +511,7 @@ NB_MODULE(_core, m) {
     for (size_t i = 0; i < nb::len(slots); ++i) {
       nb::tuple s = nb::cast<nb::tuple>(slots[i]);
       ex->slots.push_back(ArgSlot{nb::cast<int>(s[0]), nb::cast<int>(s[1]), nb::cast<int>(s[2]), host.args()[i]->type});
+      if (ex->slots.back().kind == kPointer) ex->strict_regions = false;
     }
     for (nb::handle h : checks) {
       nb::tuple c = nb::cast<nb::tuple>(h);
@@ -494,8 +520,10 @@ NB_MODULE(_core, m) {
     }
     ex->num_sources = num_sources;
     for (auto& t : result_types) ex->result_types.push_back(t.t);
-    ex->flush_python_stdout = ex->program->host_has_printf();
-    ex->release_gil = ex->program->run_may_take_long();
+    // Emulated kernels print on the C stdout too: flush Python's buffer first.
+    ex->flush_python_stdout = ex->program->host_has_printf() ||
+                              (ex->program->has_device_printf() && ex->program->runs_on_emulator());
+    ex->release_gil = ex->program->run_may_take_long() || ex->program->runs_on_emulator();
     return ex;
   });
 
