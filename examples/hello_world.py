@@ -1,5 +1,5 @@
 """The code of NVIDIA's hello_world notebook: a host printf and a one-warp kernel whose thread 0
-prints. Needs a GPU."""
+prints. Runs on the GPU, or on the CPU emulator when there is none."""
 import cutlass
 import cutlass.cute as cute
 

@@ -24,9 +24,19 @@ def is_available():
     return _core.cuda_available()
 
 
+def _emulating():
+    # Without a CUDA device kernels run on the CPU emulator (unless CUTE_DSL_TARGET=gpu asks
+    # for the GPU): there is no context to make or synchronise.
+    return os.environ.get("CUTE_DSL_TARGET", "").strip().lower() != "gpu" and not _core.cuda_available()
+
+
 def initialize_cuda_context(device_id=0, flags=0):
+    if _emulating():
+        return
     _core.initialize_cuda_context(device_id)
 
 
 def synchronize():
+    if _emulating():
+        return
     _core.context_synchronize()

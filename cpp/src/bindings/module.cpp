@@ -109,6 +109,7 @@ struct Executor {
   std::vector<ir::Type> result_types;
   bool flush_python_stdout = false;
   bool release_gil = true;
+  bool strict_regions = true;  // every pointer argument is a tensor of known extent
   std::string function_name;
   double trace_ms = 0;
 };
@@ -164,6 +165,9 @@ nb::object call_executor(Executor& ex, nb::args args) {
                                                       c.description);
   }
   std::vector<ir::Scalar> vals(ex.slots.size());
+  // Kernels on the CPU emulator check each access against the tensors' extents.
+  const bool emulated = ex.program->runs_on_emulator();
+  std::vector<emulator::MemoryRegion> regions;
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
@@ -184,8 +188,24 @@ nb::object call_executor(Executor& ex, nb::args args) {
           tensor.emplace(a);
           tensor_source = s.source;
         }
-        if (s.kind == kTensorData) vals[i] = ir::Scalar::of_int(tensor->data());
-        else {
+        if (s.kind == kTensorData) {
+          vals[i] = ir::Scalar::of_int(tensor->data());
+          if (emulated) {
+            int64_t lo = 0, hi = 0, elem = s.type->element ? s.type->element->byte_size() : 1;
+            bool empty = false;
+            for (size_t d = 0; d < tensor->rank(); ++d) {
+              int64_t n = tensor->shape(d), st = tensor->stride(d);
+              if (n <= 0) empty = true;
+              else (st > 0 ? hi : lo) += (n - 1) * st;
+            }
+            uintptr_t base = uintptr_t(tensor->data());
+            emulator::MemoryRegion r;
+            r.begin = base + uintptr_t(lo * elem);
+            r.end = empty ? r.begin : base + uintptr_t((hi + 1) * elem);
+            r.name = "tensor argument #" + std::to_string(s.source);
+            regions.push_back(std::move(r));
+          }
+        } else {
           int64_t v = s.kind == kTensorShape ? tensor->shape(size_t(s.mode)) : tensor->stride(size_t(s.mode));
           vals[i] = ir::Scalar::of_int(ir::wrap_int(s.type, v));
         }
@@ -216,9 +236,9 @@ nb::object call_executor(Executor& ex, nb::args args) {
   std::vector<ir::Scalar> results;
   if (ex.release_gil) {
     nb::gil_scoped_release release;
-    results = ex.program->run(vals);
+    results = emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
   } else {
-    results = ex.program->run(vals);
+    results = emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
   }
   if (ex.result_types.empty()) return nb::none();
   nb::list out;
@@ -453,6 +473,7 @@ NB_MODULE(_core, m) {
       .def_prop_ro("arch", [](const Executor& e) { return e.program->arch(); })
       .def_prop_ro("hash", [](const Executor& e) { return e.program->hash(); })
       .def_prop_ro("has_kernels", [](const Executor& e) { return e.program->has_kernels(); })
+      .def_prop_ro("target", [](const Executor& e) { return e.program->runs_on_emulator() ? "cpu" : "gpu"; })
       .def_rw("function_name", &Executor::function_name)
       .def_rw("trace_ms", &Executor::trace_ms)
       .def_prop_ro("timings_ms", [](const Executor& e) {
@@ -472,7 +493,8 @@ NB_MODULE(_core, m) {
       });
 
   // `options`: arch, opt_level, generate_line_info, ptxas_options, need_cubin, use_disk_cache,
-  // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir (missing keys keep defaults).
+  // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir, target (cpu|gpu|auto);
+  // missing keys keep their defaults.
   m.def("compile_traced", [](dsl::Tracer& tracer, nb::dict options, nb::list slots, nb::list checks,
                              int num_sources, std::vector<TypeHandle> result_types) {
     runtime::CompileOptions opts;
@@ -491,6 +513,12 @@ NB_MODULE(_core, m) {
     get("keep_ptx", opts.keep_ptx);
     get("keep_cubin", opts.keep_cubin);
     get("dump_dir", opts.dump_dir);
+    std::string target;
+    get("target", target);
+    if (target == "cpu") opts.target = runtime::CompileOptions::Target::Cpu;
+    else if (target == "gpu") opts.target = runtime::CompileOptions::Target::Gpu;
+    else if (!target.empty() && target != "auto")
+      throw dsl::UserError("CONFIG_MALFORMED_COMPILE_OPTIONS", "unknown compile target '" + target + "' (cpu or gpu)");
     auto ex = std::make_unique<Executor>();
     {
       auto module = tracer.take_module();
@@ -501,6 +529,7 @@ NB_MODULE(_core, m) {
     for (size_t i = 0; i < nb::len(slots); ++i) {
       nb::tuple s = nb::cast<nb::tuple>(slots[i]);
       ex->slots.push_back(ArgSlot{nb::cast<int>(s[0]), nb::cast<int>(s[1]), nb::cast<int>(s[2]), host.args()[i]->type});
+      if (ex->slots.back().kind == kPointer) ex->strict_regions = false;
     }
     for (nb::handle h : checks) {
       nb::tuple c = nb::cast<nb::tuple>(h);
@@ -509,8 +538,10 @@ NB_MODULE(_core, m) {
     }
     ex->num_sources = num_sources;
     for (auto& t : result_types) ex->result_types.push_back(t.t);
-    ex->flush_python_stdout = ex->program->host_has_printf();
-    ex->release_gil = ex->program->run_may_take_long();
+    // Emulated kernels print on the C stdout too: flush Python's buffer first.
+    ex->flush_python_stdout = ex->program->host_has_printf() ||
+                              (ex->program->has_device_printf() && ex->program->runs_on_emulator());
+    ex->release_gil = ex->program->run_may_take_long() || ex->program->runs_on_emulator();
     return ex;
   });
 

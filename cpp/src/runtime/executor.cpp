@@ -1,6 +1,7 @@
 #include "runtime/executor.h"
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "ir/printer.h"
@@ -50,8 +51,11 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
     if (f->kind == ir::FunctionKind::Kernel) kernel_names_.push_back(f->name);
   has_device_printf_ = module_has_device_printf(*module_);
   arch_ = options.arch.empty() ? "sm_90a" : options.arch;
+  target_ = options.target;
   if (!kernel_names_.empty()) {
-    bool cacheable = options.use_disk_cache && options.need_cubin && DiskCache::instance().enabled();
+    // Only whole results are cached: a CPU-target compile (PTX only, best effort) is not.
+    bool cacheable = options.use_disk_cache && options.need_cubin && target_ != CompileOptions::Target::Cpu &&
+                     DiskCache::instance().enabled();
     std::string key;
     if (cacheable) {
       t0 = std::chrono::steady_clock::now();
@@ -66,7 +70,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
     }
     if (!timings_.cache_hit) {
       generate_code(options);
-      if (cacheable) DiskCache::instance().store(key, CachedCode{ptx_, cubin_});
+      if (cacheable && !cubin_.empty()) DiskCache::instance().store(key, CachedCode{ptx_, cubin_});
     }
   }
   write_debug_dumps(options, *this);
@@ -86,14 +90,23 @@ void CompiledProgram::generate_code(const CompileOptions& options) {
   nvvm_text_ = nvvm.text;
   timings_.lower_ms = ms_since(t0);
 
-  target::PtxResult ptx =
-      target::compile_nvvm_ir_to_ptx(nvvm.text, arch_, options.opt_level, options.generate_line_info, nvvm.needs_libdevice);
-  ptx_ = std::move(ptx.ptx);
-  timings_.nvvm_ms = ptx.ms;
-  if (!options.need_cubin) return;
-  target::CubinResult cubin = target::link_ptx_to_cubin(ptx_, arch_, options.opt_level, options.ptxas_options);
-  cubin_ = std::move(cubin.cubin);
-  timings_.link_ms = cubin.ms;
+  // Kernels that will run on the CPU emulator need neither PTX nor a cubin: both are then
+  // best effort (for inspection), so a machine without libNVVM / nvJitLink can still compile.
+  const bool best_effort = target_ == CompileOptions::Target::Cpu ||
+                           (target_ == CompileOptions::Target::Auto && !CudaDriver::get().available());
+  try {
+    target::PtxResult ptx = target::compile_nvvm_ir_to_ptx(nvvm.text, arch_, options.opt_level,
+                                                           options.generate_line_info, nvvm.needs_libdevice);
+    ptx_ = std::move(ptx.ptx);
+    timings_.nvvm_ms = ptx.ms;
+    if (!options.need_cubin || target_ == CompileOptions::Target::Cpu) return;
+    target::CubinResult cubin = target::link_ptx_to_cubin(ptx_, arch_, options.opt_level, options.ptxas_options);
+    cubin_ = std::move(cubin.cubin);
+    timings_.link_ms = cubin.ms;
+  } catch (const std::exception& e) {
+    if (!best_effort) throw;
+    ptx_error_ = e.what();
+  }
 }
 
 CompiledProgram::~CompiledProgram() {
@@ -143,7 +156,63 @@ void CompiledProgram::load_module() {
   cu_module_.store(m, std::memory_order_release);
 }
 
+// Passes a run's argument buffers to the emulator with each launch.
+class EmulatorLauncher : public emulator::LaunchHandler {
+ public:
+  EmulatorLauncher(CompiledProgram* program, const std::vector<emulator::MemoryRegion>* regions, bool strict)
+      : program_(program) {
+    config_.regions = regions;
+    config_.strict = strict;
+  }
+  void launch(const emulator::LaunchRequest& r) override { program_->emulate(r, config_); }
+
+ private:
+  CompiledProgram* program_;
+  emulator::EmulatorConfig config_;
+};
+
+bool CompiledProgram::runs_on_emulator() const {
+  if (target_ == CompileOptions::Target::Cpu) return true;
+  if (target_ == CompileOptions::Target::Gpu) return false;
+  return has_kernels() && !CudaDriver::get().available();
+}
+
+void CompiledProgram::emulate(const emulator::LaunchRequest& r, const emulator::EmulatorConfig& config) {
+  if (target_ == CompileOptions::Target::Auto) {
+    static std::once_flag announced;
+    std::call_once(announced, [] {
+      std::fprintf(stderr, "OpenCuTe: no CUDA GPU found; kernels run on the CPU emulator "
+                           "(CUTE_DSL_TARGET=cpu selects it explicitly)\n");
+    });
+  }
+  emulator::DeviceEmulator* emu = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(emu_mu_);
+    for (auto& [name, e] : emulators_)
+      if (name == r.kernel()) emu = e.get();
+    if (!emu) {
+      const ir::Function* f = module_->find(r.kernel());
+      if (!f || f->kind != ir::FunctionKind::Kernel)
+        throw emulator::ExecutionError("kernel '" + r.kernel() + "' is not part of this program");
+      emulators_.emplace_back(r.kernel(), std::make_unique<emulator::DeviceEmulator>(*f));
+      emu = emulators_.back().second.get();
+    }
+  }
+  emu->launch(r, config);
+}
+
+std::vector<ir::Scalar> CompiledProgram::run(const std::vector<ir::Scalar>& args,
+                                             const std::vector<emulator::MemoryRegion>& regions, bool strict) {
+  if (!runs_on_emulator()) return run(args);
+  EmulatorLauncher launcher(this, &regions, strict);
+  return interpreter_->run(args, &launcher);
+}
+
 std::vector<ir::Scalar> CompiledProgram::run(const std::vector<ir::Scalar>& args) {
+  if (runs_on_emulator()) {
+    EmulatorLauncher launcher(this, nullptr, false);
+    return interpreter_->run(args, &launcher);
+  }
   if (!has_device_printf_) return interpreter_->run(args, this);
   // Device printf output only appears at a synchronisation point; synchronise so that it
   // shows in program order with the host's output, unless a graph is being captured.
@@ -158,9 +227,13 @@ std::vector<ir::Scalar> CompiledProgram::run(const std::vector<ir::Scalar>& args
 void CompiledProgram::launch(const emulator::LaunchRequest& r) {
   CudaDriver& drv = CudaDriver::get();
   if (!cu_module_.load(std::memory_order_acquire)) {
+    if (target_ == CompileOptions::Target::Cpu || (target_ == CompileOptions::Target::Auto && !drv.available())) {
+      emulate(r, emulator::EmulatorConfig{});
+      return;
+    }
     if (!drv.available())
-      throw emulator::ExecutionError("kernel '" + r.kernel() + "' needs a CUDA GPU and none was found (the CPU "
-                                     "emulator is not part of this build yet)");
+      throw emulator::ExecutionError("kernel '" + r.kernel() + "' needs a CUDA GPU and none was found (compile "
+                                     "with --target cpu, or leave the target unset, to run it on the CPU emulator)");
     load_module();
   }
   void* fn = nullptr;

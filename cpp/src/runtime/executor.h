@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "emulator/device_emulator.h"
 #include "emulator/host_interpreter.h"
 #include "ir/ir.h"
 
@@ -24,6 +25,9 @@ struct CompileOptions {
   std::string function_name;
   bool keep_ir = false, keep_ptx = false, keep_cubin = false;
   std::string dump_dir;
+  // Where kernels run. Auto: the GPU, or the CPU emulator when no CUDA device is present.
+  // Cpu: always the emulator; PTX is then best effort (skipped when libNVVM is unavailable).
+  enum class Target { Auto, Gpu, Cpu } target = Target::Auto;
 };
 
 struct CompileTimings {
@@ -39,7 +43,14 @@ class CompiledProgram : public emulator::LaunchHandler {
 
   // Runs the host program; safe to call from several threads at once.
   std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args);
+  // As run(), with the buffers the arguments own: emulated kernels check every access
+  // against them (strict: an access outside all of them is an error).
+  std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args, const std::vector<emulator::MemoryRegion>& regions,
+                              bool strict);
   void launch(const emulator::LaunchRequest& request) override;
+  // True when kernels of this program run (or will run) on the CPU emulator.
+  bool runs_on_emulator() const;
+  CompileOptions::Target target() const { return target_; }
 
   const std::string& ir_text() const { return ir_text_; }
   const std::string& nvvm_text() const { return nvvm_text_; }
@@ -62,6 +73,8 @@ class CompiledProgram : public emulator::LaunchHandler {
   void load_module();
   void generate_code(const CompileOptions& options);
   std::string disk_cache_key(const CompileOptions& options) const;
+  void emulate(const emulator::LaunchRequest& request, const emulator::EmulatorConfig& config);
+  friend class EmulatorLauncher;
 
   std::unique_ptr<ir::Module> module_;
   ir::Function* host_ = nullptr;
@@ -77,6 +90,12 @@ class CompiledProgram : public emulator::LaunchHandler {
   // The CUfunction of each Launch op of the host program, filled when the module loads; a
   // launch finds its kernel by comparing op pointers instead of hashing the kernel name.
   std::vector<std::pair<const ir::Op*, void*>> launch_targets_;
+
+  CompileOptions::Target target_ = CompileOptions::Target::Auto;
+  std::string ptx_error_;  // why PTX is missing when a CPU target skipped it
+  std::mutex emu_mu_;
+  // Emulators by kernel name, built on first launch.
+  std::vector<std::pair<std::string, std::unique_ptr<emulator::DeviceEmulator>>> emulators_;
 };
 
 // True when the module's kernels call printf (so a call synchronises to show their output).

@@ -7,7 +7,7 @@ from .. import _core
 from . import context, rt
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
-from .options import CompileOptions
+from .options import CompileOptions, resolve_target
 from .preprocess import preprocess as _preprocess
 from .tensor import GENERIC, GMEM, Tensor
 
@@ -222,9 +222,10 @@ class JitFunction(_DecoratedFunction):
             tracer.end_function([r._n for r in results])
         trace_ms = (time.perf_counter() - t0) * 1e3
         arch = _arch_for_compile(options)
+        target = resolve_target(options)
         key = None
         if use_cache:
-            key = (tracer.module_text(), options.key(), arch, VERSION)
+            key = (tracer.module_text(), options.key(), arch, target, VERSION)
             hit = self._cache.get(key)
             if hit is not None:
                 return hit, runtime_values
@@ -239,6 +240,7 @@ class JitFunction(_DecoratedFunction):
             "keep_ptx": bool(options["keep_ptx"]),
             "keep_cubin": bool(options["keep_cubin"]),
             "dump_dir": options["dump_dir"],
+            "target": target,
         }, plan.slots, plan.checks, plan.num_sources, [r.dtype.mlir_type for r in results])
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms
@@ -394,9 +396,6 @@ class _Compile:
                                    code="CALL_MISSING_JIT_DECORATOR")
         else:
             raise DSLUserCodeError(f"{fn!r} is not callable", code="CALL_NOT_CALLABLE")
-        if opts["target"] not in ("gpu",):
-            raise DSLUserCodeError(f"compile target {opts['target']!r} is not available in this build",
-                                   code="CONFIG_MALFORMED_COMPILE_OPTIONS")
         compiled, _ = jf._trace_and_compile(args, kwargs, opts, use_cache=False, use_disk_cache=True)
         return compiled
 

@@ -72,10 +72,33 @@ class DumpDir(CompileOption):
     default = ""
 
 
+TARGETS = ("gpu", "cpu")
+
+
 class Target(CompileOption):
-    """Where kernels run: "gpu" or "cpu" (the emulator; not part of this build yet)."""
+    """Where kernels run: "gpu", or "cpu" (the SIMT emulator, no GPU needed). Unset: the
+    CUTE_DSL_TARGET environment variable, else the GPU with a fallback to the emulator when no
+    CUDA device is present."""
     name = "target"
-    default = "gpu"
+    default = ""
+
+    def __init__(self, value=None):
+        if value is not None and value not in TARGETS:
+            raise DSLUserCodeError(f"compile target must be one of {', '.join(TARGETS)}, got {value!r}",
+                                   code="CONFIG_MALFORMED_COMPILE_OPTIONS")
+        super().__init__(value)
+
+
+def resolve_target(options):
+    """The target a compilation uses: the option, else CUTE_DSL_TARGET, else "" (automatic)."""
+    import os
+    if options["target"]:
+        return options["target"]
+    env = os.environ.get("CUTE_DSL_TARGET", "").strip().lower()
+    if env and env not in TARGETS + ("auto",):
+        raise DSLUserCodeError(f"CUTE_DSL_TARGET must be one of {', '.join(TARGETS)}, got {env!r}",
+                               code="CONFIG_MALFORMED_COMPILE_OPTIONS")
+    return "" if env == "auto" else env
 
 
 OPTION_CLASSES = (OptLevel, EnableAssertions, GenerateLineInfo, KeepCUBIN, KeepPTX, KeepSASS, EnableTVMFFI,

@@ -1,0 +1,306 @@
+// Lowers a kernel's structured IR into the emulator's linear program (device_program.h).
+#include <algorithm>
+
+#include "emulator/device_program.h"
+
+namespace opencute::emulator {
+
+namespace {
+
+bool is_simple_value_op(OpCode c) {
+  switch (c) {
+    case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
+    case OpCode::FloorDiv: case OpCode::Min: case OpCode::Max: case OpCode::Pow: case OpCode::And:
+    case OpCode::Or: case OpCode::Xor: case OpCode::Shl: case OpCode::Shr:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_i32(Type t) { return t->is_int() && t->width == 32; }
+bool is_f32(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F32; }
+
+}  // namespace
+
+void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, const std::string& kname,
+                                          bool* has_printf) {
+  for (auto& opp : b.ops) {
+    const ir::Op& op = *opp;
+    auto in = [&](size_t i) { return reg(op.operands[i]); };
+    auto out = [&]() { return reg(op.result()); };
+    auto base = [&](K k) {
+      Inst i(k);
+      i.op = &op;
+      i.code = op.code;
+      if (!op.results.empty()) {
+        i.type = ir::scalar_of(op.results[0]->type);
+        i.width = width_of(op.result());
+      }
+      if (!op.operands.empty()) i.in_type = ir::scalar_of(op.operands[0]->type);
+      return i;
+    };
+    if (is_simple_value_op(op.code)) {
+      Inst i = base(K::Binary);
+      if (i.width == 1 && is_i32(i.type)) {
+        if (op.code == OpCode::Add) i.kind = K::AddI32;
+        if (op.code == OpCode::Sub) i.kind = K::SubI32;
+        if (op.code == OpCode::Mul) i.kind = K::MulI32;
+      } else if (i.width == 1 && is_f32(i.type)) {
+        if (op.code == OpCode::Add) i.kind = K::AddF32;
+        if (op.code == OpCode::Mul) i.kind = K::MulF32;
+      }
+      i.a = in(0), i.b = in(1), i.dst = out();
+      emit(std::move(i));
+      continue;
+    }
+    switch (op.code) {
+      case OpCode::Constant: {
+        int r = out();
+        Type t = op.results[0]->type;
+        Scalar v = ir::scalar_of(t)->is_float() ? Scalar::of_float(op.float_attr) : Scalar::of_int(op.int_attr);
+        for (int k = 0; k < width_of(op.result()); ++k) constants.emplace_back(r + k, v);
+        break;
+      }
+      case OpCode::Neg: case OpCode::Not: case OpCode::Abs: {
+        Inst i = base(K::Unary);
+        i.a = in(0), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Cmp: {
+        Inst i = base(K::Cmp);
+        i.imm = op.int_attr;
+        i.a = in(0), i.b = in(1), i.dst = out();
+        if (i.width == 1 && op.operands[0]->type->is_int() && op.operands[0]->type->width == 32) i.kind = K::CmpI32;
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Select: {
+        Inst i = base(K::Select);
+        i.a = in(0), i.b = in(1), i.c = in(2), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Cast: {
+        Inst i = base(K::Cast);
+        i.a = in(0), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Bitcast: {
+        if (op.operands[0]->type->is_vector() || op.results[0]->type->is_vector())
+          unsupported(op, kname, "bitcast of a vector");
+        Inst i = base(K::Bitcast);
+        i.a = in(0), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Fma: {
+        Inst i = base(K::Fma);
+        i.a = in(0), i.b = in(1), i.c = in(2), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Math: {
+        if (!ir::is_known_math_function(op.str_attr, nullptr)) unsupported(op, kname, "math function " + op.str_attr);
+        if (op.results[0]->type->is_vector()) unsupported(op, kname, "vector math");
+        Inst i = base(K::Math);
+        for (size_t k = 0; k < op.operands.size(); ++k) i.srcs.push_back(in(k));
+        i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::PtrAdd: {
+        Inst i = base(K::PtrAdd);
+        i.imm = op.operands[0]->type->element->byte_size();
+        i.a = in(0), i.b = in(1), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::PtrToInt: case OpCode::IntToPtr: {
+        Inst i = base(K::Move);
+        i.a = in(0), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Load: {
+        Inst i = base(K::Load);
+        i.imm = i.type->byte_size();
+        i.a = in(0), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Store: {
+        Inst i = base(K::Store);
+        i.type = ir::scalar_of(op.operands[0]->type);
+        i.width = width_of(op.operands[0]);
+        i.imm = i.type->byte_size();
+        i.a = in(0), i.b = in(1);
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Alloca: {
+        Inst i = base(K::Alloca);
+        Type pt = op.results[0]->type;
+        int align = std::max(pt->align, std::max(pt->element->byte_size(), 1));
+        local_bytes = (local_bytes + align - 1) / align * align;
+        i.imm = local_bytes;
+        local_bytes += int(op.int_attr) * pt->element->byte_size();
+        i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::VecExtract: {
+        Inst i = base(K::Move);
+        i.a = in(0) + int(op.int_attr), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::VecInsert: {
+        Inst i = base(K::VecInsert);
+        i.a = in(0), i.b = in(1), i.imm = op.int_attr, i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::VecSplat: {
+        Inst i = base(K::VecSplat);
+        i.a = in(0), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::ThreadIdx: case OpCode::BlockIdx: case OpCode::BlockDim: case OpCode::GridDim:
+      case OpCode::LaneIdx: case OpCode::WarpIdx: {
+        Inst i = base(K::Special);
+        i.imm = op.int_attr;
+        i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Barrier:
+        emit(base(K::Barrier));
+        break;
+      case OpCode::Printf: {
+        *has_printf = true;
+        Inst i = base(K::Printf);
+        for (size_t k = 0; k < op.operands.size(); ++k) {
+          if (op.operands[k]->type->is_vector()) unsupported(op, kname, "printf of a vector");
+          i.srcs.push_back(in(k));
+          i.types.push_back(op.operands[k]->type);
+        }
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::If: {
+        std::vector<int> results = regs_of(op.results);
+        Inst i = base(K::If);
+        i.a = in(0);
+        int at_if = emit(std::move(i));
+        Term t;
+        t.kind = Term::Yield;
+        t.yield_dst = results;
+        lower_block(*op.region_block(0), t, kname, has_printf);
+        int at_else = emit(base(K::Else));
+        code[size_t(at_if)].target = at_else;
+        lower_block(*op.region_block(1), t, kname, has_printf);
+        int at_end = emit(base(K::EndIf));
+        code[size_t(at_else)].target = at_end;
+        break;
+      }
+      case OpCode::For: {
+        const ir::Block& body = *op.region_block(0);
+        std::vector<int> body_args = regs_of(body.args);  // iv, iters...
+        std::vector<const ir::Value*> src = {op.operands[0]};  // lb, inits...
+        for (size_t k = 3; k < op.operands.size(); ++k) src.push_back(op.operands[k]);
+        pmove(body_args, src, &op);
+        emit(base(K::LoopBegin));
+        Inst test = base(K::ForTest);
+        test.a = body_args[0], test.b = in(1), test.c = in(2);
+        test.in_type = op.operands[0]->type;
+        int head = emit(std::move(test));
+        Term t;
+        t.kind = Term::Yield;
+        t.yield_dst.assign(body_args.begin() + 1, body_args.end());
+        lower_block(body, t, kname, has_printf);
+        Inst step = base(K::ForStep);
+        step.a = body_args[0], step.b = in(2);
+        step.in_type = op.operands[0]->type;
+        emit(std::move(step));
+        Inst jump = base(K::Jump);
+        jump.target = head;
+        emit(std::move(jump));
+        int end = emit(base(K::LoopEnd));
+        code[size_t(head)].target = end;
+        std::vector<int> results = regs_of(op.results);
+        std::vector<const ir::Value*> iters;
+        for (size_t k = 1; k < body.args.size(); ++k) iters.push_back(body.args[k].get());
+        pmove(results, iters, &op);
+        break;
+      }
+      case OpCode::While: {
+        const ir::Block& before = *op.region_block(0);
+        const ir::Block& after = *op.region_block(1);
+        std::vector<int> before_args = regs_of(before.args);
+        pmove(before_args, std::vector<const ir::Value*>(op.operands.begin(), op.operands.end()), &op);
+        emit(base(K::LoopBegin));
+        int head = int(code.size());
+        std::vector<int> patches;
+        Term tc;
+        tc.kind = Term::Condition;
+        tc.results = regs_of(op.results);
+        tc.after_args = regs_of(after.args);
+        tc.exit_patches = &patches;
+        lower_block(before, tc, kname, has_printf);
+        Term ty;
+        ty.kind = Term::Yield;
+        ty.yield_dst = before_args;
+        lower_block(after, ty, kname, has_printf);
+        Inst jump = base(K::Jump);
+        jump.target = head;
+        emit(std::move(jump));
+        int end = emit(base(K::LoopEnd));
+        for (int p : patches) code[size_t(p)].target = end;
+        break;
+      }
+      case OpCode::Yield:
+        if (term.kind != Term::Yield) unsupported(op, kname, "misplaced yield");
+        pmove(term.yield_dst, std::vector<const ir::Value*>(op.operands.begin(), op.operands.end()), &op);
+        break;
+      case OpCode::Condition: {
+        if (term.kind != Term::Condition) unsupported(op, kname, "misplaced condition");
+        std::vector<const ir::Value*> fwd(op.operands.begin() + 1, op.operands.end());
+        pmove(term.results, fwd, &op);
+        pmove(term.after_args, fwd, &op);
+        Inst i = base(K::WhileTest);
+        i.a = in(0);
+        term.exit_patches->push_back(emit(std::move(i)));
+        break;
+      }
+      case OpCode::Return:
+        emit(base(K::Return));
+        break;
+      default:
+        unsupported(op, kname);
+    }
+  }
+}
+
+DeviceEmulator::DeviceEmulator(const ir::Function& kernel) : kernel_(kernel), program_(std::make_unique<Program>()) {
+  Program& p = *program_;
+  for (auto& a : kernel.body->args) {
+    if (a->type->is_vector()) throw ExecutionError("kernel '" + kernel.name + "' takes a vector argument; the CPU "
+                                                   "emulator does not support that");
+    p.arg_regs.push_back(p.reg(a.get()));
+  }
+  Program::Term t;
+  p.lower_block(*kernel.body, t, kernel.name, &has_printf_);
+  if (p.code.empty() || p.code.back().kind != K::Return) p.emit(Inst(K::Return));
+  num_regs_ = p.num_regs;
+  p.numbering.clear();
+}
+
+DeviceEmulator::~DeviceEmulator() = default;
+
+size_t DeviceEmulator::num_instructions() const { return program_->code.size(); }
+
+}  // namespace opencute::emulator

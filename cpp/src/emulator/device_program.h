@@ -1,0 +1,107 @@
+// The emulator's program: the kernel lowered to a linear list of instructions over register
+// numbers, with mask-stack control instructions (see device_emulator.h). Private to the
+// emulator: device_lowering.cpp builds it, device_emulator.cpp runs it.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "emulator/device_emulator.h"
+
+namespace opencute::emulator {
+
+using ir::OpCode;
+using ir::Scalar;
+using ir::Type;
+
+namespace detail {
+
+constexpr int kWarp = 32;
+
+enum class K : uint8_t {
+  // value instructions; `width` slots are processed (vectors occupy consecutive registers)
+  Binary, AddI32, SubI32, MulI32, AddF32, MulF32, Unary, Cmp, CmpI32, Select, Cast, Bitcast, Fma, Math,
+  PtrAdd, Move, Load, Store, Alloca, VecInsert, VecSplat, Special, Printf, PMove,
+  // control
+  Barrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
+};
+
+}  // namespace detail
+
+using detail::K;
+using detail::kWarp;
+
+struct Inst {
+  explicit Inst(K k = K::Return) : kind(k) {}
+  K kind;
+  OpCode code = OpCode::Constant;
+  int dst = -1, a = -1, b = -1, c = -1;
+  int width = 1;       // slots per value
+  int target = -1;     // jump target for control instructions
+  int64_t imm = 0;     // predicate, dimension, byte offset, element size, index...
+  Type type = nullptr;     // result (scalar) type, or the accessed element type
+  Type in_type = nullptr;  // operand (scalar) type
+  std::vector<int> srcs, dsts;       // PMove / Math / Printf operands
+  std::vector<Type> types;           // Printf operand types
+  const ir::Op* op = nullptr;
+};
+
+struct DeviceEmulator::Program {
+  std::vector<Inst> code;
+  std::vector<std::pair<int, Scalar>> constants;  // (register, value), broadcast to all lanes
+  std::vector<int> arg_regs;
+  int local_bytes = 0;  // per-thread local array bytes
+  std::unordered_map<const ir::Value*, int> numbering;
+  int num_regs = 0;
+
+  int width_of(const ir::Value* v) const { return v->type->is_vector() ? v->type->lanes : 1; }
+  int reg(const ir::Value* v) {
+    auto it = numbering.find(v);
+    if (it != numbering.end()) return it->second;
+    int r = num_regs;
+    num_regs += width_of(v);
+    numbering.emplace(v, r);
+    return r;
+  }
+  int emit(Inst i) {
+    code.push_back(std::move(i));
+    return int(code.size()) - 1;
+  }
+  // A parallel copy (all sources read before any destination is written), expanded per slot.
+  void pmove(const std::vector<int>& dst_base, const std::vector<const ir::Value*>& src, const ir::Op* op) {
+    Inst m(K::PMove);
+    m.op = op;
+    for (size_t i = 0; i < src.size(); ++i) {
+      int w = width_of(src[i]);
+      int s = reg(src[i]);
+      for (int k = 0; k < w; ++k) {
+        m.srcs.push_back(s + k);
+        m.dsts.push_back(dst_base[i] + k);
+      }
+    }
+    if (!m.srcs.empty()) emit(std::move(m));
+  }
+  std::vector<int> regs_of(const std::vector<std::unique_ptr<ir::Value>>& vals, size_t from = 0) {
+    std::vector<int> out;
+    for (size_t i = from; i < vals.size(); ++i) out.push_back(reg(vals[i].get()));
+    return out;
+  }
+
+  struct Term {  // what the terminator of the block being lowered does
+    enum Kind { Return, Yield, Condition } kind = Return;
+    std::vector<int> yield_dst;                     // Yield: registers receiving the operands
+    std::vector<int> results, after_args;           // Condition: loop results, after-region args
+    std::vector<int>* exit_patches = nullptr;       // Condition: WhileTest instructions to patch
+  };
+
+  [[noreturn]] static void unsupported(const ir::Op& op, const std::string& kernel, const std::string& why = "") {
+    throw ExecutionError("operation '" + std::string(ir::opcode_name(op.code)) + "' in kernel '" + kernel +
+                         "' is not supported by the CPU emulator" + (why.empty() ? "" : " (" + why + ")") +
+                         (op.line ? " (line " + std::to_string(op.line) + ")" : ""));
+  }
+
+  void lower_block(const ir::Block& b, const Term& term, const std::string& kname, bool* has_printf);
+};
+
+}  // namespace opencute::emulator

@@ -1,0 +1,293 @@
+// The CPU SIMT emulator: lock-step divergence, loops with divergent trip counts, barriers over
+// shared state, printf formatting, local arrays and the out-of-bounds / misaligned errors.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "emulator/device_emulator.h"
+#include "ir/builder.h"
+#include "ir/verifier.h"
+
+using namespace opencute::ir;
+using opencute::emulator::DeviceEmulator;
+using opencute::emulator::EmulatorConfig;
+using opencute::emulator::ExecutionError;
+using opencute::emulator::LaunchRequest;
+using opencute::emulator::MemoryRegion;
+
+namespace {
+
+Type ptr_i32() { return pointer_type(i32(), AddrSpace::Gmem, 4); }
+
+struct Kernel {
+  Module m;
+  Function* f;
+  Builder b;
+  explicit Kernel(const char* name) : f(m.add_function(name, FunctionKind::Kernel)), b(f->body.get()) {}
+  Value* arg(Type t) { return f->body->add_arg(t); }
+  Value* c(int64_t v) { return b.const_int(i32(), v); }
+  Value* tid() { return b.special(OpCode::ThreadIdx, 0); }
+  Value* global_tid() {
+    return b.binary(OpCode::Add, b.binary(OpCode::Mul, b.special(OpCode::BlockIdx, 0), b.special(OpCode::BlockDim, 0)),
+                    tid());
+  }
+  void store(Value* base, Value* index, Value* v) { b.store(v, b.ptr_add(base, index)); }
+  Value* load(Value* base, Value* index) { return b.load(b.ptr_add(base, index), i32()); }
+  void finish() {
+    b.set_block(f->body.get());
+    b.ret({});
+    verify_or_throw(m);
+  }
+};
+
+void run(const Kernel& k, unsigned grid, unsigned block, std::vector<Scalar> args, std::vector<MemoryRegion> regions = {},
+         int threads = 1) {
+  DeviceEmulator emu(*k.f);
+  LaunchRequest r{};
+  r.op = nullptr;
+  r.grid[0] = grid, r.grid[1] = r.grid[2] = 1;
+  r.block[0] = block, r.block[1] = r.block[2] = 1;
+  r.cluster[0] = r.cluster[1] = r.cluster[2] = 1;
+  r.num_args = args.size();
+  std::vector<Type> types;
+  for (auto& a : k.f->body->args) types.push_back(a->type);
+  r.arg_types = types.data();
+  r.args = args.data();
+  EmulatorConfig cfg;
+  cfg.regions = &regions;
+  cfg.strict = !regions.empty();
+  cfg.threads = threads;
+  emu.launch(r, cfg);
+}
+
+Scalar ptr(const void* p) { return Scalar::of_int(int64_t(reinterpret_cast<uintptr_t>(p))); }
+
+MemoryRegion region(const std::vector<int32_t>& v, const char* name) {
+  uintptr_t b = reinterpret_cast<uintptr_t>(v.data());
+  return MemoryRegion{b, b + v.size() * 4, name};
+}
+
+}  // namespace
+
+TEST(DeviceEmulator, DivergentIfRunsEachSideWithItsMask) {
+  Kernel k("diverge");
+  Value* out = k.arg(ptr_i32());
+  Value* t = k.global_tid();
+  Value* even = k.b.cmp(CmpPredicate::Eq, k.b.binary(OpCode::Rem, t, k.c(2)), k.c(0));
+  Op* op = k.b.create_if(even);
+  k.b.set_block(op->region_block(0));
+  k.b.yield({k.b.binary(OpCode::Mul, t, k.c(10))});
+  k.b.set_block(op->region_block(1));
+  k.b.yield({k.b.unary(OpCode::Neg, t)});
+  k.b.set_block(k.f->body.get());
+  k.b.set_results(op, {i32()});
+  k.store(out, t, op->result());
+  k.finish();
+  std::vector<int32_t> v(3 * 48, 7);
+  run(k, 3, 48, {ptr(v.data())}, {region(v, "out")}, 2);  // 48: the second warp is partial
+  for (int i = 0; i < 3 * 48; ++i) EXPECT_EQ(v[size_t(i)], i % 2 == 0 ? i * 10 : -i) << i;
+}
+
+TEST(DeviceEmulator, LoopsWithDivergentTripCounts) {
+  Kernel k("loops");
+  Value* out = k.arg(ptr_i32());
+  Value* steps = k.arg(ptr_i32());
+  Value* t = k.tid();
+  // for i in range(t): acc += i
+  Op* loop = k.b.create_for(k.c(0), t, k.c(1), {k.c(0)}, 0);
+  Block* body = loop->region_block(0);
+  k.b.set_block(body);
+  k.b.yield({k.b.binary(OpCode::Add, body->args[1].get(), body->args[0].get())});
+  k.b.set_block(k.f->body.get());
+  k.b.set_results(loop, {i32()});
+  k.store(out, t, loop->result());
+  // Collatz: while x != 1: x = x/2 if even else 3x+1; count steps
+  Op* w = k.b.create_while({k.b.binary(OpCode::Add, t, k.c(1)), k.c(0)});
+  Block* before = w->region_block(0);
+  Block* after = w->region_block(1);
+  k.b.set_block(before);
+  k.b.condition(k.b.cmp(CmpPredicate::Ne, before->args[0].get(), k.c(1)), {before->args[0].get(), before->args[1].get()});
+  k.b.set_block(after);
+  Value* x = after->args[0].get();
+  Value* ev = k.b.cmp(CmpPredicate::Eq, k.b.binary(OpCode::Rem, x, k.c(2)), k.c(0));
+  Value* nx = k.b.select(ev, k.b.binary(OpCode::Div, x, k.c(2)), k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, x, k.c(3)), k.c(1)));
+  k.b.yield({nx, k.b.binary(OpCode::Add, after->args[1].get(), k.c(1))});
+  k.b.set_block(k.f->body.get());
+  k.b.set_results(w, {i32(), i32()});
+  k.store(steps, t, w->result(1));
+  k.finish();
+  const int n = 70;
+  std::vector<int32_t> o(n), s(n);
+  run(k, 1, n, {ptr(o.data()), ptr(s.data())}, {region(o, "out"), region(s, "steps")});
+  for (int i = 0; i < n; ++i) {
+    EXPECT_EQ(o[size_t(i)], i * (i - 1) / 2);
+    int x = i + 1, c = 0;
+    while (x != 1) x = x % 2 == 0 ? x / 2 : 3 * x + 1, ++c;
+    EXPECT_EQ(s[size_t(i)], c) << i;
+  }
+}
+
+TEST(DeviceEmulator, BarrierOrdersSharedState) {
+  // Each thread writes its slot, waits, then reads its neighbour's (written by another warp for
+  // warp boundaries), in two rounds inside a loop.
+  Kernel k("rotate");
+  Value* buf = k.arg(ptr_i32());
+  Value* out = k.arg(ptr_i32());
+  Value* t = k.tid();
+  Value* n = k.b.special(OpCode::BlockDim, 0);
+  Value* base = k.b.binary(OpCode::Mul, k.b.special(OpCode::BlockIdx, 0), n);
+  Value* next = k.b.binary(OpCode::Rem, k.b.binary(OpCode::Add, t, k.c(1)), n);
+  Op* loop = k.b.create_for(k.c(0), k.c(2), k.c(1), {k.b.binary(OpCode::Add, base, t)}, 0);
+  Block* body = loop->region_block(0);
+  k.b.set_block(body);
+  k.store(buf, k.b.binary(OpCode::Add, base, t), body->args[1].get());
+  k.b.barrier();
+  Value* got = k.load(buf, k.b.binary(OpCode::Add, base, next));
+  k.b.barrier();
+  k.b.yield({got});
+  k.b.set_block(k.f->body.get());
+  k.b.set_results(loop, {i32()});
+  k.store(out, k.b.binary(OpCode::Add, base, t), loop->result());
+  k.finish();
+  const unsigned blocks = 5, threads = 100;
+  std::vector<int32_t> buf_v(blocks * threads), out_v(blocks * threads);
+  run(k, blocks, threads, {ptr(buf_v.data()), ptr(out_v.data())}, {region(buf_v, "buf"), region(out_v, "out")}, 2);
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned i = 0; i < threads; ++i) EXPECT_EQ(out_v[b * threads + i], int(b * threads + (i + 2) % threads));
+}
+
+TEST(DeviceEmulator, BarrierSkippedByAWarpIsReported) {
+  Kernel k("deadlock");
+  Op* op = k.b.create_if(k.b.cmp(CmpPredicate::Eq, k.b.special(OpCode::WarpIdx, 0), k.c(0)));
+  k.b.set_block(op->region_block(0));
+  k.b.barrier();
+  k.b.yield({});
+  k.b.set_block(op->region_block(1));
+  k.b.yield({});
+  k.finish();
+  try {
+    run(k, 1, 64, {});
+    FAIL() << "expected an error";
+  } catch (const ExecutionError& e) {
+    std::string s = e.what();
+    EXPECT_NE(s.find("deadlock"), std::string::npos) << s;
+    EXPECT_NE(s.find("'deadlock'"), std::string::npos) << s;
+    EXPECT_NE(s.find("block (0,0,0)"), std::string::npos) << s;
+  }
+}
+
+TEST(DeviceEmulator, PrintfFormatsLikeTheDevice) {
+  Kernel k("hello");
+  Value* t = k.tid();
+  Value* f = k.b.binary(OpCode::Mul, k.b.cast(t, f32()), k.b.const_float(f32(), 0.5));
+  Op* op = k.b.create_if(k.b.cmp(CmpPredicate::Lt, t, k.c(3)));
+  k.b.set_block(op->region_block(0));
+  k.b.printf("t=%d lane=%d f=%.2f x=%08x\n", {t, k.b.special(OpCode::LaneIdx, 0), f, k.b.binary(OpCode::Add, t, k.c(255))});
+  k.b.yield({});
+  k.b.set_block(op->region_block(1));
+  k.b.yield({});
+  k.finish();
+  testing::internal::CaptureStdout();
+  run(k, 2, 40, {});
+  std::string got = testing::internal::GetCapturedStdout();
+  std::string want;
+  for (int b = 0; b < 2; ++b)
+    for (int i = 0; i < 3; ++i) {
+      char line[64];
+      std::snprintf(line, sizeof line, "t=%d lane=%d f=%.2f x=%08x\n", i, i, i * 0.5, i + 255);
+      want += line;
+    }
+  EXPECT_EQ(got, want);
+}
+
+TEST(DeviceEmulator, LocalArraysArePerThread) {
+  Kernel k("local");
+  Value* out = k.arg(ptr_i32());
+  Value* t = k.tid();
+  Value* arr = k.b.local_array(i32(), 4, 4);
+  for (int j = 0; j < 4; ++j) k.store(arr, k.c(j), k.b.binary(OpCode::Add, t, k.c(j * 1000)));
+  Value* s = k.c(0);
+  for (int j = 0; j < 4; ++j) s = k.b.binary(OpCode::Add, s, k.load(arr, k.c(j)));
+  k.store(out, t, s);
+  k.finish();
+  std::vector<int32_t> o(64);
+  run(k, 1, 64, {ptr(o.data())}, {region(o, "out")});
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(o[size_t(i)], 4 * i + 6000);
+}
+
+TEST(DeviceEmulator, OutOfBoundsStoreNamesKernelThreadAndAddress) {
+  Kernel k("oob_kernel");
+  Value* out = k.arg(ptr_i32());
+  Value* t = k.global_tid();
+  k.store(out, t, t);  // no bounds check in the kernel
+  k.finish();
+  std::vector<int32_t> o(100, -1);
+  try {
+    run(k, 2, 64, {ptr(o.data())}, {region(o, "tensor argument #0")}, 2);
+    FAIL() << "expected an error";
+  } catch (const ExecutionError& e) {
+    std::string s = e.what();
+    char addr[32];
+    std::snprintf(addr, sizeof addr, "0x%llx", (unsigned long long)reinterpret_cast<uintptr_t>(o.data() + 100));
+    EXPECT_NE(s.find("out-of-bounds store"), std::string::npos) << s;
+    EXPECT_NE(s.find("'oob_kernel'"), std::string::npos) << s;
+    EXPECT_NE(s.find("block (1,0,0) thread (36,0,0)"), std::string::npos) << s;
+    EXPECT_NE(s.find(addr), std::string::npos) << s;
+    EXPECT_NE(s.find("tensor argument #0"), std::string::npos) << s;
+  }
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(o[size_t(i)], i);  // in-bounds stores still happened
+}
+
+TEST(DeviceEmulator, MisalignedLoadIsReported) {
+  Kernel k("misaligned");
+  Value* p = k.arg(ptr_i32());
+  Value* q = k.b.create(OpCode::IntToPtr, {k.b.binary(OpCode::Add, k.b.create(OpCode::PtrToInt, {p}, {i64()})->result(),
+                                                      k.b.const_int(i64(), 2))},
+                        {ptr_i32()})
+                 ->result();
+  k.store(p, k.c(0), k.b.load(q, i32()));
+  k.finish();
+  std::vector<int32_t> o(4);
+  try {
+    run(k, 1, 1, {ptr(o.data())}, {region(o, "buf")});
+    FAIL() << "expected an error";
+  } catch (const ExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("misaligned load"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceEmulator, UnsupportedOpIsAClearError) {
+  Kernel k("launcher");
+  Value* one = k.c(1);
+  k.b.launch("other", {one, one, one}, {one, one, one}, k.c(0), k.b.const_int(i64(), 0), {}, {});
+  k.b.set_block(k.f->body.get());
+  k.b.ret({});
+  try {
+    DeviceEmulator emu(*k.f);
+    FAIL() << "expected an error";
+  } catch (const ExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("not supported by the CPU emulator"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceEmulator, VectorLoadsStoresAndLanes) {
+  // out[4t..4t+3] = reversed(in[4t..4t+3]) + (0,0,0,100) through a 16-byte vector access.
+  Kernel k("vec");
+  Type v4 = vector_type(i32(), 4);
+  Value* in = k.arg(pointer_type(i32(), AddrSpace::Gmem, 16));
+  Value* out = k.arg(pointer_type(i32(), AddrSpace::Gmem, 16));
+  Value* t4 = k.b.binary(OpCode::Mul, k.tid(), k.c(4));
+  Value* v = k.b.load(k.b.ptr_add(in, t4), v4);
+  Value* r = k.b.vec_splat(k.c(0), 4);
+  for (int j = 0; j < 4; ++j) r = k.b.vec_insert(r, k.b.vec_extract(v, 3 - j), j);
+  r = k.b.vec_insert(r, k.b.binary(OpCode::Add, k.b.vec_extract(r, 3), k.c(100)), 3);
+  k.b.store(r, k.b.ptr_add(out, t4));
+  k.finish();
+  alignas(16) static int32_t a[64 * 4], o[64 * 4];
+  for (int i = 0; i < 256; ++i) a[i] = i;
+  std::vector<MemoryRegion> regions = {{uintptr_t(a), uintptr_t(a + 256), "in"}, {uintptr_t(o), uintptr_t(o + 256), "out"}};
+  run(k, 1, 64, {ptr(a), ptr(o)}, regions);
+  for (int t = 0; t < 64; ++t)
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(o[4 * t + j], 4 * t + 3 - j + (j == 3 ? 100 : 0));
+}
