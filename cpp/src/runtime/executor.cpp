@@ -76,17 +76,34 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
   write_debug_dumps(options, *this);
 }
 
+namespace {
+// The source locations of every op (only part of the key with line info: the IR text omits them).
+void append_locations(const ir::Block& b, std::string* out) {
+  for (auto& op : b.ops) {
+    *out += op->file + ":" + std::to_string(op->line) + ";";
+    for (auto& r : op->regions) append_locations(*r.block, out);
+  }
+}
+}  // namespace
+
 std::string CompiledProgram::disk_cache_key(const CompileOptions& o) const {
   // Everything that decides the PTX and cubin, and nothing else (the function's Python name
   // does not: two functions tracing to the same IR share an entry).
-  return "opencute " + o.version + "\narch " + arch_ + "\nopt-level " + std::to_string(o.opt_level) +
-         "\nline-info " + (o.generate_line_info ? "1" : "0") + "\nptxas-options " + o.ptxas_options + "\n" +
-         ir_text_;
+  std::string key = "opencute " + o.version + "\narch " + arch_ + "\nopt-level " + std::to_string(o.opt_level) +
+                    "\nline-info " + (o.generate_line_info ? "1" : "0") + "\nptxas-options " + o.ptxas_options +
+                    "\n";
+  if (o.generate_line_info) {
+    std::string locations;
+    for (auto& f : module_->functions)
+      if (f->kind == ir::FunctionKind::Kernel) append_locations(*f->body, &locations);
+    key += "locations " + locations + "\n";
+  }
+  return key + ir_text_;
 }
 
 void CompiledProgram::generate_code(const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
-  target::NvvmModuleText nvvm = target::lower_kernels_to_nvvm(*module_);
+  target::NvvmModuleText nvvm = target::lower_kernels_to_nvvm(*module_, options.generate_line_info);
   nvvm_text_ = nvvm.text;
   timings_.lower_ms = ms_since(t0);
 

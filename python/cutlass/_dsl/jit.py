@@ -1,4 +1,5 @@
 """@jit and @kernel: argument classification, tracing, compilation, caching and launch."""
+import contextlib
 import functools
 import inspect
 import os
@@ -9,6 +10,7 @@ from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
 from .options import CompileOptions, resolve_target
 from .preprocess import preprocess as _preprocess
+from .source_lines import track_source_lines
 from .tensor import GENERIC, GMEM, Tensor
 
 VERSION = "0.1.0"
@@ -214,7 +216,8 @@ class JitFunction(_DecoratedFunction):
         t0 = time.perf_counter()
         tracer = _core.Tracer()
         plan = _ArgPlan(tracer)
-        with context.Trace(tracer):
+        line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")
+        with context.Trace(tracer), (track_source_lines(tracer) if line_info else contextlib.nullcontext()):
             tracer.begin_function(self._fn.__name__, False)
             call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan)
             result = self._body()(**call)
@@ -225,14 +228,14 @@ class JitFunction(_DecoratedFunction):
         target = resolve_target(options)
         key = None
         if use_cache:
-            key = (tracer.module_text(), options.key(), arch, target, VERSION)
+            key = (tracer.module_text(), options.key(), arch, target, VERSION, line_info)
             hit = self._cache.get(key)
             if hit is not None:
                 return hit, runtime_values
         compiled = _core.compile_traced(tracer, {
             "arch": arch,
             "opt_level": options["opt_level"],
-            "generate_line_info": bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO"),
+            "generate_line_info": line_info,
             "ptxas_options": options["ptxas_options"],
             "use_disk_cache": use_disk_cache,
             "version": VERSION,

@@ -193,6 +193,56 @@ struct ModuleState {
   int next_md = 0;
   bool needs_libdevice = false;
 
+  // Line info (--generate-line-info): one compile unit, a DIFile per source file, a
+  // DISubprogram per kernel and a DILocation per distinct (scope, line).
+  bool line_info = false;
+  int compile_unit = -1;
+  std::map<std::string, int> files;
+  std::map<std::pair<int, int>, int> locations;  // (scope, line) -> DILocation
+
+  int file_node(const std::string& path) {
+    auto it = files.find(path);
+    if (it != files.end()) return it->second;
+    std::string dir, name = path.empty() ? "<unknown>" : path;
+    size_t slash = name.rfind('/');
+    if (slash != std::string::npos) {
+      dir = name.substr(0, slash);
+      name = name.substr(slash + 1);
+    }
+    int id = add_metadata("!DIFile(filename: " + md_string(name) + ", directory: " + md_string(dir) + ")");
+    files.emplace(path, id);
+    return id;
+  }
+  int unit(const std::string& first_file) {
+    if (compile_unit < 0) {
+      int file = file_node(first_file);
+      compile_unit = next_md++;
+      metadata.emplace_back(compile_unit, "!" + std::to_string(compile_unit) +
+                                              " = distinct !DICompileUnit(language: DW_LANG_C, file: !" +
+                                              std::to_string(file) +
+                                              ", producer: \"OpenCuTe\", isOptimized: true, runtimeVersion: 0, "
+                                              "emissionKind: DebugDirectivesOnly)");
+    }
+    return compile_unit;
+  }
+  int location(int scope, int line) {
+    auto key = std::make_pair(scope, line);
+    auto it = locations.find(key);
+    if (it != locations.end()) return it->second;
+    int id = add_metadata("!DILocation(line: " + std::to_string(line) + ", column: 1, scope: !" +
+                          std::to_string(scope) + ")");
+    locations.emplace(key, id);
+    return id;
+  }
+  static std::string md_string(const std::string& s) {
+    std::string out = "\"";
+    for (char c : s) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    return out + "\"";
+  }
+
   void declare(const std::string& ret, const std::string& name, const std::string& params) {
     declarations.insert("declare " + ret + " @" + name + "(" + params + ")");
   }
@@ -240,6 +290,24 @@ class KernelLowering {
       }
       params.push_back(param_types.back() + " " + n);
     }
+    if (ms_.line_info) {
+      const Op* first = first_located_op(*fn_.body);
+      std::string file = first ? first->file : "";
+      int line = first ? first->line : 0;
+      int unit = ms_.unit(file);
+      int scope_file = ms_.file_node(file);
+      int type = ms_.add_metadata("!DISubroutineType(types: !" + std::to_string(ms_.add_metadata("!{null}")) + ")");
+      subprogram_ = ms_.next_md++;
+      ms_.metadata.emplace_back(subprogram_, "!" + std::to_string(subprogram_) + " = distinct !DISubprogram(name: " +
+                                                 ModuleState::md_string(fn_.name) + ", scope: !" +
+                                                 std::to_string(scope_file) + ", file: !" + std::to_string(scope_file) +
+                                                 ", line: " + std::to_string(line) + ", type: !" + std::to_string(type) +
+                                                 ", isLocal: false, isDefinition: true, scopeLine: " +
+                                                 std::to_string(line) + ", isOptimized: true, unit: !" +
+                                                 std::to_string(unit) + ")");
+      subprogram_file_ = file;
+      set_debug_location(nullptr);
+    }
     for (auto& [v, n] : bool_args) vals_[v] = def("icmp ne i8 " + n + ", 0");
     const Op* term = lower_block(*fn_.body);
     current_op_ = nullptr;
@@ -252,7 +320,9 @@ class KernelLowering {
     std::ostringstream os;
     os << "define void " << global_ref(fn_.name) << "(";
     for (size_t i = 0; i < params.size(); ++i) os << (i ? ", " : "") << params[i];
-    os << ") {\n";
+    os << ")";
+    if (subprogram_ >= 0) os << " !dbg !" << subprogram_;
+    os << " {\n";
     for (size_t b = 0; b < blocks_.size(); ++b) {
       os << blocks_[b].label << ":\n";
       if (b == 0)
@@ -279,7 +349,33 @@ class KernelLowering {
   // -- text emission ------------------------------------------------------------------------
 
   std::string fresh() { return "%v" + std::to_string(next_value_++); }
-  void line(const std::string& s) { blocks_[cur_].lines.push_back("  " + s); }
+  void line(const std::string& s) { blocks_[cur_].lines.push_back("  " + s + debug_suffix_); }
+
+  static const Op* first_located_op(const Block& b) {
+    for (auto& op : b.ops) {
+      if (op->line > 0) return op.get();
+      for (auto& r : op->regions)
+        if (const Op* inner = first_located_op(*r.block)) return inner;
+    }
+    return nullptr;
+  }
+  // Every instruction of a function with a DISubprogram carries a location (LLVM's verifier
+  // requires it on calls); ops without a source line get line 0.
+  void set_debug_location(const Op* op) {
+    if (subprogram_ < 0) return;
+    int scope = subprogram_;
+    int line = op ? op->line : 0;
+    if (op && line > 0 && op->file != subprogram_file_) {
+      // An op traced from another file (an inlined @jit helper): a lexical block in that file.
+      auto it = file_scopes_.find(op->file);
+      if (it == file_scopes_.end())
+        it = file_scopes_.emplace(op->file, ms_.add_metadata("!DILexicalBlockFile(scope: !" + std::to_string(subprogram_) +
+                                                              ", file: !" + std::to_string(ms_.file_node(op->file)) +
+                                                              ", discriminator: 0)")).first;
+      scope = it->second;
+    }
+    debug_suffix_ = ", !dbg !" + std::to_string(ms_.location(scope, line));
+  }
   std::string def(const std::string& rhs) {
     std::string n = fresh();
     line(n + " = " + rhs);
@@ -1030,6 +1126,7 @@ class KernelLowering {
 
   void lower_op(const Op& op) {
     current_op_ = &op;
+    set_debug_location(&op);
     switch (op.code) {
       case OpCode::Constant: set(op, 0, constant_text(op)); return;
       case OpCode::Add: case OpCode::Sub: case OpCode::Mul: case OpCode::Div: case OpCode::Rem:
@@ -1153,12 +1250,17 @@ class KernelLowering {
   int next_value_ = 0;
   int next_region_ = 0;
   const Op* current_op_ = nullptr;  // names the op in errors raised by shared helpers
+  int subprogram_ = -1;              // the kernel's DISubprogram when line info is on
+  std::string subprogram_file_;
+  std::map<std::string, int> file_scopes_;
+  std::string debug_suffix_;         // ", !dbg !N" appended to every instruction
 };
 
 }  // namespace
 
-NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m) {
+NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info) {
   ModuleState ms;
+  ms.line_info = line_info;
   NvvmModuleText out;
   std::vector<std::string> definitions;
   std::vector<std::pair<std::string, const Function*>> kernels;  // (function type, kernel)
@@ -1181,7 +1283,9 @@ NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m) {
       annotations.push_back(ms.add_metadata(body + "}"));
     }
   }
-  int version = ms.add_metadata("!{i32 2, i32 0}");
+  // With debug info the version node also carries the debug-metadata version (3.1), as the
+  // NVVM IR spec requires; without it libNVVM rejects the module as mismatched.
+  int version = ms.add_metadata(ms.compile_unit >= 0 ? "!{i32 2, i32 0, i32 3, i32 1}" : "!{i32 2, i32 0}");
 
   std::ostringstream os;
   os << "; NVVM IR generated by OpenCuTe\n";
@@ -1198,7 +1302,13 @@ NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m) {
     for (size_t i = 0; i < annotations.size(); ++i) os << (i ? ", " : "") << "!" << annotations[i];
     os << "}\n";
   }
-  os << "!nvvmir.version = !{!" << version << "}\n\n";
+  os << "!nvvmir.version = !{!" << version << "}\n";
+  if (ms.compile_unit >= 0) {
+    int flag = ms.add_metadata("!{i32 2, !\"Debug Info Version\", i32 3}");
+    os << "!llvm.dbg.cu = !{!" << ms.compile_unit << "}\n";
+    os << "!llvm.module.flags = !{!" << flag << "}\n";
+  }
+  os << "\n";
   for (auto& [id, text] : ms.metadata) os << text << "\n";
 
   out.text = os.str();
