@@ -20,6 +20,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 #include "support/crash_report.h"
+#include "bindings/layout_bindings.h"
 #include "bindings/tensor_argument.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
@@ -505,4 +506,6 @@ NB_MODULE(_core, m) {
   m.def("device_arch", [](int device) { return runtime::CudaDriver::get().device_arch(device); });
   m.def("add_cuda_search_root", &support::add_cuda_search_root);
   m.def("context_synchronize", []() { runtime::CudaDriver::get().context_synchronize(); });
+
+  bindings::bind_layouts(m);
 }
