@@ -295,6 +295,19 @@ void layout_printf(const std::string& fmt, nb::list args) {
   tracer.builder().printf(dsl::to_c_format(out, types), vals);
 }
 
+// Runs `f`, making sure a LayoutError names the function the user called (the algebra may
+// report it from a function it calls, e.g. zipped_divide from logical_divide).
+template <class F>
+auto named(const char* fn, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const L::LayoutError& e) {
+    std::string what = e.what();
+    if (what.rfind(std::string(fn) + ":", 0) == 0) throw;
+    throw L::LayoutError(std::string(fn) + ": " + what);
+  }
+}
+
 // ---- dispatch helpers --------------------------------------------------------------------------
 
 nb::object layout_eq(const L::Layout& a, nb::handle other) {
@@ -328,8 +341,8 @@ nb::object apply_tiler_op(nb::handle x, nb::handle tiler, const char* fn,
                           L::Layout (*lf)(const L::Layout&, const L::Tiler&),
                           L::ComposedLayout (*cf)(const L::ComposedLayout&, const L::Tiler&)) {
   Scope scope;
-  if (is_layout(x)) return py(lf(as_layout(x), to_tiler(tiler)));
-  if (cf && is_composed(x)) return py(cf(as_composed(x), to_tiler(tiler)));
+  if (is_layout(x)) return named(fn, [&] { return py(lf(as_layout(x), to_tiler(tiler))); });
+  if (cf && is_composed(x)) return named(fn, [&] { return py(cf(as_composed(x), to_tiler(tiler))); });
   throw nb::type_error((std::string(fn) + ": expected a Layout" + (cf ? " or ComposedLayout" : "") + ", got " +
                         py_type_name(x)).c_str());
 }
@@ -471,14 +484,18 @@ void bind_layouts(nb::module_& root) {
   });
   m.def("make_layout_tv", [](nb::handle thr, nb::handle val) {
     Scope scope;
-    auto r = L::make_layout_tv(require_layout(thr, "make_layout_tv"), require_layout(val, "make_layout_tv"));
+    auto r = named("make_layout_tv", [&] {
+      return L::make_layout_tv(require_layout(thr, "make_layout_tv"), require_layout(val, "make_layout_tv"));
+    });
     return nb::make_tuple(to_py(r.first), py(r.second));
   });
   m.def("tile_to_shape", [](nb::handle atom, nb::handle shape, nb::handle order) -> nb::object {
     Scope scope;
     L::IntTuple o = order.is_none() ? L::IntTuple() : to_tuple(order);
-    if (is_composed(atom)) return py(L::tile_to_shape(as_composed(atom), to_tuple(shape), o));
-    return py(L::tile_to_shape(require_layout(atom, "tile_to_shape"), to_tuple(shape), o));
+    return named("tile_to_shape", [&] {
+      if (is_composed(atom)) return py(L::tile_to_shape(as_composed(atom), to_tuple(shape), o));
+      return py(L::tile_to_shape(require_layout(atom, "tile_to_shape"), to_tuple(shape), o));
+    });
   }, nb::arg("atom"), nb::arg("trg_shape"), nb::arg("order") = nb::none());
   m.def("recast_layout", [](int new_bits, int old_bits, nb::handle src) -> nb::object {
     Scope scope;
@@ -616,11 +633,13 @@ void bind_layouts(nb::module_& root) {
   m.def("filter", [](nb::handle x) { Scope s; return L::filter(require_layout(x, "filter")); });
   m.def("composition", [](nb::handle lhs, nb::handle rhs) -> nb::object {
     Scope s;
-    if (is_swizzle(lhs)) return py(L::composition(nb::cast<L::Swizzle>(lhs), layout_or_shape(rhs)));
-    if (is_composed(lhs)) return py(L::composition(as_composed(lhs), to_tiler(rhs)));
-    L::Layout l = require_layout(lhs, "composition");
-    if (is_layout(rhs)) return py(L::composition(l, as_layout(rhs)));
-    return py(L::composition(l, to_tiler(rhs)));
+    return named("composition", [&] {
+      if (is_swizzle(lhs)) return py(L::composition(nb::cast<L::Swizzle>(lhs), layout_or_shape(rhs)));
+      if (is_composed(lhs)) return py(L::composition(as_composed(lhs), to_tiler(rhs)));
+      L::Layout l = require_layout(lhs, "composition");
+      if (is_layout(rhs)) return py(L::composition(l, as_layout(rhs)));
+      return py(L::composition(l, to_tiler(rhs)));
+    });
   }, nb::arg("lhs"), nb::arg("rhs"));
   m.def("complement", [](nb::handle x, nb::handle cotarget) {
     Scope s;
@@ -657,13 +676,17 @@ void bind_layouts(nb::module_& root) {
   }, nb::arg("block"), nb::arg("tiler"));
   m.def("blocked_product", [](nb::handle x, nb::handle t) -> nb::object {
     Scope s;
-    if (is_composed(x)) return py(L::blocked_product(as_composed(x), layout_or_shape(t)));
-    return py(L::blocked_product(require_layout(x, "blocked_product"), layout_or_shape(t)));
+    return named("blocked_product", [&] {
+      if (is_composed(x)) return py(L::blocked_product(as_composed(x), layout_or_shape(t)));
+      return py(L::blocked_product(require_layout(x, "blocked_product"), layout_or_shape(t)));
+    });
   }, nb::arg("block"), nb::arg("tiler"));
   m.def("raked_product", [](nb::handle x, nb::handle t) -> nb::object {
     Scope s;
-    if (is_composed(x)) return py(L::raked_product(as_composed(x), layout_or_shape(t)));
-    return py(L::raked_product(require_layout(x, "raked_product"), layout_or_shape(t)));
+    return named("raked_product", [&] {
+      if (is_composed(x)) return py(L::raked_product(as_composed(x), layout_or_shape(t)));
+      return py(L::raked_product(require_layout(x, "raked_product"), layout_or_shape(t)));
+    });
   }, nb::arg("block"), nb::arg("tiler"));
   m.def("max_common_layout", [](nb::handle a, nb::handle b) {
     Scope s;
