@@ -251,3 +251,21 @@ def test_static_algebra_inside_jit(capfd):
                                       "((4,3),(2,2)):((1,8),(4,24))\n"
                                       "(2,2,3):(24,2,8) (2,3):(1,8)\n"
                                       "(4, 6) ((3,2),(2,2)):((8,2),(4,1))\n")
+
+
+# Every plain-Python test above, run again inside a @cute.jit trace: static layouts fold the
+# same way there (results are ints, tuples and static layouts; no IR).
+_PLAIN_TESTS = sorted(n for n, f in list(globals().items())
+                      if n.startswith("test_") and callable(f) and f.__code__.co_argcount == 0)
+
+
+@pytest.mark.parametrize("name", _PLAIN_TESTS)
+def test_same_inside_jit(name):
+    body = globals()[name]
+
+    @cute.jit
+    def traced():
+        body()
+
+    compiled = cute.compile(traced)
+    assert "= add" not in compiled.__mlir__ and "= mul" not in compiled.__mlir__

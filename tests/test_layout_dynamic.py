@@ -124,3 +124,19 @@ def test_printf_mixes_layouts_tuples_and_scalars(capfd):
 
     f(64)
     assert capfd.readouterr().out == "a=(64,2,_) b=65 c=S<3,4,3> o 0 o (8,64):(64,1) d=S<3,4,3> e=(4,64):(1@0,1@1)\n"
+
+
+def test_dynamic_equality_is_a_dsl_boolean(capfd):
+    @cute.jit
+    def f(m: cutlass.Int32, n: cutlass.Int32):
+        a = cute.make_layout((m, 4))
+        b = cute.make_layout((n, 4))
+        eq = a == b
+        assert isinstance(eq, cutlass.Boolean)
+        assert (a == cute.make_layout((4, 4))) is False or isinstance(a == cute.make_layout((4, 4)), cutlass.Boolean)
+        assert (a == a) is not None
+        cute.printf("{} {}", eq, a != b)
+
+    f(3, 3)
+    f(3, 5)
+    assert capfd.readouterr().out == "1 0\n0 1\n"

@@ -369,3 +369,23 @@ def test_zipped_tiled_flat_product_example(capfd):
                            ">?? Zipped Product Result: ((2,5),(3,4)):((5,1),(10,30))\n"
                            ">?? Tiled Product Result: ((2,5),3,4):((5,1),10,30)\n"
                            ">?? Flat Product Result: (2,5,3,4):(5,1,10,30)\n")
+
+
+# NVIDIA's `composed_layout` notebook (examples/python/CuTeDSL/cute/notebooks, BSD-3) stores no
+# outputs; its first cell is run here and checked against the value CuTe defines:
+# inner(offset + identity(0)) = inner((1,0)) = (1,1).
+def test_composed_layout_custom_transformation(capfd):
+    @cute.jit
+    def customized_layout():
+        def inner(c):
+            x, y = c
+            return x, y + 1
+
+        layout = cute.make_composed_layout(
+            inner, (1, 0), cute.make_identity_layout(shape=(8, 4))
+        )
+        print(layout)
+        cute.printf(layout(0))
+
+    customized_layout()
+    assert capfd.readouterr().out == "inner o (1,0) o (8,4):(1@0,1@1)\n(1,1)\n"

@@ -601,6 +601,7 @@ void bind_layouts(nb::module_& root) {
     L::IntTuple rhs = is_layout(b) ? L::product_each(as_layout(b).shape) : to_tuple(b);
     return to_py(L::ceil_div(to_tuple(a), rhs));
   });
+  m.def("offset_add", [](nb::handle a, nb::handle b) { Scope s; return to_py(L::offset_add(to_tuple(a), to_tuple(b))); });
   m.def("elem_less", [](nb::handle a, nb::handle b) { Scope s; return to_bool(L::elem_less(to_tuple(a), to_tuple(b))); });
   m.def("assume", [](nb::handle x, int64_t divby) {
     Scope s;

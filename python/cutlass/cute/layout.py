@@ -90,7 +90,31 @@ def make_swizzle(b, m, s, *, loc=None, ip=None):
 
 
 def make_composed_layout(inner, offset, outer, *, loc=None, ip=None):
+    if callable(inner) and not isinstance(inner, (Layout, Swizzle, ComposedLayout)):
+        return _FunctionComposedLayout(inner, offset, outer)
     return _L.make_composed_layout(inner, offset, outer)
+
+
+class _FunctionComposedLayout:
+    """`inner o offset o outer` whose inner is a Python function (CuTe DSL allows it for the
+    algebra only; it cannot back a tensor): coord -> inner(offset + outer(coord))."""
+
+    def __init__(self, inner, offset, outer):
+        if not isinstance(outer, Layout):
+            raise TypeError(f"make_composed_layout: outer must be a Layout, got {type(outer).__name__}")
+        self.inner, self.offset, self.outer = inner, offset, outer
+
+    shape = property(lambda self: self.outer.shape)
+    is_normal = False
+
+    def __call__(self, coord):
+        return self.inner(_L.offset_add(self.offset, self.outer(coord)))
+
+    def __str__(self):
+        name = getattr(self.inner, "__name__", type(self.inner).__name__)
+        return f"{name} o {_L.pretty_str(self.offset)} o {self.outer}"
+
+    __repr__ = __str__
 
 
 def make_layout_tv(thr_layout, val_layout, *, loc=None, ip=None):
