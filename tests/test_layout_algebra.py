@@ -36,6 +36,7 @@ def test_layout_members():
     assert not (lay != L((4, 8)))
     assert lay != L((4, 8), (8, 1))
     assert isinstance(lay, cute.Layout)
+    assert [str(m) for m in lay] == ["4:1", "8:4"] and len(lay) == 2
 
 
 def test_layout_call_and_index():

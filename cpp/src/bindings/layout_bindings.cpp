@@ -418,6 +418,11 @@ void bind_layouts(nb::module_& root) {
       .def("__call__", &call_layout, nb::arg("coord"))
       .def("__getitem__", [](const L::Layout& l, int i) { return L::get(l, {i}); })
       .def("__len__", [](const L::Layout& l) { return l.rank(); })
+      .def("__iter__", [](const L::Layout& l) {
+        nb::list modes;
+        for (int i = 0; i < l.rank(); ++i) modes.append(nb::cast(l[i]));
+        return nb::iter(modes);
+      })
       .def("__eq__", &layout_eq)
       .def("__ne__", [](const L::Layout& a, nb::handle o) -> nb::object {
         nb::object r = layout_eq(a, o);
