@@ -143,6 +143,18 @@ TEST(LayoutAlgebra, QueriesAndUtilities) {
   EXPECT_EQ(S(left_inverse(L({4, 8}, {8, 1}))), "(8,4):(4,1)");
 }
 
+TEST(LayoutAlgebra, ScaledBasisStrides) {
+  Layout id = make_identity_layout(IntTuple{8, 16});
+  Layout z = zipped_divide(id, Tiler::from_shape(IntTuple{4, 8}));
+  EXPECT_EQ(S(z), "((4,8),(2,2)):((1@0,1@1),(4@0,8@1))");
+  EXPECT_EQ(S(z(IntTuple{IntTuple{3, 5}, IntTuple{1, 1}})), "(7,13)");
+  EXPECT_EQ(S(make_identity_layout(IntTuple{{2, 2}, 4})), "((2,2),4):((1@0@0,1@1@0),1@1)");
+  EXPECT_EQ(S(coalesce(make_identity_layout(IntTuple{{2, 2}, 4}))), "(2,2,4):(1@0@0,1@1@0,1@1)");
+  EXPECT_EQ(S(composition(make_identity_layout(IntTuple{4, 8}), make_layout(IntTuple{2, 2}, IntTuple{ScaledBasis{1, {1}}, ScaledBasis{2, {0}}}))),
+            "(2,2):(1@1,2@0)");
+  EXPECT_EQ(S(stride_scale(3, IntTuple(ScaledBasis{2, {1}}))), "6@1");
+}
+
 TEST(Swizzle, AppliesXor) {
   Swizzle sw = make_swizzle(3, 4, 3);
   // bits [7,10) are XOR-ed into bits [4,7)
