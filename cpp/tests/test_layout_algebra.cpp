@@ -166,6 +166,12 @@ TEST(Swizzle, AppliesXor) {
   EXPECT_EQ(S(c(IntTuple{1, 0})), "64");
   EXPECT_EQ(S(c(IntTuple{2, 1})), "145");  // 129: bit 7 set -> XOR bit 4
   EXPECT_EQ(to_string(composition(c, Tiler::from_shape(IntTuple{8, 8}))), "S<3,4,3> o 0 o (8,8):(64,1)");
+  // recast: 16-bit elements viewed as 32-bit ones halve the contiguous mode and lower M by one
+  EXPECT_EQ(to_string(recast_layout(32, 16, c)), "S<3,3,3> o 0 o (8,32):(32,1)");
+  EXPECT_EQ(to_string(recast_layout(8, 16, c)), "S<3,5,3> o 0 o (8,128):(128,1)");
+  EXPECT_EQ(to_string(upcast(make_swizzle(3, 1, 3), 4)), "S<2,0,3>");
+  EXPECT_EQ(max_common_vector(c, L({8, 64}, {64, 1})).value(), 16);
+  EXPECT_EQ(max_common_vector(c, c).value(), 512);
 }
 
 TEST(LayoutErrors, NameTheirFunction) {

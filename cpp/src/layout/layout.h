@@ -89,6 +89,7 @@ std::pair<IntTuple, Layout> make_layout_tv(const Layout& thr, const Layout& val)
 Layout tile_to_shape(const Layout& block, const IntTuple& shape, const IntTuple& order = IntTuple());
 ComposedLayout tile_to_shape(const ComposedLayout& block, const IntTuple& shape, const IntTuple& order = IntTuple());
 Layout recast_layout(int new_type_bits, int old_type_bits, const Layout& layout);
+// Swizzled layouts recast their swizzle (upcast/downcast), offset and outer layout.
 ComposedLayout recast_layout(int new_type_bits, int old_type_bits, const ComposedLayout& layout);
 
 // ---- queries ----
@@ -146,5 +147,12 @@ ComposedLayout blocked_product(const ComposedLayout& block, const Layout& tiler)
 ComposedLayout raked_product(const ComposedLayout& block, const Layout& tiler);
 Layout max_common_layout(const Layout& a, const Layout& b);
 Int max_common_vector(const Layout& a, const Layout& b);
+// With a swizzled side: the common vector of the outer layouts, capped at the swizzle's 2^M.
+Int max_common_vector(const ComposedLayout& a, const Layout& b);
+Int max_common_vector(const Layout& a, const ComposedLayout& b);
+Int max_common_vector(const ComposedLayout& a, const ComposedLayout& b);
+// Swizzles re-expressed for elements n times wider (upcast) or narrower (downcast); n a power of 2.
+Swizzle upcast(const Swizzle& s, int64_t n);
+Swizzle downcast(const Swizzle& s, int64_t n);
 
 }  // namespace opencute::layout

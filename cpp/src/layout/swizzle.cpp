@@ -1,4 +1,5 @@
 // Swizzle functors, composed layouts, and recast_layout.
+#include <algorithm>
 #include <functional>
 
 #include "layout/layout.h"
@@ -116,13 +117,61 @@ Layout recast_layout(int new_type_bits, int old_type_bits, const Layout& layout)
   }
 }
 
+namespace {
+int log2_exact(const char* fn, int64_t n) {
+  if (n <= 0 || (n & (n - 1)) != 0) throw LayoutError(std::string(fn) + ": " + std::to_string(n) + " is not a power of two");
+  int k = 0;
+  while ((int64_t(1) << k) < n) ++k;
+  return k;
+}
+}  // namespace
+
+Swizzle upcast(const Swizzle& s, int64_t n) {
+  int k = log2_exact("upcast", n);
+  int m = s.base - k;
+  if (m >= 0) return make_swizzle(s.bits, m, s.shift);
+  return make_swizzle(std::max(s.bits + m, 0), 0, s.shift);
+}
+Swizzle downcast(const Swizzle& s, int64_t n) {
+  int k = log2_exact("downcast", n);
+  return make_swizzle(s.bits, s.base + k, s.shift);
+}
+
 ComposedLayout recast_layout(int new_type_bits, int old_type_bits, const ComposedLayout& layout) {
   if (new_type_bits == old_type_bits) return layout;
-  if (layout.inner_is_swizzle() && !layout.swizzle().is_identity())
-    throw LayoutError("recast_layout: recasting a swizzled composed layout is not supported: " + to_string(layout));
   ComposedLayout r = layout;
   r.outer = recast_layout(new_type_bits, old_type_bits, layout.outer);
+  if (!layout.inner_is_swizzle()) {
+    r.inner = recast_layout(new_type_bits, old_type_bits, layout.inner_layout());
+    return r;
+  }
+  int64_t g = gcd64(new_type_bits, old_type_bits);
+  int64_t num = new_type_bits / g, den = old_type_bits / g;
+  Swizzle sw = layout.swizzle();
+  try {
+    if (num != 1) sw = upcast(sw, num);
+    if (den != 1) sw = downcast(sw, den);
+  } catch (const LayoutError& e) {
+    throw LayoutError("recast_layout: " + to_string(layout) + ": " + e.what());
+  }
+  r.inner = sw;
+  if (!layout.offset.is_int())
+    throw LayoutError("recast_layout: offset must be an integer, got " + to_string(layout.offset));
+  r.offset = layout.offset.as_int() * Int(den) / Int(num);
   return r;
+}
+
+Int max_common_vector(const ComposedLayout& a, const Layout& b) {
+  Int v = max_common_vector(a.outer, b);
+  if (!a.inner_is_swizzle()) return 1;
+  return min(v, Int(int64_t(1) << a.swizzle().base));
+}
+Int max_common_vector(const Layout& a, const ComposedLayout& b) { return max_common_vector(b, a); }
+Int max_common_vector(const ComposedLayout& a, const ComposedLayout& b) {
+  if (!a.inner_is_swizzle() || !b.inner_is_swizzle()) return 1;
+  Int v = max_common_vector(a.outer, b.outer);
+  if (a.swizzle() == b.swizzle()) return v;
+  return min(min(v, Int(int64_t(1) << a.swizzle().base)), Int(int64_t(1) << b.swizzle().base));
 }
 
 }  // namespace opencute::layout
