@@ -22,6 +22,7 @@
 #include "support/crash_report.h"
 #include "support/log.h"
 #include "runtime/compile_cache.h"
+#include "bindings/layout_bindings.h"
 #include "bindings/tensor_argument.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
@@ -555,4 +556,6 @@ NB_MODULE(_core, m) {
   m.def("log_enabled", [](int level) { return support::log_enabled(support::LogLevel(level)); });
   m.def("reload_log_configuration", &support::reload_log_configuration);
   m.def("context_synchronize", []() { runtime::CudaDriver::get().context_synchronize(); });
+
+  bindings::bind_layouts(m);
 }

@@ -8,17 +8,7 @@ from .._dsl.printing import printf
 from .._dsl.errors import DSLRuntimeError, DSLUserCodeError
 from . import arch, math, runtime, typing
 from .runtime import sym_int
-from .typing import Tensor, Layout, Shape, Stride, Coord, IntTuple, Tile, Pointer
+from .typing import Tensor, Shape, Stride, Coord, IntTuple, Tile, Pointer
+from .layout import *  # noqa: F401,F403 - the layout algebra
+from .layout import Layout, ComposedLayout, Swizzle, ScaledBasis, IntValue
 
-
-def size(x, mode=None):
-    shape = x.shape if hasattr(x, "shape") else x
-    if mode is not None:
-        for m in (mode if isinstance(mode, (list, tuple)) else [mode]):
-            shape = shape[m]
-    if not isinstance(shape, tuple):
-        return shape
-    total = 1
-    for s in shape:
-        total = total * (size(s) if isinstance(s, tuple) else s)
-    return total

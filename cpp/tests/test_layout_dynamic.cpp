@@ -1,0 +1,177 @@
+// Dynamic leaves: IR emitted once, static parts folded, divisibility tracked and printed.
+#include <gtest/gtest.h>
+
+#include "ir/builder.h"
+#include "layout/layout.h"
+#include "layout/print.h"
+
+using namespace opencute;
+using namespace opencute::layout;
+
+namespace {
+struct Fixture {
+  ir::Module m;
+  ir::Function* f = m.add_function("host", ir::FunctionKind::Host);
+  ir::Builder b{f->body.get()};
+  BuilderScope scope{&b};
+  Int arg(int64_t div = 1, ir::Type t = ir::i32()) { return Int::dynamic(f->body->add_arg(t), div); }
+  // Non-constant ops in the function body.
+  int ops() const {
+    int n = 0;
+    for (auto& op : f->body->ops)
+      if (!op->is_constant()) ++n;
+    return n;
+  }
+};
+std::string S(const IntTuple& t) { return to_string(t); }
+std::string S(const Layout& l) { return to_string(l); }
+}  // namespace
+
+TEST(IntTupleDynamic, IdentitiesAndFoldingEmitNothing) {
+  Fixture fx;
+  Int a = fx.arg();
+  EXPECT_TRUE((a * 1).same(a));
+  EXPECT_TRUE((1 * a).same(a));
+  EXPECT_TRUE((a + 0).same(a));
+  EXPECT_TRUE((a * 0).is_static_value(0));
+  EXPECT_TRUE((a / 1).same(a));
+  EXPECT_TRUE((a % 1).is_static_value(0));
+  EXPECT_EQ((Int(6) * Int(7)).value(), 42);
+  EXPECT_EQ(ceil_div(Int(10), Int(3)).value(), 4);
+  EXPECT_EQ(fx.ops(), 0);
+  Int p = a * fx.arg();
+  EXPECT_TRUE(p.is_dynamic());
+  EXPECT_EQ(fx.ops(), 1);
+}
+
+TEST(IntTupleDynamic, DivisibilityPropagates) {
+  Fixture fx;
+  Int a = fx.arg(16), b = fx.arg(3);
+  EXPECT_EQ((a * b).divisibility(), 48);
+  EXPECT_EQ((a * 4).divisibility(), 64);
+  EXPECT_EQ((a + b).divisibility(), 1);
+  EXPECT_EQ((a + 8).divisibility(), 8);
+  EXPECT_EQ((a / 4).divisibility(), 4);
+  EXPECT_EQ((a / 3).divisibility(), 1);
+  EXPECT_TRUE((a % 8).is_static_value(0));  // known divisible: folds
+  EXPECT_EQ(to_string(a), "?{div=16}");
+  EXPECT_EQ(to_string(fx.arg()), "?");
+  EXPECT_EQ(to_string(fx.arg(1, ir::i64())), "?{i64}");
+  EXPECT_EQ(to_string(fx.arg(16, ir::i64())), "?{i64 div=16}");
+  // ceil_div by a static divisor of the divisibility is one division
+  int before = fx.ops();
+  Int c = ceil_div(a, Int(8));
+  EXPECT_EQ(c.divisibility(), 2);
+  EXPECT_EQ(fx.ops() - before, 1);
+  // otherwise add + div
+  before = fx.ops();
+  ceil_div(b, Int(8));
+  EXPECT_EQ(fx.ops() - before, 2);
+}
+
+TEST(IntTupleDynamic, MixedWidthsPromote) {
+  Fixture fx;
+  Int a = fx.arg(1, ir::i32()), b = fx.arg(1, ir::i64());
+  Int c = a * b;
+  EXPECT_EQ(c.width(), 64);
+  EXPECT_EQ(fx.ops(), 2);  // cast + mul
+}
+
+TEST(LayoutDynamic, PrintsDynamicLeaves) {
+  Fixture fx;
+  Layout l = make_layout(IntTuple{fx.arg(), 2}, IntTuple{1, fx.arg()});
+  EXPECT_EQ(S(l), "(?,2):(1,?)");
+  Layout m = make_layout(IntTuple{fx.arg(), fx.arg()}, IntTuple{fx.arg(1, ir::i64()), 1});
+  EXPECT_EQ(S(m), "(?,?):(?{i64},1)");
+}
+
+TEST(LayoutDynamic, SizeCrd2IdxIdx2CrdEmitMinimalIr) {
+  Fixture fx;
+  Int m = fx.arg(), n = fx.arg(), ld = fx.arg();
+  Layout l = make_layout(IntTuple{m, n}, IntTuple{1, ld});
+  int before = fx.ops();
+  Int s = size(l);
+  EXPECT_TRUE(s.is_dynamic());
+  EXPECT_EQ(fx.ops() - before, 1);  // one multiply
+  before = fx.ops();
+  IntTuple idx = l(IntTuple{fx.arg(), fx.arg()});
+  EXPECT_TRUE(idx.as_int().is_dynamic());
+  EXPECT_EQ(fx.ops() - before, 2);  // i*1 folds; j*ld, +
+  // static layout, dynamic coordinate: (4,8):(8,1) at (i, j) -> i*8 + j
+  before = fx.ops();
+  make_layout(IntTuple{4, 8}, IntTuple{8, 1})(IntTuple{fx.arg(), fx.arg()});
+  EXPECT_EQ(fx.ops() - before, 2);
+  // idx2crd of a dynamic index into (4,8): i % 4, i / 4 % 8
+  before = fx.ops();
+  IntTuple crd = idx2crd(IntTuple(fx.arg()), IntTuple{4, 8});
+  EXPECT_EQ(crd.rank(), 2);
+  EXPECT_EQ(fx.ops() - before, 3);
+  // static everything: no IR
+  before = fx.ops();
+  EXPECT_EQ(make_layout(IntTuple{4, 8}, IntTuple{8, 1})(IntTuple{3, 5}).as_int().value(), 29);
+  EXPECT_EQ(fx.ops(), before);
+}
+
+TEST(LayoutDynamic, TilingADynamicTensorCostsOnlyCeilDivsAndMultiplies) {
+  Fixture fx;
+  Int m = fx.arg(), n = fx.arg(), ld = fx.arg();
+  Layout l = make_layout(IntTuple{m, n}, IntTuple{ld, 1});
+  int before = fx.ops();
+  Layout z = zipped_divide(l, Tiler::from_shape(IntTuple{128, 64}));
+  // two ceil_divs (add + div each) and 128*ld for the rest stride of mode 0
+  EXPECT_EQ(fx.ops() - before, 5);
+  EXPECT_EQ(S(z), "((128,64),(?,?)):((?,1),(?{div=128},64))");
+  EXPECT_TRUE(z.shape[0].is_static());
+  // With divisibility the ceil_divs are single divisions.
+  Fixture fy;
+  Layout l2 = make_layout(IntTuple{fy.arg(128), fy.arg(64)}, IntTuple{fy.arg(8), 1});
+  Layout z2 = zipped_divide(l2, Tiler::from_shape(IntTuple{128, 64}));
+  EXPECT_EQ(fy.ops(), 3);
+  EXPECT_EQ(S(z2), "((128,64),(?,?)):((?{div=8},1),(?{div=1024},64))");
+  // local_tile-like slicing at a dynamic tile coordinate: offset = bx*128*ld + by*64
+  IntTuple off = crd2idx(IntTuple{IntTuple{0, 0}, IntTuple{fy.arg(), fy.arg()}}, z2);
+  EXPECT_TRUE(off.as_int().is_dynamic());
+  EXPECT_EQ(fy.ops(), 6);
+}
+
+TEST(LayoutDynamic, SwizzleEmitsBitOps) {
+  Fixture fx;
+  Int x = fx.arg();
+  Int y = make_swizzle(3, 4, 3)(x);
+  EXPECT_TRUE(y.is_dynamic());
+  EXPECT_EQ(fx.ops(), 3);  // and, shr, xor
+  EXPECT_EQ(make_swizzle(0, 4, 3)(x).same(x), true);
+}
+
+TEST(LayoutErrors, DynamicWithoutBuilderAndStaticRequired) {
+  ir::Module mod;
+  ir::Function* f = mod.add_function("h", ir::FunctionKind::Host);
+  Int a = Int::dynamic(f->body->add_arg(ir::i32()));
+  try {
+    (void)(a * Int::dynamic(f->body->add_arg(ir::i32())));
+    FAIL() << "expected LayoutError";
+  } catch (const LayoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("no IR builder"), std::string::npos);
+  }
+  ir::Builder b(f->body.get());
+  BuilderScope scope(&b);
+  Layout dyn = make_layout(IntTuple{a, 4});
+  try {
+    complement(dyn, 64);
+    FAIL();
+  } catch (const LayoutError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("complement:", 0), 0u) << e.what();
+  }
+  try {
+    right_inverse(dyn);
+    FAIL();
+  } catch (const LayoutError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("right_inverse:", 0), 0u) << e.what();
+  }
+  try {
+    a.value();
+    FAIL();
+  } catch (const LayoutError& e) {
+    EXPECT_NE(std::string(e.what()).find("static value required"), std::string::npos);
+  }
+}

@@ -1,0 +1,326 @@
+"""The CuTe layout algebra (`cute.make_layout`, `cute.composition`, `cute.zipped_divide` ...).
+
+Every function forwards to C++ (`cutlass._core.layout`), which converts the arguments (Python
+ints are static leaves, DSL integers dynamic ones, `None` is `_`), runs the algebra and returns
+ints / tuples / DSL integers / layouts. Static layouts work in plain Python; dynamic leaves need
+a @cute.jit trace, where their arithmetic becomes IR.
+"""
+from .. import _core
+from .._dsl import numeric as _numeric
+from .._dsl.errors import DSLUserCodeError
+from .._dsl.tensor import SimpleLayout as _SimpleLayout
+from .._dsl.tensor import Tensor as _Tensor
+
+_L = _core.layout
+
+Layout = _L.Layout
+ComposedLayout = _L.ComposedLayout
+Swizzle = _L.Swizzle
+ScaledBasis = _L.ScaledBasis
+for _cls in (Layout, ComposedLayout, Swizzle, ScaledBasis):
+    _cls.__module__ = "cutlass.cute"
+
+
+class LayoutError(DSLUserCodeError, ValueError):
+    """An error of the layout algebra (incongruent or non-divisible arguments, a dynamic value
+    where a static one is needed); the message names the function and its layouts."""
+
+
+_L._set_error_class(LayoutError)
+
+
+# ---- DSL integers with divisibility (dynamic layout leaves, cute.assume) ----------------------
+
+_INT_VALUE_CLASSES = {}
+
+
+def _int_value_class(base):
+    cls = _INT_VALUE_CLASSES.get(base)
+    if cls is None:
+        cls = type(base)(base.__name__, (base,), {
+            "__slots__": ("_div",),
+            "__module__": "cutlass",
+            "__str__": lambda self: _L.int_str(self),
+            "divisibility": property(lambda self: self._div),
+        })
+        _INT_VALUE_CLASSES[base] = cls
+    return cls
+
+
+def _wrap_int(num, divisibility):
+    proxy = _numeric.wrap(num)
+    if divisibility <= 1 or not isinstance(proxy, _numeric.Integer) or isinstance(proxy, _numeric.Boolean):
+        return proxy
+    obj = object.__new__(_int_value_class(type(proxy)))
+    obj._n = num
+    obj._div = divisibility
+    return obj
+
+
+_L._set_int_wrapper(_wrap_int)
+
+IntValue = _int_value_class(_numeric.Int32)
+
+
+def _alg(x):
+    """Tensors (and their flat layouts) take part in the algebra through their layout."""
+    if isinstance(x, _Tensor):
+        return _L.make_layout(x.shape, x.stride)
+    if isinstance(x, _SimpleLayout):
+        return _L.make_layout(x.shape, x.stride)
+    return x
+
+
+# ---- construction ---------------------------------------------------------------------------
+
+def make_layout(shape, *, stride=None, loc=None, ip=None):
+    return _L.make_layout(shape, stride)
+
+
+def make_ordered_layout(shape, order, *, loc=None, ip=None):
+    return _L.make_ordered_layout(shape, order)
+
+
+def make_identity_layout(shape, *, loc=None, ip=None):
+    return _L.make_identity_layout(shape)
+
+
+def make_swizzle(b, m, s, *, loc=None, ip=None):
+    return _L.make_swizzle(b, m, s)
+
+
+def make_composed_layout(inner, offset, outer, *, loc=None, ip=None):
+    if callable(inner) and not isinstance(inner, (Layout, Swizzle, ComposedLayout)):
+        return _FunctionComposedLayout(inner, offset, outer)
+    return _L.make_composed_layout(inner, offset, outer)
+
+
+class _FunctionComposedLayout:
+    """`inner o offset o outer` whose inner is a Python function (CuTe DSL allows it for the
+    algebra only; it cannot back a tensor): coord -> inner(offset + outer(coord))."""
+
+    def __init__(self, inner, offset, outer):
+        if not isinstance(outer, Layout):
+            raise TypeError(f"make_composed_layout: outer must be a Layout, got {type(outer).__name__}")
+        self.inner, self.offset, self.outer = inner, offset, outer
+
+    shape = property(lambda self: self.outer.shape)
+    is_normal = False
+
+    def __call__(self, coord):
+        return self.inner(_L.offset_add(self.offset, self.outer(coord)))
+
+    def __str__(self):
+        name = getattr(self.inner, "__name__", type(self.inner).__name__)
+        return f"{name} o {_L.pretty_str(self.offset)} o {self.outer}"
+
+    __repr__ = __str__
+
+
+def make_layout_tv(thr_layout, val_layout, *, loc=None, ip=None):
+    return _L.make_layout_tv(thr_layout, val_layout)
+
+
+def tile_to_shape(atom, trg_shape, order=None, *, loc=None, ip=None):
+    return _L.tile_to_shape(atom, trg_shape, order)
+
+
+def recast_layout(new_type_bits, old_type_bits, src_layout, *, loc=None, ip=None):
+    return _L.recast_layout(new_type_bits, old_type_bits, src_layout)
+
+
+def E(mode):
+    """The basis element 1@mode (`mode` an int or a path); E([]) is 1."""
+    if isinstance(mode, (list, tuple)) and len(mode) == 0:
+        return 1
+    return ScaledBasis(1, mode)
+
+
+# ---- queries and tuple utilities --------------------------------------------------------------
+
+def size(a, mode=None, *, loc=None, ip=None):
+    return _L.size(_alg(a), mode)
+
+
+def cosize(a, mode=None, *, loc=None, ip=None):
+    return _L.cosize(_alg(a), mode)
+
+
+def rank(a, mode=None):
+    return _L.rank(_alg(a), mode)
+
+
+def depth(a):
+    return _L.depth(_alg(a))
+
+
+def shape(x, *, mode=None, loc=None, ip=None):
+    return _L.shape(_alg(x), mode)
+
+
+def get(x, mode, *, loc=None, ip=None):
+    return _L.get(_alg(x), mode)
+
+
+def select(x, mode, *, loc=None, ip=None):
+    return _L.select(_alg(x), mode)
+
+
+def group_modes(x, begin, end=None, *, loc=None, ip=None):
+    return _L.group_modes(_alg(x), begin, end)
+
+
+def slice_(src, coord, *, loc=None, ip=None):
+    return _L.slice_(_alg(src), coord)
+
+
+def dice(src, dicer, *, loc=None, ip=None):
+    return _L.dice(_alg(src), dicer)
+
+
+def prepend(x, elem=None, up_to_rank=None, *, loc=None, ip=None):
+    return _L.prepend(_alg(x), elem, up_to_rank)
+
+
+def append(x, elem=None, up_to_rank=None, *, loc=None, ip=None):
+    return _L.append(_alg(x), elem, up_to_rank)
+
+
+def flatten(x, *, loc=None, ip=None):
+    return _L.flatten(_alg(x))
+
+
+def crd2idx(coord, layout, *, loc=None, ip=None):
+    return _L.crd2idx(coord, _alg(layout))
+
+
+def idx2crd(idx, shape, *, loc=None, ip=None):
+    return _L.idx2crd(idx, _alg(shape))
+
+
+def product(a, *, loc=None, ip=None):
+    return _L.product(a)
+
+
+def product_each(a, *, loc=None, ip=None):
+    return _L.product_each(a)
+
+
+def product_like(a, target_profile, *, loc=None, ip=None):
+    return _L.product_like(a, target_profile)
+
+
+def inner_product(a, b, *, loc=None, ip=None):
+    return _L.inner_product(a, b)
+
+
+def shape_div(lhs, rhs, *, loc=None, ip=None):
+    return _L.shape_div(lhs, rhs)
+
+
+def ceil_div(a, tiler, *, loc=None, ip=None):
+    return _L.ceil_div(a, tiler)
+
+
+def elem_less(lhs, rhs, *, loc=None, ip=None):
+    return _L.elem_less(lhs, rhs)
+
+
+def assume(src, divby=1, *, loc=None, ip=None):
+    return _L.assume(src, divby)
+
+
+def pretty_str(x):
+    return _L.pretty_str(x)
+
+
+# ---- the algebra ------------------------------------------------------------------------------
+
+def coalesce(input, *, target_profile=None, loc=None, ip=None):  # noqa: A002 - CuTe's name
+    return _L.coalesce(_alg(input), target_profile)
+
+
+def filter_zeros(input, *, target_profile=None, loc=None, ip=None):  # noqa: A002
+    return _L.filter_zeros(_alg(input), target_profile)
+
+
+def filter(input, *, loc=None, ip=None):  # noqa: A001,A002
+    return _L.filter(_alg(input))
+
+
+def composition(lhs, rhs, *, loc=None, ip=None):
+    return _L.composition(_alg(lhs), rhs)
+
+
+def complement(input, cotarget=None, *, loc=None, ip=None):  # noqa: A002
+    return _L.complement(_alg(input), cotarget)
+
+
+def right_inverse(input, *, loc=None, ip=None):  # noqa: A002
+    return _L.right_inverse(input)
+
+
+def left_inverse(input, *, loc=None, ip=None):  # noqa: A002
+    return _L.left_inverse(input)
+
+
+def logical_divide(target, tiler, *, loc=None, ip=None):
+    return _L.logical_divide(_alg(target), tiler)
+
+
+def zipped_divide(target, tiler, *, loc=None, ip=None):
+    return _L.zipped_divide(_alg(target), tiler)
+
+
+def tiled_divide(target, tiler, *, loc=None, ip=None):
+    return _L.tiled_divide(_alg(target), tiler)
+
+
+def flat_divide(target, tiler, *, loc=None, ip=None):
+    return _L.flat_divide(_alg(target), tiler)
+
+
+def logical_product(block, tiler, *, loc=None, ip=None):
+    return _L.logical_product(_alg(block), tiler)
+
+
+def zipped_product(block, tiler, *, loc=None, ip=None):
+    return _L.zipped_product(_alg(block), tiler)
+
+
+def tiled_product(block, tiler, *, loc=None, ip=None):
+    return _L.tiled_product(_alg(block), tiler)
+
+
+def flat_product(block, tiler, *, loc=None, ip=None):
+    return _L.flat_product(_alg(block), tiler)
+
+
+def blocked_product(block, tiler, *, loc=None, ip=None):
+    return _L.blocked_product(_alg(block), tiler)
+
+
+def raked_product(block, tiler, *, loc=None, ip=None):
+    return _L.raked_product(_alg(block), tiler)
+
+
+def max_common_layout(a, b, *, loc=None, ip=None):
+    return _L.max_common_layout(_alg(a), _alg(b))
+
+
+def max_common_vector(a, b, *, loc=None, ip=None):
+    return _L.max_common_vector(_alg(a), _alg(b))
+
+
+__all__ = [
+    "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "IntValue", "LayoutError", "E",
+    "make_layout", "make_ordered_layout", "make_identity_layout", "make_swizzle", "make_composed_layout",
+    "make_layout_tv", "tile_to_shape", "recast_layout",
+    "size", "cosize", "rank", "depth", "shape", "get", "select", "group_modes", "slice_", "dice", "prepend",
+    "append", "flatten", "crd2idx", "idx2crd", "product", "product_each", "product_like", "inner_product",
+    "shape_div", "ceil_div", "elem_less", "assume", "pretty_str",
+    "coalesce", "filter_zeros", "filter", "composition", "complement", "right_inverse", "left_inverse",
+    "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product",
+    "tiled_product", "flat_product", "blocked_product", "raked_product", "max_common_layout",
+    "max_common_vector",
+]
