@@ -79,3 +79,42 @@ host(5, 1.5)
     p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     assert p.stdout.splitlines() == ["host n=5", "acc=10 x=1.50 0"]
+
+
+@cute.kernel
+def _mix_kernel(a: cute.Tensor, out_i: cute.Tensor, out_f: cute.Tensor):
+    bidx, _, _ = cute.arch.block_idx()
+    tidx, _, _ = cute.arch.thread_idx()
+    i = bidx * 64 + tidx
+    if i < a.shape[0]:
+        v = a[i]
+        h = cutlass.Int32(i) * 625341585 ^ (cutlass.Int32(i) >> 3)
+        acc = cutlass.Int32(0)
+        for k in range(i % 7):
+            acc = acc + (h >> k) % 13
+        out_i[i] = acc - (h % 1000)
+        out_f[i] = v * 1.5 + cute.math.sin(v) - v / 3.0
+
+
+@cute.jit
+def _mix(a: cute.Tensor, out_i: cute.Tensor, out_f: cute.Tensor):
+    _mix_kernel(a, out_i, out_f).launch(grid=((a.shape[0] + 63) // 64, 1, 1), block=(64, 1, 1))
+
+
+def test_emulator_matches_gpu():
+    torch = pytest.importorskip("torch")
+    cutlass.cuda.initialize_cuda_context()
+    n = 1000
+    a = np.random.default_rng(7).standard_normal(n).astype(np.float32)
+    ei, ef = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.float32)
+    fake_f = cute.runtime.make_fake_compact_tensor(cute.Float32, (cute.sym_int(),))
+    fake_i = cute.runtime.make_fake_compact_tensor(cute.Int32, (cute.sym_int(),))
+    on_cpu = cute.compile(_mix, fake_f, fake_i, fake_f, options="--target cpu")
+    on_gpu = cute.compile(_mix, fake_f, fake_i, fake_f, options="--target gpu")
+    on_cpu(a, ei, ef)
+    ta = torch.from_numpy(a).cuda()
+    gi, gf = torch.zeros(n, dtype=torch.int32, device="cuda"), torch.zeros(n, device="cuda")
+    on_gpu(ta, gi, gf)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(gi.cpu().numpy(), ei)  # integers: bit for bit
+    np.testing.assert_allclose(gf.cpu().numpy(), ef, rtol=2e-6, atol=2e-6)  # sin is libdevice vs libm
