@@ -31,6 +31,9 @@ def per_call_us(fn, iters=400, reps=201):
 
 
 def main():
+    # An empty compile cache, so that the compile figures are cold ones.
+    import tempfile
+    os.environ["CUTE_DSL_CACHE_DIR"] = tempfile.mkdtemp(prefix="opencute-cold-")
     t_import = time.perf_counter()
     import cutlass
     import cutlass.cute as cute
