@@ -7,11 +7,45 @@ namespace opencute::layout {
 namespace {
 bool is_one(const Int& v) { return v.is_static_value(1); }
 
+Layout from_modes(std::vector<IntTuple> rs, std::vector<IntTuple> rd) {
+  if (rs.size() == 1) return Layout(rs[0], rd[0]);
+  return Layout(IntTuple(std::move(rs)), IntTuple(std::move(rd)));
+}
+
+// CuTe's general form, for strides that are only known at run time: divide the rhs stride out
+// of the lhs modes, then take the rhs shape from what is left. Size-1 modes it cannot see stay
+// (the notebook's dynamic example prints ((5,1),(2,2)):((16,4),(80,4))), and the divisibility
+// condition is the caller's promise, as in CuTe.
+Layout compose_mode_dynamic(const std::vector<IntTuple>& shapes, const std::vector<IntTuple>& strides, const Int& s,
+                            const Int& d) {
+  std::vector<IntTuple> divided, rd;
+  Int rest_stride = d;
+  for (size_t i = 0; i + 1 < shapes.size(); ++i) {
+    const Int& cs = shapes[i].as_int();
+    divided.push_back(shape_div(cs, rest_stride));
+    rd.push_back(stride_scale(rest_stride, strides[i]));
+    rest_stride = shape_div(rest_stride, cs);
+  }
+  rd.push_back(stride_scale(rest_stride, strides.back()));
+  std::vector<IntTuple> rs;
+  Int rest_shape = s;
+  for (auto& m : divided) {
+    rs.push_back(min(m.as_int(), rest_shape));
+    rest_shape = shape_div(rest_shape, m.as_int());
+  }
+  rs.push_back(rest_shape);
+  return from_modes(std::move(rs), std::move(rd));
+}
+
 // lhs o (s:d) for a single rhs mode with an integer stride d.
 Layout compose_mode(const Layout& lhs, const Int& s, const Int& d) {
   if (d.is_static_value(0)) return Layout(s, 0);
   Layout flat = coalesce(lhs);
   std::vector<IntTuple> shapes = flatten_to_vector(flat.shape), strides = flatten_to_vector(flat.stride);
+  bool needs_runtime_division = !d.is_static() && shapes.size() > 1;
+  for (size_t i = 0; !d.is_static_value(1) && i + 1 < shapes.size(); ++i)
+    if (!shapes[i].as_int().is_static()) needs_runtime_division = true;
+  if (needs_runtime_division) return compose_mode_dynamic(shapes, strides, s, d);
   std::vector<IntTuple> rs, rd;
   Int rest_shape = s, rest_stride = d;
   for (size_t i = 0; i + 1 < shapes.size(); ++i) {
@@ -44,8 +78,7 @@ Layout compose_mode(const Layout& lhs, const Int& s, const Int& d) {
     rs.push_back(rest_shape);
     rd.push_back(stride_scale(rest_stride, strides.back()));
   }
-  if (rs.size() == 1) return Layout(rs[0], rd[0]);
-  return Layout(IntTuple(std::move(rs)), IntTuple(std::move(rd)));
+  return from_modes(std::move(rs), std::move(rd));
 }
 
 Layout compose_rec(const Layout& lhs, const IntTuple& shape, const IntTuple& stride) {
