@@ -25,7 +25,7 @@ def run_script(code, tmp_path, env=None, name="script.py"):
     script.write_text(code)
     e = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=PKG_PATH)
     e.update(env or {})
-    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e, cwd=ROOT)
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e, cwd=str(tmp_path))
     return p
 
 
@@ -234,7 +234,7 @@ ENV_SCRIPT = r'''
 import sys
 import numpy as np
 import cutlass, cutlass.cute as cute
-sys.path.insert(0, "examples")
+sys.path.insert(0, EXAMPLES)
 from add_one import add_one
 for n in (3, 130):
     a = np.arange(n, dtype=np.float32)
@@ -245,7 +245,7 @@ n = cute.sym_int()
 fa = cute.runtime.make_fake_compact_tensor(cute.Float32, (n,))
 c = cute.compile(add_one, fa, fa)
 print(c.target)
-'''
+'''.replace("EXAMPLES", repr(os.path.join(ROOT, "examples")))
 
 
 def test_cute_dsl_target_env(tmp_path):
@@ -271,9 +271,10 @@ def test_automatic_fallback_is_announced_once(tmp_path):
 
 @pytest.mark.skipif(cutlass.cuda.is_available(), reason="the examples use the GPU when there is one")
 @pytest.mark.parametrize("example", ["add_one.py", "hello_world.py"])
-def test_examples_run_without_gpu(example):
+def test_examples_run_without_gpu(example, tmp_path):
+    # Run from a scratch folder: hello_world compiles with KeepPTX/KeepCUBIN, which write files there.
     p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", example)], capture_output=True, text=True,
-                       cwd=ROOT, env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=PKG_PATH))
+                       cwd=str(tmp_path), env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=PKG_PATH))
     assert p.returncode == 0, p.stderr
     out = p.stdout.splitlines()
     if example == "add_one.py":

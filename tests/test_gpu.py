@@ -14,8 +14,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def run_example(name):
+    import tempfile
+    # A scratch folder: hello_world compiles with KeepPTX/KeepCUBIN, which write files there.
     p = subprocess.run([sys.executable, os.path.join(ROOT, "examples", name)], capture_output=True, text=True,
-                       env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                       env=dict(os.environ, PYTHONUNBUFFERED="1"), cwd=tempfile.mkdtemp(prefix="opencute-example-"))
     assert p.returncode == 0, p.stderr
     return p.stdout.splitlines()
 
