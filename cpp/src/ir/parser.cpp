@@ -409,10 +409,9 @@ class Parser {
   }
 
   // Parses a region's ops; the current line must then be a closing line.
-  void region(Builder& outer, Block* block) {
+  void region(Block* block) {
     Builder inner(block);
     block_body(inner);
-    (void)outer;
   }
 
   void for_op(Builder& b, Cursor& c, const std::vector<std::string>& results) {
@@ -450,7 +449,7 @@ class Parser {
     define(c, iv, body->add_arg(lb->type));
     for (size_t i = 0; i < inits.size(); ++i) define(c, iter_names[i], body->add_arg(inits[i]->type));
     ++at_;
-    region(b, body);
+    region(body);
     Cursor e = cursor();
     e.expect("}");
     ++at_;
@@ -463,11 +462,11 @@ class Parser {
     c.expect("{");
     Op* o = b.create(OpCode::If, {cond}, rtypes, 2);
     ++at_;
-    region(b, o->region_block(0));
+    region(o->region_block(0));
     Cursor mid = cursor();
     mid.expect("} else {");
     ++at_;
-    region(b, o->region_block(1));
+    region(o->region_block(1));
     Cursor e = cursor();
     e.expect("}");
     ++at_;
@@ -492,7 +491,7 @@ class Parser {
     Block* before = o->region_block(0);
     for (size_t i = 0; i < inits.size(); ++i) define(c, before_names[i], before->add_arg(inits[i]->type));
     ++at_;
-    region(b, before);
+    region(before);
     Cursor mid = cursor();
     mid.expect("} do (");
     Op* cond = before->terminator();
@@ -508,7 +507,7 @@ class Parser {
     }
     mid.expect("{");
     ++at_;
-    region(b, after);
+    region(after);
     Cursor e = cursor();
     e.expect("}");
     ++at_;

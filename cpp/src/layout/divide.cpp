@@ -7,6 +7,9 @@ namespace opencute::layout {
 
 using detail::modes_of;
 using detail::unzip;
+using detail::zipped;
+using detail::tiled;
+using detail::flat;
 using detail::with_outer;
 
 Layout logical_divide(const Layout& l, const Tiler& tiler) {
@@ -33,20 +36,13 @@ Layout logical_divide(const Layout& l, const Tiler& tiler) {
 
 
 Layout zipped_divide(const Layout& l, const Tiler& tiler) {
-  auto [t, r] = unzip(logical_divide(l, tiler), tiler);
-  return make_layout({t, r});
+  return zipped(unzip(logical_divide(l, tiler), tiler));
 }
 Layout tiled_divide(const Layout& l, const Tiler& tiler) {
-  auto [t, r] = unzip(logical_divide(l, tiler), tiler);
-  std::vector<Layout> out{t};
-  for (auto& m : modes_of(r)) out.push_back(m);
-  return make_layout(out);
+  return tiled(unzip(logical_divide(l, tiler), tiler));
 }
 Layout flat_divide(const Layout& l, const Tiler& tiler) {
-  auto [t, r] = unzip(logical_divide(l, tiler), tiler);
-  std::vector<Layout> out = modes_of(t);
-  for (auto& m : modes_of(r)) out.push_back(m);
-  return make_layout(out);
+  return flat(unzip(logical_divide(l, tiler), tiler));
 }
 
 // ---- composed layouts: the algebra acts on the outer layout ----

@@ -10,6 +10,9 @@ namespace opencute::layout {
 
 using detail::modes_of;
 using detail::unzip;
+using detail::zipped;
+using detail::tiled;
+using detail::flat;
 using detail::with_outer;
 
 Layout logical_product(const Layout& block, const Tiler& tiler) {
@@ -36,20 +39,13 @@ Layout logical_product(const Layout& block, const Tiler& tiler) {
   return block;
 }
 Layout zipped_product(const Layout& block, const Tiler& tiler) {
-  auto [t, r] = unzip(logical_product(block, tiler), tiler);
-  return make_layout({t, r});
+  return zipped(unzip(logical_product(block, tiler), tiler));
 }
 Layout tiled_product(const Layout& block, const Tiler& tiler) {
-  auto [t, r] = unzip(logical_product(block, tiler), tiler);
-  std::vector<Layout> out{t};
-  for (auto& m : modes_of(r)) out.push_back(m);
-  return make_layout(out);
+  return tiled(unzip(logical_product(block, tiler), tiler));
 }
 Layout flat_product(const Layout& block, const Tiler& tiler) {
-  auto [t, r] = unzip(logical_product(block, tiler), tiler);
-  std::vector<Layout> out = modes_of(t);
-  for (auto& m : modes_of(r)) out.push_back(m);
-  return make_layout(out);
+  return flat(unzip(logical_product(block, tiler), tiler));
 }
 
 namespace {

@@ -31,6 +31,18 @@ inline std::vector<Layout> modes_of(const Layout& l) {
   for (int i = 0; i < l.rank(); ++i) out.push_back(l[i]);
   return out;
 }
+// The three arrangements of a (tile, rest) split: ((T...),(R...)), ((T...),R...), (T...,R...).
+inline Layout zipped(const std::pair<Layout, Layout>& tr) { return make_layout({tr.first, tr.second}); }
+inline Layout tiled(const std::pair<Layout, Layout>& tr) {
+  std::vector<Layout> out{tr.first};
+  for (auto& m : modes_of(tr.second)) out.push_back(m);
+  return make_layout(out);
+}
+inline Layout flat(const std::pair<Layout, Layout>& tr) {
+  std::vector<Layout> out = modes_of(tr.first);
+  for (auto& m : modes_of(tr.second)) out.push_back(m);
+  return make_layout(out);
+}
 // The composed layout with its outer layout replaced (the algebra acts on the outer layout).
 inline ComposedLayout with_outer(const ComposedLayout& c, Layout outer) {
   ComposedLayout r = c;

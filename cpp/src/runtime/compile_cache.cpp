@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <pwd.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -10,10 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
 #include "ir/printer.h"
+#include "support/env.h"
 #include "support/log.h"
 
 namespace opencute::runtime {
@@ -21,29 +22,10 @@ namespace {
 
 constexpr char kMagic[] = "OPENCUTE-CACHE 1\n";
 
-bool env_true(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v) return false;
-  std::string s = v;
-  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return s == "1" || s == "true" || s == "yes" || s == "on";
-}
-
 std::string user_name() {
   if (const passwd* pw = getpwuid(geteuid())) return pw->pw_name;
   if (const char* u = std::getenv("USER")) return u;
   return "user" + std::to_string(geteuid());
-}
-
-bool make_dirs(const std::string& path) {
-  std::string cur;
-  for (size_t i = 0; i <= path.size(); ++i) {
-    if (i == path.size() || path[i] == '/') {
-      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) return false;
-    }
-    if (i < path.size()) cur += path[i];
-  }
-  return true;
 }
 
 void put_u64(std::string* out, uint64_t v) {
@@ -69,7 +51,7 @@ bool get_bytes(const std::string& in, size_t* pos, std::string* out) {
 }  // namespace
 
 std::string cache_dir_from_environment() {
-  if (env_true("CUTE_DSL_DISABLE_FILE_CACHING")) return "";
+  if (support::env_flag("CUTE_DSL_DISABLE_FILE_CACHING")) return "";
   if (const char* d = std::getenv("CUTE_DSL_CACHE_DIR"); d && *d) return d;
   return "/tmp/" + user_name() + "/cutlass_python_cache";
 }
@@ -141,8 +123,10 @@ std::optional<CachedCode> DiskCache::load(const std::string& key) {
 
 void DiskCache::store(const std::string& key, const CachedCode& code) {
   if (!enabled()) return;
-  if (!make_dirs(dir_)) {
-    support::log(support::LogLevel::Warning, "compile cache: cannot create " + dir_ + ": " + std::strerror(errno));
+  std::error_code ec;
+  std::filesystem::create_directories(dir_, ec);
+  if (ec) {
+    support::log(support::LogLevel::Warning, "compile cache: cannot create " + dir_ + ": " + ec.message());
     return;
   }
   std::string data = kMagic;

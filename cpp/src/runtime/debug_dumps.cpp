@@ -5,17 +5,11 @@
 #include <fstream>
 
 #include "runtime/executor.h"
+#include "support/env.h"
 #include "support/log.h"
 
 namespace opencute::runtime {
 namespace {
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  if (!v) return false;
-  std::string s = v;
-  return !(s.empty() || s == "0" || s == "False" || s == "false");
-}
 
 void write_file(const std::string& path, const char* data, size_t size) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
@@ -39,9 +33,9 @@ std::string dump_file_stem(const CompileOptions& options, const CompiledProgram&
 }
 
 void write_debug_dumps(const CompileOptions& options, const CompiledProgram& program) {
-  bool ir = options.keep_ir || env_flag("CUTE_DSL_KEEP_IR");
-  bool ptx = (options.keep_ptx || env_flag("CUTE_DSL_KEEP_PTX")) && !program.ptx().empty();
-  bool cubin = (options.keep_cubin || env_flag("CUTE_DSL_KEEP_CUBIN")) && !program.cubin().empty();
+  bool ir = options.keep_ir || support::env_flag("CUTE_DSL_KEEP_IR");
+  bool ptx = (options.keep_ptx || support::env_flag("CUTE_DSL_KEEP_PTX")) && !program.ptx().empty();
+  bool cubin = (options.keep_cubin || support::env_flag("CUTE_DSL_KEEP_CUBIN")) && !program.cubin().empty();
   if (!ir && !ptx && !cubin) return;
   std::string stem = dump_file_stem(options, program);
   std::error_code ec;

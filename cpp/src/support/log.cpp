@@ -1,5 +1,7 @@
 #include "support/log.h"
 
+#include "support/env.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,10 +24,7 @@ std::mutex& log_mutex() {
 
 LogConfig read_config() {
   LogConfig c;
-  if (const char* v = std::getenv("CUTE_DSL_LOG_TO_CONSOLE")) {
-    std::string s = v;
-    c.console = !(s.empty() || s == "0" || s == "False" || s == "false");
-  }
+  c.console = env_flag("CUTE_DSL_LOG_TO_CONSOLE");
   if (const char* v = std::getenv("CUTE_DSL_LOG_TO_FILE")) c.file = v;
   if (const char* v = std::getenv("CUTE_DSL_LOG_LEVEL")) c.level = std::atoi(v);
   return c;

@@ -1,0 +1,17 @@
+#include "support/env.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
+namespace opencute::support {
+
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  if (!v) return false;
+  std::string s = v;
+  for (auto& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return !(s.empty() || s == "0" || s == "false" || s == "no" || s == "off");
+}
+
+}  // namespace opencute::support
