@@ -23,7 +23,9 @@
 #include "support/log.h"
 #include "runtime/compile_cache.h"
 #include "bindings/layout_bindings.h"
+#include "bindings/num_convert.h"
 #include "bindings/tensor_argument.h"
+#include "bindings/tensor_bindings.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
@@ -31,6 +33,7 @@
 namespace nb = nanobind;
 using namespace opencute;
 using dsl::Num;
+using bindings::to_num;
 
 namespace {
 
@@ -42,21 +45,6 @@ struct OpHandle {  // a region op under construction
   ir::Op* op;
 };
 
-Num to_num(nb::handle h) {
-  if (nb::isinstance<Num>(h)) return nb::cast<Num>(h);
-  if (PyBool_Check(h.ptr())) return Num::of_int(ir::bool_type(), h.ptr() == Py_True);
-  if (PyLong_Check(h.ptr())) {
-    int overflow = 0;
-    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
-    if (overflow) throw dsl::UserError("TYPE_CONVERSION", "integer out of the 64-bit range");
-    return Num::of_int(dsl::type_of_python_int(v), v);
-  }
-  if (PyFloat_Check(h.ptr())) return Num::of_float(ir::f32(), PyFloat_AsDouble(h.ptr()));
-  nb::object inner = nb::getattr(h, "_n", nb::none());
-  if (!inner.is_none()) return nb::cast<Num>(inner);
-  throw dsl::UserError("TYPE_CONVERSION", "expected a DSL numeric or a Python scalar, got " +
-                                              std::string(nb::str(nb::handle((PyObject*)Py_TYPE(h.ptr()))).c_str()));
-}
 
 std::vector<Num> to_nums(nb::handle seq) {
   std::vector<Num> out;
@@ -558,4 +546,6 @@ NB_MODULE(_core, m) {
   m.def("context_synchronize", []() { runtime::CudaDriver::get().context_synchronize(); });
 
   bindings::bind_layouts(m);
+  bindings::bind_num_convert(m);
+  bindings::bind_tensors(m);
 }

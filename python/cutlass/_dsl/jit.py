@@ -13,6 +13,14 @@ from .preprocess import preprocess as _preprocess
 from .source_lines import track_source_lines
 from .tensor import GENERIC, GMEM, Tensor
 
+
+def _traced_tensor(ptr, dtype, shape, stride, memspace, align):
+    """The traced tensor for a tensor argument: `ptr` is the IR pointer argument; shape and
+    stride entries are ints (static) or DSL integers (dynamic, with their divisibility)."""
+    from ..cute import layout as _layout, tensor as _tensor
+    layout = _layout.make_layout(tuple(shape), stride=tuple(stride))
+    return _tensor.make_tensor(_core.cute.pointer_from_value(ptr), layout)
+
 VERSION = "0.1.0"
 
 # Kinds of runtime argument slots; must match the enum in bindings/module.cpp.
@@ -104,7 +112,7 @@ class _ArgPlan:
         static_stride = [-1 if dyn else d for d, dyn in zip(rt_tensor.stride, rt_tensor.dynamic_stride)]
         if any(x >= 0 for x in static_shape + static_stride):
             self.checks.append((source, static_shape, static_stride, rt_tensor.layout_str()))
-        return Tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
+        return _traced_tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
 
 
 def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
@@ -292,6 +300,33 @@ def _dims(value, what):
     return value + [1] * (3 - len(value))
 
 
+def _kernel_value(tracer, pname, value, host_values):
+    """The kernel-side stand-in for a structured launch argument: static parts stay Python
+    values, each dynamic leaf becomes a kernel parameter (its host value goes to host_values)."""
+    from ..cute.layout import Layout, _wrap_int
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return value
+    if isinstance(value, Numeric):
+        if value.is_static():
+            return value
+        host_values.append(value._n)
+        return _wrap_int(tracer.add_argument(type(value).mlir_type), getattr(value, "_div", 1))
+    if isinstance(value, (tuple, list)):
+        return type(value)(_kernel_value(tracer, pname, v, host_values) for v in value)
+    if isinstance(value, Layout):
+        if value.is_static():
+            return value
+        vals = _core.cute.layout_dynamic_values(value)
+        host_values.extend(vals)
+        return _core.cute.layout_with_values(value, [tracer.add_argument(v.ir_type) for v in vals])
+    if hasattr(value, "__extract_mlir_values__"):
+        vals = value.__extract_mlir_values__()
+        host_values.extend(vals)
+        return value.__new_from_mlir_values__([tracer.add_argument(v.ir_type) for v in vals])
+    raise DSLUserCodeError(f"kernel argument '{pname}' of type {type(value)} is not supported",
+                           code="ARG_UNSUPPORTED_TYPE")
+
+
 class KernelLauncher:
     def __init__(self, kernel, bound):
         self._kernel = kernel
@@ -330,14 +365,8 @@ class KernelLauncher:
                         n = ann(n)
                     host_values.append(n._n)
                     call[pname] = wrap(tracer.add_argument(type(n).mlir_type))
-                elif hasattr(value, "__extract_mlir_values__"):
-                    vals = value.__extract_mlir_values__()
-                    host_values.extend(vals)
-                    new = [tracer.add_argument(v.ir_type) for v in vals]
-                    call[pname] = value.__new_from_mlir_values__(new)
                 else:
-                    raise DSLUserCodeError(f"kernel argument '{pname}' of type {type(value)} is not supported",
-                                           code="ARG_UNSUPPORTED_TYPE")
+                    call[pname] = _kernel_value(tracer, pname, value, host_values)
             if all(isinstance(b, int) for b in block3):
                 tracer.set_reqntid(*block3)
             ctx.kernel_depth += 1

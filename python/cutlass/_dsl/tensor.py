@@ -1,114 +1,15 @@
-"""Minimal tensors: a typed pointer plus flat shape and stride tuples whose entries are static
-ints or dynamic Int32 values. The full layout algebra replaces the flat tuples later."""
-from .. import _core
-from . import context
-from .numeric import Int32, Numeric, as_numeric, num_of, wrap
+"""The abstract tensor and pointer types of the DSL (`cute.Tensor`, `cute.Pointer`): what jit
+parameters are annotated with and what `isinstance` checks against. The traced classes
+(`cutlass._core.cute._Tensor`, `_Pointer`) and the host-side runtime tensors register as
+their subclasses."""
+import abc
 
-GENERIC, GMEM, SMEM, RMEM = 0, 1, 3, 5
-_SPACE_NAMES = {GENERIC: "generic", GMEM: "gmem", SMEM: "smem", RMEM: "rmem"}
-
-
-def _leaf_str(v):
-    return "?" if isinstance(v, Numeric) and not v.is_static() else str(int(v))
+GENERIC, GMEM, SMEM, CMEM, RMEM = 0, 1, 3, 4, 5
 
 
-def layout_str(shape, stride):
-    return "(" + ",".join(_leaf_str(s) for s in shape) + "):(" + ",".join(_leaf_str(d) for d in stride) + ")"
+class Tensor(abc.ABC):
+    """A CuTe tensor: an engine (pointer or coordinate iterator) composed with a layout."""
 
 
-class SimpleLayout:
-    """The flat layout of a minimal tensor; prints in CuTe notation."""
-
-    def __init__(self, shape, stride):
-        self.shape = tuple(shape)
-        self.stride = tuple(stride)
-
-    def __str__(self):
-        return layout_str(self.shape, self.stride)
-
-    __repr__ = __str__
-
-
-class Tensor:
-    """A tensor while tracing (`cute.Tensor`)."""
-
-    def __init__(self, ptr, element_type, shape, stride, memspace=GMEM, align=None):
-        self._ptr = ptr  # _core.Num of pointer type
-        self._dtype = element_type
-        self._shape = tuple(shape)
-        self._stride = tuple(stride)
-        self._memspace = memspace
-        self._align = align or element_type.bytes
-
-    @property
-    def element_type(self):
-        return self._dtype
-
-    @property
-    def shape(self):
-        return self._shape
-
-    @property
-    def stride(self):
-        return self._stride
-
-    @property
-    def layout(self):
-        return SimpleLayout(self._shape, self._stride)
-
-    @property
-    def memspace(self):
-        return _SPACE_NAMES[self._memspace]
-
-    @property
-    def iterator(self):
-        return self._ptr
-
-    def __str__(self):
-        align = f", align<{self._align}>" if self._align > self._dtype.bytes else ""
-        return f"tensor<ptr<{_core.dtype_type(self._dtype.__name__)}, {self.memspace}{align}> o {self.layout}>"
-
-    __repr__ = __str__
-
-    def _element_ptr(self, key):
-        coord = key if isinstance(key, tuple) else (key,)
-        for c in coord:
-            if c is None or isinstance(c, slice):
-                raise NotImplementedError("slicing tensors with None comes with the tensor algebra issue")
-        offset = _core.tensor_offset([num_of(as_numeric(s)) for s in self._shape],
-                                     [num_of(as_numeric(s)) for s in self._stride],
-                                     [num_of(as_numeric(c)) for c in coord])
-        return context.tracer().ptr_add(self._ptr, offset)
-
-    def __getitem__(self, key):
-        return wrap(context.tracer().load(self._element_ptr(key)))
-
-    def __setitem__(self, key, value):
-        context.tracer().store(num_of(as_numeric(value)), self._element_ptr(key))
-
-    def fill(self, value):
-        from .rt import DynamicRange, for_
-        size = 1
-        for s in self._shape:
-            size = size * s
-        value = self._dtype(value) if not isinstance(value, Numeric) else value.to(self._dtype)
-
-        def body(i):
-            self[i] = value
-            return ()
-
-        for_(DynamicRange(size), body, (), (), (None, 0))
-
-    def __extract_mlir_values__(self):
-        vals = [self._ptr]
-        vals += [num_of(s) for s in self._shape if isinstance(s, Numeric) and not s.is_static()]
-        vals += [num_of(s) for s in self._stride if isinstance(s, Numeric) and not s.is_static()]
-        return vals
-
-    def __new_from_mlir_values__(self, values):
-        values = list(values)
-        ptr = values.pop(0)
-        shape = tuple(wrap(values.pop(0)) if isinstance(s, Numeric) and not s.is_static() else s for s in self._shape)
-        stride = tuple(wrap(values.pop(0)) if isinstance(s, Numeric) and not s.is_static() else s
-                       for s in self._stride)
-        return Tensor(ptr, self._dtype, shape, stride, self._memspace, self._align)
+class Pointer(abc.ABC):
+    """A typed pointer with an address space and a known alignment."""

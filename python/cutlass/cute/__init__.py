@@ -11,4 +11,7 @@ from .runtime import sym_int
 from .typing import Tensor, Shape, Stride, Coord, IntTuple, Tile, Pointer
 from .layout import *  # noqa: F401,F403 - the layout algebra
 from .layout import Layout, ComposedLayout, Swizzle, ScaledBasis, IntValue
+from .tensor import *  # noqa: F401,F403 - tensors, pointers and copies
+from .tensor import AddressSpace, CopyUniversalOp
+from . import nvgpu
 

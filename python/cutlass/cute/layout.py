@@ -8,7 +8,6 @@ a @cute.jit trace, where their arithmetic becomes IR.
 from .. import _core
 from .._dsl import numeric as _numeric
 from .._dsl.errors import DSLUserCodeError
-from .._dsl.tensor import SimpleLayout as _SimpleLayout
 from .._dsl.tensor import Tensor as _Tensor
 
 _L = _core.layout
@@ -63,12 +62,22 @@ IntValue = _int_value_class(_numeric.Int32)
 
 
 def _alg(x):
-    """Tensors (and their flat layouts) take part in the algebra through their layout."""
+    """Tensors take part in the algebra through their layout."""
     if isinstance(x, _Tensor):
-        return _L.make_layout(x.shape, x.stride)
-    if isinstance(x, _SimpleLayout):
-        return _L.make_layout(x.shape, x.stride)
+        return x.layout
     return x
+
+
+def _on_tensor(fn):
+    """A layout function that, given a tensor, returns the tensor with the transformed layout."""
+    def apply(x, *args, **kwargs):
+        if isinstance(x, _Tensor):
+            return x._with_layout(fn(x.layout, *args, **kwargs))
+        return fn(x, *args, **kwargs)
+    apply.__name__ = fn.__name__
+    apply.__doc__ = fn.__doc__
+    apply.__wrapped__ = fn
+    return apply
 
 
 # ---- construction ---------------------------------------------------------------------------
@@ -162,16 +171,20 @@ def get(x, mode, *, loc=None, ip=None):
     return _L.get(_alg(x), mode)
 
 
+@_on_tensor
 def select(x, mode, *, loc=None, ip=None):
     return _L.select(_alg(x), mode)
 
 
+@_on_tensor
 def group_modes(x, begin, end=None, *, loc=None, ip=None):
     return _L.group_modes(_alg(x), begin, end)
 
 
 def slice_(src, coord, *, loc=None, ip=None):
-    return _L.slice_(_alg(src), coord)
+    if isinstance(src, _Tensor):
+        return src[coord]
+    return _L.slice_(src, coord)
 
 
 def dice(src, dicer, *, loc=None, ip=None):
@@ -186,6 +199,7 @@ def append(x, elem=None, up_to_rank=None, *, loc=None, ip=None):
     return _L.append(_alg(x), elem, up_to_rank)
 
 
+@_on_tensor
 def flatten(x, *, loc=None, ip=None):
     return _L.flatten(_alg(x))
 
@@ -236,10 +250,12 @@ def pretty_str(x):
 
 # ---- the algebra ------------------------------------------------------------------------------
 
+@_on_tensor
 def coalesce(input, *, target_profile=None, loc=None, ip=None):  # noqa: A002 - CuTe's name
     return _L.coalesce(_alg(input), target_profile)
 
 
+@_on_tensor
 def filter_zeros(input, *, target_profile=None, loc=None, ip=None):  # noqa: A002
     return _L.filter_zeros(_alg(input), target_profile)
 
@@ -248,6 +264,7 @@ def filter(input, *, loc=None, ip=None):  # noqa: A001,A002
     return _L.filter(_alg(input))
 
 
+@_on_tensor
 def composition(lhs, rhs, *, loc=None, ip=None):
     return _L.composition(_alg(lhs), rhs)
 
@@ -264,18 +281,22 @@ def left_inverse(input, *, loc=None, ip=None):  # noqa: A002
     return _L.left_inverse(input)
 
 
+@_on_tensor
 def logical_divide(target, tiler, *, loc=None, ip=None):
     return _L.logical_divide(_alg(target), tiler)
 
 
+@_on_tensor
 def zipped_divide(target, tiler, *, loc=None, ip=None):
     return _L.zipped_divide(_alg(target), tiler)
 
 
+@_on_tensor
 def tiled_divide(target, tiler, *, loc=None, ip=None):
     return _L.tiled_divide(_alg(target), tiler)
 
 
+@_on_tensor
 def flat_divide(target, tiler, *, loc=None, ip=None):
     return _L.flat_divide(_alg(target), tiler)
 

@@ -1,0 +1,56 @@
+#include "bindings/num_convert.h"
+
+#include <string>
+
+#include <nanobind/stl/string.h>
+
+#include "dsl/dtype.h"
+#include "dsl/tracer.h"
+
+namespace nb = nanobind;
+
+namespace opencute::bindings {
+
+using dsl::Num;
+
+namespace {
+
+nb::object& wrapper() {  // cutlass._dsl.numeric.wrap
+  static nb::object* o = new nb::object();
+  return *o;
+}
+nb::object& dtype_lookup() {  // cutlass._dsl.numeric.dtype
+  static nb::object* o = new nb::object();
+  return *o;
+}
+
+}  // namespace
+
+Num to_num(nb::handle h) {
+  if (nb::isinstance<Num>(h)) return nb::cast<Num>(h);
+  if (PyBool_Check(h.ptr())) return Num::of_int(ir::bool_type(), h.ptr() == Py_True);
+  if (PyLong_Check(h.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow) throw dsl::UserError("TYPE_CONVERSION", "integer out of the 64-bit range");
+    return Num::of_int(dsl::type_of_python_int(v), v);
+  }
+  if (PyFloat_Check(h.ptr())) return Num::of_float(ir::f32(), PyFloat_AsDouble(h.ptr()));
+  nb::object inner = nb::getattr(h, "_n", nb::none());
+  if (!inner.is_none()) return nb::cast<Num>(inner);
+  throw dsl::UserError("TYPE_CONVERSION", "expected a DSL numeric or a Python scalar, got " +
+                                              std::string(nb::str(nb::handle((PyObject*)Py_TYPE(h.ptr()))).c_str()));
+}
+
+nb::object wrap_num(const Num& n) { return wrapper()(n); }
+
+nb::object dtype_class(ir::Type t) { return dtype_lookup()(dsl::dtype_name(t)); }
+
+void bind_num_convert(nb::module_& m) {
+  m.def("_set_numeric_wrappers", [](nb::object wrap, nb::object dtype) {
+    wrapper() = wrap;
+    dtype_lookup() = dtype;
+  });
+}
+
+}  // namespace opencute::bindings

@@ -1,0 +1,18 @@
+// Python <-> C++ conversions of DSL scalars: proxies (cutlass.Int32 ...) and Python scalars
+// become dsl::Num; Nums come back as proxies through the wrapper the Python side registers.
+#pragma once
+#include <nanobind/nanobind.h>
+
+#include "dsl/num.h"
+
+namespace opencute::bindings {
+
+dsl::Num to_num(nanobind::handle h);
+// The DSL proxy for `n` (cutlass._dsl.numeric.wrap).
+nanobind::object wrap_num(const dsl::Num& n);
+// The DSL numeric class of an IR scalar type (cutlass.Float32 for f32 ...).
+nanobind::object dtype_class(ir::Type t);
+// Registers the Python functions behind wrap_num and dtype_class.
+void bind_num_convert(nanobind::module_& m);
+
+}  // namespace opencute::bindings

@@ -1,0 +1,350 @@
+// Bindings of the tensor layer. Arguments are converted (layouts and tuples through
+// layout_convert, scalars through num_convert), the C++ in cpp/src/cute does the work, and
+// results come back as tensors, pointers, DSL scalars or tuples.
+#include "bindings/tensor_bindings.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings/layout_convert.h"
+#include "bindings/num_convert.h"
+#include "cute/copy.h"
+#include "cute/pointer.h"
+#include "cute/tensor.h"
+#include "dsl/dtype.h"
+#include "dsl/tracer.h"
+#include "layout/print.h"
+
+namespace nb = nanobind;
+
+namespace opencute::bindings {
+namespace {
+
+namespace L = opencute::layout;
+using cute::Tensor;
+using dsl::Num;
+
+// A traced pointer value (cute.Pointer inside a trace).
+struct PointerValue {
+  ir::Value* value = nullptr;
+};
+
+struct ThrCopy {
+  cute::TiledCopy tiled;
+  L::Int thr_index;
+  nb::object thr_index_py;
+};
+
+ir::Builder& builder(const char* what) { return dsl::Tracer::require(what).builder(); }
+
+ir::Type dtype_of(nb::handle h) {
+  // A DSL numeric class (cutlass.Float32) or its name.
+  if (PyUnicode_Check(h.ptr())) return dsl::dtype_from_name(nb::cast<std::string>(h));
+  return dsl::dtype_from_name(nb::cast<std::string>(h.attr("__name__")));
+}
+
+bool is_tensor(nb::handle h) { return nb::isinstance<Tensor>(h); }
+Tensor as_tensor(nb::handle h, const char* fn) {
+  if (!is_tensor(h))
+    throw nb::type_error((std::string(fn) + ": expected a Tensor, got " + py_type_name(h)).c_str());
+  return nb::cast<Tensor>(h);
+}
+
+L::Layout tensor_layout_arg(nb::handle h) {
+  if (is_composed(h)) {
+    L::ComposedLayout c = as_composed(h);
+    if (!c.inner_is_swizzle() || c.swizzle().is_identity()) return c.outer;
+    throw dsl::UserError("NOT_SUPPORTED", "tensors over swizzled layouts are not supported yet: " +
+                                              L::to_string(c));
+  }
+  return layout_or_shape(h);
+}
+
+nb::object element_or_slice(const Tensor& t, nb::handle key) {
+  Scope scope;
+  L::IntTuple coord = to_tuple(key);
+  if (L::has_underscore(coord)) return nb::cast(cute::slice(t, coord));
+  if (!t.is_memory()) return to_py(cute::coordinate_at(t, coord));
+  return wrap_num(cute::load_element(t, coord));
+}
+
+// Dynamic leaves of an IntTuple, in order (kernel arguments carry them).
+void collect(const L::IntTuple& t, std::vector<Num>& out) {
+  if (t.is_tuple()) {
+    for (const auto& e : t.elems()) collect(e, out);
+  } else if (t.is_int() && t.as_int().is_dynamic()) {
+    out.push_back(Num::of_value(t.as_int().ir_value()));
+  } else if (t.is_basis() && t.as_basis().value.is_dynamic()) {
+    out.push_back(Num::of_value(t.as_basis().value.ir_value()));
+  }
+}
+
+// `t` with its dynamic leaves replaced, in order, by `vals` (divisibility kept).
+L::IntTuple rebuild(const L::IntTuple& t, const std::vector<Num>& vals, size_t& next) {
+  if (t.is_tuple()) {
+    std::vector<L::IntTuple> out;
+    for (const auto& e : t.elems()) out.push_back(rebuild(e, vals, next));
+    return L::IntTuple(out);
+  }
+  if (t.is_int() && t.as_int().is_dynamic())
+    return L::IntTuple(L::Int::dynamic(vals.at(next++).value, t.as_int().divisibility()));
+  if (t.is_basis() && t.as_basis().value.is_dynamic()) {
+    L::ScaledBasis b = t.as_basis();
+    b.value = L::Int::dynamic(vals.at(next++).value, b.value.divisibility());
+    return L::IntTuple(b);
+  }
+  return t;
+}
+
+std::vector<Num> nums_of(nb::handle values) {
+  std::vector<Num> out;
+  for (nb::handle v : values) out.push_back(to_num(v));
+  return out;
+}
+
+nb::list extract_values(const Tensor& t) {
+  std::vector<Num> vals;
+  if (t.is_memory()) vals.push_back(Num::of_value(t.ptr));
+  collect(t.coord, vals);
+  collect(t.layout.shape, vals);
+  collect(t.layout.stride, vals);
+  nb::list out;
+  for (auto& v : vals) out.append(v);
+  return out;
+}
+
+Tensor from_values(const Tensor& t, nb::handle values) {
+  std::vector<Num> vals = nums_of(values);
+  size_t next = 0;
+  Tensor r = t;
+  if (t.is_memory()) r.ptr = vals.at(next++).value;
+  r.coord = rebuild(t.coord, vals, next);
+  L::IntTuple shape = rebuild(t.layout.shape, vals, next);
+  L::IntTuple stride = rebuild(t.layout.stride, vals, next);
+  r.layout = L::Layout(shape, stride);
+  return r;
+}
+
+std::optional<Tensor> optional_tensor(nb::handle h, const char* fn) {
+  if (h.is_none()) return std::nullopt;
+  return as_tensor(h, fn);
+}
+
+}  // namespace
+
+void bind_tensors(nb::module_& root) {
+  nb::module_ m = root.def_submodule("cute", "CuTe tensors, pointers and copies");
+
+  nb::class_<PointerValue>(m, "_Pointer")
+      .def_prop_ro("value_type", [](const PointerValue& p) { return dtype_class(p.value->type->element); })
+      .def_prop_ro("dtype", [](const PointerValue& p) { return dtype_class(p.value->type->element); })
+      .def_prop_ro("_memspace", [](const PointerValue& p) { return int(p.value->type->space); })
+      .def_prop_ro("alignment", [](const PointerValue& p) { return p.value->type->align; })
+      .def_prop_ro("_value", [](const PointerValue& p) { return Num::of_value(p.value); })
+      .def("__add__", [](const PointerValue& p, nb::handle offset) {
+        Scope scope;
+        return PointerValue{cute::offset_pointer(builder("pointer arithmetic"), p.value, to_int(offset))};
+      })
+      .def("toint", [](const PointerValue& p) {
+        return wrap_num(Num::of_value(builder("Pointer.toint").bitcast(p.value, ir::i64())));
+      })
+      .def("__extract_mlir_values__", [](const PointerValue& p) {
+        nb::list out;
+        out.append(Num::of_value(p.value));
+        return out;
+      })
+      .def("__new_from_mlir_values__", [](const PointerValue&, nb::handle values) {
+        return PointerValue{nums_of(values).at(0).value};
+      })
+      .def("__str__", [](const PointerValue& p) { return cute::pointer_string(p.value->type); })
+      .def("__repr__", [](const PointerValue& p) { return cute::pointer_string(p.value->type); });
+
+  m.def("pointer_from_value", [](const Num& n) {
+    if (n.is_static || !n.type->is_pointer()) throw nb::type_error("expected a traced pointer value");
+    return PointerValue{n.value};
+  });
+  m.def("make_ptr", [](nb::handle dtype, nb::handle address, int space, int align) {
+    ir::Type e = dtype_of(dtype);
+    ir::Builder& b = builder("make_ptr");
+    ir::Value* addr = dsl::materialize(dsl::convert(to_num(address), ir::i64()));
+    return PointerValue{b.bitcast(addr, ir::pointer_type(e, ir::AddrSpace(space), align > 0 ? align : e->byte_size()))};
+  });
+  m.def("recast_ptr", [](const PointerValue& p, nb::handle dtype) {
+    if (dtype.is_none()) return p;
+    return PointerValue{cute::recast_pointer(builder("recast_ptr"), p.value, dtype_of(dtype))};
+  }, nb::arg("ptr"), nb::arg("dtype").none());
+
+  nb::class_<Tensor>(m, "_Tensor")
+      .def_prop_ro("layout", [](const Tensor& t) { return py(t.layout); })
+      .def_prop_ro("shape", [](const Tensor& t) { return to_py(t.layout.shape); })
+      .def_prop_ro("stride", [](const Tensor& t) { return to_py(t.layout.stride); })
+      .def_prop_ro("element_type", [](const Tensor& t) -> nb::object {
+        if (!t.is_memory()) return nb::none();
+        return dtype_class(t.element());
+      })
+      .def_prop_ro("iterator", [](const Tensor& t) -> nb::object {
+        if (t.is_memory()) return nb::cast(PointerValue{t.ptr});
+        return to_py(t.coord);
+      })
+      .def_prop_ro("_memspace", [](const Tensor& t) { return t.is_memory() ? int(t.space()) : -1; })
+      .def_prop_ro("type", [](const Tensor& t) { return cute::type_string(t); })
+      .def_prop_ro("is_memory", &Tensor::is_memory)
+      .def("__getitem__", &element_or_slice)
+      .def("__setitem__", [](const Tensor& t, nb::handle key, nb::handle value) {
+        Scope scope;
+        L::IntTuple coord = to_tuple(key);
+        if (L::has_underscore(coord))
+          throw dsl::UserError("NOT_SUPPORTED", "assigning to a slice is not supported; use .store() on the slice");
+        cute::store_element(t, coord, to_num(value));
+      })
+      .def("_load_values", [](const Tensor& t) {
+        Scope scope;
+        nb::list out;
+        for (const Num& n : cute::load(t)) out.append(wrap_num(n));
+        return out;
+      })
+      .def("_store_values", [](const Tensor& t, nb::handle values) {
+        Scope scope;
+        cute::store(t, nums_of(values));
+      })
+      .def("fill", [](const Tensor& t, nb::handle value) {
+        Scope scope;
+        cute::fill(t, to_num(value));
+      })
+      .def("_with_layout", [](const Tensor& t, nb::handle l) { return cute::with_layout(t, tensor_layout_arg(l)); })
+      .def("__extract_mlir_values__", &extract_values)
+      .def("__new_from_mlir_values__", &from_values)
+      .def("__str__", [](const Tensor& t) { return cute::to_string(t); })
+      .def("__repr__", [](const Tensor& t) { return cute::to_string(t); });
+
+  m.def("layout_dynamic_values", [](const L::Layout& l) {
+    std::vector<Num> vals;
+    collect(l.shape, vals);
+    collect(l.stride, vals);
+    nb::list out;
+    for (auto& v : vals) out.append(v);
+    return out;
+  });
+  m.def("layout_with_values", [](const L::Layout& l, nb::handle values) {
+    std::vector<Num> vals = nums_of(values);
+    size_t next = 0;
+    L::IntTuple shape = rebuild(l.shape, vals, next);
+    L::IntTuple stride = rebuild(l.stride, vals, next);
+    return L::Layout(shape, stride);
+  });
+
+  m.def("make_tensor", [](nb::handle iterator, nb::handle layout) {
+    Scope scope;
+    L::Layout l = tensor_layout_arg(layout);
+    if (nb::isinstance<PointerValue>(iterator)) return cute::make_tensor(nb::cast<PointerValue>(iterator).value, l);
+    if (nb::isinstance<Num>(iterator) || nb::hasattr(iterator, "_n")) {
+      Num n = to_num(iterator);
+      if (!n.is_static && n.type->is_pointer()) return cute::make_tensor(n.value, l);
+    }
+    return cute::make_coord_tensor(to_tuple(iterator), l);
+  });
+  m.def("make_identity_tensor", [](nb::handle shape) {
+    Scope scope;
+    return cute::make_identity_tensor(to_tuple(shape));
+  });
+  m.def("make_rmem_tensor", [](nb::handle layout, nb::handle dtype) {
+    Scope scope;
+    return cute::make_rmem_tensor(tensor_layout_arg(layout), dtype_of(dtype));
+  });
+  m.def("make_fragment_like", [](nb::handle src, nb::handle dtype) -> nb::object {
+    Scope scope;
+    if (is_tensor(src)) {
+      Tensor t = nb::cast<Tensor>(src);
+      ir::Type e = dtype.is_none() ? t.element() : dtype_of(dtype);
+      if (!e) throw dsl::UserError("TYPE_MISMATCH", "make_fragment_like of a coordinate tensor needs a dtype");
+      return nb::cast(cute::make_rmem_tensor(cute::fragment_like_layout(t.layout), e));
+    }
+    return py(cute::fragment_like_layout(tensor_layout_arg(src)));
+  }, nb::arg("src"), nb::arg("dtype").none());
+  m.def("local_tile", [](nb::handle t, nb::handle tiler, nb::handle coord, nb::handle proj) {
+    Scope scope;
+    Tensor x = as_tensor(t, "local_tile");
+    if (proj.is_none()) return cute::local_tile(x, to_tiler(tiler), to_tuple(coord));
+    return cute::local_tile(x, to_tuple(tiler), to_tuple(coord), to_tuple(proj));
+  }, nb::arg("t"), nb::arg("tiler"), nb::arg("coord"), nb::arg("proj").none());
+  m.def("local_partition", [](nb::handle t, nb::handle thr_layout, nb::handle index, nb::handle proj) {
+    Scope scope;
+    Tensor x = as_tensor(t, "local_partition");
+    L::Layout tl = require_layout(thr_layout, "local_partition");
+    if (proj.is_none()) return cute::local_partition(x, tl, to_int(index));
+    return cute::local_partition(x, tl, to_int(index), to_tuple(proj));
+  }, nb::arg("t"), nb::arg("thr_layout"), nb::arg("index"), nb::arg("proj").none());
+
+  nb::class_<cute::CopyAtom>(m, "CopyAtom")
+      .def_prop_ro("value_type", [](const cute::CopyAtom& a) { return dtype_class(a.value_type); })
+      .def_prop_ro("num_bits_per_copy", [](const cute::CopyAtom& a) { return a.num_bits; })
+      .def_prop_ro("thr_id", [](const cute::CopyAtom& a) { return py(a.thr_id()); })
+      .def_prop_ro("layout_src_tv", [](const cute::CopyAtom& a) { return py(a.layout_tv()); })
+      .def_prop_ro("layout_dst_tv", [](const cute::CopyAtom& a) { return py(a.layout_tv()); })
+      .def("__str__", [](const cute::CopyAtom& a) { return cute::to_string(a); })
+      .def("__repr__", [](const cute::CopyAtom& a) { return cute::to_string(a); });
+  m.def("make_copy_atom", [](const std::string& op, nb::handle dtype, int num_bits) {
+    return cute::make_copy_atom(op, dtype_of(dtype), num_bits);
+  });
+
+  nb::class_<cute::TiledCopy>(m, "TiledCopy")
+      .def_prop_ro("tiler_mn", [](const cute::TiledCopy& t) { return to_py(t.tiler_mn); })
+      .def_prop_ro("layout_tv_tiled", [](const cute::TiledCopy& t) { return py(t.layout_tv); })
+      .def_prop_ro("layout_src_tv_tiled", [](const cute::TiledCopy& t) { return py(t.layout_tv); })
+      .def_prop_ro("layout_dst_tv_tiled", [](const cute::TiledCopy& t) { return py(t.layout_tv); })
+      .def_prop_ro("size", [](const cute::TiledCopy& t) { return to_py(t.size()); })
+      .def_prop_ro("value_type", [](const cute::TiledCopy& t) { return dtype_class(t.atom.value_type); })
+      .def_prop_ro("atom", [](const cute::TiledCopy& t) { return t.atom; })
+      .def("get_slice", [](const cute::TiledCopy& t, nb::handle thr) {
+        Scope scope;
+        return ThrCopy{t, to_int(thr), nb::borrow(thr)};
+      })
+      .def("retile", [](const cute::TiledCopy& t, nb::handle x) {
+        Scope scope;
+        return cute::retile(t, as_tensor(x, "retile"));
+      })
+      .def("__str__", [](const cute::TiledCopy& t) { return cute::to_string(t); })
+      .def("__repr__", [](const cute::TiledCopy& t) { return cute::to_string(t); });
+  m.def("make_tiled_copy", [](const cute::CopyAtom& atom, nb::handle layout_tv, nb::handle tiler_mn) {
+    Scope scope;
+    return cute::make_tiled_copy(atom, require_layout(layout_tv, "make_tiled_copy"), to_tuple(tiler_mn));
+  });
+  m.def("make_tiled_copy_tv", [](const cute::CopyAtom& atom, nb::handle thr, nb::handle val) {
+    Scope scope;
+    return cute::make_tiled_copy_tv(atom, require_layout(thr, "make_tiled_copy_tv"),
+                                    require_layout(val, "make_tiled_copy_tv"));
+  });
+
+  nb::class_<ThrCopy>(m, "ThrCopy")
+      .def_prop_ro("thr_idx", [](const ThrCopy& c) { return c.thr_index_py; })
+      .def_prop_ro("tiler_mn", [](const ThrCopy& c) { return to_py(c.tiled.tiler_mn); })
+      .def_prop_ro("layout_tv_tiled", [](const ThrCopy& c) { return py(c.tiled.layout_tv); })
+      .def("partition_S", [](const ThrCopy& c, nb::handle x) {
+        Scope scope;
+        return cute::partition(c.tiled, as_tensor(x, "partition_S"), c.thr_index);
+      })
+      .def("partition_D", [](const ThrCopy& c, nb::handle x) {
+        Scope scope;
+        return cute::partition(c.tiled, as_tensor(x, "partition_D"), c.thr_index);
+      })
+      .def("retile", [](const ThrCopy& c, nb::handle x) {
+        Scope scope;
+        return cute::retile(c.tiled, as_tensor(x, "retile"));
+      });
+
+  m.def("copy", [](nb::handle atom, nb::handle src, nb::handle dst, nb::handle pred) {
+    Scope scope;
+    cute::CopyAtom a;
+    if (nb::isinstance<cute::TiledCopy>(atom)) a = nb::cast<cute::TiledCopy>(atom).atom;
+    else if (nb::isinstance<ThrCopy>(atom)) a = nb::cast<ThrCopy>(atom).tiled.atom;
+    else a = nb::cast<cute::CopyAtom>(atom);
+    cute::copy(a, as_tensor(src, "copy"), as_tensor(dst, "copy"), optional_tensor(pred, "copy"));
+  }, nb::arg("atom"), nb::arg("src"), nb::arg("dst"), nb::arg("pred").none());
+}
+
+}  // namespace opencute::bindings

@@ -1,0 +1,196 @@
+#include "cute/copy.h"
+
+#include "cute/pointer.h"
+#include "dsl/tracer.h"
+#include "layout/print.h"
+
+namespace opencute::cute {
+
+namespace L = opencute::layout;
+using dsl::Num;
+
+namespace {
+
+ir::Builder& builder(const char* what) {
+  if (ir::Builder* b = L::current_builder()) return *b;
+  return dsl::Tracer::require(what).builder();
+}
+
+// ((a0,a1),(r0,r1)) -> ((a0,r0),(a1,r1)): CuTe's zip of a rank-2 layout of rank-2 modes.
+L::Layout zip_modes(const L::Layout& l) {
+  auto pick = [&](const L::IntTuple& t, int i, int j) { return L::get(t, {i, j}); };
+  L::IntTuple shape{L::IntTuple{pick(l.shape, 0, 0), pick(l.shape, 1, 0)},
+                    L::IntTuple{pick(l.shape, 0, 1), pick(l.shape, 1, 1)}};
+  L::IntTuple stride{L::IntTuple{pick(l.stride, 0, 0), pick(l.stride, 1, 0)},
+                     L::IntTuple{pick(l.stride, 0, 1), pick(l.stride, 1, 1)}};
+  return L::Layout(shape, stride);
+}
+
+// `_` for each top-level mode of `shape` (or one `_` for a leaf).
+L::IntTuple underscores_like(const L::IntTuple& shape) {
+  if (!shape.is_tuple()) return L::IntTuple::underscore();
+  return L::IntTuple(std::vector<L::IntTuple>(shape.rank(), L::IntTuple::underscore()));
+}
+
+// (V, Rest...) -> (V, (Rest...)): the value mode and one grouped rest mode.
+L::Layout group_rest(const L::Layout& l) {
+  if (l.rank() == 1) return L::Layout(L::IntTuple{l.shape, 1}, L::IntTuple{l.stride, 0});
+  return L::group_modes(l, 1, l.rank());
+}
+
+[[noreturn]] void value_error(const std::string& msg) { throw L::LayoutError("copy: " + msg); }
+
+}  // namespace
+
+int CopyAtom::value_bits() const { return value_type->is_bool() ? 8 : value_type->width; }
+
+L::Layout CopyAtom::layout_tv() const { return L::Layout(L::IntTuple{1, num_values()}, L::IntTuple{0, 1}); }
+
+CopyAtom make_copy_atom(const std::string& op, ir::Type value_type, int num_bits) {
+  CopyAtom a;
+  a.op = op;
+  a.value_type = value_type;
+  a.num_bits = num_bits > 0 ? num_bits : a.value_bits();
+  if (a.num_bits % a.value_bits() != 0)
+    throw L::LayoutError("make_copy_atom: num_bits_per_copy=" + std::to_string(num_bits) +
+                         " is not a multiple of the element width " + std::to_string(a.value_bits()));
+  if (a.num_bits > 128)
+    throw L::LayoutError("make_copy_atom: num_bits_per_copy=" + std::to_string(num_bits) +
+                         " exceeds the 128 bits one thread can move at once");
+  return a;
+}
+
+TiledCopy make_tiled_copy(const CopyAtom& atom, const L::Layout& layout_tv, const L::IntTuple& tiler_mn) {
+  L::Int values = L::size(layout_tv, {1});
+  if (values.is_static() && values.value() % atom.num_values() != 0)
+    throw L::LayoutError("make_tiled_copy: each thread holds " + std::to_string(values.value()) +
+                         " values, not a multiple of the atom's " + std::to_string(atom.num_values()));
+  return TiledCopy{atom, layout_tv, tiler_mn};
+}
+
+TiledCopy make_tiled_copy_tv(const CopyAtom& atom, const L::Layout& thr_layout, const L::Layout& val_layout) {
+  auto [tiler, tv] = L::make_layout_tv(thr_layout, val_layout);
+  return make_tiled_copy(atom, tv, tiler);
+}
+
+Tensor partition(const TiledCopy& tc, const Tensor& t, const L::Int& thr_index) {
+  // CuTe's tidfrg: tile t by tiler_mn, then map (thread, value) of the tile through layout_tv,
+  // with each thread's values split into (atom values, rest values).
+  L::Layout tiled = L::zipped_divide(t.layout, L::Tiler::from_shape(tc.tiler_mn));
+  L::Layout atom_tv = L::zipped_divide(tc.layout_tv, L::Tiler::from_shape(L::IntTuple{1, tc.atom.num_values()}));
+  L::Layout thrval2mn = L::coalesce(zip_modes(atom_tv), L::IntTuple{1, L::IntTuple{1, 1}});
+  L::Layout tile_tv = L::composition(tiled[0], thrval2mn);
+  L::IntTuple rest_shape = L::get(tiled.shape, {1});
+  L::Layout tv(L::IntTuple{tile_tv.shape, rest_shape}, L::IntTuple{tile_tv.stride, L::get(tiled.stride, {1})});
+  L::IntTuple coord{L::IntTuple{L::IntTuple(thr_index), L::IntTuple::underscore()}, underscores_like(rest_shape)};
+  return slice(with_layout(t, tv), coord);
+}
+
+Tensor retile(const TiledCopy& tc, const Tensor& t) {
+  // Split the value mode into (atom values, rest values); the other modes stay.
+  int av = tc.atom.num_values();
+  L::Layout v = t.layout.rank() == 1 ? t.layout : t.layout[0];
+  L::Int n = L::size(v);
+  if (!n.is_static() || n.value() % av != 0)
+    throw L::LayoutError("retile: the value mode " + L::to_string(v) + " does not split into atoms of " +
+                         std::to_string(av) + " values");
+  L::Layout split = L::logical_divide(v, L::Tiler(L::Layout(av, 1)));
+  if (t.layout.rank() == 1) return with_layout(t, split);
+  std::vector<L::IntTuple> shape{split.shape}, stride{split.stride};
+  for (int i = 1; i < t.layout.rank(); ++i) {
+    shape.push_back(L::get(t.layout.shape, {i}));
+    stride.push_back(L::get(t.layout.stride, {i}));
+  }
+  return with_layout(t, L::Layout(L::IntTuple(shape), L::IntTuple(stride)));
+}
+
+void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::optional<Tensor>& pred) {
+  if (!src.is_memory() || !dst.is_memory())
+    throw dsl::UserError("TYPE_MISMATCH", "copy needs memory tensors, got " + to_string(src) + " and " +
+                                              to_string(dst));
+  if (src.layout.rank() != dst.layout.rank())
+    value_error("source and destination ranks differ: " + to_string(src) + " vs " + to_string(dst));
+  ir::Type se = src.element(), de = dst.element();
+  int sbits = se->is_bool() ? 8 : se->width, dbits = de->is_bool() ? 8 : de->width;
+  if (sbits != dbits)
+    throw dsl::UserError("TYPE_MISMATCH", "copy between element types of different widths: " +
+                                              ir::to_string(se) + " and " + ir::to_string(de));
+  L::Layout sv = group_rest(src.layout), dv = group_rest(dst.layout);
+  L::Int sn0 = L::size(sv, {0}), dn0 = L::size(dv, {0});
+  L::Int sn1 = L::size(sv, {1}), dn1 = L::size(dv, {1});
+  if (!sn0.is_static() || !dn0.is_static())
+    value_error("the value mode must be static: " + to_string(src) + " and " + to_string(dst));
+  if (sn0.value() != dn0.value())
+    value_error("value modes differ in size: " + to_string(src) + " vs " + to_string(dst));
+  if (!sn1.is_static() || !dn1.is_static())
+    value_error("the rest modes must be static: " + to_string(src) + " and " + to_string(dst));
+  if (sn1.value() != dn1.value())
+    value_error("rest modes differ in size: " + to_string(src) + " vs " + to_string(dst));
+  int64_t nv = sn0.value(), nrest = sn1.value();
+  int av = atom.num_values();
+  if (nv % av != 0)
+    value_error("the value mode of " + to_string(src) + " does not split into atoms of " + std::to_string(av) +
+                " values");
+  int64_t atoms_per_rest = nv / av;
+  if (pred) {
+    L::Int pn = L::size(pred->layout);
+    if (!pn.is_static() || pn.value() != atoms_per_rest * nrest)
+      value_error("the predicate " + to_string(*pred) + " needs one entry per atom call (" +
+                  std::to_string(atoms_per_rest * nrest) + ")");
+  }
+  // Without predicates the universal copy moves as many elements at once as both sides allow.
+  int width = av;
+  if (!pred) {
+    int common = std::min(mode0_vector_width(src.ptr->type, sv), mode0_vector_width(dst.ptr->type, dv));
+    if (common > av && common % av == 0 && nv % common == 0) width = common;
+  }
+  ir::Builder& b = builder("copy");
+  ir::Type vec_t = width == 1 ? se : ir::vector_type(se, width);
+  for (int64_t r = 0; r < nrest; ++r) {
+    for (int64_t k = 0; k < nv; k += width) {
+      L::IntTuple coord{L::IntTuple(k), L::IntTuple(r)};
+      ir::Block* after = nullptr;
+      ir::Op* guard = nullptr;
+      if (pred) {
+        Num p = load_element(*pred, L::IntTuple(r * atoms_per_rest + k / av));
+        p = dsl::to_boolean(p);
+        if (p.is_static && p.s.i == 0) continue;
+        if (!p.is_static) {
+          guard = b.create_if(p.value);
+          after = b.block();
+          b.set_block(guard->region_block(0));
+        }
+      }
+      ir::Value* sp = offset_pointer(b, src.ptr, sv(coord).as_int());
+      ir::Value* dp = offset_pointer(b, dst.ptr, dv(coord).as_int());
+      if (width > 1) {
+        // The atom asks for `width` elements per access: the pointers carry that alignment.
+        int bytes = width * se->byte_size();
+        if (sp->type->align < bytes) sp = b.bitcast(sp, ir::pointer_type(se, sp->type->space, bytes));
+        if (dp->type->align < bytes) dp = b.bitcast(dp, ir::pointer_type(de, dp->type->space, bytes));
+      }
+      ir::Value* v = b.load(sp, vec_t);
+      if (se != de) v = b.bitcast(v, width == 1 ? de : ir::vector_type(de, width));
+      b.store(v, dp);
+      if (guard) {
+        b.yield({});
+        b.set_block(guard->region_block(1));
+        b.yield({});
+        b.set_block(after);
+      }
+    }
+  }
+}
+
+std::string to_string(const CopyAtom& a) {
+  return "Copy Atom\n  ThrID:         " + L::to_string(a.thr_id()) + "\n  TV Layout Src: " +
+         L::to_string(a.layout_tv()) + "\n  TV Layout Dst: " + L::to_string(a.layout_tv()) +
+         "\n  Value type:    " + ir::to_string(a.value_type);
+}
+
+std::string to_string(const TiledCopy& t) {
+  return "Tiled Copy\n  Tiler MN:        " + L::to_string(t.tiler_mn) + "\n  TV Layout tiled: " +
+         L::to_string(t.layout_tv) + "\n" + to_string(t.atom);
+}
+
+}  // namespace opencute::cute

@@ -1,0 +1,41 @@
+#include "cute/pointer.h"
+
+#include <string>
+
+namespace opencute::cute {
+
+namespace L = opencute::layout;
+
+int offset_alignment(int base_align, const L::Int& index, int element_bytes) {
+  int64_t div = index.divisibility();  // 0: the offset is 0, divisible by anything
+  if (div == 0) return base_align;
+  int64_t bytes = div * element_bytes;
+  int align = 1;
+  while (align < base_align && bytes % (2 * align) == 0) align *= 2;
+  return std::min(align, base_align);
+}
+
+ir::Value* offset_pointer(ir::Builder& b, ir::Value* ptr, const L::Int& index) {
+  if (index.is_static_value(0)) return ptr;
+  ir::Type pt = ptr->type;
+  int align = offset_alignment(pt->align, index, pt->element->byte_size());
+  ir::Value* idx = index.is_static() ? b.const_int(ir::i64(), index.value()) : index.ir_value();
+  ir::Value* moved = b.ptr_add(ptr, idx);
+  ir::Type want = ir::pointer_type(pt->element, pt->space, align);
+  if (moved->type == want) return moved;
+  // ptr_add alone keeps only what a constant index proves; the algebra knows the divisibility.
+  return b.bitcast(moved, want);
+}
+
+ir::Value* recast_pointer(ir::Builder& b, ir::Value* ptr, ir::Type element) {
+  ir::Type pt = ptr->type;
+  return b.bitcast(ptr, ir::pointer_type(element, pt->space, pt->align));
+}
+
+std::string pointer_string(ir::Type pt) {
+  std::string s = "ptr<" + ir::to_string(pt->element) + ", " + ir::to_string(pt->space);
+  if (pt->align > pt->element->byte_size()) s += ", align<" + std::to_string(pt->align) + ">";
+  return s + ">";
+}
+
+}  // namespace opencute::cute

@@ -1,0 +1,322 @@
+#include "cute/tensor.h"
+
+#include <algorithm>
+
+#include "cute/pointer.h"
+#include "dsl/tracer.h"
+#include "layout/print.h"
+
+namespace opencute::cute {
+
+namespace L = opencute::layout;
+using dsl::Num;
+
+namespace {
+
+ir::Builder& builder(const char* what) {
+  if (ir::Builder* b = L::current_builder()) return *b;
+  return dsl::Tracer::require(what).builder();
+}
+
+const Tensor& require_memory(const Tensor& t, const char* what) {
+  if (!t.is_memory())
+    throw dsl::UserError("TENSOR_NOT_MEMORY", std::string(what) + " needs a memory tensor; " + to_string(t) +
+                                                  " is a coordinate tensor");
+  return t;
+}
+
+int64_t static_size(const Tensor& t, const char* what) {
+  L::Int n = L::size(t.layout);
+  if (!n.is_static())
+    throw dsl::UserError("PHASE_REQUIRES_CONSTANT", std::string(what) + " needs a tensor of static size, got " +
+                                                        to_string(t));
+  return n.value();
+}
+
+L::IntTuple zeros_like(const L::IntTuple& shape) {
+  if (!shape.is_tuple()) return L::IntTuple(0);
+  std::vector<L::IntTuple> out;
+  for (const auto& e : shape.elems()) out.push_back(zeros_like(e));
+  return L::IntTuple(std::move(out));
+}
+
+ir::Value* element_pointer(const Tensor& t, const L::IntTuple& coord) {
+  L::IntTuple off = t.layout(coord);
+  return offset_pointer(builder("tensor indexing"), t.ptr, off.as_int());
+}
+
+// A loop over [0, n) whose body `body(index)` emits IR at the loop's insertion point.
+template <class Body>
+void emit_loop(ir::Builder& b, int64_t n_static, const L::Int& n, Body&& body) {
+  ir::Value* lb = b.const_int(ir::i32(), 0);
+  ir::Value* ub = n.is_static() ? b.const_int(ir::i32(), n_static) : n.materialize(ir::i32());
+  ir::Op* loop = b.create_for(lb, ub, b.const_int(ir::i32(), 1), {}, 0);
+  ir::Block* outer = b.block();
+  ir::Block* inner = loop->region_block(0);
+  b.set_block(inner);
+  body(L::Int::dynamic(inner->args[0].get()));
+  b.yield({});
+  b.set_block(outer);
+}
+
+}  // namespace
+
+Tensor make_tensor(ir::Value* ptr, L::Layout layout) {
+  if (!ptr || !ptr->type->is_pointer()) throw dsl::UserError("TYPE_MISMATCH", "make_tensor needs a pointer");
+  Tensor t;
+  t.ptr = ptr;
+  t.layout = std::move(layout);
+  return t;
+}
+
+Tensor make_coord_tensor(L::IntTuple coord, L::Layout layout) {
+  Tensor t;
+  t.coord = std::move(coord);
+  t.layout = std::move(layout);
+  return t;
+}
+
+Tensor make_identity_tensor(const L::IntTuple& shape) {
+  return make_coord_tensor(zeros_like(shape), L::make_identity_layout(shape));
+}
+
+Tensor make_rmem_tensor(const L::Layout& layout, ir::Type element) {
+  L::Int n = L::cosize(layout);
+  if (!n.is_static())
+    throw dsl::UserError("PHASE_REQUIRES_CONSTANT",
+                         "register tensors need a static layout, got " + L::to_string(layout));
+  // 32-byte alignment, as the CuTe DSL gives register fragments, so that any vector access fits.
+  ir::Value* p = builder("make_rmem_tensor").local_array(element, std::max<int64_t>(n.value(), 1), 32);
+  return make_tensor(p, layout);
+}
+
+L::Layout fragment_like_layout(const L::Layout& l) {
+  // CuTe's make_fragment_like: mode 0 compact column-major (keeping its stride-0 leaves, so
+  // broadcast values stay broadcast), then the other modes compact in the order of their
+  // strides; extent-1 leaves get stride 0.
+  if (!l.shape.is_static())
+    throw dsl::UserError("PHASE_REQUIRES_CONSTANT", "make_fragment_like needs a static shape, got " +
+                                                        L::to_string(l));
+  auto shapes = L::flatten_to_vector(l.shape);
+  auto strides = L::flatten_to_vector(l.stride);
+  int first = int(L::flatten_to_vector(L::get(l.shape, {0})).size());
+  if (l.rank() == 1) first = int(shapes.size());
+  std::vector<L::IntTuple> out(shapes.size());
+  auto is_zero = [](const L::IntTuple& d) { return d.is_int() && d.as_int().is_static_value(0); };
+  int64_t running = 1;
+  for (int i = 0; i < first; ++i) {
+    int64_t n = shapes[i].as_int().value();
+    if (is_zero(strides[i]) || n == 1) { out[i] = L::IntTuple(0); continue; }
+    out[i] = L::IntTuple(running);
+    running *= n;
+  }
+  std::vector<int> order;
+  for (int i = first; i < int(shapes.size()); ++i) order.push_back(i);
+  bool static_strides = std::all_of(order.begin(), order.end(), [&](int i) {
+    return strides[i].is_int() && strides[i].as_int().is_static();
+  });
+  if (static_strides)
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      return strides[a].as_int().value() < strides[b].as_int().value();
+    });
+  for (int i : order) {
+    int64_t n = shapes[i].as_int().value();
+    if (n == 1) { out[i] = L::IntTuple(0); continue; }
+    out[i] = L::IntTuple(running);
+    running *= n;
+  }
+  return L::Layout(l.shape, L::unflatten(out, l.shape));
+}
+
+Tensor with_layout(const Tensor& t, L::Layout l) {
+  Tensor r = t;
+  r.layout = std::move(l);
+  return r;
+}
+
+Tensor slice(const Tensor& t, const L::IntTuple& coord) {
+  auto [sub, offset] = L::slice_and_offset(coord, t.layout);
+  Tensor r = t;
+  r.layout = sub;
+  if (t.is_memory()) {
+    r.ptr = offset_pointer(builder("tensor slicing"), t.ptr, offset.as_int());
+  } else {
+    r.coord = L::offset_add(t.coord, offset);
+  }
+  return r;
+}
+
+Num load_element(const Tensor& t, const L::IntTuple& coord) {
+  require_memory(t, "loading an element");
+  ir::Builder& b = builder("tensor indexing");
+  return Num::of_value(b.load(element_pointer(t, coord), t.element()));
+}
+
+void store_element(const Tensor& t, const L::IntTuple& coord, const Num& value) {
+  require_memory(t, "storing an element");
+  ir::Builder& b = builder("tensor indexing");
+  b.store(dsl::materialize(dsl::convert(value, t.element())), element_pointer(t, coord));
+}
+
+L::IntTuple coordinate_at(const Tensor& t, const L::IntTuple& coord) {
+  return L::offset_add(t.coord, t.layout(coord));
+}
+
+namespace {
+
+// Vectors run along the leaf `s0:d0`; `others` are the strides of every other leaf, which
+// (with the pointer) must keep each vector's start aligned to the vector's size.
+int run_vector_width(ir::Type ptr_type, const L::IntTuple& s0, const L::IntTuple& d0,
+                     const std::vector<L::IntTuple>& others, int max_bytes) {
+  ir::Type e = ptr_type->element;
+  if (e->is_bool()) return 1;  // i1 vectors are bit-packed in memory
+  int eb = e->byte_size();
+  if (!s0.is_int() || !s0.as_int().is_static() || !d0.is_int() || !d0.as_int().is_static_value(1)) return 1;
+  int64_t run = s0.as_int().value();
+  int v = 1;
+  while (run % (2 * v) == 0 && 2 * v * eb <= max_bytes) v *= 2;
+  for (; v > 1; v /= 2) {
+    int need = v * eb;
+    bool ok = ptr_type->align % need == 0;
+    for (size_t i = 0; ok && i < others.size(); ++i) {
+      if (!others[i].is_int()) { ok = false; break; }
+      int64_t d = others[i].as_int().divisibility();
+      if (d != 0 && (d * eb) % need != 0) ok = false;
+    }
+    if (ok) break;
+  }
+  return v;
+}
+
+}  // namespace
+
+int vector_width(const Tensor& t, int max_bytes) {
+  if (!t.is_memory()) return 1;
+  L::Layout c = L::coalesce(t.layout);
+  auto shapes = L::flatten_to_vector(c.shape);
+  auto strides = L::flatten_to_vector(c.stride);
+  std::vector<L::IntTuple> others(strides.begin() + 1, strides.end());
+  return run_vector_width(t.ptr->type, shapes[0], strides[0], others, max_bytes);
+}
+
+int mode0_vector_width(ir::Type ptr_type, const L::Layout& layout, int max_bytes) {
+  L::Layout m0 = L::coalesce(layout[0]);
+  auto shapes = L::flatten_to_vector(m0.shape);
+  auto strides = L::flatten_to_vector(m0.stride);
+  std::vector<L::IntTuple> others(strides.begin() + 1, strides.end());
+  for (int i = 1; i < layout.rank(); ++i)
+    for (auto& d : L::flatten_to_vector(L::get(layout.stride, {i}))) others.push_back(d);
+  return run_vector_width(ptr_type, shapes[0], strides[0], others, max_bytes);
+}
+
+std::vector<Num> load(const Tensor& t) {
+  require_memory(t, "load()");
+  int64_t n = static_size(t, "load()");
+  ir::Builder& b = builder("load()");
+  ir::Type e = t.element();
+  int v = vector_width(t);
+  std::vector<Num> out;
+  out.reserve(n);
+  for (int64_t i = 0; i < n; i += v) {
+    ir::Value* p = element_pointer(t, L::IntTuple(i));
+    if (v == 1) {
+      out.push_back(Num::of_value(b.load(p, e)));
+      continue;
+    }
+    ir::Value* vec = b.load(p, ir::vector_type(e, v));
+    for (int lane = 0; lane < v; ++lane) out.push_back(Num::of_value(b.vec_extract(vec, lane)));
+  }
+  return out;
+}
+
+void store(const Tensor& t, const std::vector<Num>& values) {
+  require_memory(t, "store()");
+  int64_t n = static_size(t, "store()");
+  if (int64_t(values.size()) != n)
+    throw dsl::UserError("SHAPE_MISMATCH", "store() of " + std::to_string(values.size()) +
+                                               " values into a tensor of " + std::to_string(n) + " elements (" +
+                                               to_string(t) + ")");
+  ir::Builder& b = builder("store()");
+  ir::Type e = t.element();
+  int v = vector_width(t);
+  for (int64_t i = 0; i < n; i += v) {
+    ir::Value* p = element_pointer(t, L::IntTuple(i));
+    if (v == 1) {
+      b.store(dsl::materialize(dsl::convert(values[i], e)), p);
+      continue;
+    }
+    ir::Value* vec = b.vec_splat(dsl::materialize(dsl::convert(values[i], e)), v);
+    for (int lane = 1; lane < v; ++lane)
+      vec = b.vec_insert(vec, dsl::materialize(dsl::convert(values[i + lane], e)), lane);
+    b.store(vec, p);
+  }
+}
+
+void fill(const Tensor& t, const Num& value) {
+  require_memory(t, "fill()");
+  Num x = dsl::convert(value, t.element());
+  L::Int n = L::size(t.layout);
+  // Small static tensors (register fragments) are filled with straight-line (vector) stores;
+  // anything else gets a loop.
+  if (n.is_static() && n.value() <= 256) {
+    store(t, std::vector<Num>(size_t(n.value()), x));
+    return;
+  }
+  ir::Builder& b = builder("fill()");
+  ir::Value* xv = dsl::materialize(x);
+  emit_loop(b, n.is_static() ? n.value() : 0, n, [&](const L::Int& i) {
+    b.store(xv, element_pointer(t, L::IntTuple(i)));
+  });
+}
+
+// ---- partitioning -------------------------------------------------------------------------------
+
+Tensor local_tile(const Tensor& t, const L::Tiler& tiler, const L::IntTuple& coord) {
+  L::Layout tiled = L::zipped_divide(t.layout, tiler);
+  L::IntTuple rest_coord = coord;
+  int r1 = L::rank(L::get(tiled.shape, {1}));
+  if (coord.is_tuple() && coord.rank() < r1) rest_coord = L::append(coord, L::IntTuple::underscore(), r1);
+  return slice(with_layout(t, tiled), L::IntTuple{L::IntTuple::underscore(), rest_coord});
+}
+
+Tensor local_tile(const Tensor& t, const L::IntTuple& tiler, const L::IntTuple& coord, const L::IntTuple& proj) {
+  return local_tile(t, L::Tiler::from_shape(L::dice(proj, tiler)), L::dice(proj, coord));
+}
+
+Tensor local_partition(const Tensor& t, const L::Layout& thr_layout, const L::Int& thr_index) {
+  // The thread's coordinate in thr_layout, one flat index per top-level mode.
+  L::IntTuple hier = L::idx2crd(L::IntTuple(thr_index), thr_layout.shape, thr_layout.stride);
+  std::vector<L::IntTuple> flat;
+  for (int i = 0; i < thr_layout.rank(); ++i) {
+    const L::IntTuple& mode_shape = L::get(thr_layout.shape, {i});
+    const L::IntTuple& mode_coord = thr_layout.rank() == 1 && !hier.is_tuple() ? hier : L::get(hier, {i});
+    flat.push_back(L::crd2idx(mode_coord, mode_shape));
+  }
+  L::IntTuple coord = flat.size() == 1 ? flat[0] : L::IntTuple(flat);
+  L::Layout tiled = L::zipped_divide(t.layout, L::Tiler::from_shape(L::product_each(thr_layout.shape)));
+  return slice(with_layout(t, tiled), L::IntTuple{coord, L::IntTuple::underscore()});
+}
+
+Tensor local_partition(const Tensor& t, const L::Layout& thr_layout, const L::Int& thr_index,
+                       const L::IntTuple& proj) {
+  return local_partition(t, L::Layout(L::dice(proj, thr_layout.shape), L::dice(proj, thr_layout.stride)),
+                         thr_index);
+}
+
+// ---- printing -----------------------------------------------------------------------------------
+
+std::string to_string(const Tensor& t) {
+  std::string it = t.is_memory() ? pointer_string(t.ptr->type) : L::to_string(t.coord);
+  return "tensor<" + it + " o " + L::to_string(t.layout) + ">";
+}
+
+std::string type_string(const Tensor& t) {
+  if (!t.is_memory())
+    return "!cute.coord_tensor<\"" + L::to_string(t.coord) + "\", \"" + L::to_string(t.layout) + "\">";
+  ir::Type pt = t.ptr->type;
+  std::string s = "!cute.memref<" + ir::to_string(pt->element) + ", " + ir::to_string(pt->space);
+  if (pt->align > pt->element->byte_size()) s += ", align<" + std::to_string(pt->align) + ">";
+  return s + ", \"" + L::to_string(t.layout) + "\">";
+}
+
+}  // namespace opencute::cute

@@ -1,0 +1,73 @@
+// CuTe tensors while tracing: an engine (a typed pointer, or a coordinate for the counting
+// iterator of identity tensors) composed with a layout. Slicing, element access, loads and
+// stores emit IR through the current builder; everything static folds.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/num.h"
+#include "layout/layout.h"
+
+namespace opencute::cute {
+
+struct Tensor {
+  // Memory tensors: `ptr` is a pointer-typed IR value. Coordinate tensors: `ptr` is null and
+  // `coord` is the iterator's coordinate (a tuple of integers).
+  ir::Value* ptr = nullptr;
+  layout::IntTuple coord;
+  layout::Layout layout;
+
+  bool is_memory() const { return ptr != nullptr; }
+  ir::Type element() const { return ptr ? ptr->type->element : nullptr; }
+  ir::AddrSpace space() const { return ptr->type->space; }
+};
+
+Tensor make_tensor(ir::Value* ptr, layout::Layout layout);
+Tensor make_coord_tensor(layout::IntTuple coord, layout::Layout layout);
+// Coordinates over `shape`, starting at zero: element c is c itself.
+Tensor make_identity_tensor(const layout::IntTuple& shape);
+// A register tensor (a per-thread local array sized to the layout's cosize).
+Tensor make_rmem_tensor(const layout::Layout& layout, ir::Type element);
+// CuTe's make_fragment_like: a compact layout of the same shape whose first mode keeps the
+// input's stride order (so vector accesses line up) and whose other modes follow in order.
+layout::Layout fragment_like_layout(const layout::Layout& l);
+
+// The same engine with another layout (what the divides and compositions of tensors do).
+Tensor with_layout(const Tensor& t, layout::Layout l);
+
+// tensor[coord] where coord holds underscores: the sub-tensor over the `_` modes.
+Tensor slice(const Tensor& t, const layout::IntTuple& coord);
+// Element access with a full coordinate (or a linear index): memory tensors load / store;
+// coordinate tensors return the coordinate.
+dsl::Num load_element(const Tensor& t, const layout::IntTuple& coord);
+void store_element(const Tensor& t, const layout::IntTuple& coord, const dsl::Num& value);
+layout::IntTuple coordinate_at(const Tensor& t, const layout::IntTuple& coord);
+
+// All elements in the layout's linear (colexicographic) order, with the widest vector
+// accesses that the layout and the pointer's alignment allow (at most 16 bytes).
+std::vector<dsl::Num> load(const Tensor& t);
+void store(const Tensor& t, const std::vector<dsl::Num>& values);
+void fill(const Tensor& t, const dsl::Num& value);
+
+// CuTe's partitioning: the tile of `t` at `coord` (inner) and a thread's elements (outer).
+Tensor local_tile(const Tensor& t, const layout::Tiler& tiler, const layout::IntTuple& coord);
+Tensor local_tile(const Tensor& t, const layout::IntTuple& tiler, const layout::IntTuple& coord,
+                  const layout::IntTuple& proj);
+Tensor local_partition(const Tensor& t, const layout::Layout& thr_layout, const layout::Int& thr_index);
+Tensor local_partition(const Tensor& t, const layout::Layout& thr_layout, const layout::Int& thr_index,
+                       const layout::IntTuple& proj);
+
+// Printing: tensor<ptr<f32, gmem> o (4,3):(3,1)> and the MLIR-like `.type` text
+// !cute.memref<f32, gmem, align<16>, "(4,3):(3,1)"> / !cute.coord_tensor<"(0,0)", "(8,4):(1@0,1@1)">.
+std::string to_string(const Tensor& t);
+std::string type_string(const Tensor& t);
+
+// The largest number of consecutive elements (in linear order, a power of two, at most
+// `max_bytes`) that every vector access of `t` can move at once, given its layout and pointer
+// alignment.
+int vector_width(const Tensor& t, int max_bytes = 16);
+// The same for vectors that stay inside mode 0 of `layout` (the value mode of a partition).
+int mode0_vector_width(ir::Type ptr_type, const layout::Layout& layout, int max_bytes = 16);
+
+}  // namespace opencute::cute

@@ -1,0 +1,148 @@
+"""CuTe tensors, pointers, copy atoms and tiled copies while tracing (`cute.make_tensor`,
+`cute.local_tile`, `cute.copy` ...). Every function forwards to C++ (`cutlass._core.cute`); the
+few Python additions wrap results in Python-level types (AddressSpace, TensorSSA)."""
+import enum
+
+from .. import _core
+from .._dsl import numeric as _numeric
+from .._dsl.tensor import Pointer, Tensor
+
+_C = _core.cute
+_Tensor = _C._Tensor
+_Pointer = _C._Pointer
+for _cls, _name in ((_Tensor, "_Tensor"), (_Pointer, "_Pointer")):
+    _cls.__module__ = "cutlass.cute.core"
+Tensor.register(_Tensor)
+Pointer.register(_Pointer)
+_core._set_numeric_wrappers(_numeric.wrap, _numeric.dtype)
+
+
+class AddressSpace(enum.IntEnum):
+    generic = 0
+    gmem = 1
+    smem = 3
+    cmem = 4
+    rmem = 5
+    tmem = 6
+    dsmem = 7
+
+    def __str__(self):
+        return self.name
+
+
+def _memspace(self):
+    return AddressSpace(self._memspace) if self._memspace >= 0 else None
+
+
+def _load(self):
+    from .tensor_ssa import TensorSSA
+    return TensorSSA._from_values(self.shape, self.element_type, self._load_values())
+
+
+def _store(self, value):
+    from .tensor_ssa import TensorSSA
+    if isinstance(value, TensorSSA):
+        value = value._values()
+    self._store_values(value)
+
+
+_Tensor.memspace = property(_memspace)
+_Tensor.load = _load
+_Tensor.store = _store
+_Pointer.memspace = property(_memspace)
+
+
+# ---- construction ---------------------------------------------------------------------------
+
+def make_tensor(iterator, layout, *, loc=None, ip=None):
+    return _C.make_tensor(iterator, layout)
+
+
+def make_ptr(dtype, value, mem_space=AddressSpace.generic, *, assumed_align=None, loc=None, ip=None):
+    return _C.make_ptr(dtype, value, int(mem_space), assumed_align or 0)
+
+
+def recast_ptr(ptr, swizzle_=None, dtype=None, *, loc=None, ip=None):
+    if swizzle_ is not None:
+        raise NotImplementedError("recast_ptr with a swizzle comes with shared-memory swizzled tensors")
+    return _C.recast_ptr(ptr, dtype)
+
+
+def make_identity_tensor(shape, *, loc=None, ip=None):
+    return _C.make_identity_tensor(shape)
+
+
+def make_rmem_tensor(layout_or_shape, dtype, *, loc=None, ip=None):
+    # The CuTe DSL accepts both argument orders (older code passes the dtype first).
+    if isinstance(layout_or_shape, type) and issubclass(layout_or_shape, _numeric.Numeric):
+        layout_or_shape, dtype = dtype, layout_or_shape
+    return _C.make_rmem_tensor(layout_or_shape, dtype)
+
+
+make_fragment = make_rmem_tensor
+
+
+def make_fragment_like(src, dtype=None, *, loc=None, ip=None):
+    return _C.make_fragment_like(src, dtype)
+
+
+make_rmem_tensor_like = make_fragment_like
+
+
+def local_tile(input, tiler, coord, proj=None, *, loc=None, ip=None):  # noqa: A002 - CuTe's name
+    return _C.local_tile(input, tiler, coord, proj)
+
+
+def local_partition(target, tiler, index, proj=None, *, loc=None, ip=None):
+    return _C.local_partition(target, tiler, index, proj)
+
+
+# ---- copies -----------------------------------------------------------------------------------
+
+class CopyUniversalOp:
+    """The SIMT copy: each thread loads and stores its values (`cute.nvgpu.CopyUniversalOp`)."""
+    _name = "universal"
+
+    def __str__(self):
+        return "universal Copy Operation"
+
+
+def make_copy_atom(op, copy_internal_type, *, num_bits_per_copy=0, loc=None, ip=None, **kwargs):
+    if not isinstance(op, CopyUniversalOp):
+        raise TypeError(f"make_copy_atom: unsupported copy operation {op}")
+    return _C.make_copy_atom(op._name, copy_internal_type, int(num_bits_per_copy or 0))
+
+
+def make_tiled_copy_tv(atom, thr_layout, val_layout, *, loc=None, ip=None):
+    return _C.make_tiled_copy_tv(atom, thr_layout, val_layout)
+
+
+def make_tiled_copy(atom, layout_tv, tiler_mn, *, loc=None, ip=None):
+    return _C.make_tiled_copy(atom, layout_tv, tiler_mn)
+
+
+def copy(atom, src, dst, *, pred=None, unroll_factor=None, loc=None, ip=None, **kwargs):
+    _C.copy(atom, src, dst, pred)
+
+
+def basic_copy(src, dst, *, loc=None, ip=None):
+    """Element-by-element copy between two tensors of the same size."""
+    atom = _C.make_copy_atom("universal", src.element_type, 0)
+    _C.copy(atom, _as_vector(src), _as_vector(dst), None)
+
+
+def _as_vector(t):
+    """t viewed as (size, 1): one value mode holding every element."""
+    from .layout import make_layout, composition, size
+    return t._with_layout(composition(t.layout, make_layout((size(t), 1))))
+
+
+def autovec_copy(src, dst, *, loc=None, ip=None):
+    basic_copy(src, dst)
+
+
+__all__ = [
+    "AddressSpace", "make_tensor", "make_ptr", "recast_ptr", "make_identity_tensor", "make_rmem_tensor",
+    "make_fragment", "make_fragment_like", "make_rmem_tensor_like", "local_tile", "local_partition",
+    "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "copy", "basic_copy", "autovec_copy",
+]
