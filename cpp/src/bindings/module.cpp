@@ -109,15 +109,15 @@ int64_t as_int64(nb::handle h) {
 }
 
 nb::object& user_error_class() {
-  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.DSLUserCodeError, set from Python
+  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.from_core, set from Python
   return *cls;
 }
 
 void raise_user_error(const char* what, const char* code, PyObject* fallback) {
   nb::object& cls = user_error_class();
   if (cls.is_valid() && !cls.is_none()) {
-    nb::object exc = cls(what, nb::arg("code") = code);
-    PyErr_SetObject(cls.ptr(), exc.ptr());
+    nb::object exc = cls(what, nb::arg("code") = code);  // the class depends on the code
+    PyErr_SetObject((PyObject*)Py_TYPE(exc.ptr()), exc.ptr());
   } else {
     PyErr_SetString(fallback, what);
   }

@@ -26,12 +26,6 @@ L::Layout zip_modes(const L::Layout& l) {
   return L::Layout(shape, stride);
 }
 
-// `_` for each top-level mode of `shape` (or one `_` for a leaf).
-L::IntTuple underscores_like(const L::IntTuple& shape) {
-  if (!shape.is_tuple()) return L::IntTuple::underscore();
-  return L::IntTuple(std::vector<L::IntTuple>(shape.rank(), L::IntTuple::underscore()));
-}
-
 // (V, Rest...) -> (V, (Rest...)): the value mode and one grouped rest mode.
 L::Layout group_rest(const L::Layout& l) {
   if (l.rank() == 1) return L::Layout(L::IntTuple{l.shape, 1}, L::IntTuple{l.stride, 0});

@@ -271,12 +271,17 @@ void fill(const Tensor& t, const Num& value) {
 
 // ---- partitioning -------------------------------------------------------------------------------
 
+L::IntTuple underscores_like(const L::IntTuple& shape) {
+  if (!shape.is_tuple()) return L::IntTuple::underscore();
+  return L::IntTuple(std::vector<L::IntTuple>(shape.rank(), L::IntTuple::underscore()));
+}
+
 Tensor local_tile(const Tensor& t, const L::Tiler& tiler, const L::IntTuple& coord) {
   L::Layout tiled = L::zipped_divide(t.layout, tiler);
   L::IntTuple rest_coord = coord;
   int r1 = L::rank(L::get(tiled.shape, {1}));
   if (coord.is_tuple() && coord.rank() < r1) rest_coord = L::append(coord, L::IntTuple::underscore(), r1);
-  return slice(with_layout(t, tiled), L::IntTuple{L::IntTuple::underscore(), rest_coord});
+  return slice(with_layout(t, tiled), L::IntTuple{underscores_like(L::get(tiled.shape, {0})), rest_coord});
 }
 
 Tensor local_tile(const Tensor& t, const L::IntTuple& tiler, const L::IntTuple& coord, const L::IntTuple& proj) {
@@ -294,7 +299,7 @@ Tensor local_partition(const Tensor& t, const L::Layout& thr_layout, const L::In
   }
   L::IntTuple coord = flat.size() == 1 ? flat[0] : L::IntTuple(flat);
   L::Layout tiled = L::zipped_divide(t.layout, L::Tiler::from_shape(L::product_each(thr_layout.shape)));
-  return slice(with_layout(t, tiled), L::IntTuple{coord, L::IntTuple::underscore()});
+  return slice(with_layout(t, tiled), L::IntTuple{coord, underscores_like(L::get(tiled.shape, {1}))});
 }
 
 Tensor local_partition(const Tensor& t, const L::Layout& thr_layout, const L::Int& thr_index,

@@ -50,6 +50,9 @@ std::vector<dsl::Num> load(const Tensor& t);
 void store(const Tensor& t, const std::vector<dsl::Num>& values);
 void fill(const Tensor& t, const dsl::Num& value);
 
+// `_` for each top-level mode of `shape` (one `_` for a leaf): CuTe's repeat<rank>(_).
+layout::IntTuple underscores_like(const layout::IntTuple& shape);
+
 // CuTe's partitioning: the tile of `t` at `coord` (inner) and a thread's elements (outer).
 Tensor local_tile(const Tensor& t, const layout::Tiler& tiler, const layout::IntTuple& coord);
 Tensor local_tile(const Tensor& t, const layout::IntTuple& tiler, const layout::IntTuple& coord,

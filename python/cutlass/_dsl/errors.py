@@ -81,6 +81,23 @@ class DSLUserCodeTypeError(DSLUserCodeError, TypeError):
     pass
 
 
+class DSLUserCodeValueError(DSLUserCodeError, ValueError):
+    pass
+
+
+def from_core(message, code=None):
+    """The error for a C++ UserError: its code's family picks the Python base class too
+    (TYPE_* errors are TypeErrors, VALUE_*/SHAPE_* ones ValueErrors)."""
+    code = code or ""
+    if code.startswith("TYPE_"):
+        cls = DSLUserCodeTypeError
+    elif code.startswith(("VALUE_", "SHAPE_")):
+        cls = DSLUserCodeValueError
+    else:
+        cls = DSLUserCodeError
+    return cls(message, code=code)
+
+
 class DSLNotImplemented(DSLBaseError):
     pass
 
