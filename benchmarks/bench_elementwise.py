@@ -33,10 +33,11 @@ def add_kernel(gA: cute.Tensor, gB: cute.Tensor, gC: cute.Tensor, tv_layout: cut
 
 
 @cute.jit
-def add(mA, mB, mC):
-    # 128 threads, each moving four 16-byte vectors per tensor.
-    thr_layout = cute.make_ordered_layout((4, 32), order=(1, 0))
-    val_layout = cute.recast_layout(mA.element_type.width, 8, cute.make_ordered_layout((4, 16), order=(1, 0)))
+def add(mA, mB, mC, thr_rows: cutlass.Constexpr = 1, vec_rows: cutlass.Constexpr = 1,
+        thr_cols: cutlass.Constexpr = 512):
+    # thr_rows x thr_cols threads, each moving vec_rows 16-byte vectors per tensor.
+    thr_layout = cute.make_ordered_layout((thr_rows, thr_cols), order=(1, 0))
+    val_layout = cute.recast_layout(mA.element_type.width, 8, cute.make_ordered_layout((vec_rows, 16), order=(1, 0)))
     tiler_mn, tv_layout = cute.make_layout_tv(thr_layout, val_layout)
     gA, gB, gC = [cute.zipped_divide(m, tiler_mn) for m in (mA, mB, mC)]
     add_kernel(gA, gB, gC, tv_layout, tiler_mn).launch(grid=[cute.size(gC, mode=[1]), 1, 1],
@@ -65,7 +66,12 @@ def main():
     p.add_argument("--M", type=int, default=8192)
     p.add_argument("--N", type=int, default=8192)
     p.add_argument("--iters", type=int, default=200)
+    p.add_argument("--thr_rows", type=int, default=1, help="threads per block / 32")
+    p.add_argument("--vec_rows", type=int, default=1, help="16-byte vectors per thread and tensor")
+    p.add_argument("--thr_cols", type=int, default=512, help="threads along a row")
     args = p.parse_args()
+    print(f"{args.M}x{args.N}, ({args.thr_rows},{args.thr_cols}) threads per block, {args.vec_rows} x 16 B per "
+          "thread and tensor")
     print(f"| dtype | OpenCuTe ms | GB/s | torch.add ms | GB/s | ratio |")
     print(f"|---|---|---|---|---|---|")
     for dtype in (torch.float32, torch.float16):
@@ -73,7 +79,7 @@ def main():
         b = torch.randn(args.M, args.N, device="cuda", dtype=dtype)
         c = torch.empty_like(a)
         ta, tb, tc = (from_dlpack(x, assumed_align=16) for x in (a, b, c))
-        compiled = cute.compile(add, ta, tb, tc)
+        compiled = cute.compile(add, ta, tb, tc, args.thr_rows, args.vec_rows, args.thr_cols)
         compiled(ta, tb, tc)
         torch.cuda.synchronize()
         torch.testing.assert_close(c, a + b)

@@ -9,6 +9,12 @@ import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
 
 
+@pytest.fixture(autouse=True)
+def _emulator(monkeypatch):
+    """numpy arrays live in host memory: kernels here run on the emulator, GPU or not."""
+    monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+
+
 def grid(m, n, dtype=np.float32):
     return np.arange(m * n, dtype=dtype).reshape(m, n)
 
