@@ -1,15 +1,24 @@
 """Minimal tensors: a typed pointer plus flat shape and stride tuples whose entries are static
-ints or dynamic Int32 values. The full layout algebra replaces the flat tuples later."""
+ints or dynamic DSL integers (Int32 extents, Int32/Int64 strides, possibly with a known
+divisibility). The full layout algebra replaces the flat tuples later."""
 from .. import _core
 from . import context
+from .address_space import AddressSpace
 from .numeric import Int32, Numeric, as_numeric, num_of, wrap
 
 GENERIC, GMEM, SMEM, RMEM = 0, 1, 3, 5
-_SPACE_NAMES = {GENERIC: "generic", GMEM: "gmem", SMEM: "smem", RMEM: "rmem"}
 
 
 def _leaf_str(v):
-    return "?" if isinstance(v, Numeric) and not v.is_static() else str(int(v))
+    if isinstance(v, Numeric) and not v.is_static():
+        return _core.layout.int_str(v)  # `?`, `?{div=16}`, `?{i64}` as CuTe prints layout leaves
+    return str(int(v))
+
+
+def _rewrap(value, like):
+    """A new IR value standing for the dynamic leaf `like`, keeping its divisibility."""
+    from ..cute.layout import _wrap_int
+    return _wrap_int(value, getattr(like, "divisibility", 1))
 
 
 def layout_str(shape, stride):
@@ -58,7 +67,7 @@ class Tensor:
 
     @property
     def memspace(self):
-        return _SPACE_NAMES[self._memspace]
+        return AddressSpace(self._memspace)
 
     @property
     def iterator(self):
@@ -108,7 +117,8 @@ class Tensor:
     def __new_from_mlir_values__(self, values):
         values = list(values)
         ptr = values.pop(0)
-        shape = tuple(wrap(values.pop(0)) if isinstance(s, Numeric) and not s.is_static() else s for s in self._shape)
-        stride = tuple(wrap(values.pop(0)) if isinstance(s, Numeric) and not s.is_static() else s
+        shape = tuple(_rewrap(values.pop(0), s) if isinstance(s, Numeric) and not s.is_static() else s
+                      for s in self._shape)
+        stride = tuple(_rewrap(values.pop(0), s) if isinstance(s, Numeric) and not s.is_static() else s
                        for s in self._stride)
         return Tensor(ptr, self._dtype, shape, stride, self._memspace, self._align)

@@ -8,6 +8,6 @@ from .layout import Layout, ComposedLayout  # noqa: E402,F401
 
 Shape = Stride = Coord = IntTuple = Tile = tuple
 
+from .._dsl.pointer import Pointer  # noqa: E402
 
-class Pointer:
-    pass
+Pointer.__module__ = "cutlass.cute.typing"
