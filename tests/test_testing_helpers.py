@@ -168,3 +168,19 @@ def test_benchmark_times_with_cuda_events_on_a_gpu():
     core.runtime.event_destroy(begin)
     core.runtime.event_destroy(end)
     assert testing.get_workspace_count(1, 5, 1000) == 5  # never more than the calls
+
+
+def test_stream_handles_are_stream_arguments(capsys):
+    @cute.kernel
+    def set_one(t: cute.Tensor):
+        t[0] = 1.0
+
+    @cute.jit
+    def run(t: cute.Tensor, stream):
+        print(type(stream).__name__)
+        set_one(t).launch(grid=(1, 1, 1), block=(1, 1, 1), stream=stream)
+
+    x = np.zeros(1, np.float32)
+    run(x, cutlass.cuda.default_stream())
+    assert x[0] == 1.0
+    assert capsys.readouterr().out == "Int64\n"

@@ -177,7 +177,8 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
                 raise _type_mismatch(number, name, ann, value)
             cls = None
         else:
-            cls = type(as_numeric(value)) if isinstance(value, (Numeric, int, float, bool)) else None
+            numeric = isinstance(value, (Numeric, int, float, bool)) and not _is_stream(value)  # int-like CUstream
+            cls = type(as_numeric(value)) if numeric else None
         source = len(runtime_values)
         if cls is not None:
             call[name] = plan.scalar(cls, source)
