@@ -12,6 +12,12 @@ from cutlass._dsl.jit import _traced_tensor
 from cutlass.cute.runtime import make_ptr
 
 
+@pytest.fixture(autouse=True)
+def on_the_emulator(monkeypatch):
+    # The kernels here read numpy (host) memory, which only the CPU emulator can.
+    monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+
+
 def aligned_zeros(n, dtype, align):
     """A zeroed numpy array of n elements whose data starts at a multiple of `align` bytes."""
     item = np.dtype(dtype).itemsize
