@@ -40,3 +40,28 @@ def synchronize():
     if _emulating():
         return
     _core.context_synchronize()
+
+
+class CUstream(int):
+    """A CUDA stream handle, used when `cuda.bindings.driver` is not installed. Compiled
+    functions accept it wherever a `cuda.CUstream` is expected."""
+
+    def getPtr(self):  # noqa: N802 - cuda-python's spelling
+        return int(self)
+
+    def __repr__(self):
+        return f"<CUstream 0x{int(self):x}>"
+
+
+def make_stream(handle):
+    """A `cuda.bindings.driver.CUstream` for the raw handle when cuda-python is installed,
+    else our int-like CUstream."""
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        return CUstream(int(handle))
+    return driver.CUstream(int(handle))
+
+
+def default_stream():
+    return make_stream(0)

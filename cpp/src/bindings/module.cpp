@@ -9,6 +9,7 @@
 #include <nanobind/stl/unique_ptr.h>
 
 #include <chrono>
+#include <climits>
 #include <cstdio>
 
 #include "dsl/dtype.h"
@@ -24,6 +25,8 @@
 #include "runtime/compile_cache.h"
 #include "bindings/layout_bindings.h"
 #include "bindings/num_convert.h"
+#include "bindings/runtime_bindings.h"
+#include "runtime/tensor_spec.h"
 #include "bindings/tensor_argument.h"
 #include "bindings/tensor_bindings.h"
 #include "support/cuda_paths.h"
@@ -84,9 +87,18 @@ struct ArgSlot {
   ir::Type type;  // the host parameter's type
 };
 
-struct TensorCheck {  // static layout a tensor argument was compiled for
+struct TensorCheck {  // the layout a tensor argument was compiled for
   int source;
-  std::vector<int64_t> shape, stride;  // -1 where dynamic
+  std::vector<int64_t> shape, stride;          // -1 where dynamic
+  std::vector<int64_t> shape_div, stride_div;  // what dynamic entries were assumed divisible by
+  bool int32_strides;                          // dynamic strides are Int32: the layout must fit
+  std::string description;
+};
+
+struct PointerCheck {  // the pointer type a cute.Pointer argument was compiled for
+  int source;
+  std::string type_key;  // the runtime pointer's `_type_key`: element type, space, alignment
+  int64_t align;
   std::string description;
 };
 
@@ -94,6 +106,7 @@ struct Executor {
   std::shared_ptr<runtime::CompiledProgram> program;
   std::vector<ArgSlot> slots;
   std::vector<TensorCheck> checks;
+  std::vector<PointerCheck> pointer_checks;
   int num_sources = 0;
   std::vector<ir::Type> result_types;
   bool flush_python_stdout = false;
@@ -136,23 +149,58 @@ void translate_dsl_exception(const std::exception_ptr& p) {
   }
 }
 
+[[noreturn]] void layout_mismatch(const TensorCheck& c, bindings::TensorArgument& t, const std::string& why) {
+  throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " has layout " +
+                                                  t.layout_string() + " but the function was compiled for " +
+                                                  c.description + why);
+}
+
+// The static entries must match and the dynamic ones must honour what the code assumes of them.
+void check_tensor_argument(const TensorCheck& c, nb::handle arg) {
+  bindings::TensorArgument t(arg);
+  const size_t rank = t.rank();
+  if (rank != c.shape.size()) layout_mismatch(c, t, "");
+  std::vector<int64_t> shape(rank), stride(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    shape[i] = t.shape(i);
+    stride[i] = t.stride(i);
+    // A size-1 mode is never stepped along, so its stride does not matter.
+    if ((c.shape[i] >= 0 && c.shape[i] != shape[i]) || (c.stride[i] >= 0 && c.stride[i] != stride[i] && shape[i] != 1))
+      layout_mismatch(c, t, "");
+  }
+  for (size_t i = 0; i < rank; ++i) {
+    if (c.shape[i] < 0 && c.shape_div[i] > 1 && shape[i] % c.shape_div[i] != 0)
+      layout_mismatch(c, t, ": shape mode " + std::to_string(i) + " (" + std::to_string(shape[i]) +
+                                ") is not divisible by " + std::to_string(c.shape_div[i]));
+    if (c.stride[i] < 0 && c.stride_div[i] > 1 && stride[i] % c.stride_div[i] != 0)
+      layout_mismatch(c, t, ": stride mode " + std::to_string(i) + " (" + std::to_string(stride[i]) +
+                                ") is not divisible by " + std::to_string(c.stride_div[i]));
+  }
+  if (c.int32_strides && runtime::cosize(shape, stride) > INT32_MAX)
+    throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " (" + t.layout_string() +
+                                                    "): " + runtime::kInt32OverflowMessage);
+}
+
+void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
+  nb::object key = nb::getattr(arg, "_type_key", nb::none());
+  if (key.is_none() || nb::cast<std::string>(key) != c.type_key)
+    throw dsl::UserError("ARG_POINTER_MISMATCH", "argument #" + std::to_string(c.source) + " is " +
+                                                     nb::str(arg).c_str() + " but the function was compiled for " +
+                                                     c.description);
+  int64_t address = as_int64(arg.attr("_address"));
+  if (c.align > 1 && address % c.align != 0)
+    throw dsl::UserError("ARG_POINTER_MISMATCH", "argument #" + std::to_string(c.source) + ": address " +
+                                                     std::to_string(address) + " is not aligned to " +
+                                                     std::to_string(c.align) + " bytes as " + c.description +
+                                                     " requires");
+}
+
 nb::object call_executor(Executor& ex, nb::args args) {
   if (int(args.size()) != ex.num_sources)
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
                                                 " runtime arguments, got " + std::to_string(args.size()));
-  for (auto& c : ex.checks) {
-    bindings::TensorArgument t(args[size_t(c.source)]);
-    size_t rank = t.rank();
-    bool ok = rank == c.shape.size();
-    for (size_t i = 0; ok && i < rank; ++i) {
-      int64_t s = t.shape(i), d = t.stride(i);
-      if ((c.shape[i] >= 0 && c.shape[i] != s) || (c.stride[i] >= 0 && c.stride[i] != d && c.shape[i] != 1)) ok = false;
-    }
-    if (!ok)
-      throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " has layout " +
-                                                      t.layout_string() + " but the function was compiled for " +
-                                                      c.description);
-  }
+  for (auto& c : ex.checks) check_tensor_argument(c, args[size_t(c.source)]);
+  for (auto& c : ex.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
   std::vector<ir::Scalar> vals(ex.slots.size());
   // Kernels on the CPU emulator check each access against the tensors' extents.
   const bool emulated = ex.program->runs_on_emulator();
@@ -196,6 +244,11 @@ nb::object call_executor(Executor& ex, nb::args args) {
           }
         } else {
           int64_t v = s.kind == kTensorShape ? tensor->shape(size_t(s.mode)) : tensor->stride(size_t(s.mode));
+          if (s.type->width == 32 && (v < INT32_MIN || v > INT32_MAX))
+            throw dsl::UserError("ARG_LAYOUT_MISMATCH",
+                                 "argument #" + std::to_string(s.source) + ": " +
+                                     (s.kind == kTensorShape ? "shape" : "stride") + " mode " + std::to_string(s.mode) +
+                                     " is " + std::to_string(v) + ", which does not fit the Int32 it was compiled as");
           vals[i] = ir::Scalar::of_int(ir::wrap_int(s.type, v));
         }
         break;
@@ -484,8 +537,10 @@ NB_MODULE(_core, m) {
   // `options`: arch, opt_level, generate_line_info, ptxas_options, need_cubin, use_disk_cache,
   // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir, target (cpu|gpu|auto);
   // missing keys keep their defaults.
+  // checks: (source, static shape, static stride, shape divisibility, stride divisibility,
+  // int32 strides, description) per tensor; pointer_checks: (source, type key, align, description).
   m.def("compile_traced", [](dsl::Tracer& tracer, nb::dict options, nb::list slots, nb::list checks,
-                             int num_sources, std::vector<TypeHandle> result_types) {
+                             nb::list pointer_checks, int num_sources, std::vector<TypeHandle> result_types) {
     runtime::CompileOptions opts;
     auto get = [&](const char* key, auto& field) {
       if (options.contains(key)) field = nb::cast<std::remove_reference_t<decltype(field)>>(options[key]);
@@ -523,7 +578,14 @@ NB_MODULE(_core, m) {
     for (nb::handle h : checks) {
       nb::tuple c = nb::cast<nb::tuple>(h);
       ex->checks.push_back(TensorCheck{nb::cast<int>(c[0]), nb::cast<std::vector<int64_t>>(c[1]),
-                                       nb::cast<std::vector<int64_t>>(c[2]), nb::cast<std::string>(c[3])});
+                                       nb::cast<std::vector<int64_t>>(c[2]), nb::cast<std::vector<int64_t>>(c[3]),
+                                       nb::cast<std::vector<int64_t>>(c[4]), nb::cast<bool>(c[5]),
+                                       nb::cast<std::string>(c[6])});
+    }
+    for (nb::handle h : pointer_checks) {
+      nb::tuple c = nb::cast<nb::tuple>(h);
+      ex->pointer_checks.push_back(PointerCheck{nb::cast<int>(c[0]), nb::cast<std::string>(c[1]),
+                                                nb::cast<int64_t>(c[2]), nb::cast<std::string>(c[3])});
     }
     ex->num_sources = num_sources;
     for (auto& t : result_types) ex->result_types.push_back(t.t);
@@ -538,6 +600,7 @@ NB_MODULE(_core, m) {
   m.def("cuda_available", []() { return runtime::CudaDriver::get().available(); });
   m.def("initialize_cuda_context", [](int device) { runtime::CudaDriver::get().initialize_context(device); });
   m.def("device_arch", [](int device) { return runtime::CudaDriver::get().device_arch(device); });
+  m.def("device_attribute", [](int attr, int device) { return runtime::CudaDriver::get().device_attribute(attr, device); });
   m.def("add_cuda_search_root", &support::add_cuda_search_root);
   m.def("compile_cache_dir", []() { return runtime::DiskCache::instance().dir(); });
   m.def("log", [](int level, const std::string& message) { support::log(support::LogLevel(level), message); });
@@ -548,4 +611,5 @@ NB_MODULE(_core, m) {
   bindings::bind_layouts(m);
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);
+  bindings::bind_runtime(m);
 }

@@ -20,6 +20,7 @@ using CUcontext = void*;
 using CUmodule = void*;
 using CUfunction = void*;
 using CUstream = void*;
+using CUevent = void*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
@@ -82,6 +83,13 @@ struct CudaDriver::Api {
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*EventCreate)(CUevent*, unsigned);
+  CUresult (*EventRecord)(CUevent, CUstream);
+  CUresult (*EventSynchronize)(CUevent);
+  CUresult (*EventDestroy)(CUevent);
+  // CUDA 12.8 added a _v2 (the same signature); newer drivers may drop the old export.
+  CUresult (*EventElapsedTime)(float*, CUevent, CUevent);
+  const char* event_elapsed_time_name;
 };
 
 namespace {
@@ -157,6 +165,16 @@ const CudaDriver::Api& CudaDriver::api() {
       bind(a->MemFree, "cuMemFree_v2");
       bind(a->MemcpyHtoD, "cuMemcpyHtoD_v2");
       bind(a->MemcpyDtoH, "cuMemcpyDtoH_v2");
+      bind(a->EventCreate, "cuEventCreate");
+      bind(a->EventRecord, "cuEventRecord");
+      bind(a->EventSynchronize, "cuEventSynchronize");
+      bind(a->EventDestroy, "cuEventDestroy_v2");
+      a->event_elapsed_time_name = "cuEventElapsedTime_v2";
+      bind(a->EventElapsedTime, "cuEventElapsedTime_v2", /*required=*/false);
+      if (!a->EventElapsedTime) {
+        a->event_elapsed_time_name = "cuEventElapsedTime";
+        bind(a->EventElapsedTime, "cuEventElapsedTime");
+      }
       if (missing) {
         load_error_ = "the CUDA driver at " + support::loaded_library_path(lib) +
                       " lacks " + missing + "; the driver is too old";
@@ -333,6 +351,35 @@ void CudaDriver::memcpy_htod(void* dst_device, const void* src_host, size_t byte
 void CudaDriver::memcpy_dtoh(void* dst_host, const void* src_device, size_t bytes) {
   const Api& a = initialized();
   check(a, "cuMemcpyDtoH_v2", a.MemcpyDtoH(dst_host, to_dptr(src_device), bytes));
+}
+
+EventHandle CudaDriver::event_create() {
+  const Api& a = initialized();
+  CUevent e = nullptr;
+  check(a, "cuEventCreate", a.EventCreate(&e, 0));
+  return e;
+}
+
+void CudaDriver::event_record(EventHandle event, StreamHandle stream) {
+  const Api& a = initialized();
+  check(a, "cuEventRecord", a.EventRecord(event, stream));
+}
+
+void CudaDriver::event_synchronize(EventHandle event) {
+  const Api& a = initialized();
+  check(a, "cuEventSynchronize", a.EventSynchronize(event));
+}
+
+float CudaDriver::event_elapsed_ms(EventHandle start, EventHandle end) {
+  const Api& a = initialized();
+  float ms = 0;
+  check(a, a.event_elapsed_time_name, a.EventElapsedTime(&ms, start, end));
+  return ms;
+}
+
+void CudaDriver::event_destroy(EventHandle event) {
+  const Api& a = initialized();
+  check(a, "cuEventDestroy_v2", a.EventDestroy(event));
 }
 
 }  // namespace opencute::runtime

@@ -21,6 +21,7 @@ namespace opencute::runtime {
 using ModuleHandle = void*;    // CUmodule
 using FunctionHandle = void*;  // CUfunction
 using StreamHandle = void*;    // CUstream; nullptr is the legacy default stream
+using EventHandle = void*;     // CUevent
 
 class CudaError : public std::runtime_error {
  public:
@@ -65,6 +66,13 @@ class CudaDriver {
   void stream_synchronize(StreamHandle stream);
   void context_synchronize();
   bool stream_is_capturing(StreamHandle stream);
+
+  // Events, for timing work on a stream (cute.testing.benchmark).
+  EventHandle event_create();
+  void event_record(EventHandle event, StreamHandle stream);
+  void event_synchronize(EventHandle event);
+  float event_elapsed_ms(EventHandle start, EventHandle end);
+  void event_destroy(EventHandle event);
 
   // Plain device memory, for tests and simple host-side plumbing.
   void* mem_alloc(size_t bytes);

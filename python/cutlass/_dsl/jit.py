@@ -11,15 +11,7 @@ from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
 from .options import CompileOptions, resolve_target
 from .preprocess import preprocess as _preprocess
 from .source_lines import track_source_lines
-from .tensor import GENERIC, GMEM, Tensor
-
-
-def _traced_tensor(ptr, dtype, shape, stride, memspace, align):
-    """The traced tensor for a tensor argument: `ptr` is the IR pointer argument; shape and
-    stride entries are ints (static) or DSL integers (dynamic, with their divisibility)."""
-    from ..cute import layout as _layout, tensor as _tensor
-    layout = _layout.make_layout(tuple(shape), stride=tuple(stride))
-    return _tensor.make_tensor(_core.cute.pointer_from_value(ptr), layout)
+from .tensor import Pointer, Tensor
 
 VERSION = "0.1.0"
 
@@ -44,6 +36,10 @@ def _is_constexpr_annotation(ann):
 def _is_stream(value):
     name = type(value).__name__
     return name in ("CUstream", "cudaStream_t", "Stream", "ExternalStream", "FakeStream", "StreamHandle")
+
+
+def _is_runtime_pointer(value):
+    return getattr(type(value), "_is_runtime_pointer", False)
 
 
 def _is_tensor_like(value):
@@ -71,6 +67,23 @@ def _type_mismatch(index, name, expected, value):
                             code="ARG_ANNOTATION_MISMATCH")
 
 
+def _traced_tensor(ptr_value, dtype, shape, stride, memspace, align):
+    """The tensor a @jit function's body sees for a tensor argument. `ptr_value` is the IR
+    pointer; shape/stride entries are ints (static) or DSL integers (dynamic, possibly carrying
+    a divisibility). The one place traced tensors are built from arguments."""
+    from ..cute import layout as _layout, tensor as _tensor
+    layout = _layout.make_layout(tuple(shape), stride=tuple(stride))
+    return _tensor.make_tensor(_core.cute.pointer_from_value(ptr_value), layout)
+
+
+def _traced_pointer(ptr_value, dtype, memspace, align):
+    """The pointer a @jit function's body sees for a `cute.Pointer` argument."""
+    return _core.cute.pointer_from_value(ptr_value)
+
+
+_DSL_INT = {32: Int32, 64: Int64}
+
+
 class _ArgPlan:
     """Collects the host-function parameters and how to read them from call arguments."""
 
@@ -78,6 +91,7 @@ class _ArgPlan:
         self.tracer = tracer
         self.slots = []
         self.checks = []
+        self.pointer_checks = []
         self.num_sources = 0
 
     def scalar(self, cls, source):
@@ -88,31 +102,46 @@ class _ArgPlan:
         self.slots.append((source, K_STREAM, 0))
         return wrap(self.tracer.add_argument(Int64.mlir_type))
 
+    def _entry(self, source, kind, mode, entry):
+        value, dynamic, divisibility, width = entry
+        if not dynamic:
+            return value
+        from ..cute.layout import _wrap_int  # dynamic layout leaves carry their divisibility
+        self.slots.append((source, kind, mode))
+        return _wrap_int(self.tracer.add_argument(_DSL_INT[width].mlir_type), divisibility)
+
     def tensor(self, value, source):
         from ..cute.runtime import as_runtime_tensor
         rt_tensor = as_runtime_tensor(value)
-        space = GMEM if rt_tensor.is_cuda else GENERIC
+        spec = rt_tensor._spec
+        space = int(rt_tensor.memspace)
         dtype = rt_tensor.element_type
         ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, space, rt_tensor.assumed_align))
         self.slots.append((source, K_TENSOR_DATA, 0))
-        shape, stride = [], []
-        for i, (s, dyn) in enumerate(zip(rt_tensor.shape, rt_tensor.dynamic_shape)):
-            if dyn:
-                self.slots.append((source, K_TENSOR_SHAPE, i))
-                shape.append(wrap(self.tracer.add_argument(Int32.mlir_type)))
-            else:
-                shape.append(s)
-        for i, (d, dyn) in enumerate(zip(rt_tensor.stride, rt_tensor.dynamic_stride)):
-            if dyn:
-                self.slots.append((source, K_TENSOR_STRIDE, i))
-                stride.append(wrap(self.tracer.add_argument(Int32.mlir_type)))
-            else:
-                stride.append(d)
-        static_shape = [-1 if dyn else s for s, dyn in zip(rt_tensor.shape, rt_tensor.dynamic_shape)]
-        static_stride = [-1 if dyn else d for d, dyn in zip(rt_tensor.stride, rt_tensor.dynamic_stride)]
-        if any(x >= 0 for x in static_shape + static_stride):
-            self.checks.append((source, static_shape, static_stride, rt_tensor.layout_str()))
+        shape_entries, stride_entries = spec.shape, spec.stride
+        shape = [self._entry(source, K_TENSOR_SHAPE, i, e) for i, e in enumerate(shape_entries)]
+        stride = [self._entry(source, K_TENSOR_STRIDE, i, e) for i, e in enumerate(stride_entries)]
+        static_shape = [-1 if e[1] else e[0] for e in shape_entries]
+        static_stride = [-1 if e[1] else e[0] for e in stride_entries]
+        shape_div = [e[2] for e in shape_entries]
+        stride_div = [e[2] for e in stride_entries]
+        int32_strides = any(e[1] and e[3] == 32 for e in stride_entries)
+        if (any(x >= 0 for x in static_shape + static_stride) or any(d > 1 for d in shape_div + stride_div)
+                or int32_strides):
+            self.checks.append((source, static_shape, static_stride, shape_div, stride_div, int32_strides,
+                                spec.layout_string()))
         return _traced_tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
+
+    def pointer(self, value, source):
+        from .address_space import ARGUMENT_SPACES
+        if value.memspace not in ARGUMENT_SPACES:
+            raise DSLUserCodeError(f"a {value.memspace} pointer cannot be passed to a jit function yet",
+                                   code="ARG_UNSUPPORTED_TYPE")
+        dtype = value.dtype
+        ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, int(value.memspace), value.alignment))
+        self.slots.append((source, K_POINTER, 0))
+        self.pointer_checks.append((source, value._type_key, value.alignment, value.type_string()))
+        return _traced_pointer(ptr, dtype, value.memspace, value.alignment)
 
 
 def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
@@ -144,13 +173,20 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
             if not _is_tensor_like(value):
                 raise _type_mismatch(number, name, ann, value)
             cls = None
+        elif ann is Pointer:
+            if not _is_runtime_pointer(value):
+                raise _type_mismatch(number, name, ann, value)
+            cls = None
         else:
-            cls = type(as_numeric(value)) if isinstance(value, (Numeric, int, float, bool)) else None
+            numeric = isinstance(value, (Numeric, int, float, bool)) and not _is_stream(value)  # int-like CUstream
+            cls = type(as_numeric(value)) if numeric else None
         source = len(runtime_values)
         if cls is not None:
             call[name] = plan.scalar(cls, source)
         elif _is_stream(value):
             call[name] = plan.stream(source)
+        elif _is_runtime_pointer(value):
+            call[name] = plan.pointer(value, source)
         elif _is_tensor_like(value):
             call[name] = plan.tensor(value, source)
         else:
@@ -252,7 +288,7 @@ class JitFunction(_DecoratedFunction):
             "keep_cubin": bool(options["keep_cubin"]),
             "dump_dir": options["dump_dir"],
             "target": target,
-        }, plan.slots, plan.checks, plan.num_sources, [r.dtype.mlir_type for r in results])
+        }, plan.slots, plan.checks, plan.pointer_checks, plan.num_sources, [r.dtype.mlir_type for r in results])
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms
         if _core.log_enabled(10):

@@ -1,63 +1,96 @@
-"""Host-side tensors handed to @jit functions: `from_dlpack` wraps a framework tensor without
-copying; numpy arrays and torch tensors passed directly get a dynamic layout."""
-from .._dsl.numeric import dtype as _dtype_by_name
-from .._dsl.errors import DSLRuntimeError
+"""`cute.runtime`: host-side tensors and pointers handed to @jit functions.
 
-_NUMPY_NAMES = {"bool": "Boolean", "int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
+`from_dlpack` wraps a framework tensor without copying; its layout starts fully static and
+`mark_layout_dynamic` / `mark_compact_shape_dynamic` choose what the compiled code reads at call
+time. Those rules live in C++ (`_core.runtime.TensorSpec`); this module reads the framework's
+metadata and forwards. numpy arrays and torch tensors passed directly to a @jit function become
+`from_dlpack(x).mark_layout_dynamic()`.
+"""
+import ctypes
+
+from .. import _core
+from .._dsl.address_space import AddressSpace
+from .._dsl.errors import DSLUserCodeError
+from .._dsl.numeric import NumericMeta, dtype as _dtype_by_name
+
+_rt = _core.runtime
+
+
+class TensorSpecError(DSLUserCodeError, ValueError):
+    """A misuse of from_dlpack / mark_layout_dynamic / mark_compact_shape_dynamic / make_ptr."""
+
+
+_rt._set_error_class(TensorSpecError)
+
+# Element types by the framework's dtype name (numpy's and torch's spellings).
+_DTYPE_NAMES = {"bool": "Boolean", "int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
                 "uint8": "Uint8", "uint16": "Uint16", "uint32": "Uint32", "uint64": "Uint64",
-                "float16": "Float16", "float32": "Float32", "float64": "Float64", "bfloat16": "BFloat16"}
+                "float16": "Float16", "float32": "Float32", "float64": "Float64", "bfloat16": "BFloat16",
+                "float8_e4m3fn": "Float8E4M3FN", "float8_e5m2": "Float8E5M2", "float8_e8m0fnu": "Float8E8M0FNU"}
 
 
-def _dtype_of(obj):
-    name = str(obj.dtype).replace("torch.", "")
-    if name not in _NUMPY_NAMES:
-        raise DSLRuntimeError(f"unsupported tensor element type {obj.dtype}")
-    return _dtype_by_name(_NUMPY_NAMES[name])
+def _element_type_of(name):
+    try:
+        return _dtype_by_name(_DTYPE_NAMES[name])
+    except (KeyError, TypeError):
+        raise TypeError(f"unsupported tensor element type {name}") from None
 
 
-class _RuntimeTensor:
-    """A framework tensor seen through DLPack-like metadata (`cute.runtime` Tensor)."""
+def _interface_metadata(obj, interface, is_cuda):
+    """(data pointer, shape, strides in elements, dtype name) from an array interface dict."""
+    import numpy as np
+    info = getattr(obj, interface)
+    dt = np.dtype(info["typestr"])
+    shape = tuple(int(s) for s in info["shape"])
+    if info.get("strides") is None:
+        stride, running = [], 1
+        for s in reversed(shape):
+            stride.append(running)
+            running *= s
+        stride = tuple(reversed(stride))
+    else:
+        stride = tuple(int(s) // dt.itemsize for s in info["strides"])
+    return int(info["data"][0]), shape, stride, dt.name, is_cuda
 
-    def __init__(self, source, assumed_align=None, dynamic=False, use_32bit_stride=False):
+
+def _source_metadata(obj):
+    if hasattr(obj, "data_ptr") and hasattr(obj, "stride") and callable(obj.stride):  # torch
+        shape = tuple(int(s) for s in obj.shape)
+        # DLPack export from torch gives size-1 modes stride 1; do the same so that layouts (and
+        # the deduction rules that depend on them) agree with the CuTe DSL's.
+        stride = tuple(1 if n == 1 else int(s) for n, s in zip(shape, obj.stride()))
+        return (obj.data_ptr(), shape, stride, str(obj.dtype).replace("torch.", ""),
+                bool(getattr(obj, "is_cuda", False)))
+    if hasattr(obj, "__cuda_array_interface__"):
+        return _interface_metadata(obj, "__cuda_array_interface__", True)
+    if hasattr(obj, "__array_interface__"):
+        return _interface_metadata(obj, "__array_interface__", False)
+    raise TypeError(f"cannot convert {type(obj).__name__} to a CuTe tensor: it offers no DLPack-compatible "
+                    "metadata (torch tensor, numpy array, or __cuda_array_interface__)")
+
+
+class Tensor:
+    """A framework tensor seen by a @jit function (`cute.runtime` Tensor)."""
+
+    def __init__(self, source, assumed_align=None, use_32bit_stride=False):
         self._source = source  # keeps the memory alive
-        if hasattr(source, "data_ptr") and hasattr(source, "stride"):
-            self._data_ptr = source.data_ptr()
-            self._dl_shape = tuple(int(s) for s in source.shape)
-            self._dl_stride = tuple(int(s) for s in source.stride())
-            self.is_cuda = bool(getattr(source, "is_cuda", False))
-        elif hasattr(source, "__array_interface__"):
-            ai = source.__array_interface__
-            self._data_ptr = ai["data"][0]
-            self._dl_shape = tuple(int(s) for s in source.shape)
-            self._dl_stride = tuple(int(s) // source.itemsize for s in source.strides)
-            self.is_cuda = False
-        else:
-            raise DSLRuntimeError(f"cannot convert {type(source)} to a CuTe tensor (no DLPack-compatible metadata)")
-        self._element_type = _dtype_of(source)
-        self.assumed_align = int(assumed_align) if assumed_align else self._element_type.bytes
-        if self._data_ptr % self.assumed_align:
-            raise DSLRuntimeError(f"tensor data at 0x{self._data_ptr:x} is not aligned to assumed_align="
-                                  f"{self.assumed_align}")
-        rank = len(self._dl_shape)
-        self.dynamic_shape = [dynamic] * rank
-        self.dynamic_stride = [dynamic and s != 1 for s in self._dl_stride]
-        if dynamic:
-            self._mark_leading(None)
-
-    def _mark_leading(self, leading_dim):
-        rank = len(self._dl_shape)
-        if leading_dim is None:
-            units = [i for i, s in enumerate(self._dl_stride) if s == 1]
-            leading_dim = units[-1] if units else None
-        self.dynamic_shape = [True] * rank
-        self.dynamic_stride = [True] * rank
-        if leading_dim is not None:
-            if self._dl_stride[leading_dim] != 1:
-                raise ValueError(f"Expected strides[leading_dim] == 1, but got {self._dl_stride[leading_dim]}")
-            self.dynamic_stride[leading_dim] = False
+        data, shape, stride, dtype_name, is_cuda = _source_metadata(source)
+        self._data_ptr = data
+        self._dl_shape = shape
+        self._dl_stride = stride
+        self.is_cuda = is_cuda
+        self._element_type = _element_type_of(dtype_name)
+        self.assumed_align = _rt.resolve_alignment(assumed_align, self._element_type.bytes)
+        _rt.check_address_alignment(data, self.assumed_align, "The tensor's data pointer")
+        self._spec = _rt.TensorSpec(list(shape), list(stride), bool(use_32bit_stride))
 
     def mark_layout_dynamic(self, leading_dim=None):
-        self._mark_leading(leading_dim)
+        self._spec.mark_layout_dynamic(leading_dim)
+        return self
+
+    def mark_compact_shape_dynamic(self, mode, stride_order=None, divisibility=1):
+        order = None if stride_order is None else [int(m) for m in stride_order]
+        self._spec.mark_compact_shape_dynamic(int(mode), order, int(divisibility))
         return self
 
     @property
@@ -66,7 +99,14 @@ class _RuntimeTensor:
 
     @element_type.setter
     def element_type(self, value):
+        if not isinstance(value, NumericMeta):
+            raise TypeError(f"element_type must be a cutlass numeric type, got {value!r}")
+        if value.width != self._element_type.width:
+            raise TypeError(f"cannot view {self._element_type} storage ({self._element_type.width} bits) as "
+                            f"{value} ({value.width} bits): the widths differ")
         self._element_type = value
+
+    dtype = element_type
 
     @property
     def shape(self):
@@ -77,49 +117,180 @@ class _RuntimeTensor:
         return self._dl_stride
 
     @property
-    def memspace(self):
-        return "gmem" if self.is_cuda else "generic"
+    def layout(self):
+        return self._spec.layout_string()
 
-    def layout_str(self):
-        shape = ",".join("?" if d else str(s) for s, d in zip(self._dl_shape, self.dynamic_shape))
-        stride = ",".join("?" if d else str(s) for s, d in zip(self._dl_stride, self.dynamic_stride))
-        return f"({shape}):({stride})"
+    @property
+    def memspace(self):
+        return AddressSpace.gmem if self.is_cuda else AddressSpace.generic
+
+    @property
+    def data_ptr(self):
+        return self._data_ptr
+
+    @property
+    def iterator(self):
+        return make_ptr(self._element_type, self._data_ptr, self.memspace, self.assumed_align)
+
+    @property
+    def size_in_bytes(self):
+        return _rt.cosize(list(self._dl_shape), list(self._dl_stride)) * self._element_type.width // 8
+
+    @property
+    def leading_dim(self):
+        lead = self._spec.leading_dim
+        return None if lead < 0 else lead
+
+    @property
+    def dynamic_shapes_mask(self):
+        return tuple(int(e[1]) for e in self._spec.shape)
+
+    @property
+    def dynamic_strides_mask(self):
+        return tuple(int(e[1]) for e in self._spec.stride)
 
     def __str__(self):
-        return f"Tensor<0x{self._data_ptr:016x}@generic o {self._dl_shape}:{self._dl_stride}>"
+        static = not any(self.dynamic_shapes_mask + self.dynamic_strides_mask)
+        layout = self._spec.value_string() if static else self._spec.layout_string()
+        return f"Tensor<0x{self._data_ptr:016x}@{self.memspace} o {layout}>"
 
     __repr__ = __str__
 
 
-Tensor = _RuntimeTensor
+_RuntimeTensor = Tensor
 
 
-def from_dlpack(tensor, assumed_align=None, use_32bit_stride=False, **kwargs):
-    return _RuntimeTensor(tensor, assumed_align=assumed_align, use_32bit_stride=use_32bit_stride)
+def from_dlpack(tensor, assumed_align=None, use_32bit_stride=False, *, enable_tvm_ffi=False, force_tf32=False):
+    """Zero-copy CuTe view of a framework tensor, with a fully static layout."""
+    return Tensor(tensor, assumed_align=assumed_align, use_32bit_stride=use_32bit_stride)
 
 
 def as_runtime_tensor(value):
-    if isinstance(value, _RuntimeTensor):
+    """What a @jit function sees of a tensor argument: runtime tensors as they are; framework
+    tensors fully dynamic except the leading dimension's unit stride."""
+    if isinstance(value, Tensor):
         return value
-    return _RuntimeTensor(value, dynamic=True)
+    t = Tensor(value)
+    try:
+        t.mark_layout_dynamic()
+    except TensorSpecError:  # no unique leading dimension: every stride is read at call time
+        entries = [(v, True, 1, 32) for v in t._dl_shape]
+        strides = [(v, v != 0, 1, 64) for v in t._dl_stride]
+        t._spec = _rt.TensorSpec.from_entries(entries, strides)
+    return t
 
+
+# ---- pointers -----------------------------------------------------------------------------
+
+class Pointer:
+    """A raw address with an element type, address space and alignment, passed to a @jit
+    function's `cute.Pointer` parameter (bypassing DLPack)."""
+
+    _is_runtime_pointer = True
+
+    def __init__(self, dtype, address, mem_space=AddressSpace.generic, assumed_align=None):
+        if not isinstance(dtype, NumericMeta):
+            raise TypeError(f"make_ptr: dtype must be a cutlass numeric type, got {dtype!r}")
+        try:
+            self._memspace = AddressSpace(mem_space)
+        except ValueError:
+            raise ValueError(f"make_ptr: {mem_space!r} is not an AddressSpace") from None
+        if isinstance(address, ctypes._Pointer) or isinstance(address, ctypes.c_void_p):
+            address = ctypes.cast(address, ctypes.c_void_p).value or 0
+        if isinstance(address, bool) or not isinstance(address, int):
+            raise TypeError(f"make_ptr: the address must be an int or a ctypes pointer, got {type(address).__name__}")
+        if address < 0:
+            raise ValueError(f"make_ptr: the address must not be negative, got {address}")
+        self._dtype = dtype
+        self._address = address
+        self._alignment = _rt.resolve_alignment(assumed_align, dtype.bytes)
+        _rt.check_address_alignment(address, self._alignment, "make_ptr: the address")
+        self._type_key = f"{dtype.__name__},{int(self._memspace)},{self._alignment}"
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    value_type = dtype
+
+    @property
+    def memspace(self):
+        return self._memspace
+
+    @property
+    def alignment(self):
+        return self._alignment
+
+    assumed_align = alignment
+
+    def toint(self):
+        return self._address
+
+    __int__ = toint
+
+    def __add__(self, offset):
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            return NotImplemented
+        byte_offset = offset * self._dtype.width // 8
+        align = _rt.alignment_after_offset(self._alignment, byte_offset)
+        return Pointer(self._dtype, self._address + byte_offset, self._memspace, align)
+
+    __radd__ = __add__
+
+    def __sub__(self, offset):
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            return NotImplemented
+        return self + (-offset)
+
+    def align(self, min_align):
+        raise NotImplementedError("align() is only available on pointers inside a @cute.jit function")
+
+    def type_string(self):
+        """The pointer type the compiled code sees, e.g. `ptr<f16, gmem, align<32>>`."""
+        return f"ptr<{_core.dtype_type(self._dtype.__name__)}, {self._memspace}, align<{self._alignment}>>"
+
+    def __str__(self):
+        return f"Ptr<0x{self._address:016x}@{self._memspace}>"
+
+    __repr__ = __str__
+
+
+def make_ptr(dtype, value, mem_space=AddressSpace.generic, assumed_align=None):
+    return Pointer(dtype, value, mem_space, assumed_align)
+
+
+def nullptr(dtype, mem_space=AddressSpace.generic, assumed_align=None):
+    return Pointer(dtype, 0, mem_space, assumed_align)
+
+
+# ---- compile-time stand-ins ---------------------------------------------------------------
 
 class SymInt:
-    """A symbolic (dynamic) extent for fake tensors."""
+    """A symbolic (dynamic) extent or stride for fake tensors."""
 
     def __init__(self, width=32, divisibility=1):
+        if width not in (32, 64):
+            raise ValueError(f"sym_int width must be 32 or 64, got {width}")
         self.width = width
         self.divisibility = divisibility
 
     def __str__(self):
-        return "?" if self.divisibility == 1 else f"?{{div={self.divisibility}}}"
+        if self.width == 32:
+            return "?" if self.divisibility == 1 else f"?{{div={self.divisibility}}}"
+        return f"?{{i{self.width}}}" if self.divisibility == 1 else f"?{{i{self.width} div={self.divisibility}}}"
 
 
 def sym_int(width=32, divisibility=1):
     return SymInt(width, divisibility)
 
 
-class _FakeTensor(_RuntimeTensor):
+def _entry(x):
+    if isinstance(x, SymInt):
+        return (0, True, int(x.divisibility), x.width)
+    return (int(x), False, 1, 32)
+
+
+class _FakeTensor(Tensor):
     """Stands for a tensor at compile time only: shape, stride and type, no data."""
 
     def __init__(self, dtype, shape, stride, assumed_align=None, is_cuda=True):
@@ -128,10 +299,10 @@ class _FakeTensor(_RuntimeTensor):
         self._element_type = dtype
         self._dl_shape = tuple(0 if isinstance(s, SymInt) else int(s) for s in shape)
         self._dl_stride = tuple(0 if isinstance(s, SymInt) else int(s) for s in stride)
-        self.dynamic_shape = [isinstance(s, SymInt) for s in shape]
-        self.dynamic_stride = [isinstance(s, SymInt) for s in stride]
-        self.assumed_align = int(assumed_align) if assumed_align else dtype.bytes
+        self._spec = _rt.TensorSpec.from_entries([_entry(s) for s in shape], [_entry(s) for s in stride])
+        self.assumed_align = _rt.resolve_alignment(assumed_align, dtype.bytes)
         self.is_cuda = is_cuda
+        self._shape_spec, self._stride_spec = tuple(shape), tuple(stride)
 
     def __str__(self):
         fmt = lambda t: "(" + ", ".join(str(x) for x in t) + ")"
@@ -139,9 +310,7 @@ class _FakeTensor(_RuntimeTensor):
 
 
 def make_fake_tensor(dtype, shape, stride, *, assumed_align=None, memspace=None):
-    t = _FakeTensor(dtype, shape, stride, assumed_align)
-    t._shape_spec, t._stride_spec = tuple(shape), tuple(stride)
-    return t
+    return _FakeTensor(dtype, shape, stride, assumed_align)
 
 
 def make_fake_compact_tensor(dtype, shape, stride_order=None, *, assumed_align=None, memspace=None):
@@ -165,3 +334,12 @@ class FakeStream:
 
 def make_fake_stream():
     return FakeStream()
+
+
+def _register_abstract_types():
+    from .._dsl.tensor import Pointer as _AbstractPointer, Tensor as _AbstractTensor
+    _AbstractPointer.register(Pointer)
+    _AbstractTensor.register(Tensor)
+
+
+_register_abstract_types()

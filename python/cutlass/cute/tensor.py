@@ -1,10 +1,9 @@
 """CuTe tensors, pointers, copy atoms and tiled copies while tracing (`cute.make_tensor`,
 `cute.local_tile`, `cute.copy` ...). Every function forwards to C++ (`cutlass._core.cute`); the
 few Python additions wrap results in Python-level types (AddressSpace, TensorSSA)."""
-import enum
-
 from .. import _core
 from .._dsl import numeric as _numeric
+from .._dsl.address_space import AddressSpace
 from .._dsl.tensor import Pointer, Tensor
 
 _C = _core.cute
@@ -15,19 +14,6 @@ for _cls, _name in ((_Tensor, "_Tensor"), (_Pointer, "_Pointer")):
 Tensor.register(_Tensor)
 Pointer.register(_Pointer)
 _core._set_numeric_wrappers(_numeric.wrap, _numeric.dtype)
-
-
-class AddressSpace(enum.IntEnum):
-    generic = 0
-    gmem = 1
-    smem = 3
-    cmem = 4
-    rmem = 5
-    tmem = 6
-    dsmem = 7
-
-    def __str__(self):
-        return self.name
 
 
 def _memspace(self):

@@ -1,0 +1,97 @@
+#include "bindings/runtime_bindings.h"
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include "runtime/alignment.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/tensor_spec.h"
+
+namespace nb = nanobind;
+
+namespace opencute::bindings {
+namespace {
+
+using runtime::SpecEntry;
+using runtime::TensorSpec;
+using EntryTuple = std::tuple<int64_t, bool, int64_t, int>;  // value, dynamic, divisibility, width
+
+nb::object& error_class() {  // the Python class TensorSpecError surfaces as; set from Python
+  static nb::object* o = new nb::object();
+  return *o;
+}
+
+void translate_spec_error(const std::exception_ptr& p, void*) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const runtime::TensorSpecError& e) {
+    nb::object& cls = error_class();
+    if (cls.is_valid() && !cls.is_none()) {
+      nb::object exc = cls(e.what(), nb::arg("code") = "ARG_TENSOR_SPEC");
+      PyErr_SetObject(cls.ptr(), exc.ptr());
+    } else {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  }
+}
+
+std::vector<EntryTuple> to_tuples(const std::vector<SpecEntry>& v) {
+  std::vector<EntryTuple> out;
+  for (const SpecEntry& e : v) out.emplace_back(e.value, e.dynamic, e.divisibility, e.width);
+  return out;
+}
+
+std::vector<SpecEntry> to_entries(const std::vector<EntryTuple>& v) {
+  std::vector<SpecEntry> out;
+  for (const auto& [value, dynamic, div, width] : v) out.push_back(SpecEntry{value, dynamic, div, width});
+  return out;
+}
+
+void* to_handle(uint64_t h) { return reinterpret_cast<void*>(static_cast<uintptr_t>(h)); }
+uint64_t from_handle(void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
+
+}  // namespace
+
+void bind_runtime(nb::module_& root) {
+  nb::register_exception_translator(&translate_spec_error);
+  nb::module_ m = root.def_submodule("runtime", "host-side tensor specs, alignment and CUDA events");
+  m.def("_set_error_class", [](nb::object c) { error_class() = c; });
+
+  nb::class_<TensorSpec>(m, "TensorSpec")
+      .def(nb::init<const std::vector<int64_t>&, const std::vector<int64_t>&, bool>(), nb::arg("shape"),
+           nb::arg("stride"), nb::arg("use_32bit_stride") = false)
+      .def_static("from_entries", [](const std::vector<EntryTuple>& shape, const std::vector<EntryTuple>& stride) {
+        return TensorSpec(to_entries(shape), to_entries(stride));
+      })
+      .def("copy", [](const TensorSpec& s) { return TensorSpec(s); })
+      .def_prop_ro("rank", &TensorSpec::rank)
+      .def_prop_ro("shape", [](const TensorSpec& s) { return to_tuples(s.shape()); })
+      .def_prop_ro("stride", [](const TensorSpec& s) { return to_tuples(s.stride()); })
+      .def_prop_ro("use_32bit_stride", &TensorSpec::use_32bit_stride)
+      .def_prop_ro("leading_dim", &TensorSpec::leading_dim)
+      .def("mark_layout_dynamic", &TensorSpec::mark_layout_dynamic, nb::arg("leading_dim") = nb::none())
+      .def("mark_compact_shape_dynamic", &TensorSpec::mark_compact_shape_dynamic, nb::arg("mode"),
+           nb::arg("stride_order") = nb::none(), nb::arg("divisibility") = 1)
+      .def("layout_string", &TensorSpec::layout_string)
+      .def("value_string", &TensorSpec::value_string);
+
+  m.def("cosize", &runtime::cosize);
+  m.def("resolve_alignment", &runtime::resolve_alignment, nb::arg("assumed_align").none(), nb::arg("element_bytes"));
+  m.def("check_address_alignment", &runtime::check_address_alignment);
+  m.def("alignment_after_offset", &runtime::alignment_after_offset);
+
+  // Events are passed around as integer handles, like streams.
+  m.def("event_create", [] { return from_handle(runtime::CudaDriver::get().event_create()); });
+  m.def("event_record", [](uint64_t e, uint64_t stream) {
+    runtime::CudaDriver::get().event_record(to_handle(e), to_handle(stream));
+  });
+  m.def("event_synchronize", [](uint64_t e) { runtime::CudaDriver::get().event_synchronize(to_handle(e)); });
+  m.def("event_elapsed_ms", [](uint64_t start, uint64_t end) {
+    return runtime::CudaDriver::get().event_elapsed_ms(to_handle(start), to_handle(end));
+  });
+  m.def("event_destroy", [](uint64_t e) { runtime::CudaDriver::get().event_destroy(to_handle(e)); });
+}
+
+}  // namespace opencute::bindings

@@ -1,0 +1,154 @@
+"""`cutlass.torch`: helpers between torch tensors and the CuTe DSL. torch is imported on first
+use, so `import cutlass` (and importing this module) never needs it."""
+import enum
+from dataclasses import dataclass
+
+from . import _core
+from ._dsl.numeric import NumericMeta
+from .cute.runtime import from_dlpack  # noqa: F401 - examples call cutlass.torch.from_dlpack
+
+
+def _torch():
+    import torch
+    return torch
+
+
+# cutlass types whose torch dtype is not their lowercased name.
+_SPECIAL_NAMES = {"Boolean": "bool", "TFloat32": "float32", "Float8E4M3FN": "float8_e4m3fn",
+                  "Float8E5M2": "float8_e5m2", "Float8E8M0FNU": "float8_e8m0fnu", "Float4E2M1FN": "float4_e2m1fn_x2"}
+
+
+def dtype(ty):
+    """The torch dtype of a cutlass numeric type (`Float16` -> `torch.float16`)."""
+    if not isinstance(ty, NumericMeta):
+        raise TypeError(f"{ty!r} is not a cutlass numeric type")
+    name = _SPECIAL_NAMES.get(ty.__name__, ty.__name__.lower())
+    result = getattr(_torch(), name, None)
+    if result is None or not isinstance(result, _torch().dtype):
+        raise TypeError(f"{ty} is not supported by torch")
+    return result
+
+
+def current_stream():
+    """torch's current CUDA stream as a CUstream."""
+    from .cuda import make_stream
+    return make_stream(_torch().cuda.current_stream().cuda_stream)
+
+
+def default_stream():
+    from .cuda import make_stream
+    return make_stream(_torch().cuda.default_stream().cuda_stream)
+
+
+class TensorInitType(enum.Enum):
+    SKIP = "skip"
+    SCALAR = "scalar"
+    RANDOM = "random"
+    GAUSSIAN = "gaussian"
+
+
+@dataclass
+class ScalarInitConfig:
+    value: float = 0.0
+
+
+@dataclass
+class RandomInitConfig:
+    min_val: int = -2
+    max_val: int = 2
+
+
+@dataclass
+class GaussianInitConfig:
+    mean: float = 0.0
+    std: float = 1.0
+    scale: float = 1.0
+
+
+def create_and_permute_torch_tensor(shape, dtype, permute_order=None, init_type=TensorInitType.RANDOM,
+                                    init_config=None, device=None):
+    """A tensor of `shape` filled per `init_type` (RANDOM: integers in [min_val, max_val)),
+    permuted by `permute_order`, then cast to `dtype` keeping the permuted strides."""
+    torch = _torch()
+    if init_type == TensorInitType.SKIP:
+        t = torch.empty(*shape, dtype=torch.float32)
+    elif init_type == TensorInitType.SCALAR:
+        t = torch.full(tuple(shape), (init_config or ScalarInitConfig()).value, dtype=torch.float32)
+    elif init_type == TensorInitType.RANDOM:
+        cfg = init_config or RandomInitConfig()
+        t = torch.randint(int(cfg.min_val), int(cfg.max_val), tuple(shape), dtype=torch.int32)
+    elif init_type == TensorInitType.GAUSSIAN:
+        cfg = init_config or GaussianInitConfig()
+        t = torch.normal(cfg.mean, cfg.std, tuple(shape), dtype=torch.float32) * cfg.scale
+    else:
+        raise ValueError(f"unknown init_type {init_type!r}")
+    if permute_order is not None:
+        t = t.permute(*permute_order)
+    t = t.to(dtype=dtype)
+    return t if device is None else t.to(device=device)
+
+
+def _storage_dtype(cutlass_dtype):
+    """What holds `cutlass_dtype` data in torch: the type itself, else bytes of the same width."""
+    torch = _torch()
+    try:
+        return dtype(cutlass_dtype)
+    except TypeError:
+        if cutlass_dtype.width == 8:
+            return torch.uint8
+        raise
+
+
+def matrix(l, mode0, mode1, is_mode0_major, cutlass_dtype, init_type=TensorInitType.RANDOM, init_config=None,
+           device=None):
+    """A (mode0, mode1, l) tensor whose contiguous mode is mode0 (is_mode0_major) or mode1.
+    Types torch cannot compute in (8-bit floats) hold their integer values in int8."""
+    torch = _torch()
+    shape = (l, mode1, mode0) if is_mode0_major else (l, mode0, mode1)
+    order = (2, 1, 0) if is_mode0_major else (1, 2, 0)
+    unsigned = cutlass_dtype.is_integer and not cutlass_dtype.signed
+    if init_config is None and init_type == TensorInitType.RANDOM:
+        init_config = RandomInitConfig(0, 4) if unsigned else RandomInitConfig(-2, 2)
+    torch_dtype = torch.int8 if (cutlass_dtype.is_float and cutlass_dtype.width <= 8) else dtype(cutlass_dtype)
+    return create_and_permute_torch_tensor(shape, torch_dtype, order, init_type, init_config, device)
+
+
+def get_leading_dim(tensor):
+    """The mode of unit stride, deduced as mark_layout_dynamic does; None when there is none."""
+    spec = _core.runtime.TensorSpec([int(s) for s in tensor.shape], [int(s) for s in tensor.stride()], False)
+    spec.mark_layout_dynamic(None)
+    return None if spec.leading_dim < 0 else spec.leading_dim
+
+
+def _fill(storage, values, cutlass_dtype):
+    converted = values.to(device=storage.device, dtype=dtype(cutlass_dtype))
+    if converted.dtype != storage.dtype:
+        converted = converted.view(storage.dtype)  # same width: reinterpret the bits
+    storage.copy_(converted)
+
+
+def convert_cute_tensor(f32_torch_tensor, cute_tensor, dtype, is_dynamic_layout=True, enable_tvm_ffi=False):
+    """Fills the storage behind `cute_tensor` with `f32_torch_tensor`'s values converted to
+    `dtype`; returns `cute_tensor`."""
+    storage = getattr(cute_tensor, "_source", None)
+    if storage is None or not hasattr(storage, "copy_"):
+        raise TypeError("convert_cute_tensor needs a tensor made by from_dlpack of a torch tensor")
+    if tuple(storage.shape) != tuple(f32_torch_tensor.shape):
+        raise ValueError(f"shapes differ: {tuple(f32_torch_tensor.shape)} vs {tuple(storage.shape)}")
+    _fill(storage, f32_torch_tensor, dtype)
+    return cute_tensor
+
+
+def cute_tensor_like(data_ref, cutlass_dtype, is_dynamic_layout, assumed_align=None, enable_tvm_ffi=False):
+    """(cute tensor, torch tensor): new storage of `cutlass_dtype` with `data_ref`'s shape,
+    strides and values, on the GPU when there is one."""
+    torch = _torch()
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    storage = torch.empty_strided(tuple(data_ref.shape), tuple(data_ref.stride()),
+                                  dtype=_storage_dtype(cutlass_dtype), device=device)
+    _fill(storage, data_ref, cutlass_dtype)
+    cute_tensor = from_dlpack(storage, assumed_align=assumed_align)
+    cute_tensor.element_type = cutlass_dtype
+    if is_dynamic_layout:
+        cute_tensor.mark_layout_dynamic(leading_dim=get_leading_dim(storage))
+    return cute_tensor, storage
