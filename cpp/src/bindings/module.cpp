@@ -24,6 +24,7 @@
 #include "runtime/compile_cache.h"
 #include "bindings/layout_bindings.h"
 #include "bindings/tensor_argument.h"
+#include "bindings/tensor_ssa_bindings.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
@@ -558,4 +559,5 @@ NB_MODULE(_core, m) {
   m.def("context_synchronize", []() { runtime::CudaDriver::get().context_synchronize(); });
 
   bindings::bind_layouts(m);
+  bindings::bind_tensor_ssa(m);
 }

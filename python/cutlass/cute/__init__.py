@@ -12,3 +12,6 @@ from .typing import Tensor, Shape, Stride, Coord, IntTuple, Tile, Pointer
 from .layout import *  # noqa: F401,F403 - the layout algebra
 from .layout import Layout, ComposedLayout, Swizzle, ScaledBasis, IntValue
 
+from .tensor_ssa import (TensorSSA, ReductionOp, full, full_like, zeros_like, ones_like, empty_like, where, any_,
+                         all_)
+from .math import *  # noqa: F401,F403 - the CuTe DSL exposes cute.exp, cute.sqrt ... on cute too
