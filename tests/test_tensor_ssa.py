@@ -169,6 +169,15 @@ def test_where():
     np.testing.assert_array_equal(arr(r), [[1, 1, 1], [2, 2, 2]])
 
 
+def test_where_in_a_dsl_user_op():
+    # elementwise_apply's leaky_relu (a @cutlass.dsl_user_op there) passes loc/ip along.
+    def leaky_relu(x, alpha, *, loc=None, ip=None):
+        return cute.where(x > 0, x, alpha * x, loc=loc, ip=ip)
+
+    a = np.array([-2.0, 3.0], dtype=np.float32)
+    np.testing.assert_allclose(arr(leaky_relu(ssa(a, F32), 0.01)), np.where(a > 0, a, np.float32(0.01) * a))
+
+
 def test_math_elementwise_matches_numpy():
     a = np.array([[0.25, 1.0], [2.0, 4.0]], dtype=np.float32)
     v = ssa(a, F32)
@@ -442,6 +451,19 @@ def test_error_dynamic_shape():
         cute.full((n, 2), 1.0, cutlass.Float32)
 
     with pytest.raises(ValueError, match=r"a TensorSSA needs a static shape, got \(\?, 2\)"):
+        bad(3)
+
+
+def test_error_tensor_reassigned_in_dynamic_loop():
+    # Carrying a TensorSSA through dynamic control flow is not supported yet: a clear error,
+    # never a silently stale value.
+    @cute.jit
+    def bad(n: cutlass.Int32):
+        v = cute.full((2,), 1.0, cutlass.Float32)
+        for _ in range(n):
+            v = v + 1.0
+
+    with pytest.raises(DSLUserCodeError, match="holds a Python object"):
         bad(3)
 
 

@@ -143,44 +143,57 @@ class Numeric(metaclass=NumericMeta):
         raise DSLUserCodeError("a dynamic value cannot be converted to a Python float", code="PHASE_DYNAMIC_INDEX")
 
     # --- arithmetic -----------------------------------------------------------------------
-    # Operators are generated below by _forward/_reflected/_compare; an element-wise operand
-    # (TensorSSA) on the other side takes over through its reflected method.
+    def __add__(self, o): return wrap(_core.binary(ADD, self._n, num_of(o)))
+    def __radd__(self, o): return wrap(_core.binary(ADD, num_of(o), self._n))
+    def __sub__(self, o): return wrap(_core.binary(SUB, self._n, num_of(o)))
+    def __rsub__(self, o): return wrap(_core.binary(SUB, num_of(o), self._n))
+    def __mul__(self, o): return wrap(_core.binary(MUL, self._n, num_of(o)))
+    def __rmul__(self, o): return wrap(_core.binary(MUL, num_of(o), self._n))
+    def __truediv__(self, o): return wrap(_core.binary(TRUEDIV, self._n, num_of(o)))
+    def __rtruediv__(self, o): return wrap(_core.binary(TRUEDIV, num_of(o), self._n))
+    def __floordiv__(self, o): return wrap(_core.binary(FLOORDIV, self._n, num_of(o)))
+    def __rfloordiv__(self, o): return wrap(_core.binary(FLOORDIV, num_of(o), self._n))
+    def __mod__(self, o): return wrap(_core.binary(MOD, self._n, num_of(o)))
+    def __rmod__(self, o): return wrap(_core.binary(MOD, num_of(o), self._n))
+    def __pow__(self, o): return wrap(_core.binary(POW, self._n, num_of(o)))
+    def __rpow__(self, o): return wrap(_core.binary(POW, num_of(o), self._n))
+    def __and__(self, o): return wrap(_core.binary(AND, self._n, num_of(o)))
+    def __rand__(self, o): return wrap(_core.binary(AND, num_of(o), self._n))
+    def __or__(self, o): return wrap(_core.binary(OR, self._n, num_of(o)))
+    def __ror__(self, o): return wrap(_core.binary(OR, num_of(o), self._n))
+    def __xor__(self, o): return wrap(_core.binary(XOR, self._n, num_of(o)))
+    def __rxor__(self, o): return wrap(_core.binary(XOR, num_of(o), self._n))
+    def __lshift__(self, o): return wrap(_core.binary(SHL, self._n, num_of(o)))
+    def __rlshift__(self, o): return wrap(_core.binary(SHL, num_of(o), self._n))
+    def __rshift__(self, o): return wrap(_core.binary(SHR, self._n, num_of(o)))
+    def __rrshift__(self, o): return wrap(_core.binary(SHR, num_of(o), self._n))
     def __neg__(self): return wrap(_core.negate(self._n))
     def __pos__(self): return self
     def __invert__(self): return wrap(_core.invert(self._n))
     def __abs__(self): return wrap(_core.absolute(self._n))
+    def __eq__(self, o): return wrap(_core.compare(EQ, self._n, num_of(o)))
+    def __ne__(self, o): return wrap(_core.compare(NE, self._n, num_of(o)))
+    def __lt__(self, o): return wrap(_core.compare(LT, self._n, num_of(o)))
+    def __le__(self, o): return wrap(_core.compare(LE, self._n, num_of(o)))
+    def __gt__(self, o): return wrap(_core.compare(GT, self._n, num_of(o)))
+    def __ge__(self, o): return wrap(_core.compare(GE, self._n, num_of(o)))
 
 
-def _defers(o):
-    return getattr(o, "__dsl_elementwise__", False)
+
+def _defer_to_elementwise(method):
+    """An element-wise operand (TensorSSA) on the other side takes over through its reflected
+    method, so that `Float32(2) * tensor_ssa` works as it does in the CuTe DSL."""
+    def deferring(self, o):
+        return NotImplemented if getattr(o, "__dsl_elementwise__", False) else method(self, o)
+    deferring.__name__ = method.__name__
+    return deferring
 
 
-def _forward(op):
-    def method(self, o):
-        return NotImplemented if _defers(o) else wrap(_core.binary(op, self._n, num_of(o)))
-    return method
-
-
-def _reflected(op):
-    def method(self, o):
-        return NotImplemented if _defers(o) else wrap(_core.binary(op, num_of(o), self._n))
-    return method
-
-
-def _compare(predicate):
-    def method(self, o):
-        return NotImplemented if _defers(o) else wrap(_core.compare(predicate, self._n, num_of(o)))
-    return method
-
-
-for _name, _op in (("add", ADD), ("sub", SUB), ("mul", MUL), ("truediv", TRUEDIV), ("floordiv", FLOORDIV),
-                   ("mod", MOD), ("pow", POW), ("and", AND), ("or", OR), ("xor", XOR), ("lshift", SHL),
-                   ("rshift", SHR)):
-    setattr(Numeric, f"__{_name}__", _forward(_op))
-    setattr(Numeric, f"__r{_name}__", _reflected(_op))
-for _name, _pred in (("eq", EQ), ("ne", NE), ("lt", LT), ("le", LE), ("gt", GT), ("ge", GE)):
-    setattr(Numeric, f"__{_name}__", _compare(_pred))
-
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    for _method in (f"__{_name}__", f"__r{_name}__"):
+        setattr(Numeric, _method, _defer_to_elementwise(getattr(Numeric, _method)))
+for _method in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Numeric, _method, _defer_to_elementwise(getattr(Numeric, _method)))
 
 class Integer(Numeric):
     __slots__ = ()

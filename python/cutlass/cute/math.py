@@ -14,7 +14,7 @@ def _apply(name, args):
 
 
 def _unary(name):
-    def fn(x, *, fastmath=False, approx=False, ftz=False, rounding=None):
+    def fn(x, *, fastmath=False, approx=False, ftz=False, rounding=None, loc=None, ip=None):
         return _apply(name, (x,))
     fn.__name__ = name
     fn.__doc__ = f"Element-wise {name} of a DSL float, a Python float (taken as Float32) or a TensorSSA."
@@ -22,7 +22,7 @@ def _unary(name):
 
 
 def _binary(name):
-    def fn(x, y, *, fastmath=False):
+    def fn(x, y, *, fastmath=False, loc=None, ip=None):
         return _apply(name, (x, y))
     fn.__name__ = name
     return fn

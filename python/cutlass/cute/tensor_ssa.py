@@ -3,6 +3,7 @@ type (what `Tensor.load()` returns). Every operation forwards to C++ (cpp/src/cu
 which broadcasts, promotes, folds static elements and emits IR for dynamic ones.
 
 Elements are kept in CuTe's colexicographic order of the shape (mode 0 fastest).
+Functions take the `loc`/`ip` keywords that @dsl_user_op code passes along; they are unused.
 Interface for memory tensors: `TensorSSA._from_values(shape, dtype, scalars)` builds one from
 scalars in that order; `v._values()` returns them.
 """
@@ -131,17 +132,17 @@ class TensorSSA:
     __hash__ = object.__hash__
 
     # ---- conversions, reductions, indexing -------------------------------------------------
-    def to(self, dtype):
+    def to(self, dtype, *, loc=None, ip=None):
         if not (isinstance(dtype, type) and issubclass(dtype, Numeric)):
             raise TypeError(f"TensorSSA.to expects a DSL numeric type such as cutlass.Float32, got {dtype!r}")
         return _wrap(_core.ssa_convert(self._t, dtype.__name__))
 
-    def reduce(self, op, init_val, reduction_profile=0):
+    def reduce(self, op, init_val, reduction_profile=0, *, loc=None, ip=None):
         code = op.value if isinstance(op, ReductionOp) else -1
         init = self.element_type(init_val)
         return _wrap_any(_core.ssa_reduce(self._t, code, init._n, reduction_profile))
 
-    def broadcast_to(self, target_shape):
+    def broadcast_to(self, target_shape, *, loc=None, ip=None):
         return _wrap(_core.ssa_broadcast_to(self._t, target_shape))
 
     def __getitem__(self, key):
@@ -187,43 +188,43 @@ def apply_math(name, args):
 
 # ---- constructors and selection ----------------------------------------------------------------
 
-def full(shape, fill_value, dtype=None):
+def full(shape, fill_value, dtype=None, *, loc=None, ip=None):
     """A TensorSSA of a static `shape` whose elements are `fill_value` converted to `dtype`."""
     fill = dtype(fill_value) if dtype is not None else as_numeric(fill_value)
     return _wrap(_core.ssa_full(shape, fill._n, type(fill).__name__))
 
 
-def full_like(a, fill_value, dtype=None):
+def full_like(a, fill_value, dtype=None, *, loc=None, ip=None):
     """`full` with the shape of `a` (a TensorSSA or a Tensor); dtype defaults to a's."""
     return full(a.shape, fill_value, dtype if dtype is not None else a.element_type)
 
 
-def zeros_like(a, dtype=None):
+def zeros_like(a, dtype=None, *, loc=None, ip=None):
     return full_like(a, 0, dtype)
 
 
-def ones_like(a, dtype=None):
+def ones_like(a, dtype=None, *, loc=None, ip=None):
     return full_like(a, 1, dtype)
 
 
-def empty_like(a, dtype=None):
+def empty_like(a, dtype=None, *, loc=None, ip=None):
     """Like zeros_like: registers have to hold some value, and zero is the one that never
     surprises."""
     return full_like(a, 0, dtype)
 
 
-def where(cond, x, y):
+def where(cond, x, y, *, loc=None, ip=None):
     """Element-wise `x if cond else y`; scalars broadcast, x and y must share one dtype."""
     return _wrap(_core.ssa_where(_require_operand(cond, "where"), _require_operand(x, "where"),
                                  _require_operand(y, "where")))
 
 
-def any_(x):
+def any_(x, *, loc=None, ip=None):
     """Boolean: some element of the TensorSSA is non-zero."""
     return wrap(_core.ssa_any(_as_tensor(x, "any_")))
 
 
-def all_(x):
+def all_(x, *, loc=None, ip=None):
     """Boolean: every element of the TensorSSA is non-zero."""
     return wrap(_core.ssa_all(_as_tensor(x, "all_")))
 
