@@ -29,6 +29,7 @@
 #include "runtime/tensor_spec.h"
 #include "bindings/tensor_argument.h"
 #include "bindings/tensor_bindings.h"
+#include "bindings/tensor_ssa_bindings.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
@@ -612,4 +613,5 @@ NB_MODULE(_core, m) {
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);
   bindings::bind_runtime(m);
+  bindings::bind_tensor_ssa(m);
 }

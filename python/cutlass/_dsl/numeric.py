@@ -179,6 +179,22 @@ class Numeric(metaclass=NumericMeta):
     def __ge__(self, o): return wrap(_core.compare(GE, self._n, num_of(o)))
 
 
+
+def _defer_to_elementwise(method):
+    """An element-wise operand (TensorSSA) on the other side takes over through its reflected
+    method, so that `Float32(2) * tensor_ssa` works as it does in the CuTe DSL."""
+    def deferring(self, o):
+        return NotImplemented if getattr(o, "__dsl_elementwise__", False) else method(self, o)
+    deferring.__name__ = method.__name__
+    return deferring
+
+
+for _name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift"):
+    for _method in (f"__{_name}__", f"__r{_name}__"):
+        setattr(Numeric, _method, _defer_to_elementwise(getattr(Numeric, _method)))
+for _method in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__"):
+    setattr(Numeric, _method, _defer_to_elementwise(getattr(Numeric, _method)))
+
 class Integer(Numeric):
     __slots__ = ()
 

@@ -16,3 +16,6 @@ from .tensor import *  # noqa: F401,F403 - tensors, pointers and copies
 from .tensor import AddressSpace, CopyUniversalOp
 from . import nvgpu
 
+from .tensor_ssa import (TensorSSA, ReductionOp, full, full_like, zeros_like, ones_like, empty_like, where, any_,
+                         all_)
+from .math import *  # noqa: F401,F403 - the CuTe DSL exposes cute.exp, cute.sqrt ... on cute too

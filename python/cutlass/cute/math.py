@@ -1,21 +1,29 @@
-"""cute.math on scalars: each function forwards to the C++ `math` op (libdevice on the GPU,
-the same definitions in the emulators). Element-wise math on TensorSSA values comes with the
-tensor issue; the `fastmath`/`approx`/`ftz` variants are accepted and not yet specialised."""
+"""cute.math: each function forwards to the C++ `math` op (libdevice on the GPU, the same
+definitions in the emulators). Arguments may be DSL scalars, Python scalars or TensorSSA values;
+with a TensorSSA the function applies element-wise (operands broadcast) and returns a TensorSSA.
+The `fastmath`/`approx`/`ftz` variants are accepted and not yet specialised."""
 from .. import _core
 from .._dsl.numeric import as_numeric, wrap
+from .tensor_ssa import TensorSSA, apply_math
+
+
+def _apply(name, args):
+    if any(isinstance(a, TensorSSA) for a in args):
+        return apply_math(name, args)
+    return wrap(_core.math(name, [as_numeric(a)._n for a in args]))
 
 
 def _unary(name):
-    def fn(x, *, fastmath=False, approx=False, ftz=False, rounding=None):
-        return wrap(_core.math(name, [as_numeric(x)._n]))
+    def fn(x, *, fastmath=False, approx=False, ftz=False, rounding=None, loc=None, ip=None):
+        return _apply(name, (x,))
     fn.__name__ = name
-    fn.__doc__ = f"Element-wise {name} of a DSL float (or Python float, taken as Float32)."
+    fn.__doc__ = f"Element-wise {name} of a DSL float, a Python float (taken as Float32) or a TensorSSA."
     return fn
 
 
 def _binary(name):
-    def fn(x, y, *, fastmath=False):
-        return wrap(_core.math(name, [as_numeric(x)._n, as_numeric(y)._n]))
+    def fn(x, y, *, fastmath=False, loc=None, ip=None):
+        return _apply(name, (x, y))
     fn.__name__ = name
     return fn
 
