@@ -12,6 +12,13 @@ from ._dsl.jit import Constexpr
 from ._dsl.address_space import AddressSpace
 from ._dsl.control import const_expr, dynamic_expr, range, range_constexpr, range_dynamic, min, max
 from . import cuda
+
+
+def dsl_user_op(fn):
+    """Marks a helper built from DSL operations (it receives `loc`/`ip` keywords, unused here)."""
+    return fn
+
+
 from . import cute
 from . import testing
 

@@ -244,6 +244,13 @@ def assume(src, divby=1, *, loc=None, ip=None):
     return _L.assume(src, divby)
 
 
+def repeat_like(x, target, *, loc=None, ip=None):
+    """A tuple with the nesting of `target` whose every leaf is `x` (x itself for a leaf)."""
+    if isinstance(target, (tuple, list)):
+        return tuple(repeat_like(x, t) for t in target)
+    return x
+
+
 def pretty_str(x):
     return _L.pretty_str(x)
 
@@ -339,7 +346,7 @@ __all__ = [
     "make_layout_tv", "tile_to_shape", "recast_layout",
     "size", "cosize", "rank", "depth", "shape", "get", "select", "group_modes", "slice_", "dice", "prepend",
     "append", "flatten", "crd2idx", "idx2crd", "product", "product_each", "product_like", "inner_product",
-    "shape_div", "ceil_div", "elem_less", "assume", "pretty_str",
+    "shape_div", "ceil_div", "elem_less", "assume", "pretty_str", "repeat_like",
     "coalesce", "filter_zeros", "filter", "composition", "complement", "right_inverse", "left_inverse",
     "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product",
     "tiled_product", "flat_product", "blocked_product", "raked_product", "max_common_layout",
