@@ -6,7 +6,7 @@ from .._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, U
                             Float32, Float64, Numeric, Integer, Float)
 from .._dsl.printing import printf
 from .._dsl.errors import DSLRuntimeError, DSLUserCodeError
-from . import arch, math, runtime, typing
+from . import arch, math, runtime, testing, typing
 from .runtime import sym_int
 from .typing import Tensor, Shape, Stride, Coord, IntTuple, Tile, Pointer
 from .layout import *  # noqa: F401,F403 - the layout algebra
