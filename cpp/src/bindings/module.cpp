@@ -456,10 +456,11 @@ NB_MODULE(_core, m) {
       .def("vote", [](dsl::Tracer&, const std::string& kind, nb::handle pred, nb::handle mask) {
         return dsl::vote(ir::vote_kind_from_name(kind), to_num(pred), to_num(mask));
       })
-      .def("atomic", [](dsl::Tracer&, const std::string& kind, nb::handle ptr, nb::handle value, nb::handle compare,
+      // `compare`: empty, or the one compare value of a cas.
+      .def("atomic", [](dsl::Tracer&, const std::string& kind, nb::handle ptr, nb::handle value, nb::list compare,
                         const std::string& sem, const std::string& scope) {
         std::optional<Num> cmp;
-        if (!compare.is_none()) cmp = to_num(compare);
+        if (nb::len(compare) > 0) cmp = to_num(compare[0]);
         return dsl::atomic(ir::atomic_kind_from_name(kind), to_num(ptr), to_num(value), cmp ? &*cmp : nullptr, sem,
                            scope);
       })

@@ -141,7 +141,7 @@ def _memory_name(v):
 def _atomic(kind, ptr, val, cmp, sem, scope):
     t = context.tracer()
     return wrap(t.atomic(kind, _pointer_value(ptr), num_of(as_numeric(val)),
-                         None if cmp is None else num_of(as_numeric(cmp)), _memory_name(sem), _memory_name(scope)))
+                         [] if cmp is None else [num_of(as_numeric(cmp))], _memory_name(sem), _memory_name(scope)))
 
 
 def atomic_add(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
