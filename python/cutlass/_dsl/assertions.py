@@ -33,7 +33,7 @@ def check_assert(cond, msg_thunk, source, loc):
     """`assert cond, msg` in jit code: a Python assert when `cond` is known while tracing, a
     runtime assertion otherwise (its message is `msg`, or the condition's source text)."""
     if not is_dynamic(cond):
-        if not cond:
+        if __debug__ and not cond:  # `python -O` drops static asserts, as it does Python's own
             raise AssertionError(msg_thunk()) if msg_thunk is not None else AssertionError()
         return
     message = str(msg_thunk()) if msg_thunk is not None else source
