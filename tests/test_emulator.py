@@ -170,7 +170,7 @@ def test_out_of_bounds_access_is_an_error():
     a = np.arange(128, dtype=np.float32)
     b = np.zeros(100, dtype=np.float32)
     compiled = cute.compile(unchecked_host, a, b, options="--target cpu")
-    with pytest.raises(RuntimeError) as info:
+    with pytest.raises(cutlass.DSLRuntimeError) as info:
         compiled(a, b)
     msg = str(info.value)
     assert "out-of-bounds store" in msg

@@ -2,16 +2,19 @@
 // shared state, printf formatting, local arrays and the out-of-bounds / misaligned errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "emulator/device_emulator.h"
+#include "emulator/host_interpreter.h"
 #include "ir/builder.h"
 #include "ir/verifier.h"
 
 using namespace opencute::ir;
 using opencute::emulator::DeviceEmulator;
 using opencute::emulator::EmulatorConfig;
+using opencute::emulator::AssertionFailure;
 using opencute::emulator::ExecutionError;
 using opencute::emulator::LaunchRequest;
 using opencute::emulator::MemoryRegion;
@@ -42,7 +45,7 @@ struct Kernel {
 };
 
 void run(const Kernel& k, unsigned grid, unsigned block, std::vector<Scalar> args, std::vector<MemoryRegion> regions = {},
-         int threads = 1) {
+         int threads = 1, unsigned smem = 0) {
   DeviceEmulator emu(*k.f);
   LaunchRequest r{};
   r.op = nullptr;
@@ -50,6 +53,7 @@ void run(const Kernel& k, unsigned grid, unsigned block, std::vector<Scalar> arg
   r.block[0] = block, r.block[1] = r.block[2] = 1;
   r.cluster[0] = r.cluster[1] = r.cluster[2] = 1;
   r.num_args = args.size();
+  r.smem = smem;
   std::vector<Type> types;
   for (auto& a : k.f->body->args) types.push_back(a->type);
   r.arg_types = types.data();
@@ -290,4 +294,193 @@ TEST(DeviceEmulator, VectorLoadsStoresAndLanes) {
   run(k, 1, 64, {ptr(a), ptr(o)}, regions);
   for (int t = 0; t < 64; ++t)
     for (int j = 0; j < 4; ++j) EXPECT_EQ(o[4 * t + j], 4 * t + 3 - j + (j == 3 ? 100 : 0));
+}
+
+TEST(DeviceEmulator, ShufflesFollowPtxLaneSelection) {
+  // out[k * 64 + t]: shuffle k of in[t]; each checked against the PTX rule written out by hand.
+  Kernel k("shuffles");
+  Value* in = k.arg(ptr_i32());
+  Value* out = k.arg(ptr_i32());
+  Value* t = k.tid();
+  Value* v = k.load(in, t);
+  Value* full = k.c(-1);
+  struct Case { ShuffleKind kind; int b, c; };
+  const int seg8 = (32 - 8) << 8;
+  std::vector<Case> cases = {{ShuffleKind::Idx, 3, 31},  {ShuffleKind::Idx, 5, seg8 | 31}, {ShuffleKind::Up, 2, 0},
+                             {ShuffleKind::Up, 1, seg8}, {ShuffleKind::Down, 4, 31},       {ShuffleKind::Down, 2, seg8 | 31},
+                             {ShuffleKind::Down, 1, 15}, {ShuffleKind::Bfly, 6, 31},       {ShuffleKind::Bfly, 8, 15}};
+  for (size_t i = 0; i < cases.size(); ++i)
+    k.store(out, k.b.binary(OpCode::Add, t, k.c(int64_t(i) * 64)),
+            k.b.shuffle(cases[i].kind, v, k.c(cases[i].b), k.c(cases[i].c), full));
+  k.finish();
+  std::vector<int32_t> a(64), o(64 * cases.size());
+  for (int i = 0; i < 64; ++i) a[size_t(i)] = 1000 + i;
+  run(k, 1, 64, {ptr(a.data()), ptr(o.data())}, {region(a, "in"), region(o, "out")});
+  auto expect_source = [](const Case& c, int lane) {  // the lane read, or -1 for the own value
+    int width = 32 - ((c.c >> 8) & 31), seg_lo = lane / width * width, clamp = c.c & 31;
+    switch (c.kind) {
+      case ShuffleKind::Idx: return seg_lo + c.b % width;
+      case ShuffleKind::Up: return lane - c.b >= seg_lo ? lane - c.b : -1;
+      case ShuffleKind::Down: {
+        int last = ((c.c >> 8) & 31) ? seg_lo + width - 1 : clamp;
+        return lane + c.b <= last ? lane + c.b : -1;
+      }
+      case ShuffleKind::Bfly: return (lane ^ c.b) <= clamp ? lane ^ c.b : -1;
+    }
+    return -1;
+  };
+  for (size_t i = 0; i < cases.size(); ++i)
+    for (int tid = 0; tid < 64; ++tid) {
+      int src = expect_source(cases[i], tid % 32);
+      EXPECT_EQ(o[i * 64 + size_t(tid)], 1000 + (src < 0 ? tid : tid / 32 * 32 + src)) << "case " << i << " thread " << tid;
+    }
+}
+
+TEST(DeviceEmulator, ShuffleInDivergentCodeReadsOnlyActiveLanes) {
+  // Only even lanes run the shuffle; reading an odd (inactive) lane gives the own value.
+  Kernel k("divergent_shuffle");
+  Value* out = k.arg(ptr_i32());
+  Value* t = k.tid();
+  Op* op = k.b.create_if(k.b.cmp(CmpPredicate::Eq, k.b.binary(OpCode::Rem, t, k.c(2)), k.c(0)));
+  k.b.set_block(op->region_block(0));
+  k.store(out, t, k.b.shuffle(ShuffleKind::Down, t, k.c(1), k.c(31), k.c(0x55555555)));
+  k.b.yield({});
+  k.b.set_block(op->region_block(1));
+  k.b.yield({});
+  k.finish();
+  std::vector<int32_t> o(32, -1);
+  run(k, 1, 32, {ptr(o.data())}, {region(o, "out")});
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(o[size_t(i)], i % 2 == 0 ? i : -1) << i;
+}
+
+TEST(DeviceEmulator, VotesOverActiveLanesInTheMask) {
+  Kernel k("votes");
+  Value* in = k.arg(ptr_i32());
+  Value* out = k.arg(ptr_i32());
+  Value* t = k.tid();
+  Value* pred = k.b.cmp(CmpPredicate::Ne, k.load(in, t), k.c(0));
+  Value* mask = k.c(0x0000FFFF);
+  Op* op = k.b.create_if(k.b.cmp(CmpPredicate::Lt, k.b.special(OpCode::LaneIdx), k.c(16)));
+  k.b.set_block(op->region_block(0));
+  Value* base = k.b.binary(OpCode::Mul, t, k.c(4));
+  k.store(out, base, k.b.vote(VoteKind::Ballot, pred, mask));
+  for (int j = 1; j <= 3; ++j)
+    k.store(out, k.b.binary(OpCode::Add, base, k.c(j)), k.b.cast(k.b.vote(VoteKind(j), pred, mask), i32()));
+  k.b.yield({});
+  k.b.set_block(op->region_block(1));
+  k.b.yield({});
+  k.finish();
+  // warp 0: lanes 3 and 9 true; warp 1: all 16 true; warp 2: none (the upper half does not vote)
+  std::vector<int32_t> a(96, 0), o(96 * 4, -7);
+  a[3] = a[9] = 1;
+  for (int i = 32; i < 48; ++i) a[size_t(i)] = 1;
+  a[70 + 16] = 1;
+  run(k, 1, 96, {ptr(a.data()), ptr(o.data())}, {region(a, "in"), region(o, "out")});
+  const int32_t ballots[3] = {(1 << 3) | (1 << 9), 0xFFFF, 0};
+  for (int w = 0; w < 3; ++w)
+    for (int l = 0; l < 16; ++l) {
+      const int32_t* r = &o[size_t(w * 32 + l) * 4];
+      EXPECT_EQ(r[0], ballots[w]);
+      EXPECT_EQ(r[1], ballots[w] != 0);
+      EXPECT_EQ(r[2], ballots[w] == 0xFFFF);
+      EXPECT_EQ(r[3], ballots[w] == 0 || ballots[w] == 0xFFFF);
+    }
+}
+
+TEST(DeviceEmulator, AtomicsAreAtomicAcrossHostThreads) {
+  Kernel k("counter");
+  Value* counter = k.arg(ptr_i32());
+  Value* olds = k.arg(ptr_i32());
+  Value* fsum = k.arg(pointer_type(f64(), AddrSpace::Gmem, 8));
+  Value* i = k.global_tid();
+  k.store(olds, i, k.b.atomic(AtomicKind::Add, MemoryOrder::Relaxed, MemoryScope::Gpu, counter, k.c(1)));
+  k.b.atomic(AtomicKind::Add, MemoryOrder::Relaxed, MemoryScope::Gpu, fsum, k.b.cast(i, f64()));
+  k.b.atomic(AtomicKind::Max, MemoryOrder::Relaxed, MemoryScope::Gpu, k.b.ptr_add(counter, k.c(1)), i);
+  k.finish();
+  const unsigned blocks = 64, threads = 64, n = blocks * threads;
+  std::vector<int32_t> c(2, 0), o(n, -1);
+  std::vector<double> s(1, 0.0);
+  std::vector<MemoryRegion> regions = {region(c, "counter"), region(o, "olds"),
+                                       {uintptr_t(s.data()), uintptr_t(s.data() + 1), "sum"}};
+  run(k, blocks, threads, {ptr(c.data()), ptr(o.data()), ptr(s.data())}, regions, 4);
+  EXPECT_EQ(c[0], int(n));
+  EXPECT_EQ(c[1], int(n) - 1);
+  EXPECT_EQ(s[0], double(n) * (n - 1) / 2);
+  std::vector<int32_t> sorted = o;
+  std::sort(sorted.begin(), sorted.end());
+  for (unsigned j = 0; j < n; ++j) ASSERT_EQ(sorted[j], int(j));
+}
+
+TEST(DeviceEmulator, SharedMemoryStaticThenDynamic) {
+  // Warp w writes its ids into static and dynamic shared memory; after the barrier each thread
+  // reads the slot of the mirrored thread, which another warp wrote.
+  Kernel k("smem");
+  Value* out = k.arg(ptr_i32());
+  Value* t = k.tid();
+  Value* st = k.b.smem_alloc(i32(), 100, 16);
+  Value* dyn = k.b.dyn_smem(i32(), 256);
+  k.store(st, t, k.b.binary(OpCode::Mul, t, k.c(3)));
+  k.store(dyn, t, k.b.binary(OpCode::Add, t, k.c(500)));
+  k.b.barrier();
+  Value* mirror = k.b.binary(OpCode::Sub, k.c(99), t);
+  k.store(out, t, k.b.binary(OpCode::Add, k.load(st, mirror), k.load(dyn, mirror)));
+  k.store(out, k.b.binary(OpCode::Add, t, k.c(100)), k.b.dyn_smem_size());
+  k.finish();
+  std::vector<int32_t> o(200);
+  run(k, 3, 100, {ptr(o.data())}, {region(o, "out")}, 2, 400);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_EQ(o[size_t(i)], (99 - i) * 3 + (99 - i) + 500) << i;
+    EXPECT_EQ(o[size_t(100 + i)], 400);
+  }
+  // Past the dynamic bytes the launch asked for.
+  Kernel bad("smem_oob");
+  Value* d = bad.b.dyn_smem(f32(), 16);
+  bad.b.store(bad.b.const_float(f32(), 1.0), bad.b.ptr_add(d, bad.tid()));
+  bad.finish();
+  try {
+    run(bad, 1, 32, {}, {}, 1, 64);
+    FAIL() << "expected an error";
+  } catch (const ExecutionError& e) {
+    std::string s = e.what();
+    EXPECT_NE(s.find("out-of-bounds shared-memory store of 4 bytes at offset 64 of the block's 64 bytes"), std::string::npos) << s;
+    EXPECT_NE(s.find("thread (16,0,0)"), std::string::npos) << s;
+  }
+}
+
+TEST(DeviceEmulator, FailedAssertionNamesThreadMessageAndSource) {
+  Kernel k("checked");
+  Value* t = k.global_tid();
+  k.b.assertion(k.b.cmp(CmpPredicate::Ne, t, k.c(77)), "t is not 77", "/src/kernel.py", 12);
+  k.finish();
+  try {
+    run(k, 4, 32, {});
+    FAIL() << "expected an error";
+  } catch (const AssertionFailure& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "device assertion failed in kernel 'checked', block (2,0,0) thread (13,0,0): t is not 77 (/src/kernel.py:12)");
+    EXPECT_EQ(e.file, "/src/kernel.py");
+    EXPECT_EQ(e.line, 12);
+  }
+}
+
+TEST(HostInterpreter, FailedAssertionNamesMessageAndSource) {
+  Module m;
+  Function* f = m.add_function("host", FunctionKind::Host);
+  Value* n = f->body->add_arg(i32());
+  Builder b(f->body.get());
+  b.assertion(b.cmp(CmpPredicate::Gt, n, b.const_int(i32(), 0)), "n > 0", "/src/host.py", 3);
+  b.assertion(b.const_bool(true), "never emitted", "/src/host.py", 4);
+  b.ret({});
+  int asserts = 0;
+  for (auto& op : f->body->ops) asserts += op->code == OpCode::Assert;
+  ASSERT_EQ(asserts, 1);  // a constant-true condition emits nothing
+  opencute::emulator::HostInterpreter interp(*f);
+  interp.run({Scalar::of_int(1)}, nullptr);
+  try {
+    interp.run({Scalar::of_int(0)}, nullptr);
+    FAIL() << "expected an error";
+  } catch (const AssertionFailure& e) {
+    EXPECT_EQ(std::string(e.what()), "host assertion failed: n > 0 (/src/host.py:3)");
+    EXPECT_EQ(e.line, 3);
+  }
 }

@@ -578,3 +578,134 @@ TEST(LowerToNvvm, TwoKernelsInOneModule) {
 }
 
 }  // namespace
+
+TEST(LowerToNvvm, ShufflesAndVotes) {
+  Kernel k("warp");
+  Value* out = k.arg(gptr(ir::i32()));
+  Value* tid = k.b.special(OpCode::ThreadIdx);
+  Value* full = k.c32(-1);
+  Value* v = k.b.load(k.at(out, tid), ir::i32());
+  int slot = 64;
+  for (ir::ShuffleKind kind : {ir::ShuffleKind::Idx, ir::ShuffleKind::Up, ir::ShuffleKind::Down, ir::ShuffleKind::Bfly})
+    k.b.store(k.b.shuffle(kind, v, k.c32(1), k.c32(kind == ir::ShuffleKind::Up ? 0 : 31), full),
+              k.at(out, k.b.binary(OpCode::Add, tid, k.c32(slot += 64))));
+  Value* pred = k.b.cmp(CmpPredicate::Lt, tid, k.c32(5));
+  Value* r = k.b.vote(ir::VoteKind::Ballot, pred, full);
+  for (ir::VoteKind kind : {ir::VoteKind::Any, ir::VoteKind::All, ir::VoteKind::Uni})
+    r = k.b.select(k.b.vote(kind, pred, full), r, k.c32(int(kind)));
+  k.b.store(r, out);
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "call i32 @llvm.nvvm.shfl.sync.bfly.i32(i32 -1, i32 %"));
+  EXPECT_TRUE(contains(t.text, "@llvm.nvvm.shfl.sync.up.i32("));
+  EXPECT_TRUE(contains(t.text, "call i32 @llvm.nvvm.vote.ballot.sync(i32 -1, i1 %"));
+  EXPECT_TRUE(contains(t.text, "call i1 @llvm.nvvm.vote.uni.sync("));
+  COMPILE_OR_SKIP(t, ptx);
+  for (const char* s : {"shfl.sync.idx.b32", "shfl.sync.up.b32", "shfl.sync.down.b32", "shfl.sync.bfly.b32",
+                        "vote.sync.ballot.b32", "vote.sync.any.pred", "vote.sync.all.pred", "vote.sync.uni.pred"})
+    EXPECT_TRUE(contains(ptx["sm_90a"], s)) << s;
+}
+
+TEST(LowerToNvvm, AtomicsOnGlobalSharedAndGenericMemory) {
+  using ir::AtomicKind;
+  using ir::MemoryOrder;
+  using ir::MemoryScope;
+  Kernel k("atomics");
+  Value* tid = k.b.special(OpCode::ThreadIdx);
+  Type u32 = ir::int_type(32, false), u64 = ir::int_type(64, false);
+  Value* gi = k.arg(gptr(ir::i32()));
+  Value* gu = k.arg(gptr(u32));
+  Value* g64 = k.arg(gptr(u64));
+  Value* gf = k.arg(gptr(ir::f32()));
+  Value* gd = k.arg(gptr(ir::f64()));
+  Value* gh = k.arg(gptr(ir::f16()));
+  Value* gen = k.arg(ir::pointer_type(ir::i64(), AddrSpace::Generic, 8));
+  Value* s = k.b.smem_alloc(ir::i32(), 32, 4);
+  auto rmw = [&](AtomicKind kind, Value* p, Value* v, MemoryOrder o = MemoryOrder::Relaxed,
+                 MemoryScope sc = MemoryScope::Gpu) { return k.b.atomic(kind, o, sc, p, v); };
+  Value* x = k.b.load(k.at(gi, tid), ir::i32());
+  Value* acc = x;
+  for (AtomicKind kind : {AtomicKind::Add, AtomicKind::And, AtomicKind::Or, AtomicKind::Xor, AtomicKind::Max,
+                          AtomicKind::Min, AtomicKind::Exch})
+    acc = k.b.binary(OpCode::Add, acc, rmw(kind, gi, x));
+  acc = k.b.binary(OpCode::Add, acc, k.b.atomic(AtomicKind::Cas, MemoryOrder::AcqRel, MemoryScope::Cta,
+                                                k.at(s, tid), acc, x));
+  acc = k.b.binary(OpCode::Add, acc, rmw(AtomicKind::Add, s, acc, MemoryOrder::Release, MemoryScope::Cta));
+  k.b.store(acc, k.at(gi, tid));
+  k.b.store(rmw(AtomicKind::Max, gu, k.b.bitcast(acc, u32), MemoryOrder::Acquire, MemoryScope::Sys), gu);
+  k.b.store(rmw(AtomicKind::Add, g64, k.b.cast(acc, u64)), g64);
+  k.b.store(rmw(AtomicKind::Add, gf, k.b.cast(acc, ir::f32())), gf);
+  k.b.store(rmw(AtomicKind::Add, gd, k.b.cast(acc, ir::f64())), gd);
+  k.b.store(rmw(AtomicKind::Add, gh, k.b.cast(acc, ir::f16())), gh);
+  k.b.store(rmw(AtomicKind::Xor, gen, k.b.cast(acc, ir::i64())), gen);
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "asm sideeffect \"atom.relaxed.gpu.global.add.u32 $0, [$1], $2;\", \"=r,l,r,~{memory}\""));
+  EXPECT_TRUE(contains(t.text, "\"atom.acq_rel.cta.shared.cas.b32 $0, [$1], $2, $3;\", \"=r,l,r,r,~{memory}\""));
+  EXPECT_TRUE(contains(t.text, "atom.acquire.sys.global.max.u32"));
+  EXPECT_TRUE(contains(t.text, "atom.relaxed.gpu.global.min.s32"));
+  EXPECT_TRUE(contains(t.text, "atom.relaxed.gpu.global.add.noftz.f16 $0, [$1], $2;\", \"=h,l,h"));
+  EXPECT_TRUE(contains(t.text, "\"atom.relaxed.gpu.xor.b64 $0, [$1], $2;\", \"=l,l,l"));  // generic: no space
+  COMPILE_OR_SKIP(t, ptx);
+  // Inline assembly reaches the PTX as written.
+  for (const char* p : {"atom.relaxed.gpu.global.add.u32", "atom.release.cta.shared.add.u32",
+                        "atom.relaxed.gpu.global.add.f64", "atom.relaxed.gpu.global.add.f32",
+                        "atom.relaxed.gpu.global.add.noftz.f16", "atom.acq_rel.cta.shared.cas.b32",
+                        "atom.relaxed.gpu.global.add.u64"})
+    EXPECT_TRUE(contains(ptx["sm_90a"], p)) << p;
+}
+
+TEST(LowerToNvvm, Bfloat16AtomicAddOnHopper) {
+  if (!have_libnvvm()) GTEST_SKIP() << "libNVVM/libdevice not found";
+  Kernel k("bf16_atomic");
+  Value* p = k.arg(gptr(ir::bf16()));
+  k.b.store(k.b.atomic(ir::AtomicKind::Add, ir::MemoryOrder::Relaxed, ir::MemoryScope::Gpu, p,
+                       k.b.load(k.at(p, k.c32(1)), ir::bf16())), k.at(p, k.c32(2)));
+  NvvmModuleText t = k.lower();
+  target::PtxResult r = target::compile_nvvm_ir_to_ptx(t.text, "sm_90a", 3, false, t.needs_libdevice);
+  EXPECT_TRUE(contains(r.ptx, "atom.relaxed.gpu.global.add.noftz.bf16"));
+}
+
+TEST(LowerToNvvm, StaticAndDynamicSharedMemory) {
+  Kernel k("smem");
+  Value* out = k.arg(gptr(ir::f32()));
+  Value* tid = k.b.special(OpCode::ThreadIdx);
+  Value* a = k.b.smem_alloc(ir::f32(), 64, 16);
+  Value* flags = k.b.smem_alloc(ir::bool_type(), 3, 1);
+  Value* dyn = k.b.dyn_smem(ir::f32(), 128);
+  Value* odd = k.b.smem_alloc(ir::int_type(24, false), 5, 4);  // no natural LLVM layout: bytes
+  k.b.store(k.b.load(k.at(out, tid), ir::f32()), k.at(a, tid));
+  k.b.store(k.b.const_bool(true), k.at(flags, k.c32(1)));
+  k.b.store(k.b.const_int(ir::int_type(24, false), 7), k.at(odd, k.c32(2)));
+  k.b.barrier();
+  Value* v = k.b.binary(OpCode::Add, k.b.load(k.at(a, k.b.binary(OpCode::Xor, tid, k.c32(1))), ir::f32()),
+                        k.b.cast(k.b.dyn_smem_size(), ir::f32()));
+  k.b.store(v, k.at(dyn, tid));
+  k.b.store(k.b.load(k.at(dyn, tid), ir::f32()), k.at(out, tid));
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "@__opencute_smem.smem.0 = internal addrspace(3) global [64 x float] undef, align 16\n"));
+  EXPECT_TRUE(contains(t.text, "@__opencute_smem.smem.1 = internal addrspace(3) global [3 x i8] undef, align 1\n"));
+  EXPECT_TRUE(contains(t.text, "@__opencute_smem.smem.2 = internal addrspace(3) global [15 x i8] undef, align 4\n"));
+  EXPECT_TRUE(contains(t.text, "@__opencute_dyn_smem = external addrspace(3) global [0 x i8], align 128\n"));
+  EXPECT_TRUE(contains(t.text, "asm \"mov.u32 $0, %dynamic_smem_size;\""));
+  COMPILE_OR_SKIP(t, ptx);
+  EXPECT_TRUE(contains(ptx["sm_90a"], ".extern .shared .align 128 .b8 __opencute_dyn_smem[]"));
+  EXPECT_TRUE(contains(ptx["sm_90a"], ".shared .align 16 .b8"));
+  EXPECT_TRUE(contains(ptx["sm_90a"], "%dynamic_smem_size"));
+  EXPECT_TRUE(contains(ptx["sm_90a"], "st.shared.f32"));
+}
+
+TEST(LowerToNvvm, AssertCallsAssertfailThenTraps) {
+  Kernel k("checked");
+  Value* out = k.arg(gptr(ir::i32()));
+  Value* tid = k.b.special(OpCode::ThreadIdx);
+  k.b.assertion(k.b.cmp(CmpPredicate::Lt, tid, k.c32(100)), "tid < 100", "/home/user/kernel.py", 17);
+  k.b.store(tid, k.at(out, tid));
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "declare void @__assertfail(i8*, i8*, i32, i8*, i64)"));
+  EXPECT_TRUE(contains(t.text, ", i32 17, i8* %"));
+  EXPECT_TRUE(contains(t.text, "c\"tid < 100\\00\""));
+  EXPECT_TRUE(contains(t.text, "c\"/home/user/kernel.py\\00\""));
+  EXPECT_TRUE(contains(t.text, "  call void @llvm.trap()\n  unreachable\n"));
+  COMPILE_OR_SKIP(t, ptx);
+  EXPECT_TRUE(contains(ptx["sm_90a"], "__assertfail"));
+  EXPECT_TRUE(contains(ptx["sm_90a"], "trap;"));
+}

@@ -63,6 +63,16 @@ std::unique_ptr<Module> every_op_module() {
   Value* sel = b.select(b.cmp(CmpPredicate::Ne, wh->result(0), n), b.unary(OpCode::Neg, n), wh->result(0));
   b.barrier();
   b.printf("tid=%d \"quoted\"\t%f\n", {sel, loop->result(0)});
+  Value* full = b.const_int(i32(), -1);
+  Value* sh = b.shuffle(ShuffleKind::Bfly, sel, b.const_int(i32(), 4), b.const_int(i32(), 31), full);
+  Value* ballot = b.vote(VoteKind::Ballot, cond, full);
+  b.store(b.cast(b.select(b.vote(VoteKind::Uni, cond, full), sh, ballot), f32()), b.ptr_add(p, lane));
+  Value* counter = b.smem_alloc(i32(), 64, 16);
+  b.atomic(AtomicKind::Add, MemoryOrder::Relaxed, MemoryScope::Gpu, counter, sh);
+  b.atomic(AtomicKind::Cas, MemoryOrder::AcqRel, MemoryScope::Cta, counter, ballot, sh);
+  Value* dyn = b.dyn_smem(f32(), 128);
+  b.atomic(AtomicKind::Add, MemoryOrder::Release, MemoryScope::Sys, b.ptr_add(dyn, lane), loop->result(0));
+  b.assertion(b.cmp(CmpPredicate::Lt, lane, b.dyn_smem_size()), "lane \"in\" range", "/src/user file.py", 42);
   b.ret({});
 
   Function* host = m->add_function("host", FunctionKind::Host);
@@ -79,6 +89,7 @@ std::unique_ptr<Module> every_op_module() {
   hb.launch("kernel_every_op", {blocks, one, one}, {hb.const_int(i32(), 128), one, one}, hb.const_int(i32(), 1024),
             stream, {hb.const_int(i32(), 2), one, one}, {hp, hn, hh});
   hb.printf("no args", {});
+  hb.assertion(hb.cmp(CmpPredicate::Gt, hn, hb.const_int(i32(), 0)), "n > 0", "host.py", 7);
   hb.ret({hb.cast(hb.bitcast(hb.const_float(f32(), 1.0), i32()), i64())});
   return m;
 }
@@ -127,4 +138,68 @@ TEST(IrParser, ReportsLineAndProblem) {
   expect_error("module {\nfunc.func @f(%0: i32) {\n  %1 = add %0, %7 : i32\n  return\n}\n}\n", "use of undefined value %7");
   expect_error("module {\nfunc.func @f(%0: q32) {\n  return\n}\n}\n", "unknown type 'q32'");
   expect_error("module {\nfunc.func @f() {\n  return\n", "unexpected end of text");
+}
+
+TEST(IrParser, KeepsWarpAtomicSharedMemoryAndAssertAttributes) {
+  auto parsed = parse_module(print_module(*every_op_module()));
+  const Function* k = parsed->find("kernel_every_op");
+  std::vector<const Op*> atomics, asserts, shuffles, smem;
+  for (auto& op : k->body->ops) {
+    if (op->code == OpCode::Atomic) atomics.push_back(op.get());
+    if (op->code == OpCode::Assert) asserts.push_back(op.get());
+    if (op->code == OpCode::Shuffle) shuffles.push_back(op.get());
+    if (op->code == OpCode::SmemAlloc) smem.push_back(op.get());
+  }
+  ASSERT_EQ(atomics.size(), 3u);
+  EXPECT_EQ(AtomicKind(atomics[1]->int_attr), AtomicKind::Cas);
+  EXPECT_EQ(atomics[1]->operands.size(), 3u);
+  EXPECT_EQ(atomics[1]->ints, (std::vector<int64_t>{int64_t(MemoryOrder::AcqRel), int64_t(MemoryScope::Cta)}));
+  EXPECT_EQ(atomics[2]->ints, (std::vector<int64_t>{int64_t(MemoryOrder::Release), int64_t(MemoryScope::Sys)}));
+  EXPECT_EQ(atomics[2]->result()->type, f32());
+  ASSERT_EQ(shuffles.size(), 1u);
+  EXPECT_EQ(ShuffleKind(shuffles[0]->int_attr), ShuffleKind::Bfly);
+  ASSERT_EQ(smem.size(), 1u);
+  EXPECT_EQ(smem[0]->int_attr, 64);
+  EXPECT_EQ(smem[0]->result()->type, pointer_type(i32(), AddrSpace::Smem, 16));
+  ASSERT_EQ(asserts.size(), 1u);
+  EXPECT_EQ(asserts[0]->str_attr, "lane \"in\" range");
+  EXPECT_EQ(asserts[0]->file, "/src/user file.py");
+  EXPECT_EQ(asserts[0]->line, 42);
+}
+
+TEST(IrParser, RejectsUnknownArchKinds) {
+  auto expect_error = [](const std::string& body, const std::string& fragment) {
+    std::string text = "module {\ngpu.kernel @k(%0: i32) {\n" + body + "  return\n}\n}\n";
+    try {
+      parse_module(text);
+      ADD_FAILURE() << "no error for: " << text;
+    } catch (const ParseError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_error("  %1 = shuffle sideways %0, %0, %0, %0 : i32\n", "unknown shuffle kind 'sideways'");
+  expect_error("  %1 = vote most %0, %0 : i32\n", "unknown vote kind 'most'");
+  expect_error("  %1 = int_to_ptr %0 : i32 -> !ptr<i32, gmem, align<4>>\n  %2 = atomic add eventually gpu %1, %0 : i32\n",
+               "unknown memory order (sem) 'eventually'");
+}
+
+TEST(IrVerifier, ChecksArchOps) {
+  Module m;
+  Function* host = m.add_function("host", FunctionKind::Host);
+  Builder b(host->body.get());
+  Value* x = host->body->add_arg(i32());
+  b.shuffle(ShuffleKind::Idx, x, x, x, x);  // kernels only
+  Op* vote = b.create(OpCode::Vote, {x, x}, {i32()});  // predicate must be i1
+  vote->int_attr = int64_t(VoteKind::Ballot);
+  b.create(OpCode::Assert, {x}, {});
+  b.ret({});
+  auto errors = verify_module(m);
+  auto has = [&](const std::string& s) {
+    for (auto& e : errors)
+      if (e.find(s) != std::string::npos) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("shuffle is only valid in a kernel"));
+  EXPECT_TRUE(has("vote takes (i1 predicate, i32 mask)"));
+  EXPECT_TRUE(has("assert takes one i1 condition"));
 }

@@ -5,6 +5,7 @@ from ._dsl.errors import (DSLRuntimeError, DSLUserCodeError, DSLUserCodeRuntimeE
                           DSLBaseError, DSLNotImplemented, DSLCudaRuntimeError, CompilerDiagnosticError)
 
 _core._set_user_error_class(_errors.from_core)
+_core._set_runtime_error_class(_errors.DSLRuntimeError)
 
 from ._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16,
                            Float32, Float64, Numeric, Integer, Float, as_numeric, dtype)

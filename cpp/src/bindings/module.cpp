@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdio>
 
+#include "dsl/arch_ops.h"
 #include "dsl/dtype.h"
 #include "dsl/num.h"
 #include "dsl/printf_format.h"
@@ -127,6 +128,23 @@ nb::object& user_error_class() {
   return *cls;
 }
 
+nb::object& runtime_error_class() {
+  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.DSLRuntimeError, set from Python
+  return *cls;
+}
+
+// Errors of a running program (the emulator's and the host interpreter's) as DSLRuntimeError;
+// a failed assertion points at the user's line.
+void raise_runtime_error(const char* what, const std::string& file, int line) {
+  nb::object& cls = runtime_error_class();
+  if (!cls.is_valid() || cls.is_none()) {
+    PyErr_SetString(PyExc_RuntimeError, what);
+    return;
+  }
+  nb::object exc = file.empty() ? cls(what) : cls(what, nb::arg("line") = line, nb::arg("filename") = file);
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+}
+
 void raise_user_error(const char* what, const char* code, PyObject* fallback) {
   nb::object& cls = user_error_class();
   if (cls.is_valid() && !cls.is_none()) {
@@ -147,6 +165,10 @@ void translate_dsl_exception(const std::exception_ptr& p) {
     raise_user_error(e.what(), "SCOPE_VALUE_ESCAPES_REGION", PyExc_RuntimeError);
   } catch (const ir::TypeError& e) {
     raise_user_error(e.what(), "TYPE_MISMATCH", PyExc_TypeError);
+  } catch (const emulator::AssertionFailure& e) {
+    raise_runtime_error(e.what(), e.file, e.line);
+  } catch (const emulator::ExecutionError& e) {
+    raise_runtime_error(e.what(), "", 0);
   }
 }
 
@@ -327,6 +349,7 @@ NB_MODULE(_core, m) {
   opencute::support::install_crash_report_if_requested();
 
   m.def("_set_user_error_class", [](nb::object cls) { user_error_class() = cls; });
+  m.def("_set_runtime_error_class", [](nb::object cls) { runtime_error_class() = cls; });
   nb::register_exception_translator([](const std::exception_ptr& p, void*) { translate_dsl_exception(p); });
 
   // ---- numerics ----
@@ -463,6 +486,33 @@ NB_MODULE(_core, m) {
         if (!t.in_kernel()) throw dsl::UserError("ARCH_OUTSIDE_KERNEL", "sync_threads is only available inside a @cute.kernel");
         t.builder().barrier();
       })
+      .def("set_assertions_enabled", &dsl::Tracer::set_assertions_enabled)
+      .def("assertions_enabled", &dsl::Tracer::assertions_enabled)
+      .def("assertion", [](dsl::Tracer&, nb::handle cond, const std::string& message, const std::string& file, int line) {
+        dsl::assertion(to_num(cond), message, file, line);
+      })
+      .def("shuffle", [](dsl::Tracer&, const std::string& kind, nb::handle value, nb::handle offset, nb::handle mask,
+                         nb::handle clamp) {
+        return dsl::shuffle(ir::shuffle_kind_from_name(kind), to_num(value), to_num(offset), to_num(mask), to_num(clamp));
+      })
+      .def("vote", [](dsl::Tracer&, const std::string& kind, nb::handle pred, nb::handle mask) {
+        return dsl::vote(ir::vote_kind_from_name(kind), to_num(pred), to_num(mask));
+      })
+      // `compare`: empty, or the one compare value of a cas.
+      .def("atomic", [](dsl::Tracer&, const std::string& kind, nb::handle ptr, nb::handle value, nb::list compare,
+                        const std::string& sem, const std::string& scope) {
+        std::optional<Num> cmp;
+        if (nb::len(compare) > 0) cmp = to_num(compare[0]);
+        return dsl::atomic(ir::atomic_kind_from_name(kind), to_num(ptr), to_num(value), cmp ? &*cmp : nullptr, sem,
+                           scope);
+      })
+      .def("smem_alloc", [](dsl::Tracer&, const std::string& dtype, int64_t count, int align) {
+        return dsl::smem_alloc(dsl::dtype_from_name(dtype), count, align);
+      })
+      .def("dyn_smem", [](dsl::Tracer&, const std::string& dtype, int align) {
+        return dsl::dyn_smem(dsl::dtype_from_name(dtype), align);
+      })
+      .def("dyn_smem_size", [](dsl::Tracer&) { return dsl::dyn_smem_size(); })
       .def("ptr_add", [](dsl::Tracer& t, nb::handle p, nb::handle idx) {
         Num pn = to_num(p), in = to_num(idx);
         if (in.is_static && in.s.i == 0) return pn;

@@ -34,6 +34,12 @@ class Tracer {
   void end_function(const std::vector<ir::Value*>& results);
   std::string unique_kernel_name(const std::string& base);
 
+  // Whether runtime checks (cute.testing.assert_, dynamic `assert`, bounds checks) become IR:
+  // set from the compile options (EnableAssertions / --enable-assertions) before tracing; off by
+  // default, like NDEBUG.
+  bool assertions_enabled() const { return assertions_enabled_; }
+  void set_assertions_enabled(bool on) { assertions_enabled_ = on; }
+
   // Region navigation for structured control flow: move the insertion point to the end of
   // region `index` of `op`, or back to just after `op`.
   void enter_region(ir::Op* op, int index);
@@ -53,6 +59,7 @@ class Tracer {
   std::unique_ptr<ir::Module> module_;
   std::vector<Frame> frames_;
   int kernel_counter_ = 0;
+  bool assertions_enabled_ = false;
   Tracer* previous_ = nullptr;
 };
 

@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "emulator/device_atomics.h"
 #include "emulator/device_program.h"
 
 namespace opencute::emulator {
@@ -52,7 +53,9 @@ struct Worker {
   std::vector<Scalar> regs;
   std::vector<char> local;
   std::vector<Warp> warps;
-  std::vector<char> smem;
+  std::vector<char> smem_storage;
+  char* smem = nullptr;  // the block's shared memory, aligned to Program::smem_align
+  size_t smem_size = 0;
   std::vector<Scalar> scratch;
   std::vector<Scalar> math_args;
   std::vector<Scalar> printf_vals;
@@ -128,21 +131,34 @@ std::string where(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
   throw ExecutionError(what);
 }
 
+inline bool in_smem(const Worker& w, uintptr_t addr, size_t bytes) {
+  uintptr_t sb = reinterpret_cast<uintptr_t>(w.smem);
+  return w.smem_size && addr >= sb && addr + bytes <= sb + w.smem_size;
+}
+
 inline void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
                          uintptr_t addr, size_t bytes, bool store) {
   if (addr == 0) fail_at(c, w, warp, lane, i, std::string("a ") + (store ? "store" : "load") + " through a null pointer");
   if ((bytes & (bytes - 1)) == 0 && (addr & (std::min<size_t>(bytes, 16) - 1)) != 0)
     bad_access(c, w, warp, lane, i, addr, bytes, store, true);
+  // A shared-memory pointer must stay inside the block's shared memory, known or not to the launch.
+  if (i.space == ir::AddrSpace::Smem) {
+    if (in_smem(w, addr, bytes)) return;
+    uintptr_t sb = reinterpret_cast<uintptr_t>(w.smem);
+    std::string off = addr >= sb ? "offset " + std::to_string(addr - sb) : std::to_string(sb - addr) + " bytes before it";
+    fail_at(c, w, warp, lane, i, std::string("out-of-bounds shared-memory ") + (store ? "store" : "load") + " of " +
+                                     std::to_string(bytes) + " bytes at " + off + " of the block's " +
+                                     std::to_string(w.smem_size) + " bytes of shared memory (" +
+                                     std::to_string(c.prog->static_smem_bytes) + " static, " +
+                                     std::to_string(c.req->smem) + " dynamic)");
+  }
   // The thread's own local arrays.
   uintptr_t lb = reinterpret_cast<uintptr_t>(warp.local) + uintptr_t(lane) * c.local_stride;
   if (addr >= lb && addr + bytes <= lb + c.local_stride) return;
   if (!c.cfg->regions) return;
   for (const MemoryRegion& r : *c.cfg->regions)
     if (addr >= r.begin && addr + bytes <= r.end) return;
-  if (!w.smem.empty()) {
-    uintptr_t sb = reinterpret_cast<uintptr_t>(w.smem.data());
-    if (addr >= sb && addr + bytes <= sb + w.smem.size()) return;
-  }
+  if (in_smem(w, addr, bytes)) return;
   if (c.cfg->strict) bad_access(c, w, warp, lane, i, addr, bytes, store, false);
 }
 
@@ -323,6 +339,7 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
             case OpCode::BlockDim: v = c.req->block[d]; break;
             case OpCode::GridDim: v = c.req->grid[d]; break;
             case OpCode::LaneIdx: v = l; break;
+            case OpCode::DynSmemSize: v = c.req->smem; break;
             default: v = warp.index; break;
           }
           at(i.dst, l).i = ir::wrap_int(i.type, v);
@@ -339,6 +356,87 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
           std::fwrite(w.text.data(), 1, w.text.size(), stdout);
         }
         std::fflush(stdout);
+        break;
+      case K::Shuffle: {
+        const auto kind = ir::ShuffleKind(i.imm);
+        FOR_LANES(m) {
+          int l = LANE;
+          uint32_t member = uint32_t(at(i.srcs[0], l).i);
+          if (!((member >> l) & 1))
+            fail_at(c, w, warp, l, i, "shuffle_sync by lane " + std::to_string(l) + ", which is not in its member mask " + hex(member));
+          // PTX shfl.sync: c packs the clamp (bits 0-4) and the segment mask (bits 8-12).
+          const int b = int(at(i.b, l).i & 31), cv = int(at(i.c, l).i);
+          const int clamp = cv & 31, seg = (cv >> 8) & 31;
+          const int max_lane = (l & seg) | (clamp & ~seg), min_lane = l & seg;
+          int j = l;
+          bool ok = false;
+          switch (kind) {
+            case ir::ShuffleKind::Up: j = l - b; ok = j >= max_lane; break;
+            case ir::ShuffleKind::Down: j = l + b; ok = j <= max_lane; break;
+            case ir::ShuffleKind::Bfly: j = l ^ b; ok = j <= max_lane; break;
+            case ir::ShuffleKind::Idx: j = min_lane | (b & ~seg); ok = j <= max_lane; break;
+          }
+          // An out-of-range source gives the lane its own value (PTX). A source lane that is
+          // inactive or outside the mask is undefined on the GPU; here it also gives the own value.
+          if (!ok || j < 0 || j >= kWarp || !((m >> j) & 1) || !((member >> j) & 1)) j = l;
+          at(i.dst, l) = at(i.a, j);
+        }
+        break;
+      }
+      case K::Vote: {
+        const auto kind = ir::VoteKind(i.imm);
+        FOR_LANES(m) {
+          int l = LANE;
+          uint32_t member = uint32_t(at(i.b, l).i);
+          if (!((member >> l) & 1))
+            fail_at(c, w, warp, l, i, "vote by lane " + std::to_string(l) + ", which is not in its member mask " + hex(member));
+          // The lanes that take part: active (not exited, not branched away) and in the mask.
+          uint32_t voters = m & member, ballot = 0;
+          for (uint32_t v = voters; v; v &= v - 1) {
+            int k = __builtin_ctz(v);
+            if (at(i.a, k).i) ballot |= 1u << k;
+          }
+          int64_t r = 0;
+          switch (kind) {
+            case ir::VoteKind::Ballot: r = int32_t(ballot); break;
+            case ir::VoteKind::Any: r = ballot != 0; break;
+            case ir::VoteKind::All: r = ballot == voters; break;
+            case ir::VoteKind::Uni: r = ballot == 0 || ballot == voters; break;
+          }
+          at(i.dst, l).i = r;
+        }
+        break;
+      }
+      case K::Atomic: {
+        const auto kind = ir::AtomicKind(i.imm);
+        const size_t bytes = size_t(i.type->byte_size());
+        // Lanes update one after another, in lane order: one of the orders the GPU may pick.
+        FOR_LANES(m) {
+          int l = LANE;
+          uintptr_t p = uintptr_t(at(i.a, l).i);
+          check_access(c, w, warp, l, i, p, bytes, true);
+          Scalar cmp = i.c >= 0 ? at(i.c, l) : Scalar{};
+          at(i.dst, l) = atomic_update(kind, i.type, reinterpret_cast<void*>(p), at(i.b, l), cmp);
+        }
+        break;
+      }
+      case K::SmemAddr: {
+        const int64_t a = int64_t(reinterpret_cast<uintptr_t>(w.smem)) + i.imm;
+        FOR_LANES(m) { int l = LANE; at(i.dst, l).i = a; }
+        break;
+      }
+      case K::Assert:
+        FOR_LANES(m) {
+          int l = LANE;
+          if (at(i.a, l).i) continue;
+          unsigned t[3];
+          thread_coords(c, warp.first_thread + unsigned(l), t);
+          const ir::Op& op = *i.op;
+          throw AssertionFailure("device assertion failed in kernel '" + *c.kernel + "', block " + dims3(w.block_idx) +
+                                     " thread " + dims3(t) + ": " + op.str_attr + " (" + op.file + ":" +
+                                     std::to_string(op.line) + ")",
+                                 op.file, op.line);
+        }
         break;
       case K::Barrier:
         warp.pc++;
@@ -427,7 +525,13 @@ void prepare_worker(const LaunchCtx& c, Worker& w) {
     for (size_t a = 0; a < prog.arg_regs.size(); ++a) fill(prog.arg_regs[a], c.req->args[a]);
   }
   w.scratch.reserve(64 * kWarp);
-  if (c.req->smem) w.smem.assign(c.req->smem, 0);
+  w.smem_size = size_t(prog.dyn_smem_offset) + c.req->smem;
+  if (w.smem_size) {
+    const size_t align = size_t(prog.smem_align);
+    w.smem_storage.assign(w.smem_size + align, 0);
+    uintptr_t raw = reinterpret_cast<uintptr_t>(w.smem_storage.data());
+    w.smem = reinterpret_cast<char*>((raw + align - 1) / align * align);
+  }
 }
 
 void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
@@ -435,7 +539,7 @@ void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
   w.block_idx[0] = unsigned(linear_block % g[0]);
   w.block_idx[1] = unsigned((linear_block / g[0]) % g[1]);
   w.block_idx[2] = unsigned(linear_block / (uint64_t(g[0]) * g[1]));
-  if (!w.smem.empty()) std::fill(w.smem.begin(), w.smem.end(), 0);
+  if (w.smem_size) std::memset(w.smem, 0, w.smem_size);
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;

@@ -126,6 +126,7 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       }
       case OpCode::Load: {
         Inst i = base(K::Load);
+        i.space = op.operands[0]->type->space;
         i.imm = i.type->byte_size();
         i.a = in(0), i.dst = out();
         emit(std::move(i));
@@ -133,6 +134,7 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       }
       case OpCode::Store: {
         Inst i = base(K::Store);
+        i.space = op.operands[1]->type->space;
         i.type = ir::scalar_of(op.operands[0]->type);
         i.width = width_of(op.operands[0]);
         i.imm = i.type->byte_size();
@@ -180,6 +182,63 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       case OpCode::Barrier:
         emit(base(K::Barrier));
         break;
+      case OpCode::Shuffle: {
+        Inst i = base(K::Shuffle);
+        i.imm = op.int_attr;
+        i.a = in(0), i.b = in(1), i.c = in(2), i.srcs = {in(3)}, i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Vote: {
+        Inst i = base(K::Vote);
+        i.imm = op.int_attr;
+        i.a = in(0), i.b = in(1), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Atomic: {
+        Inst i = base(K::Atomic);
+        i.imm = op.int_attr;
+        i.space = op.operands[0]->type->space;
+        i.a = in(0), i.dst = out();
+        if (op.operands.size() == 3) i.c = in(1), i.b = in(2);  // cas: (ptr, compare, value)
+        else i.b = in(1);
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::SmemAlloc: {
+        Type pt = op.results[0]->type;
+        int align = std::max(pt->align, std::max(pt->element->byte_size(), 1));
+        smem_align = std::max(smem_align, align);
+        static_smem_bytes = (static_smem_bytes + align - 1) / align * align;
+        Inst i = base(K::SmemAddr);
+        i.imm = static_smem_bytes;
+        static_smem_bytes += op.int_attr * pt->element->byte_size();
+        i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::DynSmem: {
+        dyn_smem_align = std::max(dyn_smem_align, op.results[0]->type->align);
+        smem_align = std::max(smem_align, dyn_smem_align);
+        Inst i = base(K::SmemAddr);
+        i.imm = -1;  // the dynamic area, placed after lowering knows every static allocation
+        i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::DynSmemSize: {
+        Inst i = base(K::Special);
+        i.dst = out();
+        emit(std::move(i));
+        break;
+      }
+      case OpCode::Assert: {
+        Inst i = base(K::Assert);
+        i.a = in(0);
+        emit(std::move(i));
+        break;
+      }
       case OpCode::Printf: {
         *has_printf = true;
         Inst i = base(K::Printf);
@@ -295,6 +354,9 @@ DeviceEmulator::DeviceEmulator(const ir::Function& kernel) : kernel_(kernel), pr
   Program::Term t;
   p.lower_block(*kernel.body, t, kernel.name, &has_printf_);
   if (p.code.empty() || p.code.back().kind != K::Return) p.emit(Inst(K::Return));
+  p.dyn_smem_offset = (p.static_smem_bytes + p.dyn_smem_align - 1) / p.dyn_smem_align * p.dyn_smem_align;
+  for (Inst& i : p.code)
+    if (i.kind == K::SmemAddr && i.imm < 0) i.imm = p.dyn_smem_offset;
   num_regs_ = p.num_regs;
   p.numbering.clear();
 }

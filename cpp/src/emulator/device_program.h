@@ -23,6 +23,7 @@ enum class K : uint8_t {
   // value instructions; `width` slots are processed (vectors occupy consecutive registers)
   Binary, AddI32, SubI32, MulI32, AddF32, MulF32, Unary, Cmp, CmpI32, Select, Cast, Bitcast, Fma, Math,
   PtrAdd, Move, Load, Store, Alloca, VecInsert, VecSplat, Special, Printf, PMove,
+  Shuffle, Vote, Atomic, SmemAddr, Assert,
   // control
   Barrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
 };
@@ -42,6 +43,7 @@ struct Inst {
   int64_t imm = 0;     // predicate, dimension, byte offset, element size, index...
   Type type = nullptr;     // result (scalar) type, or the accessed element type
   Type in_type = nullptr;  // operand (scalar) type
+  ir::AddrSpace space = ir::AddrSpace::Generic;  // of the pointer a memory access goes through
   std::vector<int> srcs, dsts;       // PMove / Math / Printf operands
   std::vector<Type> types;           // Printf operand types
   const ir::Op* op = nullptr;
@@ -52,6 +54,12 @@ struct DeviceEmulator::Program {
   std::vector<std::pair<int, Scalar>> constants;  // (register, value), broadcast to all lanes
   std::vector<int> arg_regs;
   int local_bytes = 0;  // per-thread local array bytes
+  // Shared memory of a block: static allocations from offset 0, then the launch's dynamic bytes
+  // from dyn_smem_offset; smem_align is the alignment of the block's buffer.
+  int64_t static_smem_bytes = 0;
+  int64_t dyn_smem_offset = 0;
+  int dyn_smem_align = 16;
+  int smem_align = 16;
   std::unordered_map<const ir::Value*, int> numbering;
   int num_regs = 0;
 

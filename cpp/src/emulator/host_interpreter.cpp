@@ -194,6 +194,11 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
       std::fflush(stdout);
       return;
     }
+    case OpCode::Assert:
+      if (!in(0).i)
+        throw AssertionFailure("host assertion failed: " + op.str_attr + " (" + op.file + ":" + std::to_string(op.line) + ")",
+                               op.file, op.line);
+      return;
     case OpCode::Launch: {
       if (!fr.launcher) fail(op, "a kernel launch without a launcher");
       LaunchRequest req;

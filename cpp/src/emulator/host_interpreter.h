@@ -39,6 +39,14 @@ struct ExecutionError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A failed Assert op (host or device): also carries where the user wrote the assertion.
+struct AssertionFailure : ExecutionError {
+  AssertionFailure(const std::string& what, std::string file_, int line_)
+      : ExecutionError(what), file(std::move(file_)), line(line_) {}
+  std::string file;
+  int line;
+};
+
 // Formats one printf call the way the device's printf does, into `out`.
 void format_printf(const std::string& c_format, const std::vector<ir::Type>& types,
                    const std::vector<ir::Scalar>& values, std::string* out);

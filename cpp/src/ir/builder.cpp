@@ -235,6 +235,88 @@ void Builder::printf(const std::string& format, const std::vector<Value*>& args)
   op->str_attr = format;
 }
 
+Value* Builder::shuffle(ShuffleKind kind, Value* value, Value* offset, Value* clamp, Value* member_mask) {
+  for (Value* v : {value, offset, clamp, member_mask})
+    if (v->type != i32()) throw TypeError("shuffle operands must be i32, got " + to_string(v->type));
+  Op* op = create(OpCode::Shuffle, {value, offset, clamp, member_mask}, {i32()});
+  op->int_attr = int64_t(kind);
+  return op->result();
+}
+
+Value* Builder::vote(VoteKind kind, Value* pred, Value* member_mask) {
+  if (!pred->type->is_bool()) throw TypeError("vote predicate must be i1, got " + to_string(pred->type));
+  if (member_mask->type != i32()) throw TypeError("vote member mask must be i32, got " + to_string(member_mask->type));
+  Op* op = create(OpCode::Vote, {pred, member_mask}, {kind == VoteKind::Ballot ? i32() : bool_type()});
+  op->int_attr = int64_t(kind);
+  return op->result();
+}
+
+// Which element types an atomic supports: what PTX `atom` provides on sm_70 and later
+// (bf16 add needs sm_90).
+static bool atomic_supports(AtomicKind kind, Type t) {
+  if (t->is_bool() || !t->is_scalar()) return false;
+  const int w = t->width;
+  switch (kind) {
+    case AtomicKind::Add: return t->is_float() ? true : (w == 32 || w == 64);
+    case AtomicKind::And: case AtomicKind::Or: case AtomicKind::Xor: case AtomicKind::Max: case AtomicKind::Min:
+      return t->is_int() && (w == 32 || w == 64);
+    case AtomicKind::Exch: return w == 32 || w == 64;
+    case AtomicKind::Cas: return w == 16 || w == 32 || w == 64;
+  }
+  return false;
+}
+
+Value* Builder::atomic(AtomicKind kind, MemoryOrder order, MemoryScope scope, Value* ptr, Value* value,
+                       Value* compare) {
+  if (!ptr->type->is_pointer()) throw TypeError("atomic needs a pointer, got " + to_string(ptr->type));
+  AddrSpace sp = ptr->type->space;
+  if (sp != AddrSpace::Gmem && sp != AddrSpace::Smem && sp != AddrSpace::Generic)
+    throw TypeError("atomics act on global, shared or generic memory, not " + to_string(sp));
+  Type t = ptr->type->element;
+  if (value->type != t) throw TypeError(type_mismatch("atomic", value->type, t));
+  if ((kind == AtomicKind::Cas) != (compare != nullptr))
+    throw TypeError("atomic: a compare value is given exactly for cas");
+  if (compare && compare->type != t) throw TypeError(type_mismatch("atomic cas", compare->type, t));
+  if (!atomic_supports(kind, t))
+    throw TypeError(std::string("atomic ") + atomic_kind_name(kind) + " is not available on " + to_string(t));
+  std::vector<Value*> ops = {ptr};
+  if (compare) ops.push_back(compare);
+  ops.push_back(value);
+  Op* op = create(OpCode::Atomic, ops, {t});
+  op->int_attr = int64_t(kind);
+  op->ints = {int64_t(order), int64_t(scope)};
+  return op->result();
+}
+
+static void check_align(int align) {
+  if (align <= 0 || (align & (align - 1)) != 0)
+    throw TypeError("shared-memory alignment must be a positive power of two, got " + std::to_string(align));
+}
+
+Value* Builder::smem_alloc(Type element, int64_t count, int align) {
+  check_align(align);
+  if (count <= 0) throw TypeError("a shared-memory allocation needs a positive element count");
+  Op* op = create(OpCode::SmemAlloc, {}, {pointer_type(element, AddrSpace::Smem, align)});
+  op->int_attr = count;
+  return op->result();
+}
+
+Value* Builder::dyn_smem(Type element, int align) {
+  check_align(align);
+  return create(OpCode::DynSmem, {}, {pointer_type(element, AddrSpace::Smem, align)})->result();
+}
+
+Value* Builder::dyn_smem_size() { return create(OpCode::DynSmemSize, {}, {i32()})->result(); }
+
+void Builder::assertion(Value* cond, const std::string& message, const std::string& file, int line) {
+  if (!cond->type->is_bool()) throw TypeError("assert condition must be i1, got " + to_string(cond->type));
+  if (is_constant(cond) && constant_int(cond)) return;
+  Op* op = create(OpCode::Assert, {cond}, {});
+  op->str_attr = message;
+  op->file = file;
+  op->line = line;
+}
+
 Op* Builder::launch(const std::string& kernel, const std::vector<Value*>& grid, const std::vector<Value*>& block,
                     Value* smem, Value* stream, const std::vector<Value*>& cluster, const std::vector<Value*>& args) {
   if (grid.size() != 3 || block.size() != 3) throw TypeError("launch needs 3 grid and 3 block dimensions");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/arch_attributes.h"
 #include "ir/ir.h"
 
 namespace opencute::ir {
@@ -51,6 +52,18 @@ class Builder {
   Value* special(OpCode code, int dim = 0);  // ThreadIdx/BlockIdx/BlockDim/GridDim/LaneIdx/WarpIdx
   void barrier();
   void printf(const std::string& format, const std::vector<Value*>& args);
+
+  // Warp-synchronous ops over 32-bit registers (the DSL widens and splits other types).
+  Value* shuffle(ShuffleKind kind, Value* value, Value* offset, Value* clamp, Value* member_mask);
+  Value* vote(VoteKind kind, Value* pred, Value* member_mask);
+  // Returns the value at *ptr before the operation; `compare` only for AtomicKind::Cas.
+  Value* atomic(AtomicKind kind, MemoryOrder order, MemoryScope scope, Value* ptr, Value* value,
+                Value* compare = nullptr);
+  Value* smem_alloc(Type element, int64_t count, int align);
+  Value* dyn_smem(Type element, int align);
+  Value* dyn_smem_size();
+  // A condition that is constant true emits nothing.
+  void assertion(Value* cond, const std::string& message, const std::string& file, int line);
   Op* launch(const std::string& kernel, const std::vector<Value*>& grid, const std::vector<Value*>& block,
              Value* smem, Value* stream, const std::vector<Value*>& cluster, const std::vector<Value*>& args);
 

@@ -45,6 +45,13 @@ const char* opcode_name(OpCode code) {
     case OpCode::WarpIdx: return "warp_idx";
     case OpCode::Barrier: return "barrier";
     case OpCode::Printf: return "printf";
+    case OpCode::Shuffle: return "shuffle";
+    case OpCode::Vote: return "vote";
+    case OpCode::Atomic: return "atomic";
+    case OpCode::SmemAlloc: return "smem_alloc";
+    case OpCode::DynSmem: return "dyn_smem";
+    case OpCode::DynSmemSize: return "dyn_smem_size";
+    case OpCode::Assert: return "assert";
     case OpCode::Launch: return "launch";
     case OpCode::For: return "for";
     case OpCode::If: return "if";

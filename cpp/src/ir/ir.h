@@ -42,6 +42,15 @@ enum class OpCode : uint8_t {
   ThreadIdx, BlockIdx, BlockDim, GridDim, LaneIdx, WarpIdx,
   Barrier,   // sync_threads
   Printf,    // str_attr = C printf format with one conversion per operand
+  // warp, atomic and shared-memory ops; kinds, orders and scopes are in arch_attributes.h
+  Shuffle,      // (value, offset, clamp, member mask), all i32 -> i32; int_attr = ShuffleKind
+  Vote,         // (pred i1, member mask i32) -> i32 lane bits (ballot) or i1; int_attr = VoteKind
+  Atomic,       // (ptr, value), or (ptr, compare, value) for cas -> the old value; int_attr = AtomicKind,
+                // ints = {MemoryOrder, MemoryScope}
+  SmemAlloc,    // int_attr = element count; result: a static shared-memory array of the kernel
+  DynSmem,      // result: the block's dynamic shared memory (aligned as the result type says)
+  DynSmemSize,  // -> i32: bytes of dynamic shared memory the launch asked for
+  Assert,       // (cond i1); str_attr = message; file/line = where the user wrote the assertion
   Launch,    // str_attr = kernel name; operands: grid(3), block(3), smem, stream, cluster(3), args...
   // structured control flow
   For,        // (lb, ub, step, init...) region body(iv, iters...) -> results; int_attr = unroll

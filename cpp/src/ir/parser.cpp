@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "ir/arch_attributes.h"
 #include "ir/builder.h"
 
 namespace opencute::ir {
@@ -303,7 +304,44 @@ class Parser {
         ++at_;
         return finish(o);
       }
-      case OpCode::Alloca: {
+      case OpCode::Shuffle: case OpCode::Vote: case OpCode::Atomic: {
+        std::string kind = c.word();
+        std::vector<int64_t> memory;
+        try {
+          if (code == OpCode::Shuffle) kind = std::to_string(int(shuffle_kind_from_name(kind)));
+          else if (code == OpCode::Vote) kind = std::to_string(int(vote_kind_from_name(kind)));
+          else {
+            kind = std::to_string(int(atomic_kind_from_name(kind)));
+            memory.push_back(int64_t(memory_order_from_name(c.word())));
+            memory.push_back(int64_t(memory_scope_from_name(c.word())));
+          }
+        } catch (const std::invalid_argument& e) {
+          c.fail(e.what());
+        }
+        std::vector<Value*> ops = operand_list(c);
+        c.expect(":");
+        Op* o = b.create(code, ops, c.type_list());
+        o->int_attr = std::atoll(kind.c_str());
+        o->ints = memory;
+        ++at_;
+        return finish(o);
+      }
+      case OpCode::Assert: {
+        std::vector<Value*> ops = {operand(c)};
+        c.expect(",");
+        std::string message = c.quoted();
+        c.expect("at");
+        std::string file = c.quoted();
+        c.expect(":");
+        int64_t line = c.integer();
+        Op* o = b.create(code, ops, {});
+        o->str_attr = message;
+        o->file = file;
+        o->line = int(line);
+        ++at_;
+        return finish(o);
+      }
+      case OpCode::Alloca: case OpCode::SmemAlloc: {
         int64_t n = c.integer();
         c.expect(":");
         Op* o = b.create(code, {}, c.type_list());

@@ -1,5 +1,7 @@
 #include "ir/printer.h"
 
+#include "ir/arch_attributes.h"
+
 #include <cstdio>
 #include <sstream>
 #include <unordered_map>
@@ -112,7 +114,25 @@ class Printer {
       case OpCode::Math:
         os << " " << op.str_attr << " " << list(op.operands) << " : " << result_types(op) << "\n";
         return;
+      case OpCode::Shuffle:
+        os << " " << shuffle_kind_name(ShuffleKind(op.int_attr)) << " " << list(op.operands) << " : "
+           << result_types(op) << "\n";
+        return;
+      case OpCode::Vote:
+        os << " " << vote_kind_name(VoteKind(op.int_attr)) << " " << list(op.operands) << " : " << result_types(op)
+           << "\n";
+        return;
+      case OpCode::Atomic:
+        os << " " << atomic_kind_name(AtomicKind(op.int_attr)) << " " << memory_order_name(MemoryOrder(op.ints.at(0)))
+           << " " << memory_scope_name(MemoryScope(op.ints.at(1))) << " " << list(op.operands) << " : "
+           << result_types(op) << "\n";
+        return;
+      case OpCode::Assert:
+        os << " " << list(op.operands) << ", " << quote(op.str_attr) << " at " << quote(op.file) << ":" << op.line
+           << "\n";
+        return;
       case OpCode::Alloca:
+      case OpCode::SmemAlloc:
         os << " " << op.int_attr << " : " << result_types(op) << "\n";
         return;
       case OpCode::VecExtract:

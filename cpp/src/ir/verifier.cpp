@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "ir/arch_attributes.h"
+
 namespace opencute::ir {
 namespace {
 
@@ -88,8 +90,45 @@ class Verifier {
         expect(op, o.size() >= 11, "launch needs grid, block, smem, stream and cluster operands");
         break;
       case OpCode::ThreadIdx: case OpCode::BlockIdx: case OpCode::BlockDim: case OpCode::GridDim:
-      case OpCode::LaneIdx: case OpCode::WarpIdx: case OpCode::Barrier:
+      case OpCode::LaneIdx: case OpCode::WarpIdx: case OpCode::Barrier: case OpCode::DynSmemSize:
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      case OpCode::Shuffle: {
+        bool ok = o.size() == 4 && op.results.size() == 1 && op.results[0]->type == i32();
+        for (const Value* v : o) ok = ok && v->type == i32();
+        expect(op, ok, "shuffle takes (value, offset, clamp, mask) as i32 and yields i32");
+        expect(op, op.int_attr >= 0 && op.int_attr <= int64_t(ShuffleKind::Bfly), "unknown shuffle kind");
+        expect(op, fn_->kind == FunctionKind::Kernel, "shuffle is only valid in a kernel");
+        break;
+      }
+      case OpCode::Vote: {
+        Type want = VoteKind(op.int_attr) == VoteKind::Ballot ? i32() : bool_type();
+        expect(op, o.size() == 2 && o[0]->type->is_bool() && o[1]->type == i32() && op.results.size() == 1 &&
+                       op.results[0]->type == want, "vote takes (i1 predicate, i32 mask) and yields i32 (ballot) or i1");
+        expect(op, op.int_attr >= 0 && op.int_attr <= int64_t(VoteKind::Uni), "unknown vote kind");
+        expect(op, fn_->kind == FunctionKind::Kernel, "vote is only valid in a kernel");
+        break;
+      }
+      case OpCode::Atomic: {
+        bool cas = AtomicKind(op.int_attr) == AtomicKind::Cas;
+        bool ok = o.size() == (cas ? 3u : 2u) && o[0]->type->is_pointer() && op.results.size() == 1 &&
+                  op.ints.size() == 2;
+        for (size_t i = 1; ok && i < o.size(); ++i) ok = o[i]->type == o[0]->type->element;
+        ok = ok && op.results[0]->type == o[0]->type->element;
+        expect(op, ok, "atomic takes (pointer, value) or (pointer, compare, value) of the pointee type and yields it");
+        expect(op, fn_->kind == FunctionKind::Kernel, "atomic is only valid in a kernel");
+        break;
+      }
+      case OpCode::SmemAlloc: case OpCode::DynSmem: {
+        Type t = op.results.empty() ? nullptr : op.results[0]->type;
+        expect(op, o.empty() && t && t->is_pointer() && t->space == AddrSpace::Smem,
+               std::string(opcode_name(op.code)) + " yields a shared-memory pointer");
+        expect(op, op.code != OpCode::SmemAlloc || op.int_attr > 0, "smem_alloc needs a positive element count");
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      }
+      case OpCode::Assert:
+        expect(op, o.size() == 1 && o[0]->type->is_bool() && op.results.empty(), "assert takes one i1 condition");
         break;
       case OpCode::For: {
         expect(op, o.size() >= 3 && o[0]->type->is_int() && o[0]->type == o[1]->type && o[0]->type == o[2]->type,

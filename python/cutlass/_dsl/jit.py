@@ -259,6 +259,7 @@ class JitFunction(_DecoratedFunction):
         import time
         t0 = time.perf_counter()
         tracer = _core.Tracer()
+        tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
         plan = _ArgPlan(tracer)
         line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")
         with context.Trace(tracer), (track_source_lines(tracer) if line_info else contextlib.nullcontext()):

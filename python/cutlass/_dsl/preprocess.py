@@ -21,6 +21,8 @@ The contract with ``rt`` (``NAMES`` is a tuple of str, ``VALUES`` a tuple of val
     rt.min / rt.max / rt.bool / rt.any / rt.all(*args, **kw)
     rt.fstring(PARTS, LOC) -> sequence splatted into ``printf``; each part is a str or a
           ``(value, conversion_char_or_'', format_spec_or_'')`` tuple
+    rt.assert_(test, msg_thunk_or_None, SOURCE, LOC)  (``assert test, msg``; SOURCE is the
+          test's source text)
 
 Each region body becomes a nested function whose parameters and return values are the
 names the region assigns, so the runtime sees loop-carried / branch-merged values
@@ -502,6 +504,17 @@ class _Rewriter(ast.NodeTransformer):
                               "`del` of a variable is not supported inside dynamic control "
                               "flow: the variable must stay defined on every path")
         return self.generic_visit(node)
+
+    def visit_Assert(self, node):
+        # A static condition stays a Python assert; a dynamic one becomes a runtime assertion,
+        # so the statement is handed to the runtime whatever its condition.
+        source = ast.unparse(node.test)
+        node = self.generic_visit(node)
+        if node.msg is not None:
+            self._check_no_walrus([node.msg], "an assert message")
+        msg = _lambda(node.msg) if node.msg is not None else ast.Constant(None)
+        call = _call(_rt("assert_"), [node.test, msg, ast.Constant(source), self._loc(node)])
+        return _locate(ast.Expr(value=call), self._at(node))
 
     # -- expressions (bottom-up: children are rewritten first)
     def _check_underscore(self, node):

@@ -4,6 +4,7 @@ emit structured IR (for / if / while) otherwise."""
 import builtins
 
 from . import context
+from .assertions import check_assert as assert_  # noqa: F401 - `assert` statements of jit code
 from .errors import DSLUserCodeError
 from .numeric import Boolean, Numeric, as_numeric, is_dynamic, wrap
 

@@ -1,10 +1,16 @@
-"""Device intrinsics (`cute.arch`): thread and block indices, barriers."""
+"""Device intrinsics (`cute.arch`): thread and block indices, barriers, warp shuffles and votes,
+atomics and shared memory. Each call forwards to a typed IR op built in C++ (cpp/src/dsl/arch_ops)."""
+import operator
+
+from .. import _core
 from .._dsl import context
-from .._dsl.numeric import wrap
+from .._dsl.numeric import as_numeric, num_of, wrap
+from .._dsl.rt import max as _dsl_max
 
 WARP_SIZE = 32
 WARPS_PER_WARPGROUP = 4
 THREADS_PER_WARPGROUP = 128
+FULL_MASK = 0xFFFFFFFF
 
 
 def _xyz(what):
@@ -45,3 +51,154 @@ def sync_threads(*, loc=None, ip=None):
 
 
 barrier = sync_threads
+
+
+# ---- warp shuffles and votes ------------------------------------------------------------------
+# PTX shfl.sync semantics: `mask_and_clamp` is the instruction's `c` operand (clamp in bits 0-4,
+# segment mask in bits 8-12); a source lane outside the clamp gives the lane its own value.
+
+def _shuffle(kind, value, offset, mask, mask_and_clamp):
+    return wrap(context.tracer().shuffle(kind, num_of(as_numeric(value)), num_of(offset), num_of(mask),
+                                         num_of(mask_and_clamp)))
+
+
+def shuffle_sync(value, offset, mask=FULL_MASK, mask_and_clamp=31, *, loc=None, ip=None):
+    """The value of lane `offset` (an indexed shuffle)."""
+    return _shuffle("idx", value, offset, mask, mask_and_clamp)
+
+
+def shuffle_sync_up(value, offset, mask=FULL_MASK, mask_and_clamp=0, *, loc=None, ip=None):
+    """The value of lane `lane_idx - offset`."""
+    return _shuffle("up", value, offset, mask, mask_and_clamp)
+
+
+def shuffle_sync_down(value, offset, mask=FULL_MASK, mask_and_clamp=31, *, loc=None, ip=None):
+    """The value of lane `lane_idx + offset`."""
+    return _shuffle("down", value, offset, mask, mask_and_clamp)
+
+
+def shuffle_sync_bfly(value, offset, mask=FULL_MASK, mask_and_clamp=31, *, loc=None, ip=None):
+    """The value of lane `lane_idx ^ offset`."""
+    return _shuffle("bfly", value, offset, mask, mask_and_clamp)
+
+
+def warp_reduction(val, op, *, threads_in_group=32, loc=None, ip=None):
+    """Reduces `val` over each aligned group of `threads_in_group` lanes with the binary `op`, by
+    butterfly shuffles; every lane of a group receives the group's result."""
+    if not isinstance(threads_in_group, int) or not 1 <= threads_in_group <= WARP_SIZE or \
+            threads_in_group & (threads_in_group - 1):
+        raise ValueError(f"threads_in_group must be a power of two in [1, 32], got {threads_in_group!r}")
+    offset = threads_in_group // 2
+    while offset > 0:
+        val = op(val, shuffle_sync_bfly(val, offset))
+        offset //= 2
+    return val
+
+
+def warp_reduction_sum(val, *, threads_in_group=32, loc=None, ip=None):
+    return warp_reduction(val, operator.add, threads_in_group=threads_in_group)
+
+
+def warp_reduction_max(val, *, threads_in_group=32, loc=None, ip=None):
+    return warp_reduction(val, _dsl_max, threads_in_group=threads_in_group)
+
+
+def vote_ballot_sync(pred, mask=FULL_MASK, *, loc=None, ip=None):
+    """An Int32 whose bit i is the predicate of lane i (lanes in `mask` that are active)."""
+    return wrap(context.tracer().vote("ballot", num_of(as_numeric(pred)), num_of(mask)))
+
+
+def vote_any_sync(pred, mask=FULL_MASK, *, loc=None, ip=None):
+    return wrap(context.tracer().vote("any", num_of(as_numeric(pred)), num_of(mask)))
+
+
+def vote_all_sync(pred, mask=FULL_MASK, *, loc=None, ip=None):
+    return wrap(context.tracer().vote("all", num_of(as_numeric(pred)), num_of(mask)))
+
+
+def vote_uni_sync(pred, mask=FULL_MASK, *, loc=None, ip=None):
+    return wrap(context.tracer().vote("uni", num_of(as_numeric(pred)), num_of(mask)))
+
+
+# ---- atomics ----------------------------------------------------------------------------------
+
+def _pointer_value(ptr):
+    """The IR pointer value of a DSL pointer: a raw pointer value (`tensor.iterator`, the result of
+    get_dyn_smem / alloc_smem) or a pointer object carrying one."""
+    if hasattr(ptr, "__extract_mlir_values__") and not hasattr(ptr, "_n"):
+        values = ptr.__extract_mlir_values__()
+        if len(values) == 1:
+            return values[0]
+    return num_of(ptr)
+
+
+def _memory_name(v):
+    """sem / scope given as a string or an enum member (by its name)."""
+    if v is None:
+        return ""
+    return (v if isinstance(v, str) else getattr(v, "name", str(v))).lower()
+
+
+def _atomic(kind, ptr, val, cmp, sem, scope):
+    t = context.tracer()
+    return wrap(t.atomic(kind, _pointer_value(ptr), num_of(as_numeric(val)),
+                         [] if cmp is None else [num_of(as_numeric(cmp))], _memory_name(sem), _memory_name(scope)))
+
+
+def atomic_add(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
+    """`*ptr += val` atomically; returns the previous value."""
+    return _atomic("add", ptr, val, None, sem, scope)
+
+
+def atomic_and(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
+    return _atomic("and", ptr, val, None, sem, scope)
+
+
+def atomic_or(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
+    return _atomic("or", ptr, val, None, sem, scope)
+
+
+def atomic_xor(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
+    return _atomic("xor", ptr, val, None, sem, scope)
+
+
+def atomic_max(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
+    return _atomic("max", ptr, val, None, sem, scope)
+
+
+def atomic_min(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
+    return _atomic("min", ptr, val, None, sem, scope)
+
+
+def atomic_exch(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
+    return _atomic("exch", ptr, val, None, sem, scope)
+
+
+def atomic_cas(ptr, *, cmp, val, sem=None, scope=None, loc=None, ip=None):
+    """Stores `val` when `*ptr == cmp` (bitwise); returns the previous value either way."""
+    return _atomic("cas", ptr, val, cmp, sem, scope)
+
+
+# ---- shared memory ----------------------------------------------------------------------------
+# Pointers are returned as raw IR pointer values, like `Tensor.iterator` (the in-trace Pointer
+# class wraps them when it lands).
+
+def alloc_smem(element_type, size_in_elems, alignment=None, *, loc=None, ip=None):
+    """A static shared-memory array of `size_in_elems` elements of the kernel."""
+    if not isinstance(size_in_elems, int):
+        raise TypeError(f"alloc_smem needs a static int size, got {type(size_in_elems).__name__}")
+    return _core.cute.pointer_from_value(context.tracer().smem_alloc(element_type.__name__, size_in_elems,
+                                                                     alignment or 0))
+
+
+def get_dyn_smem(element_type, alignment=None, *, loc=None, ip=None):
+    """The block's dynamic shared memory (the launch's `smem` bytes), after its static allocations."""
+    return _core.cute.pointer_from_value(context.tracer().dyn_smem(element_type.__name__, alignment or 0))
+
+
+def get_dyn_smem_size(*, loc=None, ip=None):
+    """Bytes of dynamic shared memory the launch asked for (an Int32)."""
+    return wrap(context.tracer().dyn_smem_size())
+
+
+dynamic_smem_size = get_dyn_smem_size

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "ir/arch_attributes.h"
 #include "ir/scalar_semantics.h"
 #include "support/half.h"
 
@@ -192,6 +193,8 @@ struct ModuleState {
   std::vector<std::pair<int, std::string>> metadata;
   int next_md = 0;
   bool needs_libdevice = false;
+  int dyn_smem_align = 0;  // alignment of the extern dynamic shared array; 0 when no kernel uses it
+  int next_smem_global = 0;
 
   // Line info (--generate-line-info): one compile unit, a DIFile per source file, a
   // DISubprogram per kernel and a DILocation per distinct (scope, line).
@@ -869,11 +872,16 @@ class KernelLowering {
     return sreg(std::string(base) + "." + "xyz"[op.int_attr]);
   }
 
+  // A generic `i8*` to a NUL-terminated copy of `text` in global memory.
+  std::string string_pointer(const std::string& text) {
+    std::string g = ms_.format_global(text);
+    std::string arr = "[" + std::to_string(text.size() + 1) + " x i8]";
+    std::string in_global = def("getelementptr inbounds " + arr + ", " + arr + " addrspace(1)* " + g + ", i64 0, i64 0");
+    return def("addrspacecast i8 addrspace(1)* " + in_global + " to i8*");
+  }
+
   void lower_printf(const Op& op) {
-    std::string g = ms_.format_global(op.str_attr);
-    std::string arr = "[" + std::to_string(op.str_attr.size() + 1) + " x i8]";
-    std::string fmt_global = def("getelementptr inbounds " + arr + ", " + arr + " addrspace(1)* " + g + ", i64 0, i64 0");
-    std::string fmt = def("addrspacecast i8 addrspace(1)* " + fmt_global + " to i8*");
+    std::string fmt = string_pointer(op.str_attr);
 
     // vprintf reads the arguments as a packed struct with C's default argument promotions,
     // each member aligned to its own size.
@@ -924,6 +932,104 @@ class KernelLowering {
     }
     ms_.declare("i32", "vprintf", "i8*, i8*");
     def("call i32 @vprintf(i8* " + fmt + ", i8* " + buf + ")");
+  }
+
+  // -- warp, atomic and shared-memory ops, assertions ----------------------------------------
+
+  void lower_shuffle(const Op& op) {
+    const auto& o = op.operands;
+    std::string name = std::string("llvm.nvvm.shfl.sync.") + ir::shuffle_kind_name(ir::ShuffleKind(op.int_attr)) + ".i32";
+    // The intrinsic takes (member mask, value, lane or offset, clamp).
+    set(op, 0, call_intrinsic("i32", name, {"i32 " + use(o[3]), "i32 " + use(o[0]), "i32 " + use(o[1]), "i32 " + use(o[2])},
+                              "i32, i32, i32, i32"));
+  }
+
+  void lower_vote(const Op& op) {
+    ir::VoteKind k = ir::VoteKind(op.int_attr);
+    std::string ret = k == ir::VoteKind::Ballot ? "i32" : "i1";
+    std::string name = std::string("llvm.nvvm.vote.") + ir::vote_kind_name(k) + ".sync";
+    set(op, 0, call_intrinsic(ret, name, {"i32 " + use(op.operands[1]), "i1 " + use(op.operands[0])}, "i32, i1"));
+  }
+
+  // PTX `atom` through inline assembly: it spells the memory order and scope exactly and has the
+  // 16-bit float forms that LLVM 7's atomicrmw lacks.
+  void lower_atomic(const Op& op) {
+    const Value* ptr = op.operands[0];
+    Type t = op.result()->type;
+    auto kind = ir::AtomicKind(op.int_attr);
+    std::string space = ptr->type->space == AddrSpace::Gmem ? ".global" : ptr->type->space == AddrSpace::Smem ? ".shared" : "";
+    const int w = t->width;
+    std::string suffix, reg;
+    if (t->is_float()) {
+      suffix = is_half(t) ? "noftz.f16" : is_bf16(t) ? "noftz.bf16" : is_f64(t) ? "f64" : "f32";
+      reg = w == 16 ? "h" : w == 64 ? "d" : "f";
+    } else {
+      reg = w == 16 ? "h" : w == 64 ? "l" : "r";
+      switch (kind) {
+        case ir::AtomicKind::Add: suffix = "u"; break;  // two's complement: signed adds alike
+        case ir::AtomicKind::Max: case ir::AtomicKind::Min: suffix = t->is_signed ? "s" : "u"; break;
+        default: suffix = "b"; break;
+      }
+      suffix += std::to_string(w);
+    }
+    std::string asm_text = std::string("atom.") + ir::memory_order_name(ir::MemoryOrder(op.ints.at(0))) + "." +
+                           ir::memory_scope_name(ir::MemoryScope(op.ints.at(1))) + space + "." +
+                           ir::atomic_kind_name(kind) + "." + suffix + " $0, [$1], $2";
+    std::string constraints = "=" + reg + ",l," + reg;
+    if (kind == ir::AtomicKind::Cas) {
+      asm_text += ", $3";
+      constraints += "," + reg;
+    }
+    asm_text += ";";
+    constraints += ",~{memory}";
+    // 16-bit floats travel through the asm as their bits.
+    std::string reg_type = is_half(t) ? "i16" : llvm_type(t);
+    std::string address = def("ptrtoint " + llvm_type(ptr->type) + " " + use(ptr) + " to i64");
+    std::string args = "i64 " + address;
+    for (size_t i = 1; i < op.operands.size(); ++i) {
+      std::string v = use(op.operands[i]);
+      if (is_half(t)) v = def("bitcast half " + v + " to i16");
+      args += ", " + reg_type + " " + v;
+    }
+    std::string r = def("call " + reg_type + " asm sideeffect \"" + asm_text + "\", \"" + constraints + "\"(" + args + ")");
+    if (is_half(t)) r = def("bitcast i16 " + r + " to half");
+    set(op, 0, r);
+  }
+
+  void lower_smem_alloc(const Op& op) {
+    Type rt = op.result()->type;
+    Type e = rt->element;
+    std::string align = std::to_string(pow2_align(std::max(rt->align, e->byte_size())));
+    std::string name = global_ref("__opencute_smem." + fn_.name + "." + std::to_string(ms_.next_smem_global++));
+    std::string arr = natural_layout(e) ? "[" + std::to_string(op.int_attr) + " x " + mem_type(e) + "]"
+                                        : "[" + std::to_string(op.int_attr * e->byte_size()) + " x i8]";
+    ms_.global_lines.push_back(name + " = internal addrspace(3) global " + arr + " undef, align " + align);
+    std::string first = def("getelementptr inbounds " + arr + ", " + arr + " addrspace(3)* " + name + ", i64 0, i64 0");
+    std::string first_type = natural_layout(e) ? llvm_type(rt) : pointer_text(ir::int_type(8), AddrSpace::Smem);
+    set(op, 0, first_type == llvm_type(rt) ? first : def("bitcast " + first_type + " " + first + " to " + llvm_type(rt)));
+  }
+
+  void lower_dyn_smem(const Op& op) {
+    Type rt = op.result()->type;
+    // One extern array serves every kernel; its alignment is the largest any of them asks for.
+    ms_.dyn_smem_align = std::max({ms_.dyn_smem_align, 16, pow2_align(rt->align)});
+    set(op, 0, def("bitcast [0 x i8] addrspace(3)* @__opencute_dyn_smem to " + llvm_type(rt)));
+  }
+
+  void lower_assert(const Op& op) {
+    std::string prefix = new_label_prefix("assert");
+    std::string ok = prefix + ".ok", failed = prefix + ".fail";
+    line("br i1 " + use(op.operands[0]) + ", label %" + ok + ", label %" + failed);
+    start_block(failed);
+    // What CUDA's assert() calls: prints "file:line: function: ... Assertion `message` failed."
+    std::string message = string_pointer(op.str_attr), file = string_pointer(op.file), function = string_pointer(fn_.name);
+    ms_.declare("void", "__assertfail", "i8*, i8*, i32, i8*, i64");
+    line("call void @__assertfail(i8* " + message + ", i8* " + file + ", i32 " + std::to_string(op.line) + ", i8* " +
+         function + ", i64 1)");
+    ms_.declare("void", "llvm.trap", "");
+    line("call void @llvm.trap()");
+    line("unreachable");
+    start_block(ok);
   }
 
   // -- control flow -------------------------------------------------------------------------
@@ -1233,6 +1339,13 @@ class KernelLowering {
         line("call void @llvm.nvvm.barrier0()");
         return;
       case OpCode::Printf: lower_printf(op); return;
+      case OpCode::Shuffle: lower_shuffle(op); return;
+      case OpCode::Vote: lower_vote(op); return;
+      case OpCode::Atomic: lower_atomic(op); return;
+      case OpCode::SmemAlloc: lower_smem_alloc(op); return;
+      case OpCode::DynSmem: lower_dyn_smem(op); return;
+      case OpCode::DynSmemSize: set(op, 0, def("call i32 asm \"mov.u32 $0, %dynamic_smem_size;\", \"=r\"()")); return;
+      case OpCode::Assert: lower_assert(op); return;
       case OpCode::For: lower_for(op); return;
       case OpCode::If: lower_if(op); return;
       case OpCode::While: lower_while(op); return;
@@ -1292,7 +1405,9 @@ NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info) {
   os << "target datalayout = \"" << kDataLayout << "\"\n";
   os << "target triple = \"nvptx64-nvidia-cuda\"\n\n";
   for (auto& g : ms.global_lines) os << g << "\n";
-  if (!ms.global_lines.empty()) os << "\n";
+  if (ms.dyn_smem_align)
+    os << "@__opencute_dyn_smem = external addrspace(3) global [0 x i8], align " << ms.dyn_smem_align << "\n";
+  if (!ms.global_lines.empty() || ms.dyn_smem_align) os << "\n";
   for (auto& d : definitions) os << d << "\n";
   for (auto& [name, text] : ms.helpers) os << text << "\n";
   for (auto& d : ms.declarations) os << d << "\n";

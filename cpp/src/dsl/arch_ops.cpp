@@ -1,0 +1,96 @@
+#include "dsl/arch_ops.h"
+
+#include <stdexcept>
+
+#include "dsl/dtype.h"
+#include "dsl/tracer.h"
+
+namespace opencute::dsl {
+namespace {
+
+using ir::OpCode;
+using ir::Type;
+using ir::Value;
+
+Tracer& kernel_tracer(const std::string& what) {
+  Tracer& t = Tracer::require(what.c_str());
+  if (!t.in_kernel()) throw UserError("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
+  return t;
+}
+
+Value* as_i32(const Num& n) { return materialize(convert(n, ir::i32())); }
+
+int checked_align(Type element, int align) {
+  if (align == 0) return std::max(element->byte_size(), 1);
+  if (align < 0 || (align & (align - 1)) != 0)
+    throw std::invalid_argument("shared-memory alignment must be a positive power of two, got " + std::to_string(align));
+  return align;
+}
+
+}  // namespace
+
+Num shuffle(ir::ShuffleKind kind, const Num& value, const Num& offset, const Num& member_mask, const Num& clamp) {
+  const std::string what = std::string("shuffle_sync_") + ir::shuffle_kind_name(kind);
+  ir::Builder& b = kernel_tracer(what).builder();
+  Type t = value.type;
+  if (!t->is_scalar() || t->width > 64)
+    throw UserError("TYPE_MISMATCH", what + " takes a scalar of at most 64 bits, got " + dtype_name(t));
+  if (value.is_static) return value;  // every lane holds it, so every source lane gives it
+  Value *off = as_i32(offset), *c = as_i32(clamp), *m = as_i32(member_mask);
+  auto shfl = [&](Value* v32) { return b.shuffle(kind, v32, off, c, m); };
+  Value* v = value.value;
+  Type u32 = ir::int_type(32, false), u64 = ir::int_type(64, false);
+  if (t->width == 64) {
+    Value* bits = b.bitcast(v, u64);
+    Value* lo = shfl(b.bitcast(b.cast(bits, u32), ir::i32()));
+    Value* hi = shfl(b.bitcast(b.cast(b.binary(OpCode::Shr, bits, b.const_int(u64, 32)), u32), ir::i32()));
+    Value* wide_hi = b.binary(OpCode::Shl, b.cast(b.bitcast(hi, u32), u64), b.const_int(u64, 32));
+    return Num::of_value(b.bitcast(b.binary(OpCode::Or, wide_hi, b.cast(b.bitcast(lo, u32), u64)), t));
+  }
+  if (t->width == 32) return Num::of_value(b.bitcast(shfl(b.bitcast(v, ir::i32())), t));
+  // Narrower: integers extend by their signedness and truncate back; floats go as their bits.
+  Type carrier = t->is_float() ? ir::int_type(t->width, false) : t;
+  Value* r = b.cast(shfl(b.cast(b.bitcast(v, carrier), ir::i32())), carrier);
+  return Num::of_value(b.bitcast(r, t));
+}
+
+Num vote(ir::VoteKind kind, const Num& pred, const Num& member_mask) {
+  ir::Builder& b = kernel_tracer(std::string("vote_") + ir::vote_kind_name(kind) + "_sync").builder();
+  Value* p = materialize(to_boolean(pred));
+  return Num::of_value(b.vote(kind, p, as_i32(member_mask)));
+}
+
+Num atomic(ir::AtomicKind kind, const Num& ptr, const Num& value, const Num* compare, const std::string& sem,
+           const std::string& scope) {
+  const std::string what = std::string("atomic_") + ir::atomic_kind_name(kind);
+  ir::Builder& b = kernel_tracer(what).builder();
+  if (!ptr.type->is_pointer())
+    throw UserError("TYPE_MISMATCH", what + " needs a pointer to the element to update, got " + dtype_name(ptr.type));
+  Type e = ptr.type->element;
+  ir::MemoryOrder order = sem.empty() ? ir::MemoryOrder::Relaxed : ir::memory_order_from_name(sem);
+  ir::MemoryScope sc = scope.empty() ? ir::MemoryScope::Gpu : ir::memory_scope_from_name(scope);
+  Value* v = materialize(convert(value, e));
+  Value* c = compare ? materialize(convert(*compare, e)) : nullptr;
+  return Num::of_value(b.atomic(kind, order, sc, materialize(ptr), v, c));
+}
+
+Num smem_alloc(Type element, int64_t count, int align) {
+  ir::Builder& b = kernel_tracer("alloc_smem").builder();
+  if (count <= 0) throw std::invalid_argument("alloc_smem needs a positive element count, got " + std::to_string(count));
+  return Num::of_value(b.smem_alloc(element, count, checked_align(element, align)));
+}
+
+Num dyn_smem(Type element, int align) {
+  ir::Builder& b = kernel_tracer("get_dyn_smem").builder();
+  return Num::of_value(b.dyn_smem(element, checked_align(element, align)));
+}
+
+Num dyn_smem_size() { return Num::of_value(kernel_tracer("dynamic_smem_size").builder().dyn_smem_size()); }
+
+void assertion(const Num& cond, const std::string& message, const std::string& file, int line) {
+  Tracer& t = Tracer::require("a runtime assertion");
+  if (!t.assertions_enabled()) return;
+  t.builder().assertion(materialize(to_boolean(cond)), message, file, line);
+}
+
+}  // namespace opencute::dsl

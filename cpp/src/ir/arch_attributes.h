@@ -1,0 +1,33 @@
+// Attributes of the warp, atomic and shared-memory ops (ir.h OpCode::Shuffle, Vote, Atomic):
+// the kinds, memory orders and scopes, and their one spelling, used by the printer, the parser,
+// the DSL front end and the lowerings alike.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace opencute::ir {
+
+// PTX shfl.sync modes.
+enum class ShuffleKind : uint8_t { Idx, Up, Down, Bfly };
+// PTX vote.sync modes; Ballot yields the 32 lane bits, the others a predicate.
+enum class VoteKind : uint8_t { Ballot, Any, All, Uni };
+// PTX atom operations; Cas takes (ptr, compare, value).
+enum class AtomicKind : uint8_t { Add, And, Or, Xor, Max, Min, Exch, Cas };
+// PTX memory-consistency qualifiers of atom (.sem and .scope).
+enum class MemoryOrder : uint8_t { Relaxed, Acquire, Release, AcqRel };
+enum class MemoryScope : uint8_t { Cta, Cluster, Gpu, Sys };
+
+const char* shuffle_kind_name(ShuffleKind k);    // "idx", "up", "down", "bfly"
+const char* vote_kind_name(VoteKind k);          // "ballot", "any", "all", "uni"
+const char* atomic_kind_name(AtomicKind k);      // "add", ..., "exch", "cas"
+const char* memory_order_name(MemoryOrder o);    // "relaxed", "acquire", "release", "acq_rel"
+const char* memory_scope_name(MemoryScope s);    // "cta", "cluster", "gpu", "sys"
+
+// Inverses of the names above; throw std::invalid_argument naming the accepted spellings.
+ShuffleKind shuffle_kind_from_name(const std::string& name);
+VoteKind vote_kind_from_name(const std::string& name);
+AtomicKind atomic_kind_from_name(const std::string& name);
+MemoryOrder memory_order_from_name(const std::string& name);
+MemoryScope memory_scope_from_name(const std::string& name);
+
+}  // namespace opencute::ir
