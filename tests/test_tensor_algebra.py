@@ -281,3 +281,29 @@ def test_tensor_errors_have_the_users_line():
 
     with pytest.raises(cute.DSLUserCodeError, match="static layout"):
         dynamic_fragment(from_dlpack(grid(2, 2)).mark_layout_dynamic())
+
+
+# ---- lists of tensors as arguments --------------------------------------------------------------
+
+@cute.kernel
+def _sum_kernel(ins: list, out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    acc = ins[0][tidx]
+    for t in ins[1:]:
+        acc = acc + t[tidx]
+    out[tidx] = acc
+
+
+@cute.jit
+def _sum(ins, out: cute.Tensor):
+    _sum_kernel(ins, out).launch(grid=[1, 1, 1], block=[cute.size(out), 1, 1])
+
+
+def test_list_of_tensors_argument():
+    xs = [np.arange(8, dtype=np.float32) * (k + 1) for k in range(3)]
+    out = np.zeros(8, np.float32)
+    compiled = cute.compile(_sum, [from_dlpack(x) for x in xs], from_dlpack(out))
+    compiled([from_dlpack(x) for x in xs], from_dlpack(out))
+    np.testing.assert_array_equal(out, xs[0] + xs[1] + xs[2])
+    with pytest.raises(cute.DSLUserCodeError, match="compiled as a list of 3 items"):
+        compiled([from_dlpack(x) for x in xs[:2]], from_dlpack(out))

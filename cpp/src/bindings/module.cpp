@@ -110,6 +110,9 @@ struct Executor {
   std::vector<TensorCheck> checks;
   std::vector<PointerCheck> pointer_checks;
   int num_sources = 0;
+  // Per positional argument: -1 for a single value, n for a list/tuple of n values (each a
+  // source of its own). Empty when no argument is a sequence.
+  std::vector<int> arg_lengths;
   std::vector<ir::Type> result_types;
   bool flush_python_stdout = false;
   bool release_gil = true;
@@ -218,7 +221,34 @@ void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
                                                      " requires");
 }
 
-nb::object call_executor(Executor& ex, nb::args args) {
+// The call's arguments with list/tuple arguments expanded into their items, as compiled.
+std::vector<nb::handle> flat_arguments(const Executor& ex, nb::args args) {
+  std::vector<nb::handle> flat;
+  if (ex.arg_lengths.empty()) {
+    for (nb::handle a : args) flat.push_back(a);
+    return flat;
+  }
+  if (args.size() != ex.arg_lengths.size())
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.arg_lengths.size()) +
+                                                " runtime arguments, got " + std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    int n = ex.arg_lengths[i];
+    nb::handle a = args[i];
+    if (n < 0) {
+      flat.push_back(a);
+      continue;
+    }
+    if (!(PyList_Check(a.ptr()) || PyTuple_Check(a.ptr())) || int(nb::len(a)) != n)
+      throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " was compiled as a list of " +
+                                                  std::to_string(n) + " items, got " +
+                                                  std::string(nb::str(a.type()).c_str()));
+    for (nb::handle e : a) flat.push_back(e);
+  }
+  return flat;
+}
+
+nb::object call_executor(Executor& ex, nb::args call_args) {
+  std::vector<nb::handle> args = flat_arguments(ex, call_args);
   if (int(args.size()) != ex.num_sources)
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
                                                 " runtime arguments, got " + std::to_string(args.size()));
@@ -281,8 +311,7 @@ nb::object call_executor(Executor& ex, nb::args args) {
         if (a.is_none()) h = 0;
         else if (PyLong_Check(a.ptr())) h = PyLong_AsLongLong(a.ptr());
         else if (nb::hasattr(a, "cuda_stream")) h = as_int64(a.attr("cuda_stream"));
-        else if (nb::hasattr(a, "getPtr")) h = as_int64(a.attr("getPtr")());
-        else h = as_int64(nb::int_(a));
+        else h = as_int64(nb::int_(a));  // cuda.bindings CUstream: int() is the handle (getPtr() is not)
         vals[i] = ir::Scalar::of_int(h);
         break;
       }
@@ -639,6 +668,7 @@ NB_MODULE(_core, m) {
                                                 nb::cast<int64_t>(c[2]), nb::cast<std::string>(c[3])});
     }
     ex->num_sources = num_sources;
+    get("arg_lengths", ex->arg_lengths);
     for (auto& t : result_types) ex->result_types.push_back(t.t);
     // Emulated kernels print on the C stdout too: flush Python's buffer first.
     ex->flush_python_stdout = ex->program->host_has_printf() ||

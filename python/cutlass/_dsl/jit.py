@@ -93,6 +93,7 @@ class _ArgPlan:
         self.checks = []
         self.pointer_checks = []
         self.num_sources = 0
+        self.arg_lengths = []  # per runtime argument: -1, or the length of a list argument
 
     def scalar(self, cls, source):
         self.slots.append((source, K_SCALAR, 0))
@@ -178,24 +179,48 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
                 raise _type_mismatch(number, name, ann, value)
             cls = None
         else:
-            numeric = isinstance(value, (Numeric, int, float, bool)) and not _is_stream(value)  # int-like CUstream
-            cls = type(as_numeric(value)) if numeric else None
-        source = len(runtime_values)
-        if cls is not None:
-            call[name] = plan.scalar(cls, source)
-        elif _is_stream(value):
-            call[name] = plan.stream(source)
-        elif _is_runtime_pointer(value):
-            call[name] = plan.pointer(value, source)
-        elif _is_tensor_like(value):
-            call[name] = plan.tensor(value, source)
-        else:
+            cls = None
+        if isinstance(value, (list, tuple)) and cls is None and value and all(
+                _is_runtime_leaf(v) for v in value):
+            # A list of tensors (or scalars, streams, pointers): one runtime source per item.
+            items = [_runtime_leaf(plan, v, plan.num_sources + j, None) for j, v in enumerate(value)]
+            call[name] = type(value)(items)
+            plan.arg_lengths.append(len(value))
+            plan.num_sources += len(value)
+            runtime_values.append(value)
+            continue
+        leaf = _runtime_leaf(plan, value, plan.num_sources, cls)
+        if leaf is None:
             raise DSLUserCodeError(f"argument #{number} ({name}) of type {type(value)} is not supported by a jit "
                                    "function; annotate it with cutlass.Constexpr to make it a compile-time value",
                                    code="ARG_UNSUPPORTED_TYPE")
+        call[name] = leaf
+        plan.arg_lengths.append(-1)
+        plan.num_sources += 1
         runtime_values.append(value)
-    plan.num_sources = len(runtime_values)
+    if all(n < 0 for n in plan.arg_lengths):
+        plan.arg_lengths = []
     return call, runtime_values
+
+
+def _is_runtime_leaf(value):
+    return (isinstance(value, (Numeric, int, float, bool)) or _is_stream(value) or _is_runtime_pointer(value)
+            or _is_tensor_like(value))
+
+
+def _runtime_leaf(plan, value, source, cls):
+    """The traced stand-in for one runtime argument value (None when it is not one)."""
+    if cls is None and isinstance(value, (Numeric, int, float, bool)) and not _is_stream(value):
+        cls = type(as_numeric(value))  # int-like CUstream handles are streams, not scalars
+    if cls is not None:
+        return plan.scalar(cls, source)
+    if _is_stream(value):
+        return plan.stream(source)
+    if _is_runtime_pointer(value):
+        return plan.pointer(value, source)
+    if _is_tensor_like(value):
+        return plan.tensor(value, source)
+    return None
 
 
 def _flatten_results(result):
@@ -289,6 +314,7 @@ class JitFunction(_DecoratedFunction):
             "keep_cubin": bool(options["keep_cubin"]),
             "dump_dir": options["dump_dir"],
             "target": target,
+            "arg_lengths": plan.arg_lengths,
         }, plan.slots, plan.checks, plan.pointer_checks, plan.num_sources, [r.dtype.mlir_type for r in results])
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms
