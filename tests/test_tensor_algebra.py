@@ -307,3 +307,29 @@ def test_list_of_tensors_argument():
     np.testing.assert_array_equal(out, xs[0] + xs[1] + xs[2])
     with pytest.raises(cute.DSLUserCodeError, match="compiled as a list of 3 items"):
         compiled([from_dlpack(x) for x in xs[:2]], from_dlpack(out))
+
+
+# ---- PTX from the CPU machine -----------------------------------------------------------------------
+
+@cute.kernel
+def _half_rows_kernel(a: cute.Tensor, c: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    row = cute.zipped_divide(a, (1, 8))[((0, None), (tidx, 0))]
+    out = cute.zipped_divide(c, (1, 8))[((0, None), (tidx, 0))]
+    out.store(row.load() + row.load())
+
+
+@cute.jit
+def _half_rows(a: cute.Tensor, c: cute.Tensor):
+    _half_rows_kernel(a, c).launch(grid=[1, 1, 1], block=[4, 1, 1])
+
+
+def test_f16_stores_through_dynamic_strides_reach_ptx(monkeypatch):
+    """Eight f16 stores whose first one is 16-byte aligned: libNVVM used to refuse the merged
+    access it formed from them; the lowering now states at most 8 bytes on 2-byte scalars."""
+    monkeypatch.delenv("CUTE_DSL_TARGET")
+    a = np.zeros((4, 8), np.float16)
+    ta = from_dlpack(a, assumed_align=16)
+    tc = from_dlpack(np.zeros((4, 8), np.float16), assumed_align=16).mark_layout_dynamic()
+    ptx = cute.compile(_half_rows, ta, tc, options="--target gpu").__ptx__
+    assert "ld.global.v4" in ptx or "ld.v4" in ptx

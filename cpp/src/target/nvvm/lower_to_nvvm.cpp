@@ -798,12 +798,21 @@ class KernelLowering {
     return def("bitcast " + llvm_type(ptr_type) + " " + p + " to " + pointer_text(value_type, ptr_type->space));
   }
 
+  // The alignment stated on an access. Scalars narrower than 32 bits state at most four times
+  // their size: libNVVM (CUDA 13.0) merges a run of 16-byte-aligned f16 stores into an access
+  // it then refuses ("unsupported operation"); explicit vector accesses keep the full alignment.
+  static int access_align(Type ptr_type, Type value_type) {
+    int align = pow2_align(ptr_type->align);
+    if (!value_type->is_vector() && value_type->byte_size() < 4) align = std::min(align, 4 * value_type->byte_size());
+    return align;
+  }
+
   void lower_load(const Op& op) {
     Type pt = op.operands[0]->type, rt = op.result()->type;
     std::string p = retyped_pointer(pt, rt, use(op.operands[0]));
     std::string M = mem_type(rt);
     std::string v = def("load " + M + ", " + pointer_text(rt, pt->space) + " " + p + ", align " +
-                        std::to_string(pow2_align(pt->align)));
+                        std::to_string(access_align(pt, rt)));
     if (ir::scalar_of(rt)->is_bool()) v = def("icmp ne " + M + " " + v + ", " + (rt->is_vector() ? "zeroinitializer" : "0"));
     set(op, 0, v);
   }
@@ -815,7 +824,7 @@ class KernelLowering {
     if (ir::scalar_of(vt)->is_bool()) v = def("zext " + llvm_type(vt) + " " + v + " to " + M);
     std::string p = retyped_pointer(pt, vt, use(op.operands[1]));
     line("store " + M + " " + v + ", " + pointer_text(vt, pt->space) + " " + p + ", align " +
-         std::to_string(pow2_align(pt->align)));
+         std::to_string(access_align(pt, vt)));
   }
 
   std::string index_to_i64(const Op& op, const Value* idx) {

@@ -365,7 +365,11 @@ PtxResult compile_nvvm_ir_to_ptx(const std::string& llvm_ir_text, const std::str
   std::vector<const char*> options{arch_opt.c_str(), opt_opt.c_str()};
   if (generate_line_info) options.push_back("-generate-line-info");
   r = api.CompileProgram(prog.get(), static_cast<int>(options.size()), options.data());
-  if (r != NVVM_SUCCESS) prog.fail("nvvmCompileProgram", r, a.compute);
+  if (r != NVVM_SUCCESS) {
+    // OPENCUTE_NVVM_ERROR_DUMP=<file> keeps the NVVM IR libNVVM refused, for bug reports.
+    if (const char* dump = std::getenv("OPENCUTE_NVVM_ERROR_DUMP")) std::ofstream(dump) << llvm_ir_text;
+    prog.fail("nvvmCompileProgram", r, a.compute);
+  }
 
   size_t size = 0;
   r = api.GetCompiledResultSize(prog.get(), &size);
