@@ -333,3 +333,33 @@ def test_f16_stores_through_dynamic_strides_reach_ptx(monkeypatch):
     tc = from_dlpack(np.zeros((4, 8), np.float16), assumed_align=16).mark_layout_dynamic()
     ptx = cute.compile(_half_rows, ta, tc, options="--target gpu").__ptx__
     assert "ld.global.v4" in ptx or "ld.v4" in ptx
+
+
+# ---- bounds checks with --enable-assertions ---------------------------------------------------------
+
+@cute.kernel
+def _peek_kernel(a: cute.Tensor, out: cute.Tensor, row: cutlass.Int32):
+    top = cute.local_tile(a, (4, 4), (0, 0))  # a 4x4 view of the 8x4 buffer
+    out[0] = top[row, 1]
+
+
+@cute.jit
+def _peek(a: cute.Tensor, out: cute.Tensor, row: cutlass.Int32):
+    _peek_kernel(a, out, row).launch(grid=[1, 1, 1], block=[1, 1, 1])
+
+
+def test_tensor_indexing_is_checked_with_assertions():
+    a = grid(8, 4)
+    out = np.zeros(1, np.float32)
+    ta, to = from_dlpack(a), from_dlpack(out)
+    checked = cute.compile(_peek, ta, to, 0, options="--enable-assertions --target cpu")
+    checked(ta, to, 3)
+    assert out[0] == a[3, 1]
+    with pytest.raises(cute.DSLRuntimeError, match=r"index \(\?,1\) out of bounds") as e:
+        checked(ta, to, 5)
+    assert "test_tensor_algebra.py" in str(e.value)
+    # Without the option the view is not checked (row 5 is still inside the buffer).
+    unchecked = cute.compile(_peek, ta, to, 0, options="--target cpu")
+    unchecked(ta, to, 5)
+    assert out[0] == a[5, 1]
+    assert "assert" not in unchecked.__mlir__ and "assert" in checked.__mlir__

@@ -65,10 +65,22 @@ L::Layout tensor_layout_arg(nb::handle h) {
   return layout_or_shape(h);
 }
 
+// With --enable-assertions, element accesses are checked at run time; the failure names the
+// user's line (found only then, so unchecked indexing costs nothing extra).
+void bounds_check(const Tensor& t, const L::IntTuple& coord) {
+  dsl::Tracer* tracer = dsl::Tracer::current();
+  if (!tracer || !tracer->assertions_enabled()) return;
+  nb::tuple where = nb::cast<nb::tuple>(nb::module_::import_("cutlass._dsl.errors").attr("user_location")());
+  std::string file = where[0].is_none() ? "" : nb::cast<std::string>(where[0]);
+  int line = where[1].is_none() ? 0 : nb::cast<int>(where[1]);
+  cute::check_bounds(t, coord, file, line);
+}
+
 nb::object element_or_slice(const Tensor& t, nb::handle key) {
   Scope scope;
   L::IntTuple coord = to_tuple(key);
   if (L::has_underscore(coord)) return nb::cast(cute::slice(t, coord));
+  bounds_check(t, coord);
   if (!t.is_memory()) return to_py(cute::coordinate_at(t, coord));
   return wrap_num(cute::load_element(t, coord));
 }
@@ -200,6 +212,7 @@ void bind_tensors(nb::module_& root) {
         L::IntTuple coord = to_tuple(key);
         if (L::has_underscore(coord))
           throw dsl::UserError("NOT_SUPPORTED", "assigning to a slice is not supported; use .store() on the slice");
+        bounds_check(t, coord);
         cute::store_element(t, coord, to_num(value));
       })
       .def("_load_values", [](const Tensor& t) {

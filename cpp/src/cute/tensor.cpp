@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cute/pointer.h"
+#include "dsl/arch_ops.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
 
@@ -144,6 +145,29 @@ Tensor slice(const Tensor& t, const L::IntTuple& coord) {
     r.coord = L::offset_add(t.coord, offset);
   }
   return r;
+}
+
+void check_bounds(const Tensor& t, const L::IntTuple& coord, const std::string& file, int line) {
+  dsl::Tracer* tracer = dsl::Tracer::current();
+  if (!tracer || !tracer->assertions_enabled()) return;
+  // 0 <= index < size for a linear index; each coordinate below its extent otherwise.
+  L::Int ok = 1;
+  if (!coord.is_tuple()) {
+    const L::Int& i = coord.as_int();
+    ok = L::logical_and(L::le(L::Int(0), i), L::lt(i, L::size(t.layout)));
+  } else if (L::congruent(coord, t.layout.shape)) {
+    auto cs = L::flatten_to_vector(coord), ss = L::flatten_to_vector(t.layout.shape);
+    for (size_t k = 0; k < cs.size(); ++k)
+      ok = L::logical_and(ok, L::logical_and(L::le(L::Int(0), cs[k].as_int()), L::lt(cs[k].as_int(), ss[k].as_int())));
+  } else {
+    return;  // a partial hierarchical coordinate: CuTe's own congruence rules apply
+  }
+  std::string what = "index " + L::to_string(coord) + " out of bounds of " + to_string(t);
+  if (ok.is_static()) {
+    if (ok.value() == 0) throw dsl::UserError("VALUE_OUT_OF_BOUNDS", what);
+    return;
+  }
+  dsl::assertion(Num::of_value(ok.ir_value()), what, file, line);
 }
 
 Num load_element(const Tensor& t, const L::IntTuple& coord) {

@@ -40,6 +40,9 @@ Tensor with_layout(const Tensor& t, layout::Layout l);
 Tensor slice(const Tensor& t, const layout::IntTuple& coord);
 // Element access with a full coordinate (or a linear index): memory tensors load / store;
 // coordinate tensors return the coordinate.
+// With assertions enabled (--enable-assertions) the coordinate is checked against the shape at
+// run time; `file`/`line` name the user's indexing expression in the failure message.
+void check_bounds(const Tensor& t, const layout::IntTuple& coord, const std::string& file, int line);
 dsl::Num load_element(const Tensor& t, const layout::IntTuple& coord);
 void store_element(const Tensor& t, const layout::IntTuple& coord, const dsl::Num& value);
 layout::IntTuple coordinate_at(const Tensor& t, const layout::IntTuple& coord);
