@@ -20,6 +20,7 @@
 namespace nb = nanobind;
 
 #include "bindings/layout_convert.h"
+#include "bindings/python_errors.h"
 
 namespace opencute::bindings {
 namespace {
@@ -203,13 +204,7 @@ void translate_layout_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const L::LayoutError& e) {
-    nb::object& cls = error_class();
-    if (cls.is_valid() && !cls.is_none()) {
-      nb::object exc = cls(e.what(), nb::arg("code") = "LAYOUT_ALGEBRA");
-      PyErr_SetObject(cls.ptr(), exc.ptr());
-    } else {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    }
+    raise_python_error(error_class(), e.what(), "LAYOUT_ALGEBRA", PyExc_ValueError);
   }
 }
 

@@ -16,7 +16,6 @@
 #include "dsl/dtype.h"
 #include "dsl/num.h"
 #include "dsl/printf_format.h"
-#include "dsl/tensor_index.h"
 #include "dsl/tracer.h"
 #include "ir/printer.h"
 #include "runtime/cuda_driver.h"
@@ -26,6 +25,7 @@
 #include "runtime/compile_cache.h"
 #include "bindings/layout_bindings.h"
 #include "bindings/num_convert.h"
+#include "bindings/python_errors.h"
 #include "bindings/runtime_bindings.h"
 #include "runtime/tensor_spec.h"
 #include "bindings/tensor_argument.h"
@@ -149,13 +149,7 @@ void raise_runtime_error(const char* what, const std::string& file, int line) {
 }
 
 void raise_user_error(const char* what, const char* code, PyObject* fallback) {
-  nb::object& cls = user_error_class();
-  if (cls.is_valid() && !cls.is_none()) {
-    nb::object exc = cls(what, nb::arg("code") = code);  // the class depends on the code
-    PyErr_SetObject((PyObject*)Py_TYPE(exc.ptr()), exc.ptr());
-  } else {
-    PyErr_SetString(fallback, what);
-  }
+  bindings::raise_python_error(user_error_class(), what, code, fallback);  // the class depends on the code
 }
 
 // Turns the DSL's C++ errors into DSLUserCodeError; rethrows anything else for nanobind.
@@ -440,9 +434,7 @@ NB_MODULE(_core, m) {
   m.def("bitcast", [](nb::handle a, const std::string& dtype) { return dsl::bitcast(to_num(a), dsl::dtype_from_name(dtype)); });
   m.def("select", [](nb::handle c, nb::handle a, nb::handle b) { return dsl::select(to_num(c), to_num(a), to_num(b)); });
   m.def("math", [](const std::string& fn, nb::list args) { return dsl::math(fn, to_nums(args)); });
-  m.def("tensor_offset", [](nb::list shape, nb::list stride, nb::list coord) {
-    return dsl::tensor_offset(to_nums(shape), to_nums(stride), to_nums(coord));
-  });
+
 
   // ---- tracing ----
   nb::class_<OpHandle>(m, "Op");
@@ -542,23 +534,6 @@ NB_MODULE(_core, m) {
         return dsl::dyn_smem(dsl::dtype_from_name(dtype), align);
       })
       .def("dyn_smem_size", [](dsl::Tracer&) { return dsl::dyn_smem_size(); })
-      .def("ptr_add", [](dsl::Tracer& t, nb::handle p, nb::handle idx) {
-        Num pn = to_num(p), in = to_num(idx);
-        if (in.is_static && in.s.i == 0) return pn;
-        return Num::of_value(t.builder().ptr_add(dsl::materialize(pn), dsl::materialize(in)));
-      })
-      .def("load", [](dsl::Tracer& t, nb::handle p) {
-        ir::Value* pv = dsl::materialize(to_num(p));
-        return Num::of_value(t.builder().load(pv, pv->type->element));
-      })
-      .def("store", [](dsl::Tracer& t, nb::handle v, nb::handle p) {
-        ir::Value* pv = dsl::materialize(to_num(p));
-        Num val = dsl::convert(to_num(v), pv->type->element);
-        t.builder().store(dsl::materialize(val), pv);
-      })
-      .def("local_array", [](dsl::Tracer& t, const std::string& dtype, int64_t count, int align) {
-        return Num::of_value(t.builder().local_array(dsl::dtype_from_name(dtype), count, align));
-      })
       .def("launch", [](dsl::Tracer& t, const std::string& kernel, nb::list grid, nb::list block, nb::handle smem,
                         nb::handle stream, nb::list cluster, nb::list args) {
         auto dims = [](nb::list l) {

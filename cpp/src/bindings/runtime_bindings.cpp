@@ -1,4 +1,5 @@
 #include "bindings/runtime_bindings.h"
+#include "bindings/python_errors.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -27,13 +28,7 @@ void translate_spec_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const runtime::TensorSpecError& e) {
-    nb::object& cls = error_class();
-    if (cls.is_valid() && !cls.is_none()) {
-      nb::object exc = cls(e.what(), nb::arg("code") = "ARG_TENSOR_SPEC");
-      PyErr_SetObject(cls.ptr(), exc.ptr());
-    } else {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    }
+    raise_python_error(error_class(), e.what(), "ARG_TENSOR_SPEC", PyExc_ValueError);
   }
 }
 

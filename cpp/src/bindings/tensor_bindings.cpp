@@ -40,8 +40,6 @@ struct ThrCopy {
   nb::object thr_index_py;
 };
 
-ir::Builder& builder(const char* what) { return dsl::Tracer::require(what).builder(); }
-
 ir::Type dtype_of(nb::handle h) {
   // A DSL numeric class (cutlass.Float32) or its name.
   if (PyUnicode_Check(h.ptr())) return dsl::dtype_from_name(nb::cast<std::string>(h));
@@ -160,10 +158,10 @@ void bind_tensors(nb::module_& root) {
       .def_prop_ro("_value", [](const PointerValue& p) { return Num::of_value(p.value); })
       .def("__add__", [](const PointerValue& p, nb::handle offset) {
         Scope scope;
-        return PointerValue{cute::offset_pointer(builder("pointer arithmetic"), p.value, to_int(offset))};
+        return PointerValue{cute::offset_pointer(cute::trace_builder("pointer arithmetic"), p.value, to_int(offset))};
       })
       .def("toint", [](const PointerValue& p) {
-        return wrap_num(Num::of_value(builder("Pointer.toint").bitcast(p.value, ir::i64())));
+        return wrap_num(Num::of_value(cute::trace_builder("Pointer.toint").bitcast(p.value, ir::i64())));
       })
       .def("__extract_mlir_values__", [](const PointerValue& p) {
         nb::list out;
@@ -182,13 +180,13 @@ void bind_tensors(nb::module_& root) {
   });
   m.def("make_ptr", [](nb::handle dtype, nb::handle address, int space, int align) {
     ir::Type e = dtype_of(dtype);
-    ir::Builder& b = builder("make_ptr");
+    ir::Builder& b = cute::trace_builder("make_ptr");
     ir::Value* addr = dsl::materialize(dsl::convert(to_num(address), ir::i64()));
     return PointerValue{b.bitcast(addr, ir::pointer_type(e, ir::AddrSpace(space), align > 0 ? align : e->byte_size()))};
   });
   m.def("recast_ptr", [](const PointerValue& p, nb::handle dtype) {
     if (dtype.is_none()) return p;
-    return PointerValue{cute::recast_pointer(builder("recast_ptr"), p.value, dtype_of(dtype))};
+    return PointerValue{cute::recast_pointer(cute::trace_builder("recast_ptr"), p.value, dtype_of(dtype))};
   }, nb::arg("ptr"), nb::arg("dtype").none());
 
   nb::class_<Tensor>(m, "_Tensor")

@@ -2,6 +2,7 @@
 // Num objects (the Python class converts Python scalars with as_numeric first); shapes, keys and
 // reduction profiles arrive as Python ints / tuples / None / DSL integers. No semantics here.
 #include "bindings/tensor_ssa_bindings.h"
+#include "bindings/python_errors.h"
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -87,13 +88,7 @@ void translate_tensor_ssa_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
   } catch (const cute::TensorSSAError& e) {
-    nb::object& cls = error_class();
-    if (cls.is_valid() && !cls.is_none()) {
-      nb::object exc = cls(e.what(), nb::arg("code") = e.code);
-      PyErr_SetObject(cls.ptr(), exc.ptr());
-    } else {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    }
+    raise_python_error(error_class(), e.what(), e.code.c_str(), PyExc_ValueError);
   }
 }
 

@@ -11,11 +11,6 @@ using dsl::Num;
 
 namespace {
 
-ir::Builder& builder(const char* what) {
-  if (ir::Builder* b = L::current_builder()) return *b;
-  return dsl::Tracer::require(what).builder();
-}
-
 // ((a0,a1),(r0,r1)) -> ((a0,r0),(a1,r1)): CuTe's zip of a rank-2 layout of rank-2 modes.
 L::Layout zip_modes(const L::Layout& l) {
   auto pick = [&](const L::IntTuple& t, int i, int j) { return L::get(t, {i, j}); };
@@ -138,7 +133,7 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std:
     int common = std::min(mode0_vector_width(src.ptr->type, sv), mode0_vector_width(dst.ptr->type, dv));
     if (common > av && common % av == 0 && nv % common == 0) width = common;
   }
-  ir::Builder& b = builder("copy");
+  ir::Builder& b = trace_builder("copy");
   ir::Type vec_t = width == 1 ? se : ir::vector_type(se, width);
   for (int64_t r = 0; r < nrest; ++r) {
     for (int64_t k = 0; k < nv; k += width) {

@@ -12,12 +12,12 @@ namespace opencute::cute {
 namespace L = opencute::layout;
 using dsl::Num;
 
-namespace {
-
-ir::Builder& builder(const char* what) {
+ir::Builder& trace_builder(const char* what) {
   if (ir::Builder* b = L::current_builder()) return *b;
   return dsl::Tracer::require(what).builder();
 }
+
+namespace {
 
 const Tensor& require_memory(const Tensor& t, const char* what) {
   if (!t.is_memory())
@@ -43,7 +43,7 @@ L::IntTuple zeros_like(const L::IntTuple& shape) {
 
 ir::Value* element_pointer(const Tensor& t, const L::IntTuple& coord) {
   L::IntTuple off = t.layout(coord);
-  return offset_pointer(builder("tensor indexing"), t.ptr, off.as_int());
+  return offset_pointer(trace_builder("tensor indexing"), t.ptr, off.as_int());
 }
 
 // A loop over [0, n) whose body `body(index)` emits IR at the loop's insertion point.
@@ -87,7 +87,7 @@ Tensor make_rmem_tensor(const L::Layout& layout, ir::Type element) {
     throw dsl::UserError("PHASE_REQUIRES_CONSTANT",
                          "register tensors need a static layout, got " + L::to_string(layout));
   // 32-byte alignment, as the CuTe DSL gives register fragments, so that any vector access fits.
-  ir::Value* p = builder("make_rmem_tensor").local_array(element, std::max<int64_t>(n.value(), 1), 32);
+  ir::Value* p = trace_builder("make_rmem_tensor").local_array(element, std::max<int64_t>(n.value(), 1), 32);
   return make_tensor(p, layout);
 }
 
@@ -140,7 +140,7 @@ Tensor slice(const Tensor& t, const L::IntTuple& coord) {
   Tensor r = t;
   r.layout = sub;
   if (t.is_memory()) {
-    r.ptr = offset_pointer(builder("tensor slicing"), t.ptr, offset.as_int());
+    r.ptr = offset_pointer(trace_builder("tensor slicing"), t.ptr, offset.as_int());
   } else {
     r.coord = L::offset_add(t.coord, offset);
   }
@@ -172,13 +172,13 @@ void check_bounds(const Tensor& t, const L::IntTuple& coord, const std::string& 
 
 Num load_element(const Tensor& t, const L::IntTuple& coord) {
   require_memory(t, "loading an element");
-  ir::Builder& b = builder("tensor indexing");
+  ir::Builder& b = trace_builder("tensor indexing");
   return Num::of_value(b.load(element_pointer(t, coord), t.element()));
 }
 
 void store_element(const Tensor& t, const L::IntTuple& coord, const Num& value) {
   require_memory(t, "storing an element");
-  ir::Builder& b = builder("tensor indexing");
+  ir::Builder& b = trace_builder("tensor indexing");
   b.store(dsl::materialize(dsl::convert(value, t.element())), element_pointer(t, coord));
 }
 
@@ -236,7 +236,7 @@ int mode0_vector_width(ir::Type ptr_type, const L::Layout& layout, int max_bytes
 std::vector<Num> load(const Tensor& t) {
   require_memory(t, "load()");
   int64_t n = static_size(t, "load()");
-  ir::Builder& b = builder("load()");
+  ir::Builder& b = trace_builder("load()");
   ir::Type e = t.element();
   int v = vector_width(t);
   std::vector<Num> out;
@@ -260,7 +260,7 @@ void store(const Tensor& t, const std::vector<Num>& values) {
     throw dsl::UserError("SHAPE_MISMATCH", "store() of " + std::to_string(values.size()) +
                                                " values into a tensor of " + std::to_string(n) + " elements (" +
                                                to_string(t) + ")");
-  ir::Builder& b = builder("store()");
+  ir::Builder& b = trace_builder("store()");
   ir::Type e = t.element();
   int v = vector_width(t);
   for (int64_t i = 0; i < n; i += v) {
@@ -286,7 +286,7 @@ void fill(const Tensor& t, const Num& value) {
     store(t, std::vector<Num>(size_t(n.value()), x));
     return;
   }
-  ir::Builder& b = builder("fill()");
+  ir::Builder& b = trace_builder("fill()");
   ir::Value* xv = dsl::materialize(x);
   emit_loop(b, n.is_static() ? n.value() : 0, n, [&](const L::Int& i) {
     b.store(xv, element_pointer(t, L::IntTuple(i)));

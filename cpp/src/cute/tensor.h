@@ -11,6 +11,10 @@
 
 namespace opencute::cute {
 
+// The builder tensor operations emit through: the layout algebra's current one, else the active
+// trace's (`what` names the operation in the error raised outside a trace).
+ir::Builder& trace_builder(const char* what);
+
 struct Tensor {
   // Memory tensors: `ptr` is a pointer-typed IR value. Coordinate tensors: `ptr` is null and
   // `coord` is the iterator's coordinate (a tuple of integers).

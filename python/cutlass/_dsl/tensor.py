@@ -4,8 +4,6 @@ parameters are annotated with and what `isinstance` checks against. The traced c
 their subclasses."""
 import abc
 
-GENERIC, GMEM, SMEM, CMEM, RMEM = 0, 1, 3, 4, 5
-
 
 class Tensor(abc.ABC):
     """A CuTe tensor: an engine (pointer or coordinate iterator) composed with a layout."""

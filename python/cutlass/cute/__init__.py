@@ -13,7 +13,7 @@ from .typing import Tensor, Shape, Stride, Coord, IntTuple, Tile, Pointer
 from .layout import *  # noqa: F401,F403 - the layout algebra
 from .layout import Layout, ComposedLayout, Swizzle, ScaledBasis, IntValue
 from .tensor import *  # noqa: F401,F403 - tensors, pointers and copies
-from .tensor import AddressSpace, CopyUniversalOp
+from .tensor import CopyUniversalOp
 from . import nvgpu
 
 from .tensor_ssa import (TensorSSA, ReductionOp, full, full_like, zeros_like, ones_like, empty_like, where, any_,

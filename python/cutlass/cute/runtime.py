@@ -336,10 +336,8 @@ def make_fake_stream():
     return FakeStream()
 
 
-def _register_abstract_types():
-    from .._dsl.tensor import Pointer as _AbstractPointer, Tensor as _AbstractTensor
-    _AbstractPointer.register(Pointer)
-    _AbstractTensor.register(Tensor)
+# Runtime tensors and pointers are `cute.Tensor` / `cute.Pointer` too (isinstance, annotations).
+from .._dsl.tensor import Pointer as _AbstractPointer, Tensor as _AbstractTensor  # noqa: E402
 
-
-_register_abstract_types()
+_AbstractPointer.register(Pointer)
+_AbstractTensor.register(Tensor)
