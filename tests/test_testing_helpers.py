@@ -185,3 +185,40 @@ def test_stream_handles_are_stream_arguments(capsys, monkeypatch):
     run(x, cutlass.cuda.default_stream())
     assert x[0] == 1.0
     assert capsys.readouterr().out == "Int64\n"
+
+
+GRAPH_SCRIPT = r'''
+import torch, cutlass, cutlass.cute as cute, cutlass.cute.testing as testing
+from cuda.bindings import driver as cuda
+from cutlass.cute.runtime import from_dlpack
+
+@cute.kernel
+def bump_kernel(t: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    t[tidx] = t[tidx] + 1.0
+
+@cute.jit
+def bump(t: cute.Tensor, stream: cuda.CUstream):
+    bump_kernel(t).launch(grid=(1, 1, 1), block=(32, 1, 1), stream=stream)
+
+x = torch.zeros(32, device="cuda")
+torch_stream = torch.cuda.Stream()
+stream = cuda.CUstream(torch_stream.cuda_stream)
+compiled = cute.compile(bump, from_dlpack(x), stream)
+us = testing.benchmark(compiled, kernel_arguments=testing.JitArguments(from_dlpack(x), stream),
+                       warmup_iterations=3, iterations=7, use_cuda_graphs=True, stream=stream)
+torch.cuda.synchronize()
+print(us, x.min().item(), x.max().item())
+'''
+
+
+@pytest.mark.gpu
+def test_benchmark_with_cuda_graphs_replays_the_captured_calls():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", GRAPH_SCRIPT], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    us, lo, hi = map(float, r.stdout.split())
+    assert us > 0
+    # 3 warm-up calls run directly; the graph of 7 calls is replayed twice (warm-up and timed).
+    assert lo == hi == 3 + 2 * 7

@@ -29,59 +29,16 @@ namespace L = opencute::layout;
 using dsl::Num;
 
 // ---- printf ----------------------------------------------------------------------------------
-// The run-time form of an algebra value: its CuTe text with a `{}` for each dynamic leaf.
-
-void printf_form(const L::Int& v, std::string& out, std::vector<ir::Value*>& vals) {
-  if (v.is_static()) {
-    out += std::to_string(v.value());
-  } else {
-    out += "{}";
-    vals.push_back(v.ir_value());
-  }
-}
-
-void printf_form(const L::IntTuple& t, std::string& out, std::vector<ir::Value*>& vals) {
-  switch (t.kind()) {
-    case L::IntTuple::Kind::Int: printf_form(t.as_int(), out, vals); return;
-    case L::IntTuple::Kind::Basis: {
-      const auto& b = t.as_basis();
-      printf_form(b.value, out, vals);
-      for (auto it = b.mode.rbegin(); it != b.mode.rend(); ++it) out += "@" + std::to_string(*it);
-      return;
-    }
-    case L::IntTuple::Kind::Underscore: out += "_"; return;
-    case L::IntTuple::Kind::Tuple: break;
-  }
-  out += "(";
-  for (size_t i = 0; i < t.elems().size(); ++i) {
-    if (i) out += ",";
-    printf_form(t.elems()[i], out, vals);
-  }
-  out += ")";
-}
-
-void printf_form(const L::Layout& l, std::string& out, std::vector<ir::Value*>& vals) {
-  printf_form(l.shape, out, vals);
-  out += ":";
-  printf_form(l.stride, out, vals);
-}
-
 // True when `h` is printed through printf_form rather than as one scalar.
 bool printf_structured(nb::handle h, std::string& out, std::vector<ir::Value*>& vals) {
   if (is_layout(h)) {
-    printf_form(as_layout(h), out, vals);
+    out += L::printf_form(as_layout(h), vals);
   } else if (is_composed(h)) {
-    L::ComposedLayout c = as_composed(h);
-    if (c.inner_is_swizzle()) out += L::to_string(c.swizzle());
-    else printf_form(c.inner_layout(), out, vals);
-    out += " o ";
-    printf_form(c.offset, out, vals);
-    out += " o ";
-    printf_form(c.outer, out, vals);
+    out += L::printf_form(as_composed(h), vals);
   } else if (is_swizzle(h)) {
     out += L::to_string(nb::cast<L::Swizzle>(h));
   } else if (is_seq(h) || nb::isinstance<L::ScaledBasis>(h)) {
-    printf_form(to_tuple(h), out, vals);
+    out += L::printf_form(to_tuple(h), vals);
   } else {
     return false;
   }

@@ -87,6 +87,16 @@ void bind_runtime(nb::module_& root) {
     return runtime::CudaDriver::get().event_elapsed_ms(to_handle(start), to_handle(end));
   });
   m.def("event_destroy", [](uint64_t e) { runtime::CudaDriver::get().event_destroy(to_handle(e)); });
+  m.def("stream_begin_capture", [](uint64_t stream) { runtime::CudaDriver::get().stream_begin_capture(to_handle(stream)); });
+  m.def("stream_end_capture", [](uint64_t stream) {
+    return from_handle(runtime::CudaDriver::get().stream_end_capture(to_handle(stream)));
+  });
+  m.def("graph_instantiate", [](uint64_t g) { return from_handle(runtime::CudaDriver::get().graph_instantiate(to_handle(g))); });
+  m.def("graph_launch", [](uint64_t exec, uint64_t stream) {
+    runtime::CudaDriver::get().graph_launch(to_handle(exec), to_handle(stream));
+  });
+  m.def("graph_exec_destroy", [](uint64_t e) { runtime::CudaDriver::get().graph_exec_destroy(to_handle(e)); });
+  m.def("graph_destroy", [](uint64_t g) { runtime::CudaDriver::get().graph_destroy(to_handle(g)); });
 }
 
 }  // namespace opencute::bindings

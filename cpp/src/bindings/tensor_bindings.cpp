@@ -15,7 +15,9 @@
 #include "bindings/num_convert.h"
 #include "cute/copy.h"
 #include "cute/pointer.h"
+#include "cute/print_tensor.h"
 #include "cute/tensor.h"
+#include "cute/tensor_ssa.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -356,6 +358,11 @@ void bind_tensors(nb::module_& root) {
     else a = nb::cast<cute::CopyAtom>(atom);
     cute::copy(a, as_tensor(src, "copy"), as_tensor(dst, "copy"), optional_tensor(pred, "copy"));
   }, nb::arg("atom"), nb::arg("src"), nb::arg("dst"), nb::arg("pred").none());
+  m.def("print_tensor", [](nb::handle x, bool verbose) {
+    Scope scope;
+    if (nb::isinstance<cute::TensorSSA>(x)) cute::print_tensor(nb::cast<cute::TensorSSA>(x), verbose);
+    else cute::print_tensor(as_tensor(x, "print_tensor"), verbose);
+  }, nb::arg("tensor"), nb::arg("verbose") = false);
 }
 
 }  // namespace opencute::bindings

@@ -129,7 +129,7 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std:
   }
   // Without predicates the universal copy moves as many elements at once as both sides allow.
   int width = av;
-  if (!pred) {
+  if (!pred && vector_access_allowed()) {
     int common = std::min(mode0_vector_width(src.ptr->type, sv), mode0_vector_width(dst.ptr->type, dv));
     if (common > av && common % av == 0 && nv % common == 0) width = common;
   }

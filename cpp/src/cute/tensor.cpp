@@ -214,8 +214,14 @@ int run_vector_width(ir::Type ptr_type, const L::IntTuple& s0, const L::IntTuple
 
 }  // namespace
 
+bool vector_access_allowed() {
+  const ir::Block* block = trace_builder("a tensor access").block();
+  while (block && !block->parent_function) block = block->parent_op ? block->parent_op->parent : nullptr;
+  return !block || block->parent_function->kind == ir::FunctionKind::Kernel;
+}
+
 int vector_width(const Tensor& t, int max_bytes) {
-  if (!t.is_memory()) return 1;
+  if (!t.is_memory() || !vector_access_allowed()) return 1;
   L::Layout c = L::coalesce(t.layout);
   auto shapes = L::flatten_to_vector(c.shape);
   auto strides = L::flatten_to_vector(c.stride);

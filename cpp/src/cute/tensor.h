@@ -73,6 +73,10 @@ Tensor local_partition(const Tensor& t, const layout::Layout& thr_layout, const 
 std::string to_string(const Tensor& t);
 std::string type_string(const Tensor& t);
 
+// Whether the code being traced may use vector loads and stores: kernels may; host functions
+// run on the host interpreter, which moves one scalar at a time.
+bool vector_access_allowed();
+
 // The largest number of consecutive elements (in linear order, a power of two, at most
 // `max_bytes`) that every vector access of `t` can move at once, given its layout and pointer
 // alignment.

@@ -63,4 +63,47 @@ std::string to_string(const Tiler& t) {
   return "";
 }
 
+namespace {
+
+std::string printf_form(const Int& v, std::vector<ir::Value*>& args) {
+  if (v.is_static()) return std::to_string(v.value());
+  args.push_back(v.ir_value());
+  return "{}";
+}
+
+}  // namespace
+
+std::string printf_form(const IntTuple& t, std::vector<ir::Value*>& args) {
+  switch (t.kind()) {
+    case IntTuple::Kind::Int: return printf_form(t.as_int(), args);
+    case IntTuple::Kind::Basis: {
+      const ScaledBasis& b = t.as_basis();
+      std::string s = printf_form(b.value, args);
+      for (auto it = b.mode.rbegin(); it != b.mode.rend(); ++it) s += "@" + std::to_string(*it);
+      return s;
+    }
+    case IntTuple::Kind::Underscore: return "_";
+    case IntTuple::Kind::Tuple: {
+      std::string s = "(";
+      for (int i = 0; i < t.rank(); ++i) {
+        if (i) s += ",";
+        s += printf_form(t[i], args);
+      }
+      return s + ")";
+    }
+  }
+  return "";
+}
+
+std::string printf_form(const Layout& l, std::vector<ir::Value*>& args) {
+  std::string s = printf_form(l.shape, args);
+  return s + ":" + printf_form(l.stride, args);
+}
+
+std::string printf_form(const ComposedLayout& c, std::vector<ir::Value*>& args) {
+  std::string s = c.inner_is_swizzle() ? to_string(c.swizzle()) : printf_form(c.inner_layout(), args);
+  s += " o " + printf_form(c.offset, args);
+  return s + " o " + printf_form(c.outer, args);
+}
+
 }  // namespace opencute::layout

@@ -21,6 +21,8 @@ using CUmodule = void*;
 using CUfunction = void*;
 using CUstream = void*;
 using CUevent = void*;
+using CUgraph = void*;
+using CUgraphExec = void*;
 
 constexpr CUresult CUDA_SUCCESS = 0;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
@@ -90,6 +92,12 @@ struct CudaDriver::Api {
   // CUDA 12.8 added a _v2 (the same signature); newer drivers may drop the old export.
   CUresult (*EventElapsedTime)(float*, CUevent, CUevent);
   const char* event_elapsed_time_name;
+  CUresult (*StreamBeginCapture)(CUstream, int);
+  CUresult (*StreamEndCapture)(CUstream, CUgraph*);
+  CUresult (*GraphInstantiateWithFlags)(CUgraphExec*, CUgraph, unsigned long long);
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphExecDestroy)(CUgraphExec);
+  CUresult (*GraphDestroy)(CUgraph);
 };
 
 namespace {
@@ -175,6 +183,12 @@ const CudaDriver::Api& CudaDriver::api() {
         a->event_elapsed_time_name = "cuEventElapsedTime";
         bind(a->EventElapsedTime, "cuEventElapsedTime");
       }
+      bind(a->StreamBeginCapture, "cuStreamBeginCapture_v2");
+      bind(a->StreamEndCapture, "cuStreamEndCapture");
+      bind(a->GraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+      bind(a->GraphLaunch, "cuGraphLaunch");
+      bind(a->GraphExecDestroy, "cuGraphExecDestroy");
+      bind(a->GraphDestroy, "cuGraphDestroy");
       if (missing) {
         load_error_ = "the CUDA driver at " + support::loaded_library_path(lib) +
                       " lacks " + missing + "; the driver is too old";
@@ -380,6 +394,43 @@ float CudaDriver::event_elapsed_ms(EventHandle start, EventHandle end) {
 void CudaDriver::event_destroy(EventHandle event) {
   const Api& a = initialized();
   check(a, "cuEventDestroy_v2", a.EventDestroy(event));
+}
+
+// Thread-local capture: other threads' CUDA calls neither join nor break the capture.
+constexpr int kCaptureModeThreadLocal = 1;
+
+void CudaDriver::stream_begin_capture(StreamHandle stream) {
+  const Api& a = initialized();
+  check(a, "cuStreamBeginCapture_v2", a.StreamBeginCapture(stream, kCaptureModeThreadLocal));
+}
+
+GraphHandle CudaDriver::stream_end_capture(StreamHandle stream) {
+  const Api& a = initialized();
+  CUgraph g = nullptr;
+  check(a, "cuStreamEndCapture", a.StreamEndCapture(stream, &g));
+  return g;
+}
+
+GraphExecHandle CudaDriver::graph_instantiate(GraphHandle graph) {
+  const Api& a = initialized();
+  CUgraphExec e = nullptr;
+  check(a, "cuGraphInstantiateWithFlags", a.GraphInstantiateWithFlags(&e, graph, 0));
+  return e;
+}
+
+void CudaDriver::graph_launch(GraphExecHandle exec, StreamHandle stream) {
+  const Api& a = initialized();
+  check(a, "cuGraphLaunch", a.GraphLaunch(exec, stream));
+}
+
+void CudaDriver::graph_exec_destroy(GraphExecHandle exec) {
+  const Api& a = initialized();
+  check(a, "cuGraphExecDestroy", a.GraphExecDestroy(exec));
+}
+
+void CudaDriver::graph_destroy(GraphHandle graph) {
+  const Api& a = initialized();
+  check(a, "cuGraphDestroy", a.GraphDestroy(graph));
 }
 
 }  // namespace opencute::runtime

@@ -22,6 +22,8 @@ using ModuleHandle = void*;    // CUmodule
 using FunctionHandle = void*;  // CUfunction
 using StreamHandle = void*;    // CUstream; nullptr is the legacy default stream
 using EventHandle = void*;     // CUevent
+using GraphHandle = void*;     // CUgraph
+using GraphExecHandle = void*; // CUgraphExec
 
 class CudaError : public std::runtime_error {
  public:
@@ -73,6 +75,15 @@ class CudaDriver {
   void event_synchronize(EventHandle event);
   float event_elapsed_ms(EventHandle start, EventHandle end);
   void event_destroy(EventHandle event);
+
+  // CUDA graphs, for timing launches without their CPU overhead (benchmark(use_cuda_graphs=)):
+  // work issued to `stream` between begin and end capture is recorded, not run.
+  void stream_begin_capture(StreamHandle stream);
+  GraphHandle stream_end_capture(StreamHandle stream);
+  GraphExecHandle graph_instantiate(GraphHandle graph);
+  void graph_launch(GraphExecHandle exec, StreamHandle stream);
+  void graph_exec_destroy(GraphExecHandle exec);
+  void graph_destroy(GraphHandle graph);
 
   // Plain device memory, for tests and simple host-side plumbing.
   void* mem_alloc(size_t bytes);

@@ -161,7 +161,8 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
                                    code="ARG_UNSUPPORTED_TYPE")
         static = (_is_constexpr_annotation(ann) or (index == 0 and name in ("self", "cls")) or value is None
                   or isinstance(value, type) or (callable(value) and not _is_tensor_like(value)
-                                                 and not isinstance(value, Numeric)))
+                                                 and not isinstance(value, Numeric))
+                  or _is_slicing_coordinate(value))
         if static:
             call[name] = value
             continue
@@ -201,6 +202,21 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
     if all(n < 0 for n in plan.arg_lengths):
         plan.arg_lengths = []
     return call, runtime_values
+
+
+def _is_slicing_coordinate(value):
+    """A tuple of Python ints and Nones with at least one None, such as (None, 0): it can only be
+    a slicing coordinate, so it is a compile-time value like a Constexpr."""
+    def leaves(v):
+        if isinstance(v, (list, tuple)):
+            for x in v:
+                yield from leaves(x)
+        else:
+            yield v
+    if not isinstance(value, tuple):
+        return False
+    items = list(leaves(value))
+    return any(v is None for v in items) and all(v is None or type(v) is int for v in items)
 
 
 def _is_runtime_leaf(value):

@@ -127,8 +127,15 @@ def autovec_copy(src, dst, *, loc=None, ip=None):
     basic_copy(src, dst)
 
 
+def print_tensor(tensor, *, verbose=False, loc=None, ip=None):
+    """Prints a memory or coordinate tensor, or a TensorSSA, when the program runs."""
+    from .tensor_ssa import TensorSSA
+    _C.print_tensor(tensor._t if isinstance(tensor, TensorSSA) else tensor, verbose)
+
+
 __all__ = [
     "AddressSpace", "make_tensor", "make_ptr", "recast_ptr", "make_identity_tensor", "make_rmem_tensor",
     "make_fragment", "make_fragment_like", "make_rmem_tensor_like", "local_tile", "local_partition",
     "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "copy", "basic_copy", "autovec_copy",
+    "print_tensor",
 ]

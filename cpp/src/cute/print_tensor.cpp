@@ -1,0 +1,245 @@
+// cute.print_tensor as IR: printf calls in loops and ifs (see print_tensor.h for the format).
+#include "cute/print_tensor.h"
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dsl/printf_format.h"
+#include "layout/print.h"
+
+namespace opencute::cute {
+namespace {
+
+namespace L = opencute::layout;
+using dsl::Num;
+
+// How far each nesting level is indented: the width of "tensor(".
+constexpr int kIndent = 7;
+// A mode longer than 2 * kEdge shows only its first and last kEdge entries.
+constexpr int kEdge = 3;
+
+class Emitter {
+ public:
+  explicit Emitter(ir::Builder& b) : b_(b) {}
+
+  ir::Builder& builder() { return b_; }
+  ir::Value* i32(int64_t v) { return b_.const_int(ir::i32(), v); }
+
+  // `dsl_format` may mix `{}` and C conversions; literal text must not contain `%`.
+  void print(const std::string& dsl_format, const std::vector<ir::Value*>& args = {}) {
+    std::vector<ir::Type> types;
+    for (ir::Value* v : args) types.push_back(v->type);
+    b_.printf(dsl::to_c_format(dsl_format, types), args);
+  }
+
+  template <class Body>
+  void loop(ir::Value* n, Body&& body) {
+    ir::Op* op = b_.create_for(i32(0), n, i32(1), {}, 0);
+    ir::Block* outer = b_.block();
+    b_.set_block(op->region_block(0));
+    body(op->region_block(0)->args[0].get());
+    b_.yield({});
+    b_.set_block(outer);
+  }
+
+  template <class Then, class Else>
+  void if_else(ir::Value* cond, Then&& then_body, Else&& else_body) {
+    if (std::optional<bool> c = constant(cond)) {
+      if (*c) then_body();
+      else else_body();
+      return;
+    }
+    ir::Op* op = b_.create_if(cond);
+    ir::Block* outer = b_.block();
+    b_.set_block(op->region_block(0));
+    then_body();
+    b_.yield({});
+    b_.set_block(op->region_block(1));
+    else_body();
+    b_.yield({});
+    b_.set_block(outer);
+  }
+
+  template <class Then>
+  void when(ir::Value* cond, Then&& then_body) {
+    if_else(cond, then_body, [] {});
+  }
+
+  // `a` (an i32) compared with a constant or another i32.
+  ir::Value* cmp(ir::CmpPredicate p, ir::Value* a, int64_t c) { return b_.cmp(p, a, i32(c)); }
+  ir::Value* cmp_values(ir::CmpPredicate p, ir::Value* a, ir::Value* c) { return b_.cmp(p, a, c); }
+  ir::Value* both(ir::Value* x, ir::Value* y) { return b_.binary(ir::OpCode::And, x, y); }
+  ir::Value* minus(ir::Value* n, int64_t c) { return b_.binary(ir::OpCode::Sub, n, i32(c)); }
+
+  // Index `i` of a mode of extent `n` is hidden behind `...` (CuTe shows kEdge at each end).
+  ir::Value* hidden(ir::Value* i, ir::Value* n) {
+    return both(cmp(ir::CmpPredicate::Ge, i, kEdge), cmp_values(ir::CmpPredicate::Lt, i, minus(n, kEdge)));
+  }
+  ir::Value* is_first_hidden(ir::Value* i) { return cmp(ir::CmpPredicate::Eq, i, kEdge); }
+
+ private:
+  static std::optional<bool> constant(ir::Value* v) {
+    if (v->def && v->def->code == ir::OpCode::Constant) return v->def->int_attr != 0;
+    return std::nullopt;
+  }
+
+  ir::Builder& b_;
+};
+
+std::string spaces(int n) { return std::string(size_t(n), ' '); }
+
+ir::Value* extent(Emitter& e, const L::Layout& l, int mode) {
+  return L::size(l, {mode}).materialize(ir::i32());
+}
+
+// One element followed by `suffix`: numbers as %f / %d with a space where the sign would go,
+// coordinates in CuTe's tuple form.
+void print_element(Emitter& e, const Tensor& t, const L::IntTuple& coord, const std::string& suffix) {
+  if (!t.is_memory()) {
+    std::vector<ir::Value*> args;
+    std::string text = L::printf_form(coordinate_at(t, coord), args);
+    e.print(text + suffix, args);
+    return;
+  }
+  ir::Builder& b = e.builder();
+  ir::Type type = t.element();
+  ir::Value* v = dsl::materialize(load_element(t, coord));
+  ir::Value* zero = nullptr;
+  if (type->is_float()) {
+    v = b.cast(v, ir::f64());
+    zero = b.const_float(ir::f64(), 0.0);
+  } else {
+    if (type->is_bool() || type->width < 32) v = b.cast(v, type->is_signed ? ir::i32() : ir::int_type(32, false));
+    zero = b.const_int(v->type, 0);
+  }
+  e.if_else(b.cmp(ir::CmpPredicate::Ge, v, zero), [&] { e.print(" {}" + suffix, {v}); },
+            [&] { e.print("{}" + suffix, {v}); });
+}
+
+// "tensor(raw_ptr(0x...: f32, gmem, align<16>) o (4,3):(3,1), data=" (or the coordinate
+// iterator in place of the pointer).
+void print_header(Emitter& e, const Tensor& t, const std::string& tail) {
+  std::vector<ir::Value*> args;
+  std::string text = "tensor(";
+  if (t.is_memory()) {
+    ir::Type pt = t.ptr->type;
+    ir::Op* as_int = e.builder().create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()});
+    args.push_back(as_int->result());
+    text += "raw_ptr(0x%016llx: " + ir::to_string(pt->element) + ", " + ir::to_string(pt->space) + ", align<" +
+            std::to_string(pt->align) + ">)";
+  } else {
+    text += L::printf_form(t.coord, args);
+  }
+  text += " o " + L::printf_form(t.layout, args) + ", data=" + tail;
+  e.print(text, args);
+}
+
+// One row: "[ a,  b, ...,  y,  z, ]" over mode 1 (`cols` entries) at row `row` of block `block`.
+void print_row(Emitter& e, const Tensor& t, ir::Value* cols, const L::IntTuple& row, const L::IntTuple* block) {
+  e.print("[");
+  e.loop(cols, [&](ir::Value* j) {
+    e.if_else(e.hidden(j, cols), [&] { e.when(e.is_first_hidden(j), [&] { e.print("..., "); }); },
+              [&] {
+                L::IntTuple col(L::Int::dynamic(j));
+                L::IntTuple coord = block ? L::IntTuple::tuple({row, col, *block}) : L::IntTuple::tuple({row, col});
+                print_element(e, t, coord, ", ");
+              });
+  });
+  e.print("]");
+}
+
+// Rank 1: one element per line.
+void print_column(Emitter& e, const Tensor& t) {
+  ir::Value* n = extent(e, t.layout, 0);
+  e.print(spaces(kIndent));
+  e.loop(n, [&](ir::Value* i) {
+    e.if_else(e.hidden(i, n), [&] { e.when(e.is_first_hidden(i), [&] { e.print(spaces(kIndent) + "...\n"); }); },
+              [&] {
+                e.when(e.cmp(ir::CmpPredicate::Ne, i, 0), [&] { e.print(spaces(kIndent)); });
+                e.print("[");
+                print_element(e, t, L::IntTuple(L::Int::dynamic(i)), ", ");
+                e.print("]");
+                e.when(e.cmp_values(ir::CmpPredicate::Lt, i, e.minus(n, 1)), [&] { e.print(",\n"); });
+              });
+  });
+}
+
+// Rank >= 2: matrices over modes 0 and 1, one per index of the remaining modes (grouped into
+// one mode); with more than one block level the blocks get an enclosing bracket.
+void print_blocks(Emitter& e, const Tensor& t) {
+  int r = L::rank(t.layout);
+  bool outer_bracket = r > 2;
+  Tensor g = r > 2 ? with_layout(t, L::group_modes(t.layout, 2, r)) : t;
+  ir::Value* rows = extent(e, g.layout, 0);
+  ir::Value* cols = extent(e, g.layout, 1);
+  ir::Value* blocks = r > 2 ? extent(e, g.layout, 2) : e.i32(1);
+  int block_indent = kIndent + (outer_bracket ? 1 : 0);
+  int row_indent = block_indent + 1;
+  e.print(spaces(kIndent) + (outer_bracket ? "[" : ""));
+  e.loop(blocks, [&](ir::Value* k) {
+    e.when(e.cmp(ir::CmpPredicate::Ne, k, 0), [&] { e.print(spaces(block_indent)); });
+    e.print("[");
+    L::IntTuple block(L::Int::dynamic(k));
+    e.loop(rows, [&](ir::Value* i) {
+      e.if_else(e.hidden(i, rows),
+                [&] { e.when(e.is_first_hidden(i), [&] { e.print(spaces(row_indent) + "...\n"); }); },
+                [&] {
+                  e.when(e.cmp(ir::CmpPredicate::Ne, i, 0), [&] { e.print(spaces(row_indent)); });
+                  print_row(e, g, cols, L::IntTuple(L::Int::dynamic(i)), r > 2 ? &block : nullptr);
+                  e.when(e.cmp_values(ir::CmpPredicate::Lt, i, e.minus(rows, 1)), [&] { e.print(",\n"); });
+                });
+    });
+    e.print("]");
+    e.when(e.cmp_values(ir::CmpPredicate::Lt, k, e.minus(blocks, 1)), [&] { e.print(",\n\n"); });
+  });
+  if (outer_bracket) e.print("]");
+}
+
+// Every coordinate with its value, last mode fastest: "\t(0,1)= 1.000000".
+void print_verbose(Emitter& e, const Tensor& t) {
+  int r = L::rank(t.layout);
+  std::vector<ir::Value*> extents;
+  for (int m = 0; m < r; ++m) extents.push_back(extent(e, t.layout, m));
+  std::vector<ir::Value*> index;
+  std::function<void(int)> nest = [&](int m) {
+    if (m == r) {
+      std::vector<L::IntTuple> modes;
+      std::vector<ir::Value*> args(index);
+      std::string text = "\t(";
+      for (int i = 0; i < r; ++i) {
+        modes.emplace_back(L::Int::dynamic(index[size_t(i)]));
+        text += i ? ",{}" : "{}";
+      }
+      e.print(text + ")=", args);
+      print_element(e, t, r == 1 ? modes[0] : L::IntTuple::tuple(modes), "\n");
+      return;
+    }
+    e.loop(extents[size_t(m)], [&](ir::Value* i) {
+      index.push_back(i);
+      nest(m + 1);
+      index.pop_back();
+    });
+  };
+  nest(0);
+}
+
+}  // namespace
+
+void print_tensor(const Tensor& t, bool verbose) {
+  Emitter e(trace_builder("print_tensor"));
+  print_header(e, t, verbose ? " (\n" : "\n");
+  if (verbose) print_verbose(e, t);
+  else if (L::rank(t.layout) <= 1) print_column(e, t);
+  else print_blocks(e, t);
+  e.print(")\n");
+}
+
+void print_tensor(const TensorSSA& v, bool verbose) {
+  Tensor t = make_rmem_tensor(L::make_layout(v.shape), v.element);
+  store(t, v.values);
+  print_tensor(t, verbose);
+}
+
+}  // namespace opencute::cute
