@@ -5,7 +5,6 @@ kernels (emulator, PTX, GPU) and the error outside a trace."""
 import re
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -227,9 +226,11 @@ torch.cuda.synchronize()
 
 
 @pytest.mark.gpu
-def test_kernel_on_the_gpu():
+def test_kernel_on_the_gpu(tmp_path):
     # Device printf writes to the process's stdout when the kernel completes: run it apart.
-    r = subprocess.run([sys.executable, "-c", GPU_SCRIPT], capture_output=True, text=True, timeout=300)
+    script = tmp_path / "print_on_gpu.py"  # jit functions need their source in a file
+    script.write_text(GPU_SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     a = np.arange(-4, 12, dtype=np.float32).reshape(2, 8)
     text = re.sub(r"0x[0-9a-f]{16}", "0x<addr>", r.stdout)

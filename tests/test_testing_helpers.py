@@ -213,10 +213,12 @@ print(us, x.min().item(), x.max().item())
 
 
 @pytest.mark.gpu
-def test_benchmark_with_cuda_graphs_replays_the_captured_calls():
+def test_benchmark_with_cuda_graphs_replays_the_captured_calls(tmp_path):
     import subprocess
     import sys
-    r = subprocess.run([sys.executable, "-c", GRAPH_SCRIPT], capture_output=True, text=True, timeout=300)
+    script = tmp_path / "graph_benchmark.py"  # jit functions need their source in a file
+    script.write_text(GRAPH_SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     us, lo, hi = map(float, r.stdout.split())
     assert us > 0

@@ -35,10 +35,10 @@ class JitArguments:
 def _stream_handle(stream):
     if stream is None:
         return 0
-    for attr in ("getPtr", "cuda_stream"):
-        if hasattr(stream, attr):
-            value = getattr(stream, attr)
-            return int(value() if callable(value) else value)
+    if hasattr(stream, "cuda_stream"):  # torch.cuda.Stream
+        return int(stream.cuda_stream)
+    # cuda.bindings' CUstream converts to its handle with int() (its getPtr() is the address
+    # of the Python object's storage, not the stream).
     return int(stream)
 
 
