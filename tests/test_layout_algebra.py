@@ -26,6 +26,16 @@ def test_make_layout_default_stride_is_column_major():
     assert str(L(4, 2)) == "4:2"
 
 
+def test_compact_strides_of_size_one_modes_are_zero():
+    # As CuTe's compact layouts: a size-1 mode is never stepped along, so its stride is 0; the
+    # elementwise_add notebook's text shows the same in a (1,8) divide.
+    assert str(L((4, 1))) == "(4,1):(1,0)"
+    assert str(L((1, (1, 8)))) == "(1,(1,8)):(0,(0,1))"
+    assert str(L(1)) == "1:0"
+    assert str(cute.make_ordered_layout((1, 4, 2), order=(2, 1, 0))) == "(1,4,2):(0,2,1)"
+    assert str(cute.zipped_divide(L((2048, 2048), (2048, 1)), (1, 8))) == "((1,8),(2048,256)):((0,1),(2048,8))"
+
+
 def test_layout_members():
     lay = L((4, 8), (1, 4))
     assert lay.shape == (4, 8)

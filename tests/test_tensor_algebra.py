@@ -41,6 +41,22 @@ def test_tensor_print_forms(capsys):
     ]
 
 
+def test_boolean_tensors_print_as_i8(capsys):
+    # The CuTe DSL stores Boolean tensors as bytes (its elementwise_apply example prints
+    # frgPred = !cute.memref<i8, rmem, align<32>, "((4,16)):((1,4))">).
+    @cute.jit
+    def show():
+        pred = cute.make_rmem_tensor(((4, 16),), cutlass.Boolean)
+        print(pred.type)
+        print(pred)
+
+    show()
+    assert capsys.readouterr().out.splitlines() == [
+        '!cute.memref<i8, rmem, align<32>, "((4,16)):((1,4))">',
+        "tensor<ptr<i8, rmem, align<32>> o ((4,16)):((1,4))>",
+    ]
+
+
 def test_traced_tensor_class_and_isinstance():
     seen = {}
 
@@ -72,6 +88,40 @@ def test_zipped_divide_and_slice_values():
 
     r = pick(from_dlpack(x))
     assert [float(v) for v in r] == [x[2 + 1, 2], x[2, 4 + 3]]
+
+
+def test_assigning_a_tensor_ssa_to_a_slice_stores_it():
+    x = grid(4, 8)
+
+    @cute.jit
+    def double_column(a: cute.Tensor):
+        a[None, 5] = a[None, 2].load() * 2.0      # column 5 <- 2 * column 2
+        t = cute.zipped_divide(a, (1, 4))
+        t[(None, (3, 0))] = t[(None, (0, 1))].load() + 1.0   # row 3, cols 0..3 <- row 0, cols 4..7, + 1
+
+    expected = x.copy()
+    expected[:, 5] = 2 * x[:, 2]
+    expected[3, 0:4] = expected[0, 4:8] + 1   # after the first store
+    double_column(from_dlpack(x))
+    np.testing.assert_array_equal(x, expected)
+
+
+def test_assigning_to_a_slice_needs_a_tensor_ssa_of_its_size():
+    @cute.jit
+    def scalar_to_slice(a: cute.Tensor):
+        a[None, 1] = 1.0
+
+    with pytest.raises(TypeError, match="assigning to a slice of a tensor needs a TensorSSA value, got float") as e:
+        scalar_to_slice(from_dlpack(grid(4, 8)))
+    assert isinstance(e.value, cute.DSLUserCodeError) and e.value.filename == __file__
+
+    @cute.jit
+    def row_to_column(a: cute.Tensor):
+        a[None, 1] = a[0, None].load()
+
+    with pytest.raises(ValueError, match="store\\(\\) of 8 values into a tensor of 4 elements") as e:
+        row_to_column(from_dlpack(grid(4, 8)))
+    assert isinstance(e.value, cute.DSLUserCodeError) and e.value.filename == __file__
 
 
 def test_coordinate_tensor_slices():

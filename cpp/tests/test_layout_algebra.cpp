@@ -57,6 +57,20 @@ TEST(LayoutAlgebra, DocumentedGoldens) {
   EXPECT_EQ(S(ceil_div(IntTuple{10, 6}, IntTuple{3, 4})), "(4,2)");
 }
 
+// CuTe's compact strides give a static size-1 mode stride 0 (it is never stepped along); the
+// divides of the elementwise_add notebook print the same: (1,8) tiles of a (2048,2048):(2048,1)
+// tensor are ((1,8),(2048,256)):((0,1),(2048,8)).
+TEST(LayoutAlgebra, CompactStridesOfSizeOneModesAreZero) {
+  EXPECT_EQ(S(make_layout(IntTuple{4, 1})), "(4,1):(1,0)");
+  EXPECT_EQ(S(make_layout(IntTuple{1, {1, 8}})), "(1,(1,8)):(0,(0,1))");
+  EXPECT_EQ(S(make_layout(IntTuple(1))), "1:0");
+  EXPECT_EQ(S(make_ordered_layout(IntTuple{1, 4, 2}, IntTuple{2, 1, 0})), "(1,4,2):(0,2,1)");
+  EXPECT_EQ(to_string(Tiler::from_shape(IntTuple{1, 8})), "[1:0;8:1]");
+  EXPECT_EQ(S(zipped_divide(L({2048, 2048}, {2048, 1}), Tiler::from_shape(IntTuple{1, 8}))),
+            "((1,8),(2048,256)):((0,1),(2048,8))");
+  EXPECT_EQ(S(logical_divide(L(64, 512), Tiler::from_shape(IntTuple(1)))), "(1,64):(0,512)");
+}
+
 // Worked examples of CuTe's 02_layout_algebra.md.
 TEST(LayoutAlgebra, CuteDocExamples) {
   // coalesce

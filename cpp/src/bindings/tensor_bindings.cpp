@@ -206,15 +206,20 @@ void bind_tensors(nb::module_& root) {
       .def_prop_ro("_memspace", [](const Tensor& t) { return t.is_memory() ? int(t.space()) : -1; })
       .def_prop_ro("type", [](const Tensor& t) { return cute::type_string(t); })
       .def_prop_ro("is_memory", &Tensor::is_memory)
-      .def("__getitem__", &element_or_slice)
+      .def("__getitem__", &element_or_slice, nb::arg("key").none())
       .def("__setitem__", [](const Tensor& t, nb::handle key, nb::handle value) {
         Scope scope;
         L::IntTuple coord = to_tuple(key);
-        if (L::has_underscore(coord))
-          throw dsl::UserError("NOT_SUPPORTED", "assigning to a slice is not supported; use .store() on the slice");
+        if (L::has_underscore(coord)) {  // t[slice] = v stores the TensorSSA v into the slice
+          if (!nb::isinstance<cute::TensorSSA>(value))
+            throw dsl::UserError("TYPE_MISMATCH", "assigning to a slice of a tensor needs a TensorSSA value, got " +
+                                                      py_type_name(value));
+          cute::store(cute::slice(t, coord), nb::cast<const cute::TensorSSA&>(value).values);
+          return;
+        }
         bounds_check(t, coord);
         cute::store_element(t, coord, to_num(value));
-      })
+      }, nb::arg("key").none(), nb::arg("value"))
       .def("_load_values", [](const Tensor& t) {
         Scope scope;
         nb::list out;

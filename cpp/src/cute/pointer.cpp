@@ -32,8 +32,12 @@ ir::Value* recast_pointer(ir::Builder& b, ir::Value* ptr, ir::Type element) {
   return b.bitcast(ptr, ir::pointer_type(element, pt->space, pt->align));
 }
 
+std::string memory_element_string(ir::Type element) {
+  return element->is_bool() ? "i8" : ir::to_string(element);
+}
+
 std::string pointer_string(ir::Type pt) {
-  std::string s = "ptr<" + ir::to_string(pt->element) + ", " + ir::to_string(pt->space);
+  std::string s = "ptr<" + memory_element_string(pt->element) + ", " + ir::to_string(pt->space);
   if (pt->align > pt->element->byte_size()) s += ", align<" + std::to_string(pt->align) + ">";
   return s + ">";
 }

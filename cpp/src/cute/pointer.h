@@ -18,6 +18,8 @@ ir::Value* offset_pointer(ir::Builder& b, ir::Value* ptr, const layout::Int& ind
 // `element`; the alignment is kept.
 ir::Value* recast_pointer(ir::Builder& b, ir::Value* ptr, ir::Type element);
 
+// The element type as the CuTe DSL prints it in memory types: Boolean is stored (and printed) as i8.
+std::string memory_element_string(ir::Type element);
 // Printed as the CuTe DSL prints pointers: ptr<f32, gmem> or ptr<f16, smem, align<16>>; the
 // alignment is shown only when it exceeds the element's size.
 std::string pointer_string(ir::Type ptr_type);

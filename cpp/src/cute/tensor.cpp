@@ -349,7 +349,7 @@ std::string type_string(const Tensor& t) {
   if (!t.is_memory())
     return "!cute.coord_tensor<\"" + L::to_string(t.coord) + "\", \"" + L::to_string(t.layout) + "\">";
   ir::Type pt = t.ptr->type;
-  std::string s = "!cute.memref<" + ir::to_string(pt->element) + ", " + ir::to_string(pt->space);
+  std::string s = "!cute.memref<" + memory_element_string(pt->element) + ", " + ir::to_string(pt->space);
   if (pt->align > pt->element->byte_size()) s += ", align<" + std::to_string(pt->align) + ">";
   return s + ", \"" + L::to_string(t.layout) + "\">";
 }

@@ -512,9 +512,22 @@ IntTuple prefix_product(const IntTuple& t) {
   Int acc = 1;
   return prefix_rec(t, acc);
 }
+// As CuTe's compact strides: a mode of static size 1 is never stepped through, so it gets
+// stride 0 and the running stride passes it unchanged ((4,1) -> (1,0), (1,8) -> (0,1)).
+static IntTuple compact_rec(const IntTuple& t, Int& acc) {
+  if (t.is_leaf()) {
+    if (t.as_int().is_static_value(1)) return Int(0);
+    Int here = acc;
+    acc = acc * t.as_int();
+    return here;
+  }
+  std::vector<IntTuple> out;
+  for (auto& e : t.elems()) out.push_back(compact_rec(e, acc));
+  return IntTuple(std::move(out));
+}
 IntTuple compact_col_major(const IntTuple& shape, const Int& start) {
   Int acc = start;
-  return prefix_rec(shape, acc);
+  return compact_rec(shape, acc);
 }
 
 Int elem_less(const IntTuple& a, const IntTuple& b);

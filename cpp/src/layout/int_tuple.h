@@ -188,7 +188,8 @@ IntTuple elem_scale(const IntTuple& a, const IntTuple& b);
 IntTuple prefix_product(const IntTuple& t);  // exclusive, congruent to t
 // Element-wise a < b on congruent coordinates, AND-reduced: static 0/1 or dynamic i1.
 Int elem_less(const IntTuple& a, const IntTuple& b);
-// Compact column-major strides for a shape (same as prefix_product).
+// Compact column-major strides for a shape: prefix products, except that static size-1 modes
+// get stride 0 (as CuTe).
 IntTuple compact_col_major(const IntTuple& shape, const Int& start = 1);
 
 // Stride arithmetic, where strides may be ScaledBasis: c * stride and the sum of two offsets.

@@ -28,7 +28,7 @@ bool operator==(const Layout& a, const Layout& b) { return a.shape == b.shape &&
 
 Tiler Tiler::from_shape(const IntTuple& shape) {
   switch (shape.kind()) {
-    case IntTuple::Kind::Int: return Tiler(Layout(shape, IntTuple(1)));
+    case IntTuple::Kind::Int: return Tiler(make_layout(shape));
     case IntTuple::Kind::Underscore: return Tiler::underscore();
     case IntTuple::Kind::Tuple: {
       std::vector<Tiler> modes;
@@ -84,6 +84,10 @@ Layout make_ordered_layout(const IntTuple& shape, const IntTuple& order) {
   std::vector<IntTuple> strides(leaves.size());
   Int acc = 1;
   for (size_t i : idx) {
+    if (leaves[i].as_int().is_static_value(1)) {  // compact: size-1 modes get stride 0
+      strides[i] = Int(0);
+      continue;
+    }
     strides[i] = acc;
     acc = acc * leaves[i].as_int();
   }

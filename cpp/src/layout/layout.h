@@ -60,7 +60,8 @@ struct ComposedLayout {
 bool operator==(const ComposedLayout& a, const ComposedLayout& b);
 
 // A tiler: a Layout, a by-mode tuple of tilers, or `_` (identity for that mode). Integers and
-// shape tuples convert: n -> n:1, (a,b) -> by-mode (a:1, b:1), _ -> identity.
+// shape tuples convert through make_layout: n -> n:1 (a static 1 -> 1:0, as CuTe's compact
+// layouts), (a,b) -> by-mode (a:1, b:1), _ -> identity.
 struct Tiler {
   enum class Kind : uint8_t { Layout, Tuple, Underscore };
   Kind kind = Kind::Underscore;

@@ -32,7 +32,16 @@ def _store(self, value):
     self._store_values(value)
 
 
+_core_setitem = _Tensor.__setitem__
+
+
+def _setitem(self, key, value):
+    from .tensor_ssa import TensorSSA
+    _core_setitem(self, key, value._t if isinstance(value, TensorSSA) else value)
+
+
 _Tensor.memspace = property(_memspace)
+_Tensor.__setitem__ = _setitem
 _Tensor.load = _load
 _Tensor.store = _store
 _Pointer.memspace = property(_memspace)
