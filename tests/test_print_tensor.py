@@ -172,7 +172,7 @@ def test_boolean_and_unsigned_elements(capfd):
     y = np.array([[0, 255], [7, 128]], dtype=np.uint8)
     show_bool(from_dlpack(x), from_dlpack(y))
     flags = (x > 1.5).astype(np.int32)
-    assert _out(capfd) == (render(flags, "tensor(raw_ptr(0x<addr>: i1, rmem, align<32>) o (2,2):(1,2), data=")
+    assert _out(capfd) == (render(flags, "tensor(raw_ptr(0x<addr>: i8, rmem, align<32>) o (2,2):(1,2), data=")
                            + render(y, _header(y, "(2,2):(2,1)")))
 
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cute/pointer.h"
 #include "dsl/printf_format.h"
 #include "layout/print.h"
 
@@ -127,7 +128,7 @@ void print_header(Emitter& e, const Tensor& t, const std::string& tail) {
     ir::Type pt = t.ptr->type;
     ir::Op* as_int = e.builder().create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()});
     args.push_back(as_int->result());
-    text += "raw_ptr(0x%016llx: " + ir::to_string(pt->element) + ", " + ir::to_string(pt->space) + ", align<" +
+    text += "raw_ptr(0x%016llx: " + memory_element_string(pt->element) + ", " + ir::to_string(pt->space) + ", align<" +
             std::to_string(pt->align) + ">)";
   } else {
     text += L::printf_form(t.coord, args);
