@@ -23,6 +23,13 @@ import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
 
 
+@pytest.fixture(autouse=True)
+def _emulator_for_numpy(request, monkeypatch):
+    """numpy arrays live in host memory: kernels over them run on the emulator, GPU or not."""
+    if request.node.get_closest_marker("gpu") is None:
+        monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+
+
 # ---- the notebook's kernels and host functions, transcribed ------------------------------------
 
 @cute.kernel
