@@ -89,7 +89,8 @@ def test_promotion():
     i = ssa(np.array([1, 2], dtype=np.int32), I32)
     h = ssa(np.array([0.5, 0.25], dtype=np.float16), cutlass.Float16)
     assert (i + h).dtype is F32          # Int32 + Float16 -> Float32 (the float of the wider width)
-    assert (h + 1.0).dtype is F32        # a Python float is a Float32
+    assert (h + 1.0).dtype is cutlass.Float16   # a Python float takes the element type (test_python_literals)
+    assert (h + F32(1.0)).dtype is F32
     assert (h + h).dtype is cutlass.Float16
     assert (i / 2).dtype is F32          # / on integers gives Float32
     assert (i + cutlass.Uint32(1)).dtype is cutlass.Uint32

@@ -55,6 +55,21 @@ def test_fill_writes_every_element():
     np.testing.assert_array_equal(x, np.full(37, 2.5, dtype=np.float32))
 
 
+def test_register_fragment_in_host_code():
+    # Register fragments are aligned for vector accesses; host code (run by the interpreter)
+    # reads and writes them one element at a time.
+    out = np.zeros(8, dtype=np.float32)
+
+    @cute.jit
+    def round_trip(out: cute.Tensor):
+        frag = cute.make_fragment(8, cutlass.Float32)
+        frag.store(cute.TensorSSA._from_values((8,), cutlass.Float32, [float(i) for i in range(8)]) * 2.0)
+        out.store(frag.load() + 1.0)
+
+    round_trip(cute.runtime.from_dlpack(out))   # a static layout, as store() needs
+    np.testing.assert_array_equal(out, np.arange(8, dtype=np.float32) * 2 + 1)
+
+
 @cute.jit
 def bump(a: cute.Tensor):
     a[0] = a[1] + 1.0

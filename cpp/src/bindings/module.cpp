@@ -51,12 +51,6 @@ struct OpHandle {  // a region op under construction
 };
 
 
-std::vector<Num> to_nums(nb::handle seq) {
-  std::vector<Num> out;
-  for (nb::handle h : seq) out.push_back(to_num(h));
-  return out;
-}
-
 std::vector<ir::Value*> materialize_all(nb::handle seq) {
   std::vector<ir::Value*> out;
   for (nb::handle h : seq) out.push_back(dsl::materialize(to_num(h)));
@@ -424,8 +418,12 @@ NB_MODULE(_core, m) {
     return dsl::convert(to_num(v), t);
   });
   m.def("as_num", &to_num);
-  m.def("binary", [](int op, nb::handle a, nb::handle b) { return dsl::binary(dsl::BinOp(op), to_num(a), to_num(b)); });
-  m.def("compare", [](int p, nb::handle a, nb::handle b) { return dsl::compare(ir::CmpPredicate(p), to_num(a), to_num(b)); });
+  m.def("binary", [](int op, nb::handle a, nb::handle b) {
+    return dsl::binary(dsl::BinOp(op), bindings::to_operand(a), bindings::to_operand(b));
+  });
+  m.def("compare", [](int p, nb::handle a, nb::handle b) {
+    return dsl::compare(ir::CmpPredicate(p), bindings::to_operand(a), bindings::to_operand(b));
+  });
   m.def("negate", [](nb::handle a) { return dsl::negate(to_num(a)); });
   m.def("invert", [](nb::handle a) { return dsl::invert(to_num(a)); });
   m.def("absolute", [](nb::handle a) { return dsl::absolute(to_num(a)); });
@@ -433,7 +431,11 @@ NB_MODULE(_core, m) {
   m.def("convert", [](nb::handle a, const std::string& dtype) { return dsl::convert(to_num(a), dsl::dtype_from_name(dtype)); });
   m.def("bitcast", [](nb::handle a, const std::string& dtype) { return dsl::bitcast(to_num(a), dsl::dtype_from_name(dtype)); });
   m.def("select", [](nb::handle c, nb::handle a, nb::handle b) { return dsl::select(to_num(c), to_num(a), to_num(b)); });
-  m.def("math", [](const std::string& fn, nb::list args) { return dsl::math(fn, to_nums(args)); });
+  m.def("math", [](const std::string& fn, nb::list args) {
+    std::vector<Num> operands;
+    for (nb::handle h : args) operands.push_back(bindings::to_operand(h));
+    return dsl::math(fn, operands);
+  });
 
 
   // ---- tracing ----

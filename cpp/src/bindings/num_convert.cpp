@@ -42,6 +42,17 @@ Num to_num(nb::handle h) {
                                               std::string(nb::str(nb::handle((PyObject*)Py_TYPE(h.ptr()))).c_str()));
 }
 
+Num to_operand(nb::handle h) {
+  if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (overflow) throw dsl::UserError("TYPE_CONVERSION", "integer out of the 64-bit range");
+    return dsl::python_literal_int(v);
+  }
+  if (PyFloat_Check(h.ptr())) return dsl::python_literal_float(PyFloat_AsDouble(h.ptr()));
+  return to_num(h);
+}
+
 nb::object wrap_num(const Num& n) { return wrapper()(n); }
 
 nb::object dtype_class(ir::Type t) { return dtype_lookup()(dsl::dtype_name(t)); }

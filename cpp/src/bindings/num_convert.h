@@ -8,6 +8,9 @@
 namespace opencute::bindings {
 
 dsl::Num to_num(nanobind::handle h);
+// Like to_num, but a Python int or float becomes a Python literal (dsl::python_literal_int):
+// for the operands of arithmetic, comparisons and math, where it takes the DSL operand's type.
+dsl::Num to_operand(nanobind::handle h);
 // The DSL proxy for `n` (cutlass._dsl.numeric.wrap).
 nanobind::object wrap_num(const dsl::Num& n);
 // The DSL numeric class of an IR scalar type (cutlass.Float32 for f32 ...).

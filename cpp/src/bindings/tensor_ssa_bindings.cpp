@@ -2,6 +2,7 @@
 // Num objects (the Python class converts Python scalars with as_numeric first); shapes, keys and
 // reduction profiles arrive as Python ints / tuples / None / DSL integers. No semantics here.
 #include "bindings/tensor_ssa_bindings.h"
+#include "bindings/num_convert.h"
 #include "bindings/python_errors.h"
 
 #include <nanobind/stl/string.h>
@@ -39,9 +40,16 @@ Operand operand(nb::handle h) {
   return num_of(h);
 }
 
-std::vector<Operand> operands(nb::handle seq) {
+// An operand of arithmetic, comparisons and math: Python ints and floats stay Python literals
+// (they take the tensor's element type where they can, see dsl::python_literal_int).
+Operand arithmetic_operand(nb::handle h) {
+  if (nb::isinstance<TensorSSA>(h)) return nb::cast<TensorSSA>(h);
+  return to_operand(h);
+}
+
+std::vector<Operand> arithmetic_operands(nb::handle seq) {
   std::vector<Operand> out;
-  for (nb::handle h : seq) out.push_back(operand(h));
+  for (nb::handle h : seq) out.push_back(arithmetic_operand(h));
   return out;
 }
 
@@ -115,16 +123,16 @@ void bind_tensor_ssa(nb::module_& m) {
     return TensorSSA::full(to_key(shape), num_of(fill), dtype(dt));
   });
   m.def("ssa_binary", [](int op, nb::handle a, nb::handle b) {
-    return cute::binary(dsl::BinOp(op), operand(a), operand(b));
+    return cute::binary(dsl::BinOp(op), arithmetic_operand(a), arithmetic_operand(b));
   });
   m.def("ssa_compare", [](int p, nb::handle a, nb::handle b) {
-    return cute::compare(ir::CmpPredicate(p), operand(a), operand(b));
+    return cute::compare(ir::CmpPredicate(p), arithmetic_operand(a), arithmetic_operand(b));
   });
   m.def("ssa_negate", &cute::negate);
   m.def("ssa_absolute", &cute::absolute);
   m.def("ssa_invert", &cute::invert);
   m.def("ssa_convert", [](const TensorSSA& t, const std::string& dt) { return cute::convert(t, dtype(dt)); });
-  m.def("ssa_math", [](const std::string& fn, nb::handle args) { return cute::math(fn, operands(args)); });
+  m.def("ssa_math", [](const std::string& fn, nb::handle args) { return cute::math(fn, arithmetic_operands(args)); });
   m.def("ssa_where", [](nb::handle c, nb::handle x, nb::handle y) {
     return cute::where(operand(c), operand(x), operand(y));
   });

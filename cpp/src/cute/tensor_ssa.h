@@ -59,7 +59,9 @@ TensorSSA broadcast_to(const TensorSSA& t, const layout::IntTuple& target);
 std::string python_shape_string(const layout::IntTuple& shape);
 
 // ---- element-wise ----
-// Scalar promotion per element (dsl::binary); at least one operand must be a TensorSSA.
+// Scalar promotion per element (dsl::binary); at least one operand must be a TensorSSA. A
+// Python literal operand (dsl::python_literal_int/float) takes the element type where it can,
+// so `x * 0.5` on Float16 stays Float16.
 // + and - on two Boolean tensors compute in Int32 and give Boolean (x != 0), as the DSL does.
 TensorSSA binary(dsl::BinOp op, const Operand& a, const Operand& b);
 TensorSSA compare(ir::CmpPredicate p, const Operand& a, const Operand& b);  // Boolean result
@@ -70,6 +72,7 @@ TensorSSA convert(const TensorSSA& t, ir::Type to);
 // cute.math.<fn> on each element; operands broadcast together (at least one a TensorSSA).
 TensorSSA math(const std::string& fn, const std::vector<Operand>& args);
 // cute.where: cond must be Boolean, x and y of one dtype, at least one of them a TensorSSA.
+// Scalars here are typed values (a Python 0.0 arrives as Float32), never adapting literals.
 TensorSSA where(const Operand& cond, const Operand& x, const Operand& y);
 
 // ---- reductions ----

@@ -21,8 +21,9 @@ std::vector<std::string> dtype_names();
 // Throws std::invalid_argument when the DSL refuses an implicit promotion.
 ir::Type promote(ir::Type a, ir::Type b);
 
-// The type a Python value gets when it meets a DSL value: bool -> Boolean, int -> Int32 (Int64
-// when it does not fit), float -> Float32.
+// The type a Python value gets on its own (as_numeric, printf, where ...): bool -> Boolean,
+// int -> Int32 (Int64 when it does not fit), float -> Float32. In arithmetic next to a DSL value
+// a Python int/float first tries that value's type (dsl::python_literal_int in dsl/num.h).
 ir::Type type_of_python_int(long long v);
 
 }  // namespace opencute::dsl

@@ -35,6 +35,55 @@ Num Num::of_value(ir::Value* v) {
   return n;
 }
 
+Num python_literal_int(long long v) {
+  Num n = Num::of_int(ir::i64(), v);
+  n.python_literal = true;
+  return n;
+}
+
+Num python_literal_float(double v) {
+  Num n = Num::of_float(ir::f64(), v);
+  n.python_literal = true;
+  return n;
+}
+
+Type literal_default_type(const Num& n) {
+  if (!n.python_literal) return n.type;
+  return n.type->is_float() ? ir::f32() : type_of_python_int(n.s.i);
+}
+
+// Whether literal `lit` can take type t without changing its value's meaning: an int must fit
+// t's range (or round to a finite t), a finite float must stay finite.
+static bool literal_takes(const Num& lit, Type t) {
+  if (!t->is_scalar() || t->is_bool()) return false;
+  if (lit.type->is_float()) {
+    if (!t->is_float()) return false;
+    return !std::isfinite(lit.s.f) || std::isfinite(ir::round_float(t, lit.s.f));
+  }
+  if (t->is_float()) return std::isfinite(ir::round_float(t, double(lit.s.i)));
+  if (!t->is_signed && lit.s.i < 0) return false;  // Uint64 holds its values in int64 bits
+  return ir::wrap_int(t, lit.s.i) == lit.s.i;
+}
+
+static Type promote_or_raise(Type a, Type b) {
+  try {
+    return promote(a, b);
+  } catch (const std::invalid_argument& e) {
+    throw UserError("TYPE_PROMOTION", e.what());
+  }
+}
+
+Type common_type(const std::vector<Num>& operands) {
+  Type t = nullptr;
+  for (auto& n : operands)
+    if (!n.python_literal) t = t ? promote_or_raise(t, n.type) : n.type;
+  for (auto& n : operands) {
+    if (!n.python_literal || (t && literal_takes(n, t))) continue;
+    t = t ? promote_or_raise(t, literal_default_type(n)) : literal_default_type(n);
+  }
+  return t;
+}
+
 ir::Value* materialize(const Num& n) {
   if (!n.is_static) return n.value;
   ir::Builder& b = Tracer::require("materialising a constant").builder();
@@ -52,7 +101,9 @@ static Num from_value(ir::Value* v) {
   return Num::of_value(v);
 }
 
-Num convert(const Num& n, Type to) {
+Num convert(const Num& n0, Type to) {
+  Num n = n0;
+  n.python_literal = false;
   if (n.type == to) return n;
   if (!to->is_scalar() || !n.type->is_scalar())
     throw UserError("TYPE_CONVERSION", "cannot convert " + dtype_name(n.type) + " to " + dtype_name(to));
@@ -77,16 +128,12 @@ static Scalar python_mod(Type t, Scalar a, Scalar b) {
 }
 
 Num binary(BinOp op, const Num& a0, const Num& b0) {
-  Type t;
-  try {
-    t = promote(a0.type, b0.type);
-  } catch (const std::invalid_argument& e) {
-    throw UserError("TYPE_PROMOTION", e.what());
-  }
+  Type t = common_type({a0, b0});
   bool bitwise = op == BinOp::And || op == BinOp::Or || op == BinOp::Xor || op == BinOp::Shl || op == BinOp::Shr;
   if (bitwise && t->is_float())
-    throw UserError("TYPE_BITWISE_FLOAT", "bitwise operators need integer operands, got " + dtype_name(a0.type) + " and " +
-                                              dtype_name(b0.type));
+    throw UserError("TYPE_BITWISE_FLOAT", "bitwise operators need integer operands, got " +
+                                              dtype_name(literal_default_type(a0)) + " and " +
+                                              dtype_name(literal_default_type(b0)));
   // Arithmetic on Booleans happens in Int32; logic ops keep i1.
   if (t->is_bool() && !bitwise && op != BinOp::Min && op != BinOp::Max) t = ir::i32();
   if (op == BinOp::TrueDiv && t->is_int()) t = ir::f32();
@@ -132,12 +179,7 @@ Num binary(BinOp op, const Num& a0, const Num& b0) {
 }
 
 Num compare(ir::CmpPredicate p, const Num& a0, const Num& b0) {
-  Type t;
-  try {
-    t = promote(a0.type, b0.type);
-  } catch (const std::invalid_argument& e) {
-    throw UserError("TYPE_PROMOTION", e.what());
-  }
+  Type t = common_type({a0, b0});
   Num a = convert(a0, t), b = convert(b0, t);
   if (a.is_static && b.is_static) return Num::of_int(ir::bool_type(), ir::eval_cmp(p, t, a.s, b.s));
   return from_value(Tracer::require("comparison").builder().cmp(p, materialize(a), materialize(b)));
@@ -177,8 +219,8 @@ Num select(const Num& cond0, const Num& a0, const Num& b0) {
 }
 
 Num math(const std::string& fn, const std::vector<Num>& args0) {
-  Type t = args0.at(0).type;
-  for (auto& a : args0) t = promote(t, a.type);
+  if (args0.empty()) throw UserError("UNSUP_MATH", "cute.math." + fn + " needs an argument");
+  Type t = common_type(args0);
   if (!t->is_float()) t = ir::f32();
   std::vector<Num> args;
   bool all_static = true;

@@ -3,21 +3,22 @@ definitions in the emulators). Arguments may be DSL scalars, Python scalars or T
 with a TensorSSA the function applies element-wise (operands broadcast) and returns a TensorSSA.
 The `fastmath`/`approx`/`ftz` variants are accepted and not yet specialised."""
 from .. import _core
-from .._dsl.numeric import as_numeric, wrap
+from .._dsl.numeric import num_of, wrap
 from .tensor_ssa import TensorSSA, apply_math
 
 
 def _apply(name, args):
     if any(isinstance(a, TensorSSA) for a in args):
         return apply_math(name, args)
-    return wrap(_core.math(name, [as_numeric(a)._n for a in args]))
+    # Python scalars go as they are: C++ types them against the DSL arguments.
+    return wrap(_core.math(name, [num_of(a) for a in args]))
 
 
 def _unary(name):
     def fn(x, *, fastmath=False, approx=False, ftz=False, rounding=None, loc=None, ip=None):
         return _apply(name, (x,))
     fn.__name__ = name
-    fn.__doc__ = f"Element-wise {name} of a DSL float, a Python float (taken as Float32) or a TensorSSA."
+    fn.__doc__ = f"Element-wise {name} of a DSL float, a Python float (Float32 unless it meets a DSL float) or a TensorSSA."
     return fn
 
 

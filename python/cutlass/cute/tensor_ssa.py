@@ -40,17 +40,21 @@ def _wrap_any(r):
     return _wrap(r) if isinstance(r, _core.TensorSSA) else wrap(r)
 
 
-def _operand(x):
-    """The C++ operand for x (a TensorSSA or a scalar), or None for anything else."""
+def _operand(x, python_literals=True):
+    """The C++ operand for x (a TensorSSA or a scalar), or None for anything else. Python ints
+    and floats go to C++ as they are, where arithmetic types them (a literal takes the tensor's
+    element type where it can); with python_literals=False they become Int32/Float32 first."""
     if isinstance(x, TensorSSA):
         return x._t
-    if isinstance(x, (Numeric, bool, int, float)):
-        return as_numeric(x)._n
+    if isinstance(x, Numeric):
+        return x._n
+    if isinstance(x, (bool, int, float)):
+        return x if python_literals else as_numeric(x)._n
     return None
 
 
-def _require_operand(x, what):
-    o = _operand(x)
+def _require_operand(x, what, python_literals=True):
+    o = _operand(x, python_literals)
     if o is None:
         raise TypeError(f"{what}: expected a TensorSSA or a numeric scalar, got {type(x).__name__}")
     return o
@@ -215,8 +219,10 @@ def empty_like(a, dtype=None, *, loc=None, ip=None):
 
 def where(cond, x, y, *, loc=None, ip=None):
     """Element-wise `x if cond else y`; scalars broadcast, x and y must share one dtype."""
-    return _wrap(_core.ssa_where(_require_operand(cond, "where"), _require_operand(x, "where"),
-                                 _require_operand(y, "where")))
+    # A Python scalar here is an Int32/Float32 value, not a literal that adapts: the CuTe DSL
+    # asks for full_like(x, 0) to select against a Float16 tensor.
+    return _wrap(_core.ssa_where(_require_operand(cond, "where", False), _require_operand(x, "where", False),
+                                 _require_operand(y, "where", False)))
 
 
 def any_(x, *, loc=None, ip=None):
