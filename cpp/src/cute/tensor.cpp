@@ -239,19 +239,12 @@ int mode0_vector_width(ir::Type ptr_type, const L::Layout& layout, int max_bytes
   return run_vector_width(ptr_type, shapes[0], strides[0], others, max_bytes);
 }
 
-// Elements per access of load()/store(): vectors in kernels; one in host code, which the host
-// interpreter runs a scalar at a time (vectors would buy nothing there).
-static int access_width(const Tensor& t) {
-  dsl::Tracer* tracer = dsl::Tracer::current();
-  return tracer && tracer->in_kernel() ? vector_width(t) : 1;
-}
-
 std::vector<Num> load(const Tensor& t) {
   require_memory(t, "load()");
   int64_t n = static_size(t, "load()");
   ir::Builder& b = trace_builder("load()");
   ir::Type e = t.element();
-  int v = access_width(t);
+  int v = vector_width(t);
   std::vector<Num> out;
   out.reserve(n);
   for (int64_t i = 0; i < n; i += v) {
@@ -275,7 +268,7 @@ void store(const Tensor& t, const std::vector<Num>& values) {
                                                to_string(t) + ")");
   ir::Builder& b = trace_builder("store()");
   ir::Type e = t.element();
-  int v = access_width(t);
+  int v = vector_width(t);
   for (int64_t i = 0; i < n; i += v) {
     ir::Value* p = element_pointer(t, L::IntTuple(i));
     if (v == 1) {
