@@ -5,17 +5,12 @@ The host functions run on the CPU interpreter. In the stored output of the slice
 interleaved Python's `print` with the C printf stream ("[Slice output:\\n 6.000000"); the test
 checks the two streams in program order instead.
 """
-import re
-
 import numpy as np
 
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
-
-
-def _out(capfd):
-    return re.sub(r"0x[0-9a-f]{16}", "0x<addr>", capfd.readouterr().out)
+from print_format import printed as _out
 
 
 @cute.jit

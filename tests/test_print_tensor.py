@@ -1,8 +1,6 @@
-"""cute.print_tensor against a reference rendering written from the format of the stored outputs
-in NVIDIA's notebooks (`print`, `tensor`, `tensorssa`): element formatting per dtype, the `...`
-elision of long modes, ranks 1 to 4, dynamic layouts, TensorSSA values, coordinate tensors,
+"""cute.print_tensor against the reference rendering of print_format.py: element formatting per
+dtype, the `...` elision of long modes, ranks 1 to 4, dynamic layouts, TensorSSA values, coordinate tensors,
 kernels (emulator, PTX, GPU) and the error outside a trace."""
-import re
 import subprocess
 import sys
 
@@ -12,59 +10,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
-
-
-def _out(capfd):
-    return re.sub(r"0x[0-9a-f]{16}", "0x<addr>", capfd.readouterr().out)
-
-
-def _number(x, is_float):
-    s = f"{float(x):f}" if is_float else str(int(x))
-    return s if s.startswith("-") else " " + s
-
-
-def _edges(n):
-    return list(range(n)) if n <= 6 else [0, 1, 2, None, n - 3, n - 2, n - 1]
-
-
-def render(a, header, verbose=False):
-    """print_tensor's text for array `a` (indexed by CuTe coordinates: mode 0 = rows)."""
-    is_float = a.dtype.kind == "f"
-    if verbose:
-        body = "".join(f"\t({','.join(map(str, c))})={_number(a[c], is_float)}\n" for c in np.ndindex(*a.shape))
-        return header + " (\n" + body + ")\n"
-    if a.ndim == 1:
-        lines = []
-        for i in _edges(a.shape[0]):
-            lines.append("       ..." if i is None else "       [" + _number(a[i], is_float) + ", ]")
-        return header + "\n" + _join(lines) + ")\n"
-    blocks = a.reshape(a.shape[0], a.shape[1], -1, order="F")  # trailing modes grouped, mode 2 fastest
-    outer = a.ndim > 2
-    indent = 8 if outer else 7
-    out = []
-    for k in range(blocks.shape[2]):
-        lines = []
-        for i in _edges(a.shape[0]):
-            if i is None:
-                lines.append(" " * (indent + 1) + "...")
-                continue
-            cells = "".join("..., " if j is None else _number(blocks[i, j, k], is_float) + ", "
-                            for j in _edges(a.shape[1]))
-            lines.append(" " * (indent + 1) + "[" + cells + "]")
-        text = _join(lines)
-        out.append(" " * indent + "[" + text[indent + 1:] + "]")
-    body = ",\n\n".join(out)
-    body = "       [" + body[8:] + "]" if outer else body
-    return header + "\n" + body + ")\n"
-
-
-def _join(lines):
-    text = ""
-    for n, line in enumerate(lines):
-        text += line
-        if n + 1 < len(lines):
-            text += "\n" if line.endswith("...") else ",\n"
-    return text
+from print_format import mask_addresses, printed as _out, render
 
 
 def _header(a, layout, space="generic", align=None, mlir=None):
@@ -233,5 +179,5 @@ def test_kernel_on_the_gpu(tmp_path):
     r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     a = np.arange(-4, 12, dtype=np.float32).reshape(2, 8)
-    text = re.sub(r"0x[0-9a-f]{16}", "0x<addr>", r.stdout)
+    text = mask_addresses(r.stdout)
     assert text == render(a, _header(a, _layout(a), space="gmem" if "gmem" in text else "generic"))

@@ -4,10 +4,8 @@ run with the same calls and checked against the output stored in the notebook (a
 The notebook builds its inputs with torch on the CPU; the `torch` tests run those cells as written
 (skipped where torch is not installed), and each has a numpy twin (numpy supports DLPack too) so
 the cells also run on machines without torch. Cells printing random data are checked against a
-reference rendering of the same data (`render`, written from the stored outputs' format).
+reference rendering of the same data (`print_format.render`).
 """
-import re
-
 import numpy as np
 import pytest
 
@@ -15,40 +13,11 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.cute.runtime as cute_rt
 from cutlass.cute.runtime import from_dlpack
-
-
-def _out(capfd):
-    return re.sub(r"0x[0-9a-f]{16}", "0x<addr>", capfd.readouterr().out)
+from print_format import printed as _out, render
 
 
 def _torch():
     return pytest.importorskip("torch")
-
-
-def _number(x):
-    return f"{x:f}" if x < 0 else f" {x:f}"
-
-
-def _edges(n):
-    """Indices print_tensor shows of a mode of extent n (None marks the `...`)."""
-    return list(range(n)) if n <= 6 else [0, 1, 2, None, n - 3, n - 2, n - 1]
-
-
-def render(a, header):
-    """Reference rendering of a 2-D array in print_tensor's format."""
-    rows = []
-    for i in _edges(a.shape[0]):
-        if i is None:
-            rows.append("        ...")
-            continue
-        cells = "".join("..., " if j is None else _number(float(a[i, j])) + ", " for j in _edges(a.shape[1]))
-        rows.append(("       [[" if i == 0 else "        [") + cells + "]")
-    text = ""
-    for k, r in enumerate(rows):
-        text += r
-        if k + 1 < len(rows):
-            text += "\n" if r.endswith("...") else ",\n"
-    return header + "\n" + text + "])\n"
 
 
 # ---- Example usage: a tensor over a pointer -----------------------------------------------------

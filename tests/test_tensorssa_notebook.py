@@ -4,17 +4,12 @@ addresses masked) and the values left in the arrays.
 
 The notebook imports torch; none of these cells uses it, so the import is left out.
 """
-import re
-
 import numpy as np
 
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
-
-
-def _out(capfd):
-    return re.sub(r"0x[0-9a-f]{16}", "0x<addr>", capfd.readouterr().out)
+from print_format import printed as _out
 
 
 def _column(values, space="generic", align=4, layout=None):

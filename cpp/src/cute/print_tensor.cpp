@@ -91,7 +91,7 @@ class Emitter {
 
 std::string spaces(int n) { return std::string(size_t(n), ' '); }
 
-ir::Value* extent(Emitter& e, const L::Layout& l, int mode) {
+ir::Value* extent(const L::Layout& l, int mode) {
   return L::size(l, {mode}).materialize(ir::i32());
 }
 
@@ -153,7 +153,7 @@ void print_row(Emitter& e, const Tensor& t, ir::Value* cols, const L::IntTuple& 
 
 // Rank 1: one element per line.
 void print_column(Emitter& e, const Tensor& t) {
-  ir::Value* n = extent(e, t.layout, 0);
+  ir::Value* n = extent(t.layout, 0);
   e.print(spaces(kIndent));
   e.loop(n, [&](ir::Value* i) {
     e.if_else(e.hidden(i, n), [&] { e.when(e.is_first_hidden(i), [&] { e.print(spaces(kIndent) + "...\n"); }); },
@@ -173,9 +173,9 @@ void print_blocks(Emitter& e, const Tensor& t) {
   int r = L::rank(t.layout);
   bool outer_bracket = r > 2;
   Tensor g = r > 2 ? with_layout(t, L::group_modes(t.layout, 2, r)) : t;
-  ir::Value* rows = extent(e, g.layout, 0);
-  ir::Value* cols = extent(e, g.layout, 1);
-  ir::Value* blocks = r > 2 ? extent(e, g.layout, 2) : e.i32(1);
+  ir::Value* rows = extent(g.layout, 0);
+  ir::Value* cols = extent(g.layout, 1);
+  ir::Value* blocks = r > 2 ? extent(g.layout, 2) : e.i32(1);
   int block_indent = kIndent + (outer_bracket ? 1 : 0);
   int row_indent = block_indent + 1;
   e.print(spaces(kIndent) + (outer_bracket ? "[" : ""));
@@ -202,7 +202,7 @@ void print_blocks(Emitter& e, const Tensor& t) {
 void print_verbose(Emitter& e, const Tensor& t) {
   int r = L::rank(t.layout);
   std::vector<ir::Value*> extents;
-  for (int m = 0; m < r; ++m) extents.push_back(extent(e, t.layout, m));
+  for (int m = 0; m < r; ++m) extents.push_back(extent(t.layout, m));
   std::vector<ir::Value*> index;
   std::function<void(int)> nest = [&](int m) {
     if (m == r) {
