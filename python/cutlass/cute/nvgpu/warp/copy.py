@@ -1,0 +1,2 @@
+"""Warp-level copy atoms (ldmatrix, stmatrix)."""
+__all__ = []

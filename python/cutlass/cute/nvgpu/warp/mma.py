@@ -1,0 +1,2 @@
+"""Warp-level MMA atoms (mma.sync)."""
+__all__ = []
