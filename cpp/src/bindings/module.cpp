@@ -81,14 +81,19 @@ struct ArgSlot {
   int kind;
   int mode;       // shape/stride mode for tensor entries
   ir::Type type;  // the host parameter's type
+  int check = -1; // for a tensor's data slot: its TensorCheck
 };
 
-struct TensorCheck {  // the layout a tensor argument was compiled for
+struct TensorCheck {  // what a tensor argument was compiled for
   int source;
   std::vector<int64_t> shape, stride;          // -1 where dynamic
   std::vector<int64_t> shape_div, stride_div;  // what dynamic entries were assumed divisible by
   bool int32_strides;                          // dynamic strides are Int32: the layout must fit
   std::string description;
+  std::string name;                            // the parameter, for messages
+  // From the data slot's pointer type:
+  ir::Type element = nullptr;
+  int64_t align = 1;                           // bytes the code assumes of the data pointer
 };
 
 struct PointerCheck {  // the pointer type a cute.Pointer argument was compiled for
@@ -169,9 +174,44 @@ void translate_dsl_exception(const std::exception_ptr& p) {
                                                   c.description + why);
 }
 
-// The static entries must match and the dynamic ones must honour what the code assumes of them.
-void check_tensor_argument(const TensorCheck& c, nb::handle arg) {
-  bindings::TensorArgument t(arg);
+std::string argument_label(const TensorCheck& c) {
+  return "argument #" + std::to_string(c.source) + (c.name.empty() ? "" : " (" + c.name + ")");
+}
+
+// The element type, memory and alignment must be what the code was compiled for; the static
+// layout entries must match and the dynamic ones must honour what the code assumes of them.
+// Where the memory of tensor arguments must be: the program's kernels read it on the GPU or on
+// the CPU emulator; a program without kernels only passes it around in host code.
+enum class KernelMemory { None, Host, Device };
+
+void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, KernelMemory where) {
+  ir::Type element = t.element_type();
+  if (element != c.element) {
+    std::string got = element ? dsl::framework_dtype_name(element) : "an element type OpenCuTe does not know";
+    throw dsl::UserError("TYPE_ARG_DTYPE_MISMATCH", argument_label(c) + " has element type " + got +
+                                                        " but the function was compiled for " +
+                                                        dsl::framework_dtype_name(c.element) + " (" +
+                                                        dsl::dtype_name(c.element) + ")");
+  }
+  if (where != KernelMemory::None) {
+    auto memory = t.memory();
+    if (memory == bindings::TensorArgument::Memory::Device && where == KernelMemory::Host)
+      throw dsl::UserError("ARG_DEVICE_MISMATCH", argument_label(c) +
+                                                      " is in GPU memory, but this function's kernels run on the "
+                                                      "CPU emulator, which reads host memory");
+    if (memory == bindings::TensorArgument::Memory::Host && where == KernelMemory::Device)
+      throw dsl::UserError("ARG_DEVICE_MISMATCH", argument_label(c) +
+                                                      " is in host memory, but this function's kernels run on the "
+                                                      "GPU; pass a CUDA tensor");
+  }
+  if (c.align > 1) {
+    int64_t address = t.data();
+    if (address % c.align != 0)
+      throw dsl::UserError("ARG_ALIGNMENT_MISMATCH", argument_label(c) + ": data address " +
+                                                         std::to_string(address) + " is not aligned to the " +
+                                                         std::to_string(c.align) +
+                                                         " bytes the function was compiled for");
+  }
   const size_t rank = t.rank();
   if (rank != c.shape.size()) layout_mismatch(c, t, "");
   std::vector<int64_t> shape(rank), stride(rank);
@@ -240,11 +280,12 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   if (int(args.size()) != ex.num_sources)
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
                                                 " runtime arguments, got " + std::to_string(args.size()));
-  for (auto& c : ex.checks) check_tensor_argument(c, args[size_t(c.source)]);
   for (auto& c : ex.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
   std::vector<ir::Scalar> vals(ex.slots.size());
   // Kernels on the CPU emulator check each access against the tensors' extents.
   const bool emulated = ex.program->runs_on_emulator();
+  const KernelMemory where =
+      !ex.program->has_kernels() ? KernelMemory::None : emulated ? KernelMemory::Host : KernelMemory::Device;
   std::vector<emulator::MemoryRegion> regions;
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
@@ -266,6 +307,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
           tensor.emplace(a);
           tensor_source = s.source;
         }
+        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where);
         if (s.kind == kTensorData) {
           vals[i] = ir::Scalar::of_int(tensor->data());
           if (emulated) {
@@ -634,10 +676,19 @@ NB_MODULE(_core, m) {
     }
     for (nb::handle h : checks) {
       nb::tuple c = nb::cast<nb::tuple>(h);
-      ex->checks.push_back(TensorCheck{nb::cast<int>(c[0]), nb::cast<std::vector<int64_t>>(c[1]),
-                                       nb::cast<std::vector<int64_t>>(c[2]), nb::cast<std::vector<int64_t>>(c[3]),
-                                       nb::cast<std::vector<int64_t>>(c[4]), nb::cast<bool>(c[5]),
-                                       nb::cast<std::string>(c[6])});
+      TensorCheck check{nb::cast<int>(c[0]), nb::cast<std::vector<int64_t>>(c[1]),
+                        nb::cast<std::vector<int64_t>>(c[2]), nb::cast<std::vector<int64_t>>(c[3]),
+                        nb::cast<std::vector<int64_t>>(c[4]), nb::cast<bool>(c[5]),
+                        nb::cast<std::string>(c[6]), nb::cast<std::string>(c[7])};
+      // Every tensor has one data slot; its pointer type says what the code assumes.
+      for (ArgSlot& slot : ex->slots) {
+        if (slot.kind != kTensorData || slot.source != check.source) continue;
+        check.element = slot.type->element;
+        check.align = slot.type->align > 1 ? slot.type->align : 1;
+        slot.check = int(ex->checks.size());
+      }
+      if (!check.element) throw std::logic_error("a tensor check without a data slot");
+      ex->checks.push_back(std::move(check));
     }
     for (nb::handle h : pointer_checks) {
       nb::tuple c = nb::cast<nb::tuple>(h);

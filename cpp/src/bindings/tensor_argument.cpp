@@ -1,8 +1,13 @@
 #include "bindings/tensor_argument.h"
 
+#include <nanobind/stl/string.h>
+
+#include <cstdlib>
+#include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include "dsl/dtype.h"
 #include "dsl/tracer.h"
 
 namespace opencute::bindings {
@@ -26,6 +31,11 @@ struct Names {
   PyObject* itemsize = interned("itemsize");
   PyObject* data = interned("data");
   PyObject* exchange_api = interned("__dlpack_c_exchange_api__");
+  PyObject* element_type = interned("element_type");
+  PyObject* name = interned("__name__");
+  PyObject* is_cuda = interned("is_cuda");
+  PyObject* dtype = interned("dtype");
+  PyObject* typestr = interned("typestr");
 };
 
 // The C function table of DLPack >= 1.3 (dlpack.h, DLPackExchangeAPI); only the members up to
@@ -133,7 +143,7 @@ TensorArgument::TensorArgument(nb::handle obj) : obj_(obj) {
   if (kind_ == Kind::DLPackExchange) {
     if (info.to_dltensor(obj.ptr(), &dl_) != 0) throw nb::python_error();
   } else if (kind_ == Kind::Buffer) {
-    if (PyObject_GetBuffer(obj.ptr(), &buffer_, PyBUF_STRIDES) != 0) throw nb::python_error();
+    if (PyObject_GetBuffer(obj.ptr(), &buffer_, PyBUF_STRIDES | PyBUF_FORMAT) != 0) throw nb::python_error();
     has_buffer_ = true;
   }
 }
@@ -238,6 +248,110 @@ std::string TensorArgument::layout_string() {
   s += "):(";
   for (size_t i = 0; i < r; ++i) s += (i ? "," : "") + std::to_string(stride(i));
   return s + ")";
+}
+
+namespace {
+
+// numpy's type characters (buffer formats and __array_interface__ typestrs) with the item size.
+ir::Type type_from_kind_char(char kind, int64_t bytes) {
+  switch (kind) {
+    case 'b': return bytes == 1 ? ir::bool_type() : nullptr;  // typestr 'b1' is bool
+    case 'i': return ir::int_type(int(bytes * 8), true);
+    case 'u': return ir::int_type(int(bytes * 8), false);
+    case 'f':
+      if (bytes == 2) return ir::f16();
+      if (bytes == 4) return ir::f32();
+      if (bytes == 8) return ir::f64();
+      return nullptr;
+  }
+  return nullptr;
+}
+
+ir::Type type_from_buffer_format(const char* fmt, int64_t itemsize) {
+  if (!fmt) return ir::int_type(8, false);  // PEP 3118: a null format means unsigned bytes
+  while (*fmt == '@' || *fmt == '=' || *fmt == '<' || *fmt == '>' || *fmt == '!') ++fmt;
+  if (fmt[0] == 0 || fmt[1] != 0) return nullptr;
+  switch (fmt[0]) {
+    case '?': return ir::bool_type();
+    case 'e': case 'f': case 'd': return type_from_kind_char('f', itemsize);
+    case 'b': case 'h': case 'i': case 'l': case 'q': case 'n': return type_from_kind_char('i', itemsize);
+    case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N': return type_from_kind_char('u', itemsize);
+  }
+  return nullptr;
+}
+
+// A framework's `dtype` attribute by name (torch.float32, numpy's dtype('bfloat16') ...).
+ir::Type type_from_dtype_attribute(nb::handle obj) {
+  PyObject* dt = PyObject_GetAttr(obj.ptr(), names().dtype);
+  if (!dt) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  nb::object d = nb::steal(dt);
+  nb::object name = nb::getattr(d, "name", nb::none());
+  std::string text = name.is_none() ? std::string(nb::str(d).c_str()) : std::string(nb::str(name).c_str());
+  return dsl::dtype_from_framework_name(text);
+}
+
+}  // namespace
+
+ir::Type TensorArgument::element_type() {
+  const Names& n = names();
+  switch (kind_) {
+    case Kind::Runtime: {
+      nb::object cls = get_attr(obj_, n.element_type);
+      try {
+        return dsl::dtype_from_name(nb::cast<std::string>(get_attr(cls, n.name)));
+      } catch (const std::invalid_argument&) {
+        return nullptr;
+      }
+    }
+    case Kind::DLPackExchange:
+      if (dl_.dtype_lanes != 1) return nullptr;
+      return dsl::dtype_from_dlpack(dl_.dtype_code, dl_.dtype_bits);
+    case Kind::Torch: return type_from_dtype_attribute(obj_);
+    case Kind::Buffer: {
+      ir::Type t = type_from_buffer_format(buffer_.format, buffer_.itemsize);
+      return t ? t : type_from_dtype_attribute(obj_);
+    }
+    case Kind::ArrayInterface: {
+      nb::object ai = get_attr(obj_, n.array_interface);
+      PyObject* ts = PyDict_GetItem(ai.ptr(), n.typestr);  // borrowed
+      if (ts && PyUnicode_Check(ts)) {
+        std::string s = PyUnicode_AsUTF8(ts);
+        if (s.size() >= 3) {
+          char* end = nullptr;
+          long bytes = std::strtol(s.c_str() + 2, &end, 10);
+          if (ir::Type t = type_from_kind_char(s[1], bytes)) return t;
+        }
+      }
+      return type_from_dtype_attribute(obj_);
+    }
+  }
+  return nullptr;
+}
+
+TensorArgument::Memory TensorArgument::memory() {
+  switch (kind_) {
+    case Kind::DLPackExchange:
+      if (dl_.device_type == 2) return Memory::Device;    // kDLCUDA
+      if (dl_.device_type == 13) return Memory::Managed;  // kDLCUDAManaged
+      return Memory::Host;
+    case Kind::Runtime:
+    case Kind::Torch: {
+      PyObject* r = PyObject_GetAttr(obj_.ptr(), names().is_cuda);
+      if (!r) {
+        PyErr_Clear();
+        return Memory::Host;
+      }
+      bool cuda = PyObject_IsTrue(r) == 1;
+      Py_DECREF(r);
+      return cuda ? Memory::Device : Memory::Host;
+    }
+    case Kind::Buffer:
+    case Kind::ArrayInterface: return Memory::Host;
+  }
+  return Memory::Host;
 }
 
 }  // namespace opencute::bindings

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "ir/types.h"
+
 namespace opencute::bindings {
 
 namespace nb = nanobind;
@@ -26,6 +28,10 @@ class TensorArgument {
   int64_t shape(size_t mode);
   int64_t stride(size_t mode);
   std::string layout_string();  // "(4,8):(8,1)", for error messages
+  // The element type, or null when the framework's type has no OpenCuTe equivalent.
+  ir::Type element_type();
+  enum class Memory { Host, Device, Managed };
+  Memory memory();
 
   enum class Kind { Runtime, DLPackExchange, Torch, Buffer, ArrayInterface };
 

@@ -6,15 +6,31 @@
 namespace opencute::dsl {
 namespace {
 
-const std::vector<std::pair<std::string, ir::Type>>& table() {
-  static const std::vector<std::pair<std::string, ir::Type>> t = {
-      {"Boolean", ir::bool_type()},         {"Int8", ir::int_type(8, true)},
-      {"Int16", ir::int_type(16, true)},    {"Int32", ir::int_type(32, true)},
-      {"Int64", ir::int_type(64, true)},    {"Uint8", ir::int_type(8, false)},
-      {"Uint16", ir::int_type(16, false)},  {"Uint32", ir::int_type(32, false)},
-      {"Uint64", ir::int_type(64, false)},  {"Float16", ir::f16()},
-      {"BFloat16", ir::bf16()},             {"Float32", ir::f32()},
-      {"Float64", ir::f64()},
+struct DTypeRow {
+  const char* name;            // the CuTe DSL's name
+  ir::Type type;
+  const char* framework_name;  // numpy's / torch's spelling
+  uint8_t dlpack_code;         // DLPack's DLDataTypeCode
+};
+
+// DLPack type codes (dlpack.h, DLDataTypeCode).
+constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6;
+
+const std::vector<DTypeRow>& rows() {
+  static const std::vector<DTypeRow> t = {
+      {"Boolean", ir::bool_type(), "bool", kDLBool},
+      {"Int8", ir::int_type(8, true), "int8", kDLInt},
+      {"Int16", ir::int_type(16, true), "int16", kDLInt},
+      {"Int32", ir::int_type(32, true), "int32", kDLInt},
+      {"Int64", ir::int_type(64, true), "int64", kDLInt},
+      {"Uint8", ir::int_type(8, false), "uint8", kDLUInt},
+      {"Uint16", ir::int_type(16, false), "uint16", kDLUInt},
+      {"Uint32", ir::int_type(32, false), "uint32", kDLUInt},
+      {"Uint64", ir::int_type(64, false), "uint64", kDLUInt},
+      {"Float16", ir::f16(), "float16", kDLFloat},
+      {"BFloat16", ir::bf16(), "bfloat16", kDLBfloat},
+      {"Float32", ir::f32(), "float32", kDLFloat},
+      {"Float64", ir::f64(), "float64", kDLFloat},
   };
   return t;
 }
@@ -38,22 +54,44 @@ ir::Type float_of_width(int width) {
 }  // namespace
 
 ir::Type dtype_from_name(const std::string& name) {
-  for (auto& [n, t] : table())
-    if (n == name) return t;
+  for (auto& r : rows())
+    if (r.name == name) return r.type;
   throw std::invalid_argument("can't interpret '" + name + "' as data type");
 }
 
 std::string dtype_name(ir::Type t) {
   if (t->is_pointer()) return "Pointer";
-  for (auto& [n, ty] : table())
-    if (ty == t) return n;
+  for (auto& r : rows())
+    if (r.type == t) return r.name;
   return ir::to_string(t);
 }
 
 std::vector<std::string> dtype_names() {
   std::vector<std::string> names;
-  for (auto& [n, t] : table()) names.push_back(n);
+  for (auto& r : rows()) names.push_back(r.name);
   return names;
+}
+
+ir::Type dtype_from_framework_name(std::string name) {
+  if (name.rfind("torch.", 0) == 0) name = name.substr(6);
+  if (name == "float") name = "float32";
+  if (name == "half") name = "float16";
+  if (name == "double") name = "float64";
+  for (auto& r : rows())
+    if (r.framework_name == name) return r.type;
+  return nullptr;
+}
+
+std::string framework_dtype_name(ir::Type t) {
+  for (auto& r : rows())
+    if (r.type == t) return r.framework_name;
+  return ir::to_string(t);
+}
+
+ir::Type dtype_from_dlpack(uint8_t code, uint8_t bits) {
+  for (auto& r : rows())
+    if (r.dlpack_code == code && (r.type->is_bool() ? 8 : r.type->width) == bits) return r.type;
+  return nullptr;
 }
 
 ir::Type promote(ir::Type a, ir::Type b) {

@@ -1,6 +1,7 @@
 // The CuTe DSL numeric types (Boolean, Int8 ... Float64) as IR types, their names, and the
 // DSL's implicit promotion rules. The single definition used by the Python proxies.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,12 @@ ir::Type dtype_from_name(const std::string& name);
 // i32 -> "Int32"; pointers -> "Pointer".
 std::string dtype_name(ir::Type t);
 std::vector<std::string> dtype_names();
+
+// Element types as frameworks name them ("float32", "torch.bfloat16", numpy's "int8" ...) and
+// as DLPack codes them; null when OpenCuTe has no such type. Used to check tensor arguments.
+ir::Type dtype_from_framework_name(std::string name);
+std::string framework_dtype_name(ir::Type t);  // i32 -> "int32"
+ir::Type dtype_from_dlpack(uint8_t code, uint8_t bits);
 
 // Result type of a binary arithmetic op on operands of types a and b (the CuTe DSL rules):
 // ints and floats -> the float of the wider width; two floats -> the wider, at equal width

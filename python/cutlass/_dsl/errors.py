@@ -85,13 +85,18 @@ class DSLUserCodeValueError(DSLUserCodeError, ValueError):
     pass
 
 
+# A compiled function's argument that has the right type but the wrong layout, memory or
+# alignment is a ValueError, as in the CuTe DSL's TVM-FFI calls.
+_ARGUMENT_VALUE_CODES = ("ARG_LAYOUT_MISMATCH", "ARG_DEVICE_MISMATCH", "ARG_ALIGNMENT_MISMATCH")
+
+
 def from_core(message, code=None):
     """The error for a C++ UserError: its code's family picks the Python base class too
     (TYPE_* errors are TypeErrors, VALUE_*/SHAPE_* ones ValueErrors)."""
     code = code or ""
     if code.startswith("TYPE_"):
         cls = DSLUserCodeTypeError
-    elif code.startswith(("VALUE_", "SHAPE_")):
+    elif code.startswith(("VALUE_", "SHAPE_")) or code in _ARGUMENT_VALUE_CODES:
         cls = DSLUserCodeValueError
     else:
         cls = DSLUserCodeError

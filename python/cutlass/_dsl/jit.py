@@ -111,7 +111,7 @@ class _ArgPlan:
         self.slots.append((source, kind, mode))
         return _wrap_int(self.tracer.add_argument(_DSL_INT[width].mlir_type), divisibility)
 
-    def tensor(self, value, source):
+    def tensor(self, value, source, name=""):
         from ..cute.runtime import as_runtime_tensor
         rt_tensor = as_runtime_tensor(value)
         spec = rt_tensor._spec
@@ -127,10 +127,10 @@ class _ArgPlan:
         shape_div = [e[2] for e in shape_entries]
         stride_div = [e[2] for e in stride_entries]
         int32_strides = any(e[1] and e[3] == 32 for e in stride_entries)
-        if (any(x >= 0 for x in static_shape + static_stride) or any(d > 1 for d in shape_div + stride_div)
-                or int32_strides):
-            self.checks.append((source, static_shape, static_stride, shape_div, stride_div, int32_strides,
-                                spec.layout_string()))
+        # Every tensor is checked at call time: element type, memory and alignment always, the
+        # layout where the code assumed something of it.
+        self.checks.append((source, static_shape, static_stride, shape_div, stride_div, int32_strides,
+                            spec.layout_string(), name))
         return _traced_tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
 
     def pointer(self, value, source):
@@ -184,13 +184,13 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
         if isinstance(value, (list, tuple)) and cls is None and value and all(
                 _is_runtime_leaf(v) for v in value):
             # A list of tensors (or scalars, streams, pointers): one runtime source per item.
-            items = [_runtime_leaf(plan, v, plan.num_sources + j, None) for j, v in enumerate(value)]
+            items = [_runtime_leaf(plan, v, plan.num_sources + j, None, f"{name}[{j}]") for j, v in enumerate(value)]
             call[name] = type(value)(items)
             plan.arg_lengths.append(len(value))
             plan.num_sources += len(value)
             runtime_values.append(value)
             continue
-        leaf = _runtime_leaf(plan, value, plan.num_sources, cls)
+        leaf = _runtime_leaf(plan, value, plan.num_sources, cls, name)
         if leaf is None:
             raise DSLUserCodeError(f"argument #{number} ({name}) of type {type(value)} is not supported by a jit "
                                    "function; annotate it with cutlass.Constexpr to make it a compile-time value",
@@ -224,7 +224,7 @@ def _is_runtime_leaf(value):
             or _is_tensor_like(value))
 
 
-def _runtime_leaf(plan, value, source, cls):
+def _runtime_leaf(plan, value, source, cls, name=""):
     """The traced stand-in for one runtime argument value (None when it is not one)."""
     if cls is None and isinstance(value, (Numeric, int, float, bool)) and not _is_stream(value):
         cls = type(as_numeric(value))  # int-like CUstream handles are streams, not scalars
@@ -235,7 +235,7 @@ def _runtime_leaf(plan, value, source, cls):
     if _is_runtime_pointer(value):
         return plan.pointer(value, source)
     if _is_tensor_like(value):
-        return plan.tensor(value, source)
+        return plan.tensor(value, source, name)
     return None
 
 
