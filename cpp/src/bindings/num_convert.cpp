@@ -64,4 +64,13 @@ void bind_num_convert(nb::module_& m) {
   });
 }
 
+nanobind::object python_value(const dsl::Num& n) {
+  if (!n.is_static) return nanobind::none();
+  if (n.type->is_float()) return nanobind::float_(n.s.f);
+  if (n.type->is_bool()) return nanobind::bool_(n.s.i != 0);
+  if (!n.type->is_signed && n.type->width == 64) return nanobind::steal(PyLong_FromUnsignedLongLong(uint64_t(n.s.i)));
+  return nanobind::int_(n.s.i);
+}
+
+
 }  // namespace opencute::bindings

@@ -15,6 +15,8 @@ dsl::Num to_operand(nanobind::handle h);
 nanobind::object wrap_num(const dsl::Num& n);
 // The DSL numeric class of an IR scalar type (cutlass.Float32 for f32 ...).
 nanobind::object dtype_class(ir::Type t);
+// A static Num as a Python int/float/bool; None when it is dynamic.
+nanobind::object python_value(const dsl::Num& n);
 // Registers the Python functions behind wrap_num and dtype_class.
 void bind_num_convert(nanobind::module_& m);
 

@@ -1,5 +1,11 @@
 #include "bindings/python_errors.h"
 
+#include <nanobind/stl/string.h>
+
+#include "dsl/tracer.h"
+#include "emulator/host_interpreter.h"
+#include "ir/builder.h"
+
 namespace nb = nanobind;
 
 namespace opencute::bindings {
@@ -12,5 +18,49 @@ void raise_python_error(const nb::object& cls, const char* what, const char* cod
   nb::object exc = cls(what, nb::arg("code") = code);
   PyErr_SetObject((PyObject*)Py_TYPE(exc.ptr()), exc.ptr());
 }
+
+nb::object& user_error_class() {
+  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.from_core, set from Python
+  return *cls;
+}
+
+nb::object& runtime_error_class() {
+  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.DSLRuntimeError, set from Python
+  return *cls;
+}
+
+// Errors of a running program (the emulator's and the host interpreter's) as DSLRuntimeError;
+// a failed assertion points at the user's line.
+void raise_runtime_error(const char* what, const std::string& file, int line) {
+  nb::object& cls = runtime_error_class();
+  if (!cls.is_valid() || cls.is_none()) {
+    PyErr_SetString(PyExc_RuntimeError, what);
+    return;
+  }
+  nb::object exc = file.empty() ? cls(what) : cls(what, nb::arg("line") = line, nb::arg("filename") = file);
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+}
+
+void raise_user_error(const char* what, const char* code, PyObject* fallback) {
+  raise_python_error(user_error_class(), what, code, fallback);  // the class depends on the code
+}
+
+// Turns the DSL's C++ errors into DSLUserCodeError; rethrows anything else for nanobind.
+void translate_dsl_exception(const std::exception_ptr& p) {
+  try {
+    std::rethrow_exception(p);
+  } catch (const dsl::UserError& e) {
+    raise_user_error(e.what(), e.code.c_str(), PyExc_RuntimeError);
+  } catch (const ir::ScopeError& e) {
+    raise_user_error(e.what(), "SCOPE_VALUE_ESCAPES_REGION", PyExc_RuntimeError);
+  } catch (const ir::TypeError& e) {
+    raise_user_error(e.what(), "TYPE_MISMATCH", PyExc_TypeError);
+  } catch (const emulator::AssertionFailure& e) {
+    raise_runtime_error(e.what(), e.file, e.line);
+  } catch (const emulator::ExecutionError& e) {
+    raise_runtime_error(e.what(), "", 0);
+  }
+}
+
 
 }  // namespace opencute::bindings

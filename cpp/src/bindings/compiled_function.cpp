@@ -1,0 +1,429 @@
+#include "bindings/compiled_function.h"
+
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <climits>
+#include <optional>
+
+#include "bindings/num_convert.h"
+#include "bindings/python_errors.h"
+#include "bindings/tensor_argument.h"
+#include "bindings/type_handle.h"
+#include "dsl/dtype.h"
+#include "dsl/tracer.h"
+#include "runtime/executor.h"
+#include "runtime/tensor_spec.h"
+
+namespace opencute::bindings {
+namespace {
+
+using dsl::Num;
+
+// ---- runtime argument plans -------------------------------------------------------------
+// How each host-function parameter is read from the Python call arguments. Built once at
+// compile time by the Python front end; executed in C++ on every call.
+enum ArgKind { kScalar = 0, kTensorData = 1, kTensorShape = 2, kTensorStride = 3, kStream = 4, kPointer = 5 };
+
+struct ArgSlot {
+  int source;     // index into the call's positional arguments
+  int kind;
+  int mode;       // shape/stride mode for tensor entries
+  ir::Type type;  // the host parameter's type
+  int check = -1; // for a tensor's data slot: its TensorCheck
+};
+
+struct TensorCheck {  // what a tensor argument was compiled for
+  int source;
+  std::vector<int64_t> shape, stride;          // -1 where dynamic
+  std::vector<int64_t> shape_div, stride_div;  // what dynamic entries were assumed divisible by
+  bool int32_strides;                          // dynamic strides are Int32: the layout must fit
+  std::string description;
+  std::string name;                            // the parameter, for messages
+  // From the data slot's pointer type:
+  ir::Type element = nullptr;
+  int64_t align = 1;                           // bytes the code assumes of the data pointer
+};
+
+struct PointerCheck {  // the pointer type a cute.Pointer argument was compiled for
+  int source;
+  std::string type_key;  // the runtime pointer's `_type_key`: element type, space, alignment
+  int64_t align;
+  std::string description;
+};
+
+struct Executor {
+  std::shared_ptr<runtime::CompiledProgram> program;
+  std::vector<ArgSlot> slots;
+  std::vector<TensorCheck> checks;
+  std::vector<PointerCheck> pointer_checks;
+  int num_sources = 0;
+  // Per positional argument: -1 for a single value, n for a list/tuple of n values (each a
+  // source of its own). Empty when no argument is a sequence.
+  std::vector<int> arg_lengths;
+  std::vector<ir::Type> result_types;
+  bool flush_python_stdout = false;
+  bool release_gil = true;
+  bool strict_regions = true;  // every pointer argument is a tensor of known extent
+  std::string function_name;
+  double trace_ms = 0;
+};
+
+int64_t as_int64(nb::handle h) {
+  if (PyLong_Check(h.ptr())) return PyLong_AsLongLong(h.ptr());
+  return nb::cast<int64_t>(nb::int_(h));
+}
+
+[[noreturn]] void layout_mismatch(const TensorCheck& c, bindings::TensorArgument& t, const std::string& why) {
+  throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " has layout " +
+                                                  t.layout_string() + " but the function was compiled for " +
+                                                  c.description + why);
+}
+
+std::string argument_label(const TensorCheck& c) {
+  return "argument #" + std::to_string(c.source) + (c.name.empty() ? "" : " (" + c.name + ")");
+}
+
+// The element type, memory and alignment must be what the code was compiled for; the static
+// layout entries must match and the dynamic ones must honour what the code assumes of them.
+// Where the memory of tensor arguments must be: the program's kernels read it on the GPU or on
+// the CPU emulator; a program without kernels only passes it around in host code.
+enum class KernelMemory { None, Host, Device };
+
+void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, KernelMemory where) {
+  ir::Type element = t.element_type();
+  if (element != c.element) {
+    std::string got = element ? dsl::framework_dtype_name(element) : "an element type OpenCuTe does not know";
+    throw dsl::UserError("TYPE_ARG_DTYPE_MISMATCH", argument_label(c) + " has element type " + got +
+                                                        " but the function was compiled for " +
+                                                        dsl::framework_dtype_name(c.element) + " (" +
+                                                        dsl::dtype_name(c.element) + ")");
+  }
+  if (where != KernelMemory::None) {
+    auto memory = t.memory();
+    if (memory == bindings::TensorArgument::Memory::Device && where == KernelMemory::Host)
+      throw dsl::UserError("ARG_DEVICE_MISMATCH", argument_label(c) +
+                                                      " is in GPU memory, but this function's kernels run on the "
+                                                      "CPU emulator, which reads host memory");
+    if (memory == bindings::TensorArgument::Memory::Host && where == KernelMemory::Device)
+      throw dsl::UserError("ARG_DEVICE_MISMATCH", argument_label(c) +
+                                                      " is in host memory, but this function's kernels run on the "
+                                                      "GPU; pass a CUDA tensor");
+  }
+  if (c.align > 1) {
+    int64_t address = t.data();
+    if (address % c.align != 0)
+      throw dsl::UserError("ARG_ALIGNMENT_MISMATCH", argument_label(c) + ": data address " +
+                                                         std::to_string(address) + " is not aligned to the " +
+                                                         std::to_string(c.align) +
+                                                         " bytes the function was compiled for");
+  }
+  const size_t rank = t.rank();
+  if (rank != c.shape.size()) layout_mismatch(c, t, "");
+  std::vector<int64_t> shape(rank), stride(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    shape[i] = t.shape(i);
+    stride[i] = t.stride(i);
+    // A size-1 mode is never stepped along, so its stride does not matter.
+    if ((c.shape[i] >= 0 && c.shape[i] != shape[i]) || (c.stride[i] >= 0 && c.stride[i] != stride[i] && shape[i] != 1))
+      layout_mismatch(c, t, "");
+  }
+  for (size_t i = 0; i < rank; ++i) {
+    if (c.shape[i] < 0 && c.shape_div[i] > 1 && shape[i] % c.shape_div[i] != 0)
+      layout_mismatch(c, t, ": shape mode " + std::to_string(i) + " (" + std::to_string(shape[i]) +
+                                ") is not divisible by " + std::to_string(c.shape_div[i]));
+    if (c.stride[i] < 0 && c.stride_div[i] > 1 && stride[i] % c.stride_div[i] != 0)
+      layout_mismatch(c, t, ": stride mode " + std::to_string(i) + " (" + std::to_string(stride[i]) +
+                                ") is not divisible by " + std::to_string(c.stride_div[i]));
+  }
+  if (c.int32_strides && runtime::cosize(shape, stride) > INT32_MAX)
+    throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " (" + t.layout_string() +
+                                                    "): " + runtime::kInt32OverflowMessage);
+}
+
+void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
+  nb::object key = nb::getattr(arg, "_type_key", nb::none());
+  if (key.is_none() || nb::cast<std::string>(key) != c.type_key)
+    throw dsl::UserError("ARG_POINTER_MISMATCH", "argument #" + std::to_string(c.source) + " is " +
+                                                     nb::str(arg).c_str() + " but the function was compiled for " +
+                                                     c.description);
+  int64_t address = as_int64(arg.attr("_address"));
+  if (c.align > 1 && address % c.align != 0)
+    throw dsl::UserError("ARG_POINTER_MISMATCH", "argument #" + std::to_string(c.source) + ": address " +
+                                                     std::to_string(address) + " is not aligned to " +
+                                                     std::to_string(c.align) + " bytes as " + c.description +
+                                                     " requires");
+}
+
+// The call's arguments with list/tuple arguments expanded into their items, as compiled.
+std::vector<nb::handle> flat_arguments(const Executor& ex, nb::args args) {
+  std::vector<nb::handle> flat;
+  if (ex.arg_lengths.empty()) {
+    for (nb::handle a : args) flat.push_back(a);
+    return flat;
+  }
+  if (args.size() != ex.arg_lengths.size())
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.arg_lengths.size()) +
+                                                " runtime arguments, got " + std::to_string(args.size()));
+  for (size_t i = 0; i < args.size(); ++i) {
+    int n = ex.arg_lengths[i];
+    nb::handle a = args[i];
+    if (n < 0) {
+      flat.push_back(a);
+      continue;
+    }
+    if (!(PyList_Check(a.ptr()) || PyTuple_Check(a.ptr())) || int(nb::len(a)) != n)
+      throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " was compiled as a list of " +
+                                                  std::to_string(n) + " items, got " +
+                                                  std::string(nb::str(a.type()).c_str()));
+    for (nb::handle e : a) flat.push_back(e);
+  }
+  return flat;
+}
+
+nb::object call_executor(Executor& ex, nb::args call_args) {
+  std::vector<nb::handle> args = flat_arguments(ex, call_args);
+  if (int(args.size()) != ex.num_sources)
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
+                                                " runtime arguments, got " + std::to_string(args.size()));
+  for (auto& c : ex.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
+  std::vector<ir::Scalar> vals(ex.slots.size());
+  // Kernels on the CPU emulator check each access against the tensors' extents.
+  const bool emulated = ex.program->runs_on_emulator();
+  const KernelMemory where =
+      !ex.program->has_kernels() ? KernelMemory::None : emulated ? KernelMemory::Host : KernelMemory::Device;
+  std::vector<emulator::MemoryRegion> regions;
+  // Slots of one tensor are adjacent, so one reader serves them all.
+  std::optional<bindings::TensorArgument> tensor;
+  int tensor_source = -1;
+  for (size_t i = 0; i < ex.slots.size(); ++i) {
+    const ArgSlot& s = ex.slots[i];
+    nb::handle a = args[size_t(s.source)];
+    switch (s.kind) {
+      case kScalar: {
+        Num n = to_num(a);
+        if (!n.is_static) throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "a dynamic value cannot be passed from Python");
+        vals[i] = ir::eval_cast(n.type, s.type, n.s);
+        break;
+      }
+      case kTensorData:
+      case kTensorShape:
+      case kTensorStride: {
+        if (tensor_source != s.source) {
+          tensor.emplace(a);
+          tensor_source = s.source;
+        }
+        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where);
+        if (s.kind == kTensorData) {
+          vals[i] = ir::Scalar::of_int(tensor->data());
+          if (emulated) {
+            int64_t lo = 0, hi = 0, elem = s.type->element ? s.type->element->byte_size() : 1;
+            bool empty = false;
+            for (size_t d = 0; d < tensor->rank(); ++d) {
+              int64_t n = tensor->shape(d), st = tensor->stride(d);
+              if (n <= 0) empty = true;
+              else (st > 0 ? hi : lo) += (n - 1) * st;
+            }
+            uintptr_t base = uintptr_t(tensor->data());
+            emulator::MemoryRegion r;
+            r.begin = base + uintptr_t(lo * elem);
+            r.end = empty ? r.begin : base + uintptr_t((hi + 1) * elem);
+            r.name = "tensor argument #" + std::to_string(s.source);
+            regions.push_back(std::move(r));
+          }
+        } else {
+          int64_t v = s.kind == kTensorShape ? tensor->shape(size_t(s.mode)) : tensor->stride(size_t(s.mode));
+          if (s.type->width == 32 && (v < INT32_MIN || v > INT32_MAX))
+            throw dsl::UserError("ARG_LAYOUT_MISMATCH",
+                                 "argument #" + std::to_string(s.source) + ": " +
+                                     (s.kind == kTensorShape ? "shape" : "stride") + " mode " + std::to_string(s.mode) +
+                                     " is " + std::to_string(v) + ", which does not fit the Int32 it was compiled as");
+          vals[i] = ir::Scalar::of_int(ir::wrap_int(s.type, v));
+        }
+        break;
+      }
+      case kStream: {
+        int64_t h = 0;
+        if (a.is_none()) h = 0;
+        else if (PyLong_Check(a.ptr())) h = PyLong_AsLongLong(a.ptr());
+        else if (nb::hasattr(a, "cuda_stream")) h = as_int64(a.attr("cuda_stream"));
+        else h = as_int64(nb::int_(a));  // cuda.bindings CUstream: int() is the handle (getPtr() is not)
+        vals[i] = ir::Scalar::of_int(h);
+        break;
+      }
+      case kPointer: {
+        if (nb::hasattr(a, "_address")) vals[i] = ir::Scalar::of_int(as_int64(a.attr("_address")));
+        else vals[i] = ir::Scalar::of_int(as_int64(a));
+        break;
+      }
+    }
+  }
+  tensor.reset();
+  if (ex.flush_python_stdout) {
+    // Host printf writes to the C stdout; flush Python's buffer first so output stays in order.
+    nb::module_::import_("sys").attr("stdout").attr("flush")();
+  }
+  std::vector<ir::Scalar> results;
+  if (ex.release_gil) {
+    nb::gil_scoped_release release;
+    results = emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
+  } else {
+    results = emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
+  }
+  if (ex.result_types.empty()) return nb::none();
+  nb::list out;
+  for (size_t i = 0; i < ex.result_types.size(); ++i) {
+    Num n;
+    n.type = ex.result_types[i];
+    n.s = results[i];
+    out.append(python_value(n));
+  }
+  if (out.size() == 1) return out[0];
+  return nb::tuple(out);
+}
+
+// The type's call slot: CPython calls it with the argument tuple directly, skipping the method
+// lookup and nanobind's overload dispatch that a bound __call__ would cost on every call.
+PyObject* compiled_function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  try {
+    if (kwargs && PyDict_Size(kwargs) != 0)
+      throw dsl::UserError("ARG_BIND_FAILED", "a compiled function takes positional arguments only");
+    Executor* ex = nb::inst_ptr<Executor>(self);
+    return call_executor(*ex, nb::borrow<nb::args>(args)).release().ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (...) {
+    try {
+      translate_dsl_exception(std::current_exception());
+    } catch (const std::exception& e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+      PyErr_SetString(PyExc_RuntimeError, "unknown C++ exception");
+    }
+  }
+  return nullptr;
+}
+
+PyType_Slot compiled_function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(compiled_function_call)},
+                                         {0, nullptr}};
+
+}  // namespace
+
+void bind_compiled_functions(nb::module_& m) {
+  // ---- compilation and execution ----
+  // What cute.compile returns. Bound in C++ so that a call goes straight from Python's call
+  // slot to call_executor, with no Python frame in between.
+  nb::class_<Executor>(m, "JitCompiledFunction",
+                       "A compiled @cute.jit function; call it with the runtime arguments only (Constexpr "
+                       "parameters and `self` are omitted).",
+                       nb::type_slots(compiled_function_slots))
+      .def_prop_ro("__mlir__", [](const Executor& e) { return e.program->ir_text(); })
+      .def_prop_ro("ir_module", [](const Executor& e) { return e.program->ir_text(); })
+      .def_prop_ro("nvvm_ir", [](const Executor& e) { return e.program->nvvm_text(); })
+      .def_prop_ro("__ptx__", [](const Executor& e) -> nb::object {
+        if (e.program->ptx().empty()) return nb::none();
+        return nb::str(e.program->ptx().c_str());
+      })
+      .def_prop_ro("__cubin__", [](const Executor& e) -> nb::object {
+        const auto& c = e.program->cubin();
+        if (c.empty()) return nb::none();
+        return nb::bytes(c.data(), c.size());
+      })
+      .def_prop_ro("arch", [](const Executor& e) { return e.program->arch(); })
+      .def_prop_ro("hash", [](const Executor& e) { return e.program->hash(); })
+      .def_prop_ro("has_kernels", [](const Executor& e) { return e.program->has_kernels(); })
+      .def_prop_ro("target", [](const Executor& e) { return e.program->runs_on_emulator() ? "cpu" : "gpu"; })
+      .def_rw("function_name", &Executor::function_name)
+      .def_rw("trace_ms", &Executor::trace_ms)
+      .def_prop_ro("timings_ms", [](const Executor& e) {
+        const auto& t = e.program->timings();
+        nb::dict d;
+        d["trace"] = e.trace_ms;
+        d["verify"] = t.verify_ms;
+        d["lower"] = t.lower_ms;
+        d["nvvm"] = t.nvvm_ms;
+        d["link"] = t.link_ms;
+        d["cache"] = t.cache_ms;
+        d["cache_hit"] = t.cache_hit;
+        return d;
+      })
+      .def("__repr__", [](const Executor& e) {
+        return "<JitCompiledFunction " + e.function_name + " for " + e.program->arch() + ">";
+      });
+
+  // `options`: arch, opt_level, generate_line_info, ptxas_options, need_cubin, use_disk_cache,
+  // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir, target (cpu|gpu|auto);
+  // missing keys keep their defaults.
+  // checks: (source, static shape, static stride, shape divisibility, stride divisibility,
+  // int32 strides, description) per tensor; pointer_checks: (source, type key, align, description).
+  m.def("compile_traced", [](dsl::Tracer& tracer, nb::dict options, nb::list slots, nb::list checks,
+                             nb::list pointer_checks, int num_sources, std::vector<TypeHandle> result_types) {
+    runtime::CompileOptions opts;
+    auto get = [&](const char* key, auto& field) {
+      if (options.contains(key)) field = nb::cast<std::remove_reference_t<decltype(field)>>(options[key]);
+    };
+    get("arch", opts.arch);
+    get("opt_level", opts.opt_level);
+    get("generate_line_info", opts.generate_line_info);
+    get("ptxas_options", opts.ptxas_options);
+    get("need_cubin", opts.need_cubin);
+    get("use_disk_cache", opts.use_disk_cache);
+    get("version", opts.version);
+    get("function_name", opts.function_name);
+    get("keep_ir", opts.keep_ir);
+    get("keep_ptx", opts.keep_ptx);
+    get("keep_cubin", opts.keep_cubin);
+    get("dump_dir", opts.dump_dir);
+    std::string target;
+    get("target", target);
+    if (target == "cpu") opts.target = runtime::CompileOptions::Target::Cpu;
+    else if (target == "gpu") opts.target = runtime::CompileOptions::Target::Gpu;
+    else if (!target.empty() && target != "auto")
+      throw dsl::UserError("CONFIG_MALFORMED_COMPILE_OPTIONS", "unknown compile target '" + target + "' (cpu or gpu)");
+    auto ex = std::make_unique<Executor>();
+    {
+      auto module = tracer.take_module();
+      nb::gil_scoped_release release;
+      ex->program = std::make_shared<runtime::CompiledProgram>(std::move(module), opts);
+    }
+    const ir::Function& host = ex->program->host_function();
+    for (size_t i = 0; i < nb::len(slots); ++i) {
+      nb::tuple s = nb::cast<nb::tuple>(slots[i]);
+      ex->slots.push_back(ArgSlot{nb::cast<int>(s[0]), nb::cast<int>(s[1]), nb::cast<int>(s[2]), host.args()[i]->type});
+      if (ex->slots.back().kind == kPointer) ex->strict_regions = false;
+    }
+    for (nb::handle h : checks) {
+      nb::tuple c = nb::cast<nb::tuple>(h);
+      TensorCheck check{nb::cast<int>(c[0]), nb::cast<std::vector<int64_t>>(c[1]),
+                        nb::cast<std::vector<int64_t>>(c[2]), nb::cast<std::vector<int64_t>>(c[3]),
+                        nb::cast<std::vector<int64_t>>(c[4]), nb::cast<bool>(c[5]),
+                        nb::cast<std::string>(c[6]), nb::cast<std::string>(c[7])};
+      // Every tensor has one data slot; its pointer type says what the code assumes.
+      for (ArgSlot& slot : ex->slots) {
+        if (slot.kind != kTensorData || slot.source != check.source) continue;
+        check.element = slot.type->element;
+        check.align = slot.type->align > 1 ? slot.type->align : 1;
+        slot.check = int(ex->checks.size());
+      }
+      if (!check.element) throw std::logic_error("a tensor check without a data slot");
+      ex->checks.push_back(std::move(check));
+    }
+    for (nb::handle h : pointer_checks) {
+      nb::tuple c = nb::cast<nb::tuple>(h);
+      ex->pointer_checks.push_back(PointerCheck{nb::cast<int>(c[0]), nb::cast<std::string>(c[1]),
+                                                nb::cast<int64_t>(c[2]), nb::cast<std::string>(c[3])});
+    }
+    ex->num_sources = num_sources;
+    get("arg_lengths", ex->arg_lengths);
+    for (auto& t : result_types) ex->result_types.push_back(t.t);
+    // Emulated kernels print on the C stdout too: flush Python's buffer first.
+    ex->flush_python_stdout = ex->program->host_has_printf() ||
+                              (ex->program->has_device_printf() && ex->program->runs_on_emulator());
+    ex->release_gil = ex->program->run_may_take_long() || ex->program->runs_on_emulator();
+    return ex;
+  });
+
+}
+
+}  // namespace opencute::bindings
