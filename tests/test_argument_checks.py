@@ -167,3 +167,27 @@ def test_host_code_tensors_are_checked_too():
     assert f(np.array([9], np.int32)) == 9
     with pytest.raises(TypeError, match="has element type int64 but the function was compiled for int32"):
         f(np.array([9], np.int64))
+
+
+@pytest.mark.gpu
+def test_numpy_arrays_on_a_gpu_machine_without_torch_raise_the_memory_error():
+    # A fresh process that never touched CUDA: the runtime makes a context current itself, and
+    # the host arrays are refused by name instead of faulting inside the kernel.
+    from conftest import run_python
+    code = '''
+import numpy as np, cutlass.cute as cute
+@cute.kernel
+def k(a: cute.Tensor):
+    a[cute.arch.thread_idx()[0]] = 1.0
+@cute.jit
+def f(a: cute.Tensor):
+    k(a).launch(grid=(1, 1, 1), block=(4, 1, 1))
+try:
+    f(np.zeros(4, np.float32))
+except ValueError as e:
+    print("raised:", e)
+'''
+    rc, out, err = run_python(code)
+    assert rc == 0, err
+    assert "argument #0 (a) is in host memory, but this function's kernels run on the GPU" in out
+    assert "--target cpu" in out

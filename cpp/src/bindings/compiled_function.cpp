@@ -109,7 +109,9 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
     if (memory == bindings::TensorArgument::Memory::Host && where == KernelMemory::Device)
       throw dsl::UserError("ARG_DEVICE_MISMATCH", argument_label(c) +
                                                       " is in host memory, but this function's kernels run on the "
-                                                      "GPU; pass a CUDA tensor");
+                                                      "GPU; pass a CUDA tensor, or run the kernels on the CPU emulator "
+                                                      "(cute.compile(..., options=\"--target cpu\") or "
+                                                      "CUTE_DSL_TARGET=cpu)");
   }
   if (c.align > 1) {
     int64_t address = t.data();

@@ -71,6 +71,7 @@ struct CudaDriver::Api {
   CUresult (*DeviceGetAttribute)(int*, int, CUdevice);
   CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetCurrent)(CUcontext*);
   CUresult (*CtxSynchronize)();
   CUresult (*ModuleLoadData)(CUmodule*, const void*);
   CUresult (*ModuleUnload)(CUmodule);
@@ -158,6 +159,7 @@ const CudaDriver::Api& CudaDriver::api() {
       bind(a->DeviceGetAttribute, "cuDeviceGetAttribute");
       bind(a->DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
       bind(a->CtxSetCurrent, "cuCtxSetCurrent");
+      bind(a->CtxGetCurrent, "cuCtxGetCurrent");
       bind(a->CtxSynchronize, "cuCtxSynchronize");
       bind(a->ModuleLoadData, "cuModuleLoadData");
       bind(a->ModuleUnload, "cuModuleUnload");
@@ -270,6 +272,10 @@ std::string CudaDriver::device_arch(int device) {
 ModuleHandle CudaDriver::load_module(const std::vector<char>& cubin) {
   const Api& a = initialized();
   if (cubin.empty()) throw CudaError("load_module: empty cubin", 1 /* INVALID_VALUE */);
+  // A process that has not touched CUDA yet (numpy inputs, no torch) has no current context:
+  // use device 0's primary context, as the CUDA runtime would.
+  CUcontext current = nullptr;
+  if (a.CtxGetCurrent(&current) != CUDA_SUCCESS || current == nullptr) initialize_context(0);
   CUmodule mod = nullptr;
   check(a, "cuModuleLoadData", a.ModuleLoadData(&mod, cubin.data()));
   return mod;
