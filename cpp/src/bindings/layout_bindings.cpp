@@ -16,6 +16,7 @@
 #include "dsl/tracer.h"
 #include "layout/layout.h"
 #include "layout/print.h"
+#include "layout/print_latex.h"
 
 namespace nb = nanobind;
 
@@ -290,6 +291,17 @@ void bind_layouts(nb::module_& root) {
     if (is_swizzle(inner)) return L::make_composed_layout(nb::cast<L::Swizzle>(inner), to_tuple(offset), o);
     if (is_layout(inner)) return L::make_composed_layout(as_layout(inner), to_tuple(offset), o);
     throw nb::type_error(("make_composed_layout: inner must be a Swizzle or a Layout, got " + py_type_name(inner)).c_str());
+  });
+  m.def("latex", [](nb::handle layout) {
+    Scope scope;
+    if (is_composed(layout)) return named("print_latex", [&] { return L::latex(as_composed(layout)); });
+    return named("print_latex", [&] { return L::latex(require_layout(layout, "print_latex")); });
+  });
+  m.def("latex_tv", [](nb::handle layout_tv, nb::handle tile_mn) {
+    Scope scope;
+    return named("print_latex_tv", [&] {
+      return L::latex_tv(require_layout(layout_tv, "print_latex_tv"), to_tuple(tile_mn));
+    });
   });
   m.def("make_layout_tv", [](nb::handle thr, nb::handle val) {
     Scope scope;
