@@ -230,16 +230,6 @@ def test_while_const_expr_with_dynamic_value():
     expect_error(f, (3,), "PHASE_REQUIRES_CONSTANT", "while cutlass.const_expr")
 
 
-def test_break_in_dynamic_loop():
-    @cute.jit
-    def f(predicate: cutlass.Boolean):
-        for i in range(10):
-            if i == 5:
-                break
-
-    expect_error(f, (True,), "UNSUP_EARLY_EXIT", "break")
-
-
 def test_return_in_dynamic_if():
     @cute.jit
     def f(predicate: cutlass.Boolean):

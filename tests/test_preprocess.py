@@ -785,15 +785,10 @@ def test_shadowed_builtins_are_not_redirected():
 
 # --------------------------------------------------------------------------- errors
 
-def err_break_dynamic_for(n):
+def err_break_in_with_of_dynamic_loop(n, ctx):
     for i in range(n):
-        break  # @e-break-for
-
-
-def err_continue_dynamic_while(n):
-    while n > 0:
-        n -= 1
-        continue  # @e-continue-while
+        with ctx:  # @e-break-with
+            break
 
 
 def err_break_crosses_dynamic_if(n):
@@ -884,8 +879,7 @@ def err_del(x):
 
 
 @pytest.mark.parametrize("fn,code,marker", [
-    (err_break_dynamic_for, "UNSUP_EARLY_EXIT", "e-break-for"),
-    (err_continue_dynamic_while, "UNSUP_EARLY_EXIT", "e-continue-while"),
+    (err_break_in_with_of_dynamic_loop, "UNSUP_EARLY_EXIT", "e-break-with"),
     (err_break_crosses_dynamic_if, "UNSUP_EARLY_EXIT", "e-break-if"),
     (err_return_in_dynamic_if, "UNSUP_EARLY_EXIT", "e-return-if"),
     (err_return_nested_static, "UNSUP_EARLY_EXIT", "e-return-static"),

@@ -131,6 +131,27 @@ def _funcdef(name, params, body):
                            decorator_list=[], returns=None, **extra)
 
 
+_NESTED_LOOPS_AND_SCOPES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef,
+                            ast.ClassDef, ast.Lambda)
+
+
+def _loop_exits(stmts):
+    """The break/continue statements that leave *this* loop (not the ones of nested loops)."""
+    found = []
+    todo = list(stmts)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.Break, ast.Continue)):
+            found.append(n)
+        elif not isinstance(n, _NESTED_LOOPS_AND_SCOPES):
+            todo.extend(ast.iter_child_nodes(n))
+    return found
+
+
+def _assign_flag(name, value, at):
+    return _locate(ast.Assign(targets=[_name(name, True)], value=ast.Constant(value)), _span(at))
+
+
 def _mangle(name, cls):
     """Private-name mangling as the compiler applies it inside ``class cls``: the name
     strings we hand to ``rt`` must match the (mangled) keys of ``locals()``."""
@@ -423,6 +444,7 @@ class _Rewriter(ast.NodeTransformer):
         if node.orelse:
             raise self._error(node, "UNSUP_LOOP_ELSE",
                               "`for ... else` is not supported on a dynamic loop")
+        before = self._lower_loop_exits(node)
         targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
         names, bound = self._region_names(node.body, exclude=targets)
         self._check_region_body(node.body)
@@ -433,7 +455,7 @@ class _Rewriter(ast.NodeTransformer):
         body, = self._region_blocks("loop", bound, node.body)
         bind = ast.Assign(targets=[node.target], value=_name(_IV))
         fn = _funcdef(f"__body_{n}", [_IV] + names, [bind] + body + [self._ret(names)])
-        return self._emit(node, "for_", [fn], [it, _name(f"__body_{n}")], names)
+        return before + self._emit(node, "for_", [fn], [it, _name(f"__body_{n}")], names)
 
     def visit_While(self, node):
         if _is_const_expr(node.test):
@@ -445,6 +467,7 @@ class _Rewriter(ast.NodeTransformer):
         # The condition is evaluated inside its own function, where a walrus would bind a
         # name that is never carried back.
         self._check_no_walrus([node.test], "the condition of a dynamic `while` loop")
+        before = self._lower_loop_exits(node)
         names, bound = self._region_names(node.body)
         self._check_region_body(node.body)
         test = self.visit(node.test)
@@ -452,8 +475,59 @@ class _Rewriter(ast.NodeTransformer):
         body, = self._region_blocks("loop", bound, node.body)
         cond = _funcdef(f"__cond_{n}", names, [ast.Return(value=test)])
         fn = _funcdef(f"__body_{n}", names, body + [self._ret(names)])
-        return self._emit(node, "while_", [cond, fn],
-                          [_name(f"__cond_{n}"), _name(f"__body_{n}")], names)
+        return before + self._emit(node, "while_", [cond, fn],
+                                   [_name(f"__cond_{n}"), _name(f"__body_{n}")], names)
+
+    # -- break / continue in dynamic loops
+    def _lower_loop_exits(self, loop):
+        """Rewrites the break/continue statements of a dynamic loop into structured control
+        flow (the IR has no early exits): each sets a flag, the statements after it run only
+        while no flag is set, `continue`'s flag is cleared at the top of each iteration, and
+        `break`'s flag ends a `while` loop through its condition and makes the remaining
+        iterations of a `for` loop do nothing. Returns the statements to put before the loop."""
+        exits = _loop_exits(loop.body)
+        if not exits:
+            return []
+        n = self._new_id()
+        brk = f"_cutlass_break_{n}" if any(isinstance(e, ast.Break) for e in exits) else None
+        cont = f"_cutlass_continue_{n}" if any(isinstance(e, ast.Continue) for e in exits) else None
+        flags = [f for f in (brk, cont) if f]
+        body = self._lower_exits_in(loop.body, brk, cont, flags)
+        if cont:
+            body = [_assign_flag(cont, False, loop)] + body
+        if brk and isinstance(loop, ast.While):
+            loop.test = _locate(ast.BoolOp(op=ast.And(), values=[
+                ast.UnaryOp(op=ast.Not(), operand=_name(brk)), loop.test]), _span(loop.test))
+        elif brk:
+            body = [_locate(ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_name(brk)), body=body, orelse=[]),
+                            _span(loop))]
+        loop.body = body
+        return [_assign_flag(brk, False, loop)] if brk else []
+
+    def _lower_exits_in(self, stmts, brk, cont, flags):
+        out = []
+        for i, st in enumerate(stmts):
+            if isinstance(st, (ast.Break, ast.Continue)):
+                out.append(_assign_flag(brk if isinstance(st, ast.Break) else cont, True, st))
+                return out  # what follows in this block can never run
+            if not _loop_exits([st]):
+                out.append(st)
+                continue
+            if not isinstance(st, ast.If):
+                word = "break" if isinstance(_loop_exits([st])[0], ast.Break) else "continue"
+                raise self._error(st, "UNSUP_EARLY_EXIT",
+                                  f"`{word}` inside a `{type(st).__name__.lower()}` statement of a dynamic loop "
+                                  "is not supported; move it into an `if` of the loop body")
+            st.body = self._lower_exits_in(st.body, brk, cont, flags) or [ast.Pass()]
+            st.orelse = self._lower_exits_in(st.orelse, brk, cont, flags)
+            out.append(st)
+            rest = self._lower_exits_in(stmts[i + 1:], brk, cont, flags)
+            if rest:
+                live = ast.UnaryOp(op=ast.Not(), operand=ast.BoolOp(op=ast.Or(), values=[_name(f) for f in flags])
+                                   if len(flags) > 1 else _name(flags[0]))
+                out.append(_locate(ast.If(test=live, body=rest, orelse=[]), _span(stmts[i + 1])))
+            return out
+        return out
 
     def _loop_exit(self, node):
         word = "break" if isinstance(node, ast.Break) else "continue"
