@@ -6,6 +6,7 @@ runs on the CPU interpreter here). Lines that printed a tuple of layouts show
 `<cutlass.cute.core._Layout object at 0x...>` in the stored notebook; current CuTe DSL sources
 define `__repr__ = __str__` for layouts, so those lines are checked in the CuTe notation.
 """
+import numpy as np
 import pytest
 
 import cutlass
@@ -388,3 +389,34 @@ def test_composed_layout_custom_transformation(capfd):
 
     customized_layout()
     assert capfd.readouterr().out == "inner o (1,0) o (8,4):(1@0,1@1)\n(1,1)\n"
+
+
+# The notebook's gather cell: a tuple of ints passed for a `cute.Shape` parameter is a
+# compile-time shape (range_constexpr over its size), and a composed layout whose inner
+# function indexes a tensor gathers through it. numpy stands in for the notebook's torch tensors.
+@cute.jit
+def gather_tensor(offset_tensor: cute.Tensor, data_ptr: cute.Pointer, shape: cute.Shape):
+    def inner(c):
+        return offset_tensor[c]
+
+    gather_layout = cute.make_composed_layout(inner, 0, cute.make_layout(shape))
+    for i in cutlass.range_constexpr(cute.size(shape)):
+        cute.printf("%d -> %d", i, gather_layout(i))
+
+
+def test_composed_layout_gather_over_a_tensor(capfd):
+    from cutlass.cute.runtime import from_dlpack, make_ptr
+    shape = (16,)
+    offsets = np.random.default_rng(0).integers(0, 256, shape).astype(np.int32)
+    data = np.arange(256, dtype=np.int32)
+    gather_tensor(from_dlpack(offsets), make_ptr(cutlass.Int32, data.ctypes.data, cute.AddressSpace.generic), shape)
+    assert capfd.readouterr().out == "".join(f"{i} -> {offsets[i]}\n" for i in range(16))
+
+
+def test_a_shape_parameter_is_compile_time():
+    @cute.jit
+    def size_is_static(shape: cute.Shape):
+        assert isinstance(cute.size(shape), int)
+        return cute.size(shape)
+
+    assert size_is_static((3, (2, 4))) == 24

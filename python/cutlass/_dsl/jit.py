@@ -162,7 +162,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
         static = (_is_constexpr_annotation(ann) or (index == 0 and name in ("self", "cls")) or value is None
                   or isinstance(value, type) or (callable(value) and not _is_tensor_like(value)
                                                  and not isinstance(value, Numeric))
-                  or _is_slicing_coordinate(value))
+                  or _is_slicing_coordinate(value) or (ann is tuple and _is_int_tuple(value)))
         if static:
             call[name] = value
             continue
@@ -202,6 +202,14 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
     if all(n < 0 for n in plan.arg_lengths):
         plan.arg_lengths = []
     return call, runtime_values
+
+
+def _is_int_tuple(value):
+    """Python ints, possibly nested in tuples: for a `cute.Shape`/`Stride`/`Coord`/`Tile`
+    parameter they are a compile-time shape, as the layout algebra wants it."""
+    if isinstance(value, tuple):
+        return all(_is_int_tuple(v) for v in value)
+    return type(value) is int
 
 
 def _is_slicing_coordinate(value):
