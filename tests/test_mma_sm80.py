@@ -302,3 +302,151 @@ def test_fma_tiled_gemm_on_the_emulator():
     compiled = cute.compile(fma_gemm, A, B, C, options="--target cpu")
     compiled(A, B, C)
     np.testing.assert_allclose(C, A.astype(np.float64) @ B.astype(np.float64).T, rtol=1e-5, atol=1e-5)
+
+
+# ---- the epilogue through make_tiled_copy_C -----------------------------------------------------
+
+@cute.kernel
+def copy_c_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
+                  copy_C: cute.TiledCopy):
+    tidx, _, _ = cute.arch.thread_idx()
+    gA = cute.local_tile(mA, (32, 16), (0, 0))
+    gB = cute.local_tile(mB, (16, 16), (0, 0))
+    gC = cute.local_tile(mC, (32, 16), (0, 0))
+    thr_mma = tiled_mma.get_slice(tidx)
+    tCgA = thr_mma.partition_A(gA)
+    tCgB = thr_mma.partition_B(gB)
+    tCrA = tiled_mma.make_fragment_A(tCgA)
+    tCrB = tiled_mma.make_fragment_B(tCgB)
+    tCrC = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((32, 16)))
+    cute.autovec_copy(tCgA, tCrA)
+    cute.autovec_copy(tCgB, tCrB)
+    tCrC.fill(1.0)
+    cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
+    # Accumulators leave through a tiled copy whose TV layout is the MMA's C layout.
+    thr_copy = copy_C.get_slice(tidx)
+    cute.copy(copy_C, thr_copy.retile(tCrC), thr_copy.partition_D(gC))
+
+
+@cute.jit
+def run_copy_c(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
+    tiled_mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 8)), (2, 2, 1))
+    copy_C = cute.make_tiled_copy_C(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32), tiled_mma)
+    copy_c_kernel(mA, mB, mC, tiled_mma, copy_C).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_tiled_copy_c_stores_the_accumulators():
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((32, 16)).astype(np.float16)
+    B = rng.standard_normal((16, 16)).astype(np.float16)
+    C = np.full((32, 16), np.nan, np.float32)
+    compiled = cute.compile(run_copy_c, A, B, C, options="--target cpu")
+    compiled(A, B, C)
+    np.testing.assert_allclose(C, A.astype(np.float64) @ B.astype(np.float64).T + 1.0, rtol=1e-5, atol=1e-5)
+
+
+# ---- PTX ------------------------------------------------------------------------------------------
+
+def test_tiled_gemm_ptx_uses_mma_sync():
+    A = np.zeros((64, 32), np.float16)
+    B = np.zeros((64, 32), np.float16)
+    C = np.zeros((64, 64), np.float32)
+    compiled = cute.compile(tensorop_gemm, A, B, C)
+    if compiled.__ptx__ is None:
+        pytest.skip("no libNVVM here: PTX was not generated")
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in compiled.__ptx__
+
+
+# ---- misuse ----------------------------------------------------------------------------------------
+
+def test_op_constraints_raise():
+    with pytest.raises(DSLUserCodeError, match="acc_dtype must be Float32 when ab_dtype is BFloat16"):
+        warp.MmaF16BF16Op(cutlass.BFloat16, cutlass.Float16, (16, 8, 16))
+    with pytest.raises(DSLUserCodeError, match=r"shape_mnk must be \(16, 8, 8\) or \(16, 8, 16\)"):
+        warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 32))
+    with pytest.raises(DSLUserCodeError, match="ab_dtype must be Float16 or BFloat16"):
+        warp.MmaF16BF16Op(cutlass.Float32, cutlass.Float32, (16, 8, 16))
+    with pytest.raises(DSLUserCodeError, match="abacc_dtype must be Float16, Float32 or Float64"):
+        cute.nvgpu.MmaUniversalOp(cutlass.Int32)
+    with pytest.raises(DSLUserCodeError, match="ab_dtype must be Float8E4M3FN or Float8E5M2"):
+        warp.MmaFP8Op(cutlass.Float16, cutlass.Float32, (16, 8, 32))
+    with pytest.raises(ValueError, match="rank <= 3"):
+        cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)), (1, 1, 1, 1))
+
+
+@cute.kernel
+def misuse_kernel(mA: cute.Tensor, tiled_mma: cute.TiledMma, which: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    thr_mma = tiled_mma.get_slice(tidx)
+    gA = cute.local_tile(mA, (16, 16), (0, 0))
+    tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(gA))
+    tCrB = tiled_mma.make_fragment_B(tiled_mma.partition_shape_B((8, 16)))
+    tCrC = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((16, 8)))
+    if cutlass.const_expr(which == "dtype"):
+        wrong = cute.make_rmem_tensor(tiled_mma.partition_shape_A((16, 16)), cutlass.Float32)
+        cute.gemm(tiled_mma, tCrC, wrong, tCrB, tCrC)  # LINE dtype
+    if cutlass.const_expr(which == "rank"):
+        cute.gemm(tiled_mma, tCrC, tCrA, tCrB[None, None, 0], tCrC)  # LINE rank
+    if cutlass.const_expr(which == "shape"):
+        wide = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((16, 16)))
+        cute.gemm(tiled_mma, wide, tCrA, tCrB, wide)  # LINE shape
+    if cutlass.const_expr(which == "fragment"):
+        tiled_mma.make_fragment_A(cute.make_rmem_tensor((4, 1, 1), cutlass.Float16))  # LINE fragment
+    if cutlass.const_expr(which == "unpartitioned"):
+        tiled_mma.make_fragment_A(gA)  # LINE unpartitioned
+
+
+@cute.jit
+def run_misuse(mA: cute.Tensor, which: cutlass.Constexpr):
+    tiled_mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)))
+    misuse_kernel(mA, tiled_mma, which).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def line_of(marker):
+    with open(__file__) as f:
+        for n, text in enumerate(f, 1):
+            if text.rstrip().endswith("# LINE " + marker):
+                return n
+    raise AssertionError(marker)
+
+
+@pytest.mark.parametrize("which,exc,match", [
+    ("dtype", TypeError, "operand A holds Float32 but the MMA atom takes Float16"),
+    ("rank", ValueError, "A and B must have the same rank"),
+    ("shape", ValueError, "C's \\(M, N\\) modes must match A's M and B's N"),
+    ("fragment", ValueError, "must hold the atom's 8 values per thread"),
+    ("unpartitioned", ValueError, "expected a partitioned tensor"),
+])
+def test_gemm_misuse_raises_at_the_users_line(which, exc, match):
+    A = np.zeros((16, 16), np.float16)
+    with pytest.raises(DSLUserCodeError, match=match) as info:
+        cute.compile(run_misuse, A, which, options="--target cpu")
+    assert isinstance(info.value, exc)
+    assert info.value.line == line_of(which)
+
+
+@cute.kernel
+def partial_warp_kernel(mA: cute.Tensor, tiled_mma: cute.TiledMma):
+    tidx, _, _ = cute.arch.thread_idx()
+    tCrA = tiled_mma.make_fragment_A(tiled_mma.partition_shape_A((16, 16)))
+    tCrB = tiled_mma.make_fragment_B(tiled_mma.partition_shape_B((8, 16)))
+    tCrC = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((16, 8)))
+    tCrA.fill(1.0)
+    tCrB.fill(1.0)
+    tCrC.fill(0.0)
+    if tidx < 16:
+        cute.gemm(tiled_mma, tCrC, tCrA, tCrB, tCrC)
+    mA[tidx] = tCrC[0]
+
+
+@cute.jit
+def run_partial_warp(mA: cute.Tensor):
+    tiled_mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)))
+    partial_warp_kernel(mA, tiled_mma).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_mma_sync_in_a_diverged_warp_is_reported_by_the_emulator():
+    A = np.zeros(32, np.float32)
+    compiled = cute.compile(run_partial_warp, A, options="--target cpu")
+    with pytest.raises(cutlass.DSLRuntimeError, match="mma.sync executed by a partial warp"):
+        compiled(A)
