@@ -31,6 +31,7 @@
 #include "bindings/runtime_bindings.h"
 #include "runtime/tensor_spec.h"
 #include "bindings/tensor_argument.h"
+#include "bindings/mma_bindings.h"
 #include "bindings/tensor_bindings.h"
 #include "bindings/tensor_ssa_bindings.h"
 #include "support/cuda_paths.h"
@@ -270,6 +271,7 @@ NB_MODULE(_core, m) {
   bindings::bind_layouts(m);
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);
+  bindings::bind_mma(m);
   bindings::bind_runtime(m);
   bindings::bind_tensor_ssa(m);
 }

@@ -13,6 +13,7 @@
 
 #include "emulator/device_atomics.h"
 #include "emulator/device_program.h"
+#include "emulator/sm80_mma.h"
 
 namespace opencute::emulator {
 
@@ -381,6 +382,11 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
           if (!ok || j < 0 || j >= kWarp || !((m >> j) & 1) || !((member >> j) & 1)) j = l;
           at(i.dst, l) = at(i.a, j);
         }
+        break;
+      }
+      case K::MmaSync: {
+        std::string e = run_mma_sync(i, m, R);
+        if (!e.empty()) fail_at(c, w, warp, __builtin_ctz(m ? m : 1u), i, e);
         break;
       }
       case K::Vote: {

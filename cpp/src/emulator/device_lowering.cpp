@@ -233,6 +233,13 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
         emit(std::move(i));
         break;
       }
+      case OpCode::MmaSync: {  // warp-wide: the emulator gathers the lanes' fragments (sm80_mma.cpp)
+        Inst i = base(K::MmaSync);
+        for (size_t k = 0; k < op.operands.size(); ++k) i.srcs.push_back(in(k));
+        for (auto& r : op.results) i.dsts.push_back(reg(r.get()));
+        emit(std::move(i));
+        break;
+      }
       case OpCode::Assert: {
         Inst i = base(K::Assert);
         i.a = in(0);

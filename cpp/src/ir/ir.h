@@ -59,6 +59,9 @@ enum class OpCode : uint8_t {
   Condition,  // terminator of While.before: (cond, forwarded...)
   Yield,      // terminator of For/If/While.after
   Return,     // terminator of a function body
+  // SM80 MMA family (cute/atom/mma_sm80, target/nvvm/lower_sm80_mma, emulator/sm80_mma)
+  MmaSync,    // warp-wide mma.sync: (A values..., B values..., C values...) -> D values; ints = {m, n, k};
+              // each lane passes its fragment values in PTX operand order (see mma_sm80.h)
 };
 
 enum class CmpPredicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };

@@ -127,6 +127,10 @@ class Printer {
            << " " << memory_scope_name(MemoryScope(op.ints.at(1))) << " " << list(op.operands) << " : "
            << result_types(op) << "\n";
         return;
+      case OpCode::MmaSync:
+        os << " m" << op.ints.at(0) << "n" << op.ints.at(1) << "k" << op.ints.at(2) << " " << list(op.operands) << " : "
+           << types(op.operands) << " -> " << result_types(op) << "\n";
+        return;
       case OpCode::Assert:
         os << " " << list(op.operands) << ", " << quote(op.str_attr) << " at " << quote(op.file) << ":" << op.line
            << "\n";

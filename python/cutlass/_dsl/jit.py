@@ -162,7 +162,8 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
         static = (_is_constexpr_annotation(ann) or (index == 0 and name in ("self", "cls")) or value is None
                   or isinstance(value, type) or (callable(value) and not _is_tensor_like(value)
                                                  and not isinstance(value, Numeric))
-                  or _is_slicing_coordinate(value) or (ann is tuple and _is_int_tuple(value)))
+                  or _is_slicing_coordinate(value) or (ann is tuple and _is_int_tuple(value))
+                  or getattr(value, "__cute_static__", False))
         if static:
             call[name] = value
             continue

@@ -9,11 +9,13 @@ from .._dsl.errors import DSLRuntimeError, DSLUserCodeError
 from .._dsl.address_space import AddressSpace
 from . import arch, math, runtime, testing, typing
 from .runtime import sym_int
-from .typing import Tensor, Shape, Stride, Coord, IntTuple, Tile, Pointer
+from .typing import (Tensor, Shape, Stride, Coord, IntTuple, Tile, Pointer, CopyAtom, TiledCopy, ThrCopy, MmaAtom,
+                     TiledMma, ThrMma)
 from .layout import *  # noqa: F401,F403 - the layout algebra
 from .layout import Layout, ComposedLayout, Swizzle, ScaledBasis, IntValue
 from .tensor import *  # noqa: F401,F403 - tensors, pointers and copies
 from .tensor import CopyUniversalOp
+from .mma import *  # noqa: F401,F403 - MMA atoms, tiled MMAs, cute.gemm, make_tiled_copy_A/B/C
 from . import nvgpu
 
 from .tensor_ssa import (TensorSSA, ReductionOp, full, full_like, zeros_like, ones_like, empty_like, where, any_,

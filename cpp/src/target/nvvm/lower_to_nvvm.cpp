@@ -14,6 +14,7 @@
 #include "ir/arch_attributes.h"
 #include "ir/scalar_semantics.h"
 #include "support/half.h"
+#include "target/nvvm/lower_sm80_mma.h"
 
 namespace opencute::target {
 namespace {
@@ -945,6 +946,15 @@ class KernelLowering {
 
   // -- warp, atomic and shared-memory ops, assertions ----------------------------------------
 
+  // An op family lowered in its own file: operands in, result texts out.
+  template <class F>
+  void lower_family(const Op& op, F&& lower) {
+    std::vector<std::string> in;
+    for (const Value* v : op.operands) in.push_back(use(v));
+    std::vector<std::string> out = lower(op, in, [this](const std::string& rhs) { return def(rhs); });
+    for (size_t i = 0; i < out.size(); ++i) set(op, int(i), out[i]);
+  }
+
   void lower_shuffle(const Op& op) {
     const auto& o = op.operands;
     std::string name = std::string("llvm.nvvm.shfl.sync.") + ir::shuffle_kind_name(ir::ShuffleKind(op.int_attr)) + ".i32";
@@ -1355,6 +1365,7 @@ class KernelLowering {
       case OpCode::DynSmem: lower_dyn_smem(op); return;
       case OpCode::DynSmemSize: set(op, 0, def("call i32 asm \"mov.u32 $0, %dynamic_smem_size;\", \"=r\"()")); return;
       case OpCode::Assert: lower_assert(op); return;
+      case OpCode::MmaSync: lower_family(op, lower_mma_sync); return;
       case OpCode::For: lower_for(op); return;
       case OpCode::If: lower_if(op); return;
       case OpCode::While: lower_while(op); return;

@@ -1,0 +1,188 @@
+#include "bindings/mma_bindings.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings/layout_convert.h"
+#include "bindings/num_convert.h"
+#include "cute/algorithm/gemm.h"
+#include "cute/atom/tiled_mma.h"
+#include "dsl/dtype.h"
+#include "dsl/tracer.h"
+#include "layout/print.h"
+
+namespace nb = nanobind;
+
+namespace opencute::bindings {
+namespace {
+
+namespace L = opencute::layout;
+using cute::MmaAtom;
+using cute::MmaOperand;
+using cute::Tensor;
+using cute::TiledMma;
+
+struct ThrMma {
+  TiledMma tiled;
+  L::Int thr_index;
+  nb::object thr_index_py;
+};
+
+ir::Type dtype_of(nb::handle h) {
+  if (PyUnicode_Check(h.ptr())) return dsl::dtype_from_name(nb::cast<std::string>(h));
+  if (!nb::hasattr(h, "__name__")) throw nb::type_error(("expected a numeric type, got " + py_type_name(h)).c_str());
+  std::string name = nb::cast<std::string>(h.attr("__name__"));
+  try {
+    return dsl::dtype_from_name(name);
+  } catch (const std::invalid_argument&) {
+    throw dsl::UserError("INVALID_MMA_OP", "the numeric type " + name + " is not supported here");
+  }
+}
+
+Tensor as_tensor(nb::handle h, const char* fn) {
+  if (!nb::isinstance<Tensor>(h))
+    throw nb::type_error((std::string(fn) + ": expected a Tensor, got " + py_type_name(h)).c_str());
+  return nb::cast<Tensor>(h);
+}
+
+std::vector<int64_t> shape3(nb::handle h) {
+  std::vector<int64_t> out;
+  for (nb::handle e : h) out.push_back(nb::cast<int64_t>(e));
+  return out;
+}
+
+const TiledMma& tiled_of(nb::handle h) {
+  if (nb::isinstance<ThrMma>(h)) return nb::cast<const ThrMma&>(h).tiled;
+  return nb::cast<const TiledMma&>(h);
+}
+
+MmaAtom atom_of(nb::handle h) {
+  if (nb::isinstance<MmaAtom>(h)) return nb::cast<MmaAtom>(h);
+  if (nb::isinstance<TiledMma>(h) || nb::isinstance<ThrMma>(h)) return tiled_of(h).atom;
+  throw nb::type_error(("expected an MMA atom or TiledMma, got " + py_type_name(h)).c_str());
+}
+
+// make_fragment_X(tensor_or_shape)
+nb::object fragment(const TiledMma& t, MmaOperand w, nb::handle x) {
+  Scope scope;
+  if (nb::isinstance<Tensor>(x)) return nb::cast(cute::make_fragment(t, w, nb::cast<Tensor>(x)));
+  return nb::cast(cute::make_fragment(t, w, to_tuple(x)));
+}
+
+// Methods shared by TiledMma and ThrMma (ThrMma "is a" TiledMma in the CuTe DSL).
+template <class C, class Get>
+void tiled_methods(nb::class_<C>& cls, Get get) {
+  cls.def_prop_ro("thr_id", [get](const C& c) { return py(get(c).atom.thr_id); })
+      .def_prop_ro("shape_mnk", [get](const C& c) { return to_py(L::IntTuple{get(c).atom.m, get(c).atom.n, get(c).atom.k}); })
+      .def_prop_ro("tv_layout_A", [get](const C& c) { return py(get(c).atom.layout_a_tv); })
+      .def_prop_ro("tv_layout_B", [get](const C& c) { return py(get(c).atom.layout_b_tv); })
+      .def_prop_ro("tv_layout_C", [get](const C& c) { return py(get(c).atom.layout_c_tv); })
+      .def_prop_ro("thr_layout_vmnk", [get](const C& c) { return py(get(c).thr_layout_vmnk); })
+      .def_prop_ro("permutation_mnk", [get](const C& c) {
+        nb::list out;
+        for (auto& p : get(c).permutation_mnk) out.append(p ? py(*p) : nb::none());
+        return nb::tuple(out);
+      })
+      .def_prop_ro("tv_layout_A_tiled", [get](const C& c) { Scope s; return py(get(c).layout_tv(MmaOperand::A)); })
+      .def_prop_ro("tv_layout_B_tiled", [get](const C& c) { Scope s; return py(get(c).layout_tv(MmaOperand::B)); })
+      .def_prop_ro("tv_layout_C_tiled", [get](const C& c) { Scope s; return py(get(c).layout_tv(MmaOperand::C)); })
+      .def_prop_ro("size", [get](const C& c) { return to_py(get(c).size()); })
+      .def_prop_ro("a_dtype", [get](const C& c) { return dtype_class(get(c).atom.a_type); })
+      .def_prop_ro("b_dtype", [get](const C& c) { return dtype_class(get(c).atom.b_type); })
+      .def_prop_ro("acc_dtype", [get](const C& c) { return dtype_class(get(c).atom.c_type); })
+      .def("get_tile_size", [get](const C& c, int i) {
+        if (i < 0 || i > 2) throw nb::value_error("get_tile_size: mode_idx must be 0, 1 or 2");
+        return get(c).tile_size(i);
+      })
+      .def("partition_shape_A", [get](const C& c, nb::handle s) { Scope sc; return to_py(cute::partition_shape(get(c), MmaOperand::A, to_tuple(s))); })
+      .def("partition_shape_B", [get](const C& c, nb::handle s) { Scope sc; return to_py(cute::partition_shape(get(c), MmaOperand::B, to_tuple(s))); })
+      .def("partition_shape_C", [get](const C& c, nb::handle s) { Scope sc; return to_py(cute::partition_shape(get(c), MmaOperand::C, to_tuple(s))); })
+      .def("make_fragment_A", [get](const C& c, nb::handle x) { return fragment(get(c), MmaOperand::A, x); })
+      .def("make_fragment_B", [get](const C& c, nb::handle x) { return fragment(get(c), MmaOperand::B, x); })
+      .def("make_fragment_C", [get](const C& c, nb::handle x) { return fragment(get(c), MmaOperand::C, x); })
+      .def("get_slice", [get](const C& c, nb::handle thr) {
+        Scope scope;
+        return ThrMma{get(c), to_int(thr), nb::borrow(thr)};
+      })
+      .def("__extract_mlir_values__", [](const C&) { return nb::list(); })
+      .def("__new_from_mlir_values__", [](const C& c, nb::handle) { return c; })
+      .def("__str__", [get](const C& c) { return cute::to_string(get(c)); })
+      .def("__repr__", [get](const C& c) { return cute::to_string(get(c)); });
+  cls.attr("__cute_static__") = true;
+  cls.attr("get_thread_slice") = cls.attr("get_slice");
+}
+
+}  // namespace
+
+void bind_mma(nb::module_& root) {
+  nb::module_ m = nb::borrow<nb::module_>(root.attr("cute"));
+
+  nb::class_<MmaAtom>(m, "MmaAtom")
+      .def_prop_ro("thr_id", [](const MmaAtom& a) { return py(a.thr_id); })
+      .def_prop_ro("shape_mnk", [](const MmaAtom& a) { return to_py(L::IntTuple{a.m, a.n, a.k}); })
+      .def_prop_ro("tv_layout_A", [](const MmaAtom& a) { return py(a.layout_a_tv); })
+      .def_prop_ro("tv_layout_B", [](const MmaAtom& a) { return py(a.layout_b_tv); })
+      .def_prop_ro("tv_layout_C", [](const MmaAtom& a) { return py(a.layout_c_tv); })
+      .def_prop_ro("a_dtype", [](const MmaAtom& a) { return dtype_class(a.a_type); })
+      .def_prop_ro("b_dtype", [](const MmaAtom& a) { return dtype_class(a.b_type); })
+      .def_prop_ro("acc_dtype", [](const MmaAtom& a) { return dtype_class(a.c_type); })
+      .def_prop_ro("_op_string", [](const MmaAtom& a) { return cute::op_string(a); })
+      .def("make_fragment_A", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::A, x); })
+      .def("make_fragment_B", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::B, x); })
+      .def("make_fragment_C", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::C, x); })
+      .def("__extract_mlir_values__", [](const MmaAtom&) { return nb::list(); })
+      .def("__new_from_mlir_values__", [](const MmaAtom& a, nb::handle) { return a; })
+      .def("__str__", [](const MmaAtom& a) { return cute::to_string(a); })
+      .def("__repr__", [](const MmaAtom& a) { return cute::to_string(a); });
+  m.attr("MmaAtom").attr("__cute_static__") = true;
+
+  m.def("make_mma_f16bf16", [](nb::handle ab, nb::handle acc, nb::handle shape) {
+    return cute::make_mma_f16bf16(dtype_of(ab), dtype_of(acc), shape3(shape));
+  });
+  m.def("make_mma_fp8", [](nb::handle ab, nb::handle acc, nb::handle shape) {
+    return cute::make_mma_fp8(dtype_of(ab), dtype_of(acc), shape3(shape));
+  });
+  m.def("make_mma_universal", [](nb::handle t) { return cute::make_mma_universal(dtype_of(t)); });
+
+  nb::class_<TiledMma> tiled(m, "TiledMma");
+  tiled_methods(tiled, [](const TiledMma& t) -> const TiledMma& { return t; });
+  nb::class_<ThrMma> thr(m, "ThrMma");
+  tiled_methods(thr, [](const ThrMma& t) -> const TiledMma& { return t.tiled; });
+  thr.def_prop_ro("thr_idx", [](const ThrMma& t) { return t.thr_index_py; })
+      .def("partition_A", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::A, as_tensor(x, "partition_A"), t.thr_index); })
+      .def("partition_B", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::B, as_tensor(x, "partition_B"), t.thr_index); })
+      .def("partition_C", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::C, as_tensor(x, "partition_C"), t.thr_index); });
+
+  m.def("make_tiled_mma", [](nb::handle atom, nb::handle atom_layout, nb::handle permutation) {
+    Scope scope;
+    MmaAtom a = atom_of(atom);
+    L::Layout al = atom_layout.is_none() ? L::Layout(L::IntTuple{1, 1, 1}, L::IntTuple{0, 0, 0}) : layout_or_shape(atom_layout);
+    std::vector<std::optional<L::Layout>> perm;
+    if (!permutation.is_none()) {
+      for (nb::handle p : permutation) {
+        if (p.is_none()) perm.push_back(std::nullopt);
+        else if (is_layout(p)) perm.push_back(as_layout(p));
+        else perm.push_back(L::Layout(to_int(p), 1));
+      }
+    }
+    return cute::make_tiled_mma(a, al, perm);
+  }, nb::arg("atom"), nb::arg("atom_layout").none(), nb::arg("permutation").none());
+
+  m.def("gemm", [](nb::handle atom, nb::handle d, nb::handle a, nb::handle b, nb::handle c) {
+    Scope scope;
+    cute::gemm(atom_of(atom), as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(b, "gemm"), as_tensor(c, "gemm"));
+  });
+
+  m.def("make_tiled_copy_mma", [](const cute::CopyAtom& atom, nb::handle mma, const std::string& which) {
+    Scope scope;
+    MmaOperand w = which == "A" ? MmaOperand::A : which == "B" ? MmaOperand::B : MmaOperand::C;
+    return cute::make_tiled_copy_mma(atom, tiled_of(mma), w);
+  });
+}
+
+}  // namespace opencute::bindings

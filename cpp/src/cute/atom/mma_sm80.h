@@ -1,0 +1,51 @@
+// MMA atoms of the SM80 family (CuTe C++'s mma_traits_sm80.hpp / mma_traits_sm89.hpp and the
+// universal FMA of mma_traits.hpp): each atom is a table of its thread layout, its A/B/C
+// thread-value layouts, its value types and its MNK shape, plus the IR op one call emits.
+//
+// TV layouts map (thread, value) to the column-major index of the atom's M x K (A), N x K (B)
+// and M x N (C) tile, exactly as CuTe writes them; value v of a thread is element v of the
+// operand list of the PTX instruction (two 16-bit or four 8-bit values per 32-bit register,
+// lowest bits first).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "cute/tensor.h"
+
+namespace opencute::cute {
+
+enum class MmaKind : uint8_t { Universal, F16BF16, FP8 };
+
+struct MmaAtom {
+  MmaKind kind = MmaKind::Universal;
+  ir::Type a_type = nullptr, b_type = nullptr, c_type = nullptr;  // D has C's type
+  int m = 1, n = 1, k = 1;
+  layout::Layout thr_id;
+  layout::Layout layout_a_tv, layout_b_tv, layout_c_tv;
+
+  int num_threads() const { return kind == MmaKind::Universal ? 1 : 32; }
+  int values_a() const { return m * k / num_threads(); }
+  int values_b() const { return n * k / num_threads(); }
+  int values_c() const { return m * n / num_threads(); }
+  std::vector<int64_t> shape_mnk() const { return {m, n, k}; }
+};
+
+// warp.MmaF16BF16Op(ab_dtype, acc_dtype, shape_mnk): f16/bf16 inputs, f16 (f16 inputs only) or
+// f32 accumulators, shape (16,8,8) or (16,8,16). Errors (DSLUserCodeError): the constraint.
+MmaAtom make_mma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shape_mnk);
+// warp.MmaFP8Op(ab_dtype, acc_dtype, shape_mnk): 8-bit float inputs (e4m3 / e5m2), f32
+// accumulators, shape (16,8,32).
+MmaAtom make_mma_fp8(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shape_mnk);
+// nvgpu.MmaUniversalOp(abacc_dtype): one thread, 1x1x1, d = a * b + c; f16, f32 or f64.
+MmaAtom make_mma_universal(ir::Type abacc);
+
+// One call of the atom on one thread's fragments: a, b, c, d are register tensors holding
+// exactly the atom's A, B, C and D values (in value order). Emits one MmaSync op (or an FMA).
+// Errors: element types that differ from the atom's, wrong value counts.
+void mma_atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c);
+
+// "warp-level F16/BF16 MMA Operation" ... (the Op's text) and the MMA Atom block.
+std::string op_string(const MmaAtom& a);
+std::string to_string(const MmaAtom& a);
+
+}  // namespace opencute::cute

@@ -1,0 +1,186 @@
+#include "cute/atom/tiled_mma.h"
+
+#include "dsl/tracer.h"
+#include "layout/print.h"
+
+namespace opencute::cute {
+
+namespace L = opencute::layout;
+using L::IntTuple;
+using L::Layout;
+
+namespace {
+
+// The (M, N, K) modes an operand's two tensor modes are: A (M,K), B (N,K), C (M,N).
+std::pair<int, int> operand_modes(MmaOperand w) {
+  switch (w) {
+    case MmaOperand::A: return {0, 2};
+    case MmaOperand::B: return {1, 2};
+    case MmaOperand::C: return {0, 1};
+  }
+  return {0, 1};
+}
+
+const char* operand_name(MmaOperand w) { return w == MmaOperand::A ? "A" : w == MmaOperand::B ? "B" : "C"; }
+
+const Layout& atom_tv(const MmaAtom& a, MmaOperand w) {
+  return w == MmaOperand::A ? a.layout_a_tv : w == MmaOperand::B ? a.layout_b_tv : a.layout_c_tv;
+}
+
+int values_per_thread(const MmaAtom& a, MmaOperand w) {
+  return w == MmaOperand::A ? a.values_a() : w == MmaOperand::B ? a.values_b() : a.values_c();
+}
+
+ir::Type value_type(const MmaAtom& a, MmaOperand w) {
+  return w == MmaOperand::A ? a.a_type : w == MmaOperand::B ? a.b_type : a.c_type;
+}
+
+int64_t atom_extent(const MmaAtom& a, int mode) { return mode == 0 ? a.m : mode == 1 ? a.n : a.k; }
+
+int64_t static_size(const Layout& l, const char* what) {
+  L::Int n = L::size(l);
+  if (!n.is_static()) throw L::LayoutError(std::string(what) + " must be static, got " + L::to_string(l));
+  return n.value();
+}
+
+// Mode 0 of a thrfrg result, (ThrV,(Thr_i,Thr_j)), spread over the four modes of
+// thr_layout_vmnk (V,M,N,K) with a stride-0 mode for the one the operand does not use, so
+// that a thread's colexicographic index in thr_layout_vmnk selects its offset.
+Layout spread_threads(const TiledMma& mma, MmaOperand w, const Layout& thr_mode) {
+  auto [i0, i1] = operand_modes(w);
+  std::vector<Layout> modes(4);
+  modes[0] = L::get(thr_mode, {0});
+  modes[size_t(i0 + 1)] = L::get(thr_mode, {1, 0});
+  modes[size_t(i1 + 1)] = L::get(thr_mode, {1, 1});
+  int unused = 3 - i0 - i1;
+  modes[size_t(unused + 1)] = Layout(L::size(mma.thr_layout_vmnk, {unused + 1}), 0);
+  return L::make_layout(modes);
+}
+
+}  // namespace
+
+Layout TiledMma::permutation(int i) const {
+  if (permutation_mnk[size_t(i)]) return *permutation_mnk[size_t(i)];
+  L::Int thr = L::size(thr_layout_vmnk, {i + 1});
+  return Layout(atom_extent(atom, i) * thr.value(), 1);
+}
+
+int64_t TiledMma::tile_size(int i) const { return static_size(permutation(i), "permutation_mnk"); }
+
+Layout TiledMma::thrfrg(MmaOperand w, const Layout& l) const {
+  if (l.rank() < 2)
+    throw L::LayoutError(std::string("partition_") + operand_name(w) + ": the tensor needs rank >= 2, got " +
+                         L::to_string(l));
+  auto [i0, i1] = operand_modes(w);
+  int mode_of[2] = {i0, i1};
+  Layout atom_part[2], thr_part[2], rest_part[2];
+  for (int j = 0; j < 2; ++j) {
+    int mnk = mode_of[j];
+    // Reorder for the tiled atom, then tile by the atom, then split the atom tiles among the
+    // threads of this mode.
+    Layout permuted = L::logical_divide(l[j], L::Tiler(permutation(mnk)));
+    Layout by_atom = L::logical_divide(permuted, L::Tiler(Layout(atom_extent(atom, mnk), 1)));
+    atom_part[j] = by_atom[0];
+    int64_t thr = L::size(thr_layout_vmnk, {mnk + 1}).value();
+    Layout by_thr = L::logical_divide(by_atom[1], L::Tiler(Layout(thr, 1)));
+    thr_part[j] = by_thr[0];
+    rest_part[j] = by_thr[1];
+  }
+  // (AtomI,AtomJ) -> (ThrV,FrgV) through the atom's TV layout.
+  Layout tv = L::composition(L::make_layout(std::vector<Layout>{atom_part[0], atom_part[1]}), atom_tv(atom, w));
+  std::vector<Layout> rest{rest_part[0], rest_part[1]};
+  for (int r = 2; r < l.rank(); ++r) rest.push_back(l[r]);
+  Layout thr_mode = L::make_layout(std::vector<Layout>{tv[0], L::make_layout(std::vector<Layout>{thr_part[0], thr_part[1]})});
+  Layout val_mode = L::make_layout(std::vector<Layout>{tv[1], L::make_layout(rest)});
+  return L::make_layout(std::vector<Layout>{thr_mode, val_mode});
+}
+
+Layout TiledMma::layout_tv(MmaOperand w) const {
+  auto [i0, i1] = operand_modes(w);
+  Layout ref = L::make_layout(IntTuple{tile_size(i0), tile_size(i1)});
+  Layout f = thrfrg(w, ref);
+  Layout spread = spread_threads(*this, w, f[0]);
+  // thread index -> its (V,M,N,K) coordinate's colexicographic index: the inverse of the
+  // thread layout, restricted to the thread count.
+  int64_t threads = size().value();
+  Layout with_rest = L::make_layout(std::vector<Layout>{thr_layout_vmnk, L::complement(thr_layout_vmnk)});
+  Layout thr_to_coord = L::composition(L::right_inverse(with_rest), Layout(threads, 1));
+  return L::make_layout(std::vector<Layout>{L::composition(spread, thr_to_coord), f[1]});
+}
+
+TiledMma make_tiled_mma(const MmaAtom& atom, const Layout& atom_layout,
+                        const std::vector<std::optional<Layout>>& permutation) {
+  if (atom_layout.rank() > 3)
+    throw dsl::UserError("INVALID_VALUE", "make_tiled_mma: atom_layout_mnk must have rank <= 3, got " +
+                                               L::to_string(atom_layout));
+  if (permutation.size() > 3)
+    throw dsl::UserError("INVALID_VALUE", "make_tiled_mma: permutation_mnk must have at most 3 modes, got " +
+                                               std::to_string(permutation.size()));
+  if (!atom_layout.is_static())
+    throw dsl::UserError("INVALID_VALUE", "make_tiled_mma: atom_layout_mnk must be static, got " +
+                                               L::to_string(atom_layout));
+  TiledMma t;
+  t.atom = atom;
+  t.atom_layout_mnk = L::append(atom_layout, Layout(1, 0), 3);
+  if (atom_layout.rank() == 1 && !atom_layout.shape.is_tuple())
+    t.atom_layout_mnk = Layout(IntTuple{atom_layout.shape, 1, 1}, IntTuple{atom_layout.stride, 0, 0});
+  // tiled_product(thr_id, atom_layout_mnk): (V, M, N, K) with the atom's threads innermost.
+  Layout thr = atom.thr_id;
+  int64_t cos = L::cosize(t.atom_layout_mnk).value();
+  Layout rest = L::composition(L::complement(thr, L::size(thr).value() * cos), t.atom_layout_mnk);
+  t.thr_layout_vmnk = L::make_layout(std::vector<Layout>{thr, rest[0], rest[1], rest[2]});
+  t.permutation_mnk = permutation;
+  t.permutation_mnk.resize(3);
+  for (int i = 0; i < 3; ++i)
+    if (t.permutation_mnk[size_t(i)]) static_size(*t.permutation_mnk[size_t(i)], "make_tiled_mma: permutation_mnk");
+  return t;
+}
+
+Tensor partition(const TiledMma& mma, MmaOperand w, const Tensor& t, const L::Int& thr_index) {
+  Layout f = mma.thrfrg(w, t.layout);
+  Layout full = L::make_layout(std::vector<Layout>{spread_threads(mma, w, f[0]), f[1]});
+  IntTuple rest_coord = underscores_like(L::get(f.shape, {1, 1}));
+  IntTuple coord{IntTuple(thr_index), IntTuple{IntTuple::underscore(), rest_coord}};
+  return slice(with_layout(t, full), coord);
+}
+
+IntTuple partition_shape(const TiledMma& mma, MmaOperand w, const IntTuple& shape) {
+  Layout f = mma.thrfrg(w, L::make_layout(shape));
+  IntTuple rest_coord = underscores_like(L::get(f.shape, {1, 1}));
+  return L::slice(IntTuple{IntTuple(0), IntTuple{IntTuple::underscore(), rest_coord}}, f).shape;
+}
+
+Tensor make_fragment(const TiledMma& mma, MmaOperand w, const Tensor& partitioned) {
+  std::string fn = std::string("make_fragment_") + operand_name(w);
+  if (partitioned.layout.rank() < 3)
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": expected a partitioned tensor (MMA, MMA_M/N, MMA_K/N, ...) of rank >= 3, got " +
+                                               to_string(partitioned));
+  L::Int v = L::size(partitioned.layout, {0});
+  if (!v.is_static() || v.value() != values_per_thread(mma.atom, w))
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": mode 0 of " + to_string(partitioned) + " must hold the atom's " +
+                                               std::to_string(values_per_thread(mma.atom, w)) +
+                                               " values per thread; partition the tensor with this MMA first");
+  return make_rmem_tensor(fragment_like_layout(partitioned.layout), value_type(mma.atom, w));
+}
+
+Tensor make_fragment(const TiledMma& mma, MmaOperand w, const IntTuple& shape) {
+  return make_rmem_tensor(L::make_layout(shape), value_type(mma.atom, w));
+}
+
+TiledCopy make_tiled_copy_mma(const CopyAtom& atom, const TiledMma& mma, MmaOperand w) {
+  auto [i0, i1] = operand_modes(w);
+  return make_tiled_copy(atom, mma.layout_tv(w), IntTuple{mma.tile_size(i0), mma.tile_size(i1)});
+}
+
+std::string to_string(const TiledMma& t) {
+  std::string perm = "(";
+  for (int i = 0; i < 3; ++i) {
+    perm += i ? "," : "";
+    perm += t.permutation_mnk[size_t(i)] ? L::to_string(*t.permutation_mnk[size_t(i)]) : "_";
+  }
+  perm += ")";
+  return "Tiled MMA\n  Thr Layout VMNK: " + L::to_string(t.thr_layout_vmnk) + "\n  Permutation MNK: " + perm + "\n" +
+         to_string(t.atom);
+}
+
+}  // namespace opencute::cute

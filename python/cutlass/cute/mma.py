@@ -1,0 +1,108 @@
+"""MMA atoms, tiled MMAs and `cute.gemm` (`cute.make_tiled_mma`, `TiledMma.get_slice`,
+`ThrMma.partition_A` ...), plus the tiled copies derived from a TiledMma
+(`cute.make_tiled_copy_A/B/C`). Thin wrappers: the atoms' tables, partitioning and the gemm
+dispatch live in C++ (`cpp/src/cute/atom/`, `cpp/src/cute/algorithm/gemm.cpp`)."""
+from .. import _core
+
+_C = _core.cute
+
+MmaAtom = _C.MmaAtom
+TiledMma = _C.TiledMma
+ThrMma = _C.ThrMma
+for _cls in (MmaAtom, TiledMma, ThrMma):
+    _cls.__module__ = "cutlass.cute"
+
+# Copy atoms and tiled copies are compile-time structure: as kernel arguments they flatten to
+# no runtime values.
+for _cls in (_C.CopyAtom, _C.TiledCopy, _C.ThrCopy):
+    _cls.__extract_mlir_values__ = lambda self: []
+    _cls.__new_from_mlir_values__ = lambda self, values: self
+    _cls.__cute_static__ = True
+
+
+class MmaOp:
+    """Base of the MMA operations (`warp.MmaF16BF16Op`, `nvgpu.MmaUniversalOp` ...): an op
+    describes one instruction; `make_mma_atom` / `make_tiled_mma` turn it into an atom."""
+
+    def _make_atom(self):
+        return self._atom
+
+    def __str__(self):
+        return self._atom._op_string
+
+    def __repr__(self):
+        return str(self)
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._key() == other._key()
+
+    def __hash__(self):
+        return hash((type(self).__name__,) + self._key())
+
+
+class MmaUniversalOp(MmaOp):
+    """The SIMT "MMA": one thread computes d = a * b + c (`cute.nvgpu.MmaUniversalOp`)."""
+
+    def __init__(self, abacc_dtype):
+        self.abacc_dtype = abacc_dtype
+        self._atom = _C.make_mma_universal(abacc_dtype)
+
+    def _key(self):
+        return (self.abacc_dtype,)
+
+
+def _atom_of(op_or_atom):
+    if isinstance(op_or_atom, (MmaAtom, TiledMma, ThrMma)):
+        return op_or_atom
+    if isinstance(op_or_atom, MmaOp):
+        return op_or_atom._make_atom()
+    raise TypeError(f"expected an MMA operation or atom, got {type(op_or_atom).__name__}")
+
+
+def make_mma_atom(op, *, loc=None, ip=None, **kwargs):
+    if not isinstance(op, MmaOp):
+        raise TypeError(f"make_mma_atom: expected an MMA operation, got {type(op).__name__}")
+    return op._make_atom()
+
+
+def make_tiled_mma(op_or_atom, atom_layout_mnk=(1, 1, 1), permutation_mnk=None, *, loc=None, ip=None, **kwargs):
+    atom = _atom_of(op_or_atom)
+    if isinstance(atom, (TiledMma, ThrMma)):
+        raise TypeError("make_tiled_mma: expected an MMA operation or atom, got a TiledMma")
+    if isinstance(atom_layout_mnk, tuple) and len(atom_layout_mnk) > 3:
+        raise ValueError(f"make_tiled_mma: atom_layout_mnk must have rank <= 3, got {atom_layout_mnk}")
+    if permutation_mnk is not None and len(permutation_mnk) > 3:
+        raise ValueError(f"make_tiled_mma: permutation_mnk must have at most 3 modes, got {permutation_mnk}")
+    return _C.make_tiled_mma(atom, atom_layout_mnk, permutation_mnk)
+
+
+def gemm(atom, d, a, b, c, *, loc=None, ip=None, **kwargs):
+    """D <- A * B + C over register fragments (C and D may be the same tensor)."""
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        raise NotImplementedError("cute.gemm with auxiliary operand tensors (scale factors) is not supported")
+    _C.gemm(_atom_of(atom), d, a, b, c)
+
+
+def mma_atom_call(atom, d, a, b, c, *, loc=None, ip=None, **kwargs):
+    _C.gemm(_atom_of(atom), d, a, b, c)
+
+
+def make_tiled_copy_A(copy_atom, tiled_mma, *, loc=None, ip=None):
+    """A tiled copy that partitions an (M, K) tile as the TiledMma's A operand."""
+    return _C.make_tiled_copy_mma(copy_atom, tiled_mma, "A")
+
+
+def make_tiled_copy_B(copy_atom, tiled_mma, *, loc=None, ip=None):
+    """A tiled copy that partitions an (N, K) tile as the TiledMma's B operand."""
+    return _C.make_tiled_copy_mma(copy_atom, tiled_mma, "B")
+
+
+def make_tiled_copy_C(copy_atom, tiled_mma, *, loc=None, ip=None):
+    """A tiled copy that partitions an (M, N) tile as the TiledMma's accumulator."""
+    return _C.make_tiled_copy_mma(copy_atom, tiled_mma, "C")
+
+
+__all__ = [
+    "MmaAtom", "TiledMma", "ThrMma", "make_mma_atom", "make_tiled_mma", "gemm", "mma_atom_call",
+    "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
+]
