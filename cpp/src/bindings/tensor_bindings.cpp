@@ -13,6 +13,7 @@
 
 #include "bindings/layout_convert.h"
 #include "bindings/num_convert.h"
+#include "cute/atom/copy_sm80.h"
 #include "cute/copy.h"
 #include "cute/pointer.h"
 #include "cute/print_tensor.h"
@@ -302,8 +303,9 @@ void bind_tensors(nb::module_& root) {
       .def_prop_ro("value_type", [](const cute::CopyAtom& a) { return dtype_class(a.value_type); })
       .def_prop_ro("num_bits_per_copy", [](const cute::CopyAtom& a) { return a.num_bits; })
       .def_prop_ro("thr_id", [](const cute::CopyAtom& a) { return py(a.thr_id()); })
-      .def_prop_ro("layout_src_tv", [](const cute::CopyAtom& a) { return py(a.layout_tv()); })
-      .def_prop_ro("layout_dst_tv", [](const cute::CopyAtom& a) { return py(a.layout_tv()); })
+      .def_prop_ro("layout_src_tv", [](const cute::CopyAtom& a) { return py(a.layout_src_tv()); })
+      .def_prop_ro("layout_dst_tv", [](const cute::CopyAtom& a) { return py(a.layout_dst_tv()); })
+      .def_prop_ro("op_name", [](const cute::CopyAtom& a) { return a.op_name; })
       .def("__str__", [](const cute::CopyAtom& a) { return cute::to_string(a); })
       .def("__repr__", [](const cute::CopyAtom& a) { return cute::to_string(a); });
   m.def("make_copy_atom", [](const std::string& op, nb::handle dtype, int num_bits) {
@@ -313,8 +315,8 @@ void bind_tensors(nb::module_& root) {
   nb::class_<cute::TiledCopy>(m, "TiledCopy")
       .def_prop_ro("tiler_mn", [](const cute::TiledCopy& t) { return to_py(t.tiler_mn); })
       .def_prop_ro("layout_tv_tiled", [](const cute::TiledCopy& t) { return py(t.layout_tv); })
-      .def_prop_ro("layout_src_tv_tiled", [](const cute::TiledCopy& t) { return py(t.layout_tv); })
-      .def_prop_ro("layout_dst_tv_tiled", [](const cute::TiledCopy& t) { return py(t.layout_tv); })
+      .def_prop_ro("layout_src_tv_tiled", [](const cute::TiledCopy& t) { return py(cute::tiled_layout_tv(t, true)); })
+      .def_prop_ro("layout_dst_tv_tiled", [](const cute::TiledCopy& t) { return py(cute::tiled_layout_tv(t, false)); })
       .def_prop_ro("size", [](const cute::TiledCopy& t) { return to_py(t.size()); })
       .def_prop_ro("value_type", [](const cute::TiledCopy& t) { return dtype_class(t.atom.value_type); })
       .def_prop_ro("atom", [](const cute::TiledCopy& t) { return t.atom; })
@@ -332,6 +334,25 @@ void bind_tensors(nb::module_& root) {
     Scope scope;
     return cute::make_tiled_copy(atom, require_layout(layout_tv, "make_tiled_copy"), to_tuple(tiler_mn));
   });
+  // SM80 atoms (cute/atom/copy_sm80): cp.async, ldmatrix, stmatrix.
+  m.def("make_cp_async_atom", [](nb::handle dtype, int num_bits, int cache_mode) {
+    return cute::make_cp_async_atom(dtype_of(dtype), num_bits, cache_mode);
+  });
+  m.def("make_ldmatrix_atom", [](nb::handle dtype, int num, bool transpose, bool eight_bit) {
+    return cute::make_ldmatrix_atom(dtype_of(dtype), num, transpose, eight_bit);
+  });
+  m.def("make_stmatrix_atom", [](nb::handle dtype, int num, bool transpose) {
+    return cute::make_stmatrix_atom(dtype_of(dtype), num, transpose);
+  });
+  m.def("set_target_arch", &cute::set_target_arch);
+  m.def("cp_async_commit_group", &cute::cp_async_commit_group);
+  m.def("cp_async_wait_group", [](int64_t n) { cute::cp_async_wait_group(n); });
+  m.def("make_tiled_copy_S", [](const cute::CopyAtom& atom, const cute::TiledCopy& tc) {
+    return cute::make_tiled_copy_S(atom, tc);
+  });
+  m.def("make_tiled_copy_D", [](const cute::CopyAtom& atom, const cute::TiledCopy& tc) {
+    return cute::make_tiled_copy_D(atom, tc);
+  });
   m.def("make_tiled_copy_tv", [](const cute::CopyAtom& atom, nb::handle thr, nb::handle val) {
     Scope scope;
     return cute::make_tiled_copy_tv(atom, require_layout(thr, "make_tiled_copy_tv"),
@@ -348,7 +369,7 @@ void bind_tensors(nb::module_& root) {
       })
       .def("partition_D", [](const ThrCopy& c, nb::handle x) {
         Scope scope;
-        return cute::partition(c.tiled, as_tensor(x, "partition_D"), c.thr_index);
+        return cute::partition(c.tiled, as_tensor(x, "partition_D"), c.thr_index, false);
       })
       .def("retile", [](const ThrCopy& c, nb::handle x) {
         Scope scope;

@@ -1,5 +1,6 @@
 #include "cute/copy.h"
 
+#include "cute/atom/copy_sm80.h"
 #include "cute/pointer.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -33,13 +34,22 @@ L::Layout group_rest(const L::Layout& l) {
 
 int CopyAtom::value_bits() const { return value_type->is_bool() ? 8 : value_type->width; }
 
-L::Layout CopyAtom::layout_tv() const { return L::Layout(L::IntTuple{1, num_values()}, L::IntTuple{0, 1}); }
+// CuTe's recast_layout<uint1_t, ValType>: bit layouts in elements of the atom's value type.
+L::Layout CopyAtom::layout_src_tv() const { return L::recast_layout(value_bits(), 1, src_bits); }
+L::Layout CopyAtom::layout_dst_tv() const { return L::recast_layout(value_bits(), 1, dst_bits); }
+L::Layout CopyAtom::layout_ref_tv() const { return L::recast_layout(value_bits(), 1, ref_bits); }
+int CopyAtom::num_src_values() const { return int(L::size(layout_src_tv(), {1}).value()); }
+int CopyAtom::num_dst_values() const { return int(L::size(layout_dst_tv(), {1}).value()); }
+int CopyAtom::num_ref_values() const { return int(L::size(layout_ref_tv(), {1}).value()); }
+int CopyAtom::num_threads() const { return int(L::size(thr_id_layout).value()); }
 
 CopyAtom make_copy_atom(const std::string& op, ir::Type value_type, int num_bits) {
   CopyAtom a;
   a.op = op;
+  a.op_name = "universal";
   a.value_type = value_type;
   a.num_bits = num_bits > 0 ? num_bits : a.value_bits();
+  a.src_bits = a.dst_bits = a.ref_bits = L::Layout(L::IntTuple{1, a.num_bits}, L::IntTuple{0, 1});
   if (a.num_bits % a.value_bits() != 0)
     throw L::LayoutError("make_copy_atom: num_bits_per_copy=" + std::to_string(num_bits) +
                          " is not a multiple of the element width " + std::to_string(a.value_bits()));
@@ -50,10 +60,14 @@ CopyAtom make_copy_atom(const std::string& op, ir::Type value_type, int num_bits
 }
 
 TiledCopy make_tiled_copy(const CopyAtom& atom, const L::Layout& layout_tv, const L::IntTuple& tiler_mn) {
-  L::Int values = L::size(layout_tv, {1});
-  if (values.is_static() && values.value() % atom.num_values() != 0)
+  L::Int values = L::size(layout_tv, {1}), threads = L::size(layout_tv, {0});
+  if (values.is_static() && values.value() % atom.num_ref_values() != 0)
     throw L::LayoutError("make_tiled_copy: each thread holds " + std::to_string(values.value()) +
-                         " values, not a multiple of the atom's " + std::to_string(atom.num_values()));
+                         " values, not a multiple of the atom's " + std::to_string(atom.num_ref_values()));
+  if (threads.is_static() && threads.value() % atom.num_threads() != 0)
+    throw L::LayoutError("make_tiled_copy: " + std::to_string(threads.value()) + " threads cannot run the " +
+                         atom.op_name + " atom, which needs a multiple of " + std::to_string(atom.num_threads()) +
+                         " threads");
   return TiledCopy{atom, layout_tv, tiler_mn};
 }
 
@@ -62,12 +76,42 @@ TiledCopy make_tiled_copy_tv(const CopyAtom& atom, const L::Layout& thr_layout, 
   return make_tiled_copy(atom, tv, tiler);
 }
 
-Tensor partition(const TiledCopy& tc, const Tensor& t, const L::Int& thr_index) {
-  // CuTe's tidfrg: tile t by tiler_mn, then map (thread, value) of the tile through layout_tv,
-  // with each thread's values split into (atom values, rest values).
+namespace {
+
+// CuTe's tile2thrfrg: ((thread, value) -> tile coordinate) with the atom's values seen through
+// ref2trg ((target thread, target value) -> (reference thread, reference value)).
+L::Layout thrval_to_tile(const TiledCopy& tc, bool source) {
+  const CopyAtom& a = tc.atom;
+  L::Layout atom_tv = L::zipped_divide(
+      tc.layout_tv, L::Tiler::from_shape(L::IntTuple{a.num_threads(), a.num_ref_values()}));
+  if (a.op != "universal") {
+    L::Layout ref2trg = L::composition(L::right_inverse(a.layout_ref_tv()), source ? a.layout_src_tv() : a.layout_dst_tv());
+    atom_tv = L::make_layout({L::composition(atom_tv[0], ref2trg), atom_tv[1]});
+  }
+  return L::coalesce(zip_modes(atom_tv), L::IntTuple{1, L::IntTuple{1, 1}});
+}
+
+}  // namespace
+
+L::Layout tiled_layout_tv(const TiledCopy& tc, bool source) {
+  // CuTe's get_layoutS_TV / get_layoutD_TV: tile2thrfrg of the identity over the tiler.
+  L::Layout ref = L::make_layout(tc.tiler_mn);
+  return L::composition(ref, thrval_to_tile(tc, source));
+}
+
+TiledCopy make_tiled_copy_S(const CopyAtom& atom, const TiledCopy& tc) {
+  return make_tiled_copy(atom, tiled_layout_tv(tc, true), tc.tiler_mn);
+}
+
+TiledCopy make_tiled_copy_D(const CopyAtom& atom, const TiledCopy& tc) {
+  return make_tiled_copy(atom, tiled_layout_tv(tc, false), tc.tiler_mn);
+}
+
+Tensor partition(const TiledCopy& tc, const Tensor& t, const L::Int& thr_index, bool source) {
+  // CuTe's tidfrg_S / tidfrg_D: tile t by tiler_mn, then map (thread, value) of the tile
+  // through layout_tv, with each thread's values split into (atom values, rest values).
   L::Layout tiled = L::zipped_divide(t.layout, L::Tiler::from_shape(tc.tiler_mn));
-  L::Layout atom_tv = L::zipped_divide(tc.layout_tv, L::Tiler::from_shape(L::IntTuple{1, tc.atom.num_values()}));
-  L::Layout thrval2mn = L::coalesce(zip_modes(atom_tv), L::IntTuple{1, L::IntTuple{1, 1}});
+  L::Layout thrval2mn = thrval_to_tile(tc, source);
   L::Layout tile_tv = L::composition(tiled[0], thrval2mn);
   L::IntTuple rest_shape = L::get(tiled.shape, {1});
   L::Layout tv(L::IntTuple{tile_tv.shape, rest_shape}, L::IntTuple{tile_tv.stride, L::get(tiled.stride, {1})});
@@ -76,24 +120,44 @@ Tensor partition(const TiledCopy& tc, const Tensor& t, const L::Int& thr_index) 
 }
 
 Tensor retile(const TiledCopy& tc, const Tensor& t) {
-  // Split the value mode into (atom values, rest values); the other modes stay.
-  int av = tc.atom.num_values();
-  L::Layout v = t.layout.rank() == 1 ? t.layout : t.layout[0];
-  L::Int n = L::size(v);
-  if (!n.is_static() || n.value() % av != 0)
-    throw L::LayoutError("retile: the value mode " + L::to_string(v) + " does not split into atoms of " +
+  // CuTe's TiledCopy::retile: the first size<0>(t) values of each thread in layout_tv, found
+  // in the tile, then regrouped as (atom values, rest values); the other modes of t follow.
+  L::Int vsize = L::size(t.layout, {0});
+  L::Int threads = L::size(tc.layout_tv, {0});
+  if (!vsize.is_static() || !threads.is_static())
+    throw L::LayoutError("retile: needs a static value mode and thread count, got " + L::to_string(t.layout));
+  const int64_t V = vsize.value();
+  int av = tc.atom.num_ref_values();
+  if (V % av != 0)
+    throw L::LayoutError("retile: the value mode of " + L::to_string(t.layout) + " does not split into atoms of " +
                          std::to_string(av) + " values");
-  L::Layout split = L::logical_divide(v, L::Tiler(L::Layout(av, 1)));
-  if (t.layout.rank() == 1) return with_layout(t, split);
-  std::vector<L::IntTuple> shape{split.shape}, stride{split.stride};
-  for (int i = 1; i < t.layout.rank(); ++i) {
-    shape.push_back(L::get(t.layout.shape, {i}));
-    stride.push_back(L::get(t.layout.stride, {i}));
+  // (m,n) -> v index: the shape and order of the V values inside layout_tv.
+  L::Layout inv = L::composition(L::right_inverse(tc.layout_tv), L::make_layout(tc.tiler_mn));
+  L::Layout frg_mn = L::recast_layout(int(threads.value() * V), 1, inv);
+  L::Layout frg_v = L::zipped_divide(L::logical_product(L::Layout(V, 1), L::Tiler(L::right_inverse(frg_mn))),
+                                     L::Tiler(L::Layout(av, 1)));
+  // (atom values, rest values) -> (v, m, n)
+  std::vector<L::IntTuple> tile{L::IntTuple(V)};
+  for (int i = 0; i < frg_mn.rank(); ++i) tile.push_back(L::IntTuple(L::product(L::get(frg_mn.shape, {i}))));
+  // A tensor with fewer modes than (V, M, N...) is tiled in the modes it has; the others must be
+  // covered by V already.
+  while (int(tile.size()) > std::max(t.layout.rank(), 1)) {
+    if (!tile.back().as_int().is_static_value(1))
+      throw L::LayoutError("retile: " + L::to_string(t.layout) + " has too few modes for the tiled copy's tile " +
+                           L::to_string(tc.tiler_mn));
+    tile.pop_back();
   }
-  return with_layout(t, L::Layout(L::IntTuple(shape), L::IntTuple(stride)));
+  L::Layout tt = L::zipped_divide(t.layout, L::Tiler::from_shape(L::IntTuple(tile)));
+  L::Layout vt = L::make_layout({L::composition(tt[0], frg_v), tt[1]});
+  // ((atom values, rest values), (1, RestM, RestN...)) -> drop the leading 1 of the rest.
+  std::vector<L::IntTuple> rest_coord{L::IntTuple(0)};
+  for (int i = 1; i < L::rank(L::get(vt.shape, {1})); ++i) rest_coord.push_back(L::IntTuple::underscore());
+  L::IntTuple coord{L::IntTuple::underscore(), L::IntTuple(rest_coord)};
+  return slice(with_layout(t, vt), coord);
 }
 
 void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::optional<Tensor>& pred) {
+  if (atom.op != "universal") return copy_sm80(atom, src, dst, pred);
   if (!src.is_memory() || !dst.is_memory())
     throw dsl::UserError("TYPE_MISMATCH", "copy needs memory tensors, got " + to_string(src) + " and " +
                                               to_string(dst));
@@ -173,7 +237,7 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std:
 
 std::string to_string(const CopyAtom& a) {
   return "Copy Atom\n  ThrID:         " + L::to_string(a.thr_id()) + "\n  TV Layout Src: " +
-         L::to_string(a.layout_tv()) + "\n  TV Layout Dst: " + L::to_string(a.layout_tv()) +
+         L::to_string(a.layout_src_tv()) + "\n  TV Layout Dst: " + L::to_string(a.layout_dst_tv()) +
          "\n  Value type:    " + ir::to_string(a.value_type);
 }
 

@@ -14,6 +14,7 @@
 #include "emulator/device_atomics.h"
 #include "emulator/device_program.h"
 #include "emulator/sm80_mma.h"
+#include "emulator/sm80_copy.h"
 
 namespace opencute::emulator {
 
@@ -62,6 +63,7 @@ struct Worker {
   std::vector<Scalar> printf_vals;
   std::string text;
   unsigned block_idx[3] = {0, 0, 0};
+  AsyncCopyTracker async;  // cp.async in flight in the block (emulator/sm80_copy.h)
 };
 
 struct LaunchCtx {
@@ -140,6 +142,10 @@ inline bool in_smem(const Worker& w, uintptr_t addr, size_t bytes) {
 inline void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
                          uintptr_t addr, size_t bytes, bool store) {
   if (addr == 0) fail_at(c, w, warp, lane, i, std::string("a ") + (store ? "store" : "load") + " through a null pointer");
+  if (w.async.active() && in_smem(w, addr, bytes)) {
+    std::string race = w.async.check(warp.first_thread + unsigned(lane), addr, bytes, store);
+    if (!race.empty()) fail_at(c, w, warp, lane, i, race);
+  }
   if ((bytes & (bytes - 1)) == 0 && (addr & (std::min<size_t>(bytes, 16) - 1)) != 0)
     bad_access(c, w, warp, lane, i, addr, bytes, store, true);
   // A shared-memory pointer must stay inside the block's shared memory, known or not to the launch.
@@ -444,6 +450,29 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
                                  op.file, op.line);
         }
         break;
+      case K::Sm80Copy: {
+        Sm80WarpContext ctx;
+        ctx.regs = R;
+        ctx.mask = m;
+        ctx.live = warp.live;
+        ctx.first_thread = warp.first_thread;
+        ctx.async = &w.async;
+        ctx.check = [&](int lane, uintptr_t addr, size_t bytes, bool store, bool smem) {
+          if (smem && !in_smem(w, addr, bytes))
+            fail_at(c, w, warp, lane, i, std::string("a ") + ir::opcode_name(i.code) + " shared-memory address " +
+                                             hex(addr) + " (" + std::to_string(bytes) +
+                                             " bytes) lies outside the block's shared memory");
+          if (addr % std::min<size_t>(bytes, 16))
+            fail_at(c, w, warp, lane, i, std::string("misaligned ") + ir::opcode_name(i.code) + " address " +
+                                             hex(addr) + ": not a multiple of " + std::to_string(std::min<size_t>(bytes, 16)));
+          Inst probe = i;
+          probe.space = smem ? ir::AddrSpace::Smem : ir::AddrSpace::Generic;
+          if (!smem) check_access(c, w, warp, lane, probe, addr, bytes, store);
+        };
+        ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
+        execute_sm80_copy(i, ctx);
+        break;
+      }
       case K::Barrier:
         warp.pc++;
         warp.state = WarpState::AtBarrier;
@@ -546,6 +575,7 @@ void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
   w.block_idx[1] = unsigned((linear_block / g[0]) % g[1]);
   w.block_idx[2] = unsigned(linear_block / (uint64_t(g[0]) * g[1]));
   if (w.smem_size) std::memset(w.smem, 0, w.smem_size);
+  w.async.reset(w.smem, w.smem_size, c.block_threads);
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;
@@ -570,6 +600,7 @@ void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
                            ": warp(s) " + finished + " finished while warp(s) " + stuck +
                            " wait at a barrier (a barrier inside divergent control flow?)");
     }
+    w.async.barrier();
     for (Warp& warp : w.warps) warp.state = WarpState::Running;
   }
 }

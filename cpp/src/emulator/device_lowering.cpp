@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "emulator/device_program.h"
+#include "emulator/sm80_copy.h"
 
 namespace opencute::emulator {
 
@@ -346,7 +347,7 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
         emit(base(K::Return));
         break;
       default:
-        unsupported(op, kname);
+        if (!lower_sm80_copy(*this, op)) unsupported(op, kname);
     }
   }
 }

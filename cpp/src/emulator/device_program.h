@@ -25,6 +25,7 @@ enum class K : uint8_t {
   PtrAdd, Move, Load, Store, Alloca, VecInsert, VecSplat, Special, Printf, PMove,
   Shuffle, Vote, Atomic, SmemAddr, Assert,
   MmaSync,  // emulator/sm80_mma.cpp
+  Sm80Copy,  // cp.async / commit / wait / ldmatrix / stmatrix (emulator/sm80_copy.cpp); code says which
   // control
   Barrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
 };

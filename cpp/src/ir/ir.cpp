@@ -60,6 +60,11 @@ const char* opcode_name(OpCode code) {
     case OpCode::Yield: return "yield";
     case OpCode::Return: return "return";
     case OpCode::MmaSync: return "mma_sync";
+    case OpCode::CpAsync: return "cp_async";
+    case OpCode::CpAsyncCommit: return "cp_async_commit";
+    case OpCode::CpAsyncWait: return "cp_async_wait";
+    case OpCode::LdMatrix: return "ldmatrix";
+    case OpCode::StMatrix: return "stmatrix";
   }
   return "?";
 }

@@ -62,6 +62,14 @@ enum class OpCode : uint8_t {
   // SM80 MMA family (cute/atom/mma_sm80, target/nvvm/lower_sm80_mma, emulator/sm80_mma)
   MmaSync,    // warp-wide mma.sync: (A values..., B values..., C values...) -> D values; ints = {m, n, k};
               // each lane passes its fragment values in PTX operand order (see mma_sm80.h)
+  // SM80 copies (cute/atom/copy_sm80, target/nvvm/lower_sm80_copy, emulator/sm80_copy)
+  CpAsync,        // (smem dst ptr, gmem src ptr, i32 src bytes); int_attr = copy bytes (4/8/16);
+                  // ints = {cache global}; bytes past src bytes are zero-filled
+  CpAsyncCommit,  // closes the thread's current group of cp.async
+  CpAsyncWait,    // int_attr = N: waits until at most N of the thread's committed groups are pending
+  LdMatrix,       // (smem row ptr) -> vector of 32*num/width elements; int_attr = num matrices,
+                  // ints = {transpose}; warp-collective (lane i of each 8-lane group names a row)
+  StMatrix,       // (smem row ptr, vector value); int_attr / ints as LdMatrix
 };
 
 enum class CmpPredicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };

@@ -14,7 +14,7 @@ namespace {
 OpCode opcode_from_name(const std::string& name, int line) {
   static const std::unordered_map<std::string, OpCode> table = [] {
     std::unordered_map<std::string, OpCode> t;
-    for (int c = 0; c <= int(OpCode::Return); ++c) t[opcode_name(OpCode(c))] = OpCode(c);
+    for (int c = 0; c <= int(OpCode::StMatrix); ++c) t[opcode_name(OpCode(c))] = OpCode(c);
     return t;
   }();
   auto it = table.find(name);
@@ -380,6 +380,25 @@ class Parser {
         }
         Op* o = b.create(code, ops, {});
         o->str_attr = fmt;
+        ++at_;
+        return finish(o);
+      }
+      case OpCode::CpAsync: case OpCode::CpAsyncCommit: case OpCode::CpAsyncWait: case OpCode::LdMatrix:
+      case OpCode::StMatrix: {
+        // SM80 copies: `[int_attr, ints...] operands : result types`
+        std::vector<int64_t> attrs;
+        if (c.accept("[")) {
+          attrs.push_back(c.integer());
+          while (c.accept(",")) attrs.push_back(c.integer());
+          c.expect("]");
+        }
+        std::vector<Value*> ops;
+        if (c.peek_value()) ops = operand_list(c);
+        std::vector<Type> types;
+        if (c.accept(":")) types = c.type_list();
+        Op* o = b.create(code, ops, types);
+        if (!attrs.empty()) o->int_attr = attrs[0];
+        o->ints.assign(attrs.size() > 1 ? attrs.begin() + 1 : attrs.end(), attrs.end());
         ++at_;
         return finish(o);
       }

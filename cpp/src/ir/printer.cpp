@@ -135,6 +135,20 @@ class Printer {
         os << " " << list(op.operands) << ", " << quote(op.str_attr) << " at " << quote(op.file) << ":" << op.line
            << "\n";
         return;
+      case OpCode::CpAsync:
+      case OpCode::CpAsyncCommit:
+      case OpCode::CpAsyncWait:
+      case OpCode::LdMatrix:
+      case OpCode::StMatrix:
+        if (op.code != OpCode::CpAsyncCommit) {
+          os << " [" << op.int_attr;
+          for (int64_t v : op.ints) os << ", " << v;
+          os << "]";
+        }
+        if (!op.operands.empty()) os << " " << list(op.operands);
+        if (!op.results.empty()) os << " : " << result_types(op);
+        os << "\n";
+        return;
       case OpCode::Alloca:
       case OpCode::SmemAlloc:
         os << " " << op.int_attr << " : " << result_types(op) << "\n";

@@ -155,6 +155,27 @@ class Verifier {
           for (size_t i = 0; i < o.size(); ++i) expect(op, y->operands[i]->type == o[i]->type, "while carried value changes type");
         break;
       }
+      case OpCode::CpAsync:
+        expect(op, o.size() == 3 && o[0]->type->is_pointer() && o[1]->type->is_pointer() && o[2]->type == i32() &&
+                       op.results.empty() && (op.int_attr == 4 || op.int_attr == 8 || op.int_attr == 16),
+               "cp_async takes (dst pointer, src pointer, i32 src bytes) and copies 4, 8 or 16 bytes");
+        expect(op, fn_->kind == FunctionKind::Kernel, "cp_async is only valid in a kernel");
+        break;
+      case OpCode::CpAsyncCommit: case OpCode::CpAsyncWait:
+        expect(op, o.empty() && op.results.empty() && op.int_attr >= 0, "cp_async_commit / cp_async_wait take no operands");
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      case OpCode::LdMatrix: case OpCode::StMatrix: {
+        bool ld = op.code == OpCode::LdMatrix;
+        Type v = ld ? (op.results.size() == 1 ? op.results[0]->type : nullptr) : (o.size() == 2 ? o[1]->type : nullptr);
+        bool ok = o.size() == (ld ? 1u : 2u) && o[0]->type->is_pointer() && (ld || op.results.empty()) && v &&
+                  (op.int_attr == 1 || op.int_attr == 2 || op.int_attr == 4);
+        ok = ok && v->is_vector() && v->element->width * v->lanes == 32 * op.int_attr;
+        expect(op, ok, std::string(opcode_name(op.code)) +
+                           " moves 1, 2 or 4 matrices as a vector of 32 bits per matrix through a row pointer");
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      }
       default:
         break;
     }

@@ -309,6 +309,7 @@ class JitFunction(_DecoratedFunction):
         import time
         t0 = time.perf_counter()
         tracer = _core.Tracer()
+        _core.cute.set_target_arch(_arch_for_compile(options))  # arch-specific atoms check it while tracing
         tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
         plan = _ArgPlan(tracer)
         line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")

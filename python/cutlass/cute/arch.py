@@ -202,3 +202,19 @@ def get_dyn_smem_size(*, loc=None, ip=None):
 
 
 dynamic_smem_size = get_dyn_smem_size
+
+
+# ---- cp.async groups (SM80) ---------------------------------------------------------------------
+# A thread's cp.async copies form a group at each commit; wait_group(n) returns when at most n of
+# the thread's committed groups are still in flight (the rest have landed in shared memory).
+
+def cp_async_commit_group(*, loc=None, ip=None):
+    _core.cute.cp_async_commit_group()
+
+
+def cp_async_wait_group(n, *, loc=None, ip=None):
+    try:
+        count = operator.index(n)
+    except TypeError:
+        raise TypeError(f"cp_async_wait_group needs a static int number of groups, got {type(n).__name__}") from None
+    _core.cute.cp_async_wait_group(count)

@@ -103,6 +103,8 @@ class CopyUniversalOp:
 
 
 def make_copy_atom(op, copy_internal_type, *, num_bits_per_copy=0, loc=None, ip=None, **kwargs):
+    if hasattr(op, "_make_copy_atom"):  # the SM80 atoms (nvgpu.cpasync, nvgpu.warp)
+        return op._make_copy_atom(copy_internal_type, num_bits_per_copy)
     if not isinstance(op, CopyUniversalOp):
         raise TypeError(f"make_copy_atom: unsupported copy operation {op}")
     return _C.make_copy_atom(op._name, copy_internal_type, int(num_bits_per_copy or 0))
@@ -114,6 +116,16 @@ def make_tiled_copy_tv(atom, thr_layout, val_layout, *, loc=None, ip=None):
 
 def make_tiled_copy(atom, layout_tv, tiler_mn, *, loc=None, ip=None):
     return _C.make_tiled_copy(atom, layout_tv, tiler_mn)
+
+
+def make_tiled_copy_S(atom, tiled_copy, *, loc=None, ip=None):
+    """`atom` arranged as the source side of `tiled_copy` (CuTe's make_tiled_copy_S)."""
+    return _C.make_tiled_copy_S(atom, tiled_copy)
+
+
+def make_tiled_copy_D(atom, tiled_copy, *, loc=None, ip=None):
+    """`atom` arranged as the destination side of `tiled_copy` (CuTe's make_tiled_copy_D)."""
+    return _C.make_tiled_copy_D(atom, tiled_copy)
 
 
 def copy(atom, src, dst, *, pred=None, unroll_factor=None, loc=None, ip=None, **kwargs):
@@ -145,6 +157,6 @@ def print_tensor(tensor, *, verbose=False, loc=None, ip=None):
 __all__ = [
     "AddressSpace", "make_tensor", "make_ptr", "recast_ptr", "make_identity_tensor", "make_rmem_tensor",
     "make_fragment", "make_fragment_like", "make_rmem_tensor_like", "local_tile", "local_partition",
-    "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "copy", "basic_copy", "autovec_copy",
+    "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "make_tiled_copy_S", "make_tiled_copy_D", "copy", "basic_copy", "autovec_copy",
     "print_tensor",
 ]

@@ -15,6 +15,7 @@
 #include "ir/scalar_semantics.h"
 #include "support/half.h"
 #include "target/nvvm/lower_sm80_mma.h"
+#include "target/nvvm/op_lowering.h"
 
 namespace opencute::target {
 namespace {
@@ -271,9 +272,17 @@ struct ModuleState {
 // ---------------------------------------------------------------------------------------------
 // One kernel.
 
-class KernelLowering {
+class KernelLowering : public OpLowering {
  public:
   KernelLowering(ModuleState& ms, const Function& f) : ms_(ms), fn_(f) {}
+
+  // OpLowering, for the op families lowered in their own files.
+  std::string emit_def(const std::string& rhs) override { return def(rhs); }
+  void emit_line(const std::string& instruction) override { line(instruction); }
+  std::string operand(const Value* v) const override { return use(v); }
+  void define(const Op& op, int result, const std::string& value) override { set(op, result, value); }
+  std::string type_text(Type t) const override { return llvm_type(t); }
+  [[noreturn]] void error(const Op& op, const std::string& msg) const override { fail(&op, msg); }
 
   // Returns the definition text; *fn_type receives `void (params)*` for the annotations.
   std::string run(std::string* fn_type) {
@@ -1370,7 +1379,9 @@ class KernelLowering {
       case OpCode::If: lower_if(op); return;
       case OpCode::While: lower_while(op); return;
       case OpCode::Launch: fail(&op, "kernel launches are only valid in host code");
-      default: fail(&op, "no NVVM lowering for this operation");
+      default:
+        if (lower_sm80_copy(op, *this)) return;
+        fail(&op, "no NVVM lowering for this operation");
     }
   }
 

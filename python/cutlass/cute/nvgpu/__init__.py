@@ -2,5 +2,6 @@
 from ..tensor import CopyUniversalOp
 from ..mma import MmaUniversalOp
 from . import cpasync, warp
+from .cpasync import LoadCacheMode
 
-__all__ = ["CopyUniversalOp", "MmaUniversalOp", "cpasync", "warp"]
+__all__ = ["CopyUniversalOp", "MmaUniversalOp", "LoadCacheMode", "cpasync", "warp"]

@@ -1,2 +1,47 @@
-"""Warp-level copy atoms (ldmatrix, stmatrix)."""
-__all__ = []
+"""Warp-level copy atoms (`cute.nvgpu.warp`): ldmatrix (SM75+) and stmatrix (SM90). The 32 threads
+of a warp cooperate in each call; the atoms' thread-value tables live in C++
+(cpp/src/cute/atom/copy_sm80)."""
+from .... import _core
+
+
+class _MatrixCopyOp:
+    _kind = ""
+    _descr = ""
+
+    def __init__(self, transpose=False, num_matrices=1):
+        self.transpose = bool(transpose)
+        self.num_matrices = int(num_matrices)
+
+    def __str__(self):
+        return f"{self._descr}\n  transpose = {self.transpose}\n  number of matrices = {self.num_matrices}"
+
+    def __repr__(self):
+        return f"{type(self).__name__}(transpose={self.transpose}, num_matrices={self.num_matrices})"
+
+
+class LdMatrix8x8x16bOp(_MatrixCopyOp):
+    """ldmatrix .m8n8 .b16: loads 1, 2 or 4 8x8 matrices of 16-bit elements from shared memory."""
+    _descr = "8x8 ldmatrix Operation"
+
+    def _make_copy_atom(self, dtype, num_bits):
+        return _core.cute.make_ldmatrix_atom(dtype, self.num_matrices, self.transpose, False)
+
+
+class LdMatrix8x16x8bOp(_MatrixCopyOp):
+    """ldmatrix .m8n8 .b16 moving 8-bit elements: each matrix is 8 rows of 16 bytes (an 8x16
+    matrix of 8-bit elements); without transpose, as ldmatrix transposes 16-bit elements only."""
+    _descr = "8x16 8-bit ldmatrix Operation"
+
+    def _make_copy_atom(self, dtype, num_bits):
+        return _core.cute.make_ldmatrix_atom(dtype, self.num_matrices, self.transpose, True)
+
+
+class StMatrix8x8x16bOp(_MatrixCopyOp):
+    """stmatrix .m8n8 .b16 (sm_90): stores 1, 2 or 4 8x8 matrices of 16-bit elements to shared memory."""
+    _descr = "8x8 stmatrix Operation"
+
+    def _make_copy_atom(self, dtype, num_bits):
+        return _core.cute.make_stmatrix_atom(dtype, self.num_matrices, self.transpose)
+
+
+__all__ = ["LdMatrix8x8x16bOp", "LdMatrix8x16x8bOp", "StMatrix8x8x16bOp"]

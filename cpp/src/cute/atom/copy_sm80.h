@@ -1,0 +1,34 @@
+// The SM80 copy atoms, as tables in the manner of CuTe's copy_traits_sm75.hpp /
+// copy_traits_sm80.hpp / copy_traits_sm90.hpp (stmatrix), and the IR each atom call emits:
+//   cp.async (CopyG2SOp): 1 thread, 4/8/16 bytes global -> shared, .ca or .cg (16 B only);
+//     a predicated call becomes the zero-fill form (source size 0), as SM80_CP_ASYNC_*_ZFILL.
+//   ldmatrix (LdMatrix8x8x16bOp, LdMatrix8x16x8bOp): 32 threads, x1/x2/x4 8x8 matrices of
+//     16-bit elements (or 8x16 of 8-bit elements, without .trans), shared -> registers.
+//   stmatrix (StMatrix8x8x16bOp): the inverse of ldmatrix, registers -> shared (sm_90).
+#pragma once
+#include <optional>
+#include <string>
+
+#include "cute/copy.h"
+
+namespace opencute::cute {
+
+// cache_mode: 0 always (.ca), 1 global (.cg). num_bits: 32, 64 or 128.
+CopyAtom make_cp_async_atom(ir::Type value_type, int num_bits, int cache_mode);
+// eight_bit: LdMatrix8x16x8bOp (8-bit elements, 16 per row) instead of LdMatrix8x8x16bOp.
+CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpose, bool eight_bit);
+CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpose);
+
+// The architecture the program being traced is compiled for ("sm_80", "sm_90a"; empty when
+// unknown): stmatrix needs sm_90.
+void set_target_arch(const std::string& arch);
+const std::string& target_arch();
+
+// cute.copy with an SM80 atom (see copy() in copy.h for the shapes).
+void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::optional<Tensor>& pred);
+
+// cute.arch.cp_async_commit_group / cp_async_wait_group.
+void cp_async_commit_group();
+void cp_async_wait_group(int64_t n);
+
+}  // namespace opencute::cute

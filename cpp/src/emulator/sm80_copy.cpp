@@ -1,0 +1,230 @@
+#include "emulator/sm80_copy.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace opencute::emulator {
+
+// ---- cp.async groups ------------------------------------------------------------------------
+
+void AsyncCopyTracker::reset(char* smem, size_t smem_size, unsigned threads) {
+  if (active_) {
+    std::fill(state_.begin(), state_.end(), uint8_t(kFree));
+    for (auto& p : pending_) p.clear();
+    std::fill(committed_.begin(), committed_.end(), 0);
+    private_ranges_.clear();
+  }
+  active_ = false;
+  smem_ = smem;
+  if (state_.size() != smem_size) {
+    state_.assign(smem_size, kFree);
+    owner_.assign(smem_size, 0);
+    line_.assign(smem_size, 0);
+  }
+  if (pending_.size() != threads) {
+    pending_.assign(threads, {});
+    committed_.assign(threads, 0);
+  }
+}
+
+namespace {
+std::string line_text(int line) { return line ? " (line " + std::to_string(line) + ")" : ""; }
+}  // namespace
+
+std::string AsyncCopyTracker::issue(unsigned thread, uintptr_t dst, const void* src, int src_bytes, int bytes,
+                                    int line) {
+  active_ = true;
+  size_t off = dst - reinterpret_cast<uintptr_t>(smem_);
+  for (int k = 0; k < bytes; ++k)
+    if (state_[off + size_t(k)] == kPending)
+      return "cp.async writes shared memory at offset " + std::to_string(off + size_t(k)) +
+             " that an earlier cp.async of thread " + std::to_string(owner_[off + size_t(k)]) +
+             line_text(line_[off + size_t(k)]) + " still writes (no cp_async_wait_group between them)";
+  Copy c;
+  c.dst = dst;
+  c.bytes = bytes;
+  c.group = -1;
+  c.line = line;
+  std::memset(c.data, 0, sizeof c.data);
+  if (src_bytes > 0) std::memcpy(c.data, src, size_t(std::min(src_bytes, bytes)));
+  pending_[thread].push_back(c);
+  for (int k = 0; k < bytes; ++k) {
+    state_[off + size_t(k)] = kPending;
+    owner_[off + size_t(k)] = uint16_t(thread);
+    line_[off + size_t(k)] = line;
+  }
+  return "";
+}
+
+void AsyncCopyTracker::commit(unsigned thread) {
+  int64_t g = committed_[thread]++;
+  for (Copy& c : pending_[thread])
+    if (c.group < 0) c.group = g;
+}
+
+void AsyncCopyTracker::wait(unsigned thread, int64_t pending_allowed) {
+  // Groups g < committed - N are complete; copies not yet committed are not waited for.
+  const int64_t limit = committed_[thread] - pending_allowed;
+  auto& list = pending_[thread];
+  size_t keep = 0;
+  for (size_t k = 0; k < list.size(); ++k) {
+    Copy& c = list[k];
+    if (c.group >= 0 && c.group < limit) {
+      std::memcpy(reinterpret_cast<void*>(c.dst), c.data, size_t(c.bytes));
+      size_t off = c.dst - reinterpret_cast<uintptr_t>(smem_);
+      for (int b = 0; b < c.bytes; ++b) state_[off + size_t(b)] = kPrivate;
+      private_ranges_.emplace_back(off, c.bytes);
+    } else {
+      list[keep++] = c;
+    }
+  }
+  list.resize(keep);
+}
+
+void AsyncCopyTracker::barrier() {
+  if (!active_) return;
+  for (auto& [off, n] : private_ranges_)
+    for (int b = 0; b < n; ++b)
+      if (state_[off + size_t(b)] == kPrivate) state_[off + size_t(b)] = kFree;
+  private_ranges_.clear();
+}
+
+std::string AsyncCopyTracker::check(unsigned thread, uintptr_t addr, size_t bytes, bool store) const {
+  uintptr_t sb = reinterpret_cast<uintptr_t>(smem_);
+  if (addr < sb || addr + bytes > sb + state_.size()) return "";
+  size_t off = addr - sb;
+  for (size_t k = 0; k < bytes; ++k) {
+    uint8_t s = state_[off + k];
+    if (s == kFree) continue;
+    unsigned who = owner_[off + k];
+    std::string what = std::string(store ? "a store to" : "a read of") + " shared memory at offset " +
+                       std::to_string(off + k);
+    if (s == kPending)
+      return what + " that a cp.async of thread " + std::to_string(who) + line_text(line_[off + k]) +
+             " still writes: wait for it with cp_async_wait_group (and a barrier when other threads read it) first";
+    if (who != thread)
+      return what + " that a cp.async of thread " + std::to_string(who) + line_text(line_[off + k]) +
+             " wrote: thread " + std::to_string(who) +
+             " waited for it, but no barrier has made it visible to other threads yet";
+  }
+  return "";
+}
+
+// ---- instructions ---------------------------------------------------------------------------
+
+namespace {
+
+// The address of the element that lane `lane` receives (ldmatrix) or gives (stmatrix) as its
+// value `v` of matrix `j`, per the PTX ISA's fragment layout: without .trans, lane l holds
+// bytes [4*(l%4), 4*(l%4)+4) of row l/4; with .trans (16-bit elements only), its two elements
+// are column l/4 of rows 2*(l%4) and 2*(l%4)+1.
+uintptr_t fragment_address(const uintptr_t rows[32], int lane, int j, int v, int elem_bytes, bool trans) {
+  if (trans) return rows[8 * j + 2 * (lane % 4) + v] + uintptr_t(2 * (lane / 4));
+  return rows[8 * j + lane / 4] + uintptr_t(4 * (lane % 4) + v * elem_bytes);
+}
+
+void matrix_op(const Inst& i, Sm80WarpContext& w, bool load) {
+  const int num = int(i.imm & 0xff);
+  const bool trans = (i.imm >> 8) & 1;
+  const char* name = load ? "ldmatrix" : "stmatrix";
+  if (w.mask != 0xffffffffu) {
+    int lane = w.mask ? __builtin_ctz(w.mask) : 0;
+    w.fail(lane, std::string(name) + " is warp-collective (.sync.aligned): all 32 lanes of the warp must execute it "
+                                      "together, but only lanes " + std::to_string(__builtin_popcount(w.mask)) +
+                     " of 32 are active here");
+  }
+  const int elem_bytes = i.type->byte_size();
+  const int per_matrix = 4 / elem_bytes;
+  uintptr_t rows[32];
+  for (int r = 0; r < 8 * num; ++r) {
+    rows[r] = uintptr_t(w.regs[size_t(i.a) * kWarp + size_t(r)].i);
+    w.check(r, rows[r], 16, !load, true);
+    if (w.async && w.async->active()) {
+      std::string e = w.async->check(w.first_thread + unsigned(r), rows[r], 16, !load);
+      if (!e.empty()) w.fail(r, std::string(name) + ": " + e);
+    }
+  }
+  const int reg = load ? i.dst : i.b;
+  for (int l = 0; l < kWarp; ++l)
+    for (int j = 0; j < num; ++j)
+      for (int v = 0; v < per_matrix; ++v) {
+        void* p = reinterpret_cast<void*>(fragment_address(rows, l, j, v, elem_bytes, trans));
+        Scalar& s = w.regs[size_t(reg + j * per_matrix + v) * kWarp + size_t(l)];
+        if (load) s = ir::load_scalar(i.type, p);
+        else ir::store_scalar(i.type, s, p);
+      }
+}
+
+}  // namespace
+
+void execute_sm80_copy(const Inst& i, Sm80WarpContext& w) {
+  switch (i.code) {
+    case OpCode::CpAsync: {
+      const int bytes = int(i.imm);
+      for (uint32_t m = w.mask; m; m &= m - 1) {
+        int l = __builtin_ctz(m);
+        uintptr_t dst = uintptr_t(w.regs[size_t(i.a) * kWarp + size_t(l)].i);
+        uintptr_t src = uintptr_t(w.regs[size_t(i.b) * kWarp + size_t(l)].i);
+        int64_t src_bytes = w.regs[size_t(i.c) * kWarp + size_t(l)].i;
+        if (src_bytes < 0 || src_bytes > bytes)
+          w.fail(l, "cp.async with a source size of " + std::to_string(src_bytes) + " bytes for a " +
+                        std::to_string(bytes) + "-byte copy");
+        w.check(l, dst, size_t(bytes), true, true);
+        // A zero-fill copy (source size 0) does not touch its source: predicated-off threads may
+        // point anywhere. The source's alignment still follows the copy size.
+        if (src_bytes > 0) w.check(l, src, size_t(bytes), false, false);
+        else if (src % uintptr_t(bytes))
+          w.fail(l, "misaligned cp.async source address: not a multiple of " + std::to_string(bytes));
+        unsigned t = w.first_thread + unsigned(l);
+        std::string e = w.async->check(t, dst, size_t(bytes), true);
+        if (e.empty())
+          e = w.async->issue(t, dst, reinterpret_cast<const void*>(src), int(src_bytes), bytes, i.op ? i.op->line : 0);
+        if (!e.empty()) w.fail(l, e);
+      }
+      break;
+    }
+    case OpCode::CpAsyncCommit:
+      for (uint32_t m = w.mask; m; m &= m - 1) w.async->commit(w.first_thread + unsigned(__builtin_ctz(m)));
+      break;
+    case OpCode::CpAsyncWait:
+      for (uint32_t m = w.mask; m; m &= m - 1) w.async->wait(w.first_thread + unsigned(__builtin_ctz(m)), i.imm);
+      break;
+    case OpCode::LdMatrix: matrix_op(i, w, true); break;
+    case OpCode::StMatrix: matrix_op(i, w, false); break;
+    default: w.fail(0, std::string("not an SM80 copy: ") + ir::opcode_name(i.code));
+  }
+}
+
+bool lower_sm80_copy(DeviceEmulator::Program& p, const ir::Op& op) {
+  Inst i(K::Sm80Copy);
+  i.op = &op;
+  i.code = op.code;
+  switch (op.code) {
+    case OpCode::CpAsync:
+      i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]), i.c = p.reg(op.operands[2]);
+      i.imm = op.int_attr;
+      break;
+    case OpCode::CpAsyncCommit: break;
+    case OpCode::CpAsyncWait: i.imm = op.int_attr; break;
+    case OpCode::LdMatrix:
+      i.a = p.reg(op.operands[0]);
+      i.dst = p.reg(op.result());
+      i.type = op.result()->type->element;
+      i.width = op.result()->type->lanes;
+      i.imm = op.int_attr | (op.ints.empty() ? 0 : op.ints[0] << 8);
+      break;
+    case OpCode::StMatrix:
+      i.a = p.reg(op.operands[0]);
+      i.b = p.reg(op.operands[1]);
+      i.type = op.operands[1]->type->element;
+      i.width = op.operands[1]->type->lanes;
+      i.imm = op.int_attr | (op.ints.empty() ? 0 : op.ints[0] << 8);
+      break;
+    default:
+      return false;
+  }
+  p.emit(std::move(i));
+  return true;
+}
+
+}  // namespace opencute::emulator

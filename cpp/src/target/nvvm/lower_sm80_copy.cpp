@@ -1,0 +1,129 @@
+// NVVM lowering of the SM80 copies, as inline PTX:
+//   cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes;   (src_bytes < bytes zero-fills)
+//   cp.async.commit_group;   cp.async.wait_group N;
+//   ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 {regs}, [row];
+//   stmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 [row], {regs};   (sm_90)
+// Every form carries a memory clobber so that the compiler keeps shared-memory accesses on
+// their side of the waits and barriers the user wrote.
+#include "target/nvvm/op_lowering.h"
+
+namespace opencute::target {
+namespace {
+
+using ir::AddrSpace;
+using ir::Op;
+using ir::OpCode;
+using ir::Type;
+using ir::Value;
+
+// The pointer as an integer address of `space` (32-bit for shared memory, 64-bit for global).
+std::string address(OpLowering& k, const Op& op, const Value* ptr, AddrSpace space) {
+  Type t = ptr->type;
+  std::string p = k.operand(ptr), pt = k.type_text(t);
+  if (t->space != space) {
+    if (t->space != AddrSpace::Generic)
+      k.error(op, std::string("expected a ") + (space == AddrSpace::Smem ? "shared" : "global") + "-memory pointer");
+    // A generic pointer into the space: the cast is cvta.to.shared / cvta.to.global.
+    std::string elem = pt.substr(0, pt.size() - 1);
+    std::string to = elem + " addrspace(" + (space == AddrSpace::Smem ? "3" : "1") + ")*";
+    p = k.emit_def("addrspacecast " + pt + " " + p + " to " + to);
+    pt = to;
+  }
+  return k.emit_def("ptrtoint " + pt + " " + p + " to " + (space == AddrSpace::Smem ? "i32" : "i64"));
+}
+
+std::string reg_list(int first, int n) {
+  std::string s = "{";
+  for (int i = 0; i < n; ++i) s += (i ? ", $" : "$") + std::to_string(first + i);
+  return s + "}";
+}
+
+std::string matrix_suffix(const Op& op) {
+  bool trans = !op.ints.empty() && op.ints[0];
+  return ".sync.aligned.m8n8.x" + std::to_string(op.int_attr) + (trans ? ".trans" : "") + ".shared.b16";
+}
+
+void lower_cp_async(const Op& op, OpLowering& k) {
+  const int bytes = int(op.int_attr);
+  const bool global_only = !op.ints.empty() && op.ints[0];
+  if (global_only && bytes != 16) k.error(op, "cp.async.cg copies 16 bytes only");
+  std::string dst = address(k, op, op.operands[0], AddrSpace::Smem);
+  std::string src = address(k, op, op.operands[1], AddrSpace::Gmem);
+  std::string text = std::string("cp.async.") + (global_only ? "cg" : "ca") + ".shared.global [$0], [$1], " +
+                     std::to_string(bytes) + ", $2;";
+  k.emit_line("call void asm sideeffect \"" + text + "\", \"r,l,r,~{memory}\"(i32 " + dst + ", i64 " + src + ", i32 " +
+              k.operand(op.operands[2]) + ")");
+}
+
+void lower_ldmatrix(const Op& op, OpLowering& k) {
+  const int num = int(op.int_attr);
+  Type vt = op.result()->type;
+  const int per_reg = vt->lanes / num;
+  std::string row = address(k, op, op.operands[0], AddrSpace::Smem);
+  std::string ret = "i32";
+  if (num > 1) {
+    ret = "{";
+    for (int i = 0; i < num; ++i) ret += std::string(i ? ", " : "") + "i32";
+    ret += "}";
+  }
+  std::string cons;
+  for (int i = 0; i < num; ++i) cons += "=r,";
+  std::string text = "ldmatrix" + matrix_suffix(op) + " " + reg_list(0, num) + ", [$" + std::to_string(num) + "];";
+  std::string call = k.emit_def("call " + ret + " asm sideeffect \"" + text + "\", \"" + cons + "r,~{memory}\"(i32 " +
+                                row + ")");
+  std::string et = k.type_text(vt->element), vtt = k.type_text(vt);
+  std::string reg_vec = "<" + std::to_string(per_reg) + " x " + et + ">";
+  std::string acc = "undef";
+  for (int j = 0; j < num; ++j) {
+    std::string r = num > 1 ? k.emit_def("extractvalue " + ret + " " + call + ", " + std::to_string(j)) : call;
+    std::string parts = k.emit_def("bitcast i32 " + r + " to " + reg_vec);
+    for (int e = 0; e < per_reg; ++e) {
+      std::string x = k.emit_def("extractelement " + reg_vec + " " + parts + ", i32 " + std::to_string(e));
+      acc = k.emit_def("insertelement " + vtt + " " + acc + ", " + et + " " + x + ", i32 " +
+                       std::to_string(j * per_reg + e));
+    }
+  }
+  k.define(op, 0, acc);
+}
+
+void lower_stmatrix(const Op& op, OpLowering& k) {
+  const int num = int(op.int_attr);
+  Type vt = op.operands[1]->type;
+  const int per_reg = vt->lanes / num;
+  std::string row = address(k, op, op.operands[0], AddrSpace::Smem);
+  std::string et = k.type_text(vt->element), vtt = k.type_text(vt), v = k.operand(op.operands[1]);
+  std::string reg_vec = "<" + std::to_string(per_reg) + " x " + et + ">";
+  std::string args = "i32 " + row;
+  for (int j = 0; j < num; ++j) {
+    std::string acc = "undef";
+    for (int e = 0; e < per_reg; ++e) {
+      std::string x = k.emit_def("extractelement " + vtt + " " + v + ", i32 " + std::to_string(j * per_reg + e));
+      acc = k.emit_def("insertelement " + reg_vec + " " + acc + ", " + et + " " + x + ", i32 " + std::to_string(e));
+    }
+    args += ", i32 " + k.emit_def("bitcast " + reg_vec + " " + acc + " to i32");
+  }
+  std::string cons = "r";
+  for (int j = 0; j < num; ++j) cons += ",r";
+  std::string text = "stmatrix" + matrix_suffix(op) + " [$0], " + reg_list(1, num) + ";";
+  k.emit_line("call void asm sideeffect \"" + text + "\", \"" + cons + ",~{memory}\"(" + args + ")");
+}
+
+}  // namespace
+
+bool lower_sm80_copy(const Op& op, OpLowering& k) {
+  switch (op.code) {
+    case OpCode::CpAsync: lower_cp_async(op, k); return true;
+    case OpCode::CpAsyncCommit:
+      k.emit_line("call void asm sideeffect \"cp.async.commit_group;\", \"~{memory}\"()");
+      return true;
+    case OpCode::CpAsyncWait:
+      k.emit_line("call void asm sideeffect \"cp.async.wait_group " + std::to_string(op.int_attr) +
+                  ";\", \"~{memory}\"()");
+      return true;
+    case OpCode::LdMatrix: lower_ldmatrix(op, k); return true;
+    case OpCode::StMatrix: lower_stmatrix(op, k); return true;
+    default: return false;
+  }
+}
+
+}  // namespace opencute::target

@@ -1,0 +1,25 @@
+// What an op family's NVVM lowering (lower_sm80_copy.cpp, ...) may use of the kernel being
+// lowered: emit instructions, read operand values, define results, name LLVM types, fail.
+// KernelLowering (lower_to_nvvm.cpp) implements it.
+#pragma once
+#include <string>
+
+#include "ir/ir.h"
+
+namespace opencute::target {
+
+class OpLowering {
+ public:
+  virtual ~OpLowering() = default;
+  virtual std::string emit_def(const std::string& rhs) = 0;     // "%vN = rhs"; returns %vN
+  virtual void emit_line(const std::string& instruction) = 0;   // an instruction without a result
+  virtual std::string operand(const ir::Value* v) const = 0;    // the LLVM value of an IR value
+  virtual void define(const ir::Op& op, int result, const std::string& value) = 0;
+  virtual std::string type_text(ir::Type t) const = 0;          // the LLVM type of an IR type
+  [[noreturn]] virtual void error(const ir::Op& op, const std::string& msg) const = 0;
+};
+
+// SM80 copies (cp.async, commit / wait groups, ldmatrix, stmatrix). False when `op` is not one.
+bool lower_sm80_copy(const ir::Op& op, OpLowering& k);
+
+}  // namespace opencute::target

@@ -1,0 +1,334 @@
+"""SM80 copy atoms on the CPU emulator: ldmatrix / stmatrix lane mapping, cp.async with zero-fill
+and commit / wait groups, the race report for shared memory that an unwaited cp.async writes,
+tiled copies built on these atoms, and the errors of misuse. Each result is checked against a
+numpy model of the PTX ISA's semantics, written here independently of the C++ tables."""
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.nvgpu import cpasync, warp
+
+CPU = "--target cpu"
+
+
+# ---- numpy models of the PTX ISA -------------------------------------------------------------
+
+def ldmatrix_model(mats, trans):
+    """mats: (num, 8, 8) 16-bit matrices. Returns (32, num*2): lane l's register j holds two
+    elements: row l//4, columns 2*(l%4)+e (without .trans) or column l//4 of rows 2*(l%4)+e."""
+    num = mats.shape[0]
+    out = np.zeros((32, num * 2), dtype=mats.dtype)
+    for lane in range(32):
+        for j in range(num):
+            for e in range(2):
+                r, c = (lane // 4, 2 * (lane % 4) + e) if not trans else (2 * (lane % 4) + e, lane // 4)
+                out[lane, 2 * j + e] = mats[j, r, c]
+    return out
+
+
+def ldmatrix_model_8bit(mats):
+    """mats: (num, 8, 16) 8-bit matrices (one 16-byte row per line); lane l's register j holds
+    bytes 4*(l%4)..4*(l%4)+3 of row l//4."""
+    num = mats.shape[0]
+    out = np.zeros((32, num * 4), dtype=mats.dtype)
+    for lane in range(32):
+        for j in range(num):
+            for e in range(4):
+                out[lane, 4 * j + e] = mats[j, lane // 4, 4 * (lane % 4) + e]
+    return out
+
+
+# ---- ldmatrix -------------------------------------------------------------------------------
+
+def _ldmatrix_kernel(op, dtype, num, per_lane):
+    elems = num * 8 * (16 // (dtype.width // 8))  # num matrices of 8 rows of 16 bytes
+
+    @cute.kernel
+    def kernel(a: cute.Tensor, regs: cute.Tensor, back: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        s = cute.make_tensor(cute.arch.alloc_smem(dtype, elems, alignment=16), cute.make_layout((elems,)))
+        for i in cutlass.range_constexpr(elems // 32):
+            s[tidx * (elems // 32) + i] = a[tidx * (elems // 32) + i]
+        cute.arch.sync_threads()
+        atom = cute.make_copy_atom(op, dtype)
+        # The atom's own reference layout as the tiled copy: the tile is the atom's data.
+        tc = cute.make_tiled_copy(atom, atom.layout_dst_tv, (elems,))
+        thr = tc.get_slice(tidx)
+        src = thr.partition_S(s)
+        dst_g = thr.partition_D(cute.make_tensor(back.iterator, cute.make_layout((elems,))))
+        frag = cute.make_fragment_like(dst_g)
+        cute.copy(atom, src, frag)
+        for i in cutlass.range_constexpr(per_lane):
+            regs[tidx * per_lane + i] = frag[i]
+        cute.copy(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), dtype), frag, dst_g)
+
+    @cute.jit
+    def run(a: cute.Tensor, regs: cute.Tensor, back: cute.Tensor):
+        kernel(a, regs, back).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    return run, elems
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True])
+def test_ldmatrix_lane_mapping(num, trans):
+    run, elems = _ldmatrix_kernel(warp.LdMatrix8x8x16bOp(transpose=trans, num_matrices=num), cutlass.Float16, num,
+                                  2 * num)
+    a = (np.arange(elems) % 2048).astype(np.float16)
+    regs = np.zeros(32 * 2 * num, np.float16)
+    back = np.zeros(elems, np.float16)
+    cute.compile(run, a, regs, back, options=CPU)(a, regs, back)
+    want = ldmatrix_model(a.reshape(num, 8, 8), trans)
+    np.testing.assert_array_equal(regs.reshape(32, 2 * num), want)
+    # Through the atom's destination layout each value returns to where it came from.
+    np.testing.assert_array_equal(back, a)
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+def test_ldmatrix_8bit_rows(num):
+    # LdMatrix8x16x8bOp: the b16 instruction moving 8-bit data, 4 bytes per lane per matrix.
+    run, elems = _ldmatrix_kernel(warp.LdMatrix8x16x8bOp(False, num), cutlass.Int8, num, 4 * num)
+    a = (np.arange(elems) % 251 - 120).astype(np.int8)
+    regs = np.zeros(32 * 4 * num, np.int8)
+    back = np.zeros(elems, np.int8)
+    cute.compile(run, a, regs, back, options=CPU)(a, regs, back)
+    np.testing.assert_array_equal(regs.reshape(32, 4 * num), ldmatrix_model_8bit(a.reshape(num, 8, 16)))
+    np.testing.assert_array_equal(back, a)
+
+
+# ---- stmatrix -------------------------------------------------------------------------------
+
+def _stmatrix_kernel(num, trans):
+    elems = num * 64
+    nd = 2 * num
+
+    @cute.kernel
+    def kernel(regs: cute.Tensor, out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float16, elems, alignment=16), cute.make_layout((elems,)))
+        atom = cute.make_copy_atom(warp.StMatrix8x8x16bOp(transpose=trans, num_matrices=num), cutlass.Float16)
+        tc = cute.make_tiled_copy(atom, atom.layout_src_tv, (elems,))
+        thr = tc.get_slice(tidx)
+        frag = cute.make_fragment_like(thr.partition_S(cute.make_tensor(out.iterator, cute.make_layout((elems,)))))
+        for i in cutlass.range_constexpr(nd):
+            frag[i] = regs[tidx * nd + i]
+        cute.copy(atom, frag, thr.partition_D(s))
+        cute.arch.sync_threads()
+        for i in cutlass.range_constexpr(elems // 32):
+            out[tidx * (elems // 32) + i] = s[tidx * (elems // 32) + i]
+
+    @cute.jit
+    def run(regs: cute.Tensor, out: cute.Tensor):
+        kernel(regs, out).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    return run, elems
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True])
+def test_stmatrix_inverts_ldmatrix(num, trans):
+    run, elems = _stmatrix_kernel(num, trans)
+    regs = (np.arange(32 * 2 * num) * 3 % 1999).astype(np.float16)
+    out = np.zeros(elems, np.float16)
+    cute.compile(run, regs, out, options=CPU + " --gpu-arch sm_90a")(regs, out)
+    # stmatrix stores what ldmatrix of the result would load back.
+    np.testing.assert_array_equal(ldmatrix_model(out.reshape(num, 8, 8), trans), regs.reshape(32, 2 * num))
+
+
+def test_stmatrix_needs_sm90():
+    run, _ = _stmatrix_kernel(4, False)
+    regs = np.zeros(256, np.float16)
+    out = np.zeros(256, np.float16)
+    with pytest.raises(cute.DSLUserCodeError, match="stmatrix needs sm_90 or newer.*sm_80") as e:
+        cute.compile(run, regs, out, options=CPU + " --gpu-arch sm_80")
+    assert e.value.filename == __file__
+
+
+# ---- cp.async -------------------------------------------------------------------------------
+
+N_ASYNC = 64
+
+
+def _cp_async_kernel(bits, cache_mode, predicated):
+    vals = bits // 32
+    threads = N_ASYNC // vals
+
+    @cute.kernel
+    def kernel(a: cute.Tensor, mask: cute.Tensor, out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, N_ASYNC, alignment=16),
+                             cute.make_layout((N_ASYNC,)))
+        # A sentinel: a skipped copy would leave it, the zero-fill form overwrites it with zeros.
+        for i in cutlass.range_constexpr(vals):
+            s[tidx * vals + i] = cutlass.Float32(-7.0)
+        cute.arch.sync_threads()
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cache_mode), cutlass.Float32, num_bits_per_copy=bits)
+        tc = cute.make_tiled_copy_tv(atom, cute.make_layout((threads,)), cute.make_layout((vals,)))
+        thr = tc.get_slice(tidx)
+        g = cute.make_tensor(a.iterator, cute.make_layout((N_ASYNC,)))
+        src, dst = thr.partition_S(g), thr.partition_D(s)
+        if cutlass.const_expr(predicated):
+            p = cute.make_rmem_tensor((1, 1), cutlass.Boolean)
+            p[0] = mask[tidx] != 0
+            cute.copy(atom, src, dst, pred=p)
+        else:
+            cute.copy(atom, src, dst)
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.sync_threads()
+        for i in cutlass.range_constexpr(vals):
+            out[tidx * vals + i] = s[tidx * vals + i]
+
+    @cute.jit
+    def run(a: cute.Tensor, mask: cute.Tensor, out: cute.Tensor):
+        kernel(a, mask, out).launch(grid=(1, 1, 1), block=(threads, 1, 1))
+
+    return run, threads
+
+
+@pytest.mark.parametrize("bits,mode", [(32, cpasync.LoadCacheMode.ALWAYS), (64, cpasync.LoadCacheMode.ALWAYS),
+                                       (128, cpasync.LoadCacheMode.ALWAYS), (128, cpasync.LoadCacheMode.GLOBAL)])
+@pytest.mark.parametrize("predicated", [False, True])
+def test_cp_async_copies_and_zero_fills(bits, mode, predicated):
+    run, threads = _cp_async_kernel(bits, mode, predicated)
+    a = np.arange(1, N_ASYNC + 1, dtype=np.float32)
+    mask = (np.arange(threads) % 3 != 1).astype(np.int32)
+    out = np.zeros(N_ASYNC, np.float32)
+    cute.compile(run, a, mask, out, options=CPU)(a, mask, out)
+    # The PTX model: a call copies its bytes, or with src-size 0 writes zeros.
+    keep = np.repeat(mask != 0, bits // 32) if predicated else np.ones(N_ASYNC, bool)
+    np.testing.assert_array_equal(out, np.where(keep, a, np.float32(0)))
+
+
+def _groups_kernel(read_late_group_early, read_neighbour_before_barrier):
+    @cute.kernel
+    def kernel(a: cute.Tensor, out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 128, alignment=16), cute.make_layout((128,)))
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128)
+        tc = cute.make_tiled_copy_tv(atom, cute.make_layout((16,)), cute.make_layout((4,)))
+        thr = tc.get_slice(tidx)
+        g = cute.make_tensor(a.iterator, cute.make_layout((128,)))
+        # Two groups per thread: elements [0, 64) then [64, 128).
+        cute.copy(atom, thr.partition_S(cute.make_tensor(g.iterator, cute.make_layout((64,)))),
+                  thr.partition_D(cute.make_tensor(s.iterator, cute.make_layout((64,)))))
+        cute.arch.cp_async_commit_group()
+        cute.copy(atom, thr.partition_S(cute.make_tensor(g.iterator + 64, cute.make_layout((64,)))),
+                  thr.partition_D(cute.make_tensor(s.iterator + 64, cute.make_layout((64,)))))
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(1)  # the first group has landed, the second may not have
+        if cutlass.const_expr(read_neighbour_before_barrier):
+            out[tidx] = s[(tidx * 4 + 4) % 64]  # the next thread's data, before any barrier
+        cute.arch.sync_threads()
+        for i in cutlass.range_constexpr(4):
+            out[tidx * 4 + i] = s[tidx * 4 + i]
+        if cutlass.const_expr(read_late_group_early):
+            out[64 + tidx] = s[64 + tidx * 4]
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.sync_threads()
+        for i in cutlass.range_constexpr(4):
+            out[64 + tidx * 4 + i] = s[64 + tidx * 4 + i]
+
+    @cute.jit
+    def run(a: cute.Tensor, out: cute.Tensor):
+        kernel(a, out).launch(grid=(1, 1, 1), block=(16, 1, 1))
+
+    return run
+
+
+def test_cp_async_wait_group_retires_older_groups():
+    a = np.arange(128, dtype=np.float32) + 0.5
+    out = np.zeros(128, np.float32)
+    cute.compile(_groups_kernel(False, False), a, out, options=CPU)(a, out)
+    np.testing.assert_array_equal(out, a)
+
+
+def test_read_of_unwaited_cp_async_is_reported():
+    a = np.arange(128, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    f = cute.compile(_groups_kernel(True, False), a, out, options=CPU)
+    with pytest.raises(cute.DSLRuntimeError, match=r"a read of shared memory at offset 256 that a cp.async of "
+                                                   r"thread 0.* still writes"):
+        f(a, out)
+
+
+def test_read_of_waited_cp_async_before_barrier_is_reported():
+    a = np.arange(128, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    f = cute.compile(_groups_kernel(False, True), a, out, options=CPU)
+    with pytest.raises(cute.DSLRuntimeError, match="thread 1 waited for it, but no barrier has made it visible"):
+        f(a, out)
+
+
+# ---- a pipeline: gmem -> smem by cp.async, smem -> MMA fragments by ldmatrix ----------------------
+# The fragments use the thread-value layouts of mma.sync m16n8k16 (CuTe's SM80_16x8x16 A and B
+# layouts, (thread, value) -> column-major index of the (M,K) = (16,16) / (N,K) = (8,16) tile):
+#   A: thread t, value (v0,v1,v2) -> 32*(t%4) + t//4 + 16*v0 + 8*v1 + 128*v2
+#   B: thread t, value (v0,v1)    -> 16*(t%4) + t//4 + 8*v0 + 64*v1
+A_TV = (((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128)))
+B_TV = (((4, 8), (2, 2)), ((16, 1), (8, 64)))
+
+
+@cute.kernel
+def _pipeline_kernel(a: cute.Tensor, b: cute.Tensor, out_a: cute.Tensor, out_b: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    # A is (M,K) = (16,16) row-major; B is (N,K) = (8,16) with N contiguous (needs ldmatrix.trans).
+    gA = cute.make_tensor(a.iterator, cute.make_layout((16, 16), stride=(16, 1)))
+    gB = cute.make_tensor(b.iterator, cute.make_layout((8, 16), stride=(1, 8)))
+    sA = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float16, 256, alignment=16),
+                          cute.make_layout((16, 16), stride=(16, 1)))
+    sB = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float16, 128, alignment=16),
+                          cute.make_layout((8, 16), stride=(1, 8)))
+    g2s_a = cute.make_tiled_copy_tv(
+        cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), cutlass.Float16,
+                            num_bits_per_copy=128),
+        cute.make_layout((16, 2), stride=(2, 1)), cute.make_layout((1, 8)))
+    g2s_b = cute.make_tiled_copy_tv(
+        cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float16, num_bits_per_copy=64),
+        cute.make_layout((2, 16), stride=(1, 2)), cute.make_layout((4, 1)))
+    ta, tb = g2s_a.get_slice(tidx), g2s_b.get_slice(tidx)
+    cute.copy(g2s_a, ta.partition_S(gA), ta.partition_D(sA))
+    cute.copy(g2s_b, tb.partition_S(gB), tb.partition_D(sB))
+    cute.arch.cp_async_commit_group()
+    cute.arch.cp_async_wait_group(0)
+    cute.arch.sync_threads()
+
+    s2r_a = cute.make_tiled_copy(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16),
+                                 cute.make_layout(A_TV[0], stride=A_TV[1]), (16, 16))
+    s2r_b = cute.make_tiled_copy(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(True, 2), cutlass.Float16),
+                                 cute.make_layout(B_TV[0], stride=B_TV[1]), (8, 16))
+    # The MMA's fragments, (values, MMA_M, MMA_K), retiled as the copies see them.
+    rA = cute.make_rmem_tensor(((2, 2, 2), 1, 1), cutlass.Float16)
+    rB = cute.make_rmem_tensor(((2, 2), 1, 1), cutlass.Float16)
+    ca, cb = s2r_a.get_slice(tidx), s2r_b.get_slice(tidx)
+    cute.copy(s2r_a, ca.partition_S(sA), ca.retile(rA))
+    cute.copy(s2r_b, cb.partition_S(sB), cb.retile(rB))
+
+    # Each value back where the MMA layout says it lives (the references above, by hand).
+    base_a = 32 * (tidx % 4) + tidx // 4
+    for v2 in cutlass.range_constexpr(2):
+        for v1 in cutlass.range_constexpr(2):
+            for v0 in cutlass.range_constexpr(2):
+                idx = base_a + 16 * v0 + 8 * v1 + 128 * v2
+                out_a[(idx % 16) * 16 + idx // 16] = rA[v0 + 2 * v1 + 4 * v2]
+    base_b = 16 * (tidx % 4) + tidx // 4
+    for v1 in cutlass.range_constexpr(2):
+        for v0 in cutlass.range_constexpr(2):
+            out_b[base_b + 8 * v0 + 64 * v1] = rB[v0 + 2 * v1]
+
+
+@cute.jit
+def _pipeline(a: cute.Tensor, b: cute.Tensor, out_a: cute.Tensor, out_b: cute.Tensor):
+    _pipeline_kernel(a, b, out_a, out_b).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_cp_async_then_ldmatrix_into_mma_fragments():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(256).astype(np.float16)
+    b = rng.standard_normal(128).astype(np.float16)
+    out_a = np.zeros(256, np.float16)
+    out_b = np.zeros(128, np.float16)
+    cute.compile(_pipeline, a, b, out_a, out_b, options=CPU)(a, b, out_a, out_b)
+    np.testing.assert_array_equal(out_a, a)
+    np.testing.assert_array_equal(out_b, b)
