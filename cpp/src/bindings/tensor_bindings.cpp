@@ -58,11 +58,24 @@ Tensor as_tensor(nb::handle h, const char* fn) {
 L::Layout tensor_layout_arg(nb::handle h) {
   if (is_composed(h)) {
     L::ComposedLayout c = as_composed(h);
-    if (!c.inner_is_swizzle() || c.swizzle().is_identity()) return c.outer;
-    throw dsl::UserError("NOT_SUPPORTED", "tensors over swizzled layouts are not supported yet: " +
+    if (c.inner_is_swizzle() && c.swizzle().is_identity() && c.offset.is_int() && c.offset.as_int().is_static_value(0))
+      return c.outer;
+    throw dsl::UserError("NOT_SUPPORTED", "register tensors take a plain layout, got the composed layout " +
                                               L::to_string(c));
   }
   return layout_or_shape(h);
+}
+
+// A memory tensor over `layout`: a plain layout (or shape), or a swizzled composed layout.
+Tensor memory_tensor(ir::Value* ptr, nb::handle layout) {
+  if (is_composed(layout)) return cute::make_tensor(ptr, as_composed(layout));
+  return cute::make_tensor(ptr, layout_or_shape(layout));
+}
+
+// Python's view of a tensor's layout: the composed layout when swizzled.
+nb::object tensor_layout(const Tensor& t) {
+  if (t.is_swizzled()) return py(t.composed_layout());
+  return py(t.layout);
 }
 
 // With --enable-assertions, element accesses are checked at run time; the failure names the
@@ -125,6 +138,7 @@ nb::list extract_values(const Tensor& t) {
   collect(t.coord, vals);
   collect(t.layout.shape, vals);
   collect(t.layout.stride, vals);
+  if (t.is_swizzled()) collect(L::IntTuple(t.swizzle_offset), vals);
   nb::list out;
   for (auto& v : vals) out.append(v);
   return out;
@@ -139,6 +153,7 @@ Tensor from_values(const Tensor& t, nb::handle values) {
   L::IntTuple shape = rebuild(t.layout.shape, vals, next);
   L::IntTuple stride = rebuild(t.layout.stride, vals, next);
   r.layout = L::Layout(shape, stride);
+  if (t.is_swizzled()) r.swizzle_offset = rebuild(L::IntTuple(t.swizzle_offset), vals, next).as_int();
   return r;
 }
 
@@ -192,7 +207,7 @@ void bind_tensors(nb::module_& root) {
   }, nb::arg("ptr"), nb::arg("dtype").none());
 
   nb::class_<Tensor>(m, "_Tensor")
-      .def_prop_ro("layout", [](const Tensor& t) { return py(t.layout); })
+      .def_prop_ro("layout", &tensor_layout)
       .def_prop_ro("shape", [](const Tensor& t) { return to_py(t.layout.shape); })
       .def_prop_ro("stride", [](const Tensor& t) { return to_py(t.layout.stride); })
       .def_prop_ro("element_type", [](const Tensor& t) -> nb::object {
@@ -234,7 +249,13 @@ void bind_tensors(nb::module_& root) {
         Scope scope;
         cute::fill(t, to_num(value));
       })
-      .def("_with_layout", [](const Tensor& t, nb::handle l) { return cute::with_layout(t, tensor_layout_arg(l)); })
+      .def("_with_layout", [](const Tensor& t, nb::handle l) {
+        Scope scope;
+        // A composed layout replaces the whole (swizzle, offset, outer); a plain one the outer
+        // layout of a swizzled tensor (what the divides and compositions of its layout give).
+        if (is_composed(l)) return cute::with_composed_layout(t, as_composed(l));
+        return cute::with_layout(t, layout_or_shape(l));
+      })
       .def("__extract_mlir_values__", &extract_values)
       .def("__new_from_mlir_values__", &from_values)
       .def("__str__", [](const Tensor& t) { return cute::to_string(t); })
@@ -258,13 +279,16 @@ void bind_tensors(nb::module_& root) {
 
   m.def("make_tensor", [](nb::handle iterator, nb::handle layout) {
     Scope scope;
-    L::Layout l = tensor_layout_arg(layout);
-    if (nb::isinstance<PointerValue>(iterator)) return cute::make_tensor(nb::cast<PointerValue>(iterator).value, l);
+    if (nb::isinstance<PointerValue>(iterator)) return memory_tensor(nb::cast<PointerValue>(iterator).value, layout);
     if (nb::isinstance<Num>(iterator) || nb::hasattr(iterator, "_n")) {
       Num n = to_num(iterator);
-      if (!n.is_static && n.type->is_pointer()) return cute::make_tensor(n.value, l);
+      if (!n.is_static && n.type->is_pointer()) return memory_tensor(n.value, layout);
     }
-    return cute::make_coord_tensor(to_tuple(iterator), l);
+    return cute::make_coord_tensor(to_tuple(iterator), tensor_layout_arg(layout));
+  });
+  m.def("recast_tensor", [](nb::handle t, nb::handle dtype) {
+    Scope scope;
+    return cute::recast_tensor(as_tensor(t, "recast_tensor"), dtype_of(dtype));
   });
   m.def("make_identity_tensor", [](nb::handle shape) {
     Scope scope;
