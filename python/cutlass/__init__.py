@@ -22,5 +22,6 @@ def dsl_user_op(fn):
 
 from . import cute
 from . import testing
+from . import utils
 
 __version__ = "0.1.0"

@@ -27,6 +27,7 @@
 #include "bindings/num_convert.h"
 #include "bindings/python_errors.h"
 #include "bindings/runtime_bindings.h"
+#include "bindings/smem_bindings.h"
 #include "runtime/tensor_spec.h"
 #include "bindings/tensor_argument.h"
 #include "bindings/tensor_bindings.h"
@@ -670,5 +671,6 @@ NB_MODULE(_core, m) {
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);
   bindings::bind_runtime(m);
+  bindings::bind_smem(m);
   bindings::bind_tensor_ssa(m);
 }

@@ -107,6 +107,29 @@ Tensor make_tensor(ir::Value* ptr, const L::ComposedLayout& layout) {
   return t;
 }
 
+Tensor make_address_swizzled_tensor(ir::Value* ptr, const L::Swizzle& swizzle, L::Layout layout) {
+  Tensor t = make_tensor(ptr, std::move(layout));
+  if (t.space() != ir::AddrSpace::Smem)
+    throw dsl::UserError("NOT_SUPPORTED", "a swizzled pointer must point to shared memory, got " +
+                                              pointer_string(ptr->type));
+  t.swizzle = swizzle;
+  t.swizzle_in_address = true;
+  return t;
+}
+
+ir::Value* swizzle_address(ir::Builder& b, ir::Value* ptr, const L::Swizzle& swizzle) {
+  if (swizzle.is_identity()) return ptr;
+  ir::Type pt = ptr->type;
+  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {ptr}, {ir::i64()})->result();
+  // The swizzle keeps the low M bits, so the alignment below 2^M bytes survives.
+  L::BuilderScope scope(&b);
+  L::Int moved = swizzle(L::Int::dynamic(addr, pt->align));
+  int align = int(std::min<int64_t>(pt->align, int64_t(1) << std::min(swizzle.base, 30)));
+  align = std::max(align, 1);
+  return b.create(ir::OpCode::IntToPtr, {moved.materialize(ir::i64())}, {ir::pointer_type(pt->element, pt->space, align)})
+      ->result();
+}
+
 L::ComposedLayout Tensor::composed_layout() const {
   return L::make_composed_layout(swizzle ? *swizzle : L::make_swizzle(0, 4, 3), L::IntTuple(swizzle_offset), layout);
 }
@@ -187,6 +210,10 @@ ir::Value* element_address(const Tensor& t, const L::IntTuple& coord) {
                                                                L::to_string(coord) + " to " + L::to_string(off) +
                                                                ", not an element offset");
   L::Int index = off.as_int();
+  if (t.swizzle_in_address) {
+    ir::Builder& b = trace_builder("tensor indexing");
+    return swizzle_address(b, offset_pointer(b, t.ptr, index), *t.swizzle);
+  }
   if (t.swizzle) {
     L::BuilderScope scope(&trace_builder("tensor indexing"));
     index = (*t.swizzle)(t.swizzle_offset + index);
@@ -199,21 +226,37 @@ Tensor recast_tensor(const Tensor& t, ir::Type element) {
   ir::Type old = t.element();
   int old_bits = old->is_bool() ? 8 : old->width, new_bits = element->is_bool() ? 8 : element->width;
   ir::Value* p = recast_pointer(trace_builder("recast_tensor"), t.ptr, element);
+  if (t.swizzle_in_address) return make_address_swizzled_tensor(p, *t.swizzle, L::recast_layout(new_bits, old_bits, t.layout));
   if (t.swizzle) return make_tensor(p, L::recast_layout(new_bits, old_bits, t.composed_layout()));
   return make_tensor(p, L::recast_layout(new_bits, old_bits, t.layout));
 }
+
+namespace {
+// Moves the engine of `t` by `offset` (a codomain offset of its layout).
+void advance_engine(Tensor& t, const L::IntTuple& offset) {
+  if (t.swizzle && !t.swizzle_in_address) {
+    add_swizzled_offset(t, offset.as_int());
+  } else if (t.is_memory()) {
+    t.ptr = offset_pointer(trace_builder("tensor slicing"), t.ptr, offset.as_int());
+  } else {
+    t.coord = L::offset_add(t.coord, offset);
+  }
+}
+}  // namespace
 
 Tensor slice(const Tensor& t, const L::IntTuple& coord) {
   auto [sub, offset] = L::slice_and_offset(coord, t.layout);
   Tensor r = t;
   r.layout = sub;
-  if (t.swizzle) {
-    add_swizzled_offset(r, offset.as_int());
-  } else if (t.is_memory()) {
-    r.ptr = offset_pointer(trace_builder("tensor slicing"), t.ptr, offset.as_int());
-  } else {
-    r.coord = L::offset_add(t.coord, offset);
-  }
+  advance_engine(r, offset);
+  return r;
+}
+
+Tensor domain_offset(const L::IntTuple& coord, const Tensor& t) {
+  if (L::has_underscore(coord))
+    throw dsl::UserError("TYPE_MISMATCH", "domain_offset needs a coordinate without `None`, got " + L::to_string(coord));
+  Tensor r = t;
+  advance_engine(r, t.layout(coord));
   return r;
 }
 
@@ -294,6 +337,10 @@ bool vector_access_allowed() {
 // largest vector (in elements) it allows, and the offset that joins the "other strides".
 int swizzle_vector_cap(const Tensor& t, std::vector<L::IntTuple>& others) {
   if (!t.swizzle) return 1 << 30;
+  if (t.swizzle_in_address) {
+    if (t.swizzle->is_identity()) return 1 << 30;
+    return std::max(1, (1 << t.swizzle->base) / std::max(1, t.element()->byte_size()));
+  }
   others.push_back(L::IntTuple(t.swizzle_offset));
   return t.swizzle->is_identity() ? 1 << 30 : 1 << t.swizzle->base;
 }
@@ -432,7 +479,8 @@ Tensor local_partition(const Tensor& t, const L::Layout& thr_layout, const L::In
 
 std::string to_string(const Tensor& t) {
   std::string it = t.is_memory() ? pointer_string(t.ptr->type) : L::to_string(t.coord);
-  std::string l = t.swizzle ? L::to_string(t.composed_layout()) : L::to_string(t.layout);
+  if (t.swizzle_in_address) it = it.substr(0, it.size() - 1) + ", " + L::to_string(*t.swizzle) + ">";
+  std::string l = t.swizzle && !t.swizzle_in_address ? L::to_string(t.composed_layout()) : L::to_string(t.layout);
   return "tensor<" + it + " o " + l + ">";
 }
 
@@ -442,7 +490,8 @@ std::string type_string(const Tensor& t) {
   ir::Type pt = t.ptr->type;
   std::string s = "!cute.memref<" + memory_element_string(pt->element) + ", " + ir::to_string(pt->space);
   if (pt->align > pt->element->byte_size()) s += ", align<" + std::to_string(pt->align) + ">";
-  std::string l = t.swizzle ? L::to_string(t.composed_layout()) : L::to_string(t.layout);
+  if (t.swizzle_in_address) s += ", " + L::to_string(*t.swizzle);
+  std::string l = t.swizzle && !t.swizzle_in_address ? L::to_string(t.composed_layout()) : L::to_string(t.layout);
   return s + ", \"" + l + "\">";
 }
 

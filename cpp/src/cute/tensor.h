@@ -26,6 +26,10 @@ struct Tensor {
   // `layout` being the outer layout that every partitioning operation transforms.
   std::optional<layout::Swizzle> swizzle;
   layout::Int swizzle_offset = 0;
+  // The swizzle on the pointer instead (the CuTe DSL's `recast_ptr(p, swizzle)` and
+  // `get_tensor(layout, swizzle=)`, CuTe's swizzle_ptr): it acts on the byte address of each
+  // element, ptr + layout(c), so it is in bytes and depends on where the tensor lies.
+  bool swizzle_in_address = false;
 
   bool is_memory() const { return ptr != nullptr; }
   bool is_swizzled() const { return swizzle.has_value(); }
@@ -51,6 +55,10 @@ layout::Layout fragment_like_layout(const layout::Layout& l);
 // The same engine with another layout (what the divides and compositions of tensors do): for a
 // swizzled tensor `l` replaces the outer layout and the swizzle stays.
 Tensor with_layout(const Tensor& t, layout::Layout l);
+// A tensor whose pointer carries a byte-address swizzle (see Tensor::swizzle_in_address).
+Tensor make_address_swizzled_tensor(ir::Value* ptr, const layout::Swizzle& swizzle, layout::Layout layout);
+// `ptr` with the byte-address swizzle applied (CuTe's swizzle_ptr dereference).
+ir::Value* swizzle_address(ir::Builder& b, ir::Value* ptr, const layout::Swizzle& swizzle);
 // The same pointer with a whole new composed layout (swizzle, offset and outer).
 Tensor with_composed_layout(const Tensor& t, const layout::ComposedLayout& l);
 // The address of element `coord` (a full coordinate or a linear index) of a memory tensor.
@@ -58,6 +66,9 @@ ir::Value* element_address(const Tensor& t, const layout::IntTuple& coord);
 // CuTe's recast_tensor: the same bytes seen as elements of `element` (layout and swizzle recast).
 Tensor recast_tensor(const Tensor& t, ir::Type element);
 
+// CuTe's domain_offset: the same layout over an engine moved by layout(coord), so that element c
+// is the old element coord + c.
+Tensor domain_offset(const layout::IntTuple& coord, const Tensor& t);
 // tensor[coord] where coord holds underscores: the sub-tensor over the `_` modes.
 Tensor slice(const Tensor& t, const layout::IntTuple& coord);
 // Element access with a full coordinate (or a linear index): memory tensors load / store;

@@ -15,6 +15,7 @@ from .layout import Layout, ComposedLayout, Swizzle, ScaledBasis, IntValue
 from .tensor import *  # noqa: F401,F403 - tensors, pointers and copies
 from .tensor import CopyUniversalOp
 from . import nvgpu
+from .smem_struct import struct, union
 
 from .tensor_ssa import (TensorSSA, ReductionOp, full, full_like, zeros_like, ones_like, empty_like, where, any_,
                          all_)
