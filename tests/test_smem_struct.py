@@ -345,3 +345,17 @@ def test_get_tensor_larger_than_the_member_is_an_error():
 
     with pytest.raises(cutlass.DSLUserCodeError, match="more than the MemRange"):
         cute.compile(f, options="--target cpu")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_pointer_swizzle_and_dynamic_smem_ptx_is_accepted(arch):
+    b = np.zeros(1024, np.float16)
+    try:
+        compiled = cute.compile(pointer_swizzle_host, from_dlpack(b), from_dlpack(b), [],
+                                options=f"--gpu-arch {arch}")
+    except RuntimeError as e:  # no libNVVM / nvJitLink on this machine
+        pytest.skip(str(e))
+    if not compiled.__ptx__:
+        pytest.skip("no PTX on this machine")
+    assert compiled.__cubin__
+    assert ".extern .shared .align 1024" in compiled.__ptx__  # the allocator's base alignment

@@ -383,8 +383,10 @@ def _dims(value, what):
 def _kernel_value(tracer, pname, value, host_values):
     """The kernel-side stand-in for a structured launch argument: static parts stay Python
     values, each dynamic leaf becomes a kernel parameter (its host value goes to host_values)."""
-    from ..cute.layout import Layout, _wrap_int
-    if isinstance(value, (bool, int, float, str)) or value is None:
+    from ..cute.layout import ComposedLayout, Layout, Swizzle, _wrap_int
+    if isinstance(value, (bool, int, float, str, Swizzle)) or value is None:
+        return value
+    if isinstance(value, ComposedLayout):  # swizzled smem layouts are static (checked when used)
         return value
     if isinstance(value, Numeric):
         if value.is_static():
