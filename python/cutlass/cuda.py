@@ -65,3 +65,9 @@ def make_stream(handle):
 
 def default_stream():
     return make_stream(0)
+
+
+def stream_sync(stream=None):
+    """Waits until the work queued on `stream` has finished (by synchronising the whole context,
+    which covers every stream)."""
+    synchronize()

@@ -357,11 +357,21 @@ void bind_layouts(nb::module_& root) {
   m.def("get", [](nb::handle x, nb::handle mode) -> nb::object {
     Scope scope;
     if (is_layout(x)) return py(L::get(as_layout(x), to_mode(mode)));
+    if (is_composed(x)) {  // the inner function and offset stay; the outer layout's mode is taken
+      L::ComposedLayout c = as_composed(x);
+      c.outer = L::get(c.outer, to_mode(mode));
+      return py(c);
+    }
     return to_py(L::get(to_tuple(x), to_mode(mode)));
   }, nb::arg("x"), nb::arg("mode"));
   m.def("select", [](nb::handle x, nb::handle mode) -> nb::object {
     Scope scope;
     if (is_layout(x)) return py(L::select(as_layout(x), to_mode(mode)));
+    if (is_composed(x)) {
+      L::ComposedLayout c = as_composed(x);
+      c.outer = L::select(c.outer, to_mode(mode));
+      return py(c);
+    }
     return to_py(L::select(to_tuple(x), to_mode(mode)));
   }, nb::arg("x"), nb::arg("mode"));
   m.def("group_modes", [](nb::handle x, int begin, nb::handle end) -> nb::object {

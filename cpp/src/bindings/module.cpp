@@ -29,6 +29,7 @@
 #include "bindings/num_convert.h"
 #include "bindings/python_errors.h"
 #include "bindings/runtime_bindings.h"
+#include "bindings/smem_bindings.h"
 #include "runtime/tensor_spec.h"
 #include "bindings/tensor_argument.h"
 #include "bindings/mma_bindings.h"
@@ -273,5 +274,6 @@ NB_MODULE(_core, m) {
   bindings::bind_tensors(m);
   bindings::bind_mma(m);
   bindings::bind_runtime(m);
+  bindings::bind_smem(m);
   bindings::bind_tensor_ssa(m);
 }

@@ -35,7 +35,14 @@ using dsl::Num;
 // A traced pointer value (cute.Pointer inside a trace).
 struct PointerValue {
   ir::Value* value = nullptr;
+  std::optional<L::Swizzle> swizzle;  // a byte-address swizzle (CuTe's swizzle_ptr)
 };
+
+std::string pointer_text(const PointerValue& p) {
+  std::string s = cute::pointer_string(p.value->type);
+  if (p.swizzle) s = s.substr(0, s.size() - 1) + ", " + L::to_string(*p.swizzle) + ">";
+  return s;
+}
 
 struct ThrCopy {
   cute::TiledCopy tiled;
@@ -59,11 +66,32 @@ Tensor as_tensor(nb::handle h, const char* fn) {
 L::Layout tensor_layout_arg(nb::handle h) {
   if (is_composed(h)) {
     L::ComposedLayout c = as_composed(h);
-    if (!c.inner_is_swizzle() || c.swizzle().is_identity()) return c.outer;
-    throw dsl::UserError("NOT_SUPPORTED", "tensors over swizzled layouts are not supported yet: " +
+    if (c.inner_is_swizzle() && c.swizzle().is_identity() && c.offset.is_int() && c.offset.as_int().is_static_value(0))
+      return c.outer;
+    throw dsl::UserError("NOT_SUPPORTED", "register tensors take a plain layout, got the composed layout " +
                                               L::to_string(c));
   }
   return layout_or_shape(h);
+}
+
+// A memory tensor over `layout`: a plain layout (or shape), or a swizzled composed layout; a
+// pointer that carries a swizzle takes a plain layout.
+Tensor memory_tensor(const PointerValue& p, nb::handle layout) {
+  if (p.swizzle) {
+    if (is_composed(layout))
+      throw dsl::UserError("TYPE_MISMATCH", "a swizzled pointer (" + pointer_text(p) +
+                                                ") takes a plain layout, got the composed layout " +
+                                                L::to_string(as_composed(layout)));
+    return cute::make_address_swizzled_tensor(p.value, *p.swizzle, layout_or_shape(layout));
+  }
+  if (is_composed(layout)) return cute::make_tensor(p.value, as_composed(layout));
+  return cute::make_tensor(p.value, layout_or_shape(layout));
+}
+
+// Python's view of a tensor's layout: the composed layout when the swizzle is in the layout.
+nb::object tensor_layout(const Tensor& t) {
+  if (t.is_swizzled() && !t.swizzle_in_address) return py(t.composed_layout());
+  return py(t.layout);
 }
 
 // With --enable-assertions, element accesses are checked at run time; the failure names the
@@ -126,6 +154,7 @@ nb::list extract_values(const Tensor& t) {
   collect(t.coord, vals);
   collect(t.layout.shape, vals);
   collect(t.layout.stride, vals);
+  if (t.is_swizzled()) collect(L::IntTuple(t.swizzle_offset), vals);
   nb::list out;
   for (auto& v : vals) out.append(v);
   return out;
@@ -140,6 +169,7 @@ Tensor from_values(const Tensor& t, nb::handle values) {
   L::IntTuple shape = rebuild(t.layout.shape, vals, next);
   L::IntTuple stride = rebuild(t.layout.stride, vals, next);
   r.layout = L::Layout(shape, stride);
+  if (t.is_swizzled()) r.swizzle_offset = rebuild(L::IntTuple(t.swizzle_offset), vals, next).as_int();
   return r;
 }
 
@@ -159,10 +189,39 @@ void bind_tensors(nb::module_& root) {
       .def_prop_ro("_memspace", [](const PointerValue& p) { return int(p.value->type->space); })
       .def_prop_ro("alignment", [](const PointerValue& p) { return p.value->type->align; })
       .def_prop_ro("_value", [](const PointerValue& p) { return Num::of_value(p.value); })
+      .def_prop_ro("swizzle", [](const PointerValue& p) -> nb::object {
+        if (!p.swizzle) return nb::none();
+        return nb::cast(*p.swizzle);
+      })
       .def("__add__", [](const PointerValue& p, nb::handle offset) {
         Scope scope;
-        return PointerValue{cute::offset_pointer(cute::trace_builder("pointer arithmetic"), p.value, to_int(offset))};
+        return PointerValue{cute::offset_pointer(cute::trace_builder("pointer arithmetic"), p.value, to_int(offset)),
+                            p.swizzle};
       })
+      .def("__radd__", [](const PointerValue& p, nb::handle offset) {
+        Scope scope;
+        return PointerValue{cute::offset_pointer(cute::trace_builder("pointer arithmetic"), p.value, to_int(offset)),
+                            p.swizzle};
+      })
+      .def("__sub__", [](const PointerValue& p, nb::handle offset) {
+        Scope scope;
+        return PointerValue{cute::offset_pointer(cute::trace_builder("pointer arithmetic"), p.value,
+                                                 L::Int(0) - to_int(offset)), p.swizzle};
+      })
+      .def("align", [](const PointerValue& p, int min_align) {
+        // Rounds the address up to `min_align` bytes: (addr + a - 1) & -a, typed with that alignment.
+        if (min_align <= 0 || (min_align & (min_align - 1)) != 0)
+          throw dsl::UserError("VALUE_INVALID", "Pointer.align: alignment must be a positive power of two, got " +
+                                                    std::to_string(min_align));
+        ir::Type pt = p.value->type;
+        if (pt->align >= min_align) return p;
+        ir::Builder& b = cute::trace_builder("Pointer.align");
+        ir::Value* addr = b.create(ir::OpCode::PtrToInt, {p.value}, {ir::i64()})->result();
+        addr = b.binary(ir::OpCode::Add, addr, b.const_int(ir::i64(), min_align - 1));
+        addr = b.binary(ir::OpCode::And, addr, b.const_int(ir::i64(), -int64_t(min_align)));
+        ir::Type want = ir::pointer_type(pt->element, pt->space, min_align);
+        return PointerValue{b.create(ir::OpCode::IntToPtr, {addr}, {want})->result(), p.swizzle};
+      }, nb::arg("min_align"))
       .def("toint", [](const PointerValue& p) {
         return wrap_num(Num::of_value(cute::trace_builder("Pointer.toint").bitcast(p.value, ir::i64())));
       })
@@ -171,29 +230,40 @@ void bind_tensors(nb::module_& root) {
         out.append(Num::of_value(p.value));
         return out;
       })
-      .def("__new_from_mlir_values__", [](const PointerValue&, nb::handle values) {
-        return PointerValue{nums_of(values).at(0).value};
+      .def("__new_from_mlir_values__", [](const PointerValue& p, nb::handle values) {
+        return PointerValue{nums_of(values).at(0).value, p.swizzle};
       })
-      .def("__str__", [](const PointerValue& p) { return cute::pointer_string(p.value->type); })
-      .def("__repr__", [](const PointerValue& p) { return cute::pointer_string(p.value->type); });
+      .def("__str__", &pointer_text)
+      .def("__repr__", &pointer_text);
 
   m.def("pointer_from_value", [](const Num& n) {
     if (n.is_static || !n.type->is_pointer()) throw nb::type_error("expected a traced pointer value");
-    return PointerValue{n.value};
+    return PointerValue{n.value, std::nullopt};
   });
   m.def("make_ptr", [](nb::handle dtype, nb::handle address, int space, int align) {
     ir::Type e = dtype_of(dtype);
     ir::Builder& b = cute::trace_builder("make_ptr");
     ir::Value* addr = dsl::materialize(dsl::convert(to_num(address), ir::i64()));
-    return PointerValue{b.bitcast(addr, ir::pointer_type(e, ir::AddrSpace(space), align > 0 ? align : e->byte_size()))};
+    return PointerValue{b.bitcast(addr, ir::pointer_type(e, ir::AddrSpace(space), align > 0 ? align : e->byte_size())),
+                        std::nullopt};
   });
-  m.def("recast_ptr", [](const PointerValue& p, nb::handle dtype) {
-    if (dtype.is_none()) return p;
-    return PointerValue{cute::recast_pointer(cute::trace_builder("recast_ptr"), p.value, dtype_of(dtype))};
-  }, nb::arg("ptr"), nb::arg("dtype").none());
+  m.def("recast_ptr", [](const PointerValue& p, nb::handle swizzle, nb::handle dtype) {
+    // The result carries `swizzle` (None: no swizzle), as the CuTe DSL's recast_ptr(ptr, swizzle_, dtype).
+    PointerValue r{p.value, std::nullopt};
+    if (!swizzle.is_none()) {
+      if (!nb::isinstance<L::Swizzle>(swizzle))
+        throw nb::type_error(("recast_ptr: swizzle_ must be a Swizzle, got " + py_type_name(swizzle)).c_str());
+      if (p.value->type->space != ir::AddrSpace::Smem)
+        throw dsl::UserError("NOT_SUPPORTED", "recast_ptr: only shared-memory pointers can carry a swizzle, got " +
+                                                  pointer_text(p));
+      r.swizzle = nb::cast<L::Swizzle>(swizzle);
+    }
+    if (!dtype.is_none()) r.value = cute::recast_pointer(cute::trace_builder("recast_ptr"), p.value, dtype_of(dtype));
+    return r;
+  }, nb::arg("ptr"), nb::arg("swizzle").none(), nb::arg("dtype").none());
 
   nb::class_<Tensor>(m, "_Tensor")
-      .def_prop_ro("layout", [](const Tensor& t) { return py(t.layout); })
+      .def_prop_ro("layout", &tensor_layout)
       .def_prop_ro("shape", [](const Tensor& t) { return to_py(t.layout.shape); })
       .def_prop_ro("stride", [](const Tensor& t) { return to_py(t.layout.stride); })
       .def_prop_ro("element_type", [](const Tensor& t) -> nb::object {
@@ -201,7 +271,11 @@ void bind_tensors(nb::module_& root) {
         return dtype_class(t.element());
       })
       .def_prop_ro("iterator", [](const Tensor& t) -> nb::object {
-        if (t.is_memory()) return nb::cast(PointerValue{t.ptr});
+        if (t.is_memory()) {
+          PointerValue p{t.ptr, std::nullopt};
+          if (t.swizzle_in_address) p.swizzle = t.swizzle;
+          return nb::cast(p);
+        }
         return to_py(t.coord);
       })
       .def_prop_ro("_memspace", [](const Tensor& t) { return t.is_memory() ? int(t.space()) : -1; })
@@ -235,7 +309,13 @@ void bind_tensors(nb::module_& root) {
         Scope scope;
         cute::fill(t, to_num(value));
       })
-      .def("_with_layout", [](const Tensor& t, nb::handle l) { return cute::with_layout(t, tensor_layout_arg(l)); })
+      .def("_with_layout", [](const Tensor& t, nb::handle l) {
+        Scope scope;
+        // A composed layout replaces the whole (swizzle, offset, outer); a plain one the outer
+        // layout of a swizzled tensor (what the divides and compositions of its layout give).
+        if (is_composed(l)) return cute::with_composed_layout(t, as_composed(l));
+        return cute::with_layout(t, layout_or_shape(l));
+      })
       .def("__extract_mlir_values__", &extract_values)
       .def("__new_from_mlir_values__", &from_values)
       .def("__str__", [](const Tensor& t) { return cute::to_string(t); })
@@ -259,13 +339,20 @@ void bind_tensors(nb::module_& root) {
 
   m.def("make_tensor", [](nb::handle iterator, nb::handle layout) {
     Scope scope;
-    L::Layout l = tensor_layout_arg(layout);
-    if (nb::isinstance<PointerValue>(iterator)) return cute::make_tensor(nb::cast<PointerValue>(iterator).value, l);
+    if (nb::isinstance<PointerValue>(iterator)) return memory_tensor(nb::cast<PointerValue>(iterator), layout);
     if (nb::isinstance<Num>(iterator) || nb::hasattr(iterator, "_n")) {
       Num n = to_num(iterator);
-      if (!n.is_static && n.type->is_pointer()) return cute::make_tensor(n.value, l);
+      if (!n.is_static && n.type->is_pointer()) return memory_tensor(PointerValue{n.value, std::nullopt}, layout);
     }
-    return cute::make_coord_tensor(to_tuple(iterator), l);
+    return cute::make_coord_tensor(to_tuple(iterator), tensor_layout_arg(layout));
+  });
+  m.def("domain_offset", [](nb::handle coord, nb::handle t) {
+    Scope scope;
+    return cute::domain_offset(to_tuple(coord), as_tensor(t, "domain_offset"));
+  });
+  m.def("recast_tensor", [](nb::handle t, nb::handle dtype) {
+    Scope scope;
+    return cute::recast_tensor(as_tensor(t, "recast_tensor"), dtype_of(dtype));
   });
   m.def("make_identity_tensor", [](nb::handle shape) {
     Scope scope;

@@ -194,7 +194,7 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std:
   // Without predicates the universal copy moves as many elements at once as both sides allow.
   int width = av;
   if (!pred && vector_access_allowed()) {
-    int common = std::min(mode0_vector_width(src.ptr->type, sv), mode0_vector_width(dst.ptr->type, dv));
+    int common = std::min(mode0_vector_width(with_layout(src, sv)), mode0_vector_width(with_layout(dst, dv)));
     if (common > av && common % av == 0 && nv % common == 0) width = common;
   }
   ir::Builder& b = trace_builder("copy");
@@ -214,8 +214,8 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std:
           b.set_block(guard->region_block(0));
         }
       }
-      ir::Value* sp = offset_pointer(b, src.ptr, sv(coord).as_int());
-      ir::Value* dp = offset_pointer(b, dst.ptr, dv(coord).as_int());
+      ir::Value* sp = element_address(with_layout(src, sv), coord);
+      ir::Value* dp = element_address(with_layout(dst, dv), coord);
       if (width > 1) {
         // The atom asks for `width` elements per access: the pointers carry that alignment.
         int bytes = width * se->byte_size();

@@ -41,9 +41,31 @@ L::IntTuple zeros_like(const L::IntTuple& shape) {
   return L::IntTuple(std::move(out));
 }
 
-ir::Value* element_pointer(const Tensor& t, const L::IntTuple& coord) {
-  L::IntTuple off = t.layout(coord);
-  return offset_pointer(trace_builder("tensor indexing"), t.ptr, off.as_int());
+ir::Value* element_pointer(const Tensor& t, const L::IntTuple& coord) { return element_address(t, coord); }
+
+// 2^(the bit above the highest bit a swizzle reads or writes): adding a multiple of it commutes
+// with the swizzle, so such offsets can live in the pointer.
+int64_t swizzle_period(const L::Swizzle& s) {
+  if (s.is_identity()) return 1;
+  return int64_t(1) << (s.base + (s.shift < 0 ? -s.shift : s.shift) + s.bits);
+}
+
+// Adds `offset` (elements, in the outer layout's codomain) to a swizzled tensor: the part that
+// commutes with the swizzle moves the pointer, the rest joins swizzle_offset.
+void add_swizzled_offset(Tensor& t, const L::Int& offset) {
+  int64_t period = swizzle_period(*t.swizzle);
+  L::Int to_ptr = 0, to_swizzle = offset;
+  if (offset.is_static()) {
+    int64_t o = offset.value();
+    int64_t lo = ((o % period) + period) % period;
+    to_ptr = o - lo;
+    to_swizzle = lo;
+  } else if (offset.divisibility() != 0 && offset.divisibility() % period == 0) {
+    to_ptr = offset;
+    to_swizzle = 0;
+  }
+  if (!to_ptr.is_static_value(0)) t.ptr = offset_pointer(trace_builder("tensor slicing"), t.ptr, to_ptr);
+  if (!to_swizzle.is_static_value(0)) t.swizzle_offset = t.swizzle_offset + to_swizzle;
 }
 
 // A loop over [0, n) whose body `body(index)` emits IR at the loop's insertion point.
@@ -68,6 +90,48 @@ Tensor make_tensor(ir::Value* ptr, L::Layout layout) {
   t.ptr = ptr;
   t.layout = std::move(layout);
   return t;
+}
+
+Tensor make_tensor(ir::Value* ptr, const L::ComposedLayout& layout) {
+  if (!layout.inner_is_swizzle())
+    throw dsl::UserError("NOT_SUPPORTED", "tensors over composed layouts need a swizzle as the inner function, got " +
+                                              L::to_string(layout));
+  if (!layout.offset.is_int())
+    throw dsl::UserError("TYPE_MISMATCH", "the offset of a swizzled layout must be an integer, got " +
+                                              L::to_string(layout));
+  Tensor t = make_tensor(ptr, layout.outer);
+  if (t.space() == ir::AddrSpace::Rmem)
+    throw dsl::UserError("NOT_SUPPORTED", "register tensors cannot be swizzled: " + L::to_string(layout));
+  t.swizzle = layout.swizzle();
+  add_swizzled_offset(t, layout.offset.as_int());
+  return t;
+}
+
+Tensor make_address_swizzled_tensor(ir::Value* ptr, const L::Swizzle& swizzle, L::Layout layout) {
+  Tensor t = make_tensor(ptr, std::move(layout));
+  if (t.space() != ir::AddrSpace::Smem)
+    throw dsl::UserError("NOT_SUPPORTED", "a swizzled pointer must point to shared memory, got " +
+                                              pointer_string(ptr->type));
+  t.swizzle = swizzle;
+  t.swizzle_in_address = true;
+  return t;
+}
+
+ir::Value* swizzle_address(ir::Builder& b, ir::Value* ptr, const L::Swizzle& swizzle) {
+  if (swizzle.is_identity()) return ptr;
+  ir::Type pt = ptr->type;
+  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {ptr}, {ir::i64()})->result();
+  // The swizzle keeps the low M bits, so the alignment below 2^M bytes survives.
+  L::BuilderScope scope(&b);
+  L::Int moved = swizzle(L::Int::dynamic(addr, pt->align));
+  int align = int(std::min<int64_t>(pt->align, int64_t(1) << std::min(swizzle.base, 30)));
+  align = std::max(align, 1);
+  return b.create(ir::OpCode::IntToPtr, {moved.materialize(ir::i64())}, {ir::pointer_type(pt->element, pt->space, align)})
+      ->result();
+}
+
+L::ComposedLayout Tensor::composed_layout() const {
+  return L::make_composed_layout(swizzle ? *swizzle : L::make_swizzle(0, 4, 3), L::IntTuple(swizzle_offset), layout);
 }
 
 Tensor make_coord_tensor(L::IntTuple coord, L::Layout layout) {
@@ -135,15 +199,64 @@ Tensor with_layout(const Tensor& t, L::Layout l) {
   return r;
 }
 
+Tensor with_composed_layout(const Tensor& t, const L::ComposedLayout& l) {
+  if (!t.is_memory()) throw dsl::UserError("TYPE_MISMATCH", "a composed layout needs a memory tensor, got " + to_string(t));
+  return make_tensor(t.ptr, l);
+}
+
+ir::Value* element_address(const Tensor& t, const L::IntTuple& coord) {
+  L::IntTuple off = t.layout(coord);
+  if (!off.is_int()) throw dsl::UserError("TYPE_MISMATCH", "memory tensor " + to_string(t) + " maps " +
+                                                               L::to_string(coord) + " to " + L::to_string(off) +
+                                                               ", not an element offset");
+  L::Int index = off.as_int();
+  if (t.swizzle_in_address) {
+    ir::Builder& b = trace_builder("tensor indexing");
+    return swizzle_address(b, offset_pointer(b, t.ptr, index), *t.swizzle);
+  }
+  if (t.swizzle) {
+    L::BuilderScope scope(&trace_builder("tensor indexing"));
+    index = (*t.swizzle)(t.swizzle_offset + index);
+  }
+  return offset_pointer(trace_builder("tensor indexing"), t.ptr, index);
+}
+
+Tensor recast_tensor(const Tensor& t, ir::Type element) {
+  require_memory(t, "recast_tensor");
+  ir::Type old = t.element();
+  int old_bits = old->is_bool() ? 8 : old->width, new_bits = element->is_bool() ? 8 : element->width;
+  ir::Value* p = recast_pointer(trace_builder("recast_tensor"), t.ptr, element);
+  if (t.swizzle_in_address) return make_address_swizzled_tensor(p, *t.swizzle, L::recast_layout(new_bits, old_bits, t.layout));
+  if (t.swizzle) return make_tensor(p, L::recast_layout(new_bits, old_bits, t.composed_layout()));
+  return make_tensor(p, L::recast_layout(new_bits, old_bits, t.layout));
+}
+
+namespace {
+// Moves the engine of `t` by `offset` (a codomain offset of its layout).
+void advance_engine(Tensor& t, const L::IntTuple& offset) {
+  if (t.swizzle && !t.swizzle_in_address) {
+    add_swizzled_offset(t, offset.as_int());
+  } else if (t.is_memory()) {
+    t.ptr = offset_pointer(trace_builder("tensor slicing"), t.ptr, offset.as_int());
+  } else {
+    t.coord = L::offset_add(t.coord, offset);
+  }
+}
+}  // namespace
+
 Tensor slice(const Tensor& t, const L::IntTuple& coord) {
   auto [sub, offset] = L::slice_and_offset(coord, t.layout);
   Tensor r = t;
   r.layout = sub;
-  if (t.is_memory()) {
-    r.ptr = offset_pointer(trace_builder("tensor slicing"), t.ptr, offset.as_int());
-  } else {
-    r.coord = L::offset_add(t.coord, offset);
-  }
+  advance_engine(r, offset);
+  return r;
+}
+
+Tensor domain_offset(const L::IntTuple& coord, const Tensor& t) {
+  if (L::has_underscore(coord))
+    throw dsl::UserError("TYPE_MISMATCH", "domain_offset needs a coordinate without `None`, got " + L::to_string(coord));
+  Tensor r = t;
+  advance_engine(r, t.layout(coord));
   return r;
 }
 
@@ -220,13 +333,37 @@ bool vector_access_allowed() {
   return !block || block->parent_function->kind == ir::FunctionKind::Kernel;
 }
 
+// A swizzle keeps runs of 2^M elements together when they start at a multiple of the run: the
+// largest vector (in elements) it allows, and the offset that joins the "other strides".
+int swizzle_vector_cap(const Tensor& t, std::vector<L::IntTuple>& others) {
+  if (!t.swizzle) return 1 << 30;
+  if (t.swizzle_in_address) {
+    if (t.swizzle->is_identity()) return 1 << 30;
+    return std::max(1, (1 << t.swizzle->base) / std::max(1, t.element()->byte_size()));
+  }
+  others.push_back(L::IntTuple(t.swizzle_offset));
+  return t.swizzle->is_identity() ? 1 << 30 : 1 << t.swizzle->base;
+}
+
 int vector_width(const Tensor& t, int max_bytes) {
   if (!t.is_memory() || !vector_access_allowed()) return 1;
   L::Layout c = L::coalesce(t.layout);
   auto shapes = L::flatten_to_vector(c.shape);
   auto strides = L::flatten_to_vector(c.stride);
   std::vector<L::IntTuple> others(strides.begin() + 1, strides.end());
-  return run_vector_width(t.ptr->type, shapes[0], strides[0], others, max_bytes);
+  int cap = swizzle_vector_cap(t, others);
+  return std::min(cap, run_vector_width(t.ptr->type, shapes[0], strides[0], others, max_bytes));
+}
+
+int mode0_vector_width(const Tensor& t, int max_bytes) {
+  L::Layout m0 = L::coalesce(t.layout[0]);
+  auto shapes = L::flatten_to_vector(m0.shape);
+  auto strides = L::flatten_to_vector(m0.stride);
+  std::vector<L::IntTuple> others(strides.begin() + 1, strides.end());
+  for (int i = 1; i < t.layout.rank(); ++i)
+    for (auto& d : L::flatten_to_vector(L::get(t.layout.stride, {i}))) others.push_back(d);
+  int cap = swizzle_vector_cap(t, others);
+  return std::min(cap, run_vector_width(t.ptr->type, shapes[0], strides[0], others, max_bytes));
 }
 
 int mode0_vector_width(ir::Type ptr_type, const L::Layout& layout, int max_bytes) {
@@ -342,7 +479,9 @@ Tensor local_partition(const Tensor& t, const L::Layout& thr_layout, const L::In
 
 std::string to_string(const Tensor& t) {
   std::string it = t.is_memory() ? pointer_string(t.ptr->type) : L::to_string(t.coord);
-  return "tensor<" + it + " o " + L::to_string(t.layout) + ">";
+  if (t.swizzle_in_address) it = it.substr(0, it.size() - 1) + ", " + L::to_string(*t.swizzle) + ">";
+  std::string l = t.swizzle && !t.swizzle_in_address ? L::to_string(t.composed_layout()) : L::to_string(t.layout);
+  return "tensor<" + it + " o " + l + ">";
 }
 
 std::string type_string(const Tensor& t) {
@@ -351,7 +490,9 @@ std::string type_string(const Tensor& t) {
   ir::Type pt = t.ptr->type;
   std::string s = "!cute.memref<" + memory_element_string(pt->element) + ", " + ir::to_string(pt->space);
   if (pt->align > pt->element->byte_size()) s += ", align<" + std::to_string(pt->align) + ">";
-  return s + ", \"" + L::to_string(t.layout) + "\">";
+  if (t.swizzle_in_address) s += ", " + L::to_string(*t.swizzle);
+  std::string l = t.swizzle && !t.swizzle_in_address ? L::to_string(t.composed_layout()) : L::to_string(t.layout);
+  return s + ", \"" + l + "\">";
 }
 
 }  // namespace opencute::cute

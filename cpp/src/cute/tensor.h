@@ -21,13 +21,28 @@ struct Tensor {
   ir::Value* ptr = nullptr;
   layout::IntTuple coord;
   layout::Layout layout;
+  // Swizzled memory tensors (CuTe's ComposedLayout `swizzle o offset o layout`, the shared-memory
+  // layouts of tensor-core kernels): element c lives at ptr + swizzle(swizzle_offset + layout(c)),
+  // `layout` being the outer layout that every partitioning operation transforms.
+  std::optional<layout::Swizzle> swizzle;
+  layout::Int swizzle_offset = 0;
+  // The swizzle on the pointer instead (the CuTe DSL's `recast_ptr(p, swizzle)` and
+  // `get_tensor(layout, swizzle=)`, CuTe's swizzle_ptr): it acts on the byte address of each
+  // element, ptr + layout(c), so it is in bytes and depends on where the tensor lies.
+  bool swizzle_in_address = false;
 
   bool is_memory() const { return ptr != nullptr; }
+  bool is_swizzled() const { return swizzle.has_value(); }
+  // The tensor's layout as the CuTe DSL shows it: `S<b,m,s> o offset o outer` when swizzled.
+  layout::ComposedLayout composed_layout() const;
   ir::Type element() const { return ptr ? ptr->type->element : nullptr; }
   ir::AddrSpace space() const { return ptr->type->space; }
 };
 
 Tensor make_tensor(ir::Value* ptr, layout::Layout layout);
+// A tensor over a composed layout whose inner function is a swizzle. The part of the offset that
+// lies above every swizzled bit moves into the pointer (it commutes with the swizzle).
+Tensor make_tensor(ir::Value* ptr, const layout::ComposedLayout& layout);
 Tensor make_coord_tensor(layout::IntTuple coord, layout::Layout layout);
 // Coordinates over `shape`, starting at zero: element c is c itself.
 Tensor make_identity_tensor(const layout::IntTuple& shape);
@@ -37,9 +52,23 @@ Tensor make_rmem_tensor(const layout::Layout& layout, ir::Type element);
 // input's stride order (so vector accesses line up) and whose other modes follow in order.
 layout::Layout fragment_like_layout(const layout::Layout& l);
 
-// The same engine with another layout (what the divides and compositions of tensors do).
+// The same engine with another layout (what the divides and compositions of tensors do): for a
+// swizzled tensor `l` replaces the outer layout and the swizzle stays.
 Tensor with_layout(const Tensor& t, layout::Layout l);
+// A tensor whose pointer carries a byte-address swizzle (see Tensor::swizzle_in_address).
+Tensor make_address_swizzled_tensor(ir::Value* ptr, const layout::Swizzle& swizzle, layout::Layout layout);
+// `ptr` with the byte-address swizzle applied (CuTe's swizzle_ptr dereference).
+ir::Value* swizzle_address(ir::Builder& b, ir::Value* ptr, const layout::Swizzle& swizzle);
+// The same pointer with a whole new composed layout (swizzle, offset and outer).
+Tensor with_composed_layout(const Tensor& t, const layout::ComposedLayout& l);
+// The address of element `coord` (a full coordinate or a linear index) of a memory tensor.
+ir::Value* element_address(const Tensor& t, const layout::IntTuple& coord);
+// CuTe's recast_tensor: the same bytes seen as elements of `element` (layout and swizzle recast).
+Tensor recast_tensor(const Tensor& t, ir::Type element);
 
+// CuTe's domain_offset: the same layout over an engine moved by layout(coord), so that element c
+// is the old element coord + c.
+Tensor domain_offset(const layout::IntTuple& coord, const Tensor& t);
 // tensor[coord] where coord holds underscores: the sub-tensor over the `_` modes.
 Tensor slice(const Tensor& t, const layout::IntTuple& coord);
 // Element access with a full coordinate (or a linear index): memory tensors load / store;
@@ -83,5 +112,8 @@ bool vector_access_allowed();
 int vector_width(const Tensor& t, int max_bytes = 16);
 // The same for vectors that stay inside mode 0 of `layout` (the value mode of a partition).
 int mode0_vector_width(ir::Type ptr_type, const layout::Layout& layout, int max_bytes = 16);
+// The same for mode 0 of a tensor's layout, taking its swizzle into account (vectors never cross
+// the swizzle's 2^M-element runs).
+int mode0_vector_width(const Tensor& t, int max_bytes = 16);
 
 }  // namespace opencute::cute

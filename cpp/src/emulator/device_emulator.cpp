@@ -562,7 +562,9 @@ void prepare_worker(const LaunchCtx& c, Worker& w) {
   w.scratch.reserve(64 * kWarp);
   w.smem_size = size_t(prog.dyn_smem_offset) + c.req->smem;
   if (w.smem_size) {
-    const size_t align = size_t(prog.smem_align);
+    // Byte-address swizzles (CuTe's swizzle_ptr) act on shared-window offsets, which start at 0
+    // on the GPU: a 4 KiB-aligned buffer keeps the low address bits equal to those offsets.
+    const size_t align = std::max<size_t>(size_t(prog.smem_align), 4096);
     w.smem_storage.assign(w.smem_size + align, 0);
     uintptr_t raw = reinterpret_cast<uintptr_t>(w.smem_storage.data());
     w.smem = reinterpret_cast<char*>((raw + align - 1) / align * align);

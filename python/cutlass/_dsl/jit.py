@@ -313,7 +313,8 @@ class JitFunction(_DecoratedFunction):
         tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
         plan = _ArgPlan(tracer)
         line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")
-        with context.Trace(tracer), (track_source_lines(tracer) if line_info else contextlib.nullcontext()):
+        with context.Trace(tracer) as trace, (track_source_lines(tracer) if line_info else contextlib.nullcontext()):
+            trace.arch = _arch_for_compile(options)  # shared-memory capacity checks while tracing
             tracer.begin_function(self._fn.__name__, False)
             call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan)
             result = self._body()(**call)
@@ -392,8 +393,10 @@ def _dims(value, what):
 def _kernel_value(tracer, pname, value, host_values):
     """The kernel-side stand-in for a structured launch argument: static parts stay Python
     values, each dynamic leaf becomes a kernel parameter (its host value goes to host_values)."""
-    from ..cute.layout import Layout, _wrap_int
-    if isinstance(value, (bool, int, float, str)) or value is None:
+    from ..cute.layout import ComposedLayout, Layout, Swizzle, _wrap_int
+    if isinstance(value, (bool, int, float, str, Swizzle)) or value is None:
+        return value
+    if isinstance(value, ComposedLayout):  # swizzled smem layouts are static (checked when used)
         return value
     if isinstance(value, Numeric):
         if value.is_static():
@@ -414,6 +417,32 @@ def _kernel_value(tracer, pname, value, host_values):
         return value.__new_from_mlir_values__([tracer.add_argument(v.ir_type) for v in vals])
     raise DSLUserCodeError(f"kernel argument '{pname}' of type {type(value)} is not supported",
                            code="ARG_UNSUPPORTED_TYPE")
+
+
+class _KernelSmemUsage:
+    """Bytes of dynamic shared memory the kernel being traced allocated (cutlass.utils.SmemAllocator)."""
+
+    def __init__(self):
+        self.bytes = 0
+
+
+def _launch_smem(smem, allocated, kernel_name):
+    """The launch's dynamic shared-memory bytes: what the kernel allocated when `smem` is None."""
+    if smem is None:
+        return allocated
+    if isinstance(smem, int) and not isinstance(smem, bool):
+        from .. import _core
+        ctx = context.current()
+        arch = getattr(ctx, "arch", None)
+        if arch and smem > _core.smem.capacity_in_bytes(arch):
+            raise DSLUserCodeError(f"launch of {kernel_name} asks for {smem} bytes of dynamic shared memory, more than "
+                                   f"the {_core.smem.capacity_in_bytes(arch)} bytes a block may use on {arch}",
+                                   code="SMEM_CAPACITY_EXCEEDED")
+        if smem < allocated:
+            import warnings
+            warnings.warn(f"launch of {kernel_name}: smem={smem} bytes is less than the {allocated} bytes the kernel "
+                          f"allocates with SmemAllocator", stacklevel=3)
+    return smem
 
 
 class KernelLauncher:
@@ -459,12 +488,16 @@ class KernelLauncher:
             if all(isinstance(b, int) for b in block3):
                 tracer.set_reqntid(*block3)
             ctx.kernel_depth += 1
+            outer_smem, ctx.kernel_smem = getattr(ctx, "kernel_smem", None), _KernelSmemUsage()
             try:
                 self._kernel._body()(**call)
+                allocated = ctx.kernel_smem.bytes
             finally:
                 ctx.kernel_depth -= 1
+                ctx.kernel_smem = outer_smem
         finally:
             tracer.end_function([])
+        smem = _launch_smem(smem, allocated, name)
         smem_n = as_numeric(0 if smem is None else smem)._n
         stream_n = as_numeric(0 if stream is None else stream)._n
         tracer.launch(name, [as_numeric(g)._n for g in grid3], [as_numeric(b)._n for b in block3], smem_n, stream_n,

@@ -155,6 +155,14 @@ def cosize(a, mode=None, *, loc=None, ip=None):
     return _L.cosize(_alg(a), mode)
 
 
+def size_in_bytes(dtype, layout, *, loc=None, ip=None):
+    """Bytes that `layout`'s codomain spans in elements of `dtype`: ceil(cosize * width / 8);
+    swizzled layouts count their outer layout; None -> 0."""
+    if layout is None:
+        return 0
+    return (cosize(layout) * dtype.width + 7) // 8
+
+
 def rank(a, mode=None):
     return _L.rank(_alg(a), mode)
 
@@ -342,7 +350,7 @@ def max_common_vector(a, b, *, loc=None, ip=None):
 
 __all__ = [
     "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "IntValue", "LayoutError", "E",
-    "make_layout", "make_ordered_layout", "make_identity_layout", "make_swizzle", "make_composed_layout",
+    "size_in_bytes", "make_layout", "make_ordered_layout", "make_identity_layout", "make_swizzle", "make_composed_layout",
     "make_layout_tv", "tile_to_shape", "recast_layout",
     "size", "cosize", "rank", "depth", "shape", "get", "select", "group_modes", "slice_", "dice", "prepend",
     "append", "flatten", "crd2idx", "idx2crd", "product", "product_each", "product_like", "inner_product",

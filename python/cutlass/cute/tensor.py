@@ -58,9 +58,47 @@ def make_ptr(dtype, value, mem_space=AddressSpace.generic, *, assumed_align=None
 
 
 def recast_ptr(ptr, swizzle_=None, dtype=None, *, loc=None, ip=None):
+    """`ptr` as a pointer to `dtype` carrying the byte-address swizzle `swizzle_` (None: none)."""
+    return _C.recast_ptr(ptr, swizzle_, dtype)
+
+
+def recast_tensor(src, dtype, swizzle_=None, *, loc=None, ip=None):
+    """The same bytes seen as elements of `dtype` (pointer recast and recast_layout)."""
+    t = _C.recast_tensor(src, dtype)
     if swizzle_ is not None:
-        raise NotImplementedError("recast_ptr with a swizzle comes with shared-memory swizzled tensors")
-    return _C.recast_ptr(ptr, dtype)
+        t = _C.make_tensor(_C.recast_ptr(t.iterator, swizzle_, None), t.layout)
+    return t
+
+
+def domain_offset(coord, tensor, *, loc=None, ip=None):
+    """`tensor` with its domain shifted by `coord`: element c is the old element coord + c."""
+    return _C.domain_offset(coord, tensor)
+
+
+def _pointer_element(ptr):
+    return _C.make_tensor(ptr, 1)
+
+
+def _pointer_load(self, *, loc=None, ip=None):
+    return _pointer_element(self)[0]
+
+
+def _pointer_store(self, value, *, loc=None, ip=None):
+    _pointer_element(self)[0] = value
+
+
+def _pointer_getitem(self, i):
+    return _pointer_element(self + i)[0]
+
+
+def _pointer_setitem(self, i, value):
+    _pointer_element(self + i)[0] = value
+
+
+_Pointer.load = _pointer_load
+_Pointer.store = _pointer_store
+_Pointer.__getitem__ = _pointer_getitem
+_Pointer.__setitem__ = _pointer_setitem
 
 
 def make_identity_tensor(shape, *, loc=None, ip=None):
@@ -78,10 +116,25 @@ make_fragment = make_rmem_tensor
 
 
 def make_fragment_like(src, dtype=None, *, loc=None, ip=None):
+    from .layout import ComposedLayout
+    if isinstance(src, ComposedLayout):
+        # A register fragment of a swizzled layout: the outer layout's fragment (registers are
+        # not swizzled); the layout alone keeps its swizzle.
+        if dtype is None:
+            from .layout import make_composed_layout
+            return make_composed_layout(src.inner, src.offset, _C.make_fragment_like(src.outer, None))
+        src = src.outer
     return _C.make_fragment_like(src, dtype)
 
 
-make_rmem_tensor_like = make_fragment_like
+def make_rmem_tensor_like(src, dtype=None, *, loc=None, ip=None):
+    from .layout import ComposedLayout, Layout
+    from .tensor_ssa import TensorSSA
+    if isinstance(src, TensorSSA):
+        return make_rmem_tensor(src.shape, dtype or src.dtype)
+    if isinstance(src, (Layout, ComposedLayout)) and dtype is None:
+        raise TypeError("make_rmem_tensor_like of a layout needs a dtype")
+    return make_fragment_like(src, dtype)
 
 
 def local_tile(input, tiler, coord, proj=None, *, loc=None, ip=None):  # noqa: A002 - CuTe's name
@@ -155,7 +208,8 @@ def print_tensor(tensor, *, verbose=False, loc=None, ip=None):
 
 
 __all__ = [
-    "AddressSpace", "make_tensor", "make_ptr", "recast_ptr", "make_identity_tensor", "make_rmem_tensor",
+    "AddressSpace", "make_tensor", "make_ptr", "recast_ptr", "recast_tensor", "domain_offset", "make_identity_tensor",
+    "make_rmem_tensor",
     "make_fragment", "make_fragment_like", "make_rmem_tensor_like", "local_tile", "local_partition",
     "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "make_tiled_copy_S", "make_tiled_copy_D", "copy", "basic_copy", "autovec_copy",
     "print_tensor",

@@ -1,0 +1,361 @@
+"""Shared-memory storage: `cute.struct` layout rules (against ctypes' C layout and hand-computed
+offsets), `cutlass.utils.SmemAllocator` in kernels on the emulator, the inferred launch size,
+pointer-swizzled views, capacity limits and their errors."""
+import ctypes
+import warnings
+
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+import cutlass.utils as utils
+from cutlass.cute.runtime import from_dlpack
+
+
+@cute.struct
+class Pair:
+    re: cutlass.Float32
+    im: cutlass.Float32
+
+
+@cute.struct
+class Natural:
+    values: cute.struct.MemRange[cutlass.Float32, 32]
+    count: cutlass.Int64
+    pair: Pair
+    flag: cutlass.Int8
+    half: cutlass.Float16
+
+
+class CPair(ctypes.Structure):
+    _fields_ = [("re", ctypes.c_float), ("im", ctypes.c_float)]
+
+
+class CNatural(ctypes.Structure):
+    _fields_ = [("values", ctypes.c_float * 32), ("count", ctypes.c_int64), ("pair", CPair),
+                ("flag", ctypes.c_int8), ("half", ctypes.c_uint16)]
+
+
+def test_natural_alignment_matches_c():
+    assert Natural.size_in_bytes() == ctypes.sizeof(CNatural)
+    assert Natural.__sizeof__() == ctypes.sizeof(CNatural)
+    assert Natural.__alignof__() == ctypes.alignment(CNatural)
+    for name, _ in CNatural._fields_:
+        assert Natural.offset_of(name) == getattr(CNatural, name).offset, name
+    assert Pair.size_in_bytes() == 8 and Pair.__alignof__() == 4
+
+
+@cute.struct
+class Strict:
+    values: cute.struct.MemRange[cutlass.Float32, 32]      # 0..128
+    count: cutlass.Int64                                    # 128
+    pair: Pair                                              # 136
+    wide: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, 32], 128]  # 256..384
+    small: cute.struct.Align[cutlass.Int32, 8]             # 384
+    pair16: cute.struct.Align[Pair, 16]                    # 400..408
+
+
+def test_align_members_by_hand():
+    offsets = {n: Strict.offset_of(n) for n in ("values", "count", "pair", "wide", "small", "pair16")}
+    assert offsets == {"values": 0, "count": 128, "pair": 136, "wide": 256, "small": 384, "pair16": 400}
+    assert Strict.__alignof__() == 128
+    assert Strict.size_in_bytes() == 512  # 408 rounded up to the 128-byte alignment
+
+
+@cute.union
+class Overlay:
+    word: cutlass.Int32
+    bytes_: cute.struct.MemRange[cutlass.Int8, 6]
+    wide: cute.struct.Align[cutlass.Int16, 8]
+
+
+def test_union_members_share_offset_zero():
+    assert all(Overlay.offset_of(n) == 0 for n in ("word", "bytes_", "wide"))
+    assert Overlay.__alignof__() == 8
+    assert Overlay.size_in_bytes() == 8  # the 6-byte member rounded up to 8
+
+
+def test_struct_declaration_errors():
+    with pytest.raises(TypeError, match="has no members"):
+        @cute.struct
+        class Empty:
+            pass
+    with pytest.raises(ValueError, match="power of two"):
+        cute.struct.Align[cutlass.Int32, 12]
+    with pytest.raises(TypeError, match="unsupported member type"):
+        @cute.struct
+        class Bad:
+            x: int
+
+
+def test_smem_capacity_table():
+    assert utils.get_smem_capacity_in_bytes("sm_80") == 163 * 1024
+    assert utils.get_smem_capacity_in_bytes("sm_90") == 232448
+    assert utils.get_smem_capacity_in_bytes("sm_90a") == 232448
+    assert utils.get_smem_capacity_in_bytes("sm_86") == 99 * 1024
+    with pytest.raises(ValueError, match="unknown architecture"):
+        utils.get_smem_capacity_in_bytes("sm_42")
+
+
+# ---- the allocator in a kernel -------------------------------------------------------------------
+
+@cute.kernel
+def allocator_kernel(out: cute.Tensor, dst_vals: cute.Tensor, dst_tensor: cute.Tensor, texts: cutlass.Constexpr):
+    allocator = cutlass.utils.SmemAllocator()
+    one = allocator.allocate(cutlass.Int32)                       # 0..4
+    storage = allocator.allocate(Strict)                          # aligned to 128: 128..640
+    section = allocator.allocate(64, byte_alignment=128)          # 640..704
+    array = allocator.allocate_array(element_type=cutlass.Int64, num_elems=14)  # 704..816
+    tensor = allocator.allocate_tensor(element_type=cutlass.Float32, layout=cute.make_layout((16, 2)),
+                                       byte_alignment=32, swizzle=None)        # 832..960
+    texts.extend([str(one), str(storage.values.data_ptr()), str(storage.count.ptr), str(storage.pair.im.ptr),
+                  str(section), str(array), str(tensor)])
+    one.store(7)
+    storage.count = 16
+    storage.pair.re = 1.5
+    storage.values[3] = 2.0
+    array[13] = 99
+    vals = storage.values.get_tensor(cute.make_layout((8, 4)))
+    vals.fill(0.5)
+    storage.values[3] = 2.0
+    sec = cute.make_tensor(cute.recast_ptr(section, dtype=cutlass.Float32), cute.make_layout(16))
+    sec.fill(3.0)
+    tensor.fill(4.0)
+    dst_vals.store(vals.load())
+    dst_tensor.store(tensor.load())
+    out[0] = cute.arch.dynamic_smem_size()
+    out[1] = one.load()
+    out[2] = storage.count.load()
+    out[3] = array[13]
+    out[4] = cutlass.Int32(storage.pair.re.load() * 2.0)
+    out[5] = cutlass.Int32(sec[15])
+
+
+@cute.jit
+def allocator_host(out: cute.Tensor, dst_vals: cute.Tensor, dst_tensor: cute.Tensor, texts: cutlass.Constexpr):
+    allocator_kernel(out, dst_vals, dst_tensor, texts).launch(grid=(1, 1, 1), block=(1, 1, 1))  # smem inferred
+
+
+def test_allocator_places_and_fills_everything():
+    out = np.zeros(8, np.int32)
+    vals = np.zeros((8, 4), np.float32)
+    ten = np.zeros((16, 2), np.float32)
+    texts = []
+    args = (from_dlpack(out), from_dlpack(vals), from_dlpack(ten))
+    cute.compile(allocator_host, *args, texts, options="--target cpu")(*args)
+    assert texts == ["ptr<i32, smem, align<1024>>", "ptr<f32, smem, align<128>>", "ptr<i64, smem, align<128>>",
+                     "ptr<f32, smem>", "ptr<i8, smem, align<128>>", "ptr<i64, smem, align<64>>",
+                     "tensor<ptr<f32, smem, align<64>> o (16,2):(1,16)>"]
+    assert list(out[:6]) == [960, 7, 16, 99, 3, 3]
+    expect = np.full((8, 4), 0.5, np.float32)
+    expect[3, 0] = 2.0  # values[3] is element 3 of the column-major (8,4) view
+    np.testing.assert_array_equal(vals, expect)
+    np.testing.assert_array_equal(ten, np.full((16, 2), 4.0, np.float32))
+
+
+@cute.kernel
+def no_smem_kernel(out: cute.Tensor):
+    out[0] = cute.arch.dynamic_smem_size()
+
+
+@cute.kernel
+def some_smem_kernel(out: cute.Tensor):
+    allocator = cutlass.utils.SmemAllocator()
+    allocator.allocate(Natural)
+    allocator.allocate(512, byte_alignment=64)
+    out[1] = cute.arch.dynamic_smem_size()
+
+
+@cute.jit
+def inferred_host(out: cute.Tensor):
+    no_smem_kernel(out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+    some_smem_kernel(out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_launch_infers_the_dynamic_size():
+    out = np.full(2, -1, np.int32)
+    cute.compile(inferred_host, from_dlpack(out), options="--target cpu")(from_dlpack(out))
+    assert out[0] == 0
+    assert out[1] == 192 + 512  # Natural (176 -> 192 after 64-byte alignment of the next block) + 512
+
+
+@cute.jit
+def insufficient_host(out: cute.Tensor):
+    some_smem_kernel(out).launch(grid=(1, 1, 1), block=(1, 1, 1), smem=16)
+
+
+def test_launch_with_less_smem_than_allocated_warns():
+    out = np.zeros(2, np.int32)
+    with pytest.warns(UserWarning, match="smem=16 bytes is less than the 704 bytes"):
+        cute.compile(insufficient_host, from_dlpack(out), options="--target cpu")
+
+
+# ---- large allocations -----------------------------------------------------------------------------
+
+@cute.kernel
+def big_kernel(a: cute.Tensor, out: cute.Tensor, n: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    allocator = cutlass.utils.SmemAllocator()
+    buf = allocator.allocate_tensor(cutlass.Float32, cute.make_layout(n), byte_alignment=16)
+    for i in cutlass.range(tidx, n, 128):
+        buf[i] = a[i]
+    cute.arch.sync_threads()
+    for i in cutlass.range(tidx, n, 128):
+        out[i] = buf[n - 1 - i]
+
+
+@cute.jit
+def big_host(a: cute.Tensor, out: cute.Tensor, n: cutlass.Constexpr):
+    big_kernel(a, out, n).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_more_than_48_kb_of_shared_memory():
+    n = 150 * 1024 // 4  # 150 KiB: fits sm_80 and sm_90
+    a = np.arange(n, dtype=np.float32)
+    out = np.zeros_like(a)
+    cute.compile(big_host, from_dlpack(a), from_dlpack(out), n, options="--target cpu --gpu-arch sm_80")(
+        from_dlpack(a), from_dlpack(out))
+    np.testing.assert_array_equal(out, a[::-1])
+
+
+def test_allocation_beyond_the_capacity_is_an_error_at_the_users_line():
+    n = 200 * 1024 // 4  # 200 KiB: more than sm_80's 163 KiB
+    a = np.zeros(n, np.float32)
+    with pytest.raises(cutlass.DSLUserCodeError, match="more than the 166912 bytes a block may use on sm_80") as e:
+        cute.compile(big_host, from_dlpack(a), from_dlpack(a), n, options="--target cpu --gpu-arch sm_80")
+    assert "test_smem_struct.py" in str(e.value)
+
+
+@cute.kernel
+def oversized_struct_kernel():
+    @cute.struct
+    class Huge:
+        a: cute.struct.MemRange[cutlass.Float16, 120 * 1024]
+
+    cutlass.utils.SmemAllocator().allocate(Huge)
+
+
+@cute.jit
+def oversized_struct_host():
+    oversized_struct_kernel().launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_oversized_struct_is_an_error():
+    with pytest.raises(cutlass.DSLUserCodeError, match="245760 bytes at offset 0"):
+        cute.compile(oversized_struct_host, options="--target cpu --gpu-arch sm_90a")
+
+
+def test_allocator_outside_a_kernel_is_an_error():
+    @cute.jit
+    def f():
+        cutlass.utils.SmemAllocator()
+
+    with pytest.raises(cutlass.DSLUserCodeError):
+        cute.compile(f, options="--target cpu")
+
+
+# ---- swizzled views of struct members ---------------------------------------------------------------
+
+def swizzle_model(b, m, s, x):
+    x = np.asarray(x, dtype=np.int64)
+    return x ^ ((x >> s) & (((1 << b) - 1) << m))
+
+
+@cute.struct
+class Tiles:
+    a: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, 16 * 64], 16]
+    b: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, 16 * 64], 16]
+
+
+@cute.kernel
+def pointer_swizzle_kernel(out_ptr_form: cute.Tensor, out_layout_form: cute.Tensor, texts: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    allocator = cutlass.utils.SmemAllocator()
+    storage = allocator.allocate(Tiles.size_in_bytes(), byte_alignment=16)
+    outer = cute.tile_to_shape(cute.make_layout((8, 64), stride=(64, 1)), (16, 64), (0, 1))
+    # The pointer form counts the swizzle in bytes (16-byte units: M=4) on the address ...
+    ptr_form = Tiles(storage).a.get_tensor(outer, swizzle=cute.make_swizzle(3, 4, 3))
+    # ... the layout form in elements (8 halves: M=3) on the offset.
+    layout_form = Tiles(storage).b.get_tensor(
+        cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, outer))
+    texts.extend([str(ptr_form), ptr_form.type, str(layout_form)])
+    for k in cutlass.range_constexpr(8):
+        i = tidx + 128 * k
+        ptr_form[i] = cutlass.Float16(i)
+        layout_form[i] = cutlass.Float16(i)
+    cute.arch.sync_threads()
+    flat_a = Tiles(storage).a.get_tensor(cute.make_layout(1024))
+    flat_b = Tiles(storage).b.get_tensor(cute.make_layout(1024))
+    for k in cutlass.range_constexpr(8):
+        out_ptr_form[tidx + 128 * k] = flat_a[tidx + 128 * k]
+        out_layout_form[tidx + 128 * k] = flat_b[tidx + 128 * k]
+
+
+@cute.jit
+def pointer_swizzle_host(out_a: cute.Tensor, out_b: cute.Tensor, texts: cutlass.Constexpr):
+    pointer_swizzle_kernel(out_a, out_b, texts).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_pointer_swizzle_in_bytes_matches_layout_swizzle_in_elements():
+    a, b = np.zeros(1024, np.float16), np.zeros(1024, np.float16)
+    texts = []
+    cute.compile(pointer_swizzle_host, from_dlpack(a), from_dlpack(b), texts, options="--target cpu")(
+        from_dlpack(a), from_dlpack(b))
+    assert texts[0] == "tensor<ptr<f16, smem, align<1024>, S<3,4,3>> o (16,64):(64,1)>"
+    assert texts[1] == '!cute.memref<f16, smem, align<1024>, S<3,4,3>, "(16,64):(64,1)">'
+    assert texts[2] == "tensor<ptr<f16, smem, align<1024>> o S<3,3,3> o 0 o (16,64):(64,1)>"
+    i = np.arange(1024)
+    offset = (i % 16) * 64 + i // 16  # column-major linear index into (16,64):(64,1)
+    expect = np.zeros(1024, np.float16)
+    # Member a starts at byte 0 of the 1024-aligned allocator base: the byte swizzle S<3,4,3>
+    # of 2*offset, in halves.
+    expect[swizzle_model(3, 4, 3, 2 * offset) // 2] = i
+    np.testing.assert_array_equal(a, expect)
+    expect_b = np.zeros(1024, np.float16)
+    expect_b[swizzle_model(3, 3, 3, offset)] = i
+    np.testing.assert_array_equal(b, expect_b)
+    np.testing.assert_array_equal(a, b)  # the two spellings of one swizzle agree
+
+
+def test_get_tensor_with_a_composed_layout_and_a_swizzle_is_a_type_error():
+    @cute.kernel
+    def k():
+        storage = cutlass.utils.SmemAllocator().allocate(Tiles)
+        storage.a.get_tensor(cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((16, 64))),
+                             swizzle=cute.make_swizzle(3, 4, 3))
+
+    @cute.jit
+    def f():
+        k().launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+    with pytest.raises(TypeError, match="already holds its swizzle"):
+        cute.compile(f, options="--target cpu")
+
+
+def test_get_tensor_larger_than_the_member_is_an_error():
+    @cute.kernel
+    def k():
+        storage = cutlass.utils.SmemAllocator().allocate(Tiles)
+        storage.a.get_tensor(cute.make_layout((32, 64)))
+
+    @cute.jit
+    def f():
+        k().launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="more than the MemRange"):
+        cute.compile(f, options="--target cpu")
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+def test_pointer_swizzle_and_dynamic_smem_ptx_is_accepted(arch):
+    b = np.zeros(1024, np.float16)
+    try:
+        compiled = cute.compile(pointer_swizzle_host, from_dlpack(b), from_dlpack(b), [],
+                                options=f"--gpu-arch {arch}")
+    except RuntimeError as e:  # no libNVVM / nvJitLink on this machine
+        pytest.skip(str(e))
+    if not compiled.__ptx__:
+        pytest.skip("no PTX on this machine")
+    assert compiled.__cubin__
+    assert ".extern .shared .align 1024" in compiled.__ptx__  # the allocator's base alignment
