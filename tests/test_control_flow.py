@@ -248,13 +248,19 @@ def test_raise_in_dynamic_if():
     expect_error(f, (True,), "UNSUP_EARLY_EXIT", "raise ValueError")
 
 
-def test_pass_in_dynamic_if():
+def test_pass_in_dynamic_if(capfd):
     @cute.jit
     def f(predicate: cutlass.Boolean):
+        x = Int32(1)
         if predicate:
             pass
+        else:
+            x = Int32(2)
+        cute.printf("%d", x)
 
-    expect_error(f, (True,), "UNSUP_PASS", "pass")
+    f(True)
+    f(False)
+    assert lines(capfd) == ["1", "2"]
 
 
 def test_value_defined_only_inside_dynamic_if():

@@ -34,6 +34,7 @@
 #include "bindings/tensor_argument.h"
 #include "bindings/mma_bindings.h"
 #include "bindings/tensor_bindings.h"
+#include "bindings/carry_bindings.h"
 #include "bindings/tensor_ssa_bindings.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
@@ -187,6 +188,12 @@ NB_MODULE(_core, m) {
       })
       .def("enter_region", [](dsl::Tracer& t, OpHandle h, int i) { t.enter_region(h.op, i); })
       .def("exit_to_parent", [](dsl::Tracer& t, OpHandle h) { t.exit_to_parent(h.op); })
+      // Drops a region op just traced (a loop traced again from a weaker carried structure).
+      .def("erase_op", [](dsl::Tracer& t, OpHandle h) {
+        auto& ops = h.op->parent->ops;
+        for (auto it = ops.begin(); it != ops.end(); ++it)
+          if (it->get() == h.op) { ops.erase(it); break; }
+      })
       .def("yield_", [](dsl::Tracer& t, nb::list vals) { t.builder().yield(materialize_all(vals)); })
       .def("condition", [](dsl::Tracer& t, nb::handle cond, nb::list vals) {
         t.builder().condition(dsl::materialize(dsl::to_boolean(to_num(cond))), materialize_all(vals));
@@ -276,4 +283,5 @@ NB_MODULE(_core, m) {
   bindings::bind_runtime(m);
   bindings::bind_smem(m);
   bindings::bind_tensor_ssa(m);
+  bindings::bind_carry(m);
 }

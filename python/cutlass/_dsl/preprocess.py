@@ -373,14 +373,6 @@ class _Rewriter(ast.NodeTransformer):
                     f"`{name}` is declared `{kind}` and cannot be assigned inside dynamic "
                     f"control flow; assign it outside the dynamic `if`/`for`/`while`")
 
-    def _check_region_body(self, stmts):
-        for s in stmts:
-            if isinstance(s, ast.Pass):
-                raise self._error(
-                    s, "UNSUP_PASS",
-                    "`pass` is not supported inside dynamic control flow; remove it, or "
-                    "drop the empty branch")
-
     def _emit(self, node, op, defs, leading_args, names):
         """``defs`` then ``(NAMES,) = rt.op(*leading_args, NAMES, VALUES, LOC)``."""
         call = _call(_rt(op), leading_args + [self._strs(names), self._get_locals(names),
@@ -417,8 +409,6 @@ class _Rewriter(ast.NodeTransformer):
             node.body, node.orelse = self._block(node.body), self._block(node.orelse)
             return node
         names, bound = self._region_names(node.body + node.orelse)
-        self._check_region_body(node.body)
-        self._check_region_body(node.orelse)
         test = self.visit(node.test)
         n = self._new_id()
         body, orelse = self._region_blocks("if", bound, node.body, node.orelse)
@@ -447,7 +437,6 @@ class _Rewriter(ast.NodeTransformer):
         before = self._lower_loop_exits(node)
         targets = {n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)}
         names, bound = self._region_names(node.body, exclude=targets)
-        self._check_region_body(node.body)
         it = self.visit(node.iter)
         if isinstance(it.func, ast.Name):  # builtin range -> the runtime's range
             it.func = _locate(_rt("range"), _span(it.func))
@@ -469,7 +458,6 @@ class _Rewriter(ast.NodeTransformer):
         self._check_no_walrus([node.test], "the condition of a dynamic `while` loop")
         before = self._lower_loop_exits(node)
         names, bound = self._region_names(node.body)
-        self._check_region_body(node.body)
         test = self.visit(node.test)
         n = self._new_id()
         body, = self._region_blocks("loop", bound, node.body)

@@ -3,7 +3,7 @@ these functions, which run Python control flow at trace time when everything is 
 emit structured IR (for / if / while) otherwise."""
 import builtins
 
-from . import context
+from . import carry, context
 from .assertions import check_assert as assert_  # noqa: F401 - `assert` statements of jit code
 from .errors import DSLUserCodeError
 from .numeric import Boolean, Numeric, as_numeric, is_dynamic, wrap
@@ -83,32 +83,30 @@ def _type_error(name, before, after, loc):
         "variable must stay the same in if/for/while bodies", filename=file, lineno=line, code="TYPE_UNSTABLE_JOIN")
 
 
-def _describe(v):
-    return type(v).__name__
-
-
-def _coerce(name, value, target_cls, loc):
-    """`value` as a target_cls proxy; Python scalars convert when of the same kind."""
-    if isinstance(value, Numeric):
-        if type(value) is not target_cls:
-            _type_error(name, target_cls.__name__, type(value).__name__, loc)
-        return value
-    if isinstance(value, (builtins.bool, int, float)):
-        promoted = as_numeric(value)
-        if type(promoted).is_float != target_cls.is_float or (type(promoted) is Boolean) != (target_cls is Boolean):
-            _type_error(name, target_cls.__name__, type(promoted).__name__, loc)
-        return target_cls(value)
-    _type_error(name, target_cls.__name__, _describe(value), loc)
-
-
-def _check_python_object(name, before, after, loc):
-    if after is before or _is_undef(after):
-        return
+def _join_error(name, mismatch, loc):
     file, line = loc
-    raise DSLUserCodeError(
-        f"variable '{name}' holds a Python object ({_describe(before)}) that is reassigned inside dynamic control "
-        "flow; only DSL numeric values can change in a dynamic region", filename=file, lineno=line,
-        code="PHASE_MUTATE_PYTHON")
+    if mismatch.code == "PHASE_MUTATE_PYTHON":
+        return DSLUserCodeError(
+            f"variable '{name}' holds a Python object ({mismatch}) that is reassigned inside dynamic control "
+            "flow; only DSL values (numbers, tensors, layouts, TensorSSA, pointers, tuples and lists of them, "
+            "classes with __extract_mlir_values__) can change in a dynamic region", filename=file, lineno=line,
+            code="PHASE_MUTATE_PYTHON")
+    return DSLUserCodeError(
+        f"variable '{name}' changes type inside dynamic control flow ({mismatch}); the type and static structure "
+        "(layout, dtype, shape) of a variable must stay the same in if/for/while bodies",
+        filename=file, lineno=line, code=mismatch.code)
+
+
+def _join(name, nodes, loc):
+    node = nodes[0]
+    widened = False
+    try:
+        for other in nodes[1:]:
+            node, w = carry.join(node, other)
+            widened |= w
+    except carry.Mismatch as e:
+        raise _join_error(name, e, loc) from None
+    return node, widened
 
 
 def _static_truth(pred):
@@ -128,82 +126,81 @@ def if_(pred, then_fn, else_fn, names, init, loc):
     tr.enter_region(op, 1)
     else_out = else_fn(*init) if else_fn is not None else init
 
-    carried, outputs = [], list(init)
+    carried, outputs = [], list(init)  # carried: (index, structure)
     for k, name in enumerate(names):
         before, a, b = init[k], then_out[k], else_out[k]
         if a is b and not _is_undef(a):
             outputs[k] = a  # the same object on both paths, e.g. untouched
             continue
-        if _is_undef(before):
-            if isinstance(a, _SCALAR_TYPES) and isinstance(b, _SCALAR_TYPES):
-                cls = type(as_numeric(a))
-                if cls is type(as_numeric(b)):
-                    carried.append((k, cls))  # defined on both paths with one type: visible after
-                    continue
+        if _is_undef(a) or _is_undef(b):
             outputs[k] = _Undefined(name, loc)
             continue
-        if isinstance(before, _SCALAR_TYPES):
-            carried.append((k, type(as_numeric(before))))
-            continue
-        _check_python_object(name, before, a, loc)
-        _check_python_object(name, before, b, loc)
-        outputs[k] = _Undefined(name, loc) if (_is_undef(a) or _is_undef(b)) else before
+        if _is_undef(before):
+            try:  # defined on both paths with one structure: visible after
+                node, _ = carry.join(carry.structure_of(a), carry.structure_of(b))
+            except carry.Mismatch:
+                outputs[k] = _Undefined(name, loc)
+                continue
+        else:
+            node, _ = _join(name, [carry.structure_of(v) for v in (before, a, b)], loc)
+        carried.append((k, node))
 
-    types = []
+    types = None
     for region, out in ((0, then_out), (1, else_out)):
         tr.enter_region(op, region)
-        vals = [_coerce(names[k], out[k], cls, loc)._n for k, cls in carried]
+        vals = []
+        for k, node in carried:
+            vals.extend(carry.values_for(node, out[k]))
+        types = [v.ir_type for v in vals]
         tr.yield_(vals)
-    for k, cls in carried:
-        types.append(cls.mlir_type)
     tr.exit_to_parent(op)
     results = tr.set_results(op, types)
-    for (k, _), r in zip(carried, results):
-        outputs[k] = wrap(r)
+    _place(outputs, carried, results)
     return tuple(outputs)
 
 
-def _split_carried(names, init, loc):
-    carried = []
-    for k, v in enumerate(init):
-        if isinstance(v, _SCALAR_TYPES):
-            carried.append((k, type(as_numeric(v))))
-    return carried
-
-
-def _loop_outputs(names, init, body_out, carried, loc):
-    outputs = list(init)
-    carried_idx = {k for k, _ in carried}
-    for k, name in enumerate(names):
-        if k in carried_idx:
-            continue
-        if _is_undef(init[k]):
-            outputs[k] = _Undefined(name, loc)
-        else:
-            _check_python_object(name, init[k], body_out[k], loc)
+def _place(outputs, carried, values):
+    """outputs[k] = the carried values rebuilt from `values` (in order)."""
+    at = 0
+    for k, node in carried:
+        n = carry.count(node)
+        outputs[k] = carry.rebuild(node, values[at:at + n])
+        at += n
     return outputs
 
 
-def _carried_inits(init, carried):
-    return [cls(init[k])._n if not isinstance(init[k], Numeric) else init[k]._n for k, cls in carried]
+def _entry_structures(init):
+    """(index, structure) of the loop-carried variables: those defined before the loop."""
+    return [(k, carry.structure_of(v)) for k, v in enumerate(init) if not _is_undef(v)]
 
 
-def _with_carried(init, carried, values):
-    """The region's arguments: the initial values with the carried ones replaced."""
-    args = list(init)
-    for (k, _), v in zip(carried, values):
-        args[k] = wrap(v)
-    return args
+def _entry_values(init, carried):
+    vals = []
+    for k, node in carried:
+        vals.extend(carry.values_for(node, init[k]))
+    return vals
+
+
+def _exit_structures(names, out, carried, loc):
+    """The structures the loop's values have on every iteration, and whether they know less than
+    the ones the body was traced with (the loop is then traced again with them)."""
+    joined, widened = [], False
+    for k, node in carried:
+        j, w = _join(names[k], [node, carry.structure_of(out[k])], loc)
+        joined.append((k, j))
+        widened |= w
+    return joined, widened
 
 
 def _finish_loop(tr, op, names, init, out, carried, loc):
-    tr.yield_([_coerce(names[k], out[k], cls, loc)._n for k, cls in carried])
+    vals = []
+    for k, node in carried:
+        vals.extend(carry.values_for(node, out[k]))
+    tr.yield_(vals)
     tr.exit_to_parent(op)
-    results = tr.set_results(op, [cls.mlir_type for _, cls in carried])
-    outputs = _loop_outputs(names, init, out, carried, loc)
-    for (k, _), r in zip(carried, results):
-        outputs[k] = wrap(r)
-    return tuple(outputs)
+    results = tr.set_results(op, [v.ir_type for v in vals])
+    outputs = [(_Undefined(name, loc) if _is_undef(init[k]) else init[k]) for k, name in enumerate(names)]
+    return tuple(_place(outputs, carried, results))
 
 
 def for_(rng, body_fn, names, init, loc):
@@ -213,24 +210,36 @@ def for_(rng, body_fn, names, init, loc):
             vals = body_fn(v, *vals)
         return vals
     tr = context.tracer()
-    carried = _split_carried(names, init, loc)
+    carried = _entry_structures(init)
     start, stop, step = (as_numeric(x) for x in (rng.start, rng.stop, rng.step))
-    op, iv, iters = tr.for_begin(start._n, stop._n, step._n, _carried_inits(init, carried), rng.unroll)
-    tr.enter_region(op, 0)
-    out = body_fn(wrap(iv), *_with_carried(init, carried, iters))
-    return _finish_loop(tr, op, names, init, out, carried, loc)
+    while True:
+        op, iv, iters = tr.for_begin(start._n, stop._n, step._n, _entry_values(init, carried), rng.unroll)
+        tr.enter_region(op, 0)
+        out = body_fn(wrap(iv), *_place(list(init), carried, iters))
+        joined, widened = _exit_structures(names, out, carried, loc)
+        if not widened:
+            return _finish_loop(tr, op, names, init, out, joined, loc)
+        tr.exit_to_parent(op)
+        tr.erase_op(op)
+        carried = joined
 
 
 def while_(cond_fn, body_fn, names, init, loc):
     tr = context.tracer()
-    carried = _split_carried(names, init, loc)
-    op, before, after = tr.while_begin(_carried_inits(init, carried))
-    tr.enter_region(op, 0)
-    cond = cond_fn(*_with_carried(init, carried, before))
-    tr.condition(as_numeric(cond)._n, list(before))
-    tr.enter_region(op, 1)
-    out = body_fn(*_with_carried(init, carried, after))
-    return _finish_loop(tr, op, names, init, out, carried, loc)
+    carried = _entry_structures(init)
+    while True:
+        op, before, after = tr.while_begin(_entry_values(init, carried))
+        tr.enter_region(op, 0)
+        cond = cond_fn(*_place(list(init), carried, before))
+        tr.condition(as_numeric(cond)._n, list(before))
+        tr.enter_region(op, 1)
+        out = body_fn(*_place(list(init), carried, after))
+        joined, widened = _exit_structures(names, out, carried, loc)
+        if not widened:
+            return _finish_loop(tr, op, names, init, out, joined, loc)
+        tr.exit_to_parent(op)
+        tr.erase_op(op)
+        carried = joined
 
 
 def ifexp(cond, then_fn, else_fn, loc):

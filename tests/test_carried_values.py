@@ -1,0 +1,318 @@
+"""Any DSL value across dynamic control flow: tensors, layouts, TensorSSA, pointers, tuples and
+lists of them and user classes with __extract_mlir_values__ / __new_from_mlir_values__ are
+loop-carried and assignable in a dynamic `if`; a structure mismatch raises at the user's line.
+Kernels run on the CPU emulator and are checked against numpy."""
+import inspect
+
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32, Int32
+from cutlass._dsl.carry import extract_mlir_values, new_from_mlir_values
+
+
+def line_of(fn, text):
+    src, start = inspect.getsourcelines(fn)
+    for i, l in enumerate(src):
+        if text in l:
+            return start + i
+    raise AssertionError(text)
+
+
+def run(host, *arrays):
+    cute.compile(host, *arrays, options="--target cpu")(*arrays)
+
+
+# ---- a tensor view re-pointed in a dynamic if inside a dynamic loop (tensorop_gemm's tCsA_p) ----
+
+@cute.kernel
+def repoint_kernel(src: cute.Tensor, out: cute.Tensor, n: Int32):
+    t, _, _ = cute.arch.thread_idx()
+    stages = cute.size(src, mode=[1])
+    stage = 0
+    view = src[None, stage]
+    acc = Float32(0)
+    for k in range(n):
+        if k % 3 == 2:
+            stage = stage + 1
+            if stage == stages:
+                stage = 0
+            view = src[None, stage]
+        acc = acc + view[t] * Float32(k + 1)
+    out[t] = acc
+
+
+@cute.jit
+def repoint_host(src: cute.Tensor, out: cute.Tensor, n: Int32):
+    repoint_kernel(src, out, n).launch(grid=(1, 1, 1), block=(src.shape[0], 1, 1))
+
+
+def test_tensor_view_repointed_in_dynamic_if_in_loop():
+    src = np.arange(8 * 3, dtype=np.float32).reshape(8, 3) * 0.5 + 1
+    out = np.zeros(8, dtype=np.float32)
+    n = 10
+    cute.compile(repoint_host, src, out, n, options="--target cpu")(src, out, n)
+    want, stage = np.zeros(8, np.float32), 0
+    for k in range(n):
+        if k % 3 == 2:
+            stage = (stage + 1) % 3
+        want += src[:, stage] * (k + 1)
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+# ---- a loop-carried TensorSSA accumulator --------------------------------------------------------
+
+@cute.kernel
+def ssa_acc_kernel(src: cute.Tensor, out: cute.Tensor):
+    frag = cute.make_rmem_tensor((4,), Float32)
+    acc = cute.full((4,), 0.0, Float32)
+    for k in range(src.shape[1]):
+        for i in cutlass.range_constexpr(4):
+            frag[i] = src[i, k]
+        acc = acc + frag.load() * 2.0
+    frag.store(acc)
+    for i in cutlass.range_constexpr(4):
+        out[i] = frag[i]
+
+
+@cute.jit
+def ssa_acc_host(src: cute.Tensor, out: cute.Tensor):
+    ssa_acc_kernel(src, out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_loop_carried_tensor_ssa_accumulator():
+    src = np.random.default_rng(0).uniform(-1, 1, (4, 7)).astype(np.float32)
+    out = np.zeros(4, dtype=np.float32)
+    run(ssa_acc_host, src, out)
+    np.testing.assert_allclose(out, (src * 2).sum(axis=1), rtol=1e-5)
+
+
+# ---- tuples and lists of tensors swapped in a loop (double buffering) -------------------------------
+
+@cute.kernel
+def swap_kernel(src: cute.Tensor, out: cute.Tensor, n: Int32):
+    t, _, _ = cute.arch.thread_idx()
+    pair = (src[None, 0], src[None, 1])
+    state = [pair, Int32(0)]
+    acc = Float32(0)
+    for k in range(n):
+        cur, nxt = state[0]
+        acc = acc + cur[t] * Float32(state[1] + 1)
+        state = [(nxt, cur), state[1] + 1]
+    out[t] = acc
+
+
+@cute.jit
+def swap_host(src: cute.Tensor, out: cute.Tensor, n: Int32):
+    swap_kernel(src, out, n).launch(grid=(1, 1, 1), block=(src.shape[0], 1, 1))
+
+
+def test_tuple_of_tensors_swapped_in_loop():
+    src = np.random.default_rng(1).uniform(-1, 1, (6, 2)).astype(np.float32)
+    out = np.zeros(6, dtype=np.float32)
+    n = 5
+    cute.compile(swap_host, src, out, n, options="--target cpu")(src, out, n)
+    want = sum(src[:, k % 2] * (k + 1) for k in range(n))
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+# ---- a user class with the protocol, advanced in a loop ---------------------------------------------
+
+class RingState:
+    """A pipeline-state-like class: static stage count, dynamic index and phase."""
+
+    def __init__(self, stages, index, phase):
+        self.stages, self.index, self.phase = stages, index, phase
+
+    @cute.jit
+    def advanced(self):
+        index, phase = self.index + 1, self.phase
+        if index == self.stages:
+            index, phase = Int32(0), phase ^ 1
+        return type(self)(self.stages, index, phase)
+
+    def __extract_mlir_values__(self):
+        return extract_mlir_values(self.index) + extract_mlir_values(self.phase)
+
+    def __new_from_mlir_values__(self, values):
+        return RingState(self.stages, new_from_mlir_values(self.index, values[:1]),
+                         new_from_mlir_values(self.phase, values[1:]))
+
+
+@cute.kernel
+def ring_kernel(out: cute.Tensor, n: Int32):
+    state = RingState(3, Int32(0), Int32(0))
+    for k in range(n):
+        out[k, 0] = state.index
+        out[k, 1] = state.phase
+        state = state.advanced()
+
+
+@cute.jit
+def ring_host(out: cute.Tensor, n: Int32):
+    ring_kernel(out, n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_user_class_with_protocol_advanced_in_loop():
+    n = 8
+    out = np.full((n, 2), -1, dtype=np.int32)
+    cute.compile(ring_host, out, n, options="--target cpu")(out, n)
+    np.testing.assert_array_equal(out[:, 0], [k % 3 for k in range(n)])
+    np.testing.assert_array_equal(out[:, 1], [(k // 3) % 2 for k in range(n)])
+
+
+# ---- a layout with dynamic leaves chosen in a dynamic if --------------------------------------------
+
+@cute.kernel
+def layout_kernel(out: cute.Tensor, m: Int32, flip: Int32):
+    lay = cute.make_layout((m, 4), stride=(1, m))
+    if flip == 1:
+        lay = cute.make_layout((m, 4), stride=(1, m * 2))
+    for i in range(m):
+        for j in cutlass.range_constexpr(4):
+            out[i, j] = lay((i, j))
+
+
+@cute.jit
+def layout_host(out: cute.Tensor, m: Int32, flip: Int32):
+    layout_kernel(out, m, flip).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("flip", [0, 1])
+def test_layout_with_dynamic_leaves_chosen_in_dynamic_if(flip):
+    m = 5
+    out = np.zeros((m, 4), dtype=np.int32)
+    cute.compile(layout_host, out, m, flip, options="--target cpu")(out, m, flip)
+    i, j = np.meshgrid(np.arange(m), np.arange(4), indexing="ij")
+    np.testing.assert_array_equal(out, i + j * (2 * m if flip else m))
+
+
+# ---- mismatches raise at the user's line ------------------------------------------------------------
+
+def _expect(fn, args, code, text):
+    with pytest.raises(cutlass.DSLRuntimeError) as ei:
+        fn(*args)
+    err = ei.value
+    assert err.code == code, str(err)
+    assert err.filename == __file__, str(err)
+    assert err.line == line_of(fn.__wrapped__, text), str(err)
+    return str(err)
+
+
+def test_mismatch_different_static_layout_in_if():
+    @cute.jit
+    def f(c: Int32):
+        lay = cute.make_layout((4, 8))
+        if c == 1:
+            lay = cute.make_layout((4, 8), stride=(8, 1))
+
+    msg = _expect(f, (1,), "TYPE_UNSTABLE_JOIN", "if c == 1:")
+    assert "(4,8):(1,4)" in msg and "(4,8):(8,1)" in msg
+
+
+def test_mismatch_tensor_dtype_in_loop():
+    @cute.jit
+    def f(a: cute.Tensor, b: cute.Tensor, n: Int32):
+        t = a
+        for i in range(n):
+            t = b
+
+    a = np.zeros(4, np.float32)
+    b = np.zeros(4, np.int32)
+    msg = _expect(f, (a, b, 2), "TYPE_UNSTABLE_JOIN", "for i in range(n):")
+    assert "f32" in msg and "i32" in msg
+
+
+def test_mismatch_tensor_and_number_in_if():
+    @cute.jit
+    def f(a: cute.Tensor, c: Int32):
+        if c == 1:
+            v = a
+        else:
+            v = Int32(3)
+        cute.printf("{}", v)
+
+    _expect(f, (np.zeros(4, np.float32), 1), "SCOPE_READ_NEVER_SET", "cute.printf")
+
+
+def test_mismatch_tensor_replaced_by_number_in_if():
+    @cute.jit
+    def f(a: cute.Tensor, c: Int32):
+        v = a
+        if c == 1:
+            v = Int32(3)
+
+    _expect(f, (np.zeros(4, np.float32), 1), "TYPE_UNSTABLE_JOIN", "if c == 1:")
+
+
+def test_mismatch_tensor_ssa_shape_in_loop():
+    @cute.jit
+    def f(n: Int32):
+        v = cute.full((2,), 1.0, Float32)
+        for i in range(n):
+            v = cute.full((3,), 1.0, Float32)
+
+    _expect(f, (2,), "TYPE_UNSTABLE_JOIN", "for i in range(n):")
+
+
+def test_mismatch_python_object_reassigned_in_loop():
+    @cute.jit
+    def f(n: Int32):
+        s = "a"
+        for i in range(n):
+            s = "b"
+
+    _expect(f, (2,), "PHASE_MUTATE_PYTHON", "for i in range(n):")
+
+
+def test_mismatch_protocol_value_types_in_while():
+    @cute.jit
+    def f(n: Int32):
+        st = RingState(3, Int32(0), Int32(0))
+        while n > 0:
+            st = RingState(3, Float32(0), Int32(0))
+            n = n - 1
+
+    _expect(f, (2,), "TYPE_UNSTABLE_JOIN", "while n > 0:")
+
+
+def test_same_static_object_needs_no_ir():
+    @cute.jit
+    def f(c: Int32):
+        lay = cute.make_layout((4, 8))
+        if c == 1:
+            lay = cute.make_layout((4, 8))
+        cute.printf("{}", cute.size(lay))
+
+    f(1)  # static on both paths with the same value: stays a static layout, no IR
+
+
+# ---- a pointer whose alignment the loop weakens (the loop is traced again) -----------------------
+
+@cute.kernel
+def walk_kernel(a: cute.Tensor, out: cute.Tensor, n: Int32):
+    p = a.iterator
+    for k in range(n):
+        out[k] = cute.make_tensor(p, cute.make_layout(1))[0]
+        p = p + 3
+
+
+@cute.jit
+def walk_host(a: cute.Tensor, out: cute.Tensor, n: Int32):
+    walk_kernel(a, out, n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_pointer_alignment_weakened_in_loop():
+    from cutlass.cute.runtime import from_dlpack
+    a = np.arange(32, dtype=np.float32)
+    out = np.zeros(8, dtype=np.float32)
+    ta = from_dlpack(a, assumed_align=16)
+    compiled = cute.compile(walk_host, ta, out, 8, options="--target cpu")
+    compiled(ta, out, 8)
+    np.testing.assert_array_equal(out, a[0:24:3])
+    # entered with align<16>, the loop carries what holds on every iteration: align<4>
+    assert "iter(%" in compiled.__mlir__ and "align<16>" in compiled.__mlir__
+    loop = [l for l in compiled.__mlir__.splitlines() if " = for " in l]
+    assert len(loop) == 1 and loop[0].endswith("(!ptr<f32, generic, align<4>>) {"), loop
