@@ -450,3 +450,33 @@ def test_mma_sync_in_a_diverged_warp_is_reported_by_the_emulator():
     compiled = cute.compile(run_partial_warp, A, options="--target cpu")
     with pytest.raises(cutlass.DSLRuntimeError, match="mma.sync executed by a partial warp"):
         compiled(A)
+
+
+# ---- structure as arguments, sizes, coordinate tensors ---------------------------------------------
+
+@cute.kernel
+def predicate_kernel(mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    tidx, _, _ = cute.arch.thread_idx()
+    thr_mma = tiled_mma.get_slice(tidx)
+    cC = cute.make_identity_tensor((32, 16))
+    tCcC = thr_mma.partition_C(cC)  # the (m, n) coordinates of the thread's accumulators
+    gC = cute.local_tile(mC, (32, 16), (0, 0))
+    tCgC = thr_mma.partition_C(gC)
+    for i in cutlass.range_constexpr(cute.size(tCgC)):
+        m, n = tCcC[i]
+        tCgC[i] = cutlass.Float32(m * 100 + n)
+
+
+@cute.jit
+def run_predicate(mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    predicate_kernel(mC, tiled_mma).launch(grid=(1, 1, 1), block=(cute.size(tiled_mma), 1, 1))
+
+
+def test_tiled_mma_as_jit_argument_and_coordinate_partition():
+    tiled_mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 8)), (2, 2, 1))
+    assert cute.size(tiled_mma) == 128
+    C = np.full((32, 16), np.nan, np.float32)
+    compiled = cute.compile(run_predicate, C, tiled_mma, options="--target cpu")
+    compiled(C)  # static (compile-time) arguments are left out of the call, like Constexpr ones
+    m, n = np.meshgrid(np.arange(32), np.arange(16), indexing="ij")
+    np.testing.assert_array_equal(C, m * 100 + n)
