@@ -480,3 +480,48 @@ def test_tiled_mma_as_jit_argument_and_coordinate_partition():
     compiled(C)  # static (compile-time) arguments are left out of the call, like Constexpr ones
     m, n = np.meshgrid(np.arange(32), np.arange(16), indexing="ij")
     np.testing.assert_array_equal(C, m * 100 + n)
+
+
+# ---- the same kernels on a GPU (run by the lead on the H100) ---------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [8, 16])
+@pytest.mark.parametrize("ab,acc", [(cutlass.Float16, cutlass.Float32), (cutlass.BFloat16, cutlass.Float32),
+                                    (cutlass.Float16, cutlass.Float16)])
+def test_mma_sync_on_the_gpu_matches_the_emulator(k, ab, acc):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(k)
+    A = rng.standard_normal((32, 32)).astype(np.float32)
+    B = rng.standard_normal((16, 32)).astype(np.float32)
+    C = rng.standard_normal((32, 16)).astype(np.float32)
+    D_cpu = np.zeros((32, 16), np.float32)
+    cute.compile(run_one_warp_mma, A, B, C, D_cpu, ab, acc, (16, 8, k), options="--target cpu")(A, B, C, D_cpu)
+    tA, tB, tC = (torch.from_numpy(x).cuda() for x in (A, B, C))
+    tD = torch.zeros((32, 16), device="cuda")
+    cute.compile(run_one_warp_mma, tA, tB, tC, tD, ab, acc, (16, 8, k))(tA, tB, tC, tD)
+    torch.cuda.synchronize()
+    tol = 3e-2 if acc is cutlass.Float16 else 1e-5
+    np.testing.assert_allclose(tD.cpu().numpy(), D_cpu, rtol=tol, atol=tol)
+
+
+@pytest.mark.gpu
+def test_tiled_mma_gemm_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    M, N, K = 256, 128, 128
+    A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    B = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    C = torch.full((M, N), float("nan"), device="cuda")
+    cute.compile(tensorop_gemm, A, B, C)(A, B, C)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(C, A.float() @ B.float().T, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_fma_gemm_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    A = torch.randn(128, 16, device="cuda")
+    B = torch.randn(64, 16, device="cuda")
+    C = torch.full((128, 64), float("nan"), device="cuda")
+    cute.compile(fma_gemm, A, B, C)(A, B, C)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(C, A @ B.T, rtol=1e-4, atol=1e-4)
