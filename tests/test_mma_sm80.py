@@ -525,3 +525,36 @@ def test_fma_gemm_on_the_gpu():
     cute.compile(fma_gemm, A, B, C)(A, B, C)
     torch.cuda.synchronize()
     torch.testing.assert_close(C, A @ B.T, rtol=1e-4, atol=1e-4)
+
+
+@cute.kernel
+def owner_kernel(mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    tidx, _, _ = cute.arch.thread_idx()
+    tCgC = tiled_mma.get_slice(tidx).partition_C(cute.local_tile(mC, (64, 64), (0, 0)))
+    for i in cutlass.range_constexpr(cute.size(tCgC)):
+        tCgC[i] = tidx * 100 + i
+
+
+@cute.jit
+def run_owner(mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    owner_kernel(mC, tiled_mma).launch(grid=(1, 1, 1), block=(cute.size(tiled_mma), 1, 1))
+
+
+def test_partition_c_agrees_with_the_tiled_tv_layout():
+    # A thread layout whose thread index is not the colexicographic coordinate: get_slice(t)
+    # must give thread t the elements that tv_layout_C_tiled (and make_tiled_copy_C) give it.
+    atoms = cute.make_layout((16, 16, 1), stride=(16, 1, 0))
+    tiled = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32), atoms,
+                                permutation_mnk=(cute.make_layout((16, 4), stride=(4, 1)),
+                                                 cute.make_layout((16, 4), stride=(4, 1)), None))
+    C = np.full((64, 64), -1, np.int32)
+    cute.compile(run_owner, C, tiled, options="--target cpu")(C)
+    tv = tiled.tv_layout_C_tiled
+    owner = np.full((64, 64), -1, np.int64)
+    for t in range(256):
+        for v in range(16):
+            idx = tv((t, v))
+            owner[idx % 64, idx // 64] = t
+    np.testing.assert_array_equal(C // 100, owner)
+    # n is the fastest thread index (the atom layout's strides), and each thread owns a 4x4 block
+    assert owner[0, 4] == 1 and owner[3, 3] == 0 and owner[4, 0] == 16

@@ -57,6 +57,16 @@ Layout spread_threads(const TiledMma& mma, MmaOperand w, const Layout& thr_mode)
   return L::make_layout(modes);
 }
 
+// thread index -> offset: a thread's (V,M,N,K) coordinate is the one thr_layout_vmnk maps to
+// its index (CuTe's get_flat_coord / the right inverse in get_layoutA_TV), restricted to the
+// thread count.
+Layout thread_mode(const TiledMma& mma, MmaOperand w, const Layout& thr_mode) {
+  int64_t threads = mma.size().value();
+  Layout with_rest = L::make_layout(std::vector<Layout>{mma.thr_layout_vmnk, L::complement(mma.thr_layout_vmnk)});
+  Layout thr_to_coord = L::composition(L::right_inverse(with_rest), Layout(threads, 1));
+  return L::composition(spread_threads(mma, w, thr_mode), thr_to_coord);
+}
+
 }  // namespace
 
 Layout TiledMma::permutation(int i) const {
@@ -97,15 +107,8 @@ Layout TiledMma::thrfrg(MmaOperand w, const Layout& l) const {
 
 Layout TiledMma::layout_tv(MmaOperand w) const {
   auto [i0, i1] = operand_modes(w);
-  Layout ref = L::make_layout(IntTuple{tile_size(i0), tile_size(i1)});
-  Layout f = thrfrg(w, ref);
-  Layout spread = spread_threads(*this, w, f[0]);
-  // thread index -> its (V,M,N,K) coordinate's colexicographic index: the inverse of the
-  // thread layout, restricted to the thread count.
-  int64_t threads = size().value();
-  Layout with_rest = L::make_layout(std::vector<Layout>{thr_layout_vmnk, L::complement(thr_layout_vmnk)});
-  Layout thr_to_coord = L::composition(L::right_inverse(with_rest), Layout(threads, 1));
-  return L::make_layout(std::vector<Layout>{L::composition(spread, thr_to_coord), f[1]});
+  Layout f = thrfrg(w, L::make_layout(IntTuple{tile_size(i0), tile_size(i1)}));
+  return L::make_layout(std::vector<Layout>{thread_mode(*this, w, f[0]), f[1]});
 }
 
 TiledMma make_tiled_mma(const MmaAtom& atom, const Layout& atom_layout,
@@ -138,7 +141,7 @@ TiledMma make_tiled_mma(const MmaAtom& atom, const Layout& atom_layout,
 
 Tensor partition(const TiledMma& mma, MmaOperand w, const Tensor& t, const L::Int& thr_index) {
   Layout f = mma.thrfrg(w, t.layout);
-  Layout full = L::make_layout(std::vector<Layout>{spread_threads(mma, w, f[0]), f[1]});
+  Layout full = L::make_layout(std::vector<Layout>{thread_mode(mma, w, f[0]), f[1]});
   IntTuple rest_coord = underscores_like(L::get(f.shape, {1, 1}));
   IntTuple coord{IntTuple(thr_index), IntTuple{IntTuple::underscore(), rest_coord}};
   return slice(with_layout(t, full), coord);

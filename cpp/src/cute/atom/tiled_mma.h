@@ -38,8 +38,8 @@ TiledMma make_tiled_mma(const MmaAtom& atom, const layout::Layout& atom_layout,
                         const std::vector<std::optional<layout::Layout>>& permutation);
 
 // The per-thread view (FrgV, Rest_0, Rest_1, extra modes...) of `t` for thread `thr_index`
-// (CuTe's ThrMMA::partition_A/B/C; the thread's coordinate is its colexicographic coordinate
-// in thr_layout_vmnk, as get_slice does).
+// (CuTe's ThrMMA::partition_A/B/C; the thread's (V,M,N,K) coordinate is the one
+// thr_layout_vmnk maps to thr_index, as get_slice's get_flat_coord finds it).
 Tensor partition(const TiledMma& mma, MmaOperand which, const Tensor& t, const layout::Int& thr_index);
 // The shape partition() gives for a tensor of `shape` (CuTe's partition_shape_A/B/C).
 layout::IntTuple partition_shape(const TiledMma& mma, MmaOperand which, const layout::IntTuple& shape);
