@@ -558,3 +558,10 @@ def test_partition_c_agrees_with_the_tiled_tv_layout():
     np.testing.assert_array_equal(C // 100, owner)
     # n is the fastest thread index (the atom layout's strides), and each thread owns a 4x4 block
     assert owner[0, 4] == 1 and owner[3, 3] == 0 and owner[4, 0] == 16
+
+
+def test_permutation_mnk_reports_each_modes_tile():
+    tiled = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)), (2, 2, 1),
+                                permutation_mnk=(None, 32, None))
+    assert [cute.size(p) for p in tiled.permutation_mnk] == [32, 32, 16]
+    assert "Permutation MNK: (_,32:1,_)" in str(tiled)

@@ -85,7 +85,7 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
       .def_prop_ro("thr_layout_vmnk", [get](const C& c) { return py(get(c).thr_layout_vmnk); })
       .def_prop_ro("permutation_mnk", [get](const C& c) {
         nb::list out;
-        for (auto& p : get(c).permutation_mnk) out.append(p ? py(*p) : nb::none());
+        for (int i = 0; i < 3; ++i) out.append(py(get(c).permutation(i)));  // `_` resolved to its tile
         return nb::tuple(out);
       })
       .def_prop_ro("tv_layout_A_tiled", [get](const C& c) { Scope s; return py(get(c).layout_tv(MmaOperand::A)); })
