@@ -565,3 +565,33 @@ def test_permutation_mnk_reports_each_modes_tile():
                                 permutation_mnk=(None, 32, None))
     assert [cute.size(p) for p in tiled.permutation_mnk] == [32, 32, 16]
     assert "Permutation MNK: (_,32:1,_)" in str(tiled)
+
+
+def test_tiled_copy_c_atom_covers_the_first_values_of_each_thread():
+    tiled = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)))
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=64)
+    sub = cute.make_tiled_copy_C_atom(atom, tiled)
+    assert sub.tiler_mn == (8, 8)  # c0, c1 of every lane: rows 0..7, columns 0..7
+    got = tv_positions(sub.layout_tv_tiled, 8)
+    want = tv_positions(tiled.tv_layout_C_tiled, 16)
+    assert {k: v for k, v in want.items() if k[1] < 2} == got
+
+
+def test_tiled_copy_c_atom_misuse():
+    f16acc = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float16, (16, 8, 16)))
+    wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16, num_bits_per_copy=128)
+    with pytest.raises(ValueError, match="more than the 4 accumulators"):
+        cute.make_tiled_copy_C_atom(wide, f16acc)
+    # Over 4 warps in M, two values per thread reach rows 0-7, 16-23, ...: not one block.
+    tall = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)), (4, 1, 1))
+    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=64)
+    with pytest.raises(DSLUserCodeError, match="non-contiguous"):
+        cute.make_tiled_copy_C_atom(pair, tall)
+
+
+def test_annotation_types_exist():
+    for name in ("TiledCopy", "TiledMma", "CopyAtom", "ThrMma", "MmaAtom", "ThrCopy"):
+        assert getattr(cute, name) is getattr(cute.typing, name)
+    tiled = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32), (4, 8, 1))
+    assert isinstance(tiled, cute.TiledMma) and isinstance(tiled.get_slice(3), cute.ThrMma)
+    assert tiled.get_slice(3).thr_idx == 3

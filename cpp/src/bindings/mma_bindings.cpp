@@ -178,6 +178,10 @@ void bind_mma(nb::module_& root) {
     cute::gemm(atom_of(atom), as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(b, "gemm"), as_tensor(c, "gemm"));
   });
 
+  m.def("make_tiled_copy_C_atom", [](const cute::CopyAtom& atom, nb::handle mma) {
+    Scope scope;
+    return cute::make_tiled_copy_c_atom(atom, tiled_of(mma));
+  });
   m.def("make_tiled_copy_mma", [](const cute::CopyAtom& atom, nb::handle mma, const std::string& which) {
     Scope scope;
     MmaOperand w = which == "A" ? MmaOperand::A : which == "B" ? MmaOperand::B : MmaOperand::C;

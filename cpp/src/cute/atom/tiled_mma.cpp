@@ -175,6 +175,48 @@ TiledCopy make_tiled_copy_mma(const CopyAtom& atom, const TiledMma& mma, MmaOper
   return make_tiled_copy(atom, mma.layout_tv(w), IntTuple{mma.tile_size(i0), mma.tile_size(i1)});
 }
 
+TiledCopy make_tiled_copy_c_atom(const CopyAtom& atom, const TiledMma& mma) {
+  Layout tv = mma.layout_tv(MmaOperand::C);
+  int64_t copy_v = atom.num_values(), vals = L::size(tv, {1}).value();
+  if (copy_v > vals)
+    throw dsl::UserError("VALUE_MISMATCH", "make_tiled_copy_C_atom: the copy atom moves " + std::to_string(copy_v) +
+                                               " values per thread, more than the " + std::to_string(vals) +
+                                               " accumulators a thread of the MMA holds");
+  // (thread, first copy_v values) -> (m, n), keeping the value order.
+  Layout layout_TV = L::composition(tv, L::make_layout(IntTuple{L::size(tv, {0}), copy_v}));
+  IntTuple mma_tiler{mma.tile_size(0), mma.tile_size(1)};
+  std::vector<L::Tiler> tiler;
+  IntTuple sub_tile;
+  std::vector<IntTuple> extents;
+  for (int i = 0; i < 2; ++i) {
+    // The coordinates of mode i the truncated layout reaches.
+    Layout pick(mma_tiler, i == 0 ? IntTuple{1, 0} : IntTuple{0, 1});
+    Layout t = L::filter(L::composition(pick, layout_TV));
+    // CuTe keeps this layout as the tiler (a by-mode permutation of the sub-tile). Our tiled
+    // copies tile by shapes, which is the same partitioning when the coordinates reached form a
+    // block [0, n): the permutation then only renames positions inside the sub-tile, and
+    // layout_tv below is expressed in the sorted sub-tile.
+    int64_t n = L::size(t).value();
+    std::vector<bool> seen(size_t(n), false);
+    bool block = true;
+    for (int64_t j = 0; j < n && block; ++j) {
+      int64_t c = t(IntTuple(j)).as_int().value();
+      block = c >= 0 && c < n && !seen[size_t(c)];
+      if (block) seen[size_t(c)] = true;
+    }
+    if (!block)
+      throw dsl::UserError("NOT_SUPPORTED", "make_tiled_copy_C_atom: the copy atom's " + std::to_string(copy_v) +
+                                                " values per thread cover a non-contiguous part " + L::to_string(t) +
+                                                " of the MMA's mode " + std::to_string(i) +
+                                                "; only contiguous sub-tiles are supported");
+    tiler.push_back(L::Tiler(Layout(n, 1)));
+    extents.push_back(IntTuple(n));
+  }
+  Layout tile2mma = L::composition(L::make_layout(mma_tiler), L::Tiler(tiler));
+  Layout layout_tv = L::composition(L::left_inverse(tile2mma), layout_TV);
+  return make_tiled_copy(atom, layout_tv, IntTuple(extents));
+}
+
 std::string to_string(const TiledMma& t) {
   std::string perm = "(";
   for (int i = 0; i < 3; ++i) {

@@ -51,6 +51,13 @@ Tensor make_fragment(const TiledMma& mma, MmaOperand which, const layout::IntTup
 // Tiled copies that partition like the MMA's A, B or C operand (CuTe's make_tiled_copy_A/B/C).
 TiledCopy make_tiled_copy_mma(const CopyAtom& atom, const TiledMma& mma, MmaOperand which);
 
+// The smallest tiled copy that retiles the C fragment for sub-tiled epilogues (CuTe's
+// make_tiled_copy_C_atom): the C layout truncated to the copy atom's values per thread, over the
+// sub-tile those values cover. Errors: the atom moves more values than a thread holds
+// (ValueError); a sub-tile that is not a contiguous block of the MMA tile (not supported yet:
+// TiledCopy's tiler is a shape).
+TiledCopy make_tiled_copy_c_atom(const CopyAtom& atom, const TiledMma& mma);
+
 std::string to_string(const TiledMma& t);
 
 }  // namespace opencute::cute
