@@ -595,3 +595,39 @@ def test_annotation_types_exist():
     tiled = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32), (4, 8, 1))
     assert isinstance(tiled, cute.TiledMma) and isinstance(tiled.get_slice(3), cute.ThrMma)
     assert tiled.get_slice(3).thr_idx == 3
+
+
+@cute.kernel
+def outer_product_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, mD: cute.Tensor,
+                         atom: cute.MmaAtom, ranked: cutlass.Constexpr):
+    # One thread: the (M,K)x(N,K)->(M,N) and (M)x(N)->(M,N) dispatches of a one-value atom.
+    rA = cute.make_rmem_tensor((4, 3), mA.element_type)
+    rB = cute.make_rmem_tensor((5, 3), mA.element_type)
+    rC = cute.make_rmem_tensor((4, 5), mA.element_type)
+    cute.autovec_copy(cute.local_tile(mA, (4, 3), (0, 0)), rA)
+    cute.autovec_copy(cute.local_tile(mB, (5, 3), (0, 0)), rB)
+    cute.autovec_copy(cute.local_tile(mC, (4, 5), (0, 0)), rC)
+    if cutlass.const_expr(ranked == 2):
+        cute.gemm(atom, rC, rA, rB, rC)
+    else:
+        cute.gemm(atom, rC, rA[None, 0], rB[None, 0], rC)
+    cute.autovec_copy(rC, cute.local_tile(mD, (4, 5), (0, 0)))
+
+
+@cute.jit
+def run_outer_product(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, mD: cute.Tensor, ranked: cutlass.Constexpr):
+    atom = cute.make_mma_atom(cute.nvgpu.MmaUniversalOp(mA.element_type))
+    outer_product_kernel(mA, mB, mC, mD, atom, ranked).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("ranked", [1, 2])
+def test_universal_atom_rank_dispatch(dtype, ranked):
+    rng = np.random.default_rng(5)
+    A = (rng.integers(-4, 4, (4, 3)) / 4).astype(dtype)
+    B = (rng.integers(-4, 4, (5, 3)) / 4).astype(dtype)
+    C = (rng.integers(-4, 4, (4, 5)) / 4).astype(dtype)
+    D = np.zeros((4, 5), dtype)
+    cute.compile(run_outer_product, A, B, C, D, ranked, options="--target cpu")(A, B, C, D)
+    a, b = (A, B) if ranked == 2 else (A[:, :1], B[:, :1])
+    np.testing.assert_array_equal(D, (a.astype(np.float64) @ b.astype(np.float64).T + C).astype(dtype))
