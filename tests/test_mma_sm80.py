@@ -593,7 +593,9 @@ def test_annotation_types_exist():
     for name in ("TiledCopy", "TiledMma", "CopyAtom", "ThrMma", "MmaAtom", "ThrCopy"):
         assert getattr(cute, name) is getattr(cute.typing, name)
     tiled = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32), (4, 8, 1))
-    assert isinstance(tiled, cute.TiledMma) and isinstance(tiled.get_slice(3), cute.ThrMma)
+    thr = tiled.get_slice(3)
+    assert isinstance(tiled, cute.TiledMma) and isinstance(thr, cute.ThrMma) and isinstance(thr, cute.TiledMma)
+    assert thr.size == 32 and thr.partition_shape_C((8, 8)) == (1, 2, 1)
     assert tiled.get_slice(3).thr_idx == 3
 
 

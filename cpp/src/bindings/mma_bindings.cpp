@@ -27,8 +27,8 @@ using cute::MmaOperand;
 using cute::Tensor;
 using cute::TiledMma;
 
-struct ThrMma {
-  TiledMma tiled;
+// The CuTe DSL's ThrMma is a TiledMma bound to one thread.
+struct ThrMma : TiledMma {
   L::Int thr_index;
   nb::object thr_index_py;
 };
@@ -56,14 +56,11 @@ std::vector<int64_t> shape3(nb::handle h) {
   return out;
 }
 
-const TiledMma& tiled_of(nb::handle h) {
-  if (nb::isinstance<ThrMma>(h)) return nb::cast<const ThrMma&>(h).tiled;
-  return nb::cast<const TiledMma&>(h);
-}
+const TiledMma& tiled_of(nb::handle h) { return nb::cast<const TiledMma&>(h); }
 
 MmaAtom atom_of(nb::handle h) {
   if (nb::isinstance<MmaAtom>(h)) return nb::cast<MmaAtom>(h);
-  if (nb::isinstance<TiledMma>(h) || nb::isinstance<ThrMma>(h)) return tiled_of(h).atom;
+  if (nb::isinstance<TiledMma>(h)) return tiled_of(h).atom;
   throw nb::type_error(("expected an MMA atom or TiledMma, got " + py_type_name(h)).c_str());
 }
 
@@ -74,7 +71,6 @@ nb::object fragment(const TiledMma& t, MmaOperand w, nb::handle x) {
   return nb::cast(cute::make_fragment(t, w, to_tuple(x)));
 }
 
-// Methods shared by TiledMma and ThrMma (ThrMma "is a" TiledMma in the CuTe DSL).
 template <class C, class Get>
 void tiled_methods(nb::class_<C>& cls, Get get) {
   cls.def_prop_ro("thr_id", [get](const C& c) { return py(get(c).atom.thr_id); })
@@ -107,10 +103,14 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
       .def("make_fragment_C", [get](const C& c, nb::handle x) { return fragment(get(c), MmaOperand::C, x); })
       .def("get_slice", [get](const C& c, nb::handle thr) {
         Scope scope;
-        return ThrMma{get(c), to_int(thr), nb::borrow(thr)};
+        ThrMma t;
+        static_cast<TiledMma&>(t) = get(c);
+        t.thr_index = to_int(thr);
+        t.thr_index_py = nb::borrow(thr);
+        return t;
       })
       .def("__extract_mlir_values__", [](const C&) { return nb::list(); })
-      .def("__new_from_mlir_values__", [](const C& c, nb::handle) { return c; })
+      .def("__new_from_mlir_values__", [](nb::handle self, nb::handle) { return nb::borrow(self); })
       .def("__str__", [get](const C& c) { return cute::to_string(get(c)); })
       .def("__repr__", [get](const C& c) { return cute::to_string(get(c)); });
   cls.attr("__cute_static__") = true;
@@ -151,12 +151,11 @@ void bind_mma(nb::module_& root) {
 
   nb::class_<TiledMma> tiled(m, "TiledMma");
   tiled_methods(tiled, [](const TiledMma& t) -> const TiledMma& { return t; });
-  nb::class_<ThrMma> thr(m, "ThrMma");
-  tiled_methods(thr, [](const ThrMma& t) -> const TiledMma& { return t.tiled; });
+  nb::class_<ThrMma, TiledMma> thr(m, "ThrMma");  // inherits TiledMma's methods
   thr.def_prop_ro("thr_idx", [](const ThrMma& t) { return t.thr_index_py; })
-      .def("partition_A", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::A, as_tensor(x, "partition_A"), t.thr_index); })
-      .def("partition_B", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::B, as_tensor(x, "partition_B"), t.thr_index); })
-      .def("partition_C", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::C, as_tensor(x, "partition_C"), t.thr_index); });
+      .def("partition_A", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::A, as_tensor(x, "partition_A"), t.thr_index); })
+      .def("partition_B", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::B, as_tensor(x, "partition_B"), t.thr_index); })
+      .def("partition_C", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::C, as_tensor(x, "partition_C"), t.thr_index); });
 
   m.def("make_tiled_mma", [](nb::handle atom, nb::handle atom_layout, nb::handle permutation) {
     Scope scope;
