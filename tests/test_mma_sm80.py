@@ -450,3 +450,186 @@ def test_mma_sync_in_a_diverged_warp_is_reported_by_the_emulator():
     compiled = cute.compile(run_partial_warp, A, options="--target cpu")
     with pytest.raises(cutlass.DSLRuntimeError, match="mma.sync executed by a partial warp"):
         compiled(A)
+
+
+# ---- structure as arguments, sizes, coordinate tensors ---------------------------------------------
+
+@cute.kernel
+def predicate_kernel(mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    tidx, _, _ = cute.arch.thread_idx()
+    thr_mma = tiled_mma.get_slice(tidx)
+    cC = cute.make_identity_tensor((32, 16))
+    tCcC = thr_mma.partition_C(cC)  # the (m, n) coordinates of the thread's accumulators
+    gC = cute.local_tile(mC, (32, 16), (0, 0))
+    tCgC = thr_mma.partition_C(gC)
+    for i in cutlass.range_constexpr(cute.size(tCgC)):
+        m, n = tCcC[i]
+        tCgC[i] = cutlass.Float32(m * 100 + n)
+
+
+@cute.jit
+def run_predicate(mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    predicate_kernel(mC, tiled_mma).launch(grid=(1, 1, 1), block=(cute.size(tiled_mma), 1, 1))
+
+
+def test_tiled_mma_as_jit_argument_and_coordinate_partition():
+    tiled_mma = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 8)), (2, 2, 1))
+    assert cute.size(tiled_mma) == 128
+    C = np.full((32, 16), np.nan, np.float32)
+    compiled = cute.compile(run_predicate, C, tiled_mma, options="--target cpu")
+    compiled(C)  # static (compile-time) arguments are left out of the call, like Constexpr ones
+    m, n = np.meshgrid(np.arange(32), np.arange(16), indexing="ij")
+    np.testing.assert_array_equal(C, m * 100 + n)
+
+
+# ---- the same kernels on a GPU (run by the lead on the H100) ---------------------------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k", [8, 16])
+@pytest.mark.parametrize("ab,acc", [(cutlass.Float16, cutlass.Float32), (cutlass.BFloat16, cutlass.Float32),
+                                    (cutlass.Float16, cutlass.Float16)])
+def test_mma_sync_on_the_gpu_matches_the_emulator(k, ab, acc):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(k)
+    A = rng.standard_normal((32, 32)).astype(np.float32)
+    B = rng.standard_normal((16, 32)).astype(np.float32)
+    C = rng.standard_normal((32, 16)).astype(np.float32)
+    D_cpu = np.zeros((32, 16), np.float32)
+    cute.compile(run_one_warp_mma, A, B, C, D_cpu, ab, acc, (16, 8, k), options="--target cpu")(A, B, C, D_cpu)
+    tA, tB, tC = (torch.from_numpy(x).cuda() for x in (A, B, C))
+    tD = torch.zeros((32, 16), device="cuda")
+    cute.compile(run_one_warp_mma, tA, tB, tC, tD, ab, acc, (16, 8, k))(tA, tB, tC, tD)
+    torch.cuda.synchronize()
+    tol = 3e-2 if acc is cutlass.Float16 else 1e-5
+    np.testing.assert_allclose(tD.cpu().numpy(), D_cpu, rtol=tol, atol=tol)
+
+
+@pytest.mark.gpu
+def test_tiled_mma_gemm_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    M, N, K = 256, 128, 128
+    A = torch.randn(M, K, device="cuda", dtype=torch.float16)
+    B = torch.randn(N, K, device="cuda", dtype=torch.float16)
+    C = torch.full((M, N), float("nan"), device="cuda")
+    cute.compile(tensorop_gemm, A, B, C)(A, B, C)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(C, A.float() @ B.float().T, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_fma_gemm_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    A = torch.randn(128, 16, device="cuda")
+    B = torch.randn(64, 16, device="cuda")
+    C = torch.full((128, 64), float("nan"), device="cuda")
+    cute.compile(fma_gemm, A, B, C)(A, B, C)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(C, A @ B.T, rtol=1e-4, atol=1e-4)
+
+
+@cute.kernel
+def owner_kernel(mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    tidx, _, _ = cute.arch.thread_idx()
+    tCgC = tiled_mma.get_slice(tidx).partition_C(cute.local_tile(mC, (64, 64), (0, 0)))
+    for i in cutlass.range_constexpr(cute.size(tCgC)):
+        tCgC[i] = tidx * 100 + i
+
+
+@cute.jit
+def run_owner(mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    owner_kernel(mC, tiled_mma).launch(grid=(1, 1, 1), block=(cute.size(tiled_mma), 1, 1))
+
+
+def test_partition_c_agrees_with_the_tiled_tv_layout():
+    # A thread layout whose thread index is not the colexicographic coordinate: get_slice(t)
+    # must give thread t the elements that tv_layout_C_tiled (and make_tiled_copy_C) give it.
+    atoms = cute.make_layout((16, 16, 1), stride=(16, 1, 0))
+    tiled = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32), atoms,
+                                permutation_mnk=(cute.make_layout((16, 4), stride=(4, 1)),
+                                                 cute.make_layout((16, 4), stride=(4, 1)), None))
+    C = np.full((64, 64), -1, np.int32)
+    cute.compile(run_owner, C, tiled, options="--target cpu")(C)
+    tv = tiled.tv_layout_C_tiled
+    owner = np.full((64, 64), -1, np.int64)
+    for t in range(256):
+        for v in range(16):
+            idx = tv((t, v))
+            owner[idx % 64, idx // 64] = t
+    np.testing.assert_array_equal(C // 100, owner)
+    # n is the fastest thread index (the atom layout's strides), and each thread owns a 4x4 block
+    assert owner[0, 4] == 1 and owner[3, 3] == 0 and owner[4, 0] == 16
+
+
+def test_permutation_mnk_reports_each_modes_tile():
+    tiled = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)), (2, 2, 1),
+                                permutation_mnk=(None, 32, None))
+    assert [cute.size(p) for p in tiled.permutation_mnk] == [32, 32, 16]
+    assert "Permutation MNK: (_,32:1,_)" in str(tiled)
+
+
+def test_tiled_copy_c_atom_covers_the_first_values_of_each_thread():
+    tiled = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)))
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=64)
+    sub = cute.make_tiled_copy_C_atom(atom, tiled)
+    assert sub.tiler_mn == (8, 8)  # c0, c1 of every lane: rows 0..7, columns 0..7
+    got = tv_positions(sub.layout_tv_tiled, 8)
+    want = tv_positions(tiled.tv_layout_C_tiled, 16)
+    assert {k: v for k, v in want.items() if k[1] < 2} == got
+
+
+def test_tiled_copy_c_atom_misuse():
+    f16acc = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float16, (16, 8, 16)))
+    wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16, num_bits_per_copy=128)
+    with pytest.raises(ValueError, match="more than the 4 accumulators"):
+        cute.make_tiled_copy_C_atom(wide, f16acc)
+    # Over 4 warps in M, two values per thread reach rows 0-7, 16-23, ...: not one block.
+    tall = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)), (4, 1, 1))
+    pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=64)
+    with pytest.raises(DSLUserCodeError, match="non-contiguous"):
+        cute.make_tiled_copy_C_atom(pair, tall)
+
+
+def test_annotation_types_exist():
+    for name in ("TiledCopy", "TiledMma", "CopyAtom", "ThrMma", "MmaAtom", "ThrCopy"):
+        assert getattr(cute, name) is getattr(cute.typing, name)
+    tiled = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32), (4, 8, 1))
+    thr = tiled.get_slice(3)
+    assert isinstance(tiled, cute.TiledMma) and isinstance(thr, cute.ThrMma) and isinstance(thr, cute.TiledMma)
+    assert thr.size == 32 and thr.partition_shape_C((8, 8)) == (1, 2, 1)
+    assert tiled.get_slice(3).thr_idx == 3
+
+
+@cute.kernel
+def outer_product_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, mD: cute.Tensor,
+                         atom: cute.MmaAtom, ranked: cutlass.Constexpr):
+    # One thread: the (M,K)x(N,K)->(M,N) and (M)x(N)->(M,N) dispatches of a one-value atom.
+    rA = cute.make_rmem_tensor((4, 3), mA.element_type)
+    rB = cute.make_rmem_tensor((5, 3), mA.element_type)
+    rC = cute.make_rmem_tensor((4, 5), mA.element_type)
+    cute.autovec_copy(cute.local_tile(mA, (4, 3), (0, 0)), rA)
+    cute.autovec_copy(cute.local_tile(mB, (5, 3), (0, 0)), rB)
+    cute.autovec_copy(cute.local_tile(mC, (4, 5), (0, 0)), rC)
+    if cutlass.const_expr(ranked == 2):
+        cute.gemm(atom, rC, rA, rB, rC)
+    else:
+        cute.gemm(atom, rC, rA[None, 0], rB[None, 0], rC)
+    cute.autovec_copy(rC, cute.local_tile(mD, (4, 5), (0, 0)))
+
+
+@cute.jit
+def run_outer_product(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, mD: cute.Tensor, ranked: cutlass.Constexpr):
+    atom = cute.make_mma_atom(cute.nvgpu.MmaUniversalOp(mA.element_type))
+    outer_product_kernel(mA, mB, mC, mD, atom, ranked).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("ranked", [1, 2])
+def test_universal_atom_rank_dispatch(dtype, ranked):
+    rng = np.random.default_rng(5)
+    A = (rng.integers(-4, 4, (4, 3)) / 4).astype(dtype)
+    B = (rng.integers(-4, 4, (5, 3)) / 4).astype(dtype)
+    C = (rng.integers(-4, 4, (4, 5)) / 4).astype(dtype)
+    D = np.zeros((4, 5), dtype)
+    cute.compile(run_outer_product, A, B, C, D, ranked, options="--target cpu")(A, B, C, D)
+    a, b = (A, B) if ranked == 2 else (A[:, :1], B[:, :1])
+    np.testing.assert_array_equal(D, (a.astype(np.float64) @ b.astype(np.float64).T + C).astype(dtype))

@@ -27,8 +27,8 @@ using cute::MmaOperand;
 using cute::Tensor;
 using cute::TiledMma;
 
-struct ThrMma {
-  TiledMma tiled;
+// The CuTe DSL's ThrMma is a TiledMma bound to one thread.
+struct ThrMma : TiledMma {
   L::Int thr_index;
   nb::object thr_index_py;
 };
@@ -56,14 +56,11 @@ std::vector<int64_t> shape3(nb::handle h) {
   return out;
 }
 
-const TiledMma& tiled_of(nb::handle h) {
-  if (nb::isinstance<ThrMma>(h)) return nb::cast<const ThrMma&>(h).tiled;
-  return nb::cast<const TiledMma&>(h);
-}
+const TiledMma& tiled_of(nb::handle h) { return nb::cast<const TiledMma&>(h); }
 
 MmaAtom atom_of(nb::handle h) {
   if (nb::isinstance<MmaAtom>(h)) return nb::cast<MmaAtom>(h);
-  if (nb::isinstance<TiledMma>(h) || nb::isinstance<ThrMma>(h)) return tiled_of(h).atom;
+  if (nb::isinstance<TiledMma>(h)) return tiled_of(h).atom;
   throw nb::type_error(("expected an MMA atom or TiledMma, got " + py_type_name(h)).c_str());
 }
 
@@ -74,7 +71,6 @@ nb::object fragment(const TiledMma& t, MmaOperand w, nb::handle x) {
   return nb::cast(cute::make_fragment(t, w, to_tuple(x)));
 }
 
-// Methods shared by TiledMma and ThrMma (ThrMma "is a" TiledMma in the CuTe DSL).
 template <class C, class Get>
 void tiled_methods(nb::class_<C>& cls, Get get) {
   cls.def_prop_ro("thr_id", [get](const C& c) { return py(get(c).atom.thr_id); })
@@ -85,7 +81,7 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
       .def_prop_ro("thr_layout_vmnk", [get](const C& c) { return py(get(c).thr_layout_vmnk); })
       .def_prop_ro("permutation_mnk", [get](const C& c) {
         nb::list out;
-        for (auto& p : get(c).permutation_mnk) out.append(p ? py(*p) : nb::none());
+        for (int i = 0; i < 3; ++i) out.append(py(get(c).permutation(i)));  // `_` resolved to its tile
         return nb::tuple(out);
       })
       .def_prop_ro("tv_layout_A_tiled", [get](const C& c) { Scope s; return py(get(c).layout_tv(MmaOperand::A)); })
@@ -107,10 +103,14 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
       .def("make_fragment_C", [get](const C& c, nb::handle x) { return fragment(get(c), MmaOperand::C, x); })
       .def("get_slice", [get](const C& c, nb::handle thr) {
         Scope scope;
-        return ThrMma{get(c), to_int(thr), nb::borrow(thr)};
+        ThrMma t;
+        static_cast<TiledMma&>(t) = get(c);
+        t.thr_index = to_int(thr);
+        t.thr_index_py = nb::borrow(thr);
+        return t;
       })
       .def("__extract_mlir_values__", [](const C&) { return nb::list(); })
-      .def("__new_from_mlir_values__", [](const C& c, nb::handle) { return c; })
+      .def("__new_from_mlir_values__", [](nb::handle self, nb::handle) { return nb::borrow(self); })
       .def("__str__", [get](const C& c) { return cute::to_string(get(c)); })
       .def("__repr__", [get](const C& c) { return cute::to_string(get(c)); });
   cls.attr("__cute_static__") = true;
@@ -151,12 +151,11 @@ void bind_mma(nb::module_& root) {
 
   nb::class_<TiledMma> tiled(m, "TiledMma");
   tiled_methods(tiled, [](const TiledMma& t) -> const TiledMma& { return t; });
-  nb::class_<ThrMma> thr(m, "ThrMma");
-  tiled_methods(thr, [](const ThrMma& t) -> const TiledMma& { return t.tiled; });
+  nb::class_<ThrMma, TiledMma> thr(m, "ThrMma");  // inherits TiledMma's methods
   thr.def_prop_ro("thr_idx", [](const ThrMma& t) { return t.thr_index_py; })
-      .def("partition_A", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::A, as_tensor(x, "partition_A"), t.thr_index); })
-      .def("partition_B", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::B, as_tensor(x, "partition_B"), t.thr_index); })
-      .def("partition_C", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t.tiled, MmaOperand::C, as_tensor(x, "partition_C"), t.thr_index); });
+      .def("partition_A", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::A, as_tensor(x, "partition_A"), t.thr_index); })
+      .def("partition_B", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::B, as_tensor(x, "partition_B"), t.thr_index); })
+      .def("partition_C", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::C, as_tensor(x, "partition_C"), t.thr_index); });
 
   m.def("make_tiled_mma", [](nb::handle atom, nb::handle atom_layout, nb::handle permutation) {
     Scope scope;
@@ -178,6 +177,10 @@ void bind_mma(nb::module_& root) {
     cute::gemm(atom_of(atom), as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(b, "gemm"), as_tensor(c, "gemm"));
   });
 
+  m.def("make_tiled_copy_C_atom", [](const cute::CopyAtom& atom, nb::handle mma) {
+    Scope scope;
+    return cute::make_tiled_copy_c_atom(atom, tiled_of(mma));
+  });
   m.def("make_tiled_copy_mma", [](const cute::CopyAtom& atom, nb::handle mma, const std::string& which) {
     Scope scope;
     MmaOperand w = which == "A" ? MmaOperand::A : which == "B" ? MmaOperand::B : MmaOperand::C;

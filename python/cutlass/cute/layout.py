@@ -148,6 +148,8 @@ def E(mode):
 # ---- queries and tuple utilities --------------------------------------------------------------
 
 def size(a, mode=None, *, loc=None, ip=None):
+    if mode is None and getattr(a, "__cute_static__", False) and hasattr(a, "size"):
+        return a.size  # TiledCopy / TiledMma: the thread count
     return _L.size(_alg(a), mode)
 
 

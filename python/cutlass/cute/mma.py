@@ -102,7 +102,12 @@ def make_tiled_copy_C(copy_atom, tiled_mma, *, loc=None, ip=None):
     return _C.make_tiled_copy_mma(copy_atom, tiled_mma, "C")
 
 
+def make_tiled_copy_C_atom(copy_atom, tiled_mma, *, loc=None, ip=None):
+    """The smallest tiled copy that retiles the accumulator fragment (sub-tiled epilogues)."""
+    return _C.make_tiled_copy_C_atom(copy_atom, tiled_mma)
+
+
 __all__ = [
     "MmaAtom", "TiledMma", "ThrMma", "make_mma_atom", "make_tiled_mma", "gemm", "mma_atom_call",
-    "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C",
+    "make_tiled_copy_A", "make_tiled_copy_B", "make_tiled_copy_C", "make_tiled_copy_C_atom",
 ]

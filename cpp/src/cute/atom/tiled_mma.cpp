@@ -57,6 +57,16 @@ Layout spread_threads(const TiledMma& mma, MmaOperand w, const Layout& thr_mode)
   return L::make_layout(modes);
 }
 
+// thread index -> offset: a thread's (V,M,N,K) coordinate is the one thr_layout_vmnk maps to
+// its index (CuTe's get_flat_coord / the right inverse in get_layoutA_TV), restricted to the
+// thread count.
+Layout thread_mode(const TiledMma& mma, MmaOperand w, const Layout& thr_mode) {
+  int64_t threads = mma.size().value();
+  Layout with_rest = L::make_layout(std::vector<Layout>{mma.thr_layout_vmnk, L::complement(mma.thr_layout_vmnk)});
+  Layout thr_to_coord = L::composition(L::right_inverse(with_rest), Layout(threads, 1));
+  return L::composition(spread_threads(mma, w, thr_mode), thr_to_coord);
+}
+
 }  // namespace
 
 Layout TiledMma::permutation(int i) const {
@@ -97,15 +107,8 @@ Layout TiledMma::thrfrg(MmaOperand w, const Layout& l) const {
 
 Layout TiledMma::layout_tv(MmaOperand w) const {
   auto [i0, i1] = operand_modes(w);
-  Layout ref = L::make_layout(IntTuple{tile_size(i0), tile_size(i1)});
-  Layout f = thrfrg(w, ref);
-  Layout spread = spread_threads(*this, w, f[0]);
-  // thread index -> its (V,M,N,K) coordinate's colexicographic index: the inverse of the
-  // thread layout, restricted to the thread count.
-  int64_t threads = size().value();
-  Layout with_rest = L::make_layout(std::vector<Layout>{thr_layout_vmnk, L::complement(thr_layout_vmnk)});
-  Layout thr_to_coord = L::composition(L::right_inverse(with_rest), Layout(threads, 1));
-  return L::make_layout(std::vector<Layout>{L::composition(spread, thr_to_coord), f[1]});
+  Layout f = thrfrg(w, L::make_layout(IntTuple{tile_size(i0), tile_size(i1)}));
+  return L::make_layout(std::vector<Layout>{thread_mode(*this, w, f[0]), f[1]});
 }
 
 TiledMma make_tiled_mma(const MmaAtom& atom, const Layout& atom_layout,
@@ -138,7 +141,7 @@ TiledMma make_tiled_mma(const MmaAtom& atom, const Layout& atom_layout,
 
 Tensor partition(const TiledMma& mma, MmaOperand w, const Tensor& t, const L::Int& thr_index) {
   Layout f = mma.thrfrg(w, t.layout);
-  Layout full = L::make_layout(std::vector<Layout>{spread_threads(mma, w, f[0]), f[1]});
+  Layout full = L::make_layout(std::vector<Layout>{thread_mode(mma, w, f[0]), f[1]});
   IntTuple rest_coord = underscores_like(L::get(f.shape, {1, 1}));
   IntTuple coord{IntTuple(thr_index), IntTuple{IntTuple::underscore(), rest_coord}};
   return slice(with_layout(t, full), coord);
@@ -170,6 +173,48 @@ Tensor make_fragment(const TiledMma& mma, MmaOperand w, const IntTuple& shape) {
 TiledCopy make_tiled_copy_mma(const CopyAtom& atom, const TiledMma& mma, MmaOperand w) {
   auto [i0, i1] = operand_modes(w);
   return make_tiled_copy(atom, mma.layout_tv(w), IntTuple{mma.tile_size(i0), mma.tile_size(i1)});
+}
+
+TiledCopy make_tiled_copy_c_atom(const CopyAtom& atom, const TiledMma& mma) {
+  Layout tv = mma.layout_tv(MmaOperand::C);
+  int64_t copy_v = atom.num_values(), vals = L::size(tv, {1}).value();
+  if (copy_v > vals)
+    throw dsl::UserError("VALUE_MISMATCH", "make_tiled_copy_C_atom: the copy atom moves " + std::to_string(copy_v) +
+                                               " values per thread, more than the " + std::to_string(vals) +
+                                               " accumulators a thread of the MMA holds");
+  // (thread, first copy_v values) -> (m, n), keeping the value order.
+  Layout layout_TV = L::composition(tv, L::make_layout(IntTuple{L::size(tv, {0}), copy_v}));
+  IntTuple mma_tiler{mma.tile_size(0), mma.tile_size(1)};
+  std::vector<L::Tiler> tiler;
+  IntTuple sub_tile;
+  std::vector<IntTuple> extents;
+  for (int i = 0; i < 2; ++i) {
+    // The coordinates of mode i the truncated layout reaches.
+    Layout pick(mma_tiler, i == 0 ? IntTuple{1, 0} : IntTuple{0, 1});
+    Layout t = L::filter(L::composition(pick, layout_TV));
+    // CuTe keeps this layout as the tiler (a by-mode permutation of the sub-tile). Our tiled
+    // copies tile by shapes, which is the same partitioning when the coordinates reached form a
+    // block [0, n): the permutation then only renames positions inside the sub-tile, and
+    // layout_tv below is expressed in the sorted sub-tile.
+    int64_t n = L::size(t).value();
+    std::vector<bool> seen(size_t(n), false);
+    bool block = true;
+    for (int64_t j = 0; j < n && block; ++j) {
+      int64_t c = t(IntTuple(j)).as_int().value();
+      block = c >= 0 && c < n && !seen[size_t(c)];
+      if (block) seen[size_t(c)] = true;
+    }
+    if (!block)
+      throw dsl::UserError("NOT_SUPPORTED", "make_tiled_copy_C_atom: the copy atom's " + std::to_string(copy_v) +
+                                                " values per thread cover a non-contiguous part " + L::to_string(t) +
+                                                " of the MMA's mode " + std::to_string(i) +
+                                                "; only contiguous sub-tiles are supported");
+    tiler.push_back(L::Tiler(Layout(n, 1)));
+    extents.push_back(IntTuple(n));
+  }
+  Layout tile2mma = L::composition(L::make_layout(mma_tiler), L::Tiler(tiler));
+  Layout layout_tv = L::composition(L::left_inverse(tile2mma), layout_TV);
+  return make_tiled_copy(atom, layout_tv, IntTuple(extents));
 }
 
 std::string to_string(const TiledMma& t) {

@@ -38,8 +38,8 @@ TiledMma make_tiled_mma(const MmaAtom& atom, const layout::Layout& atom_layout,
                         const std::vector<std::optional<layout::Layout>>& permutation);
 
 // The per-thread view (FrgV, Rest_0, Rest_1, extra modes...) of `t` for thread `thr_index`
-// (CuTe's ThrMMA::partition_A/B/C; the thread's coordinate is its colexicographic coordinate
-// in thr_layout_vmnk, as get_slice does).
+// (CuTe's ThrMMA::partition_A/B/C; the thread's (V,M,N,K) coordinate is the one
+// thr_layout_vmnk maps to thr_index, as get_slice's get_flat_coord finds it).
 Tensor partition(const TiledMma& mma, MmaOperand which, const Tensor& t, const layout::Int& thr_index);
 // The shape partition() gives for a tensor of `shape` (CuTe's partition_shape_A/B/C).
 layout::IntTuple partition_shape(const TiledMma& mma, MmaOperand which, const layout::IntTuple& shape);
@@ -50,6 +50,13 @@ Tensor make_fragment(const TiledMma& mma, MmaOperand which, const layout::IntTup
 
 // Tiled copies that partition like the MMA's A, B or C operand (CuTe's make_tiled_copy_A/B/C).
 TiledCopy make_tiled_copy_mma(const CopyAtom& atom, const TiledMma& mma, MmaOperand which);
+
+// The smallest tiled copy that retiles the C fragment for sub-tiled epilogues (CuTe's
+// make_tiled_copy_C_atom): the C layout truncated to the copy atom's values per thread, over the
+// sub-tile those values cover. Errors: the atom moves more values than a thread holds
+// (ValueError); a sub-tile that is not a contiguous block of the MMA tile (not supported yet:
+// TiledCopy's tiler is a shape).
+TiledCopy make_tiled_copy_c_atom(const CopyAtom& atom, const TiledMma& mma);
 
 std::string to_string(const TiledMma& t);
 
