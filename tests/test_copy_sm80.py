@@ -332,3 +332,132 @@ def test_cp_async_then_ldmatrix_into_mma_fragments():
     cute.compile(_pipeline, a, b, out_a, out_b, options=CPU)(a, b, out_a, out_b)
     np.testing.assert_array_equal(out_a, a)
     np.testing.assert_array_equal(out_b, b)
+
+
+# ---- misuse -----------------------------------------------------------------------------------
+
+def _trace(body, *arrays, options=CPU):
+    """Compiles a one-warp kernel whose body is `body(tidx, *tensors)`."""
+    @cute.kernel
+    def kernel(x: cute.Tensor, y: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        body(tidx, x, y)
+
+    @cute.jit
+    def run(x: cute.Tensor, y: cute.Tensor):
+        kernel(x, y).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    return cute.compile(run, *arrays, options=options)
+
+
+def _f32(n=256):
+    return np.zeros(n, np.float32), np.zeros(n, np.float32)
+
+
+def test_ldmatrix_needs_16_bit_elements():
+    def body(tidx, x, y):
+        cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float32)
+
+    with pytest.raises(cute.DSLUserCodeError, match="LdMatrix8x8x16bOp moves 16-bit elements.*Float32|f32") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+    def body8(tidx, x, y):
+        cute.make_copy_atom(warp.LdMatrix8x16x8bOp(True, 4), cutlass.Int8)
+
+    with pytest.raises(cute.DSLUserCodeError, match="8-bit elements cannot be transposed"):
+        _trace(body8, *_f32())
+
+
+def test_ldmatrix_atom_and_tensor_types_must_agree():
+    def body(tidx, x, y):
+        s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 256, alignment=16), cute.make_layout((256,)))
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16)
+        tc = cute.make_tiled_copy(atom, atom.layout_dst_tv, (256,))
+        thr = tc.get_slice(tidx)
+        cute.copy(atom, thr.partition_S(s), cute.make_rmem_tensor(((8, 1), 1), cutlass.Float32))
+
+    with pytest.raises(cute.DSLUserCodeError, match="atom of Float16 used with a tensor of f32|atom of f16") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+
+def test_ldmatrix_tiled_copy_needs_a_warp_and_no_predicate():
+    def body(tidx, x, y):
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 1), cutlass.Float16)
+        cute.make_tiled_copy(atom, cute.make_layout((16, 2)), (32,))
+
+    with pytest.raises(ValueError, match="16 threads cannot run the LdMatrix8x8x16bOp atom.*multiple of 32"):
+        _trace(body, *_f32())
+
+    def body_pred(tidx, x, y):
+        s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float16, 256, alignment=16), cute.make_layout((256,)))
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16)
+        thr = cute.make_tiled_copy(atom, atom.layout_dst_tv, (256,)).get_slice(tidx)
+        p = cute.make_rmem_tensor((1,), cutlass.Boolean)
+        cute.copy(atom, thr.partition_S(s), cute.make_rmem_tensor(((8, 1), 1), cutlass.Float16), pred=p)
+
+    with pytest.raises(cute.DSLUserCodeError, match="warp-collective.*cannot be predicated") as e:
+        _trace(body_pred, *_f32())
+    assert e.value.filename == __file__
+
+
+@pytest.mark.parametrize("bits", [16, 48, 256])
+def test_cp_async_copies_4_8_or_16_bytes(bits):
+    def body(tidx, x, y):
+        cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float16, num_bits_per_copy=bits)
+
+    with pytest.raises(cute.DSLUserCodeError, match=f"32, 64 or 128 bits.*num_bits_per_copy={bits}") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+
+def test_cp_async_cache_modes():
+    def body(tidx, x, y):
+        cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), cutlass.Float32,
+                            num_bits_per_copy=64)
+
+    with pytest.raises(cute.DSLUserCodeError, match="GLOBAL.*128 bits only"):
+        _trace(body, *_f32())
+
+    def body_streaming(tidx, x, y):
+        cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.STREAMING), cutlass.Float32,
+                            num_bits_per_copy=128)
+
+    with pytest.raises(cute.DSLUserCodeError, match="ALWAYS .*GLOBAL .*not LoadCacheMode.STREAMING"):
+        _trace(body_streaming, *_f32())
+
+
+def test_cp_async_goes_from_global_to_shared():
+    def body(tidx, x, y):
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128)
+        r = cute.make_rmem_tensor(((4,), 1), cutlass.Float32)
+        cute.copy(atom, cute.make_tensor(x.iterator, cute.make_layout(((4,), 1))), r)
+
+    with pytest.raises(cute.DSLUserCodeError, match="global to shared.*destination must be in shared memory") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+
+def test_misaligned_cp_async_is_an_error():
+    # Statically: the second call starts 24 bytes into a 16-byte aligned buffer.
+    def body(tidx, x, y):
+        s = cute.arch.alloc_smem(cutlass.Float32, 64, alignment=16)
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128)
+        cute.copy(atom, cute.make_tensor(x.iterator, cute.make_layout((4, 2), stride=(1, 8))),
+                  cute.make_tensor(s, cute.make_layout((4, 2), stride=(1, 6))))
+
+    with pytest.raises(cute.DSLUserCodeError, match="misaligned: element offset 6") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+    # At run time: a source 8 bytes past a 16-byte boundary.
+    def body_runtime(tidx, x, y):
+        s = cute.arch.alloc_smem(cutlass.Float32, 128, alignment=16)
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128)
+        cute.copy(atom, cute.make_tensor(x.iterator + 2 + tidx * 4, cute.make_layout(((4,), 1))),
+                  cute.make_tensor(s + tidx * 4, cute.make_layout(((4,), 1))))
+
+    f = _trace(body_runtime, *_f32())
+    with pytest.raises(cute.DSLRuntimeError, match="misaligned.*not a multiple of 16"):
+        f(*_f32())

@@ -172,8 +172,6 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
   if (!src.is_memory() || !dst.is_memory())
     throw dsl::UserError("TYPE_MISMATCH", "copy needs memory tensors, got " + to_string(src) + " and " +
                                               to_string(dst));
-  if (src.layout.rank() != dst.layout.rank())
-    copy_error("source and destination ranks differ: " + to_string(src) + " vs " + to_string(dst));
   const int vbits = atom.value_bits();
   for (const Tensor* t : {&src, &dst})
     if (element_bits(t->element()) != vbits)
@@ -196,6 +194,8 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
   }
   if (pred && atom.op != "cp_async")
     throw dsl::UserError("INVALID_COPY", name + " is warp-collective: all 32 lanes execute it, it cannot be predicated");
+  if (src.layout.rank() != dst.layout.rank())
+    copy_error("source and destination ranks differ: " + to_string(src) + " vs " + to_string(dst));
 
   L::Layout sv = group_rest(src.layout), dv = group_rest(dst.layout);
   L::Int sn0 = L::size(sv, {0}), dn0 = L::size(dv, {0}), sn1 = L::size(sv, {1}), dn1 = L::size(dv, {1});
