@@ -461,3 +461,72 @@ def test_misaligned_cp_async_is_an_error():
     f = _trace(body_runtime, *_f32())
     with pytest.raises(cute.DSLRuntimeError, match="misaligned.*not a multiple of 16"):
         f(*_f32())
+
+
+# ---- tiled-copy layouts ---------------------------------------------------------------------------
+
+def test_tiled_ldmatrix_source_layout_and_tiled_copy_S():
+    seen = {}
+
+    @cute.jit
+    def layouts():
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16)
+        tc = cute.make_tiled_copy(atom, cute.make_layout(A_TV[0], stride=A_TV[1]), (16, 16))
+        src_tv = tc.layout_src_tv_tiled
+        seen["src"] = [[cute.crd2idx((t, i), src_tv) for i in range(8)] for t in range(32)]
+        dst_tv = tc.layout_dst_tv_tiled
+        seen["dst"] = [[cute.crd2idx((t, v), dst_tv) for v in range(8)] for t in range(32)]
+        # A universal atom arranged as the ldmatrix copy's source side.
+        s_copy = cute.make_tiled_copy_S(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16), tc)
+        seen["S"] = [[cute.crd2idx((t, i), s_copy.layout_tv_tiled) for i in range(8)] for t in range(32)]
+        d_copy = cute.make_tiled_copy_D(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16), tc)
+        seen["D"] = [[cute.crd2idx((t, v), d_copy.layout_tv_tiled) for v in range(8)] for t in range(32)]
+
+    layouts()
+    # ldmatrix x4 over the m16n8k16 A tile: lane t names row t%8 of matrix t//8; the matrices are
+    # (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15); each row is 8 k values.
+    want_src = [[(t % 8 + 8 * ((t // 8) % 2)) + 16 * (8 * (t // 16) + i) for i in range(8)] for t in range(32)]
+    assert seen["src"] == want_src
+    assert seen["S"] == want_src
+    # The destination side is the MMA's own layout.
+    want_dst = [[32 * (t % 4) + t // 4 + 16 * (v % 2) + 8 * ((v // 2) % 2) + 128 * (v // 4) for v in range(8)]
+                for t in range(32)]
+    assert seen["dst"] == want_dst
+    assert seen["D"] == want_dst
+
+
+@cute.kernel
+def _retile_repeats_kernel(a: cute.Tensor, out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    sA = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float16, 1024, alignment=16),
+                          cute.make_layout((32, 32), stride=(32, 1)))
+    for i in cutlass.range_constexpr(32):
+        sA[tidx, i] = a[tidx * 32 + i]
+    cute.arch.sync_threads()
+    s2r = cute.make_tiled_copy(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16),
+                               cute.make_layout(A_TV[0], stride=A_TV[1]), (16, 16))
+    # An MMA fragment repeated over the 32x32 tile: (values, MMA_M, MMA_K) = ((2,2,2), 2, 2).
+    rA = cute.make_rmem_tensor(((2, 2, 2), 2, 2), cutlass.Float16)
+    thr = s2r.get_slice(tidx)
+    src, view = thr.partition_S(sA), thr.retile(rA)
+    for k in cutlass.range_constexpr(2):  # one k-block at a time, as a GEMM main loop does
+        cute.copy(s2r, src[None, None, k], view[None, None, k])
+    base = 32 * (tidx % 4) + tidx // 4
+    for mk in cutlass.range_constexpr(2):
+        for mm in cutlass.range_constexpr(2):
+            for v in cutlass.range_constexpr(8):
+                idx = base + 16 * (v % 2) + 8 * ((v // 2) % 2) + 128 * (v // 4)
+                m, k = mm * 16 + idx % 16, mk * 16 + idx // 16
+                out[m * 32 + k] = rA[v, mm, mk]
+
+
+@cute.jit
+def _retile_repeats(a: cute.Tensor, out: cute.Tensor):
+    _retile_repeats_kernel(a, out).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_retile_fragment_with_mma_repeats():
+    a = (np.arange(1024) % 2000 - 1000).astype(np.float16)
+    out = np.zeros(1024, np.float16)
+    cute.compile(_retile_repeats, a, out, options=CPU)(a, out)
+    np.testing.assert_array_equal(out, a)
