@@ -530,3 +530,86 @@ def test_retile_fragment_with_mma_repeats():
     out = np.zeros(1024, np.float16)
     cute.compile(_retile_repeats, a, out, options=CPU)(a, out)
     np.testing.assert_array_equal(out, a)
+
+
+# ---- a multi-stage cp.async pipeline in a dynamic loop (the shape of NVIDIA's GEMM main loops) ----
+
+STAGES = 3
+
+
+def _multistage(wait_pending, barrier_after_wait):
+    @cute.kernel
+    def kernel(a: cute.Tensor, out: cute.Tensor, n_tiles: cutlass.Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        gA = cute.make_tensor(a.iterator, cute.make_layout((128, n_tiles)))
+        sA = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 128 * STAGES, alignment=16),
+                              cute.make_layout((128, STAGES)))
+        tc = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), cutlass.Float32,
+                                num_bits_per_copy=128),
+            cute.make_layout((32,)), cute.make_layout((4,)))
+        thr = tc.get_slice(tidx)
+        p = cute.make_rmem_tensor((1, 1), cutlass.Boolean)
+        for s in cutlass.range_constexpr(STAGES - 1):
+            p[0] = s < n_tiles
+            cute.copy(tc, thr.partition_S(gA[None, s]), thr.partition_D(sA[None, s]), pred=p)
+            cute.arch.cp_async_commit_group()
+        for k in range(n_tiles):
+            cute.arch.cp_async_wait_group(wait_pending)
+            if cutlass.const_expr(barrier_after_wait):
+                cute.arch.sync_threads()
+            stage = sA[None, k % STAGES]
+            for i in cutlass.range_constexpr(4):
+                j = tidx * 4 + i
+                out[k * 128 + j] = stage[(j + 4) % 128] * 2.0  # the neighbour's data
+            cute.arch.sync_threads()
+            # Refill the stage read last; past the end the zero-fill form keeps the group count.
+            nxt = k + STAGES - 1
+            p[0] = nxt < n_tiles
+            cute.copy(tc, thr.partition_S(gA[None, nxt]), thr.partition_D(sA[None, nxt % STAGES]), pred=p)
+            cute.arch.cp_async_commit_group()
+
+    @cute.jit
+    def run(a: cute.Tensor, out: cute.Tensor, n_tiles: cutlass.Int32):
+        kernel(a, out, n_tiles).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    return run
+
+
+def test_multistage_cp_async_pipeline():
+    n = 7
+    a = np.random.default_rng(1).standard_normal(128 * n).astype(np.float32)
+    out = np.zeros_like(a)
+    cute.compile(_multistage(STAGES - 2, True), a, out, n, options=CPU)(a, out, n)
+    want = np.roll(a.reshape(n, 128), -4, axis=1).reshape(-1) * 2
+    np.testing.assert_array_equal(out, want)
+
+
+def test_multistage_pipeline_races_are_reported():
+    n = 5
+    a = np.ones(128 * n, np.float32)
+    out = np.zeros_like(a)
+    # Waiting for one group too few: the stage being read is still in flight.
+    f = cute.compile(_multistage(STAGES - 1, True), a, out, n, options=CPU)
+    with pytest.raises(cute.DSLRuntimeError, match="still writes"):
+        f(a, out, n)
+    # No barrier after the wait: the neighbour's copy landed but is not visible to this thread.
+    f = cute.compile(_multistage(STAGES - 2, False), a, out, n, options=CPU)
+    with pytest.raises(cute.DSLRuntimeError, match="no barrier has made it visible"):
+        f(a, out, n)
+
+
+def test_pipeline_ptx_for_sm80_and_sm90a():
+    a = np.zeros(256, np.float16)
+    b = np.zeros(128, np.float16)
+    for arch in ("sm_80", "sm_90a"):
+        f = cute.compile(_pipeline, a, b, a, b, options=f"{CPU} --gpu-arch {arch}")
+        ptx = f.__ptx__
+        if ptx is None:
+            pytest.skip("libNVVM not available")
+        for want in ("cp.async.cg.shared.global", "cp.async.ca.shared.global", "cp.async.commit_group",
+                     "cp.async.wait_group 0", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                     "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"):
+            assert want in ptx, (arch, want)
+        # The fragments stay in registers.
+        assert "ld.local" not in ptx and "st.local" not in ptx, arch
