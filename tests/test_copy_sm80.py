@@ -613,3 +613,44 @@ def test_pipeline_ptx_for_sm80_and_sm90a():
             assert want in ptx, (arch, want)
         # The fragments stay in registers.
         assert "ld.local" not in ptx and "st.local" not in ptx, arch
+
+
+# ---- autovec_copy / basic_copy --------------------------------------------------------------------
+
+@cute.kernel
+def _autovec_kernel(a: cute.Tensor, out: cute.Tensor, out2: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 32 * 8, alignment=16),
+                         cute.make_layout((8, 32), stride=(1, 8)))
+    g = cute.make_tensor(a.iterator, cute.make_layout((8, 32), stride=(1, 8)))
+    cute.autovec_copy(g[None, tidx], s[None, tidx])
+    cute.arch.sync_threads()
+    r = cute.make_rmem_tensor((8,), cutlass.Float32)
+    cute.autovec_copy(s[None, (tidx + 1) % 32], r)  # a neighbour's column, into registers
+    cute.autovec_copy(r, cute.make_tensor(out.iterator, cute.make_layout((8, 32), stride=(1, 8)))[None, tidx])
+    # basic_copy pairs elements by linear index: a (2,4) column-major tile into a (4,2) row-major one.
+    src = cute.make_tensor(r.iterator, cute.make_layout((2, 4)))
+    dst = cute.make_tensor(out2.iterator + tidx * 8, cute.make_layout((4, 2), stride=(2, 1)))
+    cute.basic_copy(src, dst)
+
+
+@cute.jit
+def _autovec(a: cute.Tensor, out: cute.Tensor, out2: cute.Tensor):
+    _autovec_kernel(a, out, out2).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_autovec_copy_and_basic_copy():
+    a = np.arange(256, dtype=np.float32)
+    out = np.zeros(256, np.float32)
+    out2 = np.zeros(256, np.float32)
+    f = cute.compile(_autovec, a, out, out2, options=CPU)
+    f(a, out, out2)
+    cols = a.reshape(32, 8)  # column t = elements 8t..8t+7
+    np.testing.assert_array_equal(out.reshape(32, 8), np.roll(cols, -1, axis=0))
+    # linear index i of (4,2):(2,1) is (i%4, i//4) -> offset 2*(i%4) + i//4
+    lin = np.arange(8)
+    want = np.zeros((32, 8), np.float32)
+    want[:, 2 * (lin % 4) + lin // 4] = np.roll(cols, -1, axis=0)[:, lin]
+    np.testing.assert_array_equal(out2.reshape(32, 8), want)
+    if f.__ptx__ is not None:  # the 32-byte columns move as 16-byte vectors
+        assert "ld.shared.v4.f32" in f.__ptx__ and "st.shared.v4.f32" in f.__ptx__
