@@ -654,3 +654,13 @@ def test_autovec_copy_and_basic_copy():
     np.testing.assert_array_equal(out2.reshape(32, 8), want)
     if f.__ptx__ is not None:  # the 32-byte columns move as 16-byte vectors
         assert "ld.shared.v4.f32" in f.__ptx__ and "st.shared.v4.f32" in f.__ptx__
+
+
+def test_cp_async_groups_only_in_kernels():
+    @cute.jit
+    def host():
+        cute.arch.cp_async_commit_group()
+
+    with pytest.raises(cute.DSLUserCodeError, match="cp_async_commit_group is only available inside a @cute.kernel") as e:
+        host()
+    assert e.value.filename == __file__

@@ -53,6 +53,14 @@ void check_matrices(const char* what, int num) {
 
 int element_bits(ir::Type t) { return t->is_bool() ? 8 : t->width; }
 
+// The builder of the kernel being traced: these are device instructions.
+ir::Builder& kernel_builder(const std::string& what) {
+  dsl::Tracer& t = dsl::Tracer::require(what.c_str());
+  if (!t.in_kernel())
+    throw dsl::UserError("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
+  return trace_builder(what.c_str());
+}
+
 }  // namespace
 
 void set_target_arch(const std::string& arch) { arch_storage() = arch; }
@@ -215,7 +223,7 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
                  std::to_string(calls * nrest) + ")");
   }
   L::Layout svm = sv[0], dvm = dv[0];
-  ir::Builder& b = trace_builder("copy");
+  ir::Builder& b = kernel_builder("copy with " + name);
   for (int64_t r = 0; r < nrest; ++r) {
     for (int64_t c = 0; c < calls; ++c) {
       const int64_t ks = c * ns, kd = c * nd;
@@ -272,14 +280,14 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
 }
 
 void cp_async_commit_group() {
-  trace_builder("cp_async_commit_group").create(ir::OpCode::CpAsyncCommit, {}, {});
+  kernel_builder("cp_async_commit_group").create(ir::OpCode::CpAsyncCommit, {}, {});
 }
 
 void cp_async_wait_group(int64_t n) {
   if (n < 0)
     throw dsl::UserError("INVALID_ARGUMENT", "cp_async_wait_group needs a number of pending groups >= 0, got " +
                                                  std::to_string(n));
-  ir::Op* op = trace_builder("cp_async_wait_group").create(ir::OpCode::CpAsyncWait, {}, {});
+  ir::Op* op = kernel_builder("cp_async_wait_group").create(ir::OpCode::CpAsyncWait, {}, {});
   op->int_attr = n;
 }
 
