@@ -424,8 +424,9 @@ def test_cp_async_cache_modes():
         cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.STREAMING), cutlass.Float32,
                             num_bits_per_copy=128)
 
-    with pytest.raises(cute.DSLUserCodeError, match="ALWAYS .*GLOBAL .*not LoadCacheMode.STREAMING"):
+    with pytest.raises(cute.DSLUserCodeError, match="ALWAYS .*GLOBAL .*not LoadCacheMode.STREAMING") as e:
         _trace(body_streaming, *_f32())
+    assert e.value.filename == __file__
 
 
 def test_cp_async_goes_from_global_to_shared():

@@ -263,14 +263,12 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
           copy_error(name + ": each thread's " + std::to_string(nd) + " destination values are one 16-byte matrix "
                      "row and must be consecutive in shared memory: " + to_string(dst));
         ir::Value* row = call_pointer(b, dst, dv, kd, r, 16, name);
-        ir::Type vt = ir::vector_type(atom.value_type, ns);
         ir::Value* v = nullptr;
         for (int i = 0; i < ns; ++i) {
           ir::Value* x = b.load(element_pointer(b, src, sv, ks + i, r), src.element());
           if (src.element() != atom.value_type) x = b.bitcast(x, atom.value_type);
           v = i == 0 ? b.vec_splat(x, ns) : b.vec_insert(v, x, i);
         }
-        (void)vt;
         ir::Op* op = b.create(ir::OpCode::StMatrix, {row, v}, {});
         op->int_attr = atom.num_matrices;
         op->ints = {atom.transpose ? 1 : 0};
