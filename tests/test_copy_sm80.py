@@ -665,3 +665,60 @@ def test_cp_async_groups_only_in_kernels():
     with pytest.raises(cute.DSLUserCodeError, match="cp_async_commit_group is only available inside a @cute.kernel") as e:
         host()
     assert e.value.filename == __file__
+
+
+# ---- the same kernels on the GPU (skipped without one) -----------------------------------------
+
+def _on_gpu(run, *arrays):
+    """Runs `run` on the GPU (the device's arch) over copies of the numpy arrays (ints pass
+    through); returns the arrays' contents afterwards."""
+    torch = pytest.importorskip("torch")
+    cutlass.cuda.initialize_cuda_context()
+    args = [torch.from_numpy(a.copy()).cuda() if isinstance(a, np.ndarray) else a for a in arrays]
+    run(*args)
+    torch.cuda.synchronize()
+    return [t.cpu().numpy() if isinstance(a, np.ndarray) else t for a, t in zip(arrays, args)]
+
+
+@pytest.mark.gpu
+def test_gpu_ldmatrix_stmatrix_match_the_ptx_model():
+    for num in (1, 2, 4):
+        for trans in (False, True):
+            run, elems = _ldmatrix_kernel(warp.LdMatrix8x8x16bOp(transpose=trans, num_matrices=num), cutlass.Float16,
+                                          num, 2 * num)
+            a = (np.arange(elems) % 2048).astype(np.float16)
+            _, regs, back = _on_gpu(run, a, np.zeros(64 * num, np.float16), np.zeros(elems, np.float16))
+            np.testing.assert_array_equal(regs.reshape(32, 2 * num), ldmatrix_model(a.reshape(num, 8, 8), trans))
+            np.testing.assert_array_equal(back, a)
+            run, elems = _stmatrix_kernel(num, trans)
+            regs = (np.arange(64 * num) * 3 % 1999).astype(np.float16)
+            _, out = _on_gpu(run, regs, np.zeros(elems, np.float16))
+            np.testing.assert_array_equal(ldmatrix_model(out.reshape(num, 8, 8), trans), regs.reshape(32, 2 * num))
+    run, elems = _ldmatrix_kernel(warp.LdMatrix8x16x8bOp(False, 4), cutlass.Int8, 4, 16)
+    a = (np.arange(elems) % 251 - 120).astype(np.int8)
+    _, regs, _ = _on_gpu(run, a, np.zeros(512, np.int8), np.zeros(elems, np.int8))
+    np.testing.assert_array_equal(regs.reshape(32, 16), ldmatrix_model_8bit(a.reshape(4, 8, 16)))
+
+
+@pytest.mark.gpu
+def test_gpu_cp_async_zero_fill_and_pipelines():
+    for bits, mode in ((32, cpasync.LoadCacheMode.ALWAYS), (64, cpasync.LoadCacheMode.ALWAYS),
+                       (128, cpasync.LoadCacheMode.GLOBAL)):
+        run, threads = _cp_async_kernel(bits, mode, True)
+        a = np.arange(1, N_ASYNC + 1, dtype=np.float32)
+        mask = (np.arange(threads) % 3 != 1).astype(np.int32)
+        _, _, out = _on_gpu(run, a, mask, np.zeros(N_ASYNC, np.float32))
+        np.testing.assert_array_equal(out, np.where(np.repeat(mask != 0, bits // 32), a, np.float32(0)))
+    n = 7
+    a = np.random.default_rng(1).standard_normal(128 * n).astype(np.float32)
+    _, out, _ = _on_gpu(_multistage(STAGES - 2, True), a, np.zeros_like(a), n)
+    np.testing.assert_array_equal(out, np.roll(a.reshape(n, 128), -4, axis=1).reshape(-1) * 2)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(256).astype(np.float16)
+    b = rng.standard_normal(128).astype(np.float16)
+    _, _, out_a, out_b = _on_gpu(_pipeline, a, b, np.zeros(256, np.float16), np.zeros(128, np.float16))
+    np.testing.assert_array_equal(out_a, a)
+    np.testing.assert_array_equal(out_b, b)
+    a = (np.arange(1024) % 2000 - 1000).astype(np.float16)
+    _, out = _on_gpu(_retile_repeats, a, np.zeros(1024, np.float16))
+    np.testing.assert_array_equal(out, a)
