@@ -332,3 +332,393 @@ def test_cp_async_then_ldmatrix_into_mma_fragments():
     cute.compile(_pipeline, a, b, out_a, out_b, options=CPU)(a, b, out_a, out_b)
     np.testing.assert_array_equal(out_a, a)
     np.testing.assert_array_equal(out_b, b)
+
+
+# ---- misuse -----------------------------------------------------------------------------------
+
+def _trace(body, *arrays, options=CPU):
+    """Compiles a one-warp kernel whose body is `body(tidx, *tensors)`."""
+    @cute.kernel
+    def kernel(x: cute.Tensor, y: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        body(tidx, x, y)
+
+    @cute.jit
+    def run(x: cute.Tensor, y: cute.Tensor):
+        kernel(x, y).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    return cute.compile(run, *arrays, options=options)
+
+
+def _f32(n=256):
+    return np.zeros(n, np.float32), np.zeros(n, np.float32)
+
+
+def test_ldmatrix_needs_16_bit_elements():
+    def body(tidx, x, y):
+        cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float32)
+
+    with pytest.raises(cute.DSLUserCodeError, match="LdMatrix8x8x16bOp moves 16-bit elements.*Float32|f32") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+    def body8(tidx, x, y):
+        cute.make_copy_atom(warp.LdMatrix8x16x8bOp(True, 4), cutlass.Int8)
+
+    with pytest.raises(cute.DSLUserCodeError, match="8-bit elements cannot be transposed"):
+        _trace(body8, *_f32())
+
+
+def test_ldmatrix_atom_and_tensor_types_must_agree():
+    def body(tidx, x, y):
+        s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 256, alignment=16), cute.make_layout((256,)))
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16)
+        tc = cute.make_tiled_copy(atom, atom.layout_dst_tv, (256,))
+        thr = tc.get_slice(tidx)
+        cute.copy(atom, thr.partition_S(s), cute.make_rmem_tensor(((8, 1), 1), cutlass.Float32))
+
+    with pytest.raises(cute.DSLUserCodeError, match="atom of Float16 used with a tensor of f32|atom of f16") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+
+def test_ldmatrix_tiled_copy_needs_a_warp_and_no_predicate():
+    def body(tidx, x, y):
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 1), cutlass.Float16)
+        cute.make_tiled_copy(atom, cute.make_layout((16, 2)), (32,))
+
+    with pytest.raises(ValueError, match="16 threads cannot run the LdMatrix8x8x16bOp atom.*multiple of 32"):
+        _trace(body, *_f32())
+
+    def body_pred(tidx, x, y):
+        s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float16, 256, alignment=16), cute.make_layout((256,)))
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16)
+        thr = cute.make_tiled_copy(atom, atom.layout_dst_tv, (256,)).get_slice(tidx)
+        p = cute.make_rmem_tensor((1,), cutlass.Boolean)
+        cute.copy(atom, thr.partition_S(s), cute.make_rmem_tensor(((8, 1), 1), cutlass.Float16), pred=p)
+
+    with pytest.raises(cute.DSLUserCodeError, match="warp-collective.*cannot be predicated") as e:
+        _trace(body_pred, *_f32())
+    assert e.value.filename == __file__
+
+
+@pytest.mark.parametrize("bits", [16, 48, 256])
+def test_cp_async_copies_4_8_or_16_bytes(bits):
+    def body(tidx, x, y):
+        cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float16, num_bits_per_copy=bits)
+
+    with pytest.raises(cute.DSLUserCodeError, match=f"32, 64 or 128 bits.*num_bits_per_copy={bits}") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+
+def test_cp_async_cache_modes():
+    def body(tidx, x, y):
+        cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), cutlass.Float32,
+                            num_bits_per_copy=64)
+
+    with pytest.raises(cute.DSLUserCodeError, match="GLOBAL.*128 bits only"):
+        _trace(body, *_f32())
+
+    def body_streaming(tidx, x, y):
+        cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.STREAMING), cutlass.Float32,
+                            num_bits_per_copy=128)
+
+    with pytest.raises(cute.DSLUserCodeError, match="ALWAYS .*GLOBAL .*not LoadCacheMode.STREAMING") as e:
+        _trace(body_streaming, *_f32())
+    assert e.value.filename == __file__
+
+
+def test_cp_async_goes_from_global_to_shared():
+    def body(tidx, x, y):
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128)
+        r = cute.make_rmem_tensor(((4,), 1), cutlass.Float32)
+        cute.copy(atom, cute.make_tensor(x.iterator, cute.make_layout(((4,), 1))), r)
+
+    with pytest.raises(cute.DSLUserCodeError, match="global to shared.*destination must be in shared memory") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+
+def test_misaligned_cp_async_is_an_error():
+    # Statically: the second call starts 24 bytes into a 16-byte aligned buffer.
+    def body(tidx, x, y):
+        s = cute.arch.alloc_smem(cutlass.Float32, 64, alignment=16)
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128)
+        cute.copy(atom, cute.make_tensor(x.iterator, cute.make_layout((4, 2), stride=(1, 8))),
+                  cute.make_tensor(s, cute.make_layout((4, 2), stride=(1, 6))))
+
+    with pytest.raises(cute.DSLUserCodeError, match="misaligned: element offset 6") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+
+    # At run time: a source 8 bytes past a 16-byte boundary.
+    def body_runtime(tidx, x, y):
+        s = cute.arch.alloc_smem(cutlass.Float32, 128, alignment=16)
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(), cutlass.Float32, num_bits_per_copy=128)
+        cute.copy(atom, cute.make_tensor(x.iterator + 2 + tidx * 4, cute.make_layout(((4,), 1))),
+                  cute.make_tensor(s + tidx * 4, cute.make_layout(((4,), 1))))
+
+    f = _trace(body_runtime, *_f32())
+    with pytest.raises(cute.DSLRuntimeError, match="misaligned.*not a multiple of 16"):
+        f(*_f32())
+
+
+# ---- tiled-copy layouts ---------------------------------------------------------------------------
+
+def test_tiled_ldmatrix_source_layout_and_tiled_copy_S():
+    seen = {}
+
+    @cute.jit
+    def layouts():
+        atom = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16)
+        tc = cute.make_tiled_copy(atom, cute.make_layout(A_TV[0], stride=A_TV[1]), (16, 16))
+        src_tv = tc.layout_src_tv_tiled
+        seen["src"] = [[cute.crd2idx((t, i), src_tv) for i in range(8)] for t in range(32)]
+        dst_tv = tc.layout_dst_tv_tiled
+        seen["dst"] = [[cute.crd2idx((t, v), dst_tv) for v in range(8)] for t in range(32)]
+        # A universal atom arranged as the ldmatrix copy's source side.
+        s_copy = cute.make_tiled_copy_S(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16), tc)
+        seen["S"] = [[cute.crd2idx((t, i), s_copy.layout_tv_tiled) for i in range(8)] for t in range(32)]
+        d_copy = cute.make_tiled_copy_D(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16), tc)
+        seen["D"] = [[cute.crd2idx((t, v), d_copy.layout_tv_tiled) for v in range(8)] for t in range(32)]
+
+    layouts()
+    # ldmatrix x4 over the m16n8k16 A tile: lane t names row t%8 of matrix t//8; the matrices are
+    # (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15); each row is 8 k values.
+    want_src = [[(t % 8 + 8 * ((t // 8) % 2)) + 16 * (8 * (t // 16) + i) for i in range(8)] for t in range(32)]
+    assert seen["src"] == want_src
+    assert seen["S"] == want_src
+    # The destination side is the MMA's own layout.
+    want_dst = [[32 * (t % 4) + t // 4 + 16 * (v % 2) + 8 * ((v // 2) % 2) + 128 * (v // 4) for v in range(8)]
+                for t in range(32)]
+    assert seen["dst"] == want_dst
+    assert seen["D"] == want_dst
+
+
+@cute.kernel
+def _retile_repeats_kernel(a: cute.Tensor, out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    sA = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float16, 1024, alignment=16),
+                          cute.make_layout((32, 32), stride=(32, 1)))
+    for i in cutlass.range_constexpr(32):
+        sA[tidx, i] = a[tidx * 32 + i]
+    cute.arch.sync_threads()
+    s2r = cute.make_tiled_copy(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float16),
+                               cute.make_layout(A_TV[0], stride=A_TV[1]), (16, 16))
+    # An MMA fragment repeated over the 32x32 tile: (values, MMA_M, MMA_K) = ((2,2,2), 2, 2).
+    rA = cute.make_rmem_tensor(((2, 2, 2), 2, 2), cutlass.Float16)
+    thr = s2r.get_slice(tidx)
+    src, view = thr.partition_S(sA), thr.retile(rA)
+    for k in cutlass.range_constexpr(2):  # one k-block at a time, as a GEMM main loop does
+        cute.copy(s2r, src[None, None, k], view[None, None, k])
+    base = 32 * (tidx % 4) + tidx // 4
+    for mk in cutlass.range_constexpr(2):
+        for mm in cutlass.range_constexpr(2):
+            for v in cutlass.range_constexpr(8):
+                idx = base + 16 * (v % 2) + 8 * ((v // 2) % 2) + 128 * (v // 4)
+                m, k = mm * 16 + idx % 16, mk * 16 + idx // 16
+                out[m * 32 + k] = rA[v, mm, mk]
+
+
+@cute.jit
+def _retile_repeats(a: cute.Tensor, out: cute.Tensor):
+    _retile_repeats_kernel(a, out).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_retile_fragment_with_mma_repeats():
+    a = (np.arange(1024) % 2000 - 1000).astype(np.float16)
+    out = np.zeros(1024, np.float16)
+    cute.compile(_retile_repeats, a, out, options=CPU)(a, out)
+    np.testing.assert_array_equal(out, a)
+
+
+# ---- a multi-stage cp.async pipeline in a dynamic loop (the shape of NVIDIA's GEMM main loops) ----
+
+STAGES = 3
+
+
+def _multistage(wait_pending, barrier_after_wait):
+    @cute.kernel
+    def kernel(a: cute.Tensor, out: cute.Tensor, n_tiles: cutlass.Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        gA = cute.make_tensor(a.iterator, cute.make_layout((128, n_tiles)))
+        sA = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 128 * STAGES, alignment=16),
+                              cute.make_layout((128, STAGES)))
+        tc = cute.make_tiled_copy_tv(
+            cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), cutlass.Float32,
+                                num_bits_per_copy=128),
+            cute.make_layout((32,)), cute.make_layout((4,)))
+        thr = tc.get_slice(tidx)
+        p = cute.make_rmem_tensor((1, 1), cutlass.Boolean)
+        for s in cutlass.range_constexpr(STAGES - 1):
+            p[0] = s < n_tiles
+            cute.copy(tc, thr.partition_S(gA[None, s]), thr.partition_D(sA[None, s]), pred=p)
+            cute.arch.cp_async_commit_group()
+        for k in range(n_tiles):
+            cute.arch.cp_async_wait_group(wait_pending)
+            if cutlass.const_expr(barrier_after_wait):
+                cute.arch.sync_threads()
+            stage = sA[None, k % STAGES]
+            for i in cutlass.range_constexpr(4):
+                j = tidx * 4 + i
+                out[k * 128 + j] = stage[(j + 4) % 128] * 2.0  # the neighbour's data
+            cute.arch.sync_threads()
+            # Refill the stage read last; past the end the zero-fill form keeps the group count.
+            nxt = k + STAGES - 1
+            p[0] = nxt < n_tiles
+            cute.copy(tc, thr.partition_S(gA[None, nxt]), thr.partition_D(sA[None, nxt % STAGES]), pred=p)
+            cute.arch.cp_async_commit_group()
+
+    @cute.jit
+    def run(a: cute.Tensor, out: cute.Tensor, n_tiles: cutlass.Int32):
+        kernel(a, out, n_tiles).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    return run
+
+
+def test_multistage_cp_async_pipeline():
+    n = 7
+    a = np.random.default_rng(1).standard_normal(128 * n).astype(np.float32)
+    out = np.zeros_like(a)
+    cute.compile(_multistage(STAGES - 2, True), a, out, n, options=CPU)(a, out, n)
+    want = np.roll(a.reshape(n, 128), -4, axis=1).reshape(-1) * 2
+    np.testing.assert_array_equal(out, want)
+
+
+def test_multistage_pipeline_races_are_reported():
+    n = 5
+    a = np.ones(128 * n, np.float32)
+    out = np.zeros_like(a)
+    # Waiting for one group too few: the stage being read is still in flight.
+    f = cute.compile(_multistage(STAGES - 1, True), a, out, n, options=CPU)
+    with pytest.raises(cute.DSLRuntimeError, match="still writes"):
+        f(a, out, n)
+    # No barrier after the wait: the neighbour's copy landed but is not visible to this thread.
+    f = cute.compile(_multistage(STAGES - 2, False), a, out, n, options=CPU)
+    with pytest.raises(cute.DSLRuntimeError, match="no barrier has made it visible"):
+        f(a, out, n)
+
+
+def test_pipeline_ptx_for_sm80_and_sm90a():
+    a = np.zeros(256, np.float16)
+    b = np.zeros(128, np.float16)
+    for arch in ("sm_80", "sm_90a"):
+        f = cute.compile(_pipeline, a, b, a, b, options=f"{CPU} --gpu-arch {arch}")
+        ptx = f.__ptx__
+        if ptx is None:
+            pytest.skip("libNVVM not available")
+        for want in ("cp.async.cg.shared.global", "cp.async.ca.shared.global", "cp.async.commit_group",
+                     "cp.async.wait_group 0", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
+                     "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"):
+            assert want in ptx, (arch, want)
+        # The fragments stay in registers.
+        assert "ld.local" not in ptx and "st.local" not in ptx, arch
+
+
+# ---- autovec_copy / basic_copy --------------------------------------------------------------------
+
+@cute.kernel
+def _autovec_kernel(a: cute.Tensor, out: cute.Tensor, out2: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 32 * 8, alignment=16),
+                         cute.make_layout((8, 32), stride=(1, 8)))
+    g = cute.make_tensor(a.iterator, cute.make_layout((8, 32), stride=(1, 8)))
+    cute.autovec_copy(g[None, tidx], s[None, tidx])
+    cute.arch.sync_threads()
+    r = cute.make_rmem_tensor((8,), cutlass.Float32)
+    cute.autovec_copy(s[None, (tidx + 1) % 32], r)  # a neighbour's column, into registers
+    cute.autovec_copy(r, cute.make_tensor(out.iterator, cute.make_layout((8, 32), stride=(1, 8)))[None, tidx])
+    # basic_copy pairs elements by linear index: a (2,4) column-major tile into a (4,2) row-major one.
+    src = cute.make_tensor(r.iterator, cute.make_layout((2, 4)))
+    dst = cute.make_tensor(out2.iterator + tidx * 8, cute.make_layout((4, 2), stride=(2, 1)))
+    cute.basic_copy(src, dst)
+
+
+@cute.jit
+def _autovec(a: cute.Tensor, out: cute.Tensor, out2: cute.Tensor):
+    _autovec_kernel(a, out, out2).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_autovec_copy_and_basic_copy():
+    a = np.arange(256, dtype=np.float32)
+    out = np.zeros(256, np.float32)
+    out2 = np.zeros(256, np.float32)
+    f = cute.compile(_autovec, a, out, out2, options=CPU)
+    f(a, out, out2)
+    cols = a.reshape(32, 8)  # column t = elements 8t..8t+7
+    np.testing.assert_array_equal(out.reshape(32, 8), np.roll(cols, -1, axis=0))
+    # linear index i of (4,2):(2,1) is (i%4, i//4) -> offset 2*(i%4) + i//4
+    lin = np.arange(8)
+    want = np.zeros((32, 8), np.float32)
+    want[:, 2 * (lin % 4) + lin // 4] = np.roll(cols, -1, axis=0)[:, lin]
+    np.testing.assert_array_equal(out2.reshape(32, 8), want)
+    if f.__ptx__ is not None:  # the 32-byte columns move as 16-byte vectors
+        assert "ld.shared.v4.f32" in f.__ptx__ and "st.shared.v4.f32" in f.__ptx__
+
+
+def test_cp_async_groups_only_in_kernels():
+    @cute.jit
+    def host():
+        cute.arch.cp_async_commit_group()
+
+    with pytest.raises(cute.DSLUserCodeError, match="cp_async_commit_group is only available inside a @cute.kernel") as e:
+        host()
+    assert e.value.filename == __file__
+
+
+# ---- the same kernels on the GPU (skipped without one) -----------------------------------------
+
+def _on_gpu(run, *arrays):
+    """Runs `run` on the GPU (the device's arch) over copies of the numpy arrays (ints pass
+    through); returns the arrays' contents afterwards."""
+    torch = pytest.importorskip("torch")
+    cutlass.cuda.initialize_cuda_context()
+    args = [torch.from_numpy(a.copy()).cuda() if isinstance(a, np.ndarray) else a for a in arrays]
+    run(*args)
+    torch.cuda.synchronize()
+    return [t.cpu().numpy() if isinstance(a, np.ndarray) else t for a, t in zip(arrays, args)]
+
+
+@pytest.mark.gpu
+def test_gpu_ldmatrix_stmatrix_match_the_ptx_model():
+    for num in (1, 2, 4):
+        for trans in (False, True):
+            run, elems = _ldmatrix_kernel(warp.LdMatrix8x8x16bOp(transpose=trans, num_matrices=num), cutlass.Float16,
+                                          num, 2 * num)
+            a = (np.arange(elems) % 2048).astype(np.float16)
+            _, regs, back = _on_gpu(run, a, np.zeros(64 * num, np.float16), np.zeros(elems, np.float16))
+            np.testing.assert_array_equal(regs.reshape(32, 2 * num), ldmatrix_model(a.reshape(num, 8, 8), trans))
+            np.testing.assert_array_equal(back, a)
+            run, elems = _stmatrix_kernel(num, trans)
+            regs = (np.arange(64 * num) * 3 % 1999).astype(np.float16)
+            _, out = _on_gpu(run, regs, np.zeros(elems, np.float16))
+            np.testing.assert_array_equal(ldmatrix_model(out.reshape(num, 8, 8), trans), regs.reshape(32, 2 * num))
+    run, elems = _ldmatrix_kernel(warp.LdMatrix8x16x8bOp(False, 4), cutlass.Int8, 4, 16)
+    a = (np.arange(elems) % 251 - 120).astype(np.int8)
+    _, regs, _ = _on_gpu(run, a, np.zeros(512, np.int8), np.zeros(elems, np.int8))
+    np.testing.assert_array_equal(regs.reshape(32, 16), ldmatrix_model_8bit(a.reshape(4, 8, 16)))
+
+
+@pytest.mark.gpu
+def test_gpu_cp_async_zero_fill_and_pipelines():
+    for bits, mode in ((32, cpasync.LoadCacheMode.ALWAYS), (64, cpasync.LoadCacheMode.ALWAYS),
+                       (128, cpasync.LoadCacheMode.GLOBAL)):
+        run, threads = _cp_async_kernel(bits, mode, True)
+        a = np.arange(1, N_ASYNC + 1, dtype=np.float32)
+        mask = (np.arange(threads) % 3 != 1).astype(np.int32)
+        _, _, out = _on_gpu(run, a, mask, np.zeros(N_ASYNC, np.float32))
+        np.testing.assert_array_equal(out, np.where(np.repeat(mask != 0, bits // 32), a, np.float32(0)))
+    n = 7
+    a = np.random.default_rng(1).standard_normal(128 * n).astype(np.float32)
+    _, out, _ = _on_gpu(_multistage(STAGES - 2, True), a, np.zeros_like(a), n)
+    np.testing.assert_array_equal(out, np.roll(a.reshape(n, 128), -4, axis=1).reshape(-1) * 2)
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(256).astype(np.float16)
+    b = rng.standard_normal(128).astype(np.float16)
+    _, _, out_a, out_b = _on_gpu(_pipeline, a, b, np.zeros(256, np.float16), np.zeros(128, np.float16))
+    np.testing.assert_array_equal(out_a, a)
+    np.testing.assert_array_equal(out_b, b)
+    a = (np.arange(1024) % 2000 - 1000).astype(np.float16)
+    _, out = _on_gpu(_retile_repeats, a, np.zeros(1024, np.float16))
+    np.testing.assert_array_equal(out, a)

@@ -454,7 +454,6 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         Sm80WarpContext ctx;
         ctx.regs = R;
         ctx.mask = m;
-        ctx.live = warp.live;
         ctx.first_thread = warp.first_thread;
         ctx.async = &w.async;
         ctx.check = [&](int lane, uintptr_t addr, size_t bytes, bool store, bool smem) {

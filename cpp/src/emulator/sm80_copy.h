@@ -57,7 +57,6 @@ class AsyncCopyTracker {
 struct Sm80WarpContext {
   Scalar* regs = nullptr;  // SoA: register r of lane l at regs[r * 32 + l]
   uint32_t mask = 0;       // active lanes
-  uint32_t live = 0;       // lanes that exist (a partial last warp has fewer)
   unsigned first_thread = 0;
   AsyncCopyTracker* async = nullptr;
   // Bounds and alignment check of one access (raises); `smem` says it must be shared memory.

@@ -53,6 +53,14 @@ void check_matrices(const char* what, int num) {
 
 int element_bits(ir::Type t) { return t->is_bool() ? 8 : t->width; }
 
+// The builder of the kernel being traced: these are device instructions.
+ir::Builder& kernel_builder(const std::string& what) {
+  dsl::Tracer& t = dsl::Tracer::require(what.c_str());
+  if (!t.in_kernel())
+    throw dsl::UserError("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
+  return trace_builder(what.c_str());
+}
+
 }  // namespace
 
 void set_target_arch(const std::string& arch) { arch_storage() = arch; }
@@ -172,8 +180,6 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
   if (!src.is_memory() || !dst.is_memory())
     throw dsl::UserError("TYPE_MISMATCH", "copy needs memory tensors, got " + to_string(src) + " and " +
                                               to_string(dst));
-  if (src.layout.rank() != dst.layout.rank())
-    copy_error("source and destination ranks differ: " + to_string(src) + " vs " + to_string(dst));
   const int vbits = atom.value_bits();
   for (const Tensor* t : {&src, &dst})
     if (element_bits(t->element()) != vbits)
@@ -196,6 +202,8 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
   }
   if (pred && atom.op != "cp_async")
     throw dsl::UserError("INVALID_COPY", name + " is warp-collective: all 32 lanes execute it, it cannot be predicated");
+  if (src.layout.rank() != dst.layout.rank())
+    copy_error("source and destination ranks differ: " + to_string(src) + " vs " + to_string(dst));
 
   L::Layout sv = group_rest(src.layout), dv = group_rest(dst.layout);
   L::Int sn0 = L::size(sv, {0}), dn0 = L::size(dv, {0}), sn1 = L::size(sv, {1}), dn1 = L::size(dv, {1});
@@ -215,7 +223,7 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
                  std::to_string(calls * nrest) + ")");
   }
   L::Layout svm = sv[0], dvm = dv[0];
-  ir::Builder& b = trace_builder("copy");
+  ir::Builder& b = kernel_builder("copy with " + name);
   for (int64_t r = 0; r < nrest; ++r) {
     for (int64_t c = 0; c < calls; ++c) {
       const int64_t ks = c * ns, kd = c * nd;
@@ -255,14 +263,12 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
           copy_error(name + ": each thread's " + std::to_string(nd) + " destination values are one 16-byte matrix "
                      "row and must be consecutive in shared memory: " + to_string(dst));
         ir::Value* row = call_pointer(b, dst, dv, kd, r, 16, name);
-        ir::Type vt = ir::vector_type(atom.value_type, ns);
         ir::Value* v = nullptr;
         for (int i = 0; i < ns; ++i) {
           ir::Value* x = b.load(element_pointer(b, src, sv, ks + i, r), src.element());
           if (src.element() != atom.value_type) x = b.bitcast(x, atom.value_type);
           v = i == 0 ? b.vec_splat(x, ns) : b.vec_insert(v, x, i);
         }
-        (void)vt;
         ir::Op* op = b.create(ir::OpCode::StMatrix, {row, v}, {});
         op->int_attr = atom.num_matrices;
         op->ints = {atom.transpose ? 1 : 0};
@@ -272,14 +278,14 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
 }
 
 void cp_async_commit_group() {
-  trace_builder("cp_async_commit_group").create(ir::OpCode::CpAsyncCommit, {}, {});
+  kernel_builder("cp_async_commit_group").create(ir::OpCode::CpAsyncCommit, {}, {});
 }
 
 void cp_async_wait_group(int64_t n) {
   if (n < 0)
     throw dsl::UserError("INVALID_ARGUMENT", "cp_async_wait_group needs a number of pending groups >= 0, got " +
                                                  std::to_string(n));
-  ir::Op* op = trace_builder("cp_async_wait_group").create(ir::OpCode::CpAsyncWait, {}, {});
+  ir::Op* op = kernel_builder("cp_async_wait_group").create(ir::OpCode::CpAsyncWait, {}, {});
   op->int_attr = n;
 }
 

@@ -3,6 +3,7 @@ The atom's table, checks and IR live in C++ (cpp/src/cute/atom/copy_sm80)."""
 import enum
 
 from ... import _core
+from ..._dsl.errors import user_error
 
 
 class LoadCacheMode(enum.Enum):
@@ -32,14 +33,9 @@ class CopyG2SOp:
     def _make_copy_atom(self, dtype, num_bits):
         mode = self.cache_mode
         if mode not in (LoadCacheMode.ALWAYS, LoadCacheMode.GLOBAL):
-            raise _core_user_error(f"CopyG2SOp: cp.async caches ALWAYS (.ca) or GLOBAL (.cg), not {mode}",
-                                   "INVALID_COPY_ATOM")
+            raise user_error(f"CopyG2SOp: cp.async caches ALWAYS (.ca) or GLOBAL (.cg), not {mode}",
+                             code="INVALID_COPY_ATOM")
         return _core.cute.make_cp_async_atom(dtype, int(num_bits or 0), 1 if mode is LoadCacheMode.GLOBAL else 0)
-
-
-def _core_user_error(msg, code):
-    from ..._dsl.errors import DSLUserCodeError
-    return DSLUserCodeError(msg, code=code)
 
 
 __all__ = ["LoadCacheMode", "CopyG2SOp"]
