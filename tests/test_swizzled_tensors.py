@@ -349,3 +349,77 @@ def test_swizzles_and_composed_layouts_as_kernel_arguments():
     cute.compile(layout_args_host, from_dlpack(out), options="--target cpu")(from_dlpack(out))
     # S<3,2,3> on Int32 elements is S<3,4,3> on bytes: both views see the same element.
     np.testing.assert_array_equal(out, np.arange(512))
+
+
+# ---- attention-style storage: struct members over swizzled layouts, a transposed view ------------
+
+@cute.kernel
+def transpose_view_kernel(v: cute.Tensor, vt_out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+    s_layout = cute.tile_to_shape(atom, (32, 128), (0, 1))  # (n_block, head_dim)
+
+    @cute.struct
+    class Storage:
+        sK: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, cute.cosize(s_layout)], 1024]
+        sV: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, cute.cosize(s_layout)], 1024]
+
+    storage = cutlass.utils.SmemAllocator().allocate(Storage)
+    sV = storage.sV.get_tensor(s_layout)
+    # (head_dim, n_block) view of V, as attention kernels build it for the second GEMM.
+    sVt = cute.composition(sV, cute.make_layout((128, 32), stride=(32, 1)))
+    copy = cute.make_tiled_copy_tv(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16,
+                                                       num_bits_per_copy=128),
+                                   cute.make_layout((8, 16), stride=(16, 1)), cute.make_layout((1, 8)))
+    thr = copy.get_slice(tidx)
+    cute.copy(copy, thr.partition_S(v), thr.partition_D(sV))
+    cute.arch.sync_threads()
+    for k in cutlass.range_constexpr(32):
+        i = tidx + 128 * k
+        vt_out[i % 128, i // 128] = sVt[i % 128, i // 128]
+
+
+@cute.jit
+def transpose_view_host(v: cute.Tensor, vt_out: cute.Tensor):
+    transpose_view_kernel(v, vt_out).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_transposed_composition_of_a_swizzled_struct_member():
+    from cutlass.cute.runtime import from_dlpack
+    v = (np.arange(32 * 128) % 1999).astype(np.float16).reshape(32, 128)
+    vt = np.zeros((128, 32), np.float16)
+    cute.compile(transpose_view_host, from_dlpack(v), from_dlpack(vt), options="--target cpu")(
+        from_dlpack(v), from_dlpack(vt))
+    np.testing.assert_array_equal(vt, v.T)
+
+
+@cute.kernel
+def values_protocol_kernel(out: cute.Tensor, counts: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    ptr = cute.arch.alloc_smem(cutlass.Int32, 1024, alignment=1024)
+    atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+    s = cute.make_tensor(ptr, cute.tile_to_shape(atom, (16, 64), (0, 1)))
+    part = cute.local_partition(s, cute.make_layout((16, 8), stride=(8, 1)), tidx)  # dynamic swizzle offset
+    vals = part.__extract_mlir_values__()
+    rebuilt = part.__new_from_mlir_values__(vals)
+    for j in cutlass.range_constexpr(8):
+        rebuilt[j] = tidx * 8 + j
+    cute.arch.sync_threads()
+    for j in cutlass.range_constexpr(8):
+        out[tidx * 8 + j] = part[j]
+    if tidx == 0:
+        counts[0] = len(vals)
+
+
+@cute.jit
+def values_protocol_host(out: cute.Tensor, counts: cute.Tensor):
+    values_protocol_kernel(out, counts).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_swizzled_tensor_values_protocol_keeps_the_swizzle_offset():
+    from cutlass.cute.runtime import from_dlpack
+    out, counts = np.zeros(1024, np.int32), np.zeros(1, np.int32)
+    cute.compile(values_protocol_host, from_dlpack(out), from_dlpack(counts), options="--target cpu")(
+        from_dlpack(out), from_dlpack(counts))
+    np.testing.assert_array_equal(out, np.arange(1024))
+    assert counts[0] == 2  # the pointer and the dynamic offset inside the swizzle
