@@ -198,7 +198,7 @@ def test_register_tensors_cannot_be_swizzled():
         cute.make_rmem_tensor(cute.make_composed_layout(cute.make_swizzle(2, 0, 3), 0, cute.make_layout(32)),
                               cutlass.Float32)
 
-    with pytest.raises(cutlass.cute.DSLUserCodeError, match="register tensors take a plain layout"):
+    with pytest.raises(cutlass.cute.DSLUserCodeError, match="register and coordinate tensors take a plain layout"):
         cute.compile(f, options="--target cpu")
 
 
@@ -423,3 +423,58 @@ def test_swizzled_tensor_values_protocol_keeps_the_swizzle_offset():
         from_dlpack(out), from_dlpack(counts))
     np.testing.assert_array_equal(out, np.arange(1024))
     assert counts[0] == 2  # the pointer and the dynamic offset inside the swizzle
+
+
+def _compile_kernel_body(body):
+    @cute.kernel
+    def k(g: cute.Tensor):
+        body(g)
+
+    @cute.jit
+    def f(g: cute.Tensor):
+        k(g).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+    from cutlass.cute.runtime import from_dlpack
+    g = np.zeros(64, np.float32)
+    cute.compile(f, from_dlpack(g), options="--target cpu")
+
+
+def test_swizzled_pointer_with_a_composed_layout_is_an_error():
+    def body(g):
+        p = cute.recast_ptr(cute.arch.alloc_smem(cutlass.Float32, 64), cute.make_swizzle(2, 4, 3))
+        cute.make_tensor(p, cute.make_composed_layout(cute.make_swizzle(2, 2, 3), 0, cute.make_layout(64)))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="a swizzled pointer .* takes a plain layout"):
+        _compile_kernel_body(body)
+
+
+def test_swizzle_on_a_global_pointer_is_an_error():
+    def body(g):
+        cute.recast_ptr(g.iterator, cute.make_swizzle(2, 4, 3))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="only shared-memory pointers can carry a swizzle"):
+        _compile_kernel_body(body)
+
+
+def test_pointer_align_needs_a_power_of_two():
+    def body(g):
+        g.iterator.align(12)
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="positive power of two, got 12"):
+        _compile_kernel_body(body)
+
+
+def test_coordinate_tensor_over_a_swizzle_is_an_error():
+    def body(g):
+        cute.make_tensor((0, 0), cute.make_composed_layout(cute.make_swizzle(2, 2, 3), 0, cute.make_layout((4, 4))))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="coordinate tensors take a plain layout"):
+        _compile_kernel_body(body)
+
+
+def test_domain_offset_with_underscores_is_an_error():
+    def body(g):
+        cute.domain_offset((None, 1), cute.make_tensor(g.iterator, cute.make_layout((8, 8))))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="domain_offset needs a coordinate without"):
+        _compile_kernel_body(body)
