@@ -478,3 +478,30 @@ def test_domain_offset_with_underscores_is_an_error():
 
     with pytest.raises(cutlass.DSLUserCodeError, match="domain_offset needs a coordinate without"):
         _compile_kernel_body(body)
+
+
+@cute.kernel
+def print_swizzled_kernel():
+    ptr = cute.arch.alloc_smem(cutlass.Int32, 64, alignment=256)
+    s = cute.make_tensor(ptr, cute.make_composed_layout(cute.make_swizzle(1, 1, 2), 0,
+                                                        cute.make_layout((4, 8), stride=(8, 1))))
+    flat = cute.make_tensor(ptr, cute.make_layout(32))
+    for i in cutlass.range_constexpr(32):
+        flat[i] = i
+    cute.print_tensor(s)
+    cute.print_tensor(s[None, 1])
+
+
+@cute.jit
+def print_swizzled_host():
+    print_swizzled_kernel().launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_print_tensor_shows_the_swizzle_and_swizzled_data(capfd):
+    from print_format import printed, render
+    cute.compile(print_swizzled_host, options="--target cpu")()
+    off = np.arange(4)[:, None] * 8 + np.arange(8)[None, :]
+    data = swizzle_model(1, 1, 2, off)  # flat[i] = i, so each element shows its swizzled offset
+    header = "tensor(raw_ptr(0x<addr>: i32, smem, align<256>) o S<1,1,2> o {} o {}, data="
+    expect = render(data, header.format(0, "(4,8):(8,1)")) + render(data[:, 1], header.format(1, "(4):(8)"))
+    assert printed(capfd) == expect
