@@ -505,3 +505,34 @@ def test_print_tensor_shows_the_swizzle_and_swizzled_data(capfd):
     header = "tensor(raw_ptr(0x<addr>: i32, smem, align<256>) o S<1,1,2> o {} o {}, data="
     expect = render(data, header.format(0, "(4,8):(8,1)")) + render(data[:, 1], header.format(1, "(4):(8)"))
     assert printed(capfd) == expect
+
+
+@cute.kernel
+def rmem_like_kernel(out: cute.Tensor, texts: cutlass.Constexpr):
+    x = cute.make_rmem_tensor(cute.make_layout((2, 3)), cutlass.Float32)
+    x.fill(1.5)
+    ssa = x.load()
+    a = cute.make_rmem_tensor_like(ssa)                      # dtype from the TensorSSA
+    b = cute.make_rmem_tensor_like(ssa, cutlass.Int32)
+    swz = cute.make_composed_layout(cute.make_swizzle(2, 0, 3), 0, cute.make_layout((4, 8), stride=(8, 1)))
+    c = cute.make_rmem_tensor_like(swz, cutlass.Float16)     # registers: the outer layout's fragment
+    texts.extend([str(a.element_type.__name__), str(b.element_type.__name__), str(c.layout), str(c.element_type.__name__)])
+    a.store(ssa)
+    b.store(ssa.to(cutlass.Int32))
+    out[0] = a[1, 2] + cutlass.Float32(b[0, 1])
+
+
+@cute.jit
+def rmem_like_host(out: cute.Tensor, texts: cutlass.Constexpr):
+    rmem_like_kernel(out, texts).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_make_rmem_tensor_like_of_ssa_values_and_composed_layouts():
+    from cutlass.cute.runtime import from_dlpack
+    out = np.zeros(1, np.float32)
+    texts = []
+    cute.compile(rmem_like_host, from_dlpack(out), texts, options="--target cpu")(from_dlpack(out))
+    assert texts == ["Float32", "Int32", "(4,8):(1,4)", "Float16"]
+    assert out[0] == 1.5 + 1.0
+    with pytest.raises(TypeError, match="needs a dtype"):
+        cute.make_rmem_tensor_like(cute.make_layout(4))
