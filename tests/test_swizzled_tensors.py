@@ -6,6 +6,7 @@ import pytest
 
 import cutlass
 import cutlass.cute as cute
+from test_arch import TARGETS, Device
 
 
 def swizzle_model(b, m, s, offset):
@@ -50,9 +51,12 @@ def scatter_host(out: cute.Tensor, b: cutlass.Constexpr, m: cutlass.Constexpr, s
 
 @pytest.mark.parametrize("bms,offset", [((3, 3, 3), 0), ((2, 4, 3), 0), ((3, 4, 3), 0), ((3, 3, 3), 40),
                                         ((3, 3, 3), 512)])
-def test_element_addresses_follow_the_swizzle(bms, offset):
-    out = np.zeros(1024, np.int32)
-    cute.compile(scatter_host, out, *bms, offset, options="--target cpu")(out)
+@pytest.mark.parametrize("target", TARGETS)
+def test_element_addresses_follow_the_swizzle(target, bms, offset):
+    dev = Device(target)
+    out = dev.array(np.zeros(1024, np.int32))
+    dev.run(scatter_host, (out,), (*bms, offset))
+    out = dev.numpy(out)
     i = np.arange(512)
     expect = np.full(1024, -1, np.int32)
     expect[swizzle_model(*bms, offset + (i % 8) * 64 + i // 8)] = i
@@ -174,13 +178,14 @@ def roundtrip_host(src: cute.Tensor, dst: cute.Tensor, raw: cute.Tensor):
     roundtrip_kernel(src, dst, raw).launch(grid=(1, 1, 1), block=(128, 1, 1))
 
 
-def test_copy_through_swizzled_shared_memory_is_the_identity():
-    from cutlass.cute.runtime import from_dlpack
+@pytest.mark.parametrize("target", TARGETS)
+def test_copy_through_swizzled_shared_memory_is_the_identity(target):
+    dev = Device(target)
     a = (np.arange(16 * 64) % 2000).astype(np.float16).reshape(16, 64)
-    b = np.zeros_like(a)
-    raw = np.zeros(16 * 64, np.float16)
-    compiled = cute.compile(roundtrip_host, from_dlpack(a), from_dlpack(b), from_dlpack(raw), options="--target cpu")
-    compiled(from_dlpack(a), from_dlpack(b), from_dlpack(raw))
+    b, raw = dev.array(np.zeros_like(a)), dev.array(np.zeros(16 * 64, np.float16))
+    from cutlass.cute.runtime import from_dlpack
+    compiled = dev.run(roundtrip_host, tuple(from_dlpack(x, assumed_align=16) for x in (dev.array(a), b, raw)))
+    b, raw = dev.numpy(b), dev.numpy(raw)
     np.testing.assert_array_equal(b, a)
     r, c = np.meshgrid(np.arange(16), np.arange(64), indexing="ij")
     expect = np.zeros(16 * 64, np.float16)
