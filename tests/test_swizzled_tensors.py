@@ -541,3 +541,17 @@ def test_make_rmem_tensor_like_of_ssa_values_and_composed_layouts():
     assert out[0] == 1.5 + 1.0
     with pytest.raises(TypeError, match="needs a dtype"):
         cute.make_rmem_tensor_like(cute.make_layout(4))
+
+
+def test_mode_rearrangements_of_composed_layouts_keep_the_swizzle():
+    atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 8, cute.make_layout((8, 64), stride=(64, 1)))
+    staged = cute.tile_to_shape(atom, (16, 64, 2), (0, 1, 2))
+    grouped = cute.group_modes(staged, 0, 2)
+    assert str(grouped) == "S<3,3,3> o 8 o ((16,64),2):((64,1),1024)"
+    assert str(cute.flatten(grouped)) == "S<3,3,3> o 8 o (16,64,2):(64,1,1024)"
+    wide = cute.make_composed_layout(cute.make_swizzle(2, 2, 3), 0, cute.make_layout((4, 8), stride=(1, 4)))
+    assert str(cute.coalesce(wide)) == "S<2,2,3> o 0 o 32:1"
+    for lay in (grouped, cute.coalesce(wide)):  # same function as before the rearrangement
+        src = staged if lay is grouped else wide
+        for i in range(0, cute.size(src), 7):
+            assert lay(i) == src(i)
