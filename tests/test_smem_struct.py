@@ -11,6 +11,7 @@ import cutlass
 import cutlass.cute as cute
 import cutlass.utils as utils
 from cutlass.cute.runtime import from_dlpack
+from test_arch import TARGETS, Device
 
 
 @cute.struct
@@ -137,13 +138,14 @@ def allocator_host(out: cute.Tensor, dst_vals: cute.Tensor, dst_tensor: cute.Ten
     allocator_kernel(out, dst_vals, dst_tensor, texts).launch(grid=(1, 1, 1), block=(1, 1, 1))  # smem inferred
 
 
-def test_allocator_places_and_fills_everything():
-    out = np.zeros(8, np.int32)
-    vals = np.zeros((8, 4), np.float32)
-    ten = np.zeros((16, 2), np.float32)
+@pytest.mark.parametrize("target", TARGETS)
+def test_allocator_places_and_fills_everything(target):
+    dev = Device(target)
+    out, vals, ten = (dev.array(np.zeros(8, np.int32)), dev.array(np.zeros((8, 4), np.float32)),
+                      dev.array(np.zeros((16, 2), np.float32)))
     texts = []
-    args = (from_dlpack(out), from_dlpack(vals), from_dlpack(ten))
-    cute.compile(allocator_host, *args, texts, options="--target cpu")(*args)
+    dev.run(allocator_host, tuple(from_dlpack(x) for x in (out, vals, ten)), (texts,))
+    out, vals, ten = dev.numpy(out), dev.numpy(vals), dev.numpy(ten)
     assert texts == ["ptr<i32, smem, align<1024>>", "ptr<f32, smem, align<128>>", "ptr<i64, smem, align<128>>",
                      "ptr<f32, smem>", "ptr<i8, smem, align<128>>", "ptr<i64, smem, align<64>>",
                      "tensor<ptr<f32, smem, align<64>> o (16,2):(1,16)>"]
@@ -210,13 +212,14 @@ def big_host(a: cute.Tensor, out: cute.Tensor, n: cutlass.Constexpr):
     big_kernel(a, out, n).launch(grid=(1, 1, 1), block=(128, 1, 1))
 
 
-def test_more_than_48_kb_of_shared_memory():
-    n = 150 * 1024 // 4  # 150 KiB: fits sm_80 and sm_90
+@pytest.mark.parametrize("target", TARGETS)
+def test_more_than_48_kb_of_shared_memory(target):
+    dev = Device(target)
+    n = 150 * 1024 // 4  # 150 KiB: fits sm_80 and sm_90 (the launch raises the function's limit)
     a = np.arange(n, dtype=np.float32)
-    out = np.zeros_like(a)
-    cute.compile(big_host, from_dlpack(a), from_dlpack(out), n, options="--target cpu --gpu-arch sm_80")(
-        from_dlpack(a), from_dlpack(out))
-    np.testing.assert_array_equal(out, a[::-1])
+    out = dev.array(np.zeros_like(a))
+    dev.run(big_host, (dev.array(a), out), (n,), options="--gpu-arch sm_80" if target == "cpu" else "")
+    np.testing.assert_array_equal(dev.numpy(out), a[::-1])
 
 
 def test_allocation_beyond_the_capacity_is_an_error_at_the_users_line():
@@ -297,11 +300,13 @@ def pointer_swizzle_host(out_a: cute.Tensor, out_b: cute.Tensor, texts: cutlass.
     pointer_swizzle_kernel(out_a, out_b, texts).launch(grid=(1, 1, 1), block=(128, 1, 1))
 
 
-def test_pointer_swizzle_in_bytes_matches_layout_swizzle_in_elements():
-    a, b = np.zeros(1024, np.float16), np.zeros(1024, np.float16)
+@pytest.mark.parametrize("target", TARGETS)
+def test_pointer_swizzle_in_bytes_matches_layout_swizzle_in_elements(target):
+    dev = Device(target)
+    a, b = dev.array(np.zeros(1024, np.float16)), dev.array(np.zeros(1024, np.float16))
     texts = []
-    cute.compile(pointer_swizzle_host, from_dlpack(a), from_dlpack(b), texts, options="--target cpu")(
-        from_dlpack(a), from_dlpack(b))
+    dev.run(pointer_swizzle_host, (a, b), (texts,))
+    a, b = dev.numpy(a), dev.numpy(b)
     assert texts[0] == "tensor<ptr<f16, smem, align<1024>, S<3,4,3>> o (16,64):(64,1)>"
     assert texts[1] == '!cute.memref<f16, smem, align<1024>, S<3,4,3>, "(16,64):(64,1)">'
     assert texts[2] == "tensor<ptr<f16, smem, align<1024>> o S<3,3,3> o 0 o (16,64):(64,1)>"
@@ -359,3 +364,101 @@ def test_pointer_swizzle_and_dynamic_smem_ptx_is_accepted(arch):
         pytest.skip("no PTX on this machine")
     assert compiled.__cubin__
     assert ".extern .shared .align 1024" in compiled.__ptx__  # the allocator's base alignment
+
+
+class _Reducer:
+    """The pattern of NVIDIA's cta_norm: a @cute.jit method called from the kernel allocates."""
+
+    @cute.jit
+    def block_sum(self, value: cutlass.Float32, tidx: cutlass.Int32):
+        acc = cutlass.utils.SmemAllocator().allocate_tensor(cutlass.Float32, 4)  # one slot per warp
+        value = value + cute.arch.shuffle_sync_bfly(value, offset=16)
+        value = value + cute.arch.shuffle_sync_bfly(value, offset=8)
+        value = value + cute.arch.shuffle_sync_bfly(value, offset=4)
+        value = value + cute.arch.shuffle_sync_bfly(value, offset=2)
+        value = value + cute.arch.shuffle_sync_bfly(value, offset=1)
+        if tidx % 32 == 0:
+            acc[tidx // 32] = value
+        cute.arch.sync_threads()
+        return acc[0] + acc[1] + acc[2] + acc[3]
+
+    @cute.kernel
+    def kernel(self, a: cute.Tensor, out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        first = self.block_sum(a[tidx], tidx)
+        second = self.block_sum(a[tidx] * 2.0, tidx)  # a second allocation, after the first
+        if tidx == 0:
+            out[0] = first
+            out[1] = second
+            out[2] = cutlass.Float32(cute.arch.dynamic_smem_size())
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, out: cute.Tensor):
+        self.kernel(a, out).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_allocations_in_jit_helpers_called_from_the_kernel():
+    a = np.arange(128, dtype=np.float32)
+    out = np.zeros(3, np.float32)
+    r = _Reducer()
+    cute.compile(r, from_dlpack(a), from_dlpack(out), options="--target cpu")(from_dlpack(a), from_dlpack(out))
+    assert out[0] == a.sum() and out[1] == 2 * a.sum()
+    assert out[2] == 32  # two 16-byte tensors, inferred for the launch
+
+
+# ---- the tensor-core GEMM storage pattern: one byte block viewed as two structs ----------------
+
+@cute.kernel
+def staged_kernel(a: cute.Tensor, out: cute.Tensor, c_out: cute.Tensor, stage: cutlass.Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    s_layout = cute.tile_to_shape(cute.make_layout((8, 64), stride=(64, 1)), (16, 64, 3), (0, 1, 2))
+
+    @cute.struct
+    class StorageAB:
+        a: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, cute.cosize(s_layout)], 16]
+
+    @cute.struct
+    class StorageC:
+        c: cute.struct.Align[cute.struct.MemRange[cutlass.Float32, 16 * 64], 16]
+
+    allocator = cutlass.utils.SmemAllocator()
+    storage = allocator.allocate(max(StorageAB.size_in_bytes(), StorageC.size_in_bytes()), byte_alignment=16)
+    sA = StorageAB(storage).a.get_tensor(s_layout, swizzle=cute.make_swizzle(3, 4, 3))
+    copy = cute.make_tiled_copy_tv(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16,
+                                                       num_bits_per_copy=128),
+                                   cute.make_layout((16, 8), stride=(8, 1)), cute.make_layout((1, 8)))
+    thr = copy.get_slice(tidx)
+    tAsA = thr.partition_D(sA)  # (CPY, CPY_M, CPY_K, PIPE)
+    cute.copy(copy, thr.partition_S(a), tAsA[None, None, None, stage])
+    cute.arch.sync_threads()
+    cute.copy(copy, tAsA[None, None, None, stage], thr.partition_D(out))
+    cute.arch.sync_threads()
+    # The same bytes re-viewed as the epilogue's storage.
+    sC = StorageC(storage).c.get_tensor(cute.make_layout((16, 64), stride=(64, 1)))
+    for k in cutlass.range_constexpr(8):
+        i = tidx + 128 * k
+        sC[i] = cutlass.Float32(i)
+    cute.arch.sync_threads()
+    for k in cutlass.range_constexpr(8):
+        i = tidx + 128 * k
+        c_out[i] = sC[i]
+
+
+@cute.jit
+def staged_host(a: cute.Tensor, out: cute.Tensor, c_out: cute.Tensor, stage: cutlass.Int32):
+    staged_kernel(a, out, c_out, stage).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+@pytest.mark.parametrize("stage", [0, 2])
+@pytest.mark.parametrize("target", TARGETS)
+def test_gemm_style_staged_swizzled_storage(target, stage):
+    dev = Device(target)
+    a = (np.arange(16 * 64) % 1500).astype(np.float16).reshape(16, 64)
+    out, c_out = dev.array(np.zeros_like(a)), dev.array(np.zeros((16, 64), np.float32))
+    compiled = dev.run(staged_host, (*(from_dlpack(x, assumed_align=16) for x in (dev.array(a), out, c_out)), stage))
+    out, c_out = dev.numpy(out), dev.numpy(c_out)
+    np.testing.assert_array_equal(out, a)
+    # sC[i] and c_out[i] both take i as a column-major (colexicographic) index of (16, 64).
+    np.testing.assert_array_equal(c_out, np.arange(16 * 64, dtype=np.float32).reshape(64, 16).T)
+    # 16-byte accesses survive the byte-address swizzle (runs of 16 bytes stay together).
+    assert "vector<8xf16>" in compiled.__mlir__ or "<8 x" in compiled.__mlir__

@@ -6,6 +6,7 @@ import pytest
 
 import cutlass
 import cutlass.cute as cute
+from test_arch import TARGETS, Device
 
 
 def swizzle_model(b, m, s, offset):
@@ -50,9 +51,12 @@ def scatter_host(out: cute.Tensor, b: cutlass.Constexpr, m: cutlass.Constexpr, s
 
 @pytest.mark.parametrize("bms,offset", [((3, 3, 3), 0), ((2, 4, 3), 0), ((3, 4, 3), 0), ((3, 3, 3), 40),
                                         ((3, 3, 3), 512)])
-def test_element_addresses_follow_the_swizzle(bms, offset):
-    out = np.zeros(1024, np.int32)
-    cute.compile(scatter_host, out, *bms, offset, options="--target cpu")(out)
+@pytest.mark.parametrize("target", TARGETS)
+def test_element_addresses_follow_the_swizzle(target, bms, offset):
+    dev = Device(target)
+    out = dev.array(np.zeros(1024, np.int32))
+    dev.run(scatter_host, (out,), (*bms, offset))
+    out = dev.numpy(out)
     i = np.arange(512)
     expect = np.full(1024, -1, np.int32)
     expect[swizzle_model(*bms, offset + (i % 8) * 64 + i // 8)] = i
@@ -174,13 +178,14 @@ def roundtrip_host(src: cute.Tensor, dst: cute.Tensor, raw: cute.Tensor):
     roundtrip_kernel(src, dst, raw).launch(grid=(1, 1, 1), block=(128, 1, 1))
 
 
-def test_copy_through_swizzled_shared_memory_is_the_identity():
-    from cutlass.cute.runtime import from_dlpack
+@pytest.mark.parametrize("target", TARGETS)
+def test_copy_through_swizzled_shared_memory_is_the_identity(target):
+    dev = Device(target)
     a = (np.arange(16 * 64) % 2000).astype(np.float16).reshape(16, 64)
-    b = np.zeros_like(a)
-    raw = np.zeros(16 * 64, np.float16)
-    compiled = cute.compile(roundtrip_host, from_dlpack(a), from_dlpack(b), from_dlpack(raw), options="--target cpu")
-    compiled(from_dlpack(a), from_dlpack(b), from_dlpack(raw))
+    b, raw = dev.array(np.zeros_like(a)), dev.array(np.zeros(16 * 64, np.float16))
+    from cutlass.cute.runtime import from_dlpack
+    compiled = dev.run(roundtrip_host, tuple(from_dlpack(x, assumed_align=16) for x in (dev.array(a), b, raw)))
+    b, raw = dev.numpy(b), dev.numpy(raw)
     np.testing.assert_array_equal(b, a)
     r, c = np.meshgrid(np.arange(16), np.arange(64), indexing="ij")
     expect = np.zeros(16 * 64, np.float16)
@@ -198,7 +203,7 @@ def test_register_tensors_cannot_be_swizzled():
         cute.make_rmem_tensor(cute.make_composed_layout(cute.make_swizzle(2, 0, 3), 0, cute.make_layout(32)),
                               cutlass.Float32)
 
-    with pytest.raises(cutlass.cute.DSLUserCodeError, match="register tensors take a plain layout"):
+    with pytest.raises(cutlass.cute.DSLUserCodeError, match="register and coordinate tensors take a plain layout"):
         cute.compile(f, options="--target cpu")
 
 
@@ -349,3 +354,204 @@ def test_swizzles_and_composed_layouts_as_kernel_arguments():
     cute.compile(layout_args_host, from_dlpack(out), options="--target cpu")(from_dlpack(out))
     # S<3,2,3> on Int32 elements is S<3,4,3> on bytes: both views see the same element.
     np.testing.assert_array_equal(out, np.arange(512))
+
+
+# ---- attention-style storage: struct members over swizzled layouts, a transposed view ------------
+
+@cute.kernel
+def transpose_view_kernel(v: cute.Tensor, vt_out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+    s_layout = cute.tile_to_shape(atom, (32, 128), (0, 1))  # (n_block, head_dim)
+
+    @cute.struct
+    class Storage:
+        sK: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, cute.cosize(s_layout)], 1024]
+        sV: cute.struct.Align[cute.struct.MemRange[cutlass.Float16, cute.cosize(s_layout)], 1024]
+
+    storage = cutlass.utils.SmemAllocator().allocate(Storage)
+    sV = storage.sV.get_tensor(s_layout)
+    # (head_dim, n_block) view of V, as attention kernels build it for the second GEMM.
+    sVt = cute.composition(sV, cute.make_layout((128, 32), stride=(32, 1)))
+    copy = cute.make_tiled_copy_tv(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16,
+                                                       num_bits_per_copy=128),
+                                   cute.make_layout((8, 16), stride=(16, 1)), cute.make_layout((1, 8)))
+    thr = copy.get_slice(tidx)
+    cute.copy(copy, thr.partition_S(v), thr.partition_D(sV))
+    cute.arch.sync_threads()
+    for k in cutlass.range_constexpr(32):
+        i = tidx + 128 * k
+        vt_out[i % 128, i // 128] = sVt[i % 128, i // 128]
+
+
+@cute.jit
+def transpose_view_host(v: cute.Tensor, vt_out: cute.Tensor):
+    transpose_view_kernel(v, vt_out).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_transposed_composition_of_a_swizzled_struct_member():
+    from cutlass.cute.runtime import from_dlpack
+    v = (np.arange(32 * 128) % 1999).astype(np.float16).reshape(32, 128)
+    vt = np.zeros((128, 32), np.float16)
+    cute.compile(transpose_view_host, from_dlpack(v), from_dlpack(vt), options="--target cpu")(
+        from_dlpack(v), from_dlpack(vt))
+    np.testing.assert_array_equal(vt, v.T)
+
+
+@cute.kernel
+def values_protocol_kernel(out: cute.Tensor, counts: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    ptr = cute.arch.alloc_smem(cutlass.Int32, 1024, alignment=1024)
+    atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+    s = cute.make_tensor(ptr, cute.tile_to_shape(atom, (16, 64), (0, 1)))
+    part = cute.local_partition(s, cute.make_layout((16, 8), stride=(8, 1)), tidx)  # dynamic swizzle offset
+    vals = part.__extract_mlir_values__()
+    rebuilt = part.__new_from_mlir_values__(vals)
+    for j in cutlass.range_constexpr(8):
+        rebuilt[j] = tidx * 8 + j
+    cute.arch.sync_threads()
+    for j in cutlass.range_constexpr(8):
+        out[tidx * 8 + j] = part[j]
+    if tidx == 0:
+        counts[0] = len(vals)
+
+
+@cute.jit
+def values_protocol_host(out: cute.Tensor, counts: cute.Tensor):
+    values_protocol_kernel(out, counts).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_swizzled_tensor_values_protocol_keeps_the_swizzle_offset():
+    from cutlass.cute.runtime import from_dlpack
+    out, counts = np.zeros(1024, np.int32), np.zeros(1, np.int32)
+    cute.compile(values_protocol_host, from_dlpack(out), from_dlpack(counts), options="--target cpu")(
+        from_dlpack(out), from_dlpack(counts))
+    np.testing.assert_array_equal(out, np.arange(1024))
+    assert counts[0] == 2  # the pointer and the dynamic offset inside the swizzle
+
+
+def _compile_kernel_body(body):
+    @cute.kernel
+    def k(g: cute.Tensor):
+        body(g)
+
+    @cute.jit
+    def f(g: cute.Tensor):
+        k(g).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+    from cutlass.cute.runtime import from_dlpack
+    g = np.zeros(64, np.float32)
+    cute.compile(f, from_dlpack(g), options="--target cpu")
+
+
+def test_swizzled_pointer_with_a_composed_layout_is_an_error():
+    def body(g):
+        p = cute.recast_ptr(cute.arch.alloc_smem(cutlass.Float32, 64), cute.make_swizzle(2, 4, 3))
+        cute.make_tensor(p, cute.make_composed_layout(cute.make_swizzle(2, 2, 3), 0, cute.make_layout(64)))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="a swizzled pointer .* takes a plain layout"):
+        _compile_kernel_body(body)
+
+
+def test_swizzle_on_a_global_pointer_is_an_error():
+    def body(g):
+        cute.recast_ptr(g.iterator, cute.make_swizzle(2, 4, 3))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="only shared-memory pointers can carry a swizzle"):
+        _compile_kernel_body(body)
+
+
+def test_pointer_align_needs_a_power_of_two():
+    def body(g):
+        g.iterator.align(12)
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="positive power of two, got 12"):
+        _compile_kernel_body(body)
+
+
+def test_coordinate_tensor_over_a_swizzle_is_an_error():
+    def body(g):
+        cute.make_tensor((0, 0), cute.make_composed_layout(cute.make_swizzle(2, 2, 3), 0, cute.make_layout((4, 4))))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="coordinate tensors take a plain layout"):
+        _compile_kernel_body(body)
+
+
+def test_domain_offset_with_underscores_is_an_error():
+    def body(g):
+        cute.domain_offset((None, 1), cute.make_tensor(g.iterator, cute.make_layout((8, 8))))
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="domain_offset needs a coordinate without"):
+        _compile_kernel_body(body)
+
+
+@cute.kernel
+def print_swizzled_kernel():
+    ptr = cute.arch.alloc_smem(cutlass.Int32, 64, alignment=256)
+    s = cute.make_tensor(ptr, cute.make_composed_layout(cute.make_swizzle(1, 1, 2), 0,
+                                                        cute.make_layout((4, 8), stride=(8, 1))))
+    flat = cute.make_tensor(ptr, cute.make_layout(32))
+    for i in cutlass.range_constexpr(32):
+        flat[i] = i
+    cute.print_tensor(s)
+    cute.print_tensor(s[None, 1])
+
+
+@cute.jit
+def print_swizzled_host():
+    print_swizzled_kernel().launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_print_tensor_shows_the_swizzle_and_swizzled_data(capfd):
+    from print_format import printed, render
+    cute.compile(print_swizzled_host, options="--target cpu")()
+    off = np.arange(4)[:, None] * 8 + np.arange(8)[None, :]
+    data = swizzle_model(1, 1, 2, off)  # flat[i] = i, so each element shows its swizzled offset
+    header = "tensor(raw_ptr(0x<addr>: i32, smem, align<256>) o S<1,1,2> o {} o {}, data="
+    expect = render(data, header.format(0, "(4,8):(8,1)")) + render(data[:, 1], header.format(1, "(4):(8)"))
+    assert printed(capfd) == expect
+
+
+@cute.kernel
+def rmem_like_kernel(out: cute.Tensor, texts: cutlass.Constexpr):
+    x = cute.make_rmem_tensor(cute.make_layout((2, 3)), cutlass.Float32)
+    x.fill(1.5)
+    ssa = x.load()
+    a = cute.make_rmem_tensor_like(ssa)                      # dtype from the TensorSSA
+    b = cute.make_rmem_tensor_like(ssa, cutlass.Int32)
+    swz = cute.make_composed_layout(cute.make_swizzle(2, 0, 3), 0, cute.make_layout((4, 8), stride=(8, 1)))
+    c = cute.make_rmem_tensor_like(swz, cutlass.Float16)     # registers: the outer layout's fragment
+    texts.extend([str(a.element_type.__name__), str(b.element_type.__name__), str(c.layout), str(c.element_type.__name__)])
+    a.store(ssa)
+    b.store(ssa.to(cutlass.Int32))
+    out[0] = a[1, 2] + cutlass.Float32(b[0, 1])
+
+
+@cute.jit
+def rmem_like_host(out: cute.Tensor, texts: cutlass.Constexpr):
+    rmem_like_kernel(out, texts).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_make_rmem_tensor_like_of_ssa_values_and_composed_layouts():
+    from cutlass.cute.runtime import from_dlpack
+    out = np.zeros(1, np.float32)
+    texts = []
+    cute.compile(rmem_like_host, from_dlpack(out), texts, options="--target cpu")(from_dlpack(out))
+    assert texts == ["Float32", "Int32", "(4,8):(1,4)", "Float16"]
+    assert out[0] == 1.5 + 1.0
+    with pytest.raises(TypeError, match="needs a dtype"):
+        cute.make_rmem_tensor_like(cute.make_layout(4))
+
+
+def test_mode_rearrangements_of_composed_layouts_keep_the_swizzle():
+    atom = cute.make_composed_layout(cute.make_swizzle(3, 3, 3), 8, cute.make_layout((8, 64), stride=(64, 1)))
+    staged = cute.tile_to_shape(atom, (16, 64, 2), (0, 1, 2))
+    grouped = cute.group_modes(staged, 0, 2)
+    assert str(grouped) == "S<3,3,3> o 8 o ((16,64),2):((64,1),1024)"
+    assert str(cute.flatten(grouped)) == "S<3,3,3> o 8 o (16,64,2):(64,1,1024)"
+    wide = cute.make_composed_layout(cute.make_swizzle(2, 2, 3), 0, cute.make_layout((4, 8), stride=(1, 4)))
+    assert str(cute.coalesce(wide)) == "S<2,2,3> o 0 o 32:1"
+    for lay in (grouped, cute.coalesce(wide)):  # same function as before the rearrangement
+        src = staged if lay is grouped else wide
+        for i in range(0, cute.size(src), 7):
+            assert lay(i) == src(i)

@@ -380,6 +380,11 @@ void bind_layouts(nb::module_& root) {
       L::Layout l = as_layout(x);
       return py(L::group_modes(l, begin, end.is_none() ? l.rank() : nb::cast<int>(end)));
     }
+    if (is_composed(x)) {  // regrouping the outer layout keeps the function: inner and offset stay
+      L::ComposedLayout c = as_composed(x);
+      c.outer = L::group_modes(c.outer, begin, end.is_none() ? c.outer.rank() : nb::cast<int>(end));
+      return py(c);
+    }
     L::IntTuple t = to_tuple(x);
     return to_py(L::group_modes(t, begin, end.is_none() ? t.rank() : nb::cast<int>(end)));
   }, nb::arg("x"), nb::arg("begin"), nb::arg("end") = nb::none());
@@ -408,6 +413,11 @@ void bind_layouts(nb::module_& root) {
   m.def("flatten", [](nb::handle x) -> nb::object {
     Scope scope;
     if (is_layout(x)) return py(L::flatten(as_layout(x)));
+    if (is_composed(x)) {
+      L::ComposedLayout c = as_composed(x);
+      c.outer = L::flatten(c.outer);
+      return py(c);
+    }
     return to_py(L::flatten(to_tuple(x)));
   });
   m.def("crd2idx", [](nb::handle coord, nb::handle x) {
@@ -452,10 +462,15 @@ void bind_layouts(nb::module_& root) {
   });
 
   // ---- algebra ----
-  m.def("coalesce", [](nb::handle x, nb::handle profile) {
+  m.def("coalesce", [](nb::handle x, nb::handle profile) -> nb::object {
     Scope s;
+    if (is_composed(x)) {  // CuTe: inner o offset o coalesce(outer)
+      L::ComposedLayout c = as_composed(x);
+      c.outer = profile.is_none() ? L::coalesce(c.outer) : L::coalesce(c.outer, to_tuple(profile));
+      return py(c);
+    }
     L::Layout l = require_layout(x, "coalesce");
-    return profile.is_none() ? L::coalesce(l) : L::coalesce(l, to_tuple(profile));
+    return py(profile.is_none() ? L::coalesce(l) : L::coalesce(l, to_tuple(profile)));
   }, nb::arg("x"), nb::arg("target_profile") = nb::none());
   m.def("filter_zeros", [](nb::handle x, nb::handle profile) {
     Scope s;

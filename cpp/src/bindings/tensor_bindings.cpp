@@ -68,7 +68,7 @@ L::Layout tensor_layout_arg(nb::handle h) {
     L::ComposedLayout c = as_composed(h);
     if (c.inner_is_swizzle() && c.swizzle().is_identity() && c.offset.is_int() && c.offset.as_int().is_static_value(0))
       return c.outer;
-    throw dsl::UserError("NOT_SUPPORTED", "register tensors take a plain layout, got the composed layout " +
+    throw dsl::UserError("NOT_SUPPORTED", "register and coordinate tensors take a plain layout, got the composed layout " +
                                               L::to_string(c));
   }
   return layout_or_shape(h);

@@ -129,11 +129,13 @@ void print_header(Emitter& e, const Tensor& t, const std::string& tail) {
     ir::Op* as_int = e.builder().create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()});
     args.push_back(as_int->result());
     text += "raw_ptr(0x%016llx: " + memory_element_string(pt->element) + ", " + ir::to_string(pt->space) + ", align<" +
-            std::to_string(pt->align) + ">)";
+            std::to_string(pt->align) + (t.swizzle_in_address ? ">, " + L::to_string(*t.swizzle) : ">") + ")";
   } else {
     text += L::printf_form(t.coord, args);
   }
-  text += " o " + L::printf_form(t.layout, args) + ", data=" + tail;
+  bool layout_swizzle = t.swizzle && !t.swizzle_in_address;
+  text += " o " + (layout_swizzle ? L::printf_form(t.composed_layout(), args) : L::printf_form(t.layout, args)) +
+          ", data=" + tail;
   e.print(text, args);
 }
 

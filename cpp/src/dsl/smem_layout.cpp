@@ -35,10 +35,12 @@ StorageLayout layout_struct(const std::vector<StorageMember>& members, bool is_u
 }
 
 int64_t smem_capacity_in_bytes(const std::string& arch) {
-  std::string digits;
-  for (char c : arch)
-    if (std::isdigit(static_cast<unsigned char>(c))) digits += c;
-  int cc = digits.empty() ? -1 : std::stoi(digits);
+  // "sm_90a", "sm_80", "90": an optional sm_ prefix, the digits, an optional feature suffix.
+  std::string rest = arch.rfind("sm_", 0) == 0 ? arch.substr(3) : arch;
+  size_t n = 0;
+  while (n < rest.size() && n < 4 && std::isdigit(static_cast<unsigned char>(rest[n]))) ++n;
+  bool suffix_ok = rest.size() - n <= 1 && (n == rest.size() || std::isalpha(static_cast<unsigned char>(rest[n])));
+  int cc = n > 0 && suffix_ok ? std::stoi(rest.substr(0, n)) : -1;
   int kib = 0;
   switch (cc) {
     case 80: case 87: kib = 164; break;

@@ -8,6 +8,24 @@ _ALGEBRA = (tuple, list, _core.layout.Layout, _core.layout.ComposedLayout, _core
             _core.layout.ScaledBasis)
 
 
+def _placeholders(fmt):
+    """(start, end) of each argument placeholder of `fmt`, in order: `{}` or a C conversion."""
+    import re
+    spans = []
+    for m in re.finditer(r"\{\}|%%|%[-+ #0]*\d*(?:\.\d+)?(?:hh|h|ll|l|z)?[diouxXeEfgGcsp]", fmt):
+        if m.group() != "%%":
+            spans.append(m.span())
+    return spans
+
+
+def _is_pointer(v):
+    return isinstance(v, _core.cute._Pointer)
+
+
+def _is_tensor(v):
+    return isinstance(v, _core.cute._Tensor)
+
+
 def printf(*args, end="\n", loc=None, ip=None):
     if not args:
         raise ValueError("printf needs at least one argument")
@@ -15,6 +33,48 @@ def printf(*args, end="\n", loc=None, ip=None):
         fmt, values = args[0] + end, args[1:]
     else:
         fmt, values = ", ".join(["{}"] * len(args)) + end, args
+    if any(_is_pointer(v) or _is_tensor(v) for v in values):
+        return _printf_with_memory(fmt, values)
+    _printf(fmt, values)
+
+
+def _printf_with_memory(fmt, values):
+    """Pointers print as print_tensor's raw_ptr(0x...: type, space, align<n>); a tensor prints as
+    print_tensor renders it, in place of its placeholder."""
+    spans = _placeholders(fmt)
+    if len(spans) != len(values):
+        raise ValueError(f"printf: {len(spans)} placeholders for {len(values)} arguments in {fmt!r}")
+    out_fmt, out_values, last = "", [], 0
+    for (start, stop), v in zip(spans, values):
+        out_fmt += fmt[last:start]
+        last = stop
+        if _is_pointer(v):
+            align = f"align<{v.alignment}>"
+            swz = f", {v.swizzle}" if v.swizzle is not None else ""
+            element = str(v)[len("ptr<"):].split(",")[0]
+            out_fmt += f"raw_ptr(0x%016x: {element}, {_space_name(v)}, {align}{swz})"
+            out_values.append(v.toint())
+        elif _is_tensor(v):
+            if out_fmt:
+                _printf(out_fmt, out_values)
+            _core.cute.print_tensor(v, False)
+            out_fmt, out_values = "", []
+            if fmt[last:].startswith("\n"):
+                last += 1  # print_tensor ends its own line
+        else:
+            out_fmt += fmt[start:stop]
+            out_values.append(v)
+    out_fmt += fmt[last:]
+    if out_fmt:
+        _printf(out_fmt, out_values)
+
+
+def _space_name(ptr):
+    from .address_space import AddressSpace
+    return str(AddressSpace(ptr._memspace))
+
+
+def _printf(fmt, values):
     items = []
     structured = False
     for v in values:

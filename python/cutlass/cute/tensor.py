@@ -124,7 +124,10 @@ def make_fragment_like(src, dtype=None, *, loc=None, ip=None):
             from .layout import make_composed_layout
             return make_composed_layout(src.inner, src.offset, _C.make_fragment_like(src.outer, None))
         src = src.outer
-    return _C.make_fragment_like(src, dtype)
+    result = _C.make_fragment_like(src, dtype)
+    if dtype is not None and not isinstance(result, Tensor):  # a layout and a dtype: a register tensor
+        return make_rmem_tensor(result, dtype)
+    return result
 
 
 def make_rmem_tensor_like(src, dtype=None, *, loc=None, ip=None):
