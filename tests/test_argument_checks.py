@@ -170,11 +170,13 @@ def test_host_code_tensors_are_checked_too():
 
 
 @pytest.mark.gpu
-def test_numpy_arrays_on_a_gpu_machine_without_torch_raise_the_memory_error():
+def test_numpy_arrays_on_a_gpu_machine_without_torch_raise_the_memory_error(tmp_path):
     # A fresh process that never touched CUDA: the runtime makes a context current itself, and
     # the host arrays are refused by name instead of faulting inside the kernel.
-    from conftest import run_python
-    code = '''
+    import subprocess
+    import sys
+    script = tmp_path / "numpy_on_gpu.py"
+    script.write_text('''
 import numpy as np, cutlass.cute as cute
 @cute.kernel
 def k(a: cute.Tensor):
@@ -186,8 +188,8 @@ try:
     f(np.zeros(4, np.float32))
 except ValueError as e:
     print("raised:", e)
-'''
-    rc, out, err = run_python(code)
-    assert rc == 0, err
-    assert "argument #0 (a) is in host memory, but this function's kernels run on the GPU" in out
-    assert "--target cpu" in out
+''')
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert "argument #0 (a) is in host memory, but this function's kernels run on the GPU" in p.stdout
+    assert "--target cpu" in p.stdout

@@ -92,6 +92,17 @@ TEST(Sm80Mma, LowersToMmaSyncAcceptedForSm80AndSm90a) {
     MmaKernel k(v);
     target::NvvmModuleText t = target::lower_kernels_to_nvvm(k.m);
     EXPECT_NE(t.text.find(std::string("asm \"") + v.ptx + " {"), std::string::npos) << t.text;
+    // PTX operand order is d, a, b, c, and the asm's outputs come first: $0.. must name d.
+    // (m16n8kK: 4 (k16) or 2 (k8) A registers, k/8 B registers; D/C one per f32 or two f16 per reg.)
+    int a_regs = v.k == 16 ? 4 : 2, b_regs = v.k == 16 ? 2 : 1, d_regs = v.acc == ir::f32() ? 4 : 2;
+    auto list = [](int first, int count) {
+      std::string s = "{";
+      for (int i = 0; i < count; ++i) s += (i ? ",$" : "$") + std::to_string(first + i);
+      return s + "}";
+    };
+    std::string operands = list(0, d_regs) + ", " + list(d_regs, a_regs) + ", " + list(d_regs + a_regs, b_regs) +
+                           ", " + list(d_regs + a_regs + b_regs, d_regs) + ";";
+    EXPECT_NE(t.text.find(std::string(v.ptx) + " " + operands), std::string::npos) << operands << "\n" << t.text;
     if (!have_libnvvm()) continue;
     for (const char* arch : {"sm_80", "sm_90a"}) {
       target::PtxResult p;

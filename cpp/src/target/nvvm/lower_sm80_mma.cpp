@@ -90,8 +90,13 @@ std::vector<std::string> lower_mma_sync(const ir::Op& op, const std::vector<std:
     for (size_t i = 0; i < count; ++i) s += (i ? "," : "") + std::string("$") + std::to_string(next++);
     return s + "}";
   };
-  std::string text = mma_sync_instruction(op) + " " + operand_list(nd_regs) + ", " + operand_list(a_regs.size()) + ", " +
-         operand_list(b_regs.size()) + ", " + operand_list(c_regs.size()) + ";";
+  // Numbered in PTX operand order (d, a, b, c): one statement each, since the operands of a
+  // single `+` chain may be evaluated in any order.
+  std::string d_list = operand_list(nd_regs);
+  std::string a_list = operand_list(a_regs.size());
+  std::string b_list = operand_list(b_regs.size());
+  std::string c_list = operand_list(c_regs.size());
+  std::string text = mma_sync_instruction(op) + " " + d_list + ", " + a_list + ", " + b_list + ", " + c_list + ";";
   std::string dcon = d_packed ? "=r" : "=f", ccon = c_packed ? "r" : "f";
   for (size_t i = 0; i < nd_regs; ++i) constraints += (i ? "," : "") + dcon;
   for (size_t i = 0; i < a_regs.size() + b_regs.size(); ++i) constraints += ",r";

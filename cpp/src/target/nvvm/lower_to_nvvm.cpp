@@ -57,10 +57,17 @@ int llvm_addrspace(AddrSpace s) {
 std::string llvm_type(Type t);
 
 // The type a value has in memory: booleans take a byte there.
+// How a value is held in memory. f16 is held as i16 (and read/written through a bitcast):
+// libNVVM (CUDA 13.0) merges five or more adjacent, 16-byte-aligned `half` accesses into one it
+// then refuses ("unsupported operation"), while the same accesses as i16 compile to vector
+// loads and stores.
 std::string mem_type(Type t) {
   if (t->kind == TypeKind::Void) return "i8";
   if (t->is_bool()) return "i8";
   if (t->is_vector() && t->element->is_bool()) return "<" + std::to_string(t->lanes) + " x i8>";
+  if (t->is_float() && t->float_kind == FloatKind::F16) return "i16";
+  if (t->is_vector() && t->element->is_float() && t->element->float_kind == FloatKind::F16)
+    return "<" + std::to_string(t->lanes) + " x i16>";
   return llvm_type(t);
 }
 
@@ -809,8 +816,8 @@ class KernelLowering : public OpLowering {
   }
 
   // The alignment stated on an access. Scalars narrower than 32 bits state at most four times
-  // their size: libNVVM (CUDA 13.0) merges a run of 16-byte-aligned f16 stores into an access
-  // it then refuses ("unsupported operation"); explicit vector accesses keep the full alignment.
+  // their size (see mem_type for the libNVVM limit behind it); explicit vector accesses keep the
+  // full alignment.
   static int access_align(Type ptr_type, Type value_type) {
     int align = pow2_align(ptr_type->align);
     if (!value_type->is_vector() && value_type->byte_size() < 4) align = std::min(align, 4 * value_type->byte_size());
@@ -824,6 +831,7 @@ class KernelLowering : public OpLowering {
     std::string v = def("load " + M + ", " + pointer_text(rt, pt->space) + " " + p + ", align " +
                         std::to_string(access_align(pt, rt)));
     if (ir::scalar_of(rt)->is_bool()) v = def("icmp ne " + M + " " + v + ", " + (rt->is_vector() ? "zeroinitializer" : "0"));
+    else if (M != llvm_type(rt)) v = def("bitcast " + M + " " + v + " to " + llvm_type(rt));
     set(op, 0, v);
   }
 
@@ -832,6 +840,7 @@ class KernelLowering : public OpLowering {
     std::string v = use(op.operands[0]);
     std::string M = mem_type(vt);
     if (ir::scalar_of(vt)->is_bool()) v = def("zext " + llvm_type(vt) + " " + v + " to " + M);
+    else if (M != llvm_type(vt)) v = def("bitcast " + llvm_type(vt) + " " + v + " to " + M);
     std::string p = retyped_pointer(pt, vt, use(op.operands[1]));
     line("store " + M + " " + v + ", " + pointer_text(vt, pt->space) + " " + p + ", align " +
          std::to_string(access_align(pt, vt)));
