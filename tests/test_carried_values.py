@@ -316,3 +316,58 @@ def test_pointer_alignment_weakened_in_loop():
     assert "iter(%" in compiled.__mlir__ and "align<16>" in compiled.__mlir__
     loop = [l for l in compiled.__mlir__.splitlines() if " = for " in l]
     assert len(loop) == 1 and loop[0].endswith("(!ptr<f32, generic, align<4>>) {"), loop
+
+
+# ---- a protocol object changed in place (NVIDIA's PipelineState.advance()) -----------------------
+
+class PipelineState:
+    def __init__(self, stages, index, phase):
+        self.stages, self._index, self._phase = stages, index, phase
+
+    @property
+    def index(self):
+        return self._index
+
+    @property
+    def phase(self):
+        return self._phase
+
+    @cute.jit
+    def advance(self):
+        self._index = self._index + 1
+        if self._index == self.stages:
+            self._index = Int32(0)
+            self._phase = self._phase ^ 1
+
+    def __extract_mlir_values__(self):
+        return [self._index.ir_value(), self._phase.ir_value()]
+
+    def __new_from_mlir_values__(self, values):
+        return PipelineState(self.stages, Int32(values[0]), Int32(values[1]))
+
+
+@cute.kernel
+def in_place_kernel(out: cute.Tensor, n: Int32):
+    state = PipelineState(3, Int32(0), Int32(0))
+    for k in range(n):
+        out[k, 0] = state.index
+        out[k, 1] = state.phase
+        if k % 2 == 0:
+            state.advance()
+        state.advance()
+
+
+@cute.jit
+def in_place_host(out: cute.Tensor, n: Int32):
+    in_place_kernel(out, n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_protocol_object_changed_in_place_in_loop_and_if():
+    n = 7
+    out = np.full((n, 2), -1, dtype=np.int32)
+    cute.compile(in_place_host, out, n, options="--target cpu")(out, n)
+    want, count = [], 0
+    for k in range(n):
+        want.append((count % 3, (count // 3) % 2))
+        count += 2 if k % 2 == 0 else 1
+    np.testing.assert_array_equal(out, np.array(want, dtype=np.int32))
