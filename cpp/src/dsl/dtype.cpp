@@ -14,7 +14,8 @@ const std::vector<std::pair<std::string, ir::Type>>& table() {
       {"Uint16", ir::int_type(16, false)},  {"Uint32", ir::int_type(32, false)},
       {"Uint64", ir::int_type(64, false)},  {"Float16", ir::f16()},
       {"BFloat16", ir::bf16()},             {"Float32", ir::f32()},
-      {"Float64", ir::f64()},
+      {"Float64", ir::f64()},               {"Float8E4M3FN", ir::f8e4m3()},
+      {"Float8E5M2", ir::f8e5m2()},
   };
   return t;
 }
@@ -25,6 +26,8 @@ int float_rank(ir::Type t) {
     case ir::FloatKind::F32: return 2;
     case ir::FloatKind::F16: return 1;
     case ir::FloatKind::BF16: return 0;
+    case ir::FloatKind::E4M3: return -1;  // the 8-bit floats promote to any wider float
+    case ir::FloatKind::E5M2: return -2;
   }
   return 0;
 }

@@ -25,7 +25,7 @@ enum class K : uint8_t {
   PtrAdd, Move, Load, Store, Alloca, VecInsert, VecSplat, Special, Printf, PMove,
   Shuffle, Vote, Atomic, SmemAddr, Assert,
   // control
-  Barrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
+  Barrier, NamedBarrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
 };
 
 }  // namespace detail

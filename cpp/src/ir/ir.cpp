@@ -59,6 +59,7 @@ const char* opcode_name(OpCode code) {
     case OpCode::Condition: return "condition";
     case OpCode::Yield: return "yield";
     case OpCode::Return: return "return";
+    case OpCode::NamedBarrier: return "named_barrier";
   }
   return "?";
 }

@@ -59,7 +59,13 @@ enum class OpCode : uint8_t {
   Condition,  // terminator of While.before: (cond, forwarded...)
   Yield,      // terminator of For/If/While.after
   Return,     // terminator of a function body
+  // named barriers (the cf family: Ampere examples' pipeline.NamedBarrier)
+  NamedBarrier,  // (id i32 in [0,16), thread count i32, a multiple of 32); int_attr = NamedBarrierKind
 };
+
+// What a NamedBarrier does: Sync = `bar.sync id, count` (arrive and wait until `count` threads
+// arrived), Arrive = `bar.arrive id, count` (count this warp, do not wait).
+enum class NamedBarrierKind : uint8_t { Sync = 0, Arrive = 1 };
 
 enum class CmpPredicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
 

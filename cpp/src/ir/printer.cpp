@@ -127,6 +127,9 @@ class Printer {
            << " " << memory_scope_name(MemoryScope(op.ints.at(1))) << " " << list(op.operands) << " : "
            << result_types(op) << "\n";
         return;
+      case OpCode::NamedBarrier:
+        os << (op.int_attr == int64_t(NamedBarrierKind::Arrive) ? " arrive " : " sync ") << list(op.operands) << "\n";
+        return;
       case OpCode::Assert:
         os << " " << list(op.operands) << ", " << quote(op.str_attr) << " at " << quote(op.file) << ":" << op.line
            << "\n";

@@ -10,7 +10,7 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::Store: case ir::OpCode::Barrier: case ir::OpCode::Printf: case ir::OpCode::Launch:
     case ir::OpCode::For: case ir::OpCode::If: case ir::OpCode::While: case ir::OpCode::Condition:
     case ir::OpCode::Yield: case ir::OpCode::Return: case ir::OpCode::Load: case ir::OpCode::Atomic:
-    case ir::OpCode::Assert: case ir::OpCode::Shuffle: case ir::OpCode::Vote:
+    case ir::OpCode::Assert: case ir::OpCode::Shuffle: case ir::OpCode::Vote: case ir::OpCode::NamedBarrier:
       // loads stay: removing them would hide faulting accesses; shuffles and votes synchronise the warp
       return false;
     default:
