@@ -371,3 +371,56 @@ def test_protocol_object_changed_in_place_in_loop_and_if():
         want.append((count % 3, (count // 3) % 2))
         count += 2 if k % 2 == 0 else 1
     np.testing.assert_array_equal(out, np.array(want, dtype=np.int32))
+
+
+# ---- the shape of tensorop_gemm's main loop: nested dynamic loops, a re-pointed view ----------------
+
+@cute.kernel
+def gemm_like_kernel(stages_src: cute.Tensor, out: cute.Tensor, k_tile_count: Int32):
+    t, _, _ = cute.arch.thread_idx()
+    num_stages = cute.size(stages_src, mode=[2])
+    num_k_block = cute.size(stages_src, mode=[1])
+    smem_pipe_read = 0
+    smem_pipe_write = num_stages - 1
+    view = stages_src[None, None, smem_pipe_read]
+    acc = Float32(0)
+    for k_tile in range(k_tile_count):
+        for k_block in cutlass.range(num_k_block, unroll_full=True):
+            if k_block == num_k_block - 1:
+                view = stages_src[None, None, smem_pipe_read]
+            k_block_next = (k_block + 1) % num_k_block
+            acc = acc + view[t, k_block_next] * Float32(k_tile + 1)
+            if k_block == 0:
+                if k_tile + num_stages - 1 < k_tile_count:
+                    pass
+                else:
+                    acc = acc + Float32(0.5)
+                smem_pipe_write = smem_pipe_read
+                smem_pipe_read = smem_pipe_read + 1
+                if smem_pipe_read == num_stages:
+                    smem_pipe_read = 0
+    out[t] = acc + Float32(smem_pipe_write * 1000)
+
+
+@cute.jit
+def gemm_like_host(stages_src: cute.Tensor, out: cute.Tensor, k_tile_count: Int32):
+    gemm_like_kernel(stages_src, out, k_tile_count).launch(grid=(1, 1, 1), block=(stages_src.shape[0], 1, 1))
+
+
+def test_tensorop_gemm_main_loop_shape():
+    src = np.random.default_rng(5).uniform(-1, 1, (8, 2, 3)).astype(np.float32)
+    out = np.zeros(8, np.float32)
+    k_tiles = 5
+    cute.compile(gemm_like_host, src, out, k_tiles, options="--target cpu")(src, out, k_tiles)
+    stages, nkb = src.shape[2], src.shape[1]
+    read, write, view, acc = 0, stages - 1, src[:, :, 0], np.zeros(8, np.float64)
+    for k_tile in range(k_tiles):
+        for k_block in range(nkb):
+            if k_block == nkb - 1:
+                view = src[:, :, read]
+            acc += view[:, (k_block + 1) % nkb].astype(np.float64) * (k_tile + 1)
+            if k_block == 0:
+                if not (k_tile + stages - 1 < k_tiles):
+                    acc += 0.5
+                write, read = read, (read + 1) % stages
+    np.testing.assert_allclose(out, (acc + write * 1000).astype(np.float32), rtol=1e-6)
