@@ -424,3 +424,42 @@ def test_tensorop_gemm_main_loop_shape():
                     acc += 0.5
                 write, read = read, (read + 1) % stages
     np.testing.assert_allclose(out, (acc + write * 1000).astype(np.float32), rtol=1e-6)
+
+
+# ---- a composed (swizzled) layout with dynamic leaves chosen in a dynamic if -----------------------
+
+@cute.kernel
+def composed_kernel(out: cute.Tensor, m: Int32, flip: Int32):
+    sw = cute.make_swizzle(1, 1, 2)
+    lay = cute.make_composed_layout(sw, 0, cute.make_layout((m, 4), stride=(1, m)))
+    if flip == 1:
+        lay = cute.make_composed_layout(sw, 0, cute.make_layout((m, 4), stride=(1, m * 2)))
+    for i in range(m):
+        for j in cutlass.range_constexpr(4):
+            out[i, j] = lay((i, j))
+
+
+@cute.jit
+def composed_host(out: cute.Tensor, m: Int32, flip: Int32):
+    composed_kernel(out, m, flip).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("flip", [0, 1])
+def test_composed_layout_chosen_in_dynamic_if(flip):
+    m = 4
+    out = np.zeros((m, 4), dtype=np.int32)
+    cute.compile(composed_host, out, m, flip, options="--target cpu")(out, m, flip)
+    i, j = np.meshgrid(np.arange(m), np.arange(4), indexing="ij")
+    offset = i + j * (2 * m if flip else m)
+    swizzled = offset ^ ((offset & 0b1000) >> 2)  # CuTe Swizzle<1,1,2>: bit 3 xor'd into bit 1
+    np.testing.assert_array_equal(out, swizzled)
+
+
+def test_mismatch_composed_layout_swizzle():
+    @cute.jit
+    def f(c: Int32):
+        lay = cute.make_composed_layout(cute.make_swizzle(1, 1, 2), 0, cute.make_layout(8))
+        if c == 1:
+            lay = cute.make_composed_layout(cute.make_swizzle(2, 1, 2), 0, cute.make_layout(8))
+
+    _expect(f, (1,), "TYPE_UNSTABLE_JOIN", "if c == 1:")

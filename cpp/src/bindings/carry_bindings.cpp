@@ -34,13 +34,14 @@ struct PointerTemplate {
 };
 
 struct Structure {
-  std::variant<Tensor, L::Layout, PointerTemplate, TensorSSA> value;
+  std::variant<Tensor, L::Layout, PointerTemplate, TensorSSA, L::ComposedLayout> value;
   std::vector<ir::Type> types;  // of the carried IR values, in order
 
   std::string describe() const {
     if (auto* t = std::get_if<Tensor>(&value)) return "tensor " + cute::to_string(*t);
     if (auto* l = std::get_if<L::Layout>(&value)) return "layout " + L::to_string(*l);
     if (auto* p = std::get_if<PointerTemplate>(&value)) return "pointer " + cute::pointer_string(p->type);
+    if (auto* c = std::get_if<L::ComposedLayout>(&value)) return "layout " + L::to_string(*c);
     return std::get<TensorSSA>(value).str();
   }
 };
@@ -78,6 +79,10 @@ nb::object flatten(nb::handle h) {
     vals = cute::tuple_values(l.shape);
     for (auto& v : cute::tuple_values(l.stride)) vals.push_back(v);
     s.value = l;
+  } else if (nb::isinstance<L::ComposedLayout>(h)) {
+    L::ComposedLayout c = nb::cast<L::ComposedLayout>(h);
+    vals = cute::composed_values(c);
+    s.value = c;
   } else if (nb::isinstance<TensorSSA>(h)) {
     TensorSSA t = nb::cast<TensorSSA>(h);
     vals = cute::tensor_ssa_values(t);
@@ -118,6 +123,11 @@ nb::tuple join(const Structure& a, const Structure& b) {
     r.value = PointerTemplate{*j.value};
     r.types[0] = *j.value;
     widened = j.widened;
+  } else if (auto* c = std::get_if<L::ComposedLayout>(&a.value)) {
+    auto j = cute::join_composed(*c, std::get<L::ComposedLayout>(b.value));
+    if (!j.value) return mismatch(j.why);
+    r.value = *j.value;
+    widened = j.widened;
   } else {
     auto j = cute::join_tensor_ssa(std::get<TensorSSA>(a.value), std::get<TensorSSA>(b.value));
     if (!j.value) return mismatch(j.why);
@@ -152,6 +162,7 @@ nb::object rebuild(const Structure& s, nb::handle values) {
     return nb::cast(L::Layout(shape, stride));
   }
   if (std::holds_alternative<PointerTemplate>(s.value)) return cute_module().attr("pointer_from_value")(vals.at(0));
+  if (auto* c = std::get_if<L::ComposedLayout>(&s.value)) return nb::cast(cute::composed_with_values(*c, vals));
   return nb::cast(cute::tensor_ssa_with_values(std::get<TensorSSA>(s.value), vals));
 }
 

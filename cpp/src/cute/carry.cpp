@@ -88,6 +88,57 @@ Join<L::Layout> join_layout(const L::Layout& a, const L::Layout& b) {
   return j;
 }
 
+Join<L::ComposedLayout> join_composed(const L::ComposedLayout& a, const L::ComposedLayout& b) {
+  Join<L::ComposedLayout> j;
+  j.why = "layout " + L::to_string(a) + " and layout " + L::to_string(b);
+  if (a.inner_is_swizzle() != b.inner_is_swizzle()) return j;
+  L::ComposedLayout r = a;
+  if (a.inner_is_swizzle()) {
+    if (!(a.swizzle() == b.swizzle())) return j;
+  } else {
+    auto inner = join_layout(a.inner_layout(), b.inner_layout());
+    if (!inner.value) return j;
+    r.inner = *inner.value;
+    j.widened |= inner.widened;
+  }
+  auto outer = join_layout(a.outer, b.outer);
+  auto offset = join_tuple(a.offset, b.offset);
+  if (!outer.value || !offset.value) return j;
+  r.outer = *outer.value;
+  r.offset = *offset.value;
+  j.widened |= outer.widened || offset.widened;
+  j.value = r;
+  j.why.clear();
+  return j;
+}
+
+std::vector<dsl::Num> composed_values(const L::ComposedLayout& c) {
+  std::vector<dsl::Num> vals;
+  if (!c.inner_is_swizzle()) {
+    collect(c.inner_layout().shape, vals);
+    collect(c.inner_layout().stride, vals);
+  }
+  collect(c.offset, vals);
+  collect(c.outer.shape, vals);
+  collect(c.outer.stride, vals);
+  return vals;
+}
+
+L::ComposedLayout composed_with_values(const L::ComposedLayout& c, const std::vector<dsl::Num>& vals) {
+  size_t next = 0;
+  L::ComposedLayout r = c;
+  if (!c.inner_is_swizzle()) {
+    L::IntTuple s = tuple_with_values(c.inner_layout().shape, vals, next);
+    L::IntTuple d = tuple_with_values(c.inner_layout().stride, vals, next);
+    r.inner = L::Layout(s, d);
+  }
+  r.offset = tuple_with_values(c.offset, vals, next);
+  L::IntTuple s = tuple_with_values(c.outer.shape, vals, next);
+  L::IntTuple d = tuple_with_values(c.outer.stride, vals, next);
+  r.outer = L::Layout(s, d);
+  return r;
+}
+
 Join<ir::Type> join_pointer_type(ir::Type a, ir::Type b) {
   Join<ir::Type> j;
   if (a->element != b->element || a->space != b->space) {
