@@ -305,3 +305,27 @@ def test_unroll_hints_become_llvm_loop_metadata(no_file_cache):
     assert ir.count('!{!"llvm.loop.unroll.full"}') == 2
     assert ir.count("!llvm.loop !") == 3
     assert '!{!"llvm.loop.unroll.count", i32 4}' in ir
+
+
+@cute.kernel
+def ssa_exp2_kernel(a: cute.Tensor, out: cute.Tensor):
+    frag = cute.make_rmem_tensor((8,), Float32)
+    for i in cutlass.range_constexpr(8):
+        frag[i] = a[i]
+    frag.store(cute.math.exp2(frag.load() * 0.5 - 1.0, fastmath=True))
+    for i in cutlass.range_constexpr(8):
+        out[i] = frag[i]
+
+
+@cute.jit
+def ssa_exp2_host(a: cute.Tensor, out: cute.Tensor):
+    ssa_exp2_kernel(a, out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_tensor_ssa_fastmath_exp2(no_file_cache):
+    a = np.linspace(-6, 6, 8).astype(np.float32)
+    out = np.zeros(8, np.float32)
+    compiled = cute.compile(ssa_exp2_host, a, out, options="--target cpu")
+    compiled(a, out)
+    np.testing.assert_allclose(out, np.exp2(a.astype(np.float64) * 0.5 - 1.0), rtol=2e-7)
+    assert compiled.nvvm_ir.count("ex2.approx.ftz.f32") == 8
