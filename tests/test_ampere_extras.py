@@ -329,3 +329,47 @@ def test_tensor_ssa_fastmath_exp2(no_file_cache):
     compiled(a, out)
     np.testing.assert_allclose(out, np.exp2(a.astype(np.float64) * 0.5 - 1.0), rtol=2e-7)
     assert compiled.nvvm_ir.count("ex2.approx.ftz.f32") == 8
+
+
+# ---- the same kernels on the GPU (skipped without one) ------------------------------------------------
+
+def _on_gpu(host, *arrays):
+    torch = pytest.importorskip("torch")
+    cutlass.cuda.initialize_cuda_context()
+    dev = [torch.from_numpy(np.ascontiguousarray(a)).cuda() for a in arrays]
+    cute.compile(host, *dev)(*dev)
+    torch.cuda.synchronize()
+    return [d.cpu().numpy() for d in dev]
+
+
+@pytest.mark.gpu
+def test_gpu_fp8_conversions_match_the_model():
+    rng = np.random.default_rng(1)
+    x = np.concatenate([np.array([0.0, -0.0, 448.0, 464.0, 1e9, -np.inf, 57344.0, 61440.0, 2.0 ** -10,
+                                  3 * 2.0 ** -10, 2.0 ** -17], np.float32),
+                        rng.normal(0, 30, 500).astype(np.float32), rng.normal(0, 0.02, 200).astype(np.float32)])
+    outs = [np.zeros(x.size, np.uint8), np.zeros(x.size, np.float32), np.zeros(x.size, np.uint8),
+            np.zeros(x.size, np.float32)]
+    _, codes4, back4, codes5, back5 = _on_gpu(fp8_host, x, *outs)
+    np.testing.assert_array_equal(codes4, [fp8_encode(float(v), E4M3) for v in x])
+    np.testing.assert_array_equal(codes5, [fp8_encode(float(v), E5M2) for v in x])
+    np.testing.assert_array_equal(back4, np.array([E4M3[c] for c in codes4], np.float32))
+    np.testing.assert_array_equal(back5, np.array([E5M2[c] for c in codes5], np.float32))
+
+
+@pytest.mark.gpu
+def test_gpu_named_barriers():
+    out, = _on_gpu(named_barrier_host, np.full(256, -1, dtype=np.int32))
+    np.testing.assert_array_equal(out[:64], (np.arange(64) + 64) * 10)
+    np.testing.assert_array_equal(out[128:192], 64 - np.arange(64))
+
+
+@pytest.mark.gpu
+def test_gpu_float32_fast_paths():
+    rng = np.random.default_rng(3)
+    a = rng.uniform(-4, 4, 32).astype(np.float32)
+    b = rng.uniform(-8, 8, 32).astype(np.float32)
+    _, _, out = _on_gpu(fast_math_host, a, b, np.zeros((5, 32), np.float32))
+    np.testing.assert_array_equal(out[0], np.fmax(a, b))
+    np.testing.assert_allclose(out[1], 1 / a.astype(np.float64), rtol=1e-6)   # rcp.approx: within 1 ulp
+    np.testing.assert_allclose(out[2], np.exp2(b.astype(np.float64)), rtol=1e-6)  # ex2.approx: 2 ulp

@@ -135,7 +135,19 @@ TEST(LowerCfOps, Fp8ConversionsCompileForSm80AndSm90a) {
     EXPECT_TRUE(contains(t.text, "define internal i8 @__opencute_")) << t.text;
     EXPECT_TRUE(contains(t.text, "store i8")) << t.text;
     if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
-    compile_all(t);
+    auto ptx = compile_all(t);
+    const std::string cvt = f8 == ir::f8e4m3() ? "cvt.rn.satfinite.e4m3x2.f32" : "cvt.rn.satfinite.e5m2x2.f32";
+    EXPECT_TRUE(contains(ptx["sm_90a"], cvt)) << ptx["sm_90a"];  // the hardware conversion on sm_89+
+    EXPECT_FALSE(contains(ptx["sm_80"], cvt)) << ptx["sm_80"];   // the integer algorithm before
+    // Unoptimised builds fold the architecture test too (sm_80 would reject the instruction).
+    for (int opt : {0, 1}) {
+      target::PtxResult p = target::compile_nvvm_ir_to_ptx(t.text, "sm_80", opt, false, false);
+      EXPECT_FALSE(contains(p.ptx, cvt)) << "opt " << opt;
+      try {
+        target::link_ptx_to_cubin(p.ptx, "sm_80", opt, "");
+      } catch (const support::CudaNotFoundError&) {
+      }
+    }
   }
 }
 

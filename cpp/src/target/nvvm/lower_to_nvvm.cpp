@@ -468,7 +468,22 @@ class KernelLowering {
       s << "  ret float %r\n}\n";
     } else {
       const int shift = 23 - m;
+      // sm_89+ converts with one cvt.rn.satfinite (same result); __nvvm_reflect folds the
+      // choice when libNVVM compiles for a given architecture.
+      const std::string arch = ms_.format_global("__CUDA_ARCH");
+      ms_.declare("i32", "__nvvm_reflect", "i8*");
       s << "define internal i8 @" << name << "(float %f) alwaysinline {\n"
+        << "  %archp = addrspacecast i8 addrspace(1)* getelementptr inbounds ([12 x i8], [12 x i8] addrspace(1)* "
+        << arch << ", i64 0, i64 0) to i8*\n"
+        << "  %arch = call i32 @__nvvm_reflect(i8* %archp)\n"
+        << "  %hw = icmp sge i32 %arch, 890\n"
+        << "  br i1 %hw, label %cvt, label %soft\n"
+        << "cvt:\n"
+        << "  %pair = call i16 asm \"cvt.rn.satfinite." << (e4m3 ? "e4m3x2" : "e5m2x2")
+        << ".f32 $0, $1, $2;\", \"=h,f,f\"(float " << hex_double(0.0) << ", float %f)\n"
+        << "  %low = trunc i16 %pair to i8\n"
+        << "  ret i8 %low\n"
+        << "soft:\n"
         << "  %x = bitcast float %f to i32\n"
         << "  %sh = lshr i32 %x, 24\n"
         << "  %sign = and i32 %sh, 128\n"
