@@ -436,7 +436,22 @@ class KernelLowering {
     std::ostringstream s;
     if (to_f32) {
       const int emax = 0x7f >> m;
+      const std::string arch = ms_.format_global("__CUDA_ARCH");
+      ms_.declare("i32", "__nvvm_reflect", "i8*");
       s << "define internal float @" << name << "(i8 %b) alwaysinline {\n"
+        << "  %archp = addrspacecast i8 addrspace(1)* getelementptr inbounds ([12 x i8], [12 x i8] addrspace(1)* "
+        << arch << ", i64 0, i64 0) to i8*\n"
+        << "  %arch = call i32 @__nvvm_reflect(i8* %archp)\n"
+        << "  %hw = icmp sge i32 %arch, 890\n"
+        << "  br i1 %hw, label %cvt, label %soft\n"
+        << "cvt:\n"  // exact: every fp8 value is an f16 value
+        << "  %w = zext i8 %b to i16\n"
+        << "  %pair = call i32 asm \"cvt.rn.f16x2." << (e4m3 ? "e4m3x2" : "e5m2x2") << " $0, $1;\", \"=r,h\"(i16 %w)\n"
+        << "  %lo = trunc i32 %pair to i16\n"
+        << "  %h = bitcast i16 %lo to half\n"
+        << "  %hf = fpext half %h to float\n"
+        << "  ret float %hf\n"
+        << "soft:\n"
         << "  %u = zext i8 %b to i32\n"
         << "  %es = lshr i32 %u, " << m << "\n"
         << "  %e = and i32 %es, " << emax << "\n"
