@@ -463,3 +463,35 @@ def test_mismatch_composed_layout_swizzle():
             lay = cute.make_composed_layout(cute.make_swizzle(2, 1, 2), 0, cute.make_layout(8))
 
     _expect(f, (1,), "TYPE_UNSTABLE_JOIN", "if c == 1:")
+
+
+@cute.kernel
+def weaken_kernel(a: cute.Tensor, out: cute.Tensor, c: Int32, n: Int32):
+    p = a.iterator
+    if c == 1:
+        p = p + 1  # align<4> on this path, align<16> on the other: joined to align<4>
+    out[0] = cute.make_tensor(p, cute.make_layout(1))[0]
+    q = a.iterator
+    k = Int32(0)
+    while k < n:
+        q = q + 2
+        k = k + 1
+    out[1] = cute.make_tensor(q, cute.make_layout(1))[0]
+
+
+@cute.jit
+def weaken_host(a: cute.Tensor, out: cute.Tensor, c: Int32, n: Int32):
+    weaken_kernel(a, out, c, n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("c", [0, 1])
+def test_pointer_alignment_joined_in_if_and_while(c):
+    from cutlass.cute.runtime import from_dlpack
+    a = np.arange(16, dtype=np.float32)
+    out = np.zeros(2, dtype=np.float32)
+    ta = from_dlpack(a, assumed_align=16)
+    compiled = cute.compile(weaken_host, ta, out, c, 3, options="--target cpu")
+    compiled(ta, out, c, 3)
+    np.testing.assert_array_equal(out, [a[c], a[6]])
+    loops = [l for l in compiled.__mlir__.splitlines() if " = while " in l or " = if " in l]
+    assert len(loops) == 2 and all("align<8>" in l or "align<4>" in l for l in loops), loops
