@@ -495,3 +495,20 @@ def test_pointer_alignment_joined_in_if_and_while(c):
     np.testing.assert_array_equal(out, [a[c], a[6]])
     loops = [l for l in compiled.__mlir__.splitlines() if " = while " in l or " = if " in l]
     assert len(loops) == 2 and all("align<8>" in l or "align<4>" in l for l in loops), loops
+
+
+def test_cutlass_dsl_protocol_helpers():
+    from cutlass.cutlass_dsl import extract_mlir_values as extract, new_from_mlir_values as rebuild
+    seen = {}
+
+    @cute.jit
+    def f(n: Int32):
+        value = (n, 3, [n + 1])
+        vals = extract(value)
+        seen["count"] = len(vals)
+        again = rebuild(value, vals)
+        seen["static"] = again[1]
+        cute.printf("{} {}", again[0], again[2][0])
+
+    f(4)
+    assert seen == {"count": 2, "static": 3}  # Python ints are static: no IR values
