@@ -151,6 +151,16 @@ Join<ir::Type> join_pointer_type(ir::Type a, ir::Type b) {
   return j;
 }
 
+// A tripwire for whoever adds state to cute::Tensor (a swizzle, a composed layout): it must be
+// compared in join_tensor and its IR values carried by tensor_values / tensor_with_values.
+struct TensorFieldsKnownHere {
+  ir::Value* ptr;
+  L::IntTuple coord;
+  L::Layout layout;
+};
+static_assert(sizeof(Tensor) == sizeof(TensorFieldsKnownHere),
+              "cute::Tensor gained a field: join, flatten and rebuild it in cute/carry.cpp");
+
 Join<Tensor> join_tensor(const Tensor& a, const Tensor& b) {
   Join<Tensor> j;
   j.why = "tensor " + to_string(a) + " and tensor " + to_string(b);
