@@ -14,7 +14,9 @@ namespace {
 OpCode opcode_from_name(const std::string& name, int line) {
   static const std::unordered_map<std::string, OpCode> table = [] {
     std::unordered_map<std::string, OpCode> t;
-    for (int c = 0; c <= int(OpCode::NamedBarrier); ++c) t[opcode_name(OpCode(c))] = OpCode(c);
+    // Every named opcode, wherever the enum ends (op families append to it).
+    for (int c = 0; c < 256; ++c)
+      if (std::string(opcode_name(OpCode(c))) != "?") t[opcode_name(OpCode(c))] = OpCode(c);
     return t;
   }();
   auto it = table.find(name);
