@@ -316,3 +316,199 @@ def test_pointer_alignment_weakened_in_loop():
     assert "iter(%" in compiled.__mlir__ and "align<16>" in compiled.__mlir__
     loop = [l for l in compiled.__mlir__.splitlines() if " = for " in l]
     assert len(loop) == 1 and loop[0].endswith("(!ptr<f32, generic, align<4>>) {"), loop
+
+
+# ---- a protocol object changed in place (NVIDIA's PipelineState.advance()) -----------------------
+
+class PipelineState:
+    def __init__(self, stages, index, phase):
+        self.stages, self._index, self._phase = stages, index, phase
+
+    @property
+    def index(self):
+        return self._index
+
+    @property
+    def phase(self):
+        return self._phase
+
+    @cute.jit
+    def advance(self):
+        self._index = self._index + 1
+        if self._index == self.stages:
+            self._index = Int32(0)
+            self._phase = self._phase ^ 1
+
+    def __extract_mlir_values__(self):
+        return [self._index.ir_value(), self._phase.ir_value()]
+
+    def __new_from_mlir_values__(self, values):
+        return PipelineState(self.stages, Int32(values[0]), Int32(values[1]))
+
+
+@cute.kernel
+def in_place_kernel(out: cute.Tensor, n: Int32):
+    state = PipelineState(3, Int32(0), Int32(0))
+    for k in range(n):
+        out[k, 0] = state.index
+        out[k, 1] = state.phase
+        if k % 2 == 0:
+            state.advance()
+        state.advance()
+
+
+@cute.jit
+def in_place_host(out: cute.Tensor, n: Int32):
+    in_place_kernel(out, n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_protocol_object_changed_in_place_in_loop_and_if():
+    n = 7
+    out = np.full((n, 2), -1, dtype=np.int32)
+    cute.compile(in_place_host, out, n, options="--target cpu")(out, n)
+    want, count = [], 0
+    for k in range(n):
+        want.append((count % 3, (count // 3) % 2))
+        count += 2 if k % 2 == 0 else 1
+    np.testing.assert_array_equal(out, np.array(want, dtype=np.int32))
+
+
+# ---- the shape of tensorop_gemm's main loop: nested dynamic loops, a re-pointed view ----------------
+
+@cute.kernel
+def gemm_like_kernel(stages_src: cute.Tensor, out: cute.Tensor, k_tile_count: Int32):
+    t, _, _ = cute.arch.thread_idx()
+    num_stages = cute.size(stages_src, mode=[2])
+    num_k_block = cute.size(stages_src, mode=[1])
+    smem_pipe_read = 0
+    smem_pipe_write = num_stages - 1
+    view = stages_src[None, None, smem_pipe_read]
+    acc = Float32(0)
+    for k_tile in range(k_tile_count):
+        for k_block in cutlass.range(num_k_block, unroll_full=True):
+            if k_block == num_k_block - 1:
+                view = stages_src[None, None, smem_pipe_read]
+            k_block_next = (k_block + 1) % num_k_block
+            acc = acc + view[t, k_block_next] * Float32(k_tile + 1)
+            if k_block == 0:
+                if k_tile + num_stages - 1 < k_tile_count:
+                    pass
+                else:
+                    acc = acc + Float32(0.5)
+                smem_pipe_write = smem_pipe_read
+                smem_pipe_read = smem_pipe_read + 1
+                if smem_pipe_read == num_stages:
+                    smem_pipe_read = 0
+    out[t] = acc + Float32(smem_pipe_write * 1000)
+
+
+@cute.jit
+def gemm_like_host(stages_src: cute.Tensor, out: cute.Tensor, k_tile_count: Int32):
+    gemm_like_kernel(stages_src, out, k_tile_count).launch(grid=(1, 1, 1), block=(stages_src.shape[0], 1, 1))
+
+
+def test_tensorop_gemm_main_loop_shape():
+    src = np.random.default_rng(5).uniform(-1, 1, (8, 2, 3)).astype(np.float32)
+    out = np.zeros(8, np.float32)
+    k_tiles = 5
+    cute.compile(gemm_like_host, src, out, k_tiles, options="--target cpu")(src, out, k_tiles)
+    stages, nkb = src.shape[2], src.shape[1]
+    read, write, view, acc = 0, stages - 1, src[:, :, 0], np.zeros(8, np.float64)
+    for k_tile in range(k_tiles):
+        for k_block in range(nkb):
+            if k_block == nkb - 1:
+                view = src[:, :, read]
+            acc += view[:, (k_block + 1) % nkb].astype(np.float64) * (k_tile + 1)
+            if k_block == 0:
+                if not (k_tile + stages - 1 < k_tiles):
+                    acc += 0.5
+                write, read = read, (read + 1) % stages
+    np.testing.assert_allclose(out, (acc + write * 1000).astype(np.float32), rtol=1e-6)
+
+
+# ---- a composed (swizzled) layout with dynamic leaves chosen in a dynamic if -----------------------
+
+@cute.kernel
+def composed_kernel(out: cute.Tensor, m: Int32, flip: Int32):
+    sw = cute.make_swizzle(1, 1, 2)
+    lay = cute.make_composed_layout(sw, 0, cute.make_layout((m, 4), stride=(1, m)))
+    if flip == 1:
+        lay = cute.make_composed_layout(sw, 0, cute.make_layout((m, 4), stride=(1, m * 2)))
+    for i in range(m):
+        for j in cutlass.range_constexpr(4):
+            out[i, j] = lay((i, j))
+
+
+@cute.jit
+def composed_host(out: cute.Tensor, m: Int32, flip: Int32):
+    composed_kernel(out, m, flip).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("flip", [0, 1])
+def test_composed_layout_chosen_in_dynamic_if(flip):
+    m = 4
+    out = np.zeros((m, 4), dtype=np.int32)
+    cute.compile(composed_host, out, m, flip, options="--target cpu")(out, m, flip)
+    i, j = np.meshgrid(np.arange(m), np.arange(4), indexing="ij")
+    offset = i + j * (2 * m if flip else m)
+    swizzled = offset ^ ((offset & 0b1000) >> 2)  # CuTe Swizzle<1,1,2>: bit 3 xor'd into bit 1
+    np.testing.assert_array_equal(out, swizzled)
+
+
+def test_mismatch_composed_layout_swizzle():
+    @cute.jit
+    def f(c: Int32):
+        lay = cute.make_composed_layout(cute.make_swizzle(1, 1, 2), 0, cute.make_layout(8))
+        if c == 1:
+            lay = cute.make_composed_layout(cute.make_swizzle(2, 1, 2), 0, cute.make_layout(8))
+
+    _expect(f, (1,), "TYPE_UNSTABLE_JOIN", "if c == 1:")
+
+
+@cute.kernel
+def weaken_kernel(a: cute.Tensor, out: cute.Tensor, c: Int32, n: Int32):
+    p = a.iterator
+    if c == 1:
+        p = p + 1  # align<4> on this path, align<16> on the other: joined to align<4>
+    out[0] = cute.make_tensor(p, cute.make_layout(1))[0]
+    q = a.iterator
+    k = Int32(0)
+    while k < n:
+        q = q + 2
+        k = k + 1
+    out[1] = cute.make_tensor(q, cute.make_layout(1))[0]
+
+
+@cute.jit
+def weaken_host(a: cute.Tensor, out: cute.Tensor, c: Int32, n: Int32):
+    weaken_kernel(a, out, c, n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("c", [0, 1])
+def test_pointer_alignment_joined_in_if_and_while(c):
+    from cutlass.cute.runtime import from_dlpack
+    a = np.arange(16, dtype=np.float32)
+    out = np.zeros(2, dtype=np.float32)
+    ta = from_dlpack(a, assumed_align=16)
+    compiled = cute.compile(weaken_host, ta, out, c, 3, options="--target cpu")
+    compiled(ta, out, c, 3)
+    np.testing.assert_array_equal(out, [a[c], a[6]])
+    loops = [l for l in compiled.__mlir__.splitlines() if " = while " in l or " = if " in l]
+    assert len(loops) == 2 and all("align<8>" in l or "align<4>" in l for l in loops), loops
+
+
+def test_cutlass_dsl_protocol_helpers():
+    from cutlass.cutlass_dsl import extract_mlir_values as extract, new_from_mlir_values as rebuild
+    seen = {}
+
+    @cute.jit
+    def f(n: Int32):
+        value = (n, 3, [n + 1])
+        vals = extract(value)
+        seen["count"] = len(vals)
+        again = rebuild(value, vals)
+        seen["static"] = again[1]
+        cute.printf("{} {}", again[0], again[2][0])
+
+    f(4)
+    assert seen == {"count": 2, "static": 3}  # Python ints are static: no IR values

@@ -77,17 +77,17 @@ class PyRT:
     def get_locals(self, d, names):
         return tuple(d.get(n, UNBOUND) for n in names)
 
-    def if_(self, pred, then_fn, else_fn, names, values, loc):
+    def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None):
         if pred:
             return then_fn(*values)
         return values if else_fn is None else else_fn(*values)
 
-    def for_(self, iterable, body, names, values, loc):
+    def for_(self, iterable, body, names, values, loc, assigned=None):
         for iv in iterable:
             values = body(iv, *values)
         return values
 
-    def while_(self, cond, body, names, values, loc):
+    def while_(self, cond, body, names, values, loc, assigned=None):
         while cond(*values):
             values = body(*values)
         return values
@@ -132,15 +132,15 @@ class RecordingRT(PyRT):
     def _rec(self, kind, names, loc):
         self.log.append((kind, tuple(names), tuple(loc)))
 
-    def if_(self, pred, then_fn, else_fn, names, values, loc):
+    def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None):
         self._rec("if", names, loc)
         return super().if_(pred, then_fn, else_fn, names, values, loc)
 
-    def for_(self, iterable, body, names, values, loc):
+    def for_(self, iterable, body, names, values, loc, assigned=None):
         self._rec("for", names, loc)
         return super().for_(iterable, body, names, values, loc)
 
-    def while_(self, cond, body, names, values, loc):
+    def while_(self, cond, body, names, values, loc, assigned=None):
         self._rec("while", names, loc)
         return super().while_(cond, body, names, values, loc)
 
@@ -566,10 +566,12 @@ def test_no_names_and_no_else():
         return lst
     rt = RecordingRT()
     assert preprocess(only_effects, rt)([], True) == [1, 0, 1]
-    assert [e[:2] for e in rt.log if e[0] in ("if", "for")] == [("if", ()), ("for", ())]
+    # `lst` is only changed in place (a method call on it): it follows the assigned names
+    # (none here), and `assigned=0` tells the runtime so (it carries only protocol objects).
+    assert [e[:2] for e in rt.log if e[0] in ("if", "for")] == [("if", ("lst",)), ("for", ("lst",))]
     src = ast.unparse(pp.transform_source(inspect.getsource(only_effects), "f.py", 1))
-    assert "__cute_dsl_rt__.if_(c, __then_1, None, (), " in src
-    assert "__cute_dsl_rt__.for_(__cute_dsl_rt__.range(2), __body_2, (), " in src
+    assert "__cute_dsl_rt__.if_(c, __then_1, None, ('lst',), " in src and "assigned=0)" in src
+    assert "__cute_dsl_rt__.for_(__cute_dsl_rt__.range(2), __body_2, ('lst',), " in src
 
 
 def _unparse(src, first=1):
@@ -646,7 +648,7 @@ def test_get_locals_unbound_sentinel():
     seen = []
 
     class Spy(PyRT):
-        def if_(self, pred, then_fn, else_fn, names, values, loc):
+        def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None):
             seen.append(dict(zip(names, values)))
             return super().if_(pred, then_fn, else_fn, names, values, loc)
 

@@ -29,18 +29,22 @@ using cute::Tensor;
 using cute::TensorSSA;
 using dsl::Num;
 
+// A pointer: its joined type, and the pointer object itself, whose own value protocol
+// rebuilds it (keeping whatever else it carries, e.g. a byte-address swizzle).
 struct PointerTemplate {
   ir::Type type = nullptr;
+  nb::object object;
 };
 
 struct Structure {
-  std::variant<Tensor, L::Layout, PointerTemplate, TensorSSA> value;
+  std::variant<Tensor, L::Layout, PointerTemplate, TensorSSA, L::ComposedLayout> value;
   std::vector<ir::Type> types;  // of the carried IR values, in order
 
   std::string describe() const {
     if (auto* t = std::get_if<Tensor>(&value)) return "tensor " + cute::to_string(*t);
     if (auto* l = std::get_if<L::Layout>(&value)) return "layout " + L::to_string(*l);
     if (auto* p = std::get_if<PointerTemplate>(&value)) return "pointer " + cute::pointer_string(p->type);
+    if (auto* c = std::get_if<L::ComposedLayout>(&value)) return "layout " + L::to_string(*c);
     return std::get<TensorSSA>(value).str();
   }
 };
@@ -78,6 +82,10 @@ nb::object flatten(nb::handle h) {
     vals = cute::tuple_values(l.shape);
     for (auto& v : cute::tuple_values(l.stride)) vals.push_back(v);
     s.value = l;
+  } else if (nb::isinstance<L::ComposedLayout>(h)) {
+    L::ComposedLayout c = nb::cast<L::ComposedLayout>(h);
+    vals = cute::composed_values(c);
+    s.value = c;
   } else if (nb::isinstance<TensorSSA>(h)) {
     TensorSSA t = nb::cast<TensorSSA>(h);
     vals = cute::tensor_ssa_values(t);
@@ -85,7 +93,7 @@ nb::object flatten(nb::handle h) {
   } else if (nb::isinstance(h, cute_module().attr("_Pointer"))) {
     Num p = to_num(h.attr("_value"));
     vals = {p};
-    s.value = PointerTemplate{p.type};
+    s.value = PointerTemplate{p.type, nb::borrow(h)};
   } else {
     return nb::none();
   }
@@ -113,10 +121,18 @@ nb::tuple join(const Structure& a, const Structure& b) {
     r.value = *j.value;
     widened = j.widened;
   } else if (auto* p = std::get_if<PointerTemplate>(&a.value)) {
-    auto j = cute::join_pointer_type(p->type, std::get<PointerTemplate>(b.value).type);
+    const PointerTemplate& q = std::get<PointerTemplate>(b.value);
+    auto j = cute::join_pointer_type(p->type, q.type);
     if (!j.value) return mismatch("pointer " + j.why);
-    r.value = PointerTemplate{*j.value};
+    nb::object sa = nb::getattr(p->object, "swizzle", nb::none()), sb = nb::getattr(q.object, "swizzle", nb::none());
+    if (!sa.equal(sb)) return mismatch("");
+    r.value = PointerTemplate{*j.value, p->object};
     r.types[0] = *j.value;
+    widened = j.widened;
+  } else if (auto* c = std::get_if<L::ComposedLayout>(&a.value)) {
+    auto j = cute::join_composed(*c, std::get<L::ComposedLayout>(b.value));
+    if (!j.value) return mismatch(j.why);
+    r.value = *j.value;
     widened = j.widened;
   } else {
     auto j = cute::join_tensor_ssa(std::get<TensorSSA>(a.value), std::get<TensorSSA>(b.value));
@@ -151,7 +167,12 @@ nb::object rebuild(const Structure& s, nb::handle values) {
     L::IntTuple stride = cute::tuple_with_values(l->stride, vals, next);
     return nb::cast(L::Layout(shape, stride));
   }
-  if (std::holds_alternative<PointerTemplate>(s.value)) return cute_module().attr("pointer_from_value")(vals.at(0));
+  if (auto* p = std::get_if<PointerTemplate>(&s.value)) {
+    nb::list one;
+    one.append(vals.at(0));
+    return p->object.attr("__new_from_mlir_values__")(one);
+  }
+  if (auto* c = std::get_if<L::ComposedLayout>(&s.value)) return nb::cast(cute::composed_with_values(*c, vals));
   return nb::cast(cute::tensor_ssa_with_values(std::get<TensorSSA>(s.value), vals));
 }
 

@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "dsl/arch_ops.h"
+#include "dsl/named_barrier.h"
 #include "dsl/dtype.h"
 #include "dsl/num.h"
 #include "dsl/printf_format.h"
@@ -230,6 +231,10 @@ NB_MODULE(_core, m) {
       .def("shuffle", [](dsl::Tracer&, const std::string& kind, nb::handle value, nb::handle offset, nb::handle mask,
                          nb::handle clamp) {
         return dsl::shuffle(ir::shuffle_kind_from_name(kind), to_num(value), to_num(offset), to_num(mask), to_num(clamp));
+      })
+      .def("named_barrier", [](dsl::Tracer&, nb::handle id, nb::handle count, bool arrive_only) {
+        dsl::named_barrier(to_num(id), to_num(count),
+                           arrive_only ? ir::NamedBarrierKind::Arrive : ir::NamedBarrierKind::Sync);
       })
       .def("vote", [](dsl::Tracer&, const std::string& kind, nb::handle pred, nb::handle mask) {
         return dsl::vote(ir::vote_kind_from_name(kind), to_num(pred), to_num(mask));

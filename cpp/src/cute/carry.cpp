@@ -88,6 +88,57 @@ Join<L::Layout> join_layout(const L::Layout& a, const L::Layout& b) {
   return j;
 }
 
+Join<L::ComposedLayout> join_composed(const L::ComposedLayout& a, const L::ComposedLayout& b) {
+  Join<L::ComposedLayout> j;
+  j.why = "layout " + L::to_string(a) + " and layout " + L::to_string(b);
+  if (a.inner_is_swizzle() != b.inner_is_swizzle()) return j;
+  L::ComposedLayout r = a;
+  if (a.inner_is_swizzle()) {
+    if (!(a.swizzle() == b.swizzle())) return j;
+  } else {
+    auto inner = join_layout(a.inner_layout(), b.inner_layout());
+    if (!inner.value) return j;
+    r.inner = *inner.value;
+    j.widened |= inner.widened;
+  }
+  auto outer = join_layout(a.outer, b.outer);
+  auto offset = join_tuple(a.offset, b.offset);
+  if (!outer.value || !offset.value) return j;
+  r.outer = *outer.value;
+  r.offset = *offset.value;
+  j.widened |= outer.widened || offset.widened;
+  j.value = r;
+  j.why.clear();
+  return j;
+}
+
+std::vector<dsl::Num> composed_values(const L::ComposedLayout& c) {
+  std::vector<dsl::Num> vals;
+  if (!c.inner_is_swizzle()) {
+    collect(c.inner_layout().shape, vals);
+    collect(c.inner_layout().stride, vals);
+  }
+  collect(c.offset, vals);
+  collect(c.outer.shape, vals);
+  collect(c.outer.stride, vals);
+  return vals;
+}
+
+L::ComposedLayout composed_with_values(const L::ComposedLayout& c, const std::vector<dsl::Num>& vals) {
+  size_t next = 0;
+  L::ComposedLayout r = c;
+  if (!c.inner_is_swizzle()) {
+    L::IntTuple s = tuple_with_values(c.inner_layout().shape, vals, next);
+    L::IntTuple d = tuple_with_values(c.inner_layout().stride, vals, next);
+    r.inner = L::Layout(s, d);
+  }
+  r.offset = tuple_with_values(c.offset, vals, next);
+  L::IntTuple s = tuple_with_values(c.outer.shape, vals, next);
+  L::IntTuple d = tuple_with_values(c.outer.stride, vals, next);
+  r.outer = L::Layout(s, d);
+  return r;
+}
+
 Join<ir::Type> join_pointer_type(ir::Type a, ir::Type b) {
   Join<ir::Type> j;
   if (a->element != b->element || a->space != b->space) {
@@ -100,6 +151,19 @@ Join<ir::Type> join_pointer_type(ir::Type a, ir::Type b) {
   return j;
 }
 
+// A tripwire for whoever adds state to cute::Tensor (a swizzle, a composed layout): it must be
+// compared in join_tensor and its IR values carried by tensor_values / tensor_with_values.
+struct TensorFieldsKnownHere {
+  ir::Value* ptr;
+  L::IntTuple coord;
+  L::Layout layout;
+  std::optional<L::Swizzle> swizzle;
+  L::Int swizzle_offset;
+  bool swizzle_in_address;
+};
+static_assert(sizeof(Tensor) == sizeof(TensorFieldsKnownHere),
+              "cute::Tensor gained a field: join, flatten and rebuild it in cute/carry.cpp");
+
 Join<Tensor> join_tensor(const Tensor& a, const Tensor& b) {
   Join<Tensor> j;
   j.why = "tensor " + to_string(a) + " and tensor " + to_string(b);
@@ -111,11 +175,16 @@ Join<Tensor> join_tensor(const Tensor& a, const Tensor& b) {
     j.widened |= p.widened;
     j.pointer_type = *p.value;
   }
-  bool widened = false;
-  L::IntTuple coord, shape, stride;
-  if (!join_tree(a.coord, b.coord, coord, widened) || !join_tree(a.layout.shape, b.layout.shape, shape, widened) ||
-      !join_tree(a.layout.stride, b.layout.stride, stride, widened))
+  if (a.swizzle.has_value() != b.swizzle.has_value() || (a.swizzle && !(*a.swizzle == *b.swizzle)) ||
+      a.swizzle_in_address != b.swizzle_in_address)
     return j;
+  bool widened = false;
+  L::IntTuple coord, shape, stride, offset;
+  if (!join_tree(a.coord, b.coord, coord, widened) || !join_tree(a.layout.shape, b.layout.shape, shape, widened) ||
+      !join_tree(a.layout.stride, b.layout.stride, stride, widened) ||
+      !join_tree(L::IntTuple(a.swizzle_offset), L::IntTuple(b.swizzle_offset), offset, widened))
+    return j;
+  r.swizzle_offset = offset.as_int();
   r.coord = coord;
   r.layout = L::Layout(shape, stride);
   j.widened |= widened;
@@ -162,6 +231,7 @@ std::vector<dsl::Num> tensor_values(const Tensor& t) {
   collect(t.coord, vals);
   collect(t.layout.shape, vals);
   collect(t.layout.stride, vals);
+  if (t.is_swizzled()) collect(L::IntTuple(t.swizzle_offset), vals);
   return vals;
 }
 
@@ -173,6 +243,7 @@ Tensor tensor_with_values(const Tensor& t, const std::vector<dsl::Num>& vals) {
   L::IntTuple shape = tuple_with_values(t.layout.shape, vals, next);
   L::IntTuple stride = tuple_with_values(t.layout.stride, vals, next);
   r.layout = L::Layout(shape, stride);
+  if (t.is_swizzled()) r.swizzle_offset = tuple_with_values(L::IntTuple(t.swizzle_offset), vals, next).as_int();
   return r;
 }
 

@@ -28,6 +28,10 @@ struct Join {
 
 Join<layout::IntTuple> join_tuple(const layout::IntTuple& a, const layout::IntTuple& b);
 Join<layout::Layout> join_layout(const layout::Layout& a, const layout::Layout& b);
+// Composed layouts: equal swizzle (or joinable inner layout), offset and outer layout.
+Join<layout::ComposedLayout> join_composed(const layout::ComposedLayout& a, const layout::ComposedLayout& b);
+std::vector<dsl::Num> composed_values(const layout::ComposedLayout& c);
+layout::ComposedLayout composed_with_values(const layout::ComposedLayout& c, const std::vector<dsl::Num>& vals);
 // Pointer types: same element and address space; the alignment both guarantee.
 Join<ir::Type> join_pointer_type(ir::Type a, ir::Type b);
 // Tensors: same engine kind, element, space, static layout (and coordinate) leaves.

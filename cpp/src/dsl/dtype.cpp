@@ -14,7 +14,8 @@ struct DTypeRow {
 };
 
 // DLPack type codes (dlpack.h, DLDataTypeCode).
-constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6;
+constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6, kDLFloat8_e4m3fn = 10,
+                  kDLFloat8_e5m2 = 12;
 
 const std::vector<DTypeRow>& rows() {
   static const std::vector<DTypeRow> t = {
@@ -31,6 +32,8 @@ const std::vector<DTypeRow>& rows() {
       {"BFloat16", ir::bf16(), "bfloat16", kDLBfloat},
       {"Float32", ir::f32(), "float32", kDLFloat},
       {"Float64", ir::f64(), "float64", kDLFloat},
+      {"Float8E4M3FN", ir::f8e4m3(), "float8_e4m3fn", kDLFloat8_e4m3fn},
+      {"Float8E5M2", ir::f8e5m2(), "float8_e5m2", kDLFloat8_e5m2},
   };
   return t;
 }
@@ -41,6 +44,8 @@ int float_rank(ir::Type t) {
     case ir::FloatKind::F32: return 2;
     case ir::FloatKind::F16: return 1;
     case ir::FloatKind::BF16: return 0;
+    case ir::FloatKind::E4M3: return -1;  // the 8-bit floats promote to any wider float
+    case ir::FloatKind::E5M2: return -2;
   }
   return 0;
 }

@@ -36,7 +36,8 @@ struct MaskEntry {
   uint32_t other;  // the else-side mask of an if
 };
 
-enum class WarpState : uint8_t { Running, AtBarrier, Done };
+enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, Done };
+constexpr int kNamedBarriers = 16;
 
 struct Warp {
   int pc = 0;
@@ -47,6 +48,7 @@ struct Warp {
   char* local = nullptr;   // 32 * local_stride bytes
   unsigned first_thread = 0;
   int index = 0;
+  int barrier_id = -1;  // the named barrier a warp in AtNamedBarrier waits at
 };
 
 // One host thread's state: registers and local memory for every warp of a block, reused for
@@ -64,6 +66,9 @@ struct Worker {
   std::string text;
   unsigned block_idx[3] = {0, 0, 0};
   AsyncCopyTracker async;  // cp.async in flight in the block (emulator/sm80_copy.h)
+  // Named barriers of the running block: threads arrived so far and the count that completes it.
+  int64_t named_arrived[kNamedBarriers] = {};
+  int64_t named_count[kNamedBarriers] = {};
 };
 
 struct LaunchCtx {
@@ -476,6 +481,43 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         warp.pc++;
         warp.state = WarpState::AtBarrier;
         return;
+      case K::NamedBarrier: {
+        // PTX bar.sync / bar.arrive: the warp counts as 32 threads; the barrier completes when
+        // `count` threads arrived, releasing the warps that wait at it.
+        if (!m) break;
+        const int l0 = __builtin_ctz(m);
+        const int64_t id = at(i.a, l0).i, count = at(i.b, l0).i;
+        FOR_LANES(m) {
+          int l = LANE;
+          if (at(i.a, l).i != id || at(i.b, l).i != count)
+            fail_at(c, w, warp, l, i, "named barrier with different ids or thread counts across one warp");
+        }
+        if (id < 0 || id >= kNamedBarriers) fail_at(c, w, warp, l0, i, "named barrier id " + std::to_string(id) +
+                                                                          " outside [0, 15]");
+        if (count <= 0 || count % kWarp != 0 || count > int64_t(c.num_warps) * kWarp)
+          fail_at(c, w, warp, l0, i, "named barrier thread count " + std::to_string(count) +
+                                         " is not a positive multiple of 32 up to the block's warps");
+        if (w.named_count[id] && w.named_count[id] != count)
+          fail_at(c, w, warp, l0, i, "named barrier " + std::to_string(id) + " used with thread counts " +
+                                         std::to_string(w.named_count[id]) + " and " + std::to_string(count));
+        w.named_count[id] = count;
+        w.named_arrived[id] += kWarp;
+        warp.pc++;
+        if (i.imm == int64_t(ir::NamedBarrierKind::Sync)) {
+          warp.state = WarpState::AtNamedBarrier;
+          warp.barrier_id = int(id);
+        }
+        if (w.named_arrived[id] == count) {
+          for (Warp& other : w.warps)
+            if (other.state == WarpState::AtNamedBarrier && other.barrier_id == int(id)) other.state = WarpState::Running;
+          w.named_arrived[id] = w.named_count[id] = 0;
+          // Landed cp.async data becomes visible as at a block barrier. Only the participants
+          // synchronised, so this may hide a race with a non-participant, never report a false one.
+          w.async.barrier();
+        }
+        if (warp.state != WarpState::Running) return;
+        continue;
+      }
       case K::If: {
         uint32_t t = 0;
         FOR_LANES(m) { int l = LANE; if (at(i.a, l).i) t |= 1u << l; }
@@ -577,6 +619,7 @@ void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
   w.block_idx[2] = unsigned(linear_block / (uint64_t(g[0]) * g[1]));
   if (w.smem_size) std::memset(w.smem, 0, w.smem_size);
   w.async.reset(w.smem, w.smem_size, c.block_threads);
+  for (int b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = w.named_count[b] = 0;
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;
@@ -584,11 +627,25 @@ void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
     warp.stack.clear();
   }
   for (;;) {
-    int waiting = 0, done = 0;
-    for (Warp& warp : w.warps) {
+    int waiting = 0, done = 0, running = 0, named = 0;
+    for (Warp& warp : w.warps)
       if (warp.state == WarpState::Running) run_warp(c, w, warp);
+    for (const Warp& warp : w.warps) {
       if (warp.state == WarpState::AtBarrier) ++waiting;
+      else if (warp.state == WarpState::AtNamedBarrier) ++named;
+      else if (warp.state == WarpState::Running) ++running;  // released by a named barrier
       else ++done;
+    }
+    if (running) continue;
+    if (named) {
+      std::string stuck;
+      for (const Warp& warp : w.warps)
+        if (warp.state == WarpState::AtNamedBarrier)
+          stuck += (stuck.empty() ? "" : ", ") + std::to_string(warp.index) + " at barrier " +
+                   std::to_string(warp.barrier_id) + " (" + std::to_string(w.named_arrived[warp.barrier_id]) + " of " +
+                   std::to_string(w.named_count[warp.barrier_id]) + " threads arrived)";
+      throw ExecutionError("named barrier deadlock in kernel '" + *c.kernel + "', block " + dims3(w.block_idx) +
+                           ": warp(s) " + stuck + " wait, and no other warp can arrive");
     }
     if (!waiting) return;
     if (done) {

@@ -183,6 +183,12 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       case OpCode::Barrier:
         emit(base(K::Barrier));
         break;
+      case OpCode::NamedBarrier: {
+        Inst i = base(K::NamedBarrier);
+        i.a = in(0), i.b = in(1), i.imm = op.int_attr;
+        emit(std::move(i));
+        break;
+      }
       case OpCode::Shuffle: {
         Inst i = base(K::Shuffle);
         i.imm = op.int_attr;

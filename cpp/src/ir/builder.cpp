@@ -229,6 +229,9 @@ Value* Builder::special(OpCode code, int dim) {
 }
 
 void Builder::barrier() { create(OpCode::Barrier, {}, {}); }
+void Builder::named_barrier(Value* id, Value* count, NamedBarrierKind kind) {
+  create(OpCode::NamedBarrier, {id, count}, {})->int_attr = int64_t(kind);
+}
 
 void Builder::printf(const std::string& format, const std::vector<Value*>& args) {
   Op* op = create(OpCode::Printf, args, {});

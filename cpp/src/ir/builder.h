@@ -51,6 +51,7 @@ class Builder {
 
   Value* special(OpCode code, int dim = 0);  // ThreadIdx/BlockIdx/BlockDim/GridDim/LaneIdx/WarpIdx
   void barrier();
+  void named_barrier(Value* id, Value* count, NamedBarrierKind kind);
   void printf(const std::string& format, const std::vector<Value*>& args);
 
   // Warp-synchronous ops over 32-bit registers (the DSL widens and splits other types).

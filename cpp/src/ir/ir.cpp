@@ -65,6 +65,7 @@ const char* opcode_name(OpCode code) {
     case OpCode::CpAsyncWait: return "cp_async_wait";
     case OpCode::LdMatrix: return "ldmatrix";
     case OpCode::StMatrix: return "stmatrix";
+    case OpCode::NamedBarrier: return "named_barrier";
   }
   return "?";
 }

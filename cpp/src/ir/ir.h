@@ -70,7 +70,13 @@ enum class OpCode : uint8_t {
   LdMatrix,       // (smem row ptr) -> vector of 32*num/width elements; int_attr = num matrices,
                   // ints = {transpose}; warp-collective (lane i of each 8-lane group names a row)
   StMatrix,       // (smem row ptr, vector value); int_attr / ints as LdMatrix
+  // named barriers (the cf family: Ampere examples' pipeline.NamedBarrier)
+  NamedBarrier,  // (id i32 in [0,16), thread count i32, a multiple of 32); int_attr = NamedBarrierKind
 };
+
+// What a NamedBarrier does: Sync = `bar.sync id, count` (arrive and wait until `count` threads
+// arrived), Arrive = `bar.arrive id, count` (count this warp, do not wait).
+enum class NamedBarrierKind : uint8_t { Sync = 0, Arrive = 1 };
 
 enum class CmpPredicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
 

@@ -14,7 +14,9 @@ namespace {
 OpCode opcode_from_name(const std::string& name, int line) {
   static const std::unordered_map<std::string, OpCode> table = [] {
     std::unordered_map<std::string, OpCode> t;
-    for (int c = 0; c <= int(OpCode::StMatrix); ++c) t[opcode_name(OpCode(c))] = OpCode(c);
+    // Every named opcode, wherever the enum ends (op families append to it).
+    for (int c = 0; c < 256; ++c)
+      if (std::string(opcode_name(OpCode(c))) != "?") t[opcode_name(OpCode(c))] = OpCode(c);
     return t;
   }();
   auto it = table.find(name);
@@ -139,6 +141,8 @@ class Cursor {
     if (w == "i1") return bool_type();
     if (w == "f16") return f16();
     if (w == "bf16") return bf16();
+    if (w == "f8E4M3FN") return f8e4m3();
+    if (w == "f8E5M2") return f8e5m2();
     if (w == "f32") return f32();
     if (w == "f64") return f64();
     if (w == "void") return void_type();

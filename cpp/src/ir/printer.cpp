@@ -130,6 +130,8 @@ class Printer {
       case OpCode::MmaSync:
         os << " m" << op.ints.at(0) << "n" << op.ints.at(1) << "k" << op.ints.at(2) << " " << list(op.operands) << " : "
            << types(op.operands) << " -> " << result_types(op) << "\n";
+      case OpCode::NamedBarrier:
+        os << (op.int_attr == int64_t(NamedBarrierKind::Arrive) ? " arrive " : " sync ") << list(op.operands) << "\n";
         return;
       case OpCode::Assert:
         os << " " << list(op.operands) << ", " << quote(op.str_attr) << " at " << quote(op.file) << ":" << op.line

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 
+#include "support/fp8.h"
 #include "support/half.h"
 
 namespace opencute::ir {
@@ -30,6 +31,11 @@ double round_float(Type t, double v) {
     case FloatKind::F32: return double(float(v));
     case FloatKind::F16: return double(half_bits_to_float(float_to_half_bits(float(v))));
     case FloatKind::BF16: return double(bf16_bits_to_float(float_to_bf16_bits(float(v))));
+    case FloatKind::E4M3:
+    case FloatKind::E5M2: {
+      const support::Fp8Format& f = t->float_kind == FloatKind::E4M3 ? support::e4m3_format() : support::e5m2_format();
+      return double(support::fp8_bits_to_float(support::float_to_fp8_bits(float(v), f), f));
+    }
   }
   return v;
 }
@@ -41,6 +47,12 @@ void store_scalar(Type t, Scalar s, void* dst) {
       case FloatKind::F32: { float f = float(s.f); std::memcpy(dst, &f, 4); return; }
       case FloatKind::F16: { uint16_t h = float_to_half_bits(float(s.f)); std::memcpy(dst, &h, 2); return; }
       case FloatKind::BF16: { uint16_t h = float_to_bf16_bits(float(s.f)); std::memcpy(dst, &h, 2); return; }
+      case FloatKind::E4M3:
+        *static_cast<uint8_t*>(dst) = support::float_to_fp8_bits(float(s.f), support::e4m3_format());
+        return;
+      case FloatKind::E5M2:
+        *static_cast<uint8_t*>(dst) = support::float_to_fp8_bits(float(s.f), support::e5m2_format());
+        return;
     }
   }
   int64_t v = s.i;
@@ -54,6 +66,10 @@ Scalar load_scalar(Type t, const void* src) {
       case FloatKind::F32: { float f; std::memcpy(&f, src, 4); return Scalar::of_float(f); }
       case FloatKind::F16: { uint16_t h; std::memcpy(&h, src, 2); return Scalar::of_float(half_bits_to_float(h)); }
       case FloatKind::BF16: { uint16_t h; std::memcpy(&h, src, 2); return Scalar::of_float(bf16_bits_to_float(h)); }
+      case FloatKind::E4M3:
+        return Scalar::of_float(support::fp8_bits_to_float(*static_cast<const uint8_t*>(src), support::e4m3_format()));
+      case FloatKind::E5M2:
+        return Scalar::of_float(support::fp8_bits_to_float(*static_cast<const uint8_t*>(src), support::e5m2_format()));
     }
   }
   int64_t v = 0;
@@ -248,12 +264,24 @@ bool is_known_math_function(const std::string& fn, int* arity) {
       {"atan", 1},  {"sinh", 1},  {"cosh", 1},  {"tanh", 1},  {"erf", 1},   {"floor", 1},
       {"ceil", 1},  {"round", 1}, {"trunc", 1}, {"fabs", 1},  {"atan2", 2}, {"pow", 2},
       {"fmod", 2},  {"copysign", 2}, {"log1p", 1}, {"expm1", 1},
+      // PTX fast paths (cute.arch.rcp_approx / exp2): rcp.approx.ftz.f32, ex2.approx.ftz.f32. The
+      // emulator computes them exactly in f32 with subnormal inputs and results flushed to zero;
+      // the hardware is within 1-2 ulp of that.
+      {"rcp_approx", 1}, {"exp2_approx", 1},
   };
   auto it = table.find(fn);
   if (it == table.end()) return false;
   if (arity) *arity = it->second;
   return true;
 }
+
+namespace {
+// f32 subnormals become zero of the same sign (PTX .ftz).
+double flush_subnormal(double v) {
+  double f = double(float(v));
+  return (f != 0.0 && std::fabs(f) < double(std::numeric_limits<float>::min())) ? std::copysign(0.0, f) : f;
+}
+}  // namespace
 
 bool eval_math(const std::string& fn, Type t, const std::vector<Scalar>& args, Scalar* out) {
   double x = args.empty() ? 0.0 : args[0].f;
@@ -287,6 +315,8 @@ bool eval_math(const std::string& fn, Type t, const std::vector<Scalar>& args, S
   else if (fn == "copysign") r = std::copysign(x, y);
   else if (fn == "log1p") r = std::log1p(x);
   else if (fn == "expm1") r = std::expm1(x);
+  else if (fn == "rcp_approx") r = flush_subnormal(1.0 / double(float(flush_subnormal(x))));
+  else if (fn == "exp2_approx") r = flush_subnormal(std::exp2(double(float(flush_subnormal(x)))));
   else return false;
   *out = Scalar::of_float(round_float(t, r));
   return true;

@@ -52,7 +52,8 @@ Type float_type(FloatKind kind) {
   TypeStorage t;
   t.kind = TypeKind::Float;
   t.float_kind = kind;
-  t.width = kind == FloatKind::F64 ? 64 : kind == FloatKind::F32 ? 32 : 16;
+  t.width = kind == FloatKind::F64 ? 64 : kind == FloatKind::F32 ? 32
+          : (kind == FloatKind::E4M3 || kind == FloatKind::E5M2) ? 8 : 16;
   return intern(t);
 }
 
@@ -60,6 +61,8 @@ Type f16() { return float_type(FloatKind::F16); }
 Type bf16() { return float_type(FloatKind::BF16); }
 Type f32() { return float_type(FloatKind::F32); }
 Type f64() { return float_type(FloatKind::F64); }
+Type f8e4m3() { return float_type(FloatKind::E4M3); }
+Type f8e5m2() { return float_type(FloatKind::E5M2); }
 
 Type vector_type(Type element, int lanes) {
   TypeStorage t;
@@ -103,6 +106,8 @@ std::string to_string(Type t) {
       switch (t->float_kind) {
         case FloatKind::F16: return "f16";
         case FloatKind::BF16: return "bf16";
+        case FloatKind::E4M3: return "f8E4M3FN";
+        case FloatKind::E5M2: return "f8E5M2";
         case FloatKind::F32: return "f32";
         case FloatKind::F64: return "f64";
       }

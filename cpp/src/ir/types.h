@@ -7,7 +7,8 @@
 namespace opencute::ir {
 
 enum class TypeKind : uint8_t { Void, Int, Float, Vector, Pointer };
-enum class FloatKind : uint8_t { F16, BF16, F32, F64 };
+// E4M3 / E5M2: the 8-bit floats Float8E4M3FN and Float8E5M2 (support/fp8.h).
+enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2 };
 // Numeric values follow the CuTe DSL / NVVM address-space numbering.
 enum class AddrSpace : uint8_t { Generic = 0, Gmem = 1, Smem = 3, Cmem = 4, Rmem = 5 };
 
@@ -42,6 +43,8 @@ Type f16();
 Type bf16();
 Type f32();
 Type f64();
+Type f8e4m3();
+Type f8e5m2();
 Type i32();
 Type i64();
 Type vector_type(Type element, int lanes);

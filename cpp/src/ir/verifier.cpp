@@ -93,6 +93,13 @@ class Verifier {
       case OpCode::LaneIdx: case OpCode::WarpIdx: case OpCode::Barrier: case OpCode::DynSmemSize:
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
         break;
+      case OpCode::NamedBarrier:
+        expect(op, o.size() == 2 && o[0]->type == i32() && o[1]->type == i32() && op.results.empty(),
+               "named_barrier takes (id, count) as i32");
+        expect(op, op.int_attr == int64_t(NamedBarrierKind::Sync) || op.int_attr == int64_t(NamedBarrierKind::Arrive),
+               "unknown named barrier kind");
+        expect(op, fn_->kind == FunctionKind::Kernel, "named_barrier is only valid in a kernel");
+        break;
       case OpCode::Shuffle: {
         bool ok = o.size() == 4 && op.results.size() == 1 && op.results[0]->type == i32();
         for (const Value* v : o) ok = ok && v->type == i32();

@@ -52,6 +52,20 @@ class NumericMeta(type):
         return 0.0 if cls.is_float else 0
 
     @property
+    def inf(cls):
+        """Positive infinity of a float type, as a Python float (`-Float32.inf` is minus infinity);
+        it takes the type of the DSL value it meets."""
+        if not cls.is_float:
+            raise AttributeError(f"inf is defined on float types, not {cls.__name__}")
+        return float("inf")
+
+    @property
+    def nan(cls):
+        if not cls.is_float:
+            raise AttributeError(f"nan is defined on float types, not {cls.__name__}")
+        return float("nan")
+
+    @property
     def min(cls):
         w, f, s, _ = _core.dtype_info(cls.__name__)
         if f:
@@ -222,6 +236,8 @@ Float16 = _make("Float16", Float)
 BFloat16 = _make("BFloat16", Float)
 Float32 = _make("Float32", Float)
 Float64 = _make("Float64", Float)
+Float8E4M3FN = _make("Float8E4M3FN", Float)
+Float8E5M2 = _make("Float8E5M2", Float)
 
 NUMERIC_TYPES = tuple(_CLASSES.values())
 

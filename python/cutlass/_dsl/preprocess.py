@@ -162,6 +162,15 @@ def _mangle(name, cls):
     return name
 
 
+class _RegionNames(list):
+    """The carried names of a region: the assigned ones, then (from `assigned` on) the ones
+    only changed in place."""
+
+    def __init__(self, assigned, changed):
+        super().__init__(list(assigned) + list(changed))
+        self.assigned = len(assigned)
+
+
 class _Bindings(ast.NodeVisitor):
     """Names a list of statements binds in *its own* scope, each mapped to the first node
     that binds it.  Bodies of nested defs/classes/lambdas and comprehension targets bind
@@ -233,6 +242,19 @@ def _bound(stmts, include_except=False):
     return v.names
 
 
+def _changed_in_place(stmts):
+    """Names whose objects the statements may change in place: receivers of method calls
+    (`state.advance()`) and of attribute stores (`state.index = i`)."""
+    out = set()
+    for s in stmts:
+        for n in _walk_local(s):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+                out.add(n.func.value.id)
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
+                out.add(n.value.id)
+    return out
+
+
 def _declared(stmts):
     """``global`` / ``nonlocal`` declarations of one function scope: name -> statement."""
     out = {}
@@ -269,6 +291,7 @@ class _Rewriter(ast.NodeTransformer):
         self.frames = []
         self.shadowed = set(shadowed)
         self.declared = {}
+        self.locals = set()
         self.cls = cls
 
     # -- diagnostics
@@ -285,15 +308,16 @@ class _Rewriter(ast.NodeTransformer):
             node.decorator_list = [self.visit(d) for d in node.decorator_list]
             node.args.defaults = [self.visit(d) for d in node.args.defaults]
             node.args.kw_defaults = [d and self.visit(d) for d in node.args.kw_defaults]
-        saved = self.frames, self.shadowed, self.declared, self.self_arg
+        saved = self.frames, self.shadowed, self.declared, self.self_arg, self.locals
         positional = node.args.posonlyargs + node.args.args
         self.self_arg = positional[0].arg if positional else None
         self.declared = _declared(node.body)
         own = _bound(node.body, include_except=True)
+        self.locals = (_params(node.args) | set(own)) - set(self.declared)
         self.shadowed = self.shadowed | _params(node.args) | set(own) | set(self.declared)
         self.frames = []
         node.body = self._block(node.body)
-        self.frames, self.shadowed, self.declared, self.self_arg = saved
+        self.frames, self.shadowed, self.declared, self.self_arg, self.locals = saved
         return node
 
     visit_FunctionDef = visit_AsyncFunctionDef = rewrite_function
@@ -357,10 +381,13 @@ class _Rewriter(ast.NodeTransformer):
         return self.counter
 
     def _region_names(self, stmts, exclude=()):
-        """(sorted names a dynamic region assigns, i.e. its carried values; their first
-        binding nodes).  ``_`` is never carried: it is write-only by definition."""
+        """(names a dynamic region assigns, sorted, then the local names whose objects it may
+        change in place (the runtime carries those that follow the value protocol); their
+        first binding nodes).  ``_`` is never carried: it is write-only by definition."""
         bound = _bound(stmts)
-        return sorted(n for n in bound if n != "_" and n not in exclude), bound
+        names = sorted(n for n in bound if n != "_" and n not in exclude)
+        changed = (_changed_in_place(stmts) & self.locals) - set(names) - set(exclude) - {"_"}
+        return _RegionNames(names, sorted(changed)), bound
 
     def _check_assignable(self, bound):
         """Run after the region body was visited, so that a `global` statement inside
@@ -375,8 +402,11 @@ class _Rewriter(ast.NodeTransformer):
 
     def _emit(self, node, op, defs, leading_args, names):
         """``defs`` then ``(NAMES,) = rt.op(*leading_args, NAMES, VALUES, LOC)``."""
+        keywords = []
+        if getattr(names, "assigned", len(names)) != len(names):
+            keywords = [ast.keyword(arg="assigned", value=ast.Constant(names.assigned))]
         call = _call(_rt(op), leading_args + [self._strs(names), self._get_locals(names),
-                                              self._loc(node)])
+                                              self._loc(node)], keywords)
         if names:
             stmt = ast.Assign(targets=[_tuple((_name(n, True) for n in names), True)],
                               value=call)

@@ -115,19 +115,52 @@ def _static_truth(pred):
     return builtins.bool(pred)
 
 
-def if_(pred, then_fn, else_fn, names, init, loc):
+def _in_place(init, assigned):
+    """Indices of the names only changed in place (from `assigned` on) whose values follow the
+    value protocol: they are carried like assigned names; other such names pass through."""
+    if assigned is None:
+        return set()
+    return {k for k in builtins.range(assigned, len(init))
+            if not _is_undef(init[k]) and isinstance(carry.structure_of(init[k]), carry.Protocol)}
+
+
+def _clone(init, in_place):
+    """The values with each in-place-changed protocol object replaced by a copy, so that each
+    path of a dynamic `if` changes its own."""
+    out = list(init)
+    for k in in_place:
+        node = carry.structure_of(init[k])
+        out[k] = carry.rebuild(node, carry.values_for(node, init[k]))
+    return out
+
+
+def _write_back(outputs, init, in_place):
+    """An object changed in place keeps its identity (other names may refer to it, e.g. `self`
+    in the method that changed it): it takes the state of the value after the region."""
+    for k in in_place:
+        new, obj = outputs[k], init[k]
+        if type(new) is type(obj) and hasattr(obj, "__dict__"):
+            obj.__dict__.update(new.__dict__)
+            outputs[k] = obj
+    return outputs
+
+
+def if_(pred, then_fn, else_fn, names, init, loc, assigned=None):
     if not is_dynamic(pred):
         fn = then_fn if _static_truth(pred) else else_fn
         return init if fn is None else fn(*init)
     tr = context.tracer()
+    in_place = _in_place(init, assigned)
     op = tr.if_begin(pred._n)
     tr.enter_region(op, 0)
-    then_out = then_fn(*init)
+    then_out = then_fn(*_clone(init, in_place))
     tr.enter_region(op, 1)
-    else_out = else_fn(*init) if else_fn is not None else init
+    else_out = else_fn(*_clone(init, in_place)) if else_fn is not None else _clone(init, in_place)
 
     carried, outputs = [], list(init)  # carried: (index, structure)
     for k, name in enumerate(names):
+        if assigned is not None and k >= assigned and k not in in_place:
+            continue  # changed in place only, and not a protocol object: passes through
         before, a, b = init[k], then_out[k], else_out[k]
         if a is b and not _is_undef(a):
             outputs[k] = a  # the same object on both paths, e.g. untouched
@@ -156,7 +189,7 @@ def if_(pred, then_fn, else_fn, names, init, loc):
     tr.exit_to_parent(op)
     results = tr.set_results(op, types)
     _place(outputs, carried, results)
-    return tuple(outputs)
+    return tuple(_write_back(outputs, init, in_place))
 
 
 def _place(outputs, carried, values):
@@ -169,9 +202,12 @@ def _place(outputs, carried, values):
     return outputs
 
 
-def _entry_structures(init):
-    """(index, structure) of the loop-carried variables: those defined before the loop."""
-    return [(k, carry.structure_of(v)) for k, v in enumerate(init) if not _is_undef(v)]
+def _entry_structures(init, assigned):
+    """(index, structure) of the loop-carried variables: those defined before the loop (of the
+    ones only changed in place, the protocol objects)."""
+    in_place = _in_place(init, assigned)
+    return [(k, carry.structure_of(v)) for k, v in enumerate(init)
+            if not _is_undef(v) and (assigned is None or k < assigned or k in in_place)]
 
 
 def _entry_values(init, carried):
@@ -192,7 +228,7 @@ def _exit_structures(names, out, carried, loc):
     return joined, widened
 
 
-def _finish_loop(tr, op, names, init, out, carried, loc):
+def _finish_loop(tr, op, names, init, out, carried, loc, assigned):
     vals = []
     for k, node in carried:
         vals.extend(carry.values_for(node, out[k]))
@@ -200,17 +236,18 @@ def _finish_loop(tr, op, names, init, out, carried, loc):
     tr.exit_to_parent(op)
     results = tr.set_results(op, [v.ir_type for v in vals])
     outputs = [(_Undefined(name, loc) if _is_undef(init[k]) else init[k]) for k, name in enumerate(names)]
-    return tuple(_place(outputs, carried, results))
+    _place(outputs, carried, results)
+    return tuple(_write_back(outputs, init, _in_place(init, assigned)))
 
 
-def for_(rng, body_fn, names, init, loc):
+def for_(rng, body_fn, names, init, loc, assigned=None):
     if not isinstance(rng, DynamicRange):
         vals = tuple(init)
         for v in rng:
             vals = body_fn(v, *vals)
         return vals
     tr = context.tracer()
-    carried = _entry_structures(init)
+    carried = _entry_structures(init, assigned)
     start, stop, step = (as_numeric(x) for x in (rng.start, rng.stop, rng.step))
     while True:
         op, iv, iters = tr.for_begin(start._n, stop._n, step._n, _entry_values(init, carried), rng.unroll)
@@ -218,15 +255,15 @@ def for_(rng, body_fn, names, init, loc):
         out = body_fn(wrap(iv), *_place(list(init), carried, iters))
         joined, widened = _exit_structures(names, out, carried, loc)
         if not widened:
-            return _finish_loop(tr, op, names, init, out, joined, loc)
+            return _finish_loop(tr, op, names, init, out, joined, loc, assigned)
         tr.exit_to_parent(op)
         tr.erase_op(op)
         carried = joined
 
 
-def while_(cond_fn, body_fn, names, init, loc):
+def while_(cond_fn, body_fn, names, init, loc, assigned=None):
     tr = context.tracer()
-    carried = _entry_structures(init)
+    carried = _entry_structures(init, assigned)
     while True:
         op, before, after = tr.while_begin(_entry_values(init, carried))
         tr.enter_region(op, 0)
@@ -236,7 +273,7 @@ def while_(cond_fn, body_fn, names, init, loc):
         out = body_fn(*_place(list(init), carried, after))
         joined, widened = _exit_structures(names, out, carried, loc)
         if not widened:
-            return _finish_loop(tr, op, names, init, out, joined, loc)
+            return _finish_loop(tr, op, names, init, out, joined, loc, assigned)
         tr.exit_to_parent(op)
         tr.erase_op(op)
         carried = joined

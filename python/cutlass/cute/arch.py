@@ -218,3 +218,34 @@ def cp_async_wait_group(n, *, loc=None, ip=None):
     except TypeError:
         raise TypeError(f"cp_async_wait_group needs a static int number of groups, got {type(n).__name__}") from None
     _core.cute.cp_async_wait_group(count)
+# ---- Float32 fast paths ---------------------------------------------------------------------
+
+def _f32(x):
+    from .._dsl.numeric import Float32
+    return Float32(x)._n
+
+
+def fmax(a, b, *, abs=False, nan=False, ftz=False, loc=None, ip=None):  # noqa: A002 - the DSL's keyword
+    """PTX max.f32 of two Float32 values (a NaN operand is ignored, as fmaxf does)."""
+    from .._dsl.numeric import MAX
+    if abs or nan:
+        raise NotImplementedError("cute.arch.fmax: the abs and nan variants are not supported yet")
+    return wrap(_core.binary(MAX, _f32(a), _f32(b)))
+
+
+def fmin(a, b, *, abs=False, nan=False, ftz=False, loc=None, ip=None):  # noqa: A002
+    """PTX min.f32 of two Float32 values."""
+    from .._dsl.numeric import MIN
+    if abs or nan:
+        raise NotImplementedError("cute.arch.fmin: the abs and nan variants are not supported yet")
+    return wrap(_core.binary(MIN, _f32(a), _f32(b)))
+
+
+def rcp_approx(a, *, loc=None, ip=None):
+    """PTX rcp.approx.ftz.f32: an approximate 1/a (Float32)."""
+    return wrap(_core.math("rcp_approx", [_f32(a)]))
+
+
+def exp2(a, *, loc=None, ip=None):
+    """PTX ex2.approx.ftz.f32: an approximate 2**a (Float32)."""
+    return wrap(_core.math("exp2_approx", [_f32(a)]))

@@ -30,6 +30,22 @@ def _binary(name):
 
 
 exp, exp2, log, log2, log10, sqrt, rsqrt = (_unary(n) for n in ("exp", "exp2", "log", "log2", "log10", "sqrt", "rsqrt"))
+_exact_exp2 = exp2
+
+
+def exp2(x, *, fastmath=False, approx=False, ftz=False, rounding=None, loc=None, ip=None):
+    """Element-wise 2**x; with fastmath or approx on Float32 values it is PTX ex2.approx.ftz.f32
+    (what FlashAttention's softmax relies on), otherwise the exact libdevice function."""
+    if (fastmath or approx) and _is_f32(x):
+        return _apply("exp2_approx", (x,))
+    return _exact_exp2(x)
+
+
+def _is_f32(x):
+    from .._dsl.numeric import Float32
+    if isinstance(x, TensorSSA):
+        return x.dtype is Float32
+    return isinstance(x, (Float32, float))
 sin, cos, tan, asin, acos, atan = (_unary(n) for n in ("sin", "cos", "tan", "asin", "acos", "atan"))
 sinh, cosh, tanh, erf, log1p, expm1 = (_unary(n) for n in ("sinh", "cosh", "tanh", "erf", "log1p", "expm1"))
 floor, ceil, trunc = (_unary(n) for n in ("floor", "ceil", "trunc"))

@@ -1,3 +1,10 @@
-"""`cutlass.utils`: helpers written with DSL operations (shared-memory allocation, layouts, printing)."""
-from .print_latex import print_latex, print_latex_tv  # noqa: F401
-from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes  # noqa: F401
+"""`cutlass.utils`: helpers written with DSL operations that NVIDIA's kernels share (shared-memory
+allocation, layouts, FP8 tensors, printing)."""
+from . import tensor_helpers
+from .layout import LayoutEnum, OperandMajorMode
+from .print_latex import print_latex, print_latex_tv
+from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
+from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
+
+__all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
+           "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes"]

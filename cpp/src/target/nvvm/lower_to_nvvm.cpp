@@ -13,6 +13,7 @@
 
 #include "ir/arch_attributes.h"
 #include "ir/scalar_semantics.h"
+#include "support/fp8.h"
 #include "support/half.h"
 #include "target/nvvm/lower_sm80_mma.h"
 #include "target/nvvm/op_lowering.h"
@@ -40,6 +41,10 @@ const char* kDataLayout =
 
 bool is_half(Type t) { return t->is_float() && t->float_kind == FloatKind::F16; }
 bool is_bf16(Type t) { return t->is_float() && t->float_kind == FloatKind::BF16; }
+bool is_fp8(Type t) { return t->is_float() && (t->float_kind == FloatKind::E4M3 || t->float_kind == FloatKind::E5M2); }
+const support::Fp8Format& fp8_format(Type t) {
+  return t->float_kind == FloatKind::E4M3 ? support::e4m3_format() : support::e5m2_format();
+}
 bool is_f64(Type t) { return t->is_float() && t->float_kind == FloatKind::F64; }
 bool is_f32(Type t) { return t->is_float() && t->float_kind == FloatKind::F32; }
 
@@ -84,6 +89,8 @@ std::string llvm_type(Type t) {
       switch (t->float_kind) {
         case FloatKind::F16: return "half";
         case FloatKind::BF16: return "i16";  // LLVM 7 has no bfloat
+        case FloatKind::E4M3:
+        case FloatKind::E5M2: return "i8";   // nor 8-bit floats
         case FloatKind::F32: return "float";
         case FloatKind::F64: return "double";
       }
@@ -142,6 +149,8 @@ std::string float_literal(Type t, double d) {
       return buf;
     }
     case FloatKind::BF16: return int_literal(16, support::float_to_bf16_bits(float(d)));
+    case FloatKind::E4M3:
+    case FloatKind::E5M2: return int_literal(8, support::float_to_fp8_bits(float(d), fp8_format(t)));
   }
   return "0";
 }
@@ -432,11 +441,116 @@ class KernelLowering : public OpLowering {
 
   // -- f16 / bf16 ---------------------------------------------------------------------------
 
-  static Type compute_type(Type t) { return (is_half(t) || is_bf16(t)) ? ir::f32() : t; }
+  static Type compute_type(Type t) { return (is_half(t) || is_bf16(t) || is_fp8(t)) ? ir::f32() : t; }
+
+  // fp8 <-> f32 as internal helper functions: the integer algorithm of support/fp8.h.
+  std::string fp8_helper(Type t, bool to_f32) {
+    const support::Fp8Format& f = fp8_format(t);
+    const bool e4m3 = t->float_kind == FloatKind::E4M3;
+    std::string name = std::string("__opencute_") + (e4m3 ? "e4m3" : "e5m2") + (to_f32 ? "_to_f32" : "_from_f32");
+    if (ms_.helpers.count(name)) return name;
+    const int m = f.mantissa_bits;
+    std::ostringstream s;
+    if (to_f32) {
+      const int emax = 0x7f >> m;
+      const std::string arch = ms_.format_global("__CUDA_ARCH");
+      ms_.declare("i32", "__nvvm_reflect", "i8*");
+      s << "define internal float @" << name << "(i8 %b) alwaysinline {\n"
+        << "  %archp = addrspacecast i8 addrspace(1)* getelementptr inbounds ([12 x i8], [12 x i8] addrspace(1)* "
+        << arch << ", i64 0, i64 0) to i8*\n"
+        << "  %arch = call i32 @__nvvm_reflect(i8* %archp)\n"
+        << "  %hw = icmp sge i32 %arch, 890\n"
+        << "  br i1 %hw, label %cvt, label %soft\n"
+        << "cvt:\n"  // exact: every fp8 value is an f16 value
+        << "  %w = zext i8 %b to i16\n"
+        << "  %pair = call i32 asm \"cvt.rn.f16x2." << (e4m3 ? "e4m3x2" : "e5m2x2") << " $0, $1;\", \"=r,h\"(i16 %w)\n"
+        << "  %lo = trunc i32 %pair to i16\n"
+        << "  %h = bitcast i16 %lo to half\n"
+        << "  %hf = fpext half %h to float\n"
+        << "  ret float %hf\n"
+        << "soft:\n"
+        << "  %u = zext i8 %b to i32\n"
+        << "  %es = lshr i32 %u, " << m << "\n"
+        << "  %e = and i32 %es, " << emax << "\n"
+        << "  %mant = and i32 %u, " << ((1 << m) - 1) << "\n"
+        << "  %normal = icmp ne i32 %e, 0\n"
+        << "  %hidden = select i1 %normal, i32 " << (1 << m) << ", i32 0\n"
+        << "  %mi = or i32 %mant, %hidden\n"
+        << "  %ee = select i1 %normal, i32 %e, i32 1\n"
+        << "  %k = add i32 %ee, " << (127 - f.exponent_bias - m) << "\n"
+        << "  %kb = shl i32 %k, 23\n"
+        << "  %scale = bitcast i32 %kb to float\n"
+        << "  %mf = uitofp i32 %mi to float\n"
+        << "  %v = fmul float %mf, %scale\n"
+        << "  %nv = fsub float " << hex_double(-0.0) << ", %v\n"
+        << "  %sb = and i32 %u, 128\n"
+        << "  %neg = icmp ne i32 %sb, 0\n"
+        << "  %sv = select i1 %neg, float %nv, float %v\n";
+      if (f.has_inf) {
+        s << "  %top = icmp eq i32 %e, " << emax << "\n"
+          << "  %mz = icmp eq i32 %mant, 0\n"
+          << "  %inf = select i1 %neg, float " << hex_double(-INFINITY) << ", float " << hex_double(INFINITY) << "\n"
+          << "  %special = select i1 %mz, float %inf, float " << hex_double(NAN) << "\n"
+          << "  %r = select i1 %top, float %special, float %sv\n";
+      } else {
+        s << "  %low = and i32 %u, 127\n"
+          << "  %nan = icmp eq i32 %low, 127\n"
+          << "  %r = select i1 %nan, float " << hex_double(NAN) << ", float %sv\n";
+      }
+      s << "  ret float %r\n}\n";
+    } else {
+      const int shift = 23 - m;
+      // sm_89+ converts with one cvt.rn.satfinite (same result); __nvvm_reflect folds the
+      // choice when libNVVM compiles for a given architecture.
+      const std::string arch = ms_.format_global("__CUDA_ARCH");
+      ms_.declare("i32", "__nvvm_reflect", "i8*");
+      s << "define internal i8 @" << name << "(float %f) alwaysinline {\n"
+        << "  %archp = addrspacecast i8 addrspace(1)* getelementptr inbounds ([12 x i8], [12 x i8] addrspace(1)* "
+        << arch << ", i64 0, i64 0) to i8*\n"
+        << "  %arch = call i32 @__nvvm_reflect(i8* %archp)\n"
+        << "  %hw = icmp sge i32 %arch, 890\n"
+        << "  br i1 %hw, label %cvt, label %soft\n"
+        << "cvt:\n"
+        << "  %pair = call i16 asm \"cvt.rn.satfinite." << (e4m3 ? "e4m3x2" : "e5m2x2")
+        << ".f32 $0, $1, $2;\", \"=h,f,f\"(float " << hex_double(0.0) << ", float %f)\n"
+        << "  %low = trunc i16 %pair to i8\n"
+        << "  ret i8 %low\n"
+        << "soft:\n"
+        << "  %x = bitcast float %f to i32\n"
+        << "  %sh = lshr i32 %x, 24\n"
+        << "  %sign = and i32 %sh, 128\n"
+        << "  %mag = and i32 %x, 2147483647\n"
+        << "  %lsbs = lshr i32 %mag, " << shift << "\n"
+        << "  %lsb = and i32 %lsbs, 1\n"
+        << "  %bias = add i32 %lsb, " << ((1 << (shift - 1)) - 1) << "\n"
+        << "  %sum = add i32 %mag, %bias\n"
+        << "  %rounded = lshr i32 %sum, " << shift << "\n"
+        << "  %ncode = sub i32 %rounded, " << ((127 - f.exponent_bias) << m) << "\n"
+        << "  %over = icmp ugt i32 %ncode, " << int(f.max_code) << "\n"
+        << "  %normal_code = select i1 %over, i32 " << int(f.max_code) << ", i32 %ncode\n"
+        << "  %magf = bitcast i32 %mag to float\n"
+        << "  %scaled = fmul float %magf, " << hex_double(f.subnormal_scale) << "\n"
+        << "  %up = fadd float %scaled, " << hex_double(8388608.0) << "\n"
+        << "  %rq = fsub float %up, " << hex_double(8388608.0) << "\n"
+        << "  %sub_code = fptoui float %rq to i32\n"
+        << "  %is_normal = icmp uge i32 %mag, " << f.min_normal << "\n"
+        << "  %code = select i1 %is_normal, i32 %normal_code, i32 %sub_code\n"
+        << "  %big = icmp uge i32 %mag, " << f.max_finite << "\n"
+        << "  %sat = select i1 %big, i32 " << int(f.max_code) << ", i32 %code\n"
+        << "  %signed = or i32 %sat, %sign\n"
+        << "  %nan = icmp ugt i32 %mag, 2139095040\n"
+        << "  %r = select i1 %nan, i32 127, i32 %signed\n"
+        << "  %b = trunc i32 %r to i8\n"
+        << "  ret i8 %b\n}\n";
+    }
+    ms_.helpers.emplace(name, s.str());
+    return name;
+  }
 
   // To the type arithmetic happens in (f32 for the 16-bit floats; both convert exactly).
   std::string widen(Type t, const std::string& v) {
     if (is_half(t)) return def("fpext half " + v + " to float");
+    if (is_fp8(t)) return def("call float @" + fp8_helper(t, true) + "(i8 " + v + ")");
     if (is_bf16(t)) {
       std::string z = def("zext i16 " + v + " to i32");
       std::string s = def("shl i32 " + z + ", 16");
@@ -448,6 +562,7 @@ class KernelLowering : public OpLowering {
   // From f32 back to a 16-bit float with round-to-nearest-even.
   std::string narrow(Type t, const std::string& v) {
     if (is_half(t)) return def("fptrunc float " + v + " to half");
+    if (is_fp8(t)) return def("call i8 @" + fp8_helper(t, false) + "(float " + v + ")");
     if (is_bf16(t)) {
       // Mirrors support::float_to_bf16_bits bit for bit, NaN payload included.
       std::string b = def("bitcast float " + v + " to i32");
@@ -632,6 +747,7 @@ class KernelLowering : public OpLowering {
         case OpCode::Abs: {
           bool neg = op.code == OpCode::Neg;
           if (is_bf16(t)) return def(std::string(neg ? "xor" : "and") + " i16 " + a + ", " + (neg ? "-32768" : "32767"));
+          if (is_fp8(t)) return def(std::string(neg ? "xor" : "and") + " i8 " + a + ", " + (neg ? "-128" : "127"));
           if (is_half(t)) {
             std::string bits = def("bitcast half " + a + " to i16");
             std::string r = def(std::string(neg ? "xor" : "and") + " i16 " + bits + ", " + (neg ? "-32768" : "32767"));
@@ -774,6 +890,13 @@ class KernelLowering : public OpLowering {
     Type c = compute_type(t);
     std::vector<std::string> w;
     for (auto& a : args) w.push_back(widen(t, a));
+    if (op.str_attr == "rcp_approx" || op.str_attr == "exp2_approx") {
+      // The PTX fast paths work on f32 (f64 rounds to f32 first, as the emulator does).
+      std::string x = is_f64(c) ? def("fptrunc double " + w[0] + " to float") : w[0];
+      const char* insn = op.str_attr == "rcp_approx" ? "rcp.approx.ftz.f32" : "ex2.approx.ftz.f32";
+      std::string r = def(std::string("call float asm \"") + insn + " $0, $1;\", \"=f,f\"(float " + x + ")");
+      return narrow(t, is_f64(c) ? def("fpext float " + r + " to double") : r);
+    }
     return narrow(t, libdevice_call(op.str_attr, c, w));
   }
 
@@ -1375,6 +1498,12 @@ class KernelLowering : public OpLowering {
         ms_.declare("void", "llvm.nvvm.barrier0", "");
         line("call void @llvm.nvvm.barrier0()");
         return;
+      case OpCode::NamedBarrier: {
+        const char* insn = op.int_attr == int64_t(ir::NamedBarrierKind::Arrive) ? "bar.arrive" : "bar.sync";
+        line(std::string("call void asm sideeffect \"") + insn + " $0, $1;\", \"r,r,~{memory}\"(i32 " +
+             use(op.operands[0]) + ", i32 " + use(op.operands[1]) + ")");
+        return;
+      }
       case OpCode::Printf: lower_printf(op); return;
       case OpCode::Shuffle: lower_shuffle(op); return;
       case OpCode::Vote: lower_vote(op); return;
