@@ -462,3 +462,21 @@ def test_gemm_style_staged_swizzled_storage(target, stage):
     np.testing.assert_array_equal(c_out, np.arange(16 * 64, dtype=np.float32).reshape(64, 16).T)
     # 16-byte accesses survive the byte-address swizzle (runs of 16 bytes stay together).
     assert "vector<8xf16>" in compiled.__mlir__ or "<8 x" in compiled.__mlir__
+
+
+def test_postponed_annotations_are_evaluated_where_the_struct_is_written():
+    code = """
+from __future__ import annotations
+import cutlass, cutlass.cute as cute
+
+def make(n):
+    @cute.struct
+    class Late:
+        head: cutlass.Int8
+        data: cute.struct.MemRange[cutlass.Float32, n]
+    return Late
+"""
+    scope = {}
+    exec(compile(code, "<postponed>", "exec"), scope)
+    late = scope["make"](5)
+    assert late.offset_of("data") == 4 and late.size_in_bytes() == 24

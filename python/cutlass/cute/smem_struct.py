@@ -95,6 +95,12 @@ class struct:
 
     def __init__(self, cls):
         annotations = dict(getattr(cls, "__annotations__", {}))
+        if any(isinstance(a, str) for a in annotations.values()):
+            # `from __future__ import annotations`: evaluate where the class was written.
+            import sys
+            frame = sys._getframe(1)
+            annotations = {n: eval(a, frame.f_globals, frame.f_locals) if isinstance(a, str) else a  # noqa: S307
+                           for n, a in annotations.items()}
         if not annotations:
             kind = "union" if self._is_union else "struct"
             raise TypeError(f"cute.{kind} {cls.__name__} has no members")
