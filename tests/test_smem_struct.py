@@ -480,3 +480,20 @@ def make(n):
     exec(compile(code, "<postponed>", "exec"), scope)
     late = scope["make"](5)
     assert late.offset_of("data") == 4 and late.size_in_bytes() == 24
+
+
+@cute.kernel
+def dynamic_size_kernel(n: cutlass.Int32):
+    cutlass.utils.SmemAllocator().allocate(n)
+
+
+@cute.jit
+def dynamic_size_host(n: cutlass.Int32):
+    dynamic_size_kernel(n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_allocation_sizes_must_be_static():
+    with pytest.raises(cutlass.DSLUserCodeError, match="static integer") as e:
+        cute.compile(dynamic_size_host, 4, options="--target cpu")
+    assert "test_smem_struct.py" in str(e.value)
+    assert cute.struct.MemRange[cutlass.Float32, cutlass.Int32(3)].count == 3  # static DSL ints are fine

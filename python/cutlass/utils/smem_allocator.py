@@ -6,6 +6,7 @@ when `launch(smem=None)`. Each allocation is checked against the target's capaci
 (`get_smem_capacity_in_bytes`), so an oversized struct fails at the user's line.
 """
 import enum
+import operator
 
 from .. import _core
 from .._dsl import context
@@ -50,6 +51,9 @@ def kernel_smem_usage():
 
 
 def _static_int(value, what):
+    from .._dsl.numeric import Integer
+    if isinstance(value, Integer):
+        return operator.index(value)  # a static DSL integer; a dynamic one raises at the user's line
     if isinstance(value, bool) or not isinstance(value, int):
         raise DSLUserCodeError(f"SmemAllocator.{what} needs a static int, got {type(value).__name__}",
                                code="PHASE_REQUIRES_CONSTANT")
