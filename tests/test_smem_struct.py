@@ -497,3 +497,36 @@ def test_allocation_sizes_must_be_static():
         cute.compile(dynamic_size_host, 4, options="--target cpu")
     assert "test_smem_struct.py" in str(e.value)
     assert cute.struct.MemRange[cutlass.Float32, cutlass.Int32(3)].count == 3  # static DSL ints are fine
+
+
+@cute.kernel
+def static_and_dynamic_kernel(n: cutlass.Constexpr):
+    cute.arch.alloc_smem(cutlass.Float32, 16 * 1024)  # 64 KiB static
+    cutlass.utils.SmemAllocator().allocate(n)
+
+
+@cute.jit
+def static_and_dynamic_host(n: cutlass.Constexpr):
+    static_and_dynamic_kernel(n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_static_shared_memory_counts_against_the_capacity():
+    cute.compile(static_and_dynamic_host, 99 * 1024, options="--target cpu --gpu-arch sm_80")  # 64 + 99 <= 163 KiB
+    with pytest.raises(cutlass.DSLUserCodeError, match="after 65536 bytes of static shared memory, more than the "
+                                                       "166912 bytes"):
+        cute.compile(static_and_dynamic_host, 100 * 1024, options="--target cpu --gpu-arch sm_80")
+
+
+@cute.jit
+def explicit_smem_host():
+    no_smem_kernel_static().launch(grid=(1, 1, 1), block=(1, 1, 1), smem=200 * 1024)
+
+
+@cute.kernel
+def no_smem_kernel_static():
+    cute.arch.alloc_smem(cutlass.Int32, 4)
+
+
+def test_explicit_launch_size_beyond_the_capacity_is_an_error():
+    with pytest.raises(cutlass.DSLUserCodeError, match="asks for 204800 bytes of dynamic shared memory"):
+        cute.compile(explicit_smem_host, options="--target cpu --gpu-arch sm_80")

@@ -80,9 +80,12 @@ class SmemAllocator:
         end = offset + nbytes
         arch = _current_arch()
         capacity = _S.capacity_in_bytes(arch)
-        if end > capacity:
-            raise DSLUserCodeError(f"shared memory allocation of {nbytes} bytes at offset {offset} needs {end} bytes, "
-                                   f"more than the {capacity} bytes a block may use on {arch}",
+        static = self._usage.static_bytes  # static arrays precede the (1024-aligned) dynamic memory
+        total = (_S.align_up(static, _BASE_ALIGNMENT, "SmemAllocator") if static else 0) + end
+        if total > capacity:
+            also = f" after {static} bytes of static shared memory" if static else ""
+            raise DSLUserCodeError(f"shared memory allocation of {nbytes} bytes at offset {offset} needs {end} bytes"
+                                   f"{also}, more than the {capacity} bytes a block may use on {arch}",
                                    code="SMEM_CAPACITY_EXCEEDED")
         self._usage.bytes = end
         return self._base + offset
