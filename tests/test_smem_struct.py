@@ -462,3 +462,71 @@ def test_gemm_style_staged_swizzled_storage(target, stage):
     np.testing.assert_array_equal(c_out, np.arange(16 * 64, dtype=np.float32).reshape(64, 16).T)
     # 16-byte accesses survive the byte-address swizzle (runs of 16 bytes stay together).
     assert "vector<8xf16>" in compiled.__mlir__ or "<8 x" in compiled.__mlir__
+
+
+def test_postponed_annotations_are_evaluated_where_the_struct_is_written():
+    code = """
+from __future__ import annotations
+import cutlass, cutlass.cute as cute
+
+def make(n):
+    @cute.struct
+    class Late:
+        head: cutlass.Int8
+        data: cute.struct.MemRange[cutlass.Float32, n]
+    return Late
+"""
+    scope = {}
+    exec(compile(code, "<postponed>", "exec"), scope)
+    late = scope["make"](5)
+    assert late.offset_of("data") == 4 and late.size_in_bytes() == 24
+
+
+@cute.kernel
+def dynamic_size_kernel(n: cutlass.Int32):
+    cutlass.utils.SmemAllocator().allocate(n)
+
+
+@cute.jit
+def dynamic_size_host(n: cutlass.Int32):
+    dynamic_size_kernel(n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_allocation_sizes_must_be_static():
+    with pytest.raises(cutlass.DSLUserCodeError, match="static integer") as e:
+        cute.compile(dynamic_size_host, 4, options="--target cpu")
+    assert "test_smem_struct.py" in str(e.value)
+    assert cute.struct.MemRange[cutlass.Float32, cutlass.Int32(3)].count == 3  # static DSL ints are fine
+
+
+@cute.kernel
+def static_and_dynamic_kernel(n: cutlass.Constexpr):
+    cute.arch.alloc_smem(cutlass.Float32, 16 * 1024)  # 64 KiB static
+    cutlass.utils.SmemAllocator().allocate(n)
+
+
+@cute.jit
+def static_and_dynamic_host(n: cutlass.Constexpr):
+    static_and_dynamic_kernel(n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_static_shared_memory_counts_against_the_capacity():
+    cute.compile(static_and_dynamic_host, 99 * 1024, options="--target cpu --gpu-arch sm_80")  # 64 + 99 <= 163 KiB
+    with pytest.raises(cutlass.DSLUserCodeError, match="after 65536 bytes of static shared memory, more than the "
+                                                       "166912 bytes"):
+        cute.compile(static_and_dynamic_host, 100 * 1024, options="--target cpu --gpu-arch sm_80")
+
+
+@cute.jit
+def explicit_smem_host():
+    no_smem_kernel_static().launch(grid=(1, 1, 1), block=(1, 1, 1), smem=200 * 1024)
+
+
+@cute.kernel
+def no_smem_kernel_static():
+    cute.arch.alloc_smem(cutlass.Int32, 4)
+
+
+def test_explicit_launch_size_beyond_the_capacity_is_an_error():
+    with pytest.raises(cutlass.DSLUserCodeError, match="asks for 204800 bytes of dynamic shared memory"):
+        cute.compile(explicit_smem_host, options="--target cpu --gpu-arch sm_80")

@@ -555,3 +555,39 @@ def test_mode_rearrangements_of_composed_layouts_keep_the_swizzle():
         src = staged if lay is grouped else wide
         for i in range(0, cute.size(src), 7):
             assert lay(i) == src(i)
+
+
+# ---- the GEMM prologue's irregular-k shift: domain_offset by a negative, run-time residue --------
+
+@cute.kernel
+def residue_kernel(mA: cute.Tensor, out: cute.Tensor, coords: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    gA = cute.local_tile(mA, (16, 16), (0, None))          # (16, 16, k_tiles)
+    residual_k = cute.size(mA, mode=[1]) - cutlass.Int32(16) * cute.size(gA, mode=[2])
+    gA = cute.domain_offset((0, residual_k, 0), gA)
+    gA = cute.make_tensor(gA.iterator.align(16), gA.layout)  # still 16-byte aligned: a no-op
+    cA = cute.domain_offset((0, residual_k, 0), cute.local_tile(cute.make_identity_tensor(mA.shape), (16, 16),
+                                                                 (0, None)))
+    m, k = tidx % 16, tidx // 16
+    for t in cutlass.range_constexpr(3):
+        out[m, k + 16 * t] = cutlass.Float16(-1)
+        if t > 0 or k >= 8:  # columns before the tensor start are not read
+            out[m, k + 16 * t] = gA[m, k, t]
+        c = cA[m, k, t]
+        coords[m, k + 16 * t] = c[1]
+
+
+@cute.jit
+def residue_host(mA: cute.Tensor, out: cute.Tensor, coords: cute.Tensor):
+    residue_kernel(mA, out, coords).launch(grid=(1, 1, 1), block=(256, 1, 1))
+
+
+def test_domain_offset_by_a_negative_residue_then_align():
+    from cutlass.cute.runtime import from_dlpack
+    a = np.arange(16 * 40, dtype=np.float16).reshape(16, 40)  # K = 40: three 16-wide tiles, residue -8
+    out, coords = np.zeros((16, 48), np.float16), np.zeros((16, 48), np.int32)
+    args = (from_dlpack(a, assumed_align=16).mark_layout_dynamic(), from_dlpack(out), from_dlpack(coords))
+    cute.compile(residue_host, *args, options="--target cpu")(*args)
+    expect = np.concatenate([np.full((16, 8), -1, np.float16), a], axis=1)  # tile 0 starts 8 columns early
+    np.testing.assert_array_equal(out, expect)
+    np.testing.assert_array_equal(coords, np.tile(np.arange(48) - 8, (16, 1)))

@@ -424,9 +424,10 @@ class _KernelSmemUsage:
 
     def __init__(self):
         self.bytes = 0
+        self.static_bytes = 0  # cute.arch.alloc_smem arrays, placed before the dynamic memory
 
 
-def _launch_smem(smem, allocated, kernel_name):
+def _launch_smem(smem, allocated, kernel_name, static_bytes=0):
     """The launch's dynamic shared-memory bytes: what the kernel allocated when `smem` is None."""
     if smem is None:
         return allocated
@@ -434,9 +435,10 @@ def _launch_smem(smem, allocated, kernel_name):
         from .. import _core
         ctx = context.current()
         arch = getattr(ctx, "arch", None)
-        if arch and smem > _core.smem.capacity_in_bytes(arch):
-            raise DSLUserCodeError(f"launch of {kernel_name} asks for {smem} bytes of dynamic shared memory, more than "
-                                   f"the {_core.smem.capacity_in_bytes(arch)} bytes a block may use on {arch}",
+        if arch and smem + static_bytes > _core.smem.capacity_in_bytes(arch):
+            raise DSLUserCodeError(f"launch of {kernel_name} asks for {smem} bytes of dynamic shared memory (and the "
+                                   f"kernel has {static_bytes} static), more than the "
+                                   f"{_core.smem.capacity_in_bytes(arch)} bytes a block may use on {arch}",
                                    code="SMEM_CAPACITY_EXCEEDED")
         if smem < allocated:
             import warnings
@@ -491,13 +493,13 @@ class KernelLauncher:
             outer_smem, ctx.kernel_smem = getattr(ctx, "kernel_smem", None), _KernelSmemUsage()
             try:
                 self._kernel._body()(**call)
-                allocated = ctx.kernel_smem.bytes
+                allocated, static_bytes = ctx.kernel_smem.bytes, ctx.kernel_smem.static_bytes
             finally:
                 ctx.kernel_depth -= 1
                 ctx.kernel_smem = outer_smem
         finally:
             tracer.end_function([])
-        smem = _launch_smem(smem, allocated, name)
+        smem = _launch_smem(smem, allocated, name, static_bytes)
         smem_n = as_numeric(0 if smem is None else smem)._n
         stream_n = as_numeric(0 if stream is None else stream)._n
         tracer.launch(name, [as_numeric(g)._n for g in grid3], [as_numeric(b)._n for b in block3], smem_n, stream_n,

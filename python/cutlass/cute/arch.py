@@ -187,8 +187,13 @@ def alloc_smem(element_type, size_in_elems, alignment=None, *, loc=None, ip=None
     """A static shared-memory array of `size_in_elems` elements of the kernel."""
     if not isinstance(size_in_elems, int):
         raise TypeError(f"alloc_smem needs a static int size, got {type(size_in_elems).__name__}")
-    return _core.cute.pointer_from_value(context.tracer().smem_alloc(element_type.__name__, size_in_elems,
-                                                                     alignment or 0))
+    ptr = _core.cute.pointer_from_value(context.tracer().smem_alloc(element_type.__name__, size_in_elems,
+                                                                    alignment or 0))
+    usage = getattr(context.current(), "kernel_smem", None)
+    if usage is not None:  # static bytes count against the block's capacity too (SmemAllocator checks)
+        usage.static_bytes = _core.smem.align_up(usage.static_bytes, ptr.alignment, "alloc_smem") + \
+            size_in_elems * max(1, element_type.width // 8)
+    return ptr
 
 
 def get_dyn_smem(element_type, alignment=None, *, loc=None, ip=None):

@@ -7,7 +7,9 @@ decorated struct over a byte pointer (`S(ptr)`, usually through `SmemAllocator.a
 gives a view whose attributes are the fields.
 """
 from .. import _core
-from .._dsl.numeric import Numeric, NumericMeta, Int8
+import operator
+
+from .._dsl.numeric import Integer, Numeric, NumericMeta, Int8
 
 _S = _core.smem
 
@@ -25,6 +27,8 @@ class _MemRangeType:
     def __init__(self, dtype, count):
         if not isinstance(dtype, NumericMeta):
             raise TypeError(f"MemRange: the element type must be a Numeric class, got {dtype!r}")
+        if isinstance(count, Integer):
+            count = operator.index(count)  # static DSL integers are fine
         if not isinstance(count, int) or isinstance(count, bool):
             raise TypeError(f"MemRange: the element count must be a static int, got {type(count).__name__}")
         if count < 0:
@@ -95,6 +99,12 @@ class struct:
 
     def __init__(self, cls):
         annotations = dict(getattr(cls, "__annotations__", {}))
+        if any(isinstance(a, str) for a in annotations.values()):
+            # `from __future__ import annotations`: evaluate where the class was written.
+            import sys
+            frame = sys._getframe(1)
+            annotations = {n: eval(a, frame.f_globals, frame.f_locals) if isinstance(a, str) else a  # noqa: S307
+                           for n, a in annotations.items()}
         if not annotations:
             kind = "union" if self._is_union else "struct"
             raise TypeError(f"cute.{kind} {cls.__name__} has no members")

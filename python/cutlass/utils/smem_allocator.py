@@ -6,6 +6,7 @@ when `launch(smem=None)`. Each allocation is checked against the target's capaci
 (`get_smem_capacity_in_bytes`), so an oversized struct fails at the user's line.
 """
 import enum
+import operator
 
 from .. import _core
 from .._dsl import context
@@ -50,6 +51,9 @@ def kernel_smem_usage():
 
 
 def _static_int(value, what):
+    from .._dsl.numeric import Integer
+    if isinstance(value, Integer):
+        return operator.index(value)  # a static DSL integer; a dynamic one raises at the user's line
     if isinstance(value, bool) or not isinstance(value, int):
         raise DSLUserCodeError(f"SmemAllocator.{what} needs a static int, got {type(value).__name__}",
                                code="PHASE_REQUIRES_CONSTANT")
@@ -76,9 +80,12 @@ class SmemAllocator:
         end = offset + nbytes
         arch = _current_arch()
         capacity = _S.capacity_in_bytes(arch)
-        if end > capacity:
-            raise DSLUserCodeError(f"shared memory allocation of {nbytes} bytes at offset {offset} needs {end} bytes, "
-                                   f"more than the {capacity} bytes a block may use on {arch}",
+        static = self._usage.static_bytes  # static arrays precede the (1024-aligned) dynamic memory
+        total = (_S.align_up(static, _BASE_ALIGNMENT, "SmemAllocator") if static else 0) + end
+        if total > capacity:
+            also = f" after {static} bytes of static shared memory" if static else ""
+            raise DSLUserCodeError(f"shared memory allocation of {nbytes} bytes at offset {offset} needs {end} bytes"
+                                   f"{also}, more than the {capacity} bytes a block may use on {arch}",
                                    code="SMEM_CAPACITY_EXCEEDED")
         self._usage.bytes = end
         return self._base + offset
