@@ -94,22 +94,37 @@ class _ArgPlan:
         self.pointer_checks = []
         self.num_sources = 0
         self.arg_lengths = []  # per runtime argument: -1, or the length of a list argument
+        # Symbolic extents (cute.sym_int) of fake tensors by identity: one symbol is one run-time
+        # value, read from its first tensor; the others are checked to match it.
+        self.symbols = {}
+        self.env_stream_slots = []  # stream slots filled from TVM-FFI's environment stream
 
     def scalar(self, cls, source):
         self.slots.append((source, K_SCALAR, 0))
         return wrap(self.tracer.add_argument(cls.mlir_type))
 
-    def stream(self, source):
+    def stream(self, source, value=None):
+        if getattr(value, "use_tvm_ffi_env_stream", False):
+            self.env_stream_slots.append(len(self.slots))
         self.slots.append((source, K_STREAM, 0))
         return wrap(self.tracer.add_argument(Int64.mlir_type))
 
-    def _entry(self, source, kind, mode, entry):
+    def _entry(self, source, kind, mode, entry, symbol=None, same_as=None):
         value, dynamic, divisibility, width = entry
         if not dynamic:
             return value
+        if symbol is not None:
+            known = self.symbols.get(id(symbol))
+            if known is not None:
+                traced, slot = known[1], known[2]
+                same_as.append((int(kind == K_TENSOR_STRIDE), mode, slot))
+                return traced
         from ..cute.layout import _wrap_int  # dynamic layout leaves carry their divisibility
         self.slots.append((source, kind, mode))
-        return _wrap_int(self.tracer.add_argument(_DSL_INT[width].mlir_type), divisibility)
+        traced = _wrap_int(self.tracer.add_argument(_DSL_INT[width].mlir_type), divisibility)
+        if symbol is not None:
+            self.symbols[id(symbol)] = (symbol, traced, len(self.slots) - 1)
+        return traced
 
     def tensor(self, value, source, name=""):
         from ..cute.runtime import as_runtime_tensor
@@ -120,8 +135,13 @@ class _ArgPlan:
         ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, space, rt_tensor.assumed_align))
         self.slots.append((source, K_TENSOR_DATA, 0))
         shape_entries, stride_entries = spec.shape, spec.stride
-        shape = [self._entry(source, K_TENSOR_SHAPE, i, e) for i, e in enumerate(shape_entries)]
-        stride = [self._entry(source, K_TENSOR_STRIDE, i, e) for i, e in enumerate(stride_entries)]
+        shape_syms = getattr(rt_tensor, "_shape_spec", None) or [None] * len(shape_entries)
+        stride_syms = getattr(rt_tensor, "_stride_spec", None) or [None] * len(stride_entries)
+        same_as = []  # (is stride, mode, slot of the symbol's first occurrence)
+        shape = [self._entry(source, K_TENSOR_SHAPE, i, e, _symbol(shape_syms[i]), same_as)
+                 for i, e in enumerate(shape_entries)]
+        stride = [self._entry(source, K_TENSOR_STRIDE, i, e, _symbol(stride_syms[i]), same_as)
+                  for i, e in enumerate(stride_entries)]
         static_shape = [-1 if e[1] else e[0] for e in shape_entries]
         static_stride = [-1 if e[1] else e[0] for e in stride_entries]
         shape_div = [e[2] for e in shape_entries]
@@ -130,7 +150,7 @@ class _ArgPlan:
         # Every tensor is checked at call time: element type, memory and alignment always, the
         # layout where the code assumed something of it.
         self.checks.append((source, static_shape, static_stride, shape_div, stride_div, int32_strides,
-                            spec.layout_string(), name))
+                            spec.layout_string(), name, same_as))
         return _traced_tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
 
     def pointer(self, value, source):
@@ -143,6 +163,11 @@ class _ArgPlan:
         self.slots.append((source, K_POINTER, 0))
         self.pointer_checks.append((source, value._type_key, value.alignment, value.type_string()))
         return _traced_pointer(ptr, dtype, value.memspace, value.alignment)
+
+
+def _symbol(entry):
+    from ..cute.runtime import SymInt
+    return entry if isinstance(entry, SymInt) else None
 
 
 def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
@@ -181,11 +206,11 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
             cls = None
         else:
             cls = None
-        if isinstance(value, (list, tuple)) and cls is None and value and all(
-                _is_runtime_leaf(v) for v in value):
-            # A list of tensors (or scalars, streams, pointers): one runtime source per item.
+        if isinstance(value, (list, tuple)) and cls is None and all(_is_runtime_leaf(v) for v in value):
+            # A list or tuple (named, empty) of tensors, scalars, streams, pointers: one runtime
+            # source per item.
             items = [_runtime_leaf(plan, v, plan.num_sources + j, None, f"{name}[{j}]") for j, v in enumerate(value)]
-            call[name] = type(value)(items)
+            call[name] = type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
             plan.arg_lengths.append(len(value))
             plan.num_sources += len(value)
             runtime_values.append(value)
@@ -231,7 +256,7 @@ def _runtime_leaf(plan, value, source, cls, name=""):
     if cls is not None:
         return plan.scalar(cls, source)
     if _is_stream(value):
-        return plan.stream(source)
+        return plan.stream(source, value)
     if _is_runtime_pointer(value):
         return plan.pointer(value, source)
     if _is_tensor_like(value):
