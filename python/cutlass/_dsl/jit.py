@@ -8,7 +8,7 @@ from .. import _core
 from . import context, rt
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
-from .options import CompileOptions, resolve_target
+from .options import CompileOptions, EnableTVMFFI, resolve_target
 from .preprocess import preprocess as _preprocess
 from .source_lines import track_source_lines
 from .tensor import Pointer, Tensor
@@ -98,12 +98,34 @@ class _ArgPlan:
         # value, read from its first tensor; the others are checked to match it.
         self.symbols = {}
         self.env_stream_slots = []  # stream slots filled from TVM-FFI's environment stream
+        # For the TVM-FFI signature: per source (kind, type text); per runtime parameter a dict
+        # (name, arity, type text, leaves, env).
+        self.leaf_info = {}
+        self.params_info = []
+        self.symbol_names = {}
+
+    def _symbol_name(self, symbol):
+        key = id(symbol) if symbol is not None else object()
+        if key not in self.symbol_names:
+            given = getattr(symbol, "symbol", None)
+            self.symbol_names[key] = given or f"n{len(self.symbol_names)}"
+        return self.symbol_names[key]
+
+    def add_param(self, name, arity, sources, env=False):
+        leaves = [(s,) + self.leaf_info[s] for s in sources]
+        if arity < 0:
+            type_text = leaves[0][2]
+        else:
+            type_text = "Tuple[" + ", ".join(leaf[2] for leaf in leaves) + "]"
+        self.params_info.append({"name": name, "arity": arity, "type": type_text, "leaves": leaves, "env": env})
 
     def scalar(self, cls, source):
+        self.leaf_info[source] = (1, "bool" if cls.__name__ == "Boolean" else cls.__name__.lower())
         self.slots.append((source, K_SCALAR, 0))
         return wrap(self.tracer.add_argument(cls.mlir_type))
 
     def stream(self, source, value=None):
+        self.leaf_info[source] = (2, "Stream")
         if getattr(value, "use_tvm_ffi_env_stream", False):
             self.env_stream_slots.append(len(self.slots))
         self.slots.append((source, K_STREAM, 0))
@@ -142,6 +164,8 @@ class _ArgPlan:
                  for i, e in enumerate(shape_entries)]
         stride = [self._entry(source, K_TENSOR_STRIDE, i, e, _symbol(stride_syms[i]), same_as)
                   for i, e in enumerate(stride_entries)]
+        dims = [self._symbol_name(_symbol(shape_syms[i])) if e[1] else str(e[0]) for i, e in enumerate(shape_entries)]
+        self.leaf_info[source] = (0, f"Tensor([{', '.join(dims)}], {_framework_dtype_name(dtype)})")
         static_shape = [-1 if e[1] else e[0] for e in shape_entries]
         static_stride = [-1 if e[1] else e[0] for e in stride_entries]
         shape_div = [e[2] for e in shape_entries]
@@ -160,9 +184,15 @@ class _ArgPlan:
                                    code="ARG_UNSUPPORTED_TYPE")
         dtype = value.dtype
         ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, int(value.memspace), value.alignment))
+        self.leaf_info[source] = (3, "Pointer")
         self.slots.append((source, K_POINTER, 0))
         self.pointer_checks.append((source, value._type_key, value.alignment, value.type_string()))
         return _traced_pointer(ptr, dtype, value.memspace, value.alignment)
+
+
+def _framework_dtype_name(dtype):
+    name = dtype.__name__
+    return {"Boolean": "bool", "BFloat16": "bfloat16"}.get(name, name.lower())
 
 
 def _symbol(entry):
@@ -211,6 +241,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
             # source per item.
             items = [_runtime_leaf(plan, v, plan.num_sources + j, None, f"{name}[{j}]") for j, v in enumerate(value)]
             call[name] = type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+            plan.add_param(name, len(value), range(plan.num_sources, plan.num_sources + len(value)))
             plan.arg_lengths.append(len(value))
             plan.num_sources += len(value)
             runtime_values.append(value)
@@ -221,6 +252,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
                                    "function; annotate it with cutlass.Constexpr to make it a compile-time value",
                                    code="ARG_UNSUPPORTED_TYPE")
         call[name] = leaf
+        plan.add_param(name, -1, [plan.num_sources], env=bool(getattr(value, "use_tvm_ffi_env_stream", False)))
         plan.arg_lengths.append(-1)
         plan.num_sources += 1
         runtime_values.append(value)
@@ -363,6 +395,9 @@ class JitFunction(_DecoratedFunction):
             _core.log(10, f"traced {self._fn.__name__} in {trace_ms:.2f} ms; compile timings {compiled.timings_ms}")
         if _env_flag("CUTE_DSL_PRINT_IR"):
             print(compiled.__mlir__, flush=True)
+        if options["enable_tvm_ffi"]:
+            from . import tvm_ffi
+            compiled = tvm_ffi.make_function(compiled, plan, self._fn, self._sig)
         if key is not None:
             self._cache[key] = compiled
         return compiled, runtime_values
@@ -518,6 +553,11 @@ class _Compile:
         for o in self._opts:
             opts.apply(o)
         opts.parse(options)
+        if _env_flag("CUTE_DSL_ENABLE_TVM_FFI"):
+            opts.apply(EnableTVMFFI(True))
+        if opts["enable_tvm_ffi"]:
+            from .tvm_ffi import import_tvm_ffi
+            import_tvm_ffi()  # before tracing: a missing package is a clear error
         if isinstance(fn, functools.partial) and isinstance(getattr(fn.func, "__self__", None), JitFunction):
             jf, args = fn.func.__self__, fn.args + args
         elif isinstance(fn, JitFunction):

@@ -149,6 +149,14 @@ class Tensor:
     def dynamic_strides_mask(self):
         return tuple(int(e[1]) for e in self._spec.stride)
 
+    def __tvm_ffi_object__(self):
+        """The tvm_ffi.Tensor a TVM-FFI function receives for this tensor (made once)."""
+        t = self.__dict__.get("_tvm_ffi_tensor")
+        if t is None:
+            from .._dsl.tvm_ffi import import_tvm_ffi
+            t = self._tvm_ffi_tensor = import_tvm_ffi().from_dlpack(self._source)
+        return t
+
     def __str__(self):
         static = not any(self.dynamic_shapes_mask + self.dynamic_strides_mask)
         layout = self._spec.value_string() if static else self._spec.layout_string()
@@ -161,8 +169,15 @@ _RuntimeTensor = Tensor
 
 
 def from_dlpack(tensor, assumed_align=None, use_32bit_stride=False, *, enable_tvm_ffi=False, force_tf32=False):
-    """Zero-copy CuTe view of a framework tensor, with a fully static layout."""
-    return Tensor(tensor, assumed_align=assumed_align, use_32bit_stride=use_32bit_stride)
+    """Zero-copy CuTe view of a framework tensor, with a fully static layout. With
+    `enable_tvm_ffi=True` (or CUTE_DSL_ENABLE_TVM_FFI=1) it is also ready to pass to a TVM-FFI
+    compiled function (its tvm_ffi.Tensor is made now)."""
+    t = Tensor(tensor, assumed_align=assumed_align, use_32bit_stride=use_32bit_stride)
+    import os
+    if enable_tvm_ffi or os.environ.get("CUTE_DSL_ENABLE_TVM_FFI", "").strip().lower() not in ("", "0", "false",
+                                                                                              "no", "off"):
+        t.__tvm_ffi_object__()
+    return t
 
 
 def as_runtime_tensor(value):
@@ -224,6 +239,9 @@ class Pointer:
     assumed_align = alignment
 
     def toint(self):
+        return self._address
+
+    def __tvm_ffi_opaque_ptr__(self):
         return self._address
 
     __int__ = toint
@@ -367,6 +385,9 @@ class FakeTensor(Tensor):
     @property
     def memspace(self):
         return self._memspace
+
+    def __tvm_ffi_object__(self):
+        self._no_data()
 
     def _no_data(self, *_args, **_kwargs):
         raise TypeError("a fake tensor has no data: it only describes a tensor for cute.compile; call the "
