@@ -1,5 +1,7 @@
 """@jit and @kernel: argument classification, tracing, compilation, caching and launch."""
 import contextlib
+import copy
+import dataclasses
 import functools
 import inspect
 import os
@@ -451,13 +453,22 @@ def _kernel_value(tracer, pname, value, host_values):
         host_values.append(value._n)
         return _wrap_int(tracer.add_argument(type(value).mlir_type), getattr(value, "_div", 1))
     if isinstance(value, (tuple, list)):
-        return type(value)(_kernel_value(tracer, pname, v, host_values) for v in value)
+        items = [_kernel_value(tracer, pname, v, host_values) for v in value]
+        return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
     if isinstance(value, Layout):
         if value.is_static():
             return value
         vals = _core.cute.layout_dynamic_values(value)
         host_values.extend(vals)
         return _core.cute.layout_with_values(value, [tracer.add_argument(v.ir_type) for v in vals])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and \
+            not hasattr(value, "__extract_mlir_values__"):
+        # A dataclass (frozen or not) of tensors and static values: each field as its own value.
+        copied = copy.copy(value)
+        for field in dataclasses.fields(value):
+            object.__setattr__(copied, field.name, _kernel_value(tracer, f"{pname}.{field.name}",
+                                                                 getattr(value, field.name), host_values))
+        return copied
     if hasattr(value, "__extract_mlir_values__"):
         vals = value.__extract_mlir_values__()
         host_values.extend(vals)
@@ -490,6 +501,15 @@ class KernelLauncher:
             name = self._kernel._name_prefix + "_" + name
         sig = self._kernel._sig
         host_values, call = [], {}
+        # Scalars converted to their annotated type in the host function, before the kernel's
+        # region opens (a conversion inside it would use a host value in the kernel).
+        converted = {}
+        for pname, value in self._bound.arguments.items():
+            ann = sig.parameters[pname].annotation
+            if isinstance(value, (Numeric, int, float, bool)) and isinstance(ann, NumericMeta) and \
+                    ann is not Numeric and not _is_constexpr_annotation(ann):
+                n = as_numeric(value)
+                converted[pname] = ann(n) if type(n) is not ann else n
         tracer.begin_function(name, True)
         try:
             for index, (pname, value) in enumerate(self._bound.arguments.items()):
@@ -499,9 +519,9 @@ class KernelLauncher:
                                                        and not isinstance(value, Numeric))):
                     call[pname] = value
                 elif isinstance(value, (Numeric, int, float, bool)):
-                    n = as_numeric(value)
-                    if isinstance(ann, NumericMeta) and ann is not Numeric and type(n) is not ann:
-                        n = ann(n)
+                    n = converted.get(pname)
+                    if n is None:
+                        n = as_numeric(value)
                     host_values.append(n._n)
                     call[pname] = wrap(tracer.add_argument(type(n).mlir_type))
                 else:

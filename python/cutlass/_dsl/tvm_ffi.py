@@ -146,6 +146,7 @@ def make_function(compiled, plan, fn, sig):
     f = _function_class.__new__(_function_class)
     f.__move_handle_from__(base)
     f._compiled = compiled
+    f._tvm_ffi_description = d  # for exporters: the same callback state via tvm_ffi_function_state
     f._signature = signature
     f._param_names = [p["name"] for p in visible]
     f._num_params = len(visible)
