@@ -3,6 +3,7 @@
 `make_fake_stream`. A fake tensor describes a tensor for `cute.compile` only; a symbol shared by
 two tensors is one run-time value, and a call checks that the tensors agree on it. These run with
 the default ABI on the CPU emulator; tests/test_tvm_ffi.py covers the TVM-FFI ABI."""
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -222,6 +223,14 @@ def test_default_abi_type_mismatch_raises():
     f = _constrained_add_one()
     with pytest.raises(Exception, match="expected a tensor argument"):
         f(np.zeros(16, np.float32), 1)
+
+
+def test_tvm_ffi_option_without_the_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tvm_ffi", None)  # import tvm_ffi now raises ImportError
+    n = cute.sym_int()
+    with pytest.raises(ImportError, match=r"pip install apache-tvm-ffi"):
+        cute.compile(add_one, make_fake_compact_tensor(cute.Float32, (n,)), make_fake_compact_tensor(cute.Float32, (n,)),
+                     options="--enable-tvm-ffi --target cpu")
 
 
 # ---- NVIDIA's dsl_tutorials/dataclass_immutable.py on the emulator ---------------------------
