@@ -288,9 +288,12 @@ def test_keyword_arguments_and_defaults():
     np.testing.assert_array_equal(b, a + 7)
     with pytest.raises(TypeError, match="unexpected keyword argument 'scale'"):
         f(a, b, scale=2)
-    with pytest.raises(TypeError, match="missing required argument 'b'"):
-        f(a)
     sig = "`add_constant(a: Tensor([n0], float32), b: Tensor([n0], float32), offset: float32)`"
+    with pytest.raises(TypeError, match="missing required argument 'b'"):
+        f(a, offset=3)
+    with pytest.raises(TypeError) as e:
+        f(a)
+    assert str(e.value) == f"Expected 3 arguments but got 1 when calling: {sig}"
     with pytest.raises(TypeError) as e:
         f(a, b, "4")
     assert str(e.value) == f"Mismatched type on argument #2 when calling: {sig}, expected float32"

@@ -107,6 +107,9 @@ struct TvmFfiFunction {
   std::string signature;
   std::vector<Source> sources;
   std::vector<Param> params;
+  // Scalar defaults of trailing parameters (type kNone where a parameter has none), so that a
+  // positional call may leave them out.
+  std::vector<FfiAny> defaults;
 };
 
 struct CallError {
@@ -208,6 +211,17 @@ int64_t handle_argument(const TvmFfiFunction& f, const Source& src, const FfiAny
 
 void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* result) {
   const Executor& ex = f.ex;
+  std::vector<FfiAny> with_defaults;
+  if (size_t(num_args) < f.params.size()) {
+    bool have = true;
+    for (size_t p = size_t(num_args); p < f.params.size(); ++p) have = have && f.defaults[p].type_index != kNone;
+    if (have) {
+      with_defaults.assign(args, args + num_args);
+      with_defaults.insert(with_defaults.end(), f.defaults.begin() + num_args, f.defaults.end());
+      args = with_defaults.data();
+      num_args = int32_t(with_defaults.size());
+    }
+  }
   if (size_t(num_args) != f.params.size())
     fail("TypeError", "Expected " + std::to_string(f.params.size()) + " arguments but got " +
                           std::to_string(num_args) + " when calling: `" + f.signature + "`");
@@ -375,11 +389,46 @@ void* tvm_ffi_new_function_state(const Executor& ex, nb::handle description) {
     f->sources.push_back(Source{nb::cast<std::string>(t[0]), nb::cast<int>(t[1]), nb::cast<std::string>(t[2]),
                                 nb::cast<int>(t[3]), nb::cast<int>(t[4]), nb::cast<bool>(t[5])});
   }
+  f->defaults.assign(f->params.size(), FfiAny{});
+  for (nb::handle h : description.attr("defaults")) {
+    nb::tuple t = nb::cast<nb::tuple>(h);
+    FfiAny& d = f->defaults.at(nb::cast<size_t>(t[0]));
+    nb::handle v = t[1];
+    if (PyBool_Check(v.ptr())) {
+      d.type_index = kBool;
+      d.v_int64 = v.ptr() == Py_True;
+    } else if (PyLong_Check(v.ptr())) {
+      d.type_index = kInt;
+      d.v_int64 = nb::cast<int64_t>(v);
+    } else if (PyFloat_Check(v.ptr())) {
+      d.type_index = kFloat;
+      d.v_float64 = nb::cast<double>(v);
+    }  // others (tuples): only through the Python binding of keyword calls
+  }
   if (int(f->sources.size()) != ex.num_sources)
     throw std::logic_error("TVM-FFI description: " + std::to_string(f->sources.size()) + " sources for " +
                            std::to_string(ex.num_sources));
   return f.release();
 }
+
+namespace {
+
+// The call slot of the Python class of TVM-FFI compiled functions (a tvm_ffi.Function subclass):
+// positional calls go straight to tvm_ffi.Function's own slot, with no Python frame; keyword
+// calls are bound by the class's `_bind` first.
+ternaryfunc base_call = nullptr;
+
+PyObject* compiled_function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (!kwargs || PyDict_GET_SIZE(kwargs) == 0) return base_call(self, args, nullptr);
+  static PyObject* bind_name = PyUnicode_InternFromString("_bind");
+  PyObject* bound = PyObject_CallMethodObjArgs(self, bind_name, args, kwargs, nullptr);
+  if (!bound) return nullptr;
+  PyObject* r = base_call(self, bound, nullptr);
+  Py_DECREF(bound);
+  return r;
+}
+
+}  // namespace
 
 void bind_tvm_ffi_functions(nb::module_& m) {
   m.def("tvm_ffi_load", [](const std::string& library_path) { load_ffi_api(library_path); });
@@ -390,6 +439,13 @@ void bind_tvm_ffi_functions(nb::module_& m) {
     if (!nb::isinstance<Executor>(compiled)) throw std::invalid_argument("expected a JitCompiledFunction");
     const Executor* ex = nb::inst_ptr<Executor>(compiled);
     return int64_t(reinterpret_cast<intptr_t>(tvm_ffi_new_function_state(*ex, description)));
+  });
+  m.def("tvm_ffi_install_call_slot", [](nb::handle cls) {
+    auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+    if (!PyType_Check(cls.ptr()) || !type->tp_base || !type->tp_base->tp_call)
+      throw std::invalid_argument("expected a subclass of tvm_ffi.Function");
+    base_call = type->tp_base->tp_call;
+    type->tp_call = compiled_function_call;
   });
   m.def("tvm_ffi_free_function_state", [](int64_t state) { delete_function(reinterpret_cast<void*>(intptr_t(state))); });
 }

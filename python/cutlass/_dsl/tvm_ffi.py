@@ -63,7 +63,9 @@ def _make_function_class(tvm_ffi):
         and defaults are bound here, positional calls go straight to the C++ callback."""
 
         def __call__(self, *args, **kwargs):
-            if kwargs or len(args) != self._num_params:
+            # Replaced by a C call slot (tvm_ffi_install_call_slot): positional calls, trailing
+            # defaults included, go straight to tvm_ffi.Function's; keyword calls bind here first.
+            if kwargs:
                 args = self._bind(args, kwargs)
             return ffi_call(self, *args)
 
@@ -100,6 +102,7 @@ def _make_function_class(tvm_ffi):
         def __repr__(self):
             return f"<TVMFFIJitCompiledFunction {self._signature}>"
 
+    _core.tvm_ffi_install_call_slot(TVMFFIJitCompiledFunction)
     return TVMFFIJitCompiledFunction
 
 
@@ -139,8 +142,14 @@ def make_function(compiled, plan, fn, sig):
     class Description:
         pass
 
+    defaults = {}
+    for i, p in enumerate(visible):
+        param = sig.parameters.get(p["name"])
+        if param is not None and param.default is not inspect.Parameter.empty:
+            defaults[p["name"]] = _python_default(param.default)
     d = Description()
     d.signature, d.params, d.sources = signature, params, sources
+    d.defaults = [(i, defaults[p["name"]]) for i, p in enumerate(visible) if p["name"] in defaults]
     state = _core.tvm_ffi_function_state(compiled, d)
     base = factory(state)  # the factory owns `state` from here on
     f = _function_class.__new__(_function_class)
@@ -150,11 +159,7 @@ def make_function(compiled, plan, fn, sig):
     f._signature = signature
     f._param_names = [p["name"] for p in visible]
     f._num_params = len(visible)
-    f._defaults = {}
-    for name in f._param_names:
-        param = sig.parameters.get(name)
-        if param is not None and param.default is not inspect.Parameter.empty:
-            f._defaults[name] = _python_default(param.default)
+    f._defaults = defaults
     f.__name__ = fn.__name__
     f.function_name = fn.__name__
     return f
