@@ -382,6 +382,30 @@ def device_free_copy(t: cute.Tensor, out: cute.Tensor):
     _copy2d_kernel(t, out).launch(grid=(1, 1, 1), block=(t.shape[0], 1, 1))
 
 
+@cute.jit
+def add_one_invalid_launch(a: cute.Tensor, b: cute.Tensor):
+    # Deliberately past the 1024 threads a block may have.
+    device_add_one(a, b).launch(grid=(1, 1, 1), block=(4096, 1, 1))
+
+
+def test_a_failed_launch_is_a_runtime_error():
+    a = np.zeros(10, np.float32)
+    f = cute.compile(add_one_invalid_launch, from_dlpack(a, enable_tvm_ffi=True), from_dlpack(a, enable_tvm_ffi=True),
+                     options=FFI)
+    with pytest.raises(RuntimeError, match="launched with 4096 threads per block; at most 1024 are allowed"):
+        f(a, a)
+
+
+def test_from_dlpack_under_the_environment_variable(monkeypatch):
+    monkeypatch.setenv("CUTE_DSL_ENABLE_TVM_FFI", "1")
+    a, b = np.arange(8, dtype=np.float32), np.zeros(8, np.float32)
+    a_cute, b_cute = from_dlpack(a), from_dlpack(b)
+    f = cute.compile(add_one, a_cute, b_cute, options="--target cpu")
+    assert isinstance(f, tvm_ffi.Function)
+    f(a_cute, b_cute)
+    np.testing.assert_array_equal(b, a + 1)
+
+
 # ---- the chapter's torch examples (GPU) ------------------------------------------------------
 
 @pytest.mark.gpu
@@ -427,11 +451,6 @@ def test_torch_tuples_kwargs_and_errors():
         c(torch.zeros(128), y)
 
 
-@cute.jit
-def add_one_invalid_launch(a: cute.Tensor, b: cute.Tensor):
-    device_add_one(a, b).launch(grid=(1, 1, 1), block=(4096, 1, 1))
-
-
 @pytest.mark.gpu
 def test_cuda_error_is_a_runtime_error():
     torch = pytest.importorskip("torch")
@@ -441,3 +460,66 @@ def test_cuda_error_is_a_runtime_error():
                      options="--enable-tvm-ffi")
     with pytest.raises(RuntimeError, match="CUDA Error"):
         f(a, b)
+
+
+# ---- NVIDIA's example files, unchanged, where the shared examples folder is present -----------
+
+def _nvidia_example(relative):
+    import os
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for base in (os.environ.get("OPENCUTE_NVIDIA_EXAMPLES", ""), os.path.join(root, "..", "shared", "nvidia-examples"),
+                 os.path.join(root, "..", "..", "shared", "nvidia-examples")):
+        path = os.path.join(base, relative)
+        if base and os.path.exists(path):
+            return path
+    pytest.skip(f"NVIDIA's {relative} is not present (set OPENCUTE_NVIDIA_EXAMPLES)")
+
+
+def _run_example(relative, tmp_path):
+    import os
+    import subprocess
+    import sys
+    path = _nvidia_example(relative)
+    pkg = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
+    paths = [pkg] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return subprocess.run([sys.executable, path], capture_output=True, text=True, cwd=str(tmp_path),
+                          env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(paths)))
+
+
+def test_nvidia_compile_with_fake_tensor(tmp_path):
+    p = _run_example("dsl_tutorials/tvm_ffi/compile_with_fake_tensor.py", tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["tensor<ptr<f16, gmem> o (3,4):(4,1)>",
+                                     "tensor<ptr<f16, gmem> o (3,?{div=8}):(?{i64 div=8},1)>",
+                                     "tensor<ptr<f16, gmem> o (3,?{div=8}):(4,1)>",
+                                     "tensor<ptr<f16, gmem> o (3,?{div=8}):(?{div=8},1)>",
+                                     "tensor<ptr<f16, gmem> o (3,?{div=8}):(?{i64 div=8},1)>"]
+
+
+@pytest.mark.gpu
+def test_nvidia_jit_and_use_in_torch(tmp_path):
+    p = _run_example("dsl_tutorials/tvm_ffi/jit_and_use_in_torch.py", tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "tensor([ 1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10.], device='cuda:0')" in p.stdout
+    assert "tensor([ 2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10., 11.], device='cuda:0')" in p.stdout
+
+
+@pytest.mark.gpu
+def test_nvidia_error_reporting(tmp_path):
+    p = _run_example("dsl_tutorials/tvm_ffi/error_reporting.py", tmp_path)
+    assert p.returncode != 0
+    assert ("ValueError: Invalid a.shape[0] on argument #0 when calling: `add_one(a: Tensor([10], float32), "
+            "b: Tensor([10], float32))`, expected 10") in p.stderr
+
+
+@pytest.mark.gpu
+def test_nvidia_dataclass_immutable(tmp_path):
+    p = _run_example("dsl_tutorials/dataclass_immutable.py", tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip().endswith("PASS")
+
+
+@pytest.mark.gpu
+def test_nvidia_torch_fake_tensor(tmp_path):
+    p = _run_example("dsl_tutorials/torch_fake_tensor.py", tmp_path)
+    assert p.returncode == 0, p.stderr

@@ -59,8 +59,11 @@ def _source_metadata(obj):
         # DLPack export from torch gives size-1 modes stride 1; do the same so that layouts (and
         # the deduction rules that depend on them) agree with the CuTe DSL's.
         stride = tuple(1 if n == 1 else int(s) for n, s in zip(shape, obj.stride()))
-        return (obj.data_ptr(), shape, stride, str(obj.dtype).replace("torch.", ""),
-                bool(getattr(obj, "is_cuda", False)))
+        try:
+            data = obj.data_ptr()
+        except (RuntimeError, NotImplementedError):
+            data = 0  # torch's FakeTensorMode: no storage, the tensor only describes one for compiling
+        return (data, shape, stride, str(obj.dtype).replace("torch.", ""), bool(getattr(obj, "is_cuda", False)))
     if hasattr(obj, "__cuda_array_interface__"):
         return _interface_metadata(obj, "__cuda_array_interface__", True)
     if hasattr(obj, "__array_interface__"):
