@@ -430,6 +430,12 @@ PyObject* compiled_function_call(PyObject* self, PyObject* args, PyObject* kwarg
 
 }  // namespace
 
+int tvm_ffi_safe_call(void* state, const void* args, int32_t num_args, void* result) {
+  return safe_call(state, static_cast<const FfiAny*>(args), num_args, static_cast<FfiAny*>(result));
+}
+
+void tvm_ffi_delete_function_state(void* state) { delete_function(state); }
+
 void bind_tvm_ffi_functions(nb::module_& m) {
   m.def("tvm_ffi_load", [](const std::string& library_path) { load_ffi_api(library_path); });
   m.def("tvm_ffi_factory_address", []() { return int64_t(reinterpret_cast<intptr_t>(&factory_safe_call)); });

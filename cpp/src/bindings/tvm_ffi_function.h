@@ -6,6 +6,8 @@
 #pragma once
 #include <nanobind/nanobind.h>
 
+#include <cstdint>
+
 namespace opencute::bindings {
 
 struct Executor;
@@ -14,6 +16,9 @@ struct Executor;
 // plan and a description from the front end (signature, params, sources; see tvm_ffi.py).
 // The entry point for other ABIs built on the same callback (AOT export).
 void* tvm_ffi_new_function_state(const Executor& ex, nanobind::handle description);
+// tvm-ffi's TVMFFISafeCallType over such a state (args/result are TVMFFIAny*), and its deleter.
+int tvm_ffi_safe_call(void* state, const void* args, int32_t num_args, void* result);
+void tvm_ffi_delete_function_state(void* state);
 
 void bind_tvm_ffi_functions(nanobind::module_& m);
 
