@@ -523,3 +523,20 @@ def test_nvidia_dataclass_immutable(tmp_path):
 def test_nvidia_torch_fake_tensor(tmp_path):
     p = _run_example("dsl_tutorials/torch_fake_tensor.py", tmp_path)
     assert p.returncode == 0, p.stderr
+
+
+@cute.jit
+def add_scalars(a: cutlass.Int32, b: cutlass.Float32):
+    return a + b
+
+
+def test_scalar_arguments_and_result():
+    f = cute.compile(add_scalars, 1, 2.0, options=FFI)
+    assert f.signature == "add_scalars(a: int32, b: float32)"
+    assert f(2, 3.5) == 5.5
+    assert f(b=1.25, a=4) == 5.25
+    assert f(True, 1) == 2.0  # bools and ints convert like Python's
+    with pytest.raises(TypeError) as e:
+        f(1.5, 1.0)  # a float for an integer parameter
+    assert str(e.value) == ("Mismatched type on argument #0 when calling: `add_scalars(a: int32, b: float32)`, "
+                            "expected int32")
