@@ -211,7 +211,10 @@ int64_t handle_argument(const TvmFfiFunction& f, const Source& src, const FfiAny
 
 void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* result) {
   const Executor& ex = f.ex;
-  std::vector<FfiAny> with_defaults;
+  // Scratch reused across calls of this thread: a call allocates nothing when sizes repeat.
+  thread_local std::vector<FfiAny> with_defaults;
+  thread_local std::vector<const FfiAny*> values, items;
+  thread_local std::vector<ir::Scalar> vals;
   if (size_t(num_args) < f.params.size()) {
     bool have = true;
     for (size_t p = size_t(num_args); p < f.params.size(); ++p) have = have && f.defaults[p].type_index != kNone;
@@ -226,8 +229,8 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     fail("TypeError", "Expected " + std::to_string(f.params.size()) + " arguments but got " +
                           std::to_string(num_args) + " when calling: `" + f.signature + "`");
   // The value of each source: arguments, and items of tuple arguments.
-  std::vector<const FfiAny*> values(f.sources.size(), nullptr);
-  std::vector<const FfiAny*> items(f.params.size(), nullptr);
+  values.assign(f.sources.size(), nullptr);
+  items.assign(f.params.size(), nullptr);
   for (size_t p = 0; p < f.params.size(); ++p) {
     const Param& param = f.params[p];
     if (param.arity < 0) continue;
@@ -255,7 +258,7 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
       const DLTensorView* t = as_dltensor(*values[s]);
       if (t->device_type == kDLCUDA || t->device_type == kDLCUDAManaged) device_id = t->device_id;
     }
-  std::vector<ir::Scalar> vals(ex.slots.size());
+  vals.assign(ex.slots.size(), ir::Scalar{});
   std::vector<emulator::MemoryRegion> regions;
   for (size_t i = 0; i < ex.slots.size(); ++i) {
     const ArgSlot& slot = ex.slots[i];
