@@ -77,6 +77,14 @@ void load_ffi_api(const std::string& library_path) {
     if (!p) throw std::runtime_error(std::string("tvm-ffi's library has no ") + name);
     return p;
   };
+  // The C ABI used here (TVMFFIAny, object header, sequence and DLTensor cells) is that of tvm-ffi 0.1.
+  struct Version {
+    uint32_t major, minor, patch;
+  } version{};
+  reinterpret_cast<void (*)(Version*)>(sym("TVMFFIGetVersion"))(&version);
+  if (version.major != 0 || version.minor < 1)
+    throw std::runtime_error("tvm-ffi " + std::to_string(version.major) + "." + std::to_string(version.minor) +
+                             " has a C ABI OpenCuTe does not know (it was written for 0.1)");
   FfiApi loaded;
   loaded.FunctionCreate = reinterpret_cast<decltype(loaded.FunctionCreate)>(sym("TVMFFIFunctionCreate"));
   loaded.ErrorSetRaisedFromCStr =
