@@ -540,3 +540,29 @@ def test_scalar_arguments_and_result():
         f(1.5, 1.0)  # a float for an integer parameter
     assert str(e.value) == ("Mismatched type on argument #0 when calling: `add_scalars(a: int32, b: float32)`, "
                             "expected int32")
+
+
+@cute.kernel
+def _iota_kernel(t: cute.Tensor):
+    i = cute.arch.thread_idx()[0]
+    t[i] = i * 1.0
+
+
+@cute.jit
+def iota_with_shape(buf: cute.Tensor, shape: cute.Shape):
+    t = cute.make_tensor(buf.iterator, cute.make_layout(shape))
+    _iota_kernel(t).launch(grid=(1, 1, 1), block=(cute.size(shape), 1, 1))
+
+
+def test_shapes_as_tuples_or_tvm_ffi_shapes():
+    f = cute.compile(iota_with_shape, make_fake_compact_tensor(cute.Float32, (cute.sym_int(),)), (2, 4), options=FFI)
+    sig = "`iota_with_shape(buf: Tensor([n0], float32), shape: Tuple[int32, int32])`"
+    assert f.signature == sig.strip("`")
+    buf = np.zeros(16, np.float32)
+    f(buf, (2, 3))
+    np.testing.assert_array_equal(buf[:8], [0, 1, 2, 3, 4, 5, 0, 0])
+    f(buf, tvm_ffi.Shape((3, 3)))
+    np.testing.assert_array_equal(buf[:10], [0, 1, 2, 3, 4, 5, 6, 7, 8, 0])
+    with pytest.raises(TypeError) as e:
+        f(buf, tvm_ffi.Shape((3,)))
+    assert str(e.value) == f"Mismatched type on argument #1 when calling: {sig}, expected Tuple[int32, int32]"

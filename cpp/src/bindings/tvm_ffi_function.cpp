@@ -39,6 +39,10 @@ struct FfiAny {  // TVMFFIAny
     FfiObject* v_obj;
   };
 };
+struct FfiShapeCell {  // TVMFFIShapeCell, after the object header of Shape
+  const int64_t* data;
+  size_t size;
+};
 struct FfiSeqCell {  // TVMFFISeqCell, after the object header of Array and List
   void* data;        // FfiAny[size]
   int64_t size;
@@ -50,7 +54,7 @@ static_assert(sizeof(FfiObject) == 24 && sizeof(FfiAny) == 16, "tvm-ffi C ABI");
 
 enum FfiTypeIndex : int32_t {
   kNone = 0, kInt = 1, kBool = 2, kFloat = 3, kOpaquePtr = 4, kDLTensorPtr = 7,
-  kFunction = 68, kTensor = 70, kArray = 71, kList = 75,
+  kFunction = 68, kShape = 69, kTensor = 70, kArray = 71, kList = 75,
 };
 enum DLDeviceType : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
 
@@ -223,6 +227,7 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
   thread_local std::vector<FfiAny> with_defaults;
   thread_local std::vector<const FfiAny*> values, items;
   thread_local std::vector<ir::Scalar> vals;
+  thread_local std::vector<std::vector<FfiAny>> shape_items;  // tvm_ffi.Shape arguments as ints
   if (size_t(num_args) < f.params.size()) {
     bool have = true;
     for (size_t p = size_t(num_args); p < f.params.size(); ++p) have = have && f.defaults[p].type_index != kNone;
@@ -243,9 +248,23 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     const Param& param = f.params[p];
     if (param.arity < 0) continue;
     const FfiAny& a = args[p];
+    const char* cell = a.type_index >= 64 ? reinterpret_cast<const char*>(a.v_obj) + sizeof(FfiObject) : nullptr;
+    if (a.type_index == kShape) {  // a tvm_ffi.Shape for a tuple of integers
+      auto* shape = reinterpret_cast<const FfiShapeCell*>(cell);
+      if (int64_t(shape->size) != param.arity)
+        fail("TypeError", "Mismatched type" + where(f, int(p)) + "expected " + param.type_name);
+      if (shape_items.size() < f.params.size()) shape_items.resize(f.params.size());
+      std::vector<FfiAny>& ints = shape_items[p];
+      ints.assign(shape->size, FfiAny{});
+      for (size_t i = 0; i < shape->size; ++i) {
+        ints[i].type_index = kInt;
+        ints[i].v_int64 = shape->data[i];
+      }
+      items[p] = ints.data();
+      continue;
+    }
     const FfiSeqCell* seq = nullptr;
-    if (a.type_index == kArray || a.type_index == kList)
-      seq = reinterpret_cast<const FfiSeqCell*>(reinterpret_cast<const char*>(a.v_obj) + sizeof(FfiObject));
+    if (a.type_index == kArray || a.type_index == kList) seq = reinterpret_cast<const FfiSeqCell*>(cell);
     if (!seq || seq->size != param.arity)
       fail("TypeError", "Mismatched type" + where(f, int(p)) + "expected " + param.type_name);
     items[p] = static_cast<const FfiAny*>(seq->data);
