@@ -73,9 +73,13 @@ FfiApi& ffi_api() {
 void load_ffi_api(const std::string& library_path) {
   FfiApi& a = ffi_api();
   if (a.FunctionCreate) return;
-  // The Python package has loaded the library already; this finds that copy.
-  void* lib = dlopen(library_path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!lib) throw std::runtime_error("cannot load tvm-ffi's library " + library_path + ": " + dlerror());
+  // The Python package has loaded the library already (RTLD_GLOBAL): use that copy, so that there
+  // is one tvm-ffi runtime (type registry, error slots) in the process.
+  void* lib = RTLD_DEFAULT;
+  if (!dlsym(lib, "TVMFFIFunctionCreate")) {
+    lib = dlopen(library_path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) throw std::runtime_error("cannot load tvm-ffi's library " + library_path + ": " + dlerror());
+  }
   auto sym = [&](const char* name) {
     void* p = dlsym(lib, name);
     if (!p) throw std::runtime_error(std::string("tvm-ffi's library has no ") + name);
