@@ -159,16 +159,16 @@ enum class Memory { Any, Host, Device };
 void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorView& t, Memory memory,
                   const std::vector<ir::Scalar>& vals) {
   const Source& src = f.sources[size_t(c.source)];
-  const std::string at = where(f, src.param);
+  auto at = [&] { return where(f, src.param); };  // built only for a message
   ir::Type element = t.dtype_lanes == 1 ? dsl::dtype_from_dlpack(t.dtype_code, t.dtype_bits) : nullptr;
   if (element != c.element)
-    fail("TypeError", "Mismatched " + src.label + ".dtype" + at + "expected " + dsl::framework_dtype_name(c.element));
+    fail("TypeError", "Mismatched " + src.label + ".dtype" + at() + "expected " + dsl::framework_dtype_name(c.element));
   if (size_t(t.ndim) != c.shape.size())
-    fail("ValueError", "Mismatched " + src.label + ".ndim" + at + "expected " + std::to_string(c.shape.size()));
+    fail("ValueError", "Mismatched " + src.label + ".ndim" + at() + "expected " + std::to_string(c.shape.size()));
   if (memory == Memory::Device && t.device_type != kDLCUDA && t.device_type != kDLCUDAManaged)
-    fail("ValueError", "Mismatched " + src.label + ".device_type" + at + "expected cuda");
+    fail("ValueError", "Mismatched " + src.label + ".device_type" + at() + "expected cuda");
   if (memory == Memory::Host && t.device_type != kDLCPU && t.device_type != kDLCUDAHost)
-    fail("ValueError", "Mismatched " + src.label + ".device_type" + at +
+    fail("ValueError", "Mismatched " + src.label + ".device_type" + at() +
                            "expected cpu (this function's kernels run on the CPU emulator)");
   for (const TensorCheck::SameAs& e : c.same_as) {
     const ArgSlot& first = f.ex.slots[size_t(e.slot)];
@@ -178,29 +178,29 @@ void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorV
     if (got != want) {
       std::string what = e.stride ? ".stride[" : ".shape[";
       std::string other = first.kind == kTensorStride ? ".stride[" : ".shape[";
-      fail("ValueError", "Mismatched " + src.label + what + std::to_string(e.mode) + "]" + at + "expected to match " +
+      fail("ValueError", "Mismatched " + src.label + what + std::to_string(e.mode) + "]" + at() + "expected to match " +
                              f.sources[size_t(first.source)].label + other + std::to_string(first.mode) + "]");
     }
   }
   for (int i = 0; i < t.ndim; ++i) {
     int64_t n = t.shape[i], s = dl_stride(t, i);
-    const std::string mode = "[" + std::to_string(i) + "]";
+    auto mode = [&] { return "[" + std::to_string(i) + "]"; };
     if (c.shape[size_t(i)] >= 0 && c.shape[size_t(i)] != n)
-      fail("ValueError", "Invalid " + src.label + ".shape" + mode + at + "expected " + std::to_string(c.shape[size_t(i)]));
+      fail("ValueError", "Invalid " + src.label + ".shape" + mode() + at() + "expected " + std::to_string(c.shape[size_t(i)]));
     if (c.shape[size_t(i)] < 0 && c.shape_div[size_t(i)] > 1 && n % c.shape_div[size_t(i)] != 0)
-      fail("ValueError", "Invalid " + src.label + ".shape" + mode + at + "expected to be divisible by " +
+      fail("ValueError", "Invalid " + src.label + ".shape" + mode() + at() + "expected to be divisible by " +
                              std::to_string(c.shape_div[size_t(i)]));
     // A size-1 mode is never stepped along, so its stride does not matter.
     if (c.stride[size_t(i)] >= 0 && c.stride[size_t(i)] != s && n != 1)
-      fail("ValueError", "Invalid " + src.label + ".stride" + mode + at + "expected " +
+      fail("ValueError", "Invalid " + src.label + ".stride" + mode() + at() + "expected " +
                              std::to_string(c.stride[size_t(i)]));
     if (c.stride[size_t(i)] < 0 && c.stride_div[size_t(i)] > 1 && s % c.stride_div[size_t(i)] != 0)
-      fail("ValueError", "Invalid " + src.label + ".stride" + mode + at + "expected to be divisible by " +
+      fail("ValueError", "Invalid " + src.label + ".stride" + mode() + at() + "expected to be divisible by " +
                              std::to_string(c.stride_div[size_t(i)]));
   }
   uint64_t address = uint64_t(reinterpret_cast<uintptr_t>(t.data)) + t.byte_offset;
   if (c.align > 1 && address % uint64_t(c.align) != 0)
-    fail("ValueError", "Misaligned Tensor data" + at + "expected data alignment=" + std::to_string(c.align) + " bytes");
+    fail("ValueError", "Misaligned Tensor data" + at() + "expected data alignment=" + std::to_string(c.align) + " bytes");
 }
 
 ir::Scalar scalar_argument(const TvmFfiFunction& f, const Source& src, const FfiAny& a, ir::Type to) {
