@@ -2,6 +2,8 @@
 
 Runs on the GPU when one is present and checks the result; without a GPU the kernel runs on
 OpenCuTe's CPU emulator (numpy inputs) and the result is checked the same way."""
+import importlib.util
+
 import numpy as np
 
 import cutlass
@@ -33,7 +35,9 @@ def main():
     n = cute.sym_int()
     a_fake = cute.runtime.make_fake_compact_tensor(cute.Float32, (n,))
     b_fake = cute.runtime.make_fake_compact_tensor(cute.Float32, (n,))
-    compiled = cute.compile(add_one, a_fake, b_fake, options="--enable-tvm-ffi")
+    # The TVM-FFI ABI when its package is installed (pip install apache-tvm-ffi); else the default.
+    options = "--enable-tvm-ffi" if importlib.util.find_spec("tvm_ffi") else None
+    compiled = cute.compile(add_one, a_fake, b_fake, options=options)
     if not cutlass.cuda.is_available():
         print("No CUDA GPU found: running the kernel on the CPU emulator.")
         a = np.arange(1000, dtype=np.float32)

@@ -1,4 +1,5 @@
 #include "bindings/compiled_function.h"
+#include "bindings/compiled_function_plan.h"
 
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -21,55 +22,6 @@ namespace {
 
 using dsl::Num;
 
-// ---- runtime argument plans -------------------------------------------------------------
-// How each host-function parameter is read from the Python call arguments. Built once at
-// compile time by the Python front end; executed in C++ on every call.
-enum ArgKind { kScalar = 0, kTensorData = 1, kTensorShape = 2, kTensorStride = 3, kStream = 4, kPointer = 5 };
-
-struct ArgSlot {
-  int source;     // index into the call's positional arguments
-  int kind;
-  int mode;       // shape/stride mode for tensor entries
-  ir::Type type;  // the host parameter's type
-  int check = -1; // for a tensor's data slot: its TensorCheck
-};
-
-struct TensorCheck {  // what a tensor argument was compiled for
-  int source;
-  std::vector<int64_t> shape, stride;          // -1 where dynamic
-  std::vector<int64_t> shape_div, stride_div;  // what dynamic entries were assumed divisible by
-  bool int32_strides;                          // dynamic strides are Int32: the layout must fit
-  std::string description;
-  std::string name;                            // the parameter, for messages
-  // From the data slot's pointer type:
-  ir::Type element = nullptr;
-  int64_t align = 1;                           // bytes the code assumes of the data pointer
-};
-
-struct PointerCheck {  // the pointer type a cute.Pointer argument was compiled for
-  int source;
-  std::string type_key;  // the runtime pointer's `_type_key`: element type, space, alignment
-  int64_t align;
-  std::string description;
-};
-
-struct Executor {
-  std::shared_ptr<runtime::CompiledProgram> program;
-  std::vector<ArgSlot> slots;
-  std::vector<TensorCheck> checks;
-  std::vector<PointerCheck> pointer_checks;
-  int num_sources = 0;
-  // Per positional argument: -1 for a single value, n for a list/tuple of n values (each a
-  // source of its own). Empty when no argument is a sequence.
-  std::vector<int> arg_lengths;
-  std::vector<ir::Type> result_types;
-  bool flush_python_stdout = false;
-  bool release_gil = true;
-  bool strict_regions = true;  // every pointer argument is a tensor of known extent
-  std::string function_name;
-  double trace_ms = 0;
-};
-
 int64_t as_int64(nb::handle h) {
   if (PyLong_Check(h.ptr())) return PyLong_AsLongLong(h.ptr());
   return nb::cast<int64_t>(nb::int_(h));
@@ -91,7 +43,9 @@ std::string argument_label(const TensorCheck& c) {
 // the CPU emulator; a program without kernels only passes it around in host code.
 enum class KernelMemory { None, Host, Device };
 
-void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, KernelMemory where) {
+// `vals`: the host parameters read so far (symbols shared with earlier tensors are there).
+void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, KernelMemory where,
+                           const std::vector<ir::Scalar>& vals, const std::vector<ArgSlot>& slots) {
   ir::Type element = t.element_type();
   if (element != c.element) {
     std::string got = element ? dsl::framework_dtype_name(element) : "an element type OpenCuTe does not know";
@@ -138,6 +92,20 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
     if (c.stride[i] < 0 && c.stride_div[i] > 1 && stride[i] % c.stride_div[i] != 0)
       layout_mismatch(c, t, ": stride mode " + std::to_string(i) + " (" + std::to_string(stride[i]) +
                                 ") is not divisible by " + std::to_string(c.stride_div[i]));
+  }
+  for (const TensorCheck::SameAs& e : c.same_as) {
+    int64_t got = e.stride ? stride[size_t(e.mode)] : shape[size_t(e.mode)];
+    const ArgSlot& first = slots[size_t(e.slot)];
+    // A symbol used twice in one tensor is read after this check runs: compare within the tensor.
+    int64_t want = first.source != c.source ? vals[size_t(e.slot)].i
+                   : first.kind == kTensorStride ? stride[size_t(first.mode)] : shape[size_t(first.mode)];
+    if (got != want)
+      throw dsl::UserError("ARG_LAYOUT_MISMATCH",
+                           argument_label(c) + ": " + (e.stride ? "stride" : "shape") + " mode " +
+                               std::to_string(e.mode) + " is " + std::to_string(got) + " but must equal " +
+                               (first.kind == kTensorStride ? "stride" : "shape") + " mode " +
+                               std::to_string(first.mode) + " of argument #" + std::to_string(first.source) + " (" +
+                               std::to_string(want) + "): the function was compiled with one symbol for both");
   }
   if (c.int32_strides && runtime::cosize(shape, stride) > INT32_MAX)
     throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " (" + t.layout_string() +
@@ -216,7 +184,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
           tensor.emplace(a);
           tensor_source = s.source;
         }
-        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where);
+        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, vals, ex.slots);
         if (s.kind == kTensorData) {
           vals[i] = ir::Scalar::of_int(tensor->data());
           if (emulated) {
@@ -401,6 +369,11 @@ void bind_compiled_functions(nb::module_& m) {
                         nb::cast<std::vector<int64_t>>(c[2]), nb::cast<std::vector<int64_t>>(c[3]),
                         nb::cast<std::vector<int64_t>>(c[4]), nb::cast<bool>(c[5]),
                         nb::cast<std::string>(c[6]), nb::cast<std::string>(c[7])};
+      if (c.size() > 8)
+        for (nb::handle e : c[8]) {
+          nb::tuple t = nb::cast<nb::tuple>(e);
+          check.same_as.push_back({nb::cast<int>(t[0]) != 0, nb::cast<int>(t[1]), nb::cast<int>(t[2])});
+        }
       // Every tensor has one data slot; its pointer type says what the code assumes.
       for (ArgSlot& slot : ex->slots) {
         if (slot.kind != kTensorData || slot.source != check.source) continue;

@@ -25,6 +25,7 @@
 #include "support/log.h"
 #include "runtime/compile_cache.h"
 #include "bindings/compiled_function.h"
+#include "bindings/tvm_ffi_function.h"
 #include "bindings/layout_bindings.h"
 #include "bindings/type_handle.h"
 #include "bindings/num_convert.h"
@@ -281,6 +282,7 @@ NB_MODULE(_core, m) {
   m.def("context_synchronize", []() { runtime::CudaDriver::get().context_synchronize(); });
 
   bindings::bind_compiled_functions(m);
+  bindings::bind_tvm_ffi_functions(m);
   bindings::bind_layouts(m);
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);

@@ -1,5 +1,7 @@
 """@jit and @kernel: argument classification, tracing, compilation, caching and launch."""
 import contextlib
+import copy
+import dataclasses
 import functools
 import inspect
 import os
@@ -8,7 +10,7 @@ from .. import _core
 from . import context, rt
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
-from .options import CompileOptions, resolve_target
+from .options import CompileOptions, EnableTVMFFI, resolve_target
 from .preprocess import preprocess as _preprocess
 from .source_lines import track_source_lines
 from .tensor import Pointer, Tensor
@@ -94,22 +96,59 @@ class _ArgPlan:
         self.pointer_checks = []
         self.num_sources = 0
         self.arg_lengths = []  # per runtime argument: -1, or the length of a list argument
+        # Symbolic extents (cute.sym_int) of fake tensors by identity: one symbol is one run-time
+        # value, read from its first tensor; the others are checked to match it.
+        self.symbols = {}
+        self.env_stream_slots = []  # stream slots filled from TVM-FFI's environment stream
+        # For the TVM-FFI signature: per source (kind, type text); per runtime parameter a dict
+        # (name, arity, type text, leaves, env).
+        self.leaf_info = {}
+        self.params_info = []
+        self.symbol_names = {}
+
+    def _symbol_name(self, symbol):
+        key = id(symbol) if symbol is not None else object()
+        if key not in self.symbol_names:
+            given = getattr(symbol, "symbol", None)
+            self.symbol_names[key] = given or f"n{len(self.symbol_names)}"
+        return self.symbol_names[key]
+
+    def add_param(self, name, arity, sources, env=False):
+        leaves = [(s,) + self.leaf_info[s] for s in sources]
+        if arity < 0:
+            type_text = leaves[0][2]
+        else:
+            type_text = "Tuple[" + ", ".join(leaf[2] for leaf in leaves) + "]"
+        self.params_info.append({"name": name, "arity": arity, "type": type_text, "leaves": leaves, "env": env})
 
     def scalar(self, cls, source):
+        self.leaf_info[source] = (1, "bool" if cls.__name__ == "Boolean" else cls.__name__.lower())
         self.slots.append((source, K_SCALAR, 0))
         return wrap(self.tracer.add_argument(cls.mlir_type))
 
-    def stream(self, source):
+    def stream(self, source, value=None):
+        self.leaf_info[source] = (2, "Stream")
+        if getattr(value, "use_tvm_ffi_env_stream", False):
+            self.env_stream_slots.append(len(self.slots))
         self.slots.append((source, K_STREAM, 0))
         return wrap(self.tracer.add_argument(Int64.mlir_type))
 
-    def _entry(self, source, kind, mode, entry):
+    def _entry(self, source, kind, mode, entry, symbol=None, same_as=None):
         value, dynamic, divisibility, width = entry
         if not dynamic:
             return value
+        if symbol is not None:
+            known = self.symbols.get(id(symbol))
+            if known is not None:
+                traced, slot = known[1], known[2]
+                same_as.append((int(kind == K_TENSOR_STRIDE), mode, slot))
+                return traced
         from ..cute.layout import _wrap_int  # dynamic layout leaves carry their divisibility
         self.slots.append((source, kind, mode))
-        return _wrap_int(self.tracer.add_argument(_DSL_INT[width].mlir_type), divisibility)
+        traced = _wrap_int(self.tracer.add_argument(_DSL_INT[width].mlir_type), divisibility)
+        if symbol is not None:
+            self.symbols[id(symbol)] = (symbol, traced, len(self.slots) - 1)
+        return traced
 
     def tensor(self, value, source, name=""):
         from ..cute.runtime import as_runtime_tensor
@@ -120,8 +159,15 @@ class _ArgPlan:
         ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, space, rt_tensor.assumed_align))
         self.slots.append((source, K_TENSOR_DATA, 0))
         shape_entries, stride_entries = spec.shape, spec.stride
-        shape = [self._entry(source, K_TENSOR_SHAPE, i, e) for i, e in enumerate(shape_entries)]
-        stride = [self._entry(source, K_TENSOR_STRIDE, i, e) for i, e in enumerate(stride_entries)]
+        shape_syms = getattr(rt_tensor, "_shape_spec", None) or [None] * len(shape_entries)
+        stride_syms = getattr(rt_tensor, "_stride_spec", None) or [None] * len(stride_entries)
+        same_as = []  # (is stride, mode, slot of the symbol's first occurrence)
+        shape = [self._entry(source, K_TENSOR_SHAPE, i, e, _symbol(shape_syms[i]), same_as)
+                 for i, e in enumerate(shape_entries)]
+        stride = [self._entry(source, K_TENSOR_STRIDE, i, e, _symbol(stride_syms[i]), same_as)
+                  for i, e in enumerate(stride_entries)]
+        dims = [self._symbol_name(_symbol(shape_syms[i])) if e[1] else str(e[0]) for i, e in enumerate(shape_entries)]
+        self.leaf_info[source] = (0, f"Tensor([{', '.join(dims)}], {_framework_dtype_name(dtype)})")
         static_shape = [-1 if e[1] else e[0] for e in shape_entries]
         static_stride = [-1 if e[1] else e[0] for e in stride_entries]
         shape_div = [e[2] for e in shape_entries]
@@ -130,7 +176,7 @@ class _ArgPlan:
         # Every tensor is checked at call time: element type, memory and alignment always, the
         # layout where the code assumed something of it.
         self.checks.append((source, static_shape, static_stride, shape_div, stride_div, int32_strides,
-                            spec.layout_string(), name))
+                            spec.layout_string(), name, same_as))
         return _traced_tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
 
     def pointer(self, value, source):
@@ -140,9 +186,20 @@ class _ArgPlan:
                                    code="ARG_UNSUPPORTED_TYPE")
         dtype = value.dtype
         ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, int(value.memspace), value.alignment))
+        self.leaf_info[source] = (3, "Pointer")
         self.slots.append((source, K_POINTER, 0))
         self.pointer_checks.append((source, value._type_key, value.alignment, value.type_string()))
         return _traced_pointer(ptr, dtype, value.memspace, value.alignment)
+
+
+def _framework_dtype_name(dtype):
+    name = dtype.__name__
+    return {"Boolean": "bool", "BFloat16": "bfloat16"}.get(name, name.lower())
+
+
+def _symbol(entry):
+    from ..cute.runtime import SymInt
+    return entry if isinstance(entry, SymInt) else None
 
 
 def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
@@ -182,11 +239,12 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
             cls = None
         else:
             cls = None
-        if isinstance(value, (list, tuple)) and cls is None and value and all(
-                _is_runtime_leaf(v) for v in value):
-            # A list of tensors (or scalars, streams, pointers): one runtime source per item.
+        if isinstance(value, (list, tuple)) and cls is None and all(_is_runtime_leaf(v) for v in value):
+            # A list or tuple (named, empty) of tensors, scalars, streams, pointers: one runtime
+            # source per item.
             items = [_runtime_leaf(plan, v, plan.num_sources + j, None, f"{name}[{j}]") for j, v in enumerate(value)]
-            call[name] = type(value)(items)
+            call[name] = type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+            plan.add_param(name, len(value), range(plan.num_sources, plan.num_sources + len(value)))
             plan.arg_lengths.append(len(value))
             plan.num_sources += len(value)
             runtime_values.append(value)
@@ -197,6 +255,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
                                    "function; annotate it with cutlass.Constexpr to make it a compile-time value",
                                    code="ARG_UNSUPPORTED_TYPE")
         call[name] = leaf
+        plan.add_param(name, -1, [plan.num_sources], env=bool(getattr(value, "use_tvm_ffi_env_stream", False)))
         plan.arg_lengths.append(-1)
         plan.num_sources += 1
         runtime_values.append(value)
@@ -240,7 +299,7 @@ def _runtime_leaf(plan, value, source, cls, name=""):
     if cls is not None:
         return plan.scalar(cls, source)
     if _is_stream(value):
-        return plan.stream(source)
+        return plan.stream(source, value)
     if _is_runtime_pointer(value):
         return plan.pointer(value, source)
     if _is_tensor_like(value):
@@ -349,6 +408,9 @@ class JitFunction(_DecoratedFunction):
             _core.log(10, f"traced {self._fn.__name__} in {trace_ms:.2f} ms; compile timings {compiled.timings_ms}")
         if _env_flag("CUTE_DSL_PRINT_IR"):
             print(compiled.__mlir__, flush=True)
+        if options["enable_tvm_ffi"]:
+            from . import tvm_ffi
+            compiled = tvm_ffi.make_function(compiled, plan, self._fn, self._sig)
         if key is not None:
             self._cache[key] = compiled
         return compiled, runtime_values
@@ -404,13 +466,22 @@ def _kernel_value(tracer, pname, value, host_values):
         host_values.append(value._n)
         return _wrap_int(tracer.add_argument(type(value).mlir_type), getattr(value, "_div", 1))
     if isinstance(value, (tuple, list)):
-        return type(value)(_kernel_value(tracer, pname, v, host_values) for v in value)
+        items = [_kernel_value(tracer, pname, v, host_values) for v in value]
+        return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
     if isinstance(value, Layout):
         if value.is_static():
             return value
         vals = _core.cute.layout_dynamic_values(value)
         host_values.extend(vals)
         return _core.cute.layout_with_values(value, [tracer.add_argument(v.ir_type) for v in vals])
+    if dataclasses.is_dataclass(value) and not isinstance(value, type) and \
+            not hasattr(value, "__extract_mlir_values__"):
+        # A dataclass (frozen or not) of tensors and static values: each field as its own value.
+        copied = copy.copy(value)
+        for field in dataclasses.fields(value):
+            object.__setattr__(copied, field.name, _kernel_value(tracer, f"{pname}.{field.name}",
+                                                                 getattr(value, field.name), host_values))
+        return copied
     if hasattr(value, "__extract_mlir_values__"):
         vals = value.__extract_mlir_values__()
         host_values.extend(vals)
@@ -471,6 +542,15 @@ class KernelLauncher:
             name = self._kernel._name_prefix + "_" + name
         sig = self._kernel._sig
         host_values, call = [], {}
+        # Scalars converted to their annotated type in the host function, before the kernel's
+        # region opens (a conversion inside it would use a host value in the kernel).
+        converted = {}
+        for pname, value in self._bound.arguments.items():
+            ann = sig.parameters[pname].annotation
+            if isinstance(value, (Numeric, int, float, bool)) and isinstance(ann, NumericMeta) and \
+                    ann is not Numeric and not _is_constexpr_annotation(ann):
+                n = as_numeric(value)
+                converted[pname] = ann(n) if type(n) is not ann else n
         tracer.begin_function(name, True)
         try:
             for index, (pname, value) in enumerate(self._bound.arguments.items()):
@@ -480,9 +560,9 @@ class KernelLauncher:
                                                        and not isinstance(value, Numeric))):
                     call[pname] = value
                 elif isinstance(value, (Numeric, int, float, bool)):
-                    n = as_numeric(value)
-                    if isinstance(ann, NumericMeta) and ann is not Numeric and type(n) is not ann:
-                        n = ann(n)
+                    n = converted.get(pname)
+                    if n is None:
+                        n = as_numeric(value)
                     host_values.append(n._n)
                     call[pname] = wrap(tracer.add_argument(type(n).mlir_type))
                 else:
@@ -538,6 +618,11 @@ class _Compile:
         for o in self._opts:
             opts.apply(o)
         opts.parse(options)
+        if _env_flag("CUTE_DSL_ENABLE_TVM_FFI"):
+            opts.apply(EnableTVMFFI(True))
+        if opts["enable_tvm_ffi"]:
+            from .tvm_ffi import import_tvm_ffi
+            import_tvm_ffi()  # before tracing: a missing package is a clear error
         if isinstance(fn, functools.partial) and isinstance(getattr(fn.func, "__self__", None), JitFunction):
             jf, args = fn.func.__self__, fn.args + args
         elif isinstance(fn, JitFunction):

@@ -107,6 +107,10 @@ class Numeric(metaclass=NumericMeta):
     def is_static(self):
         return self._n.is_static
 
+    def __tvm_ffi_value__(self):
+        """What a TVM-FFI call receives for this scalar: its Python value."""
+        return self.to(bool if type(self).__name__ == "Boolean" else float if type(self).is_float else int)
+
     def to(self, dtype):
         if dtype in (int, float, bool):
             if not self._n.is_static:

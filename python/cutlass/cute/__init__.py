@@ -8,7 +8,7 @@ from .._dsl.printing import printf
 from .._dsl.errors import DSLRuntimeError, DSLUserCodeError
 from .._dsl.address_space import AddressSpace
 from . import arch, math, runtime, testing, typing
-from .runtime import sym_int
+from .runtime import sym_int, sym_int32, sym_int64, SymInt
 from .typing import (Tensor, Shape, Stride, Coord, IntTuple, Tile, Pointer, CopyAtom, TiledCopy, ThrCopy, MmaAtom,
                      TiledMma, ThrMma)
 from .layout import *  # noqa: F401,F403 - the layout algebra

@@ -59,8 +59,11 @@ def _source_metadata(obj):
         # DLPack export from torch gives size-1 modes stride 1; do the same so that layouts (and
         # the deduction rules that depend on them) agree with the CuTe DSL's.
         stride = tuple(1 if n == 1 else int(s) for n, s in zip(shape, obj.stride()))
-        return (obj.data_ptr(), shape, stride, str(obj.dtype).replace("torch.", ""),
-                bool(getattr(obj, "is_cuda", False)))
+        try:
+            data = obj.data_ptr()
+        except (RuntimeError, NotImplementedError):
+            data = 0  # torch's FakeTensorMode: no storage, the tensor only describes one for compiling
+        return (data, shape, stride, str(obj.dtype).replace("torch.", ""), bool(getattr(obj, "is_cuda", False)))
     if hasattr(obj, "__cuda_array_interface__"):
         return _interface_metadata(obj, "__cuda_array_interface__", True)
     if hasattr(obj, "__array_interface__"):
@@ -149,6 +152,14 @@ class Tensor:
     def dynamic_strides_mask(self):
         return tuple(int(e[1]) for e in self._spec.stride)
 
+    def __tvm_ffi_object__(self):
+        """The tvm_ffi.Tensor a TVM-FFI function receives for this tensor (made once)."""
+        t = self.__dict__.get("_tvm_ffi_tensor")
+        if t is None:
+            from .._dsl.tvm_ffi import import_tvm_ffi
+            t = self._tvm_ffi_tensor = import_tvm_ffi().from_dlpack(self._source)
+        return t
+
     def __str__(self):
         static = not any(self.dynamic_shapes_mask + self.dynamic_strides_mask)
         layout = self._spec.value_string() if static else self._spec.layout_string()
@@ -161,8 +172,15 @@ _RuntimeTensor = Tensor
 
 
 def from_dlpack(tensor, assumed_align=None, use_32bit_stride=False, *, enable_tvm_ffi=False, force_tf32=False):
-    """Zero-copy CuTe view of a framework tensor, with a fully static layout."""
-    return Tensor(tensor, assumed_align=assumed_align, use_32bit_stride=use_32bit_stride)
+    """Zero-copy CuTe view of a framework tensor, with a fully static layout. With
+    `enable_tvm_ffi=True` (or CUTE_DSL_ENABLE_TVM_FFI=1) it is also ready to pass to a TVM-FFI
+    compiled function (its tvm_ffi.Tensor is made now)."""
+    t = Tensor(tensor, assumed_align=assumed_align, use_32bit_stride=use_32bit_stride)
+    import os
+    if enable_tvm_ffi or os.environ.get("CUTE_DSL_ENABLE_TVM_FFI", "").strip().lower() not in ("", "0", "false",
+                                                                                              "no", "off"):
+        t.__tvm_ffi_object__()
+    return t
 
 
 def as_runtime_tensor(value):
@@ -226,6 +244,9 @@ class Pointer:
     def toint(self):
         return self._address
 
+    def __tvm_ffi_opaque_ptr__(self):
+        return self._address
+
     __int__ = toint
 
     def __add__(self, offset):
@@ -266,74 +287,179 @@ def nullptr(dtype, mem_space=AddressSpace.generic, assumed_align=None):
 # ---- compile-time stand-ins ---------------------------------------------------------------
 
 class SymInt:
-    """A symbolic (dynamic) extent or stride for fake tensors."""
+    """A symbolic (run-time) extent or stride of a fake tensor. One SymInt object is one run-time
+    value: tensors that share it are traced with the same IR value, and a call checks that their
+    extents agree."""
 
-    def __init__(self, width=32, divisibility=1):
+    def __init__(self, width=32, divisibility=1, symbol=None):
         if width not in (32, 64):
             raise ValueError(f"sym_int width must be 32 or 64, got {width}")
+        if isinstance(divisibility, bool) or not isinstance(divisibility, int) or divisibility < 1:
+            raise ValueError(f"sym_int divisibility must be a positive int, got {divisibility!r}")
+        if symbol is not None and not isinstance(symbol, str):
+            raise TypeError(f"sym_int symbol must be a str, got {type(symbol).__name__}")
         self.width = width
         self.divisibility = divisibility
+        self.symbol = symbol
+
+    def _derived(self, divisibility):
+        return SymInt(self.width, divisibility)
+
+    def __mul__(self, other):
+        if isinstance(other, SymInt):
+            return self._derived(self.divisibility * other.divisibility)
+        if isinstance(other, int) and not isinstance(other, bool):
+            return self._derived(self.divisibility * abs(other) if other else 1)
+        return NotImplemented
+
+    __rmul__ = __mul__
+
+    def __floordiv__(self, other):
+        if isinstance(other, int) and not isinstance(other, bool) and other > 0:
+            return self._derived(self.divisibility // other if self.divisibility % other == 0 else 1)
+        return NotImplemented
+
+    def __mod__(self, other):
+        if isinstance(other, int) and not isinstance(other, bool) and other > 0:
+            import math
+            return self._derived(math.gcd(self.divisibility, other))
+        return NotImplemented
 
     def __str__(self):
         if self.width == 32:
-            return "?" if self.divisibility == 1 else f"?{{div={self.divisibility}}}"
-        return f"?{{i{self.width}}}" if self.divisibility == 1 else f"?{{i{self.width} div={self.divisibility}}}"
+            text = "?" if self.divisibility == 1 else f"?{{div={self.divisibility}}}"
+        else:
+            text = f"?{{i{self.width}}}" if self.divisibility == 1 else f"?{{i{self.width} div={self.divisibility}}}"
+        return text if self.symbol is None else f"{self.symbol}{text}"
+
+    __repr__ = __str__
 
 
-def sym_int(width=32, divisibility=1):
-    return SymInt(width, divisibility)
+def sym_int(width=32, *, divisibility=1, symbol=None):
+    return SymInt(width, divisibility, symbol)
+
+
+def sym_int32(divisibility=1, symbol=None):
+    return SymInt(32, divisibility, symbol)
+
+
+def sym_int64(divisibility=1, symbol=None):
+    return SymInt(64, divisibility, symbol)
 
 
 def _entry(x):
     if isinstance(x, SymInt):
         return (0, True, int(x.divisibility), x.width)
+    if isinstance(x, bool) or not isinstance(x, int):
+        raise TypeError(f"fake tensor extents and strides must be ints or cute.sym_int() values, got {x!r}")
     return (int(x), False, 1, 32)
 
 
-class _FakeTensor(Tensor):
-    """Stands for a tensor at compile time only: shape, stride and type, no data."""
+class FakeTensor(Tensor):
+    """Stands for a tensor at compile time only: element type, shape, stride, memory and alignment,
+    no data. Pass it to `cute.compile`; call the compiled function with real tensors."""
 
-    def __init__(self, dtype, shape, stride, assumed_align=None, is_cuda=True):
+    def __init__(self, dtype, shape, stride, assumed_align=None, memspace=None):
+        if not isinstance(dtype, NumericMeta):
+            raise TypeError(f"fake tensor dtype must be a cutlass numeric type, got {dtype!r}")
+        shape, stride = tuple(shape), tuple(stride)
+        if len(shape) != len(stride):
+            raise ValueError(f"fake tensor shape {shape} and stride {stride} have different ranks")
+        space = AddressSpace.gmem if memspace is None else AddressSpace(memspace)
         self._source = None
         self._data_ptr = 0
         self._element_type = dtype
         self._dl_shape = tuple(0 if isinstance(s, SymInt) else int(s) for s in shape)
         self._dl_stride = tuple(0 if isinstance(s, SymInt) else int(s) for s in stride)
         self._spec = _rt.TensorSpec.from_entries([_entry(s) for s in shape], [_entry(s) for s in stride])
-        self.assumed_align = _rt.resolve_alignment(assumed_align, dtype.bytes)
-        self.is_cuda = is_cuda
-        self._shape_spec, self._stride_spec = tuple(shape), tuple(stride)
+        self.assumed_align = _rt.resolve_alignment(assumed_align, max(1, dtype.width // 8))
+        self.is_cuda = space == AddressSpace.gmem
+        self._memspace = space
+        self._shape_spec, self._stride_spec = shape, stride
+
+    @property
+    def shape(self):
+        return self._shape_spec
+
+    @property
+    def stride(self):
+        return self._stride_spec
+
+    @property
+    def memspace(self):
+        return self._memspace
+
+    def __tvm_ffi_object__(self):
+        self._no_data()
+
+    def _no_data(self, *_args, **_kwargs):
+        raise TypeError("a fake tensor has no data: it only describes a tensor for cute.compile; call the "
+                        "compiled function with real tensors")
+
+    data_ptr = property(_no_data)
+    iterator = property(_no_data)
+    __getitem__ = __setitem__ = __dlpack__ = __dlpack_device__ = _no_data
+    fill = load = store = _no_data
+
+    def mark_layout_dynamic(self, leading_dim=None):
+        raise TypeError("a fake tensor's layout is fixed by its shape and stride; use cute.sym_int() entries")
+
+    mark_compact_shape_dynamic = mark_layout_dynamic
 
     def __str__(self):
-        fmt = lambda t: "(" + ", ".join(str(x) for x in t) + ")"
+        fmt = lambda t: "(" + ", ".join(str(x) for x in t) + ("," if len(t) == 1 else "") + ")"
         return f"FakeTensor<{self._element_type}, {fmt(self._shape_spec)}, {fmt(self._stride_spec)}>"
 
-
-def make_fake_tensor(dtype, shape, stride, *, assumed_align=None, memspace=None):
-    return _FakeTensor(dtype, shape, stride, assumed_align)
+    __repr__ = __str__
 
 
-def make_fake_compact_tensor(dtype, shape, stride_order=None, *, assumed_align=None, memspace=None):
+_FakeTensor = FakeTensor
+
+
+def make_fake_tensor(dtype, shape, stride, *, memspace=None, assumed_align=None):
+    return FakeTensor(dtype, shape, stride, assumed_align, memspace)
+
+
+def make_fake_compact_tensor(dtype, shape, stride_order=None, *, memspace=None, assumed_align=None,
+                             use_32bit_stride=False):
+    """A compact fake tensor; `stride_order[m]` ranks mode m (0: stride 1). The default (0, 1, ...)
+    is column-major. A stride after a symbolic extent is itself symbolic (64-bit unless
+    `use_32bit_stride`), divisible by the product of what precedes it."""
+    shape = tuple(shape)
     rank = len(shape)
-    order = list(stride_order) if stride_order is not None else list(range(rank))
+    order = list(range(rank)) if stride_order is None else [int(o) for o in stride_order]
+    if sorted(order) != list(range(rank)):
+        raise ValueError(f"stride_order {tuple(order)} must be a permutation of 0..{rank - 1}")
     stride = [None] * rank
-    running, dynamic = 1, False
+    running, divisibility, dynamic = 1, 1, False
     for mode in sorted(range(rank), key=lambda m: order[m]):
-        stride[mode] = SymInt() if dynamic else running
-        if isinstance(shape[mode], SymInt):
+        stride[mode] = SymInt(32 if use_32bit_stride else 64, divisibility) if dynamic else running
+        extent = shape[mode]
+        if isinstance(extent, SymInt):
             dynamic = True
-        elif not dynamic:
-            running *= int(shape[mode])
-    return make_fake_tensor(dtype, shape, stride, assumed_align=assumed_align)
+            divisibility *= extent.divisibility
+        else:
+            divisibility *= int(extent)
+            running *= int(extent)
+    return make_fake_tensor(dtype, shape, stride, memspace=memspace, assumed_align=assumed_align)
 
 
 class FakeStream:
+    """Stands for a CUDA stream argument at compile time. With `use_tvm_ffi_env_stream=True` the
+    TVM-FFI function takes no stream argument and launches on TVM-FFI's environment stream of the
+    device of its first GPU tensor (the current torch stream when called from torch)."""
+
+    def __init__(self, use_tvm_ffi_env_stream=False):
+        self.use_tvm_ffi_env_stream = bool(use_tvm_ffi_env_stream)
+
     def __str__(self):
         return "FakeStream"
 
+    __repr__ = __str__
 
-def make_fake_stream():
-    return FakeStream()
+
+def make_fake_stream(*, use_tvm_ffi_env_stream=False):
+    return FakeStream(use_tvm_ffi_env_stream)
 
 
 # Runtime tensors and pointers are `cute.Tensor` / `cute.Pointer` too (isinstance, annotations).

@@ -1,0 +1,71 @@
+// The argument plan of a compiled @jit function, shared by its two call paths (the default ABI in
+// compiled_function.cpp, TVM-FFI in tvm_ffi_function.cpp): how each host-function parameter is
+// read from the call's arguments and what each tensor argument was compiled for.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/types.h"
+#include "runtime/executor.h"
+
+namespace opencute::bindings {
+
+// How each host-function parameter is read from the Python call arguments. Built once at
+// compile time by the Python front end; executed in C++ on every call.
+enum ArgKind { kScalar = 0, kTensorData = 1, kTensorShape = 2, kTensorStride = 3, kStream = 4, kPointer = 5 };
+
+struct ArgSlot {
+  int source;     // index into the call's positional arguments
+  int kind;
+  int mode;       // shape/stride mode for tensor entries
+  ir::Type type;  // the host parameter's type
+  int check = -1; // for a tensor's data slot: its TensorCheck
+};
+
+struct TensorCheck {  // what a tensor argument was compiled for
+  int source;
+  std::vector<int64_t> shape, stride;          // -1 where dynamic
+  std::vector<int64_t> shape_div, stride_div;  // what dynamic entries were assumed divisible by
+  bool int32_strides;                          // dynamic strides are Int32: the layout must fit
+  std::string description;
+  std::string name;                            // the parameter, for messages
+  // From the data slot's pointer type:
+  ir::Type element = nullptr;
+  int64_t align = 1;                           // bytes the code assumes of the data pointer
+  // Entries that are a symbol (cute.sym_int) first read by an earlier slot: they must equal that
+  // slot's value, since the traced code uses one value for both.
+  struct SameAs {
+    bool stride;  // a stride entry (else a shape entry)
+    int mode;
+    int slot;     // the slot holding the symbol's value
+  };
+  std::vector<SameAs> same_as;
+};
+
+struct PointerCheck {  // the pointer type a cute.Pointer argument was compiled for
+  int source;
+  std::string type_key;  // the runtime pointer's `_type_key`: element type, space, alignment
+  int64_t align;
+  std::string description;
+};
+
+struct Executor {
+  std::shared_ptr<runtime::CompiledProgram> program;
+  std::vector<ArgSlot> slots;
+  std::vector<TensorCheck> checks;
+  std::vector<PointerCheck> pointer_checks;
+  int num_sources = 0;
+  // Per positional argument: -1 for a single value, n for a list/tuple of n values (each a
+  // source of its own). Empty when no argument is a sequence.
+  std::vector<int> arg_lengths;
+  std::vector<ir::Type> result_types;
+  bool flush_python_stdout = false;
+  bool release_gil = true;
+  bool strict_regions = true;  // every pointer argument is a tensor of known extent
+  std::string function_name;
+  double trace_ms = 0;
+};
+
+}  // namespace opencute::bindings

@@ -1,0 +1,493 @@
+#include "bindings/tvm_ffi_function.h"
+
+#include <dlfcn.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <climits>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bindings/compiled_function_plan.h"
+#include "bindings/tensor_argument.h"
+#include "dsl/dtype.h"
+#include "dsl/tracer.h"
+#include "ir/scalar_semantics.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/executor.h"
+
+namespace opencute::bindings {
+namespace {
+
+// ---- tvm-ffi's C ABI (include/tvm/ffi/c_api.h), declared here so that nothing of tvm-ffi is
+// needed to build; its library is dlopen()ed when the first TVM-FFI function is made.
+struct FfiObject {  // TVMFFIObject: every heap object starts with it
+  uint64_t combined_ref_count;
+  int32_t type_index;
+  uint32_t padding;
+  void* deleter;
+};
+struct FfiAny {  // TVMFFIAny
+  int32_t type_index;
+  uint32_t zero_padding;
+  union {
+    int64_t v_int64;
+    double v_float64;
+    void* v_ptr;
+    FfiObject* v_obj;
+  };
+};
+struct FfiShapeCell {  // TVMFFIShapeCell, after the object header of Shape
+  const int64_t* data;
+  size_t size;
+};
+struct FfiSeqCell {  // TVMFFISeqCell, after the object header of Array and List
+  void* data;        // FfiAny[size]
+  int64_t size;
+  int64_t capacity;
+  void (*data_deleter)(void*);
+};
+using DLTensorView = TensorArgument::DLTensorView;  // DLTensor
+static_assert(sizeof(FfiObject) == 24 && sizeof(FfiAny) == 16, "tvm-ffi C ABI");
+
+enum FfiTypeIndex : int32_t {
+  kNone = 0, kInt = 1, kBool = 2, kFloat = 3, kOpaquePtr = 4, kDLTensorPtr = 7,
+  kFunction = 68, kShape = 69, kTensor = 70, kArray = 71, kList = 75,
+};
+enum DLDeviceType : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
+
+using SafeCall = int (*)(void* self, const FfiAny* args, int32_t num_args, FfiAny* result);
+struct FfiApi {
+  int (*FunctionCreate)(void* self, SafeCall call, void (*deleter)(void*), void** out) = nullptr;
+  void (*ErrorSetRaisedFromCStr)(const char* kind, const char* message) = nullptr;
+  void* (*EnvGetStream)(int32_t device_type, int32_t device_id) = nullptr;
+};
+
+FfiApi& ffi_api() {
+  static FfiApi api;
+  return api;
+}
+
+void load_ffi_api(const std::string& library_path) {
+  FfiApi& a = ffi_api();
+  if (a.FunctionCreate) return;
+  // The Python package has loaded the library already (RTLD_GLOBAL): use that copy, so that there
+  // is one tvm-ffi runtime (type registry, error slots) in the process.
+  void* lib = RTLD_DEFAULT;
+  if (!dlsym(lib, "TVMFFIFunctionCreate")) {
+    lib = dlopen(library_path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+    if (!lib) throw std::runtime_error("cannot load tvm-ffi's library " + library_path + ": " + dlerror());
+  }
+  auto sym = [&](const char* name) {
+    void* p = dlsym(lib, name);
+    if (!p) throw std::runtime_error(std::string("tvm-ffi's library has no ") + name);
+    return p;
+  };
+  // The C ABI used here (TVMFFIAny, object header, sequence and DLTensor cells) is that of tvm-ffi 0.1.
+  struct Version {
+    uint32_t major, minor, patch;
+  } version{};
+  reinterpret_cast<void (*)(Version*)>(sym("TVMFFIGetVersion"))(&version);
+  if (version.major != 0 || version.minor < 1)
+    throw std::runtime_error("tvm-ffi " + std::to_string(version.major) + "." + std::to_string(version.minor) +
+                             " has a C ABI OpenCuTe does not know (it was written for 0.1)");
+  FfiApi loaded;
+  loaded.FunctionCreate = reinterpret_cast<decltype(loaded.FunctionCreate)>(sym("TVMFFIFunctionCreate"));
+  loaded.ErrorSetRaisedFromCStr =
+      reinterpret_cast<decltype(loaded.ErrorSetRaisedFromCStr)>(sym("TVMFFIErrorSetRaisedFromCStr"));
+  loaded.EnvGetStream = reinterpret_cast<decltype(loaded.EnvGetStream)>(sym("TVMFFIEnvGetStream"));
+  a = loaded;
+}
+
+// ---- the function's state -----------------------------------------------------------------
+enum LeafKind { kLeafTensor = 0, kLeafScalar = 1, kLeafStream = 2, kLeafPointer = 3 };
+
+struct Source {       // one runtime value of the traced function
+  std::string label;  // "a", "a[0]": for messages
+  int kind;           // LeafKind
+  std::string type_name;  // what a type error says is expected: "Tensor", "float32", ...
+  int param;          // the TVM-FFI argument holding it
+  int item;           // its index in that argument's tuple, -1 for a plain argument
+  bool env_stream;    // read from TVM-FFI's environment stream, not from the arguments
+};
+
+struct Param {
+  int arity;             // -1 for a single value, n for a tuple of n
+  std::string type_name; // for type errors: "Tensor", "Tuple[...]" ...
+};
+
+struct TvmFfiFunction {
+  Executor ex;
+  std::string signature;
+  std::vector<Source> sources;
+  std::vector<Param> params;
+  // Scalar defaults of trailing parameters (type kNone where a parameter has none), so that a
+  // positional call may leave them out.
+  std::vector<FfiAny> defaults;
+};
+
+struct CallError {
+  const char* kind;  // "TypeError", "ValueError", "RuntimeError"
+  std::string message;
+};
+
+[[noreturn]] void fail(const char* kind, std::string message) { throw CallError{kind, std::move(message)}; }
+
+std::string where(const TvmFfiFunction& f, int param) {
+  return " on argument #" + std::to_string(param) + " when calling: `" + f.signature + "`, ";
+}
+
+const DLTensorView* as_dltensor(const FfiAny& a) {
+  if (a.type_index == kTensor) return reinterpret_cast<const DLTensorView*>(reinterpret_cast<const char*>(a.v_obj) +
+                                                                          sizeof(FfiObject));
+  if (a.type_index == kDLTensorPtr) return static_cast<const DLTensorView*>(a.v_ptr);
+  return nullptr;
+}
+
+int64_t dl_stride(const DLTensorView& t, int mode) {
+  if (t.strides) return t.strides[mode];
+  int64_t compact = 1;
+  for (int i = mode + 1; i < t.ndim; ++i) compact *= t.shape[i];
+  return compact;
+}
+
+// Where tensor memory must be: where the program's kernels read it.
+enum class Memory { Any, Host, Device };
+
+void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorView& t, Memory memory,
+                  const std::vector<ir::Scalar>& vals) {
+  const Source& src = f.sources[size_t(c.source)];
+  auto at = [&] { return where(f, src.param); };  // built only for a message
+  ir::Type element = t.dtype_lanes == 1 ? dsl::dtype_from_dlpack(t.dtype_code, t.dtype_bits) : nullptr;
+  if (element != c.element)
+    fail("TypeError", "Mismatched " + src.label + ".dtype" + at() + "expected " + dsl::framework_dtype_name(c.element));
+  if (size_t(t.ndim) != c.shape.size())
+    fail("ValueError", "Mismatched " + src.label + ".ndim" + at() + "expected " + std::to_string(c.shape.size()));
+  if (memory == Memory::Device && t.device_type != kDLCUDA && t.device_type != kDLCUDAManaged)
+    fail("ValueError", "Mismatched " + src.label + ".device_type" + at() + "expected cuda");
+  if (memory == Memory::Host && t.device_type != kDLCPU && t.device_type != kDLCUDAHost)
+    fail("ValueError", "Mismatched " + src.label + ".device_type" + at() +
+                           "expected cpu (this function's kernels run on the CPU emulator)");
+  for (const TensorCheck::SameAs& e : c.same_as) {
+    const ArgSlot& first = f.ex.slots[size_t(e.slot)];
+    int64_t got = e.stride ? dl_stride(t, e.mode) : t.shape[e.mode];
+    int64_t want = first.source != c.source ? vals[size_t(e.slot)].i
+                   : first.kind == kTensorStride ? dl_stride(t, first.mode) : t.shape[first.mode];
+    if (got != want) {
+      std::string what = e.stride ? ".stride[" : ".shape[";
+      std::string other = first.kind == kTensorStride ? ".stride[" : ".shape[";
+      fail("ValueError", "Mismatched " + src.label + what + std::to_string(e.mode) + "]" + at() + "expected to match " +
+                             f.sources[size_t(first.source)].label + other + std::to_string(first.mode) + "]");
+    }
+  }
+  for (int i = 0; i < t.ndim; ++i) {
+    int64_t n = t.shape[i], s = dl_stride(t, i);
+    auto mode = [&] { return "[" + std::to_string(i) + "]"; };
+    if (c.shape[size_t(i)] >= 0 && c.shape[size_t(i)] != n)
+      fail("ValueError", "Invalid " + src.label + ".shape" + mode() + at() + "expected " + std::to_string(c.shape[size_t(i)]));
+    if (c.shape[size_t(i)] < 0 && c.shape_div[size_t(i)] > 1 && n % c.shape_div[size_t(i)] != 0)
+      fail("ValueError", "Invalid " + src.label + ".shape" + mode() + at() + "expected to be divisible by " +
+                             std::to_string(c.shape_div[size_t(i)]));
+    // A size-1 mode is never stepped along, so its stride does not matter.
+    if (c.stride[size_t(i)] >= 0 && c.stride[size_t(i)] != s && n != 1)
+      fail("ValueError", "Invalid " + src.label + ".stride" + mode() + at() + "expected " +
+                             std::to_string(c.stride[size_t(i)]));
+    if (c.stride[size_t(i)] < 0 && c.stride_div[size_t(i)] > 1 && s % c.stride_div[size_t(i)] != 0)
+      fail("ValueError", "Invalid " + src.label + ".stride" + mode() + at() + "expected to be divisible by " +
+                             std::to_string(c.stride_div[size_t(i)]));
+  }
+  uint64_t address = uint64_t(reinterpret_cast<uintptr_t>(t.data)) + t.byte_offset;
+  if (c.align > 1 && address % uint64_t(c.align) != 0)
+    fail("ValueError", "Misaligned Tensor data" + at() + "expected data alignment=" + std::to_string(c.align) + " bytes");
+}
+
+ir::Scalar scalar_argument(const TvmFfiFunction& f, const Source& src, const FfiAny& a, ir::Type to) {
+  switch (a.type_index) {
+    case kBool: return ir::eval_cast(ir::bool_type(), to, ir::Scalar::of_int(a.v_int64 != 0));
+    case kInt:
+      if (to->is_int() || to->is_float()) return ir::eval_cast(ir::int_type(64, true), to, ir::Scalar::of_int(a.v_int64));
+      break;
+    case kFloat:
+      if (to->is_float()) return ir::eval_cast(ir::f64(), to, ir::Scalar::of_float(a.v_float64));
+      break;
+  }
+  fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
+}
+
+int64_t handle_argument(const TvmFfiFunction& f, const Source& src, const FfiAny& a) {
+  switch (a.type_index) {
+    case kNone: return 0;
+    case kOpaquePtr: return int64_t(reinterpret_cast<intptr_t>(a.v_ptr));
+    case kInt: return a.v_int64;
+  }
+  fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
+}
+
+void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* result) {
+  const Executor& ex = f.ex;
+  // Scratch reused across calls of this thread: a call allocates nothing when sizes repeat.
+  thread_local std::vector<FfiAny> with_defaults;
+  thread_local std::vector<const FfiAny*> values, items;
+  thread_local std::vector<ir::Scalar> vals;
+  thread_local std::vector<std::vector<FfiAny>> shape_items;  // tvm_ffi.Shape arguments as ints
+  if (size_t(num_args) < f.params.size()) {
+    bool have = true;
+    for (size_t p = size_t(num_args); p < f.params.size(); ++p) have = have && f.defaults[p].type_index != kNone;
+    if (have) {
+      with_defaults.assign(args, args + num_args);
+      with_defaults.insert(with_defaults.end(), f.defaults.begin() + num_args, f.defaults.end());
+      args = with_defaults.data();
+      num_args = int32_t(with_defaults.size());
+    }
+  }
+  if (size_t(num_args) != f.params.size())
+    fail("TypeError", "Expected " + std::to_string(f.params.size()) + " arguments but got " +
+                          std::to_string(num_args) + " when calling: `" + f.signature + "`");
+  // The value of each source: arguments, and items of tuple arguments.
+  values.assign(f.sources.size(), nullptr);
+  items.assign(f.params.size(), nullptr);
+  for (size_t p = 0; p < f.params.size(); ++p) {
+    const Param& param = f.params[p];
+    if (param.arity < 0) continue;
+    const FfiAny& a = args[p];
+    const char* cell = a.type_index >= 64 ? reinterpret_cast<const char*>(a.v_obj) + sizeof(FfiObject) : nullptr;
+    if (a.type_index == kShape) {  // a tvm_ffi.Shape for a tuple of integers
+      auto* shape = reinterpret_cast<const FfiShapeCell*>(cell);
+      if (int64_t(shape->size) != param.arity)
+        fail("TypeError", "Mismatched type" + where(f, int(p)) + "expected " + param.type_name);
+      if (shape_items.size() < f.params.size()) shape_items.resize(f.params.size());
+      std::vector<FfiAny>& ints = shape_items[p];
+      ints.assign(shape->size, FfiAny{});
+      for (size_t i = 0; i < shape->size; ++i) {
+        ints[i].type_index = kInt;
+        ints[i].v_int64 = shape->data[i];
+      }
+      items[p] = ints.data();
+      continue;
+    }
+    const FfiSeqCell* seq = nullptr;
+    if (a.type_index == kArray || a.type_index == kList) seq = reinterpret_cast<const FfiSeqCell*>(cell);
+    if (!seq || seq->size != param.arity)
+      fail("TypeError", "Mismatched type" + where(f, int(p)) + "expected " + param.type_name);
+    items[p] = static_cast<const FfiAny*>(seq->data);
+  }
+  for (size_t s = 0; s < f.sources.size(); ++s) {
+    const Source& src = f.sources[s];
+    if (src.env_stream) continue;
+    values[s] = src.item < 0 ? &args[src.param] : &items[size_t(src.param)][src.item];
+    if (src.kind == kLeafTensor && !as_dltensor(*values[s]))
+      fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
+  }
+  const bool emulated = ex.program->runs_on_emulator();
+  const Memory memory = !ex.program->has_kernels() ? Memory::Any : emulated ? Memory::Host : Memory::Device;
+  // The device of the first GPU tensor runs the kernels and owns the environment stream.
+  int device_id = -1;
+  for (size_t s = 0; s < f.sources.size() && device_id < 0; ++s)
+    if (f.sources[s].kind == kLeafTensor && values[s]) {
+      const DLTensorView* t = as_dltensor(*values[s]);
+      if (t->device_type == kDLCUDA || t->device_type == kDLCUDAManaged) device_id = t->device_id;
+    }
+  vals.assign(ex.slots.size(), ir::Scalar{});
+  std::vector<emulator::MemoryRegion> regions;
+  for (size_t i = 0; i < ex.slots.size(); ++i) {
+    const ArgSlot& slot = ex.slots[i];
+    const Source& src = f.sources[size_t(slot.source)];
+    const FfiAny* a = values[size_t(slot.source)];
+    switch (slot.kind) {
+      case kScalar: vals[i] = scalar_argument(f, src, *a, slot.type); break;
+      case kStream:
+        vals[i] = ir::Scalar::of_int(
+            src.env_stream ? int64_t(reinterpret_cast<intptr_t>(ffi_api().EnvGetStream(kDLCUDA, device_id < 0 ? 0
+                                                                                                         : device_id)))
+                           : handle_argument(f, src, *a));
+        break;
+      case kPointer: vals[i] = ir::Scalar::of_int(handle_argument(f, src, *a)); break;
+      case kTensorData:
+      case kTensorShape:
+      case kTensorStride: {
+        const DLTensorView& t = *as_dltensor(*a);
+        if (slot.check >= 0) check_tensor(f, ex.checks[size_t(slot.check)], t, memory, vals);
+        if (slot.kind == kTensorData) {
+          uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + uintptr_t(t.byte_offset);
+          vals[i] = ir::Scalar::of_int(int64_t(base));
+          if (emulated) {
+            int64_t lo = 0, hi = 0, elem = slot.type->element ? slot.type->element->byte_size() : 1;
+            bool empty = false;
+            for (int d = 0; d < t.ndim; ++d) {
+              int64_t n = t.shape[d], st = dl_stride(t, d);
+              if (n <= 0) empty = true;
+              else (st > 0 ? hi : lo) += (n - 1) * st;
+            }
+            emulator::MemoryRegion r;
+            r.begin = base + uintptr_t(lo * elem);
+            r.end = empty ? r.begin : base + uintptr_t((hi + 1) * elem);
+            r.name = "tensor argument " + src.label;
+            regions.push_back(std::move(r));
+          }
+        } else {
+          int64_t v = slot.kind == kTensorShape ? t.shape[slot.mode] : dl_stride(t, slot.mode);
+          if (slot.type->width == 32 && (v < INT32_MIN || v > INT32_MAX))
+            fail("ValueError", "Invalid " + src.label + (slot.kind == kTensorShape ? ".shape[" : ".stride[") +
+                                   std::to_string(slot.mode) + "]" + where(f, src.param) +
+                                   "expected to fit in int32, got " + std::to_string(v));
+          vals[i] = ir::Scalar::of_int(ir::wrap_int(slot.type, v));
+        }
+        break;
+      }
+    }
+  }
+  if (ex.flush_python_stdout) {
+    // Host printf writes to the C stdout; flush Python's buffer first so output stays in order.
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject* out = PySys_GetObject("stdout");  // borrowed
+    if (out) {
+      PyObject* r = PyObject_CallMethod(out, "flush", nullptr);
+      Py_XDECREF(r);
+    }
+    PyErr_Clear();
+    PyGILState_Release(gil);
+  }
+  if (device_id >= 0 && !emulated) runtime::CudaDriver::get().initialize_context(device_id);
+  std::vector<ir::Scalar> results =
+      emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
+  result->type_index = kNone;
+  result->v_int64 = 0;
+  if (ex.result_types.size() == 1) {
+    ir::Type t = ex.result_types[0];
+    if (t->is_bool()) {
+      result->type_index = kBool;
+      result->v_int64 = results[0].i != 0;
+    } else if (t->is_int()) {
+      result->type_index = kInt;
+      result->v_int64 = results[0].i;
+    } else if (t->is_float()) {
+      result->type_index = kFloat;
+      result->v_float64 = results[0].f;
+    }
+  }
+}
+
+int safe_call(void* self, const FfiAny* args, int32_t num_args, FfiAny* result) {
+  try {
+    call(*static_cast<TvmFfiFunction*>(self), args, num_args, result);
+    return 0;
+  } catch (const CallError& e) {
+    ffi_api().ErrorSetRaisedFromCStr(e.kind, e.message.c_str());
+  } catch (const runtime::CudaError& e) {
+    ffi_api().ErrorSetRaisedFromCStr("RuntimeError", (std::string("CUDA Error: ") + e.what()).c_str());
+  } catch (const dsl::UserError& e) {
+    ffi_api().ErrorSetRaisedFromCStr("ValueError", e.what());
+  } catch (const std::exception& e) {
+    ffi_api().ErrorSetRaisedFromCStr("RuntimeError", e.what());
+  } catch (...) {
+    ffi_api().ErrorSetRaisedFromCStr("RuntimeError", "unknown C++ exception in a TVM-FFI function");
+  }
+  return -1;
+}
+
+void delete_function(void* self) { delete static_cast<TvmFfiFunction*>(self); }
+
+// Functions made by make_tvm_ffi_function and not yet handed to tvm-ffi, by address. The
+// factory's safe call (below) turns one into a TVM-FFI function object and returns it; going
+// through a call lets tvm-ffi's own Python binding wrap the object as a `tvm_ffi.Function`.
+int factory_safe_call(void*, const FfiAny* args, int32_t num_args, FfiAny* result) {
+  if (num_args != 1 || args[0].type_index != kInt) {
+    ffi_api().ErrorSetRaisedFromCStr("TypeError", "the OpenCuTe TVM-FFI factory takes one address");
+    return -1;
+  }
+  auto* f = reinterpret_cast<TvmFfiFunction*>(intptr_t(args[0].v_int64));
+  void* handle = nullptr;
+  if (ffi_api().FunctionCreate(f, safe_call, delete_function, &handle) != 0) {
+    delete f;
+    return -1;  // tvm-ffi has raised the error
+  }
+  result->type_index = kFunction;
+  result->v_ptr = handle;  // the new reference goes to the caller
+  return 0;
+}
+
+}  // namespace
+
+void* tvm_ffi_new_function_state(const Executor& ex, nb::handle description) {
+  auto f = std::make_unique<TvmFfiFunction>();
+  f->ex = ex;
+  f->signature = nb::cast<std::string>(description.attr("signature"));
+  for (nb::handle h : description.attr("params")) {
+    nb::tuple t = nb::cast<nb::tuple>(h);
+    f->params.push_back(Param{nb::cast<int>(t[0]), nb::cast<std::string>(t[1])});
+  }
+  for (nb::handle h : description.attr("sources")) {
+    nb::tuple t = nb::cast<nb::tuple>(h);
+    f->sources.push_back(Source{nb::cast<std::string>(t[0]), nb::cast<int>(t[1]), nb::cast<std::string>(t[2]),
+                                nb::cast<int>(t[3]), nb::cast<int>(t[4]), nb::cast<bool>(t[5])});
+  }
+  f->defaults.assign(f->params.size(), FfiAny{});
+  for (nb::handle h : description.attr("defaults")) {
+    nb::tuple t = nb::cast<nb::tuple>(h);
+    FfiAny& d = f->defaults.at(nb::cast<size_t>(t[0]));
+    nb::handle v = t[1];
+    if (PyBool_Check(v.ptr())) {
+      d.type_index = kBool;
+      d.v_int64 = v.ptr() == Py_True;
+    } else if (PyLong_Check(v.ptr())) {
+      d.type_index = kInt;
+      d.v_int64 = nb::cast<int64_t>(v);
+    } else if (PyFloat_Check(v.ptr())) {
+      d.type_index = kFloat;
+      d.v_float64 = nb::cast<double>(v);
+    }  // others (tuples): only through the Python binding of keyword calls
+  }
+  if (int(f->sources.size()) != ex.num_sources)
+    throw std::logic_error("TVM-FFI description: " + std::to_string(f->sources.size()) + " sources for " +
+                           std::to_string(ex.num_sources));
+  return f.release();
+}
+
+namespace {
+
+// The call slot of the Python class of TVM-FFI compiled functions (a tvm_ffi.Function subclass):
+// positional calls go straight to tvm_ffi.Function's own slot, with no Python frame; keyword
+// calls are bound by the class's `_bind` first.
+ternaryfunc base_call = nullptr;
+
+PyObject* compiled_function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  if (!kwargs || PyDict_GET_SIZE(kwargs) == 0) return base_call(self, args, nullptr);
+  static PyObject* bind_name = PyUnicode_InternFromString("_bind");
+  PyObject* bound = PyObject_CallMethodObjArgs(self, bind_name, args, kwargs, nullptr);
+  if (!bound) return nullptr;
+  PyObject* r = base_call(self, bound, nullptr);
+  Py_DECREF(bound);
+  return r;
+}
+
+}  // namespace
+
+int tvm_ffi_safe_call(void* state, const void* args, int32_t num_args, void* result) {
+  return safe_call(state, static_cast<const FfiAny*>(args), num_args, static_cast<FfiAny*>(result));
+}
+
+void tvm_ffi_delete_function_state(void* state) { delete_function(state); }
+
+void bind_tvm_ffi_functions(nb::module_& m) {
+  m.def("tvm_ffi_load", [](const std::string& library_path) { load_ffi_api(library_path); });
+  m.def("tvm_ffi_factory_address", []() { return int64_t(reinterpret_cast<intptr_t>(&factory_safe_call)); });
+  // The address of a new function's state for the factory; `compiled` is a JitCompiledFunction.
+  m.def("tvm_ffi_function_state", [](nb::handle compiled, nb::handle description) {
+    if (!ffi_api().FunctionCreate) throw std::logic_error("tvm_ffi_load was not called");
+    if (!nb::isinstance<Executor>(compiled)) throw std::invalid_argument("expected a JitCompiledFunction");
+    const Executor* ex = nb::inst_ptr<Executor>(compiled);
+    return int64_t(reinterpret_cast<intptr_t>(tvm_ffi_new_function_state(*ex, description)));
+  });
+  m.def("tvm_ffi_install_call_slot", [](nb::handle cls) {
+    auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
+    if (!PyType_Check(cls.ptr()) || !type->tp_base || !type->tp_base->tp_call)
+      throw std::invalid_argument("expected a subclass of tvm_ffi.Function");
+    base_call = type->tp_base->tp_call;
+    type->tp_call = compiled_function_call;
+  });
+  m.def("tvm_ffi_free_function_state", [](int64_t state) { delete_function(reinterpret_cast<void*>(intptr_t(state))); });
+}
+
+}  // namespace opencute::bindings
