@@ -71,6 +71,7 @@ struct CudaDriver::Api {
   CUresult (*DeviceGetAttribute)(int*, int, CUdevice);
   CUresult (*DevicePrimaryCtxRetain)(CUcontext*, CUdevice);
   CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*CtxGetCurrent)(CUcontext*);
   CUresult (*CtxSynchronize)();
   CUresult (*ModuleLoadData)(CUmodule*, const void*);
   CUresult (*ModuleUnload)(CUmodule);
@@ -158,6 +159,7 @@ const CudaDriver::Api& CudaDriver::api() {
       bind(a->DeviceGetAttribute, "cuDeviceGetAttribute");
       bind(a->DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
       bind(a->CtxSetCurrent, "cuCtxSetCurrent");
+      bind(a->CtxGetCurrent, "cuCtxGetCurrent");
       bind(a->CtxSynchronize, "cuCtxSynchronize");
       bind(a->ModuleLoadData, "cuModuleLoadData");
       bind(a->ModuleUnload, "cuModuleUnload");
@@ -248,6 +250,13 @@ void CudaDriver::initialize_context(int device_id) {
     }
   }
   check(a, "cuCtxSetCurrent", a.CtxSetCurrent(ctx));
+}
+
+void CudaDriver::ensure_context(int device_id) {
+  const Api& a = initialized();
+  CUcontext ctx = nullptr;
+  check(a, "cuCtxGetCurrent", a.CtxGetCurrent(&ctx));
+  if (!ctx) initialize_context(device_id);
 }
 
 int CudaDriver::device_attribute(int attr, int device) {

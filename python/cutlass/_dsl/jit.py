@@ -94,6 +94,7 @@ class _ArgPlan:
         self.pointer_checks = []
         self.num_sources = 0
         self.arg_lengths = []  # per runtime argument: -1, or the length of a list argument
+        self.arg_names = []  # per runtime argument: its parameter name (exported C API, keywords)
 
     def scalar(self, cls, source):
         self.slots.append((source, K_SCALAR, 0))
@@ -187,6 +188,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
             items = [_runtime_leaf(plan, v, plan.num_sources + j, None, f"{name}[{j}]") for j, v in enumerate(value)]
             call[name] = type(value)(items)
             plan.arg_lengths.append(len(value))
+            plan.arg_names.append(name)
             plan.num_sources += len(value)
             runtime_values.append(value)
             continue
@@ -197,6 +199,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
                                    code="ARG_UNSUPPORTED_TYPE")
         call[name] = leaf
         plan.arg_lengths.append(-1)
+        plan.arg_names.append(name)
         plan.num_sources += 1
         runtime_values.append(value)
     if all(n < 0 for n in plan.arg_lengths):
@@ -331,6 +334,7 @@ class JitFunction(_DecoratedFunction):
             "dump_dir": options["dump_dir"],
             "target": target,
             "arg_lengths": plan.arg_lengths,
+            "arg_names": plan.arg_names,
         }, plan.slots, plan.checks, plan.pointer_checks, plan.num_sources, [r.dtype.mlir_type for r in results])
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms
