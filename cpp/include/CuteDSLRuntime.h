@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h> /* the example drivers written for NVIDIA's runtime print through it */
 
 #ifdef __cplusplus
 extern "C" {

@@ -291,7 +291,11 @@ std::string wrapper_signature(const ExportedFunction& f, const ir::Function& hos
 std::string describe_parameter(const ExportedFunction& f, const CParameter& c, size_t source) {
   if (c.kind != CParameter::Tensor) return "";
   for (auto& check : f.plan.checks)
-    if (check.source == int(source)) return " /* compiled for " + check.description + " */";
+    if (check.source == int(source)) {
+      std::string d = check.description;
+      for (size_t at; (at = d.find("*/")) != std::string::npos;) d.replace(at, 2, "* /");
+      return ", compiled for the layout " + d;
+    }
   return "";
 }
 
@@ -308,7 +312,8 @@ std::string export_c_header(const ExportedFunction& f, const ir::Function& host,
        " * Link the object file with the OpenCuTe runtime library\n"
        " * (cute.runtime.find_runtime_libraries()). */\n";
   h += "#ifndef " + guard + "\n#define " + guard + "\n\n";
-  h += "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n";
+  // stdio.h: NVIDIA's example drivers print through this header's includes.
+  h += "#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n#include <stdio.h>\n\n";
   h += "#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
   h += "struct CUstream_st; /* CUstream and cudaStream_t */\n\n";
   for (size_t i = 0; i < params.size(); ++i) {
