@@ -13,8 +13,8 @@ import shlex
 import subprocess
 import tempfile
 
-from .. import _core
-from .._dsl.errors import DSLRuntimeError, DSLUserCodeError
+from ... import _core
+from ..._dsl.errors import DSLRuntimeError, DSLUserCodeError
 
 _RUNTIME_LIBRARY = "libcute_dsl_runtime.so"
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -82,9 +82,20 @@ def _tvm_ffi_libraries():
 def _runtime_library_dirs():
     """Where the runtime library may be: inside the installed package, then beside the
     extension module of a development build (build/<dir>/_core*.so, linked into the package)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     yield os.path.join(package, "_runtime", "lib")
     yield os.path.dirname(os.path.realpath(_core.__file__))
+
+
+def runtime_include_dir():
+    """The directory of `CuteDSLRuntime.h` (the runtime's C API)."""
+    package = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    candidates = [os.path.join(package, "_runtime", "include"),
+                  os.path.join(os.path.dirname(os.path.realpath(_core.__file__)), "include")]
+    for d in candidates:
+        if os.path.isfile(os.path.join(d, "CuteDSLRuntime.h")):
+            return d
+    raise DSLRuntimeError(f"OpenCuTe's runtime header (CuteDSLRuntime.h) was not found in {candidates}")
 
 
 def find_runtime_libraries(enable_tvm_ffi=False):
