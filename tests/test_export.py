@@ -295,3 +295,36 @@ def test_nvidia_export_tutorial(tmp_path):
                               text=True, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr
         assert "Error" not in done.stdout, done.stdout
+
+
+def test_aot_config_flags_build_a_program_that_finds_the_runtime(tmp_path):
+    """`python -m cutlass.cute.export.aot_config` (the *-config convention NVIDIA's AOT bundle
+    script uses): the flags build a program against the exported object that runs without
+    LD_LIBRARY_PATH (the runtime's directory is in its rpath)."""
+    def config(flag):
+        out = subprocess.run([sys.executable, "-m", "cutlass.cute.export.aot_config", flag], capture_output=True,
+                             text=True, check=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+        return out.stdout.split()
+    assert os.path.isfile(os.path.join(config("--libdir")[0], "libcute_dsl_runtime.so"))
+    assert os.path.isfile(os.path.join(config("--includedir")[0], "CuteDSLRuntime.h"))
+    cute.compile(affine, 1, 2, 0.5).export_to_c(str(tmp_path / "affine.o"), function_name="affine")
+    src = tmp_path / "main.c"
+    src.write_text(r'''
+#include "CuteDSLRuntime.h"
+#include "affine.h"
+int main(void) {
+  affine_Kernel_Module_t m;
+  int32_t r0 = 0; float r1 = 0;
+  if (affine_Kernel_Module_Load(&m)) return 1;
+  if (cute_dsl_affine_wrapper(&m, 2, 1, 3.0f, &r0, &r1)) return 2;
+  printf("%d %g\n", r0, r1);
+  return affine_Kernel_Module_Unload(&m);
+}
+''')
+    exe = tmp_path / "main"
+    subprocess.run([CC, *config("--cflags"), "-I", str(tmp_path), str(src), str(tmp_path / "affine.o"),
+                    *config("--ldflags"), *config("--libs"), "-o", str(exe)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    done = subprocess.run([str(exe)], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["15", "6"]
