@@ -59,7 +59,8 @@ def test_export_writes_object_and_header(tmp_path):
                         text=True)
     if nm.returncode == 0:
         defined = {line.split()[-1] for line in nm.stdout.splitlines()}
-        assert defined == {"affine_Kernel_Module_Load", "affine_Kernel_Module_Unload", "cute_dsl_affine_wrapper"}
+        assert defined == {"affine_Kernel_Module_Load", "affine_Kernel_Module_Unload", "cute_dsl_affine_wrapper",
+                           "__tvm_ffi_affine"}
 
 
 def test_c_program_runs_exported_host_function(tmp_path):
@@ -328,3 +329,77 @@ int main(void) {
     done = subprocess.run([str(exe)], capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["15", "6"]
+
+
+
+# ---- the TVM-FFI entry point (`__tvm_ffi_<name>`), called through TVM-FFI's C ABI ------------
+
+_TVM_FFI_PRELUDE = r"""
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+/* TVM-FFI's and DLPack's C ABI (tvm/ffi/c_api.h, dlpack.h), spelled out for the test. */
+typedef struct { int32_t type_index; uint32_t zero_padding; union { int64_t v_int64; double v_float64; void *v_ptr; }; } Any;
+typedef struct { int32_t device_type, device_id; } Dev;
+typedef struct { uint8_t code, bits; uint16_t lanes; } DType;
+typedef struct { void *data; Dev device; int32_t ndim; DType dtype; int64_t *shape; int64_t *strides; uint64_t byte_offset; } DLT;
+static char raised[512];
+/* libtvm_ffi's error hook: the runtime finds it in the process. */
+void TVMFFIErrorSetRaisedFromCStr(const char *kind, const char *message) { snprintf(raised, sizeof raised, "%s: %s", kind, message); }
+"""
+
+
+def _run_tvm_ffi_program(tmp_path, obj, body):
+    src = tmp_path / "tvm.c"
+    src.write_text(_TVM_FFI_PRELUDE + body)
+    exe = tmp_path / "tvm"
+    subprocess.run([CC, "-rdynamic", str(src), str(obj), *cute.runtime.find_runtime_libraries(), "-o", str(exe)],
+                   check=True)
+    return subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+
+
+@cute.jit
+def strided_sum(a: cute.Tensor, k: cutlass.Int32):
+    return a.shape[0] * 100 + a.stride[0] * 10 + k
+
+
+def test_tvm_ffi_entry_point_takes_dltensors_and_numbers(tmp_path):
+    x = np.zeros((6, 4), dtype=np.float32)
+    compiled = cute.compile(strided_sum, from_dlpack(x).mark_layout_dynamic(), 1)
+    compiled.export_to_c(str(tmp_path / "ss.o"), function_name="ss")
+    done = _run_tvm_ffi_program(tmp_path, tmp_path / "ss.o", r"""
+int __tvm_ffi_ss(void *self, const void *args, int32_t num_args, void *result);
+int main(void) {
+  float buf[64];
+  int64_t shape[2] = {5, 3}, strides[2] = {7, 1};
+  DLT t = {buf, {1, 0}, 2, {2, 32, 1}, shape, strides, 0};
+  Any args[2], result;
+  memset(args, 0, sizeof args);
+  args[0].type_index = 7; args[0].v_ptr = &t;      /* kTVMFFIDLTensorPtr */
+  args[1].type_index = 1; args[1].v_int64 = 4;     /* kTVMFFIInt */
+  int rc = __tvm_ffi_ss(0, args, 2, &result);
+  printf("%d %d %lld\n", rc, result.type_index, (long long)result.v_int64);
+  t.strides = 0;                                    /* compact row-major */
+  rc = __tvm_ffi_ss(0, args, 2, &result);
+  printf("%d %lld\n", rc, (long long)result.v_int64);
+  t.dtype.bits = 64;
+  rc = __tvm_ffi_ss(0, args, 2, &result);
+  printf("%d %s\n", rc, raised);
+  t.dtype.bits = 32;
+  args[1].type_index = 7;
+  rc = __tvm_ffi_ss(0, args, 2, &result);
+  printf("%d %s\n", rc, raised);
+  rc = __tvm_ffi_ss(0, args, 1, &result);
+  printf("%d %s\n", rc, raised);
+  return 0;
+}
+""")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"0 1 {5 * 100 + 7 * 10 + 4}"  # kTVMFFIInt result
+    assert lines[1] == f"0 {5 * 100 + 3 * 10 + 4}"
+    assert lines[2].startswith("-1 TypeError: Mismatched Tensor dtype on argument #0 (a)") and "float64" in lines[2]
+    assert lines[3] == "-1 TypeError: Mismatched type on argument #1 when calling `ss`, expected a number, got Tensor"
+    assert lines[4] == "-1 TypeError: Expected 2 arguments when calling `ss`, got 1"
+    # The same function in Python agrees.
+    assert compiled(np.zeros((5, 7), dtype=np.float32)[:, :3], 4) == 5 * 100 + 7 * 10 + 4

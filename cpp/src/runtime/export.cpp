@@ -392,7 +392,15 @@ std::string export_c_source(const ExportedFunction& f, const ir::Function& host,
     s += (params.empty() && i == 0 ? "" : ", ") + std::string("(void *)result") + std::to_string(i);
   s += std::string(n > 1 ? ", " : "") + "(void *)&status};\n";
   s += "  err = CuteDSLRT_Function_Run(module->function, args, " + std::to_string(n) + ");\n";
-  s += "  if (status != 0) return status;\n  return -err;\n}\n";
+  s += "  if (status != 0) return status;\n  return -err;\n}\n\n";
+  // The TVM-FFI entry point (TVMFFISafeCallType), for tvm_ffi.load_module and InvokeExternC.
+  s += "int CuteDSLRT_TVMFFI_Call(void **function, const void *blob, size_t size, const char *name,\n"
+       "                          const void *args, int32_t num_args, void *result);\n";
+  s += "int __tvm_ffi_" + f.name + "(void *self, const void *args, int32_t num_args, void *result) {\n";
+  s += "  static void *function; /* loaded on the first call, kept for the process */\n";
+  s += "  (void)self;\n";
+  s += "  return CuteDSLRT_TVMFFI_Call(&function, " + blob + ", (size_t)(" + blob + "_end - " + blob + "), \"" +
+       f.name + "\", args, num_args, result);\n}\n";
   return s;
 }
 

@@ -17,6 +17,15 @@
 // API. A compiler is needed to link an exported object anyway, and compiling real C (rather
 // than writing an ELF file by hand) keeps the object portable across architectures and lets a
 // TVM-FFI flavour add its `__tvm_ffi_<name>` entry point as one more C function.
+//
+// The TVM-FFI flavour (not built yet) plugs in at three places: export_c_source emits
+// `int __tvm_ffi_<name>(void*, const TVMFFIAny*, int32_t, TVMFFIAny*)`, which loads the blob once
+// and forwards to a runtime entry point; that entry point decodes the TVMFFIAny arguments
+// (DLTensor pointers / tensor objects, ints, floats, opaque pointers, streams) into one value per
+// host parameter, guided by the same ArgumentPlan, checks them with the TVM-FFI call path's
+// messages, and calls ExportedProgram::run_values; its errors go through libtvm_ffi's
+// TVMFFIErrorSetRaisedFromCStr (looked up at run time, so the runtime library needs no TVM-FFI
+// at build time; find_runtime_libraries(enable_tvm_ffi=True) puts libtvm_ffi on the link line).
 #pragma once
 #include <cstddef>
 #include <cstdint>

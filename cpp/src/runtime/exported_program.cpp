@@ -42,6 +42,8 @@ ExportedProgram::ExportedProgram(ExportedFunction f) : function_(std::move(f)) {
   if (!host_) throw std::runtime_error("exported function '" + function_.name + "' has no host program");
   interpreter_ = std::make_unique<emulator::HostInterpreter>(*host_);
   params_ = c_parameters(function_, *host_);
+  for (auto& fn : module_->functions)
+    if (fn->kind == ir::FunctionKind::Kernel) kernel_names_empty_ = false;
   check_of_source_.assign(params_.size(), nullptr);
   align_of_source_.assign(params_.size(), 1);
   for (auto& c : function_.plan.checks)
@@ -140,13 +142,20 @@ void ExportedProgram::run(void** args, size_t num_args) {
     }
   }
   try {
-    std::vector<ir::Scalar> results = interpreter_->run(vals, this);
+    std::vector<ir::Scalar> results = run_values(vals);
     for (size_t i = 0; i < results.size() && i < host_->result_types.size(); ++i)
       ir::store_scalar(host_->result_types[i], results[i], args[params_.size() + i]);
   } catch (const CudaError& e) {
     *status = e.code() > 0 ? e.code() : 999 /* CUDA_ERROR_UNKNOWN */;
     throw;
   }
+}
+
+std::vector<ir::Scalar> ExportedProgram::run_values(const std::vector<ir::Scalar>& slot_values) {
+  if (slot_values.size() != host_->args().size())
+    throw ExportedCallError("'" + function_.name + "' takes " + std::to_string(host_->args().size()) +
+                            " host parameters, got " + std::to_string(slot_values.size()));
+  return interpreter_->run(slot_values, this);
 }
 
 void ExportedProgram::load_gpu_code() {

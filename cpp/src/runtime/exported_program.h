@@ -16,7 +16,10 @@ namespace opencute::runtime {
 // A call the runtime refuses (wrong argument count, an argument that does not match what the
 // function was compiled for).
 struct ExportedCallError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  // kind: the Python exception a TVM-FFI caller sees (TypeError, ValueError, RuntimeError).
+  explicit ExportedCallError(const std::string& what, std::string kind_ = "ValueError")
+      : std::runtime_error(what), kind(std::move(kind_)) {}
+  std::string kind;
 };
 
 class ExportedProgram : public emulator::LaunchHandler {
@@ -30,6 +33,14 @@ class ExportedProgram : public emulator::LaunchHandler {
   // Throws ExportedCallError, CudaError, emulator::ExecutionError.
   void run(void** args, size_t num_args);
   size_t num_c_args() const { return params_.size() + host_->result_types.size() + 1; }
+  // The seam for other calling conventions (TVM-FFI): one value per host parameter, read by
+  // the caller with plan() as its guide; returns the host program's results.
+  std::vector<ir::Scalar> run_values(const std::vector<ir::Scalar>& slot_values);
+  // The TVM-FFI calling convention (`__tvm_ffi_<name>`, export_tvm_ffi.cpp): `args` are
+  // TVMFFIAny values; the result, if any, is written to `result` (a TVMFFIAny).
+  void run_tvm_ffi(const void* args, int32_t num_args, void* result);
+  const ExportedFunction& exported() const { return function_; }
+  const ir::Function& host() const { return *host_; }
 
   void launch(const emulator::LaunchRequest& request) override;
 
@@ -43,6 +54,7 @@ class ExportedProgram : public emulator::LaunchHandler {
   std::vector<CParameter> params_;
   std::vector<const PlanTensorCheck*> check_of_source_;
   std::vector<int64_t> align_of_source_;  // bytes the code assumes of a tensor's data pointer
+  bool kernel_names_empty_ = true;        // a host-only program: tensors may live anywhere
 
   std::mutex load_mu_;
   std::atomic<void*> cu_module_{nullptr};

@@ -4,7 +4,10 @@
 // whose other symbols stay hidden.
 #include "CuteDSLRuntime.h"
 
+#include <dlfcn.h>
+
 #include <fstream>
+#include <mutex>
 #include <iterator>
 #include <memory>
 #include <string>
@@ -121,3 +124,55 @@ OPENCUTE_RT_API CuteDSLRT_Error_t CuteDSLRT_Module_Destroy(CuteDSLRT_Module_t* m
 }
 
 OPENCUTE_RT_API const char* CuteDSLRT_Get_Last_Error(void) { return last_error.c_str(); }
+
+// ---- the TVM-FFI entry point of exported objects ----------------------------------------------
+// `__tvm_ffi_<name>` in an exported object forwards here with its blob and a slot of its own,
+// where the loaded function is kept for the life of the process (TVM-FFI functions are never
+// unloaded). Errors are raised through libtvm_ffi, which the caller has loaded: looked up at
+// run time so that this library needs no TVM-FFI to build or to load.
+namespace {
+
+void raise_tvm_ffi_error(const char* kind, const std::string& message) {
+  using SetRaised = void (*)(const char*, const char*);
+  static SetRaised set_raised = reinterpret_cast<SetRaised>(::dlsym(RTLD_DEFAULT, "TVMFFIErrorSetRaisedFromCStr"));
+  last_error = message;
+  if (set_raised) set_raised(kind, message.c_str());
+  else std::fprintf(stderr, "%s: %s\n", kind, message.c_str());
+}
+
+std::mutex tvm_ffi_load_mu;
+
+}  // namespace
+
+OPENCUTE_RT_API int CuteDSLRT_TVMFFI_Call(void** function_slot, const void* blob, size_t size, const char* name,
+                                          const void* args, int32_t num_args, void* result) {
+  try {
+    auto* fn = static_cast<CuteDSLRT_Function*>(__atomic_load_n(function_slot, __ATOMIC_ACQUIRE));
+    if (!fn) {
+      std::lock_guard<std::mutex> lock(tvm_ffi_load_mu);
+      fn = static_cast<CuteDSLRT_Function*>(__atomic_load_n(function_slot, __ATOMIC_ACQUIRE));
+      if (!fn) {
+        CuteDSLRT_Module_t* module = nullptr;
+        CuteDSLRT_Function_t* found = nullptr;
+        if (CuteDSLRT_Module_Create_From_Bytes(&module, blob, size, nullptr, 0) != CuteDSLRT_Error_Success ||
+            CuteDSLRT_Module_Get_Function(&found, module, name) != CuteDSLRT_Error_Success) {
+          std::string why = last_error;
+          CuteDSLRT_Module_Destroy(module);
+          raise_tvm_ffi_error("RuntimeError", why);
+          return -1;
+        }
+        fn = found;  // `module` stays alive with it
+        __atomic_store_n(function_slot, static_cast<void*>(fn), __ATOMIC_RELEASE);
+      }
+    }
+    fn->program->run_tvm_ffi(args, num_args, result);
+  } catch (const opencute::runtime::ExportedCallError& e) {
+    raise_tvm_ffi_error(e.kind.c_str(), e.what());
+    return -1;
+  } catch (const std::exception& e) {
+    raise_tvm_ffi_error("RuntimeError", e.what());
+    return -1;
+  }
+  last_error.clear();
+  return 0;
+}
