@@ -403,3 +403,38 @@ int main(void) {
     assert lines[4] == "-1 TypeError: Expected 2 arguments when calling `ss`, got 1"
     # The same function in Python agrees.
     assert compiled(np.zeros((5, 7), dtype=np.float32)[:, :3], 4) == 5 * 100 + 7 * 10 + 4
+
+
+def test_tvm_ffi_loads_an_exported_shared_library(tmp_path):
+    """With apache-tvm-ffi installed: tvm_ffi.load_module finds `__tvm_ffi_<name>`, passes its
+    tensor objects, and our argument errors surface as Python exceptions of the right class."""
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    x = np.zeros((6, 4), dtype=np.float32)
+    compiled = cute.compile(strided_sum, from_dlpack(x).mark_layout_dynamic(), 1)
+    compiled.export_to_c(str(tmp_path / "ss.o"), function_name="ss")
+    libs = cute.runtime.find_runtime_libraries(enable_tvm_ffi=True)
+    subprocess.run([CC, "-shared", "-o", str(tmp_path / "ss.so"), str(tmp_path / "ss.o"), *libs], check=True)
+    mod = tvm_ffi.load_module(str(tmp_path / "ss.so"))
+    assert mod.ss(tvm_ffi.from_dlpack(np.zeros((5, 3), np.float32)), 4) == 5 * 100 + 3 * 10 + 4
+    with pytest.raises(TypeError, match="expected float32, got float64"):
+        mod.ss(tvm_ffi.from_dlpack(np.zeros((5, 3), np.float64)), 4)
+    # cute.runtime.load_module reads the same library.
+    y = np.zeros((5, 7), dtype=np.float32)[:, :3]
+    assert cute.runtime.load_module(str(tmp_path / "ss.so"), enable_tvm_ffi=True).ss(y, 4) == compiled(y, 4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not os.path.isdir(EXAMPLES), reason="NVIDIA's examples are not checked out beside the repo")
+def test_nvidia_tvm_ffi_aot_tutorial(tmp_path):
+    pytest.importorskip("tvm_ffi")
+    pytest.importorskip("torch")
+    tvm_examples = os.path.join(EXAMPLES, "..", "tvm_ffi")
+    env = _nvidia_layout(tmp_path)
+    work = tmp_path / "work"
+    work.mkdir()
+    for cmd in ([sys.executable, os.path.join(tvm_examples, "aot_export.py")],
+                [sys.executable, os.path.join(tvm_examples, "aot_use_in_torch.py")],
+                ["bash", os.path.join(tvm_examples, "aot_use_in_cpp_bundle.sh")]):
+        done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stdout + done.stderr
+    assert "1 2 3 4 5 6 7 8 9 10" in done.stdout

@@ -66,6 +66,14 @@ std::string dtype_name(DLDataType d) {
   return code + std::to_string(d.bits) + (d.lanes != 1 ? "x" + std::to_string(d.lanes) : "");
 }
 
+std::string element_name(ir::Type e) {
+  if (e->is_bool()) return "bool";
+  if (e->is_int()) return std::string(e->is_signed ? "int" : "uint") + std::to_string(e->width);
+  if (e->is_float() && e->float_kind == ir::FloatKind::BF16) return "bfloat16";
+  if (e->is_float()) return "float" + std::to_string(e->width);
+  return ir::to_string(e);
+}
+
 const char* type_name(int32_t index) {
   switch (index) {
     case kNone: return "None";
@@ -116,7 +124,7 @@ void ExportedProgram::run_tvm_ffi(const void* raw_args, int32_t num_args, void* 
             element = host_->args()[i]->type->element;
         std::string label = "argument #" + std::to_string(src) + " (" + c.name + ") when calling " + call;
         if (element && !dtype_matches(element, t->dtype))
-          throw ExportedCallError("Mismatched Tensor dtype on " + label + ", expected " + ir::to_string(element) +
+          throw ExportedCallError("Mismatched Tensor dtype on " + label + ", expected " + element_name(element) +
                                       ", got " + dtype_name(t->dtype),
                                   "TypeError");
         bool on_gpu = t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged;
