@@ -243,6 +243,27 @@ def test_load_module_rejects_a_file_without_exports(tmp_path):
         cute.runtime.load_module(str(junk))
 
 
+@cute.jit
+def c_keywords(int: cutlass.Int32, module: cutlass.Int32, result0: cutlass.Int32):  # noqa: A002
+    return int * 100 + module * 10 + result0
+
+
+def test_parameter_names_that_clash_in_c_are_renamed(tmp_path):
+    cute.compile(c_keywords, 1, 2, 3).export_to_c(str(tmp_path), file_name="kw", function_prefix="kw")
+    header = (tmp_path / "kw.h").read_text()
+    assert "int32_t int_, int32_t module_, int32_t result0_, int32_t *result0)" in header
+    done = _run_c(tmp_path, r"""
+#include "kw.h"
+int main(void) {
+  kw_Kernel_Module_t m; int32_t r = 0;
+  if (kw_Kernel_Module_Load(&m) || cute_dsl_kw_wrapper(&m, 1, 2, 3, &r)) return 1;
+  printf("%d\n", r);
+  return 0;
+}
+""", [tmp_path / "kw.o"])
+    assert done.returncode == 0 and done.stdout.strip() == "123"
+
+
 def test_export_rejects_a_name_that_is_not_a_c_identifier(tmp_path):
     compiled = cute.compile(affine, 1, 2, 0.5)
     with pytest.raises(cute.DSLUserCodeError, match="not a C identifier"):

@@ -191,6 +191,18 @@ std::string c_identifier(const std::string& s) {
   std::string out;
   for (char ch : s) out += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') ? ch : '_';
   if (out.empty() || std::isdigit(static_cast<unsigned char>(out[0]))) out = "arg" + out;
+  // C/C++ keywords that are Python identifiers, and the names the wrapper uses itself.
+  static const char* const reserved[] = {
+      "auto", "bool", "case", "char", "const", "default", "do", "double", "enum", "extern", "float", "goto",
+      "inline", "int", "long", "register", "restrict", "short", "signed", "sizeof", "static", "struct", "switch",
+      "typedef", "union", "unsigned", "void", "volatile", "new", "delete", "this", "template", "typename",
+      "namespace", "private", "public", "protected", "virtual", "operator", "friend", "explicit", "mutable",
+      "module", "args", "err", "status"};
+  for (const char* r : reserved)
+    if (out == r) return out + "_";
+  if (out.size() > 6 && out.compare(0, 6, "result") == 0 &&
+      out.find_first_not_of("0123456789", 6) == std::string::npos)
+    return out + "_";  // result<i> are the wrapper's out-parameters
   return out;
 }
 
