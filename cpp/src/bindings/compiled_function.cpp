@@ -349,6 +349,8 @@ std::unique_ptr<Executor> executor_from_export(const runtime::ExportedFunction& 
   opts.arch = f.arch;
   opts.function_name = f.function_name;
   opts.use_disk_cache = false;
+  // Exported without a cubin (compiled for the CPU emulator): its kernels run there.
+  if (f.cubin.empty()) opts.target = runtime::CompileOptions::Target::Cpu;
   runtime::PrebuiltCode code{f.ptx, f.cubin};
   ex->program = std::make_shared<runtime::CompiledProgram>(ir::parse_module(f.module_text), opts, &code);
   ex->function_name = f.function_name;
