@@ -14,7 +14,9 @@
 #include "bindings/type_handle.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
+#include "ir/parser.h"
 #include "runtime/executor.h"
+#include "runtime/export.h"
 #include "runtime/tensor_spec.h"
 
 namespace opencute::bindings {
@@ -253,6 +255,82 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   return nb::tuple(out);
 }
 
+// Fills the executor's call plan from `plan` (the host parameters' types come from the program).
+void install_plan(Executor& ex, const runtime::ArgumentPlan& plan, const std::vector<ir::Type>& result_types) {
+  const ir::Function& host = ex.program->host_function();
+  if (plan.slots.size() != host.args().size()) throw std::logic_error("argument plan does not match the host program");
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const runtime::PlanSlot& s = plan.slots[i];
+    ex.slots.push_back(ArgSlot{s.source, int(s.kind), s.mode, host.args()[i]->type});
+    if (ex.slots.back().kind == kPointer) ex.strict_regions = false;
+  }
+  for (const runtime::PlanTensorCheck& c : plan.checks) {
+    TensorCheck check{c.source, c.shape, c.stride, c.shape_div, c.stride_div, c.int32_strides, c.description, c.name};
+    for (const runtime::PlanSameAs& e : c.same_as) check.same_as.push_back({e.stride, e.mode, e.slot});
+    // Every tensor has one data slot; its pointer type says what the code assumes.
+    for (ArgSlot& slot : ex.slots) {
+      if (slot.kind != kTensorData || slot.source != check.source) continue;
+      check.element = slot.type->element;
+      check.align = slot.type->align > 1 ? slot.type->align : 1;
+      slot.check = int(ex.checks.size());
+    }
+    if (!check.element) throw std::logic_error("a tensor check without a data slot");
+    ex.checks.push_back(std::move(check));
+  }
+  for (const runtime::PlanPointerCheck& c : plan.pointer_checks)
+    ex.pointer_checks.push_back(PointerCheck{c.source, c.type_key, c.align, c.description});
+  ex.num_sources = plan.num_sources;
+  ex.arg_lengths = plan.arg_lengths;
+  ex.arg_names = plan.arg_names;
+  ex.result_types = result_types;
+  // Emulated kernels print on the C stdout too: flush Python's buffer first.
+  ex.flush_python_stdout = ex.program->host_has_printf() ||
+                           (ex.program->has_device_printf() && ex.program->runs_on_emulator());
+  ex.release_gil = ex.program->run_may_take_long() || ex.program->runs_on_emulator();
+}
+
+// ---- ahead-of-time export (runtime/export.h) ----
+// The program and its call plan, as an exported object file carries them.
+runtime::ExportedFunction exported_function(const Executor& ex, const std::string& name) {
+  runtime::ExportedFunction f;
+  f.name = name;
+  f.function_name = ex.function_name;
+  f.arch = ex.program->arch();
+  f.module_text = ex.program->ir_text();
+  f.ptx = ex.program->ptx();
+  f.cubin = ex.program->cubin();
+  runtime::ArgumentPlan& p = f.plan;
+  for (const ArgSlot& s : ex.slots) p.slots.push_back(runtime::PlanSlot{s.source, runtime::SlotKind(s.kind), s.mode});
+  for (const TensorCheck& c : ex.checks)
+  {
+    p.checks.push_back(runtime::PlanTensorCheck{c.source, c.shape, c.stride, c.shape_div, c.stride_div,
+                                                c.int32_strides, c.description, c.name, {}});
+    for (const TensorCheck::SameAs& e : c.same_as) p.checks.back().same_as.push_back({e.stride, e.mode, e.slot});
+  }
+  for (const PointerCheck& c : ex.pointer_checks)
+    p.pointer_checks.push_back(runtime::PlanPointerCheck{c.source, c.type_key, c.align, c.description});
+  p.num_sources = ex.num_sources;
+  p.arg_lengths = ex.arg_lengths;
+  p.arg_names = ex.arg_names;
+  return f;
+}
+
+// A compiled function rebuilt from an export: the same call path, the exported GPU code.
+std::unique_ptr<Executor> executor_from_export(const runtime::ExportedFunction& f) {
+  auto ex = std::make_unique<Executor>();
+  runtime::CompileOptions opts;
+  opts.arch = f.arch;
+  opts.function_name = f.function_name;
+  opts.use_disk_cache = false;
+  // Exported without a cubin (compiled for the CPU emulator): its kernels run there.
+  if (f.cubin.empty()) opts.target = runtime::CompileOptions::Target::Cpu;
+  runtime::PrebuiltCode code{f.ptx, f.cubin};
+  ex->program = std::make_shared<runtime::CompiledProgram>(ir::parse_module(f.module_text), opts, &code);
+  ex->function_name = f.function_name;
+  install_plan(*ex, f.plan, ex->program->host_function().result_types);
+  return ex;
+}
+
 // The type's call slot: CPython calls it with the argument tuple directly, skipping the method
 // lookup and nanobind's overload dispatch that a bound __call__ would cost on every call.
 PyObject* compiled_function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
@@ -305,6 +383,12 @@ void bind_compiled_functions(nb::module_& m) {
       .def_prop_ro("has_kernels", [](const Executor& e) { return e.program->has_kernels(); })
       .def_prop_ro("target", [](const Executor& e) { return e.program->runs_on_emulator() ? "cpu" : "gpu"; })
       .def_rw("function_name", &Executor::function_name)
+      .def_rw("arg_names", &Executor::arg_names)
+      // The blob an exported object file carries (runtime/export.h), under the exported `name`.
+      .def("_export_blob", [](const Executor& e, const std::string& name) {
+        std::string blob = runtime::serialize_exported_function(exported_function(e, name));
+        return nb::bytes(blob.data(), blob.size());
+      })
       .def_rw("trace_ms", &Executor::trace_ms)
       .def_prop_ro("timings_ms", [](const Executor& e) {
         const auto& t = e.program->timings();
@@ -357,46 +441,52 @@ void bind_compiled_functions(nb::module_& m) {
       nb::gil_scoped_release release;
       ex->program = std::make_shared<runtime::CompiledProgram>(std::move(module), opts);
     }
-    const ir::Function& host = ex->program->host_function();
+    runtime::ArgumentPlan plan;
     for (size_t i = 0; i < nb::len(slots); ++i) {
       nb::tuple s = nb::cast<nb::tuple>(slots[i]);
-      ex->slots.push_back(ArgSlot{nb::cast<int>(s[0]), nb::cast<int>(s[1]), nb::cast<int>(s[2]), host.args()[i]->type});
-      if (ex->slots.back().kind == kPointer) ex->strict_regions = false;
+      plan.slots.push_back(runtime::PlanSlot{nb::cast<int>(s[0]), runtime::SlotKind(nb::cast<int>(s[1])),
+                                             nb::cast<int>(s[2])});
     }
     for (nb::handle h : checks) {
       nb::tuple c = nb::cast<nb::tuple>(h);
-      TensorCheck check{nb::cast<int>(c[0]), nb::cast<std::vector<int64_t>>(c[1]),
-                        nb::cast<std::vector<int64_t>>(c[2]), nb::cast<std::vector<int64_t>>(c[3]),
-                        nb::cast<std::vector<int64_t>>(c[4]), nb::cast<bool>(c[5]),
-                        nb::cast<std::string>(c[6]), nb::cast<std::string>(c[7])};
+      plan.checks.push_back(runtime::PlanTensorCheck{
+          nb::cast<int>(c[0]), nb::cast<std::vector<int64_t>>(c[1]), nb::cast<std::vector<int64_t>>(c[2]),
+          nb::cast<std::vector<int64_t>>(c[3]), nb::cast<std::vector<int64_t>>(c[4]), nb::cast<bool>(c[5]),
+          nb::cast<std::string>(c[6]), nb::cast<std::string>(c[7])});
       if (c.size() > 8)
         for (nb::handle e : c[8]) {
           nb::tuple t = nb::cast<nb::tuple>(e);
-          check.same_as.push_back({nb::cast<int>(t[0]) != 0, nb::cast<int>(t[1]), nb::cast<int>(t[2])});
+          plan.checks.back().same_as.push_back({nb::cast<int>(t[0]) != 0, nb::cast<int>(t[1]), nb::cast<int>(t[2])});
         }
-      // Every tensor has one data slot; its pointer type says what the code assumes.
-      for (ArgSlot& slot : ex->slots) {
-        if (slot.kind != kTensorData || slot.source != check.source) continue;
-        check.element = slot.type->element;
-        check.align = slot.type->align > 1 ? slot.type->align : 1;
-        slot.check = int(ex->checks.size());
-      }
-      if (!check.element) throw std::logic_error("a tensor check without a data slot");
-      ex->checks.push_back(std::move(check));
     }
     for (nb::handle h : pointer_checks) {
       nb::tuple c = nb::cast<nb::tuple>(h);
-      ex->pointer_checks.push_back(PointerCheck{nb::cast<int>(c[0]), nb::cast<std::string>(c[1]),
-                                                nb::cast<int64_t>(c[2]), nb::cast<std::string>(c[3])});
+      plan.pointer_checks.push_back(runtime::PlanPointerCheck{nb::cast<int>(c[0]), nb::cast<std::string>(c[1]),
+                                                              nb::cast<int64_t>(c[2]), nb::cast<std::string>(c[3])});
     }
-    ex->num_sources = num_sources;
-    get("arg_lengths", ex->arg_lengths);
-    for (auto& t : result_types) ex->result_types.push_back(t.t);
-    // Emulated kernels print on the C stdout too: flush Python's buffer first.
-    ex->flush_python_stdout = ex->program->host_has_printf() ||
-                              (ex->program->has_device_printf() && ex->program->runs_on_emulator());
-    ex->release_gil = ex->program->run_may_take_long() || ex->program->runs_on_emulator();
+    plan.num_sources = num_sources;
+    get("arg_lengths", plan.arg_lengths);
+    get("arg_names", plan.arg_names);
+    std::vector<ir::Type> results;
+    for (auto& t : result_types) results.push_back(t.t);
+    install_plan(*ex, plan, results);
     return ex;
+  });
+
+  // Every exported function in `data` (an exported object file or a shared library built from
+  // them) as (exported name, compiled function) pairs.
+  m.def("load_exported_functions", [](nb::bytes data) {
+    auto found = runtime::find_exported_functions(data.c_str(), data.size());
+    nb::list out;
+    for (auto& f : found) {
+      std::unique_ptr<Executor> ex;
+      {
+        nb::gil_scoped_release release;
+        ex = executor_from_export(f);
+      }
+      out.append(nb::make_tuple(f.name, nb::cast(std::move(ex))));
+    }
+    return out;
   });
 
 }

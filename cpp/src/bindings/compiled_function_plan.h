@@ -65,6 +65,7 @@ struct Executor {
   bool release_gil = true;
   bool strict_regions = true;  // every pointer argument is a tensor of known extent
   std::string function_name;
+  std::vector<std::string> arg_names;  // per runtime argument: the parameter's name (export, keywords)
   double trace_ms = 0;
 };
 

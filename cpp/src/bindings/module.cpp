@@ -26,6 +26,7 @@
 #include "runtime/compile_cache.h"
 #include "bindings/compiled_function.h"
 #include "bindings/tvm_ffi_function.h"
+#include "bindings/export_bindings.h"
 #include "bindings/layout_bindings.h"
 #include "bindings/type_handle.h"
 #include "bindings/num_convert.h"
@@ -283,6 +284,7 @@ NB_MODULE(_core, m) {
 
   bindings::bind_compiled_functions(m);
   bindings::bind_tvm_ffi_functions(m);
+  bindings::bind_export(m);
   bindings::bind_layouts(m);
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);

@@ -252,6 +252,13 @@ void CudaDriver::initialize_context(int device_id) {
   check(a, "cuCtxSetCurrent", a.CtxSetCurrent(ctx));
 }
 
+void CudaDriver::ensure_context(int device_id) {
+  const Api& a = initialized();
+  CUcontext ctx = nullptr;
+  check(a, "cuCtxGetCurrent", a.CtxGetCurrent(&ctx));
+  if (!ctx) initialize_context(device_id);
+}
+
 int CudaDriver::device_attribute(int attr, int device) {
   const Api& a = initialized();
   CUdevice dev = 0;

@@ -45,6 +45,9 @@ class CudaDriver {
   bool available() noexcept;
   int device_count();
   void initialize_context(int device_id);
+  // Keeps the calling thread's current context (a C program's cudaSetDevice made one), or
+  // makes `device_id`'s primary context current when there is none.
+  void ensure_context(int device_id);
   // "sm_<major><minor>", plus "a" from major 9 on (the arch-specific feature set: wgmma,
   // setmaxnreg, ... are only in sm_90a / sm_100a code), e.g. "sm_80", "sm_90a".
   std::string device_arch(int device);

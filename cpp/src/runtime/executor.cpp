@@ -36,7 +36,8 @@ bool module_has_device_printf(const ir::Module& m) {
   return false;
 }
 
-CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const CompileOptions& options)
+CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const CompileOptions& options,
+                                 const PrebuiltCode* prebuilt)
     : module_(std::move(module)) {
   auto t0 = std::chrono::steady_clock::now();
   transforms::remove_dead_code(*module_);
@@ -52,7 +53,10 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
   has_device_printf_ = module_has_device_printf(*module_);
   arch_ = options.arch.empty() ? "sm_90a" : options.arch;
   target_ = options.target;
-  if (!kernel_names_.empty()) {
+  if (prebuilt) {
+    ptx_ = prebuilt->ptx;
+    cubin_ = prebuilt->cubin;
+  } else if (!kernel_names_.empty()) {
     // Only whole results are cached: a CPU-target compile (PTX only, best effort) is not.
     bool cacheable = options.use_disk_cache && options.need_cubin && target_ != CompileOptions::Target::Cpu &&
                      DiskCache::instance().enabled();

@@ -36,9 +36,16 @@ struct CompileTimings {
   bool cache_hit = false;  // PTX and cubin came from the disk cache
 };
 
+// GPU code that already exists (an exported function's): the program is not compiled again.
+struct PrebuiltCode {
+  std::string ptx;
+  std::vector<char> cubin;
+};
+
 class CompiledProgram : public emulator::LaunchHandler {
  public:
-  CompiledProgram(std::unique_ptr<ir::Module> module, const CompileOptions& options);
+  CompiledProgram(std::unique_ptr<ir::Module> module, const CompileOptions& options,
+                  const PrebuiltCode* prebuilt = nullptr);
   ~CompiledProgram() override;
 
   // Runs the host program; safe to call from several threads at once.

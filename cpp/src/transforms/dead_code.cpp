@@ -13,7 +13,7 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::Assert: case ir::OpCode::Shuffle: case ir::OpCode::Vote:
     case ir::OpCode::CpAsync: case ir::OpCode::CpAsyncCommit: case ir::OpCode::CpAsyncWait:
     case ir::OpCode::LdMatrix: case ir::OpCode::StMatrix:
-    case ir::OpCode::Assert: case ir::OpCode::Shuffle: case ir::OpCode::Vote: case ir::OpCode::NamedBarrier:
+    case ir::OpCode::NamedBarrier:
       // loads stay: removing them would hide faulting accesses; shuffles and votes synchronise the warp
       return false;
     default:

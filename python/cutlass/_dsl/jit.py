@@ -105,6 +105,7 @@ class _ArgPlan:
         self.leaf_info = {}
         self.params_info = []
         self.symbol_names = {}
+        self.arg_names = []  # per runtime argument: its parameter name (exported C API, keywords)
 
     def _symbol_name(self, symbol):
         key = id(symbol) if symbol is not None else object()
@@ -246,6 +247,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
             call[name] = type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
             plan.add_param(name, len(value), range(plan.num_sources, plan.num_sources + len(value)))
             plan.arg_lengths.append(len(value))
+            plan.arg_names.append(name)
             plan.num_sources += len(value)
             runtime_values.append(value)
             continue
@@ -257,6 +259,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
         call[name] = leaf
         plan.add_param(name, -1, [plan.num_sources], env=bool(getattr(value, "use_tvm_ffi_env_stream", False)))
         plan.arg_lengths.append(-1)
+        plan.arg_names.append(name)
         plan.num_sources += 1
         runtime_values.append(value)
     if all(n < 0 for n in plan.arg_lengths):
@@ -401,6 +404,7 @@ class JitFunction(_DecoratedFunction):
             "dump_dir": options["dump_dir"],
             "target": target,
             "arg_lengths": plan.arg_lengths,
+            "arg_names": plan.arg_names,
         }, plan.slots, plan.checks, plan.pointer_checks, plan.num_sources, [r.dtype.mlir_type for r in results])
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms

@@ -15,6 +15,8 @@ from .._dsl.numeric import NumericMeta, dtype as _dtype_by_name
 
 _rt = _core.runtime
 
+from .export import find_runtime_libraries, load_module  # noqa: E402,F401 - ahead-of-time export
+
 
 class TensorSpecError(DSLUserCodeError, ValueError):
     """A misuse of from_dlpack / mark_layout_dynamic / mark_compact_shape_dynamic / make_ptr."""

@@ -62,17 +62,16 @@ int llvm_addrspace(AddrSpace s) {
 std::string llvm_type(Type t);
 
 // The type a value has in memory: booleans take a byte there.
-// How a value is held in memory. f16 is held as i16 (and read/written through a bitcast):
-// libNVVM (CUDA 13.0) merges five or more adjacent, 16-byte-aligned `half` accesses into one it
-// then refuses ("unsupported operation"), while the same accesses as i16 compile to vector
-// loads and stores.
+// How a value is held in memory. A scalar f16 is held as i16 (read and written through a
+// bitcast): libNVVM (CUDA 13.0) merges five or more adjacent, 16-byte-aligned scalar `half`
+// accesses into one it then refuses ("unsupported operation"), while the same accesses as i16
+// are merged into vector loads and stores it accepts. Explicit `<N x half>` vectors are fine
+// (and stay 128-bit accesses).
 std::string mem_type(Type t) {
   if (t->kind == TypeKind::Void) return "i8";
   if (t->is_bool()) return "i8";
   if (t->is_vector() && t->element->is_bool()) return "<" + std::to_string(t->lanes) + " x i8>";
   if (t->is_float() && t->float_kind == FloatKind::F16) return "i16";
-  if (t->is_vector() && t->element->is_float() && t->element->float_kind == FloatKind::F16)
-    return "<" + std::to_string(t->lanes) + " x i16>";
   return llvm_type(t);
 }
 

@@ -1,0 +1,215 @@
+#include "runtime/exported_program.h"
+
+#include <climits>
+#include <cstring>
+
+#include "ir/parser.h"
+#include "ir/scalar_semantics.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/tensor_spec.h"
+
+namespace opencute::runtime {
+
+namespace {
+
+void collect_launches(const ir::Block& b, std::vector<const ir::Op*>* out) {
+  for (auto& op : b.ops) {
+    if (op->code == ir::OpCode::Launch) out->push_back(op.get());
+    for (auto& r : op->regions) collect_launches(*r.block, out);
+  }
+}
+
+int64_t read_int(const unsigned char* p, int width) {
+  if (width == 32) {
+    int32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  }
+  int64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+std::string label(const CParameter& c, size_t source) {
+  return "argument #" + std::to_string(source) + " (" + c.name + ")";
+}
+
+}  // namespace
+
+ExportedProgram::ExportedProgram(ExportedFunction f) : function_(std::move(f)) {
+  module_ = ir::parse_module(function_.module_text);
+  host_ = module_->host();
+  if (!host_) throw std::runtime_error("exported function '" + function_.name + "' has no host program");
+  interpreter_ = std::make_unique<emulator::HostInterpreter>(*host_);
+  params_ = c_parameters(function_, *host_);
+  for (auto& fn : module_->functions)
+    if (fn->kind == ir::FunctionKind::Kernel) kernel_names_empty_ = false;
+  check_of_source_.assign(params_.size(), nullptr);
+  align_of_source_.assign(params_.size(), 1);
+  for (auto& c : function_.plan.checks)
+    if (c.source >= 0 && size_t(c.source) < params_.size()) check_of_source_[size_t(c.source)] = &c;
+  for (size_t i = 0; i < function_.plan.slots.size(); ++i) {
+    const PlanSlot& s = function_.plan.slots[i];
+    ir::Type t = host_->args()[i]->type;
+    if (s.kind == SlotKind::TensorData && t->align > 1) align_of_source_[size_t(s.source)] = t->align;
+  }
+}
+
+ExportedProgram::~ExportedProgram() {
+  if (void* m = cu_module_.load()) {
+    try {
+      CudaDriver::get().unload_module(m);
+    } catch (...) {
+      // The context may already be gone at exit; nothing useful to report.
+    }
+  }
+}
+
+void ExportedProgram::run(void** args, size_t num_args) {
+  if (num_args != num_c_args())
+    throw ExportedCallError("'" + function_.name + "' takes " + std::to_string(num_c_args()) +
+                            " argument pointers (its arguments, its results, the status), got " +
+                            std::to_string(num_args));
+  for (size_t i = 0; i < num_args; ++i)
+    if (!args[i]) throw ExportedCallError("argument pointer " + std::to_string(i) + " is null");
+  int32_t* status = static_cast<int32_t*>(args[num_args - 1]);
+  *status = 0;
+  // Tensor arguments: the layout entries the code assumed (divisibility, Int32 range) and the
+  // data alignment, as the Python call path checks them.
+  for (size_t src = 0; src < params_.size(); ++src) {
+    const CParameter& c = params_[src];
+    if (c.kind != CParameter::Tensor) continue;
+    auto* base = static_cast<const unsigned char*>(args[src]);
+    void* data;
+    std::memcpy(&data, base, sizeof data);
+    if (align_of_source_[src] > 1 && reinterpret_cast<uintptr_t>(data) % uint64_t(align_of_source_[src]) != 0)
+      throw ExportedCallError(label(c, src) + ": data address " + std::to_string(reinterpret_cast<uintptr_t>(data)) +
+                              " is not aligned to the " + std::to_string(align_of_source_[src]) +
+                              " bytes the function was compiled for");
+    const PlanTensorCheck* check = check_of_source_[src];
+    if (!check) continue;
+    for (size_t k = 0; k < c.dynamic_shape_modes.size(); ++k) {
+      int mode = c.dynamic_shape_modes[k];
+      int64_t v = read_int(base + c.shapes_offset + k * size_t(c.shape_width / 8), c.shape_width);
+      int64_t div = size_t(mode) < check->shape_div.size() ? check->shape_div[size_t(mode)] : 1;
+      if (v < 0) throw ExportedCallError(label(c, src) + ": shape mode " + std::to_string(mode) + " is negative");
+      if (div > 1 && v % div != 0)
+        throw ExportedCallError(label(c, src) + ": shape mode " + std::to_string(mode) + " (" + std::to_string(v) +
+                                ") is not divisible by " + std::to_string(div) + " as " + check->description +
+                                " requires");
+    }
+    for (size_t k = 0; k < c.dynamic_stride_modes.size(); ++k) {
+      int mode = c.dynamic_stride_modes[k];
+      int64_t v = read_int(base + c.strides_offset + k * size_t(c.stride_width / 8), c.stride_width);
+      int64_t div = size_t(mode) < check->stride_div.size() ? check->stride_div[size_t(mode)] : 1;
+      if (div > 1 && v % div != 0)
+        throw ExportedCallError(label(c, src) + ": stride mode " + std::to_string(mode) + " (" + std::to_string(v) +
+                                ") is not divisible by " + std::to_string(div) + " as " + check->description +
+                                " requires");
+    }
+  }
+  std::vector<ir::Scalar> vals(function_.plan.slots.size());
+  std::vector<int> shape_index(params_.size(), 0), stride_index(params_.size(), 0);
+  for (size_t i = 0; i < vals.size(); ++i) {
+    const PlanSlot& s = function_.plan.slots[i];
+    const CParameter& c = params_[size_t(s.source)];
+    ir::Type t = host_->args()[i]->type;
+    auto* base = static_cast<const unsigned char*>(args[size_t(s.source)]);
+    switch (s.kind) {
+      case SlotKind::Scalar: vals[i] = ir::load_scalar(t, base); break;
+      case SlotKind::TensorData:
+      case SlotKind::Stream:
+      case SlotKind::Pointer: {
+        void* p;
+        std::memcpy(&p, base, sizeof p);
+        vals[i] = ir::Scalar::of_int(int64_t(reinterpret_cast<uintptr_t>(p)));
+        break;
+      }
+      case SlotKind::TensorShape:
+      case SlotKind::TensorStride: {
+        bool shape = s.kind == SlotKind::TensorShape;
+        int& k = shape ? shape_index[size_t(s.source)] : stride_index[size_t(s.source)];
+        int width = shape ? c.shape_width : c.stride_width;
+        size_t offset = (shape ? c.shapes_offset : c.strides_offset) + size_t(k++) * size_t(width / 8);
+        int64_t v = read_int(base + offset, width);
+        if (t->width == 32 && (v < INT32_MIN || v > INT32_MAX))
+          throw ExportedCallError(label(c, size_t(s.source)) + ": " + (shape ? "shape" : "stride") + " mode " +
+                                  std::to_string(s.mode) + " is " + std::to_string(v) +
+                                  ", which does not fit the Int32 it was compiled as");
+        vals[i] = ir::Scalar::of_int(ir::wrap_int(t, v));
+        break;
+      }
+    }
+  }
+  try {
+    std::vector<ir::Scalar> results = run_values(vals);
+    for (size_t i = 0; i < results.size() && i < host_->result_types.size(); ++i)
+      ir::store_scalar(host_->result_types[i], results[i], args[params_.size() + i]);
+  } catch (const CudaError& e) {
+    *status = e.code() > 0 ? e.code() : 999 /* CUDA_ERROR_UNKNOWN */;
+    throw;
+  }
+}
+
+std::vector<ir::Scalar> ExportedProgram::run_values(const std::vector<ir::Scalar>& slot_values) {
+  if (slot_values.size() != host_->args().size())
+    throw ExportedCallError("'" + function_.name + "' takes " + std::to_string(host_->args().size()) +
+                            " host parameters, got " + std::to_string(slot_values.size()));
+  return interpreter_->run(slot_values, this);
+}
+
+void ExportedProgram::load_gpu_code() {
+  std::lock_guard<std::mutex> lock(load_mu_);
+  if (cu_module_.load(std::memory_order_acquire)) return;
+  CudaDriver& drv = CudaDriver::get();
+  drv.ensure_context(0);
+  std::vector<char> image = function_.cubin;
+  if (image.empty()) {  // compiled without a cubin: let the driver JIT the PTX
+    if (function_.ptx.empty())
+      throw emulator::ExecutionError("exported function '" + function_.name +
+                                     "' carries no GPU code (it was compiled for the CPU emulator)");
+    image.assign(function_.ptx.begin(), function_.ptx.end());
+    image.push_back('\0');
+  }
+  void* m = drv.load_module(image);
+  std::vector<const ir::Op*> launches;
+  collect_launches(*host_->body, &launches);
+  for (const ir::Op* op : launches) launch_targets_.emplace_back(op, drv.get_function(m, op->str_attr));
+  cu_module_.store(m, std::memory_order_release);
+}
+
+void ExportedProgram::launch(const emulator::LaunchRequest& r) {
+  if (!cu_module_.load(std::memory_order_acquire)) {
+    if (!CudaDriver::get().available())
+      throw emulator::ExecutionError("kernel '" + r.kernel() + "' needs a CUDA GPU and none was found");
+    load_gpu_code();
+  }
+  void* fn = nullptr;
+  for (auto& [op, f] : launch_targets_)
+    if (op == r.op) fn = f;
+  if (!fn) throw emulator::ExecutionError("kernel '" + r.kernel() + "' is not part of this program");
+  launch_on_gpu(fn, r);
+}
+
+void launch_on_gpu(void* fn, const emulator::LaunchRequest& r) {
+  CudaDriver& drv = CudaDriver::get();
+  // Each parameter gets an 8-byte slot; the driver copies the bytes each param points at.
+  constexpr size_t kMaxParams = 256;
+  if (r.num_args > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
+  alignas(8) unsigned char storage[kMaxParams][8];
+  void* params[kMaxParams];
+  for (size_t i = 0; i < r.num_args; ++i) {
+    ir::Type t = r.arg_types[i];
+    if (t->is_pointer()) std::memcpy(storage[i], &r.args[i].i, 8);
+    else ir::store_scalar(t, r.args[i], storage[i]);
+    params[i] = storage[i];
+  }
+  if (r.smem > 48 * 1024) drv.set_max_dynamic_smem(fn, int(r.smem));
+  if (r.has_cluster)
+    drv.launch_cluster(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.cluster[0],
+                       r.cluster[1], r.cluster[2], r.smem, r.stream, params);
+  else
+    drv.launch(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.stream, params);
+}
+
+}  // namespace opencute::runtime
