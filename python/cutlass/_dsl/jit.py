@@ -203,8 +203,10 @@ def _symbol(entry):
     return entry if isinstance(entry, SymInt) else None
 
 
-def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
-    """Binds the call's arguments; returns (call kwargs for tracing, runtime values)."""
+def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True):
+    """Binds the call's arguments; returns (call kwargs for tracing, runtime values).
+    `static_shapes`: a tuple of ints for a cute.Shape/Stride/... parameter is a compile-time value
+    (the default ABI); TVM-FFI functions take shapes at call time instead."""
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as e:
@@ -220,7 +222,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
         static = (_is_constexpr_annotation(ann) or (index == 0 and name in ("self", "cls")) or value is None
                   or isinstance(value, type) or (callable(value) and not _is_tensor_like(value)
                                                  and not isinstance(value, Numeric))
-                  or _is_slicing_coordinate(value) or (ann is tuple and _is_int_tuple(value))
+                  or _is_slicing_coordinate(value) or (static_shapes and ann is tuple and _is_int_tuple(value))
                   or getattr(value, "__cute_static__", False))
         if static:
             call[name] = value
@@ -271,7 +273,7 @@ def _is_int_tuple(value):
     """Python ints, possibly nested in tuples: for a `cute.Shape`/`Stride`/`Coord`/`Tile`
     parameter they are a compile-time shape, as the layout algebra wants it."""
     if isinstance(value, tuple):
-        return all(_is_int_tuple(v) for v in value)
+        return len(value) > 0 and all(_is_int_tuple(v) for v in value)
     return type(value) is int
 
 
@@ -378,7 +380,8 @@ class JitFunction(_DecoratedFunction):
         with context.Trace(tracer) as trace, (track_source_lines(tracer) if line_info else contextlib.nullcontext()):
             trace.arch = _arch_for_compile(options)  # shared-memory capacity checks while tracing
             tracer.begin_function(self._fn.__name__, False)
-            call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan)
+            call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan,
+                                             static_shapes=not options["enable_tvm_ffi"])
             result = self._body()(**call)
             results = _flatten_results(result)
             tracer.end_function([r._n for r in results])
