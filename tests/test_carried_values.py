@@ -191,13 +191,17 @@ def test_layout_with_dynamic_leaves_chosen_in_dynamic_if(flip):
 
 # ---- mismatches raise at the user's line ------------------------------------------------------------
 
-def _expect(fn, args, code, text):
+def _expect(fn, args, code, text, region=None):
+    """The error is raised at the line holding `text`; `region`: the text of the dynamic
+    if/for/while line the message names as context."""
     with pytest.raises(cutlass.DSLRuntimeError) as ei:
         fn(*args)
     err = ei.value
     assert err.code == code, str(err)
     assert err.filename == __file__, str(err)
     assert err.line == line_of(fn.__wrapped__, text), str(err)
+    if region is not None:
+        assert f"in the dynamic control flow at line {line_of(fn.__wrapped__, region)}" in str(err), str(err)
     return str(err)
 
 
@@ -208,7 +212,7 @@ def test_mismatch_different_static_layout_in_if():
         if c == 1:
             lay = cute.make_layout((4, 8), stride=(8, 1))
 
-    msg = _expect(f, (1,), "TYPE_UNSTABLE_JOIN", "if c == 1:")
+    msg = _expect(f, (1,), "TYPE_UNSTABLE_JOIN", "lay = cute.make_layout((4, 8), stride=(8, 1))", "if c == 1:")
     assert "(4,8):(1,4)" in msg and "(4,8):(8,1)" in msg
 
 
@@ -221,7 +225,7 @@ def test_mismatch_tensor_dtype_in_loop():
 
     a = np.zeros(4, np.float32)
     b = np.zeros(4, np.int32)
-    msg = _expect(f, (a, b, 2), "TYPE_UNSTABLE_JOIN", "for i in range(n):")
+    msg = _expect(f, (a, b, 2), "TYPE_UNSTABLE_JOIN", "t = b", "for i in range(n):")
     assert "f32" in msg and "i32" in msg
 
 
@@ -244,7 +248,7 @@ def test_mismatch_tensor_replaced_by_number_in_if():
         if c == 1:
             v = Int32(3)
 
-    _expect(f, (np.zeros(4, np.float32), 1), "TYPE_UNSTABLE_JOIN", "if c == 1:")
+    _expect(f, (np.zeros(4, np.float32), 1), "TYPE_UNSTABLE_JOIN", "v = Int32(3)", "if c == 1:")
 
 
 def test_mismatch_tensor_ssa_shape_in_loop():
@@ -254,7 +258,7 @@ def test_mismatch_tensor_ssa_shape_in_loop():
         for i in range(n):
             v = cute.full((3,), 1.0, Float32)
 
-    _expect(f, (2,), "TYPE_UNSTABLE_JOIN", "for i in range(n):")
+    _expect(f, (2,), "TYPE_UNSTABLE_JOIN", "v = cute.full((3,), 1.0, Float32)", "for i in range(n):")
 
 
 def test_mismatch_python_object_reassigned_in_loop():
@@ -264,7 +268,7 @@ def test_mismatch_python_object_reassigned_in_loop():
         for i in range(n):
             s = "b"
 
-    _expect(f, (2,), "PHASE_MUTATE_PYTHON", "for i in range(n):")
+    _expect(f, (2,), "PHASE_MUTATE_PYTHON", 's = "b"', "for i in range(n):")
 
 
 def test_mismatch_protocol_value_types_in_while():
@@ -275,7 +279,7 @@ def test_mismatch_protocol_value_types_in_while():
             st = RingState(3, Float32(0), Int32(0))
             n = n - 1
 
-    _expect(f, (2,), "TYPE_UNSTABLE_JOIN", "while n > 0:")
+    _expect(f, (2,), "TYPE_UNSTABLE_JOIN", "st = RingState(3, Float32(0), Int32(0))", "while n > 0:")
 
 
 def test_same_static_object_needs_no_ir():
@@ -462,7 +466,7 @@ def test_mismatch_composed_layout_swizzle():
         if c == 1:
             lay = cute.make_composed_layout(cute.make_swizzle(2, 1, 2), 0, cute.make_layout(8))
 
-    _expect(f, (1,), "TYPE_UNSTABLE_JOIN", "if c == 1:")
+    _expect(f, (1,), "TYPE_UNSTABLE_JOIN", "lay = cute.make_composed_layout(cute.make_swizzle(2", "if c == 1:")
 
 
 @cute.kernel

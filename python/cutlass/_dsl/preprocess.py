@@ -367,8 +367,13 @@ class _Rewriter(ast.NodeTransformer):
         end = max(len(text.rstrip().encode("utf-8")), node.col_offset + 1)
         return node.lineno, node.col_offset, node.lineno, end
 
-    def _loc(self, node):
-        return _tuple([ast.Constant(self.filename), ast.Constant(node.lineno)])
+    def _loc(self, node, bound=None):
+        """(file, line) of `node`; for a region, also {name: line of its first assignment there}."""
+        items = [ast.Constant(self.filename), ast.Constant(node.lineno)]
+        if bound:
+            lines = {_mangle(n, self.cls): getattr(at, "lineno", None) for n, at in bound.items()}
+            items.append(ast.Dict(keys=[ast.Constant(k) for k in lines], values=[ast.Constant(v) for v in lines.values()]))
+        return _tuple(items)
 
     def _strs(self, names):
         return _tuple(ast.Constant(_mangle(n, self.cls)) for n in names)
@@ -400,13 +405,13 @@ class _Rewriter(ast.NodeTransformer):
                     f"`{name}` is declared `{kind}` and cannot be assigned inside dynamic "
                     f"control flow; assign it outside the dynamic `if`/`for`/`while`")
 
-    def _emit(self, node, op, defs, leading_args, names):
+    def _emit(self, node, op, defs, leading_args, names, bound=None):
         """``defs`` then ``(NAMES,) = rt.op(*leading_args, NAMES, VALUES, LOC)``."""
         keywords = []
         if getattr(names, "assigned", len(names)) != len(names):
             keywords = [ast.keyword(arg="assigned", value=ast.Constant(names.assigned))]
         call = _call(_rt(op), leading_args + [self._strs(names), self._get_locals(names),
-                                              self._loc(node)], keywords)
+                                              self._loc(node, bound)], keywords)
         if names:
             stmt = ast.Assign(targets=[_tuple((_name(n, True) for n in names), True)],
                               value=call)
@@ -447,7 +452,7 @@ class _Rewriter(ast.NodeTransformer):
         if orelse:
             defs.append(_funcdef(f"__else_{n}", names, orelse + [self._ret(names)]))
             else_ref = _name(f"__else_{n}")
-        return self._emit(node, "if_", defs, [test, _name(f"__then_{n}"), else_ref], names)
+        return self._emit(node, "if_", defs, [test, _name(f"__then_{n}"), else_ref], names, bound)
 
     def _is_dynamic_iter(self, it):
         if not isinstance(it, ast.Call):
@@ -474,7 +479,7 @@ class _Rewriter(ast.NodeTransformer):
         body, = self._region_blocks("loop", bound, node.body)
         bind = ast.Assign(targets=[node.target], value=_name(_IV))
         fn = _funcdef(f"__body_{n}", [_IV] + names, [bind] + body + [self._ret(names)])
-        return before + self._emit(node, "for_", [fn], [it, _name(f"__body_{n}")], names)
+        return before + self._emit(node, "for_", [fn], [it, _name(f"__body_{n}")], names, bound)
 
     def visit_While(self, node):
         if _is_const_expr(node.test):
@@ -494,7 +499,7 @@ class _Rewriter(ast.NodeTransformer):
         cond = _funcdef(f"__cond_{n}", names, [ast.Return(value=test)])
         fn = _funcdef(f"__body_{n}", names, body + [self._ret(names)])
         return before + self._emit(node, "while_", [cond, fn],
-                                   [_name(f"__cond_{n}"), _name(f"__body_{n}")], names)
+                                   [_name(f"__cond_{n}"), _name(f"__body_{n}")], names, bound)
 
     # -- break / continue in dynamic loops
     def _lower_loop_exits(self, loop):

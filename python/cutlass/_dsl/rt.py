@@ -18,7 +18,7 @@ class _Undefined:
         self.loc = loc
 
     def _fail(self, *a, **k):
-        file, line = self.loc if self.loc else (None, None)
+        file, line = self.loc[:2] if self.loc else (None, None)
         raise DSLUserCodeError(
             f"variable '{self.name}' is defined only inside the dynamic control flow at line {line}, and values "
             "created inside a dynamic region are not visible after it; define it before the region",
@@ -77,22 +77,28 @@ def range(*args, **kwargs):  # noqa: A001 - replaces the builtin inside jit bodi
 
 
 def _type_error(name, before, after, loc):
-    file, line = loc
+    file, line = loc[:2]
     raise DSLUserCodeError(
         f"variable '{name}' changes type inside dynamic control flow (from {before} to {after}); the type of a "
         "variable must stay the same in if/for/while bodies", filename=file, lineno=line, code="TYPE_UNSTABLE_JOIN")
 
 
 def _join_error(name, mismatch, loc):
-    file, line = loc
+    """Raised at the line that assigns the variable in the region when the preprocessor recorded
+    it (loc[2]: name -> line), naming the region's own line too."""
+    file, line = loc[:2]
+    where = ""
+    assigned_at = loc[2].get(name) if len(loc) > 2 else None
+    if assigned_at is not None and assigned_at != line:
+        where, line = f" (in the dynamic control flow at line {line})", assigned_at
     if mismatch.code == "PHASE_MUTATE_PYTHON":
         return DSLUserCodeError(
             f"variable '{name}' holds a Python object ({mismatch}) that is reassigned inside dynamic control "
-            "flow; only DSL values (numbers, tensors, layouts, TensorSSA, pointers, tuples and lists of them, "
+            f"flow{where}; only DSL values (numbers, tensors, layouts, TensorSSA, pointers, tuples and lists of them, "
             "classes with __extract_mlir_values__) can change in a dynamic region", filename=file, lineno=line,
             code="PHASE_MUTATE_PYTHON")
     return DSLUserCodeError(
-        f"variable '{name}' changes type inside dynamic control flow ({mismatch}); the type and static structure "
+        f"variable '{name}' changes type inside dynamic control flow{where} ({mismatch}); the type and static structure "
         "(layout, dtype, shape) of a variable must stay the same in if/for/while bodies",
         filename=file, lineno=line, code=mismatch.code)
 
@@ -284,7 +290,7 @@ def ifexp(cond, then_fn, else_fn, loc):
         return then_fn() if _static_truth(cond) else else_fn()
     a, b = as_numeric(then_fn()), as_numeric(else_fn())
     if type(a) is not type(b):
-        file, line = loc
+        file, line = loc[:2]
         raise DSLUserCodeError(
             f"both arms of a conditional expression with a dynamic condition must have the same type, got "
             f"{type(a).__name__} and {type(b).__name__}", filename=file, lineno=line,
@@ -390,7 +396,7 @@ def fstring(parts, loc):
         if isinstance(value, Numeric):
             if spec:
                 if spec[0] in "<>^":
-                    file, line = loc
+                    file, line = loc[:2]
                     raise DSLUserCodeError("alignment in a printf f-string placeholder is not supported",
                                            filename=file, lineno=line, code="UNSUP_FSTRING_ALIGN")
                 fmt.append("%" + spec)
