@@ -23,6 +23,8 @@ std::unique_ptr<Module> every_op_module() {
   Builder b(k->body.get());
   Value* tid = b.special(OpCode::ThreadIdx, 0);
   Value* bid = b.special(OpCode::BlockIdx, 1);
+  b.named_barrier(b.const_int(i32(), 1), b.const_int(i32(), 64), NamedBarrierKind::Arrive);
+  b.named_barrier(b.const_int(i32(), 2), b.const_int(i32(), 128), NamedBarrierKind::Sync);
   Value* lane = b.special(OpCode::LaneIdx);
   Value* i = b.binary(OpCode::Add, b.binary(OpCode::Mul, bid, b.const_int(i32(), 128)), tid);
   Value* cond = b.cmp(CmpPredicate::Lt, i, n);

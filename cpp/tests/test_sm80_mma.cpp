@@ -12,6 +12,8 @@
 
 #include "emulator/device_emulator.h"
 #include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
 #include "ir/scalar_semantics.h"
 #include "ir/verifier.h"
 #include "support/cuda_paths.h"
@@ -206,3 +208,15 @@ TEST(Sm80Mma, EmulatorMatchesMatrixProduct) {
 }
 
 }  // namespace
+
+// The printed IR is the compile cache's key and what an exported object carries: it must say
+// everything about the op (shape, types) and parse back to the same module.
+TEST(Sm80Mma, IrTextRoundTrips) {
+  for (const Variant& v : variants()) {
+    MmaKernel k(v);
+    std::string text = ir::print_module(k.m);
+    EXPECT_NE(text.find("mma_sync m16n8k" + std::to_string(v.k) + " "), std::string::npos) << text;
+    EXPECT_EQ(text.find("sync %"), std::string::npos) << "another op's text follows the mma_sync line\n" << text;
+    EXPECT_EQ(ir::print_module(*ir::parse_module(text)), text);
+  }
+}

@@ -1,6 +1,7 @@
 #include "ir/parser.h"
 
 #include <cstdlib>
+#include <cstdio>
 #include <sstream>
 #include <unordered_map>
 #include <vector>
@@ -403,6 +404,30 @@ class Parser {
         Op* o = b.create(code, ops, types);
         if (!attrs.empty()) o->int_attr = attrs[0];
         o->ints.assign(attrs.size() > 1 ? attrs.begin() + 1 : attrs.end(), attrs.end());
+        ++at_;
+        return finish(o);
+      }
+      case OpCode::MmaSync: {
+        // `mNnNkK operands : operand types -> result types`
+        std::string shape = c.word();
+        int64_t m = 0, n = 0, k = 0;
+        if (std::sscanf(shape.c_str(), "m%lldn%lldk%lld", (long long*)&m, (long long*)&n, (long long*)&k) != 3)
+          c.fail("expected the mma shape mMnNkK, got '" + shape + "'");
+        std::vector<Value*> ops = operand_list(c);
+        c.expect(":");
+        c.type_list();  // the operands' types, which the operands already have
+        c.expect("->");
+        Op* o = b.create(code, ops, c.type_list());
+        o->ints = {m, n, k};
+        ++at_;
+        return finish(o);
+      }
+      case OpCode::NamedBarrier: {
+        // `sync|arrive id, count`
+        std::string kind = c.word();
+        if (kind != "sync" && kind != "arrive") c.fail("expected sync or arrive, got '" + kind + "'");
+        Op* o = b.create(code, operand_list(c), {});
+        o->int_attr = int64_t(kind == "arrive" ? NamedBarrierKind::Arrive : NamedBarrierKind::Sync);
         ++at_;
         return finish(o);
       }

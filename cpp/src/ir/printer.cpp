@@ -130,6 +130,7 @@ class Printer {
       case OpCode::MmaSync:
         os << " m" << op.ints.at(0) << "n" << op.ints.at(1) << "k" << op.ints.at(2) << " " << list(op.operands) << " : "
            << types(op.operands) << " -> " << result_types(op) << "\n";
+        return;
       case OpCode::NamedBarrier:
         os << (op.int_attr == int64_t(NamedBarrierKind::Arrive) ? " arrive " : " sync ") << list(op.operands) << "\n";
         return;
