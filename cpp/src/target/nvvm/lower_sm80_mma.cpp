@@ -1,4 +1,5 @@
 #include "target/nvvm/lower_sm80_mma.h"
+#include "target/nvvm/op_lowering.h"
 
 #include <cctype>
 #include <stdexcept>
@@ -122,6 +123,20 @@ std::vector<std::string> lower_mma_sync(const ir::Op& op, const std::vector<std:
     out.push_back(def("extractelement <2 x half> " + v + ", i32 1"));
   }
   return out;
+}
+
+bool lower_sm80_mma(const ir::Op& op, OpLowering& k) {
+  if (op.code != ir::OpCode::MmaSync) return false;
+  std::vector<std::string> in;
+  for (const ir::Value* v : op.operands) in.push_back(k.operand(v));
+  std::vector<std::string> out;
+  try {
+    out = lower_mma_sync(op, in, [&](const std::string& rhs) { return k.emit_def(rhs); });
+  } catch (const std::runtime_error& e) {
+    k.error(op, e.what());
+  }
+  for (size_t i = 0; i < out.size(); ++i) k.define(op, int(i), out[i]);
+  return true;
 }
 
 }  // namespace opencute::target

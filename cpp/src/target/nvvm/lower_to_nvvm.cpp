@@ -15,7 +15,6 @@
 #include "ir/scalar_semantics.h"
 #include "support/fp8.h"
 #include "support/half.h"
-#include "target/nvvm/lower_sm80_mma.h"
 #include "target/nvvm/op_lowering.h"
 
 namespace opencute::target {
@@ -1086,14 +1085,6 @@ class KernelLowering : public OpLowering {
 
   // -- warp, atomic and shared-memory ops, assertions ----------------------------------------
 
-  // An op family lowered in its own file: operands in, result texts out.
-  template <class F>
-  void lower_family(const Op& op, F&& lower) {
-    std::vector<std::string> in;
-    for (const Value* v : op.operands) in.push_back(use(v));
-    std::vector<std::string> out = lower(op, in, [this](const std::string& rhs) { return def(rhs); });
-    for (size_t i = 0; i < out.size(); ++i) set(op, int(i), out[i]);
-  }
 
   void lower_shuffle(const Op& op) {
     const auto& o = op.operands;
@@ -1511,13 +1502,12 @@ class KernelLowering : public OpLowering {
       case OpCode::DynSmem: lower_dyn_smem(op); return;
       case OpCode::DynSmemSize: set(op, 0, def("call i32 asm \"mov.u32 $0, %dynamic_smem_size;\", \"=r\"()")); return;
       case OpCode::Assert: lower_assert(op); return;
-      case OpCode::MmaSync: lower_family(op, lower_mma_sync); return;
       case OpCode::For: lower_for(op); return;
       case OpCode::If: lower_if(op); return;
       case OpCode::While: lower_while(op); return;
       case OpCode::Launch: fail(&op, "kernel launches are only valid in host code");
       default:
-        if (lower_sm80_copy(op, *this)) return;
+        if (lower_sm80_copy(op, *this) || lower_sm80_mma(op, *this)) return;
         fail(&op, "no NVVM lowering for this operation");
     }
   }

@@ -1,4 +1,4 @@
-// What an op family's NVVM lowering (lower_sm80_copy.cpp, ...) may use of the kernel being
+// What an op family's NVVM lowering (lower_sm80_copy.cpp, lower_sm80_mma.cpp, ...) may use of the kernel being
 // lowered: emit instructions, read operand values, define results, name LLVM types, fail.
 // KernelLowering (lower_to_nvvm.cpp) implements it.
 #pragma once
@@ -19,7 +19,10 @@ class OpLowering {
   [[noreturn]] virtual void error(const ir::Op& op, const std::string& msg) const = 0;
 };
 
-// SM80 copies (cp.async, commit / wait groups, ldmatrix, stmatrix). False when `op` is not one.
+// Each op family's lowering, in its own file; false when `op` is not of the family.
+// SM80 copies (cp.async, commit / wait groups, ldmatrix, stmatrix): lower_sm80_copy.cpp.
 bool lower_sm80_copy(const ir::Op& op, OpLowering& k);
+// SM80 mma.sync: lower_sm80_mma.cpp.
+bool lower_sm80_mma(const ir::Op& op, OpLowering& k);
 
 }  // namespace opencute::target
