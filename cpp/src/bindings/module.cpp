@@ -24,6 +24,7 @@
 #include "support/log.h"
 #include "runtime/compile_cache.h"
 #include "bindings/compiled_function.h"
+#include "bindings/direct_call.h"
 #include "bindings/layout_bindings.h"
 #include "bindings/type_handle.h"
 #include "bindings/num_convert.h"
@@ -267,6 +268,7 @@ NB_MODULE(_core, m) {
   m.def("context_synchronize", []() { runtime::CudaDriver::get().context_synchronize(); });
 
   bindings::bind_compiled_functions(m);
+  bindings::bind_direct_calls(m);
   bindings::bind_layouts(m);
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);

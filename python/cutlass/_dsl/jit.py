@@ -6,6 +6,7 @@ import os
 
 from .. import _core
 from . import context, rt
+from . import direct_call as _direct_call
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
 from .options import CompileOptions, resolve_target
@@ -145,8 +146,10 @@ class _ArgPlan:
         return _traced_pointer(ptr, dtype, value.memspace, value.alignment)
 
 
-def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
-    """Binds the call's arguments; returns (call kwargs for tracing, runtime values)."""
+def _classify(fn, sig, args, kwargs, plan, for_kernel=False, info=None):
+    """Binds the call's arguments; returns (call kwargs for tracing, runtime values). `info`, when
+    given, receives the parameter positions of the runtime values ("runtime_positions") and the
+    compile-time argument values ("static_values")."""
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as e:
@@ -165,7 +168,11 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False):
                   or _is_slicing_coordinate(value))
         if static:
             call[name] = value
+            if info is not None:
+                info["static_values"].append(value)
             continue
+        if info is not None:
+            info["runtime_positions"].append(index)
         number = index + 1
         if isinstance(ann, NumericMeta) and ann is not Numeric:
             if not isinstance(value, (Numeric, int, float, bool)):
@@ -288,27 +295,66 @@ class JitFunction(_DecoratedFunction):
     def __init__(self, fn, preprocess=True):
         super().__init__(fn, preprocess)
         self._cache = {}
+        # Compiled functions by argument specialisation, reused without tracing while the
+        # Python state their trace read is unchanged (direct_call.py); made on the first call.
+        self._direct = None
+        self._direct_made = False
+        self._trace_count = 0
 
     def __call__(self, *args, no_cache=False, **kwargs):
         if context.current() is not None:
             return self._body()(*args, **kwargs)  # jit -> jit inlines
+        direct = self._direct
+        if direct is not None and not no_cache:
+            result = direct.call(args, kwargs)
+            if result is not NotImplemented:
+                return result
+        return self._traced_call(args, kwargs, no_cache)
+
+    def _traced_call(self, args, kwargs, no_cache):
+        if not self._direct_made:
+            self._direct_made = True
+            self._direct = _direct_call.make_cache(self)
+        record = not no_cache and self._direct is not None and _direct_call.can_record()
+        recorder = _core.TraceRecorder() if record else None
+        info = {"runtime_positions": [], "static_values": []}
         compiled, runtime_values = self._trace_and_compile(args, kwargs, CompileOptions(), use_cache=not no_cache,
-                                                           use_disk_cache=not no_cache)
+                                                           use_disk_cache=not no_cache, recorder=recorder, info=info)
+        if record and not recorder.printed:
+            try:
+                guard, _ = _direct_call.build_guard(self, recorder.executed, info["static_values"])
+                self._direct.record(args, kwargs, compiled, info["runtime_positions"], guard)
+            except _direct_call.Unkeyable as e:
+                if _core.log_enabled(10):
+                    _core.log(10, f"{self._fn.__name__}: calls are traced every time ({e})")
         return compiled(*runtime_values)
 
-    def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True):
+    @property
+    def direct_call_stats(self):
+        """How calls from Python went: "traced" (traced, then compiled or found compiled) and
+        "direct" (ran the compiled function of an earlier trace without tracing)."""
+        return {"traced": self._trace_count, "direct": self._direct.hits if self._direct is not None else 0}
+
+    def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True, recorder=None, info=None):
         import time
         t0 = time.perf_counter()
+        self._trace_count += 1
         tracer = _core.Tracer()
         tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
         plan = _ArgPlan(tracer)
         line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")
         with context.Trace(tracer), (track_source_lines(tracer) if line_info else contextlib.nullcontext()):
-            tracer.begin_function(self._fn.__name__, False)
-            call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan)
-            result = self._body()(**call)
-            results = _flatten_results(result)
-            tracer.end_function([r._n for r in results])
+            if recorder is not None:
+                recorder.start()
+            try:
+                tracer.begin_function(self._fn.__name__, False)
+                call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan, info=info)
+                result = self._body()(**call)
+                results = _flatten_results(result)
+                tracer.end_function([r._n for r in results])
+            finally:
+                if recorder is not None:
+                    recorder.stop()
         trace_ms = (time.perf_counter() - t0) * 1e3
         arch = _arch_for_compile(options)
         target = resolve_target(options)
