@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -253,7 +254,7 @@ std::string TensorArgument::layout_string() {
 namespace {
 
 // numpy's type characters (buffer formats and __array_interface__ typestrs) with the item size.
-ir::Type type_from_kind_char(char kind, int64_t bytes) {
+ir::Type type_from_kind_char_uncached(char kind, int64_t bytes) {
   switch (kind) {
     case 'b': return bytes == 1 ? ir::bool_type() : nullptr;  // typestr 'b1' is bool
     case 'i': return ir::int_type(int(bytes * 8), true);
@@ -265,6 +266,32 @@ ir::Type type_from_kind_char(char kind, int64_t bytes) {
       return nullptr;
   }
   return nullptr;
+}
+
+// Interned types cost a locked lookup each; this runs once per tensor per call.
+ir::Type type_from_kind_char(char kind, int64_t bytes) {
+  static ir::Type cache[4][9];
+  static bool known[4][9];
+  const int k = kind == 'b' ? 0 : kind == 'i' ? 1 : kind == 'u' ? 2 : kind == 'f' ? 3 : -1;
+  if (k < 0 || bytes < 0 || bytes > 8) return nullptr;
+  if (!known[k][bytes]) {  // the GIL is held: no other thread fills the table at the same time
+    cache[k][bytes] = type_from_kind_char_uncached(kind, bytes);
+    known[k][bytes] = true;
+  }
+  return cache[k][bytes];
+}
+
+// The element type a framework dtype object (torch.float32, a runtime tensor's element class)
+// stands for, by identity: such objects are few and live as long as the process.
+template <class Compute>
+ir::Type cached_by_identity(PyObject* key, Compute compute) {
+  static std::vector<std::pair<PyObject*, ir::Type>> cache;
+  for (auto& [k, t] : cache)
+    if (k == key) return t;
+  ir::Type t = compute();
+  Py_INCREF(key);
+  cache.emplace_back(key, t);
+  return t;
 }
 
 ir::Type type_from_buffer_format(const char* fmt, int64_t itemsize) {
@@ -288,9 +315,14 @@ ir::Type type_from_dtype_attribute(nb::handle obj) {
     return nullptr;
   }
   nb::object d = nb::steal(dt);
-  nb::object name = nb::getattr(d, "name", nb::none());
-  std::string text = name.is_none() ? std::string(nb::str(d).c_str()) : std::string(nb::str(name).c_str());
-  return dsl::dtype_from_framework_name(text);
+  auto by_name = [&]() -> ir::Type {
+    nb::object name = nb::getattr(d, "name", nb::none());
+    std::string text = name.is_none() ? std::string(nb::str(d).c_str()) : std::string(nb::str(name).c_str());
+    return dsl::dtype_from_framework_name(text);
+  };
+  // torch dtypes are singletons; numpy's dtype objects need not be, so only torch's are cached.
+  if (std::string_view(Py_TYPE(d.ptr())->tp_name) == "torch.dtype") return cached_by_identity(d.ptr(), by_name);
+  return by_name();
 }
 
 }  // namespace
@@ -300,11 +332,13 @@ ir::Type TensorArgument::element_type() {
   switch (kind_) {
     case Kind::Runtime: {
       nb::object cls = get_attr(obj_, n.element_type);
-      try {
-        return dsl::dtype_from_name(nb::cast<std::string>(get_attr(cls, n.name)));
-      } catch (const std::invalid_argument&) {
-        return nullptr;
-      }
+      return cached_by_identity(cls.ptr(), [&]() -> ir::Type {
+        try {
+          return dsl::dtype_from_name(nb::cast<std::string>(get_attr(cls, n.name)));
+        } catch (const std::invalid_argument&) {
+          return nullptr;
+        }
+      });
     }
     case Kind::DLPackExchange:
       if (dl_.dtype_lanes != 1) return nullptr;
