@@ -16,6 +16,7 @@
 #include "dsl/tracer.h"
 #include "runtime/executor.h"
 #include "runtime/tensor_spec.h"
+#include "target/nvvm/nvvm_compiler.h"
 
 namespace opencute::bindings {
 namespace {
@@ -408,12 +409,16 @@ void bind_compiled_functions(nb::module_& m) {
         d["nvvm"] = t.nvvm_ms;
         d["link"] = t.link_ms;
         d["cache"] = t.cache_ms;
+        d["load"] = t.load_ms;
         d["cache_hit"] = t.cache_hit;
         return d;
       })
       .def("__repr__", [](const Executor& e) {
         return "<JitCompiledFunction " + e.function_name + " for " + e.program->arch() + ">";
       });
+
+  m.def("preload_toolchain", &target::preload_toolchain_async,
+        "Starts loading libNVVM and nvJitLink on a background thread (once per process).");
 
   // `options`: arch, opt_level, generate_line_info, ptxas_options, need_cubin, use_disk_cache,
   // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir, target (cpu|gpu|auto);

@@ -33,6 +33,7 @@ struct CompileOptions {
 struct CompileTimings {
   double verify_ms = 0, lower_ms = 0, nvvm_ms = 0, link_ms = 0;
   double cache_ms = 0;     // disk-cache lookup (and load, on a hit)
+  double load_ms = 0;      // waiting for libNVVM / nvJitLink / libdevice to load (first compile)
   bool cache_hit = false;  // PTX and cubin came from the disk cache
 };
 

@@ -339,6 +339,8 @@ class JitFunction(_DecoratedFunction):
         import time
         t0 = time.perf_counter()
         self._trace_count += 1
+        # The toolchain libraries load while the function is traced (once per process).
+        _core.preload_toolchain()
         tracer = _core.Tracer()
         tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
         plan = _ArgPlan(tracer)
