@@ -244,9 +244,10 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   SmallArray<ir::Scalar, kStackArguments> vals(ex.slots.size());
   // Kernels on the CPU emulator check each access against the tensors' extents.
   const bool emulated = ex.program->runs_on_emulator();
-  const KernelMemory where = !ex.program->has_kernels() ? KernelMemory::None
-                             : emulated || ex.program->discards_launches() ? KernelMemory::Host
-                                                                         : KernelMemory::Device;
+  // (A program that discards its launches, for measurement, takes tensors in either memory.)
+  const KernelMemory where = !ex.program->has_kernels() || ex.program->discards_launches() ? KernelMemory::None
+                             : emulated                                                     ? KernelMemory::Host
+                                                                                            : KernelMemory::Device;
   std::vector<emulator::MemoryRegion> regions;
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
