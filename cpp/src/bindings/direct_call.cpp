@@ -546,6 +546,30 @@ class DirectCallCache {
   uint64_t hits_ = 0, misses_ = 0;
 };
 
+int recorder_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  auto* r = nb::inst_ptr<TraceRecorder>(self);
+  Py_VISIT(r->executed.ptr());
+  Py_VISIT(r->print_fn.ptr());
+  Py_VISIT(r->out.ptr());
+  Py_VISIT(r->err.ptr());
+  return 0;
+}
+
+int recorder_clear(PyObject* self) {
+  if (!nb::inst_ready(self)) return 0;
+  auto* r = nb::inst_ptr<TraceRecorder>(self);
+  r->executed = nb::list();
+  r->seen.clear();
+  r->print_fn = r->out = r->err = nb::object();
+  return 0;
+}
+
+PyType_Slot recorder_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(recorder_traverse)},
+                                {Py_tp_clear, reinterpret_cast<void*>(recorder_clear)},
+                                {0, nullptr}};
+
 int cache_traverse(PyObject* self, visitproc visit, void* arg) {
   Py_VISIT(Py_TYPE(self));
   if (!nb::inst_ready(self)) return 0;
@@ -565,7 +589,8 @@ PyType_Slot cache_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(cache_trav
 
 void bind_direct_calls(nb::module_& m) {
   nb::class_<TraceRecorder>(m, "TraceRecorder",
-                            "Records the code objects (with their globals) a trace runs, and whether it printed.")
+                            "Records the code objects (with their globals) a trace runs, and whether it printed.",
+                            nb::type_slots(recorder_slots))
       .def(nb::init<>())
       .def("start",
            [](nb::handle self) {
@@ -582,6 +607,12 @@ void bind_direct_calls(nb::module_& m) {
            [](TraceRecorder& r) {
              if (r.active) PyEval_SetProfile(nullptr, nullptr);
              r.active = false;
+             r.print_fn = r.out = r.err = nb::object();
+           })
+      .def("clear",
+           [](TraceRecorder& r) {
+             r.executed = nb::list();
+             r.seen.clear();
            })
       .def_prop_ro("executed", [](TraceRecorder& r) { return r.executed; })
       .def_prop_ro("printed", [](TraceRecorder& r) { return r.printed; });

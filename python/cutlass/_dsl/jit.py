@@ -318,15 +318,20 @@ class JitFunction(_DecoratedFunction):
         record = not no_cache and self._direct is not None and _direct_call.can_record()
         recorder = _core.TraceRecorder() if record else None
         info = {"runtime_positions": [], "static_values": []}
-        compiled, runtime_values = self._trace_and_compile(args, kwargs, CompileOptions(), use_cache=not no_cache,
-                                                           use_disk_cache=not no_cache, recorder=recorder, info=info)
-        if record and not recorder.printed:
-            try:
-                guard, _ = _direct_call.build_guard(self, recorder.executed, info["static_values"])
-                self._direct.record(args, kwargs, compiled, info["runtime_positions"], guard)
-            except _direct_call.Unkeyable as e:
-                if _core.log_enabled(10):
-                    _core.log(10, f"{self._fn.__name__}: calls are traced every time ({e})")
+        try:
+            compiled, runtime_values = self._trace_and_compile(args, kwargs, CompileOptions(),
+                                                               use_cache=not no_cache, use_disk_cache=not no_cache,
+                                                               recorder=recorder, info=info)
+            if record and not recorder.printed:
+                try:
+                    guard, _ = _direct_call.build_guard(self, recorder.executed, info["static_values"])
+                    self._direct.record(args, kwargs, compiled, info["runtime_positions"], guard)
+                except _direct_call.Unkeyable as e:
+                    if _core.log_enabled(10):
+                        _core.log(10, f"{self._fn.__name__}: calls are traced every time ({e})")
+        finally:
+            if recorder is not None:
+                recorder.clear()  # it holds the globals of every module the trace ran code of
         return compiled(*runtime_values)
 
     @property
