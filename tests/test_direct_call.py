@@ -256,3 +256,21 @@ def test_errors_still_come_from_the_traced_path():
     a, out = _data()
     with pytest.raises(DSLUserCodeError, match="argument #1"):
         add_const("not a tensor", out)
+
+
+def test_an_argument_that_fails_to_read_goes_to_the_traced_path():
+    class Broken:  # looks like a torch tensor, fails when read
+        shape = (4,)
+
+        def data_ptr(self):
+            raise RuntimeError("broken tensor")
+
+        def stride(self):
+            raise RuntimeError("broken tensor")
+
+    a, out = _data()
+    add_const(a, out)
+    with pytest.raises(RuntimeError, match="broken tensor"):
+        add_const(Broken(), out)
+    add_const(a, out)  # and the cached kernel still serves the next good call
+    np.testing.assert_array_equal(out, a + 1)

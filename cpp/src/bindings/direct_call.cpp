@@ -140,7 +140,9 @@ class DirectCallCache {
       PyTuple_SET_ITEM(values, Py_ssize_t(i), v);
     }
     ++hits_;
-    PyObject* r = PyObject_Call(e.compiled.ptr(), values, nullptr);
+    // Held here: the call may release the GIL, and another thread's trace may replace the entry.
+    nb::object compiled = e.compiled;
+    PyObject* r = PyObject_Call(compiled.ptr(), values, nullptr);
     Py_DECREF(values);
     if (!r) throw nb::python_error();
     return nb::steal(r);
@@ -432,7 +434,20 @@ class DirectCallCache {
     return true;
   }
 
+  // False when some argument cannot be keyed, including when reading it fails: the traced
+  // path then reports the problem in its own words.
   bool make_key(PyObject** bound, std::string& key, std::vector<PyObject*>* refs) {
+    try {
+      return make_key_or_throw(bound, key, refs);
+    } catch (nb::python_error&) {  // holds the Python error; dropping it clears it
+      return false;
+    } catch (...) {
+      PyErr_Clear();
+      return false;
+    }
+  }
+
+  bool make_key_or_throw(PyObject** bound, std::string& key, std::vector<PyObject*>* refs) {
     key.reserve(128);
     for (size_t i = 0; i < params_.size(); ++i) {
       bool ok = params_[i].is_static ? describe_static(bound[i], key, refs)
