@@ -111,9 +111,12 @@ void append_pod(std::string& key, const T& v) {
 
 class DirectCallCache {
  public:
-  DirectCallCache(nb::object fn, nb::list params, nb::object categorize, std::vector<std::string> env_names,
+  // `environment`: os.environ's underlying dict (what the traced path reads through os.environ),
+  // with `env_keys` its keys for the settings a trace reads.
+  DirectCallCache(nb::object fn, nb::list params, nb::object categorize, nb::dict environment, nb::list env_keys,
                   nb::object missing)
-      : fn_(std::move(fn)), categorize_(std::move(categorize)), env_names_(std::move(env_names)),
+      : fn_(std::move(fn)), categorize_(std::move(categorize)), environment_(std::move(environment)),
+        env_keys_(std::move(env_keys)),
         missing_(std::move(missing)) {
     for (nb::handle h : params) {
       nb::tuple t = nb::cast<nb::tuple>(h);
@@ -179,6 +182,8 @@ class DirectCallCache {
     Py_VISIT(fn_.ptr());
     Py_VISIT(categorize_.ptr());
     Py_VISIT(missing_.ptr());
+    Py_VISIT(environment_.ptr());
+    Py_VISIT(env_keys_.ptr());
     for (auto& [type, c] : categories_) Py_VISIT(type.ptr());
     for (auto& [key, e] : entries_) {
       Py_VISIT(e.compiled.ptr());
@@ -456,9 +461,16 @@ class DirectCallCache {
       key += '|';
     }
     // The environment settings a trace and compile read.
-    for (const std::string& name : env_names_) {
-      const char* value = std::getenv(name.c_str());
-      key += value ? value : "\x01";
+    for (nb::handle k : env_keys_) {
+      PyObject* value = PyDict_GetItemWithError(environment_.ptr(), k.ptr());  // borrowed
+      if (!value) {
+        if (PyErr_Occurred()) throw nb::python_error();
+        key += '\x01';
+      } else if (PyBytes_Check(value)) {
+        key.append(PyBytes_AS_STRING(value), size_t(PyBytes_GET_SIZE(value)));
+      } else if (!describe_static(value, key, nullptr)) {
+        return false;
+      }
       key += '\0';
     }
     return true;
@@ -555,7 +567,8 @@ class DirectCallCache {
   std::vector<Param> params_;
   nb::object categorize_;
   std::vector<std::pair<nb::object, TypeCategory>> categories_;
-  std::vector<std::string> env_names_;
+  nb::dict environment_;
+  nb::list env_keys_;
   nb::object missing_;
   std::unordered_map<std::string, Entry> entries_;
   uint64_t hits_ = 0, misses_ = 0;
@@ -636,8 +649,8 @@ void bind_direct_calls(nb::module_& m) {
                               "Compiled functions of one @jit function by argument specialisation, each "
                               "reused while the Python state its trace read is unchanged.",
                               nb::type_slots(cache_slots))
-      .def(nb::init<nb::object, nb::list, nb::object, std::vector<std::string>, nb::object>(), nb::arg("fn"),
-           nb::arg("params"), nb::arg("categorize"), nb::arg("env_names"), nb::arg("missing"))
+      .def(nb::init<nb::object, nb::list, nb::object, nb::dict, nb::list, nb::object>(), nb::arg("fn"),
+           nb::arg("params"), nb::arg("categorize"), nb::arg("environment"), nb::arg("env_keys"), nb::arg("missing"))
       .def("call", &DirectCallCache::call, nb::arg("args"), nb::arg("kwargs").none())
       .def("record", &DirectCallCache::record, nb::arg("args"), nb::arg("kwargs").none(), nb::arg("compiled"),
            nb::arg("runtime_positions"), nb::arg("guard"))

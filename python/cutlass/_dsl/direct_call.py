@@ -339,7 +339,12 @@ def make_cache(jit_function):
     fn = jit_function._fn
     if not isinstance(fn, types.FunctionType):
         return None
-    return _core.DirectCallCache(fn, params, _type_category, ENV_NAMES, MISSING)
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):  # what os.environ reads and writes; values as os.environ stores them
+        keys = [os.environ.encodekey(n) for n in ENV_NAMES]
+    else:  # no such dict on this platform: a snapshot nothing updates would be wrong
+        return None
+    return _core.DirectCallCache(fn, params, _type_category, data, keys, MISSING)
 
 
 def can_record():
