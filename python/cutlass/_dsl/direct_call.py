@@ -24,12 +24,9 @@ Constexpr argument, a trace that assigns a global or a free variable, a trace th
 function with free variables reached some other way, a profiler already installed — makes the
 @jit function take the traced path for that call, which is always correct.
 """
-import dis
 import enum
 import os
-import site
 import sys
-import sysconfig
 import types
 
 from .. import _core
@@ -61,6 +58,8 @@ class Unkeyable(Exception):
 
 
 def _library_prefixes():
+    import site
+    import sysconfig
     paths = [os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # the cutlass package
     for name in ("stdlib", "platstdlib", "purelib", "platlib"):
         p = sysconfig.get_paths().get(name)
@@ -118,6 +117,7 @@ def _code_info(code):
     info = _code_info_cache.get(code)
     if info is not None:
         return info
+    import dis
     info = _CodeInfo()
     names, chains, impure = set(), set(), False
     instructions = list(dis.get_instructions(code))
