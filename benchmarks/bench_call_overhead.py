@@ -37,7 +37,10 @@ import textwrap
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+# The in-tree package when it has a built _core (a development checkout), else the installed one.
 PKG = os.path.join(HERE, "..", "python")
+if not any(f.startswith("_core") for f in os.listdir(os.path.join(PKG, "cutlass"))):
+    PKG = None
 COUNTS = (0, 3, 19)
 
 
@@ -127,7 +130,8 @@ print(json.dumps(out))
 
 def first_compile(use_gpu):
     env = dict(os.environ, CUTE_DSL_DISABLE_FILE_CACHING="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (PKG, env.get("PYTHONPATH", "")) if p)
+    if PKG:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (PKG, env.get("PYTHONPATH", "")) if p)
     script = os.path.join(tempfile.mkdtemp(prefix="bench-first-compile-"), "first_compile.py")
     with open(script, "w") as f:
         f.write(FIRST_COMPILE)  # from a file: the DSL reads the functions' source
@@ -166,7 +170,8 @@ def main():
     reps = args.reps or (101 if use_gpu else 5)
     if not use_gpu:
         os.environ["CUTE_DSL_TARGET"] = "cpu"
-    sys.path.insert(0, PKG)
+    if PKG:
+        sys.path.insert(0, PKG)
 
     import numpy as np
     import cutlass  # noqa: F401
@@ -231,7 +236,7 @@ def main():
 
     if use_gpu:
         a, b = make_tensors(2)
-        put("torch.add(a, 1.0, out=b)", 3, per_call_us(lambda: torch.add(a, 1.0, out=b), sync, iters, reps))
+        put("torch.add(a, 1.0, out=b) (2 tensors, in the 3 column)", 3, per_call_us(lambda: torch.add(a, 1.0, out=b), sync, iters, reps))
         for n, us in launch_floor(args.launch_floor).items():
             put("cuLaunchKernel from C++ (driver floor)", n, us)
 
