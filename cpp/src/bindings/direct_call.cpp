@@ -3,6 +3,10 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#if PY_VERSION_HEX < 0x030B0000
+#include <frameobject.h>
+#endif
+
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -38,7 +42,12 @@ int record_profile_event(PyObject* self, PyFrameObject* frame, int what, PyObjec
   auto* r = nb::inst_ptr<TraceRecorder>(self);
   if (what == PyTrace_CALL) {
     PyCodeObject* code = PyFrame_GetCode(frame);  // new references
+#if PY_VERSION_HEX >= 0x030B0000
     PyObject* globals = PyFrame_GetGlobals(frame);
+#else
+    PyObject* globals = frame->f_globals;  // the frame struct is public before 3.11
+    Py_XINCREF(globals);
+#endif
     if (r->seen.emplace(reinterpret_cast<PyObject*>(code), globals).second) {
       PyObject* t = PyTuple_Pack(2, reinterpret_cast<PyObject*>(code), globals);
       if (t) {
