@@ -274,3 +274,32 @@ def test_an_argument_that_fails_to_read_goes_to_the_traced_path():
         add_const(Broken(), out)
     add_const(a, out)  # and the cached kernel still serves the next good call
     np.testing.assert_array_equal(out, a + 1)
+
+
+@cute.jit
+def sum_list(ts, k: cutlass.Constexpr = 0):
+    return ts[0].shape[0] + ts[1].shape[0] + k
+
+
+def test_runtime_tensors_and_lists_are_keyed_by_their_marks():
+    from cutlass.cute.runtime import from_dlpack
+    x = np.zeros(16, np.float32)
+    add_const(from_dlpack(x).mark_layout_dynamic(), from_dlpack(np.zeros(16, np.float32)).mark_layout_dynamic())
+    t = _stats(add_const)["traced"]
+    add_const(from_dlpack(x).mark_layout_dynamic(), from_dlpack(np.zeros(16, np.float32)).mark_layout_dynamic())
+    assert _stats(add_const)["traced"] == t
+    # a static layout is another specialisation
+    add_const(from_dlpack(x), from_dlpack(np.zeros(16, np.float32)))
+    assert _stats(add_const)["traced"] == t + 1
+    # a divisibility mark is another specialisation
+    marked = from_dlpack(x).mark_compact_shape_dynamic(0, divisibility=4)
+    add_const(marked, from_dlpack(np.zeros(16, np.float32)).mark_layout_dynamic())
+    assert _stats(add_const)["traced"] == t + 2
+
+    a, b = np.zeros(3, np.float32), np.zeros(5, np.float32)
+    assert sum_list([a, b]) == 8
+    t = _stats(sum_list)["traced"]
+    assert sum_list([b, a]) == 8
+    assert sum_list((a, b)) == 8  # a tuple is keyed apart from a list
+    assert sum_list([a, b], k=2) == 10
+    assert _stats(sum_list)["traced"] == t + 2
