@@ -336,8 +336,9 @@ class JitFunction(_DecoratedFunction):
 
     @property
     def direct_call_stats(self):
-        """How calls from Python went: "traced" (traced, then compiled or found compiled) and
-        "direct" (ran the compiled function of an earlier trace without tracing)."""
+        """How often this function was traced ("traced": calls from Python that traced, and
+        cute.compile) and how many calls ran the compiled function of an earlier trace without
+        tracing ("direct")."""
         return {"traced": self._trace_count, "direct": self._direct.hits if self._direct is not None else 0}
 
     def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True, recorder=None, info=None):
