@@ -114,7 +114,7 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
                                                       "GPU; pass a CUDA tensor");
   }
   if (c.align > 1) {
-    int64_t address = t.data();
+    const int64_t address = t.data();
     if (address % c.align != 0)
       throw dsl::UserError("ARG_ALIGNMENT_MISMATCH", argument_label(c) + ": data address " +
                                                          std::to_string(address) + " is not aligned to the " +

@@ -153,7 +153,7 @@ TensorArgument::~TensorArgument() {
   if (has_buffer_) PyBuffer_Release(&buffer_);
 }
 
-int64_t TensorArgument::data() {
+int64_t TensorArgument::data_slow() {
   const Names& n = names();
   switch (kind_) {
     case Kind::Runtime: return to_int64(get_attr(obj_, n.data_ptr_attr).ptr());
@@ -210,14 +210,14 @@ void TensorArgument::need_layout() {
   if (!PyTuple_Check(stride_.ptr())) stride_ = nb::tuple(stride_);
 }
 
-size_t TensorArgument::rank() {
+size_t TensorArgument::rank_slow() {
   if (kind_ == Kind::DLPackExchange) return size_t(dl_.ndim);
   if (kind_ == Kind::Buffer) return size_t(buffer_.ndim);
   need_layout();
   return size_t(PyTuple_GET_SIZE(shape_.ptr()));
 }
 
-int64_t TensorArgument::shape(size_t mode) {
+int64_t TensorArgument::shape_slow(size_t mode) {
   if (kind_ == Kind::DLPackExchange) return mode < size_t(dl_.ndim) ? dl_.shape[mode] : 1;
   if (kind_ == Kind::Buffer) return mode < size_t(buffer_.ndim) ? int64_t(buffer_.shape[mode]) : 1;
   need_layout();
@@ -225,7 +225,7 @@ int64_t TensorArgument::shape(size_t mode) {
   return to_int64(PyTuple_GET_ITEM(shape_.ptr(), Py_ssize_t(mode)));
 }
 
-int64_t TensorArgument::stride(size_t mode) {
+int64_t TensorArgument::stride_slow(size_t mode) {
   if (kind_ == Kind::DLPackExchange) {
     if (mode >= size_t(dl_.ndim)) return 0;
     if (dl_.strides) return dl_.strides[mode];
@@ -340,9 +340,19 @@ ir::Type TensorArgument::element_type() {
         }
       });
     }
-    case Kind::DLPackExchange:
+    case Kind::DLPackExchange: {
       if (dl_.dtype_lanes != 1) return nullptr;
-      return dsl::dtype_from_dlpack(dl_.dtype_code, dl_.dtype_bits);
+      // A table by (type code, bytes) in front of the row search: this runs per tensor per call.
+      static ir::Type table[8][9];
+      static bool known[8][9];
+      const uint8_t code = dl_.dtype_code, bits = dl_.dtype_bits;
+      if (code >= 8 || bits % 8 != 0 || bits > 64) return dsl::dtype_from_dlpack(code, bits);
+      if (!known[code][bits / 8]) {  // the GIL is held: one thread fills the table at a time
+        table[code][bits / 8] = dsl::dtype_from_dlpack(code, bits);
+        known[code][bits / 8] = true;
+      }
+      return table[code][bits / 8];
+    }
     case Kind::Torch: return type_from_dtype_attribute(obj_);
     case Kind::Buffer: {
       ir::Type t = type_from_buffer_format(buffer_.format, buffer_.itemsize);
