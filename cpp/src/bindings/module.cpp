@@ -269,6 +269,7 @@ NB_MODULE(_core, m) {
 
   bindings::bind_compiled_functions(m);
   bindings::bind_direct_calls(m);
+  bindings::bind_dlpack_exchange_testing(m);
   bindings::bind_layouts(m);
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);

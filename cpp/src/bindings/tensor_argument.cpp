@@ -1,6 +1,7 @@
 #include "bindings/tensor_argument.h"
 
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdlib>
 #include <stdexcept>
@@ -396,6 +397,59 @@ TensorArgument::Memory TensorArgument::memory() {
     case Kind::ArrayInterface: return Memory::Host;
   }
   return Memory::Host;
+}
+
+// ---- a DLPack exchange provider for tests ----------------------------------------------------
+// torch (>= 2.10) is the only provider of `__dlpack_c_exchange_api__` in the wild, and CI has
+// no torch: this one lets tests drive the exchange path with numpy memory. A Python class sets
+// `__dlpack_c_exchange_api__ = _core._testing_dlpack_exchange_api()` and gives each instance a
+// `_dlpack_view` (`_core._DLPackView`) describing its memory.
+namespace {
+
+struct DLPackView {
+  int64_t data;
+  std::vector<int64_t> shape, strides;
+  uint8_t code, bits;
+  int32_t device_type;
+};
+
+int view_from_py_object(void* py_object, TensorArgument::DLTensorView* out) {
+  PyObject* v = PyObject_GetAttrString(static_cast<PyObject*>(py_object), "_dlpack_view");
+  if (!v) return -1;
+  DLPackView* view = nullptr;
+  bool ok = nb::try_cast<DLPackView*>(nb::handle(v), view) && view;
+  Py_DECREF(v);  // the view lives on the object, which the caller keeps alive
+  if (!ok) {
+    PyErr_SetString(PyExc_TypeError, "_dlpack_view is not a _DLPackView");
+    return -1;
+  }
+  out->data = reinterpret_cast<void*>(intptr_t(view->data));
+  out->device_type = view->device_type;
+  out->device_id = 0;
+  out->ndim = int32_t(view->shape.size());
+  out->dtype_code = view->code;
+  out->dtype_bits = view->bits;
+  out->dtype_lanes = 1;
+  out->shape = view->shape.data();
+  out->strides = view->strides.empty() ? nullptr : view->strides.data();
+  out->byte_offset = 0;
+  return 0;
+}
+
+DLPackExchangeApi testing_exchange_api{1, 3, nullptr, nullptr, nullptr, nullptr, view_from_py_object, nullptr};
+
+}  // namespace
+
+void bind_dlpack_exchange_testing(nb::module_& m) {
+  nb::class_<DLPackView>(m, "_DLPackView")
+      .def(nb::init<>())
+      .def("__init__", [](DLPackView* v, int64_t data, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                          int code, int bits, int device_type) {
+        new (v) DLPackView{data, std::move(shape), std::move(strides), uint8_t(code), uint8_t(bits), device_type};
+      });
+  m.def("_testing_dlpack_exchange_api", []() {
+    return nb::steal(PyCapsule_New(&testing_exchange_api, "dlpack_exchange_api", nullptr));
+  });
 }
 
 }  // namespace opencute::bindings

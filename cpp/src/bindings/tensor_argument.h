@@ -72,4 +72,8 @@ class TensorArgument {
   bool has_buffer_ = false;
 };
 
+// `_core._DLPackView` and `_core._testing_dlpack_exchange_api()`: a DLPack exchange provider
+// over any memory, so that tests without torch drive the exchange path.
+void bind_dlpack_exchange_testing(nb::module_& m);
+
 }  // namespace opencute::bindings
