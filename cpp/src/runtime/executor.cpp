@@ -271,9 +271,14 @@ void CompiledProgram::launch(const emulator::LaunchRequest& r) {
   void* params[kMaxParams];
   for (size_t i = 0; i < r.num_args; ++i) {
     ir::Type t = r.arg_types[i];
-    if (t->is_pointer()) std::memcpy(storage[i], &r.args[i].i, 8);
-    else ir::store_scalar(t, r.args[i], storage[i]);
-    params[i] = storage[i];
+    if (!t->is_float() && t->byte_size() <= 8) {
+      // Pointers and integers: the low bytes of the 64-bit value (little endian) are the
+      // parameter, so the driver reads them in place; it copies them before returning.
+      params[i] = const_cast<int64_t*>(&r.args[i].i);
+    } else {
+      ir::store_scalar(t, r.args[i], storage[i]);
+      params[i] = storage[i];
+    }
   }
   if (discard_launches_) {
     discarded_launches_.fetch_add(1, std::memory_order_relaxed);
