@@ -36,13 +36,57 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 !1 = !{i32 2, i32 0}
 )";
 
+// An empty kernel with `tensors` (pointer, i32 extent) parameter pairs: what an OpenCuTe kernel
+// taking that many 1-D framework tensors (data pointer and dynamic length) passes per launch.
+std::string empty_kernel(int tensors) {
+  std::string params, types;
+  for (int i = 0; i < tensors; ++i) {
+    params += std::string(i ? ", " : "") + "float addrspace(1)* %p" + std::to_string(i) + ", i32 %n" + std::to_string(i);
+    types += std::string(i ? ", " : "") + "float addrspace(1)*, i32";
+  }
+  return std::string(R"(target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
+target triple = "nvptx64-nvidia-cuda"
+define void @empty()") + params + R"() {
+entry:
+  ret void
+}
+!nvvm.annotations = !{!0}
+!0 = !{void ()" + types + R"()* @empty, !"kernel", i32 1}
+!nvvmir.version = !{!1}
+!1 = !{i32 2, i32 0}
+)";
+}
+
+// Same method as benchmarks/bench_add_one.py: batches well under the pending-launch queue
+// depth, synchronised outside the timed region; the median batch, in microseconds per launch.
+double time_launches(opencute::runtime::CudaDriver& drv, void* f, void** params) {
+  for (int i = 0; i < 500; ++i) drv.launch(f, 1, 1, 1, 128, 1, 1, 0, nullptr, params);
+  drv.stream_synchronize(nullptr);
+  const int batch = 400, reps = 201;
+  std::vector<double> per_launch;
+  for (int r = 0; r < reps; ++r) {
+    auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < batch; ++i) drv.launch(f, 1, 1, 1, 128, 1, 1, 0, nullptr, params);
+    auto t1 = std::chrono::steady_clock::now();
+    drv.stream_synchronize(nullptr);
+    per_launch.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
+  }
+  std::nth_element(per_launch.begin(), per_launch.begin() + reps / 2, per_launch.end());
+  return per_launch[reps / 2];
+}
+
 }  // namespace
 
 int main() {
   using namespace opencute;
   auto& drv = runtime::CudaDriver::get();
   if (!drv.available()) {
-    std::printf("launch_floor: no CUDA device\n");
+    // Still compile every kernel, so that a machine without a GPU checks this program.
+    for (int tensors : {0, 3, 19}) {
+      auto p = target::compile_nvvm_ir_to_ptx(empty_kernel(tensors), "sm_90a", 3, false, false);
+      target::link_ptx_to_cubin(p.ptx, "sm_90a", 3, "");
+    }
+    std::printf("launch_floor: no CUDA device (the kernels compile)\n");
     return 0;
   }
   drv.initialize_context(0);
@@ -54,21 +98,22 @@ int main() {
   void* b = drv.mem_alloc(128 * sizeof(float));
   int n = 128, m = 128;
   void* params[] = {&a, &n, &b, &m};
-  for (int i = 0; i < 500; ++i) drv.launch(f, 1, 1, 1, 128, 1, 1, 0, nullptr, params);
-  drv.stream_synchronize(nullptr);
-  // Same method as benchmarks/bench_add_one.py: batches well under the pending-launch queue
-  // depth, synchronised outside the timed region; the median batch.
-  const int batch = 400, reps = 201;
-  std::vector<double> per_launch;
-  for (int r = 0; r < reps; ++r) {
-    auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < batch; ++i) drv.launch(f, 1, 1, 1, 128, 1, 1, 0, nullptr, params);
-    auto t1 = std::chrono::steady_clock::now();
-    drv.stream_synchronize(nullptr);
-    per_launch.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / batch);
+  std::printf("| cuLaunchKernel from C++ (driver floor) | %.2f |\n", time_launches(drv, f, params));
+  // The floor for bench_call_overhead.py's rows: empty kernels with 0, 3 and 19 tensors'
+  // parameters (printed as "launch_floor tensors=N us=X" for that script to read).
+  for (int tensors : {0, 3, 19}) {
+    auto p = target::compile_nvvm_ir_to_ptx(empty_kernel(tensors), arch, 3, false, false);
+    auto c = target::link_ptx_to_cubin(p.ptx, arch, 3, "");
+    auto fe = drv.get_function(drv.load_module(c.cubin), "empty");
+    std::vector<void*> ptrs(size_t(tensors), a);
+    std::vector<int> lens(size_t(tensors), 128);
+    std::vector<void*> ps;
+    for (int i = 0; i < tensors; ++i) {
+      ps.push_back(&ptrs[size_t(i)]);
+      ps.push_back(&lens[size_t(i)]);
+    }
+    std::printf("launch_floor tensors=%d us=%.2f\n", tensors, time_launches(drv, fe, ps.empty() ? nullptr : ps.data()));
   }
-  std::nth_element(per_launch.begin(), per_launch.begin() + reps / 2, per_launch.end());
-  std::printf("| cuLaunchKernel from C++ (driver floor) | %.2f |\n", per_launch[reps / 2]);
   drv.mem_free(a);
   drv.mem_free(b);
   return 0;

@@ -120,3 +120,48 @@ def test_emulator_matches_gpu():
     torch.cuda.synchronize()
     np.testing.assert_array_equal(gi.cpu().numpy(), ei)  # integers: bit for bit
     np.testing.assert_allclose(gf.cpu().numpy(), ef, rtol=2e-6, atol=2e-6)  # sin is libdevice vs libm
+
+
+@cute.kernel
+def _scale_kernel(a: cute.Tensor, out: cute.Tensor):
+    t, _, _ = cute.arch.thread_idx()
+    b, _, _ = cute.arch.block_idx()
+    i = b * 128 + t
+    if i < a.shape[0]:
+        out[i] = a[i] * _GPU_SCALE
+
+
+_GPU_SCALE = 2.0
+
+
+@cute.jit
+def _scale(a: cute.Tensor, out: cute.Tensor):
+    _scale_kernel(a, out).launch(grid=((a.shape[0] + 127) // 128, 1, 1), block=(128, 1, 1))
+
+
+def test_direct_calls_with_torch_tensors_skip_the_trace(monkeypatch):
+    torch = pytest.importorskip("torch")
+    a = torch.randn(1000, device="cuda")
+    out = torch.full_like(a, float("nan"))
+    _scale(a, out)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, a * 2.0, rtol=0, atol=0)
+    traced = _scale.direct_call_stats["traced"]
+    for n in (1000, 77, 4096):  # the length is read at call time
+        a = torch.randn(n, device="cuda")
+        out = torch.full_like(a, float("nan"))
+        _scale(a, out)
+        torch.cuda.synchronize()
+        torch.testing.assert_close(out, a * 2.0, rtol=0, atol=0)
+    assert _scale.direct_call_stats["traced"] == traced
+    monkeypatch.setitem(globals(), "_GPU_SCALE", 3.0)
+    _scale(a, out)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, a * 3.0, rtol=0, atol=0)
+    assert _scale.direct_call_stats["traced"] == traced + 1
+    # a float64 tensor is another specialisation (traced), not a reinterpretation
+    a64 = torch.randn(100, device="cuda", dtype=torch.float64)
+    out64 = torch.zeros_like(a64)
+    _scale(a64, out64)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out64, a64 * 3.0, rtol=0, atol=0)

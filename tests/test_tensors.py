@@ -112,4 +112,4 @@ def test_compiled_function_exposes_ir_and_name():
     assert compiled.function_name == "bump"
     assert "func.func @bump" in compiled.__mlir__
     assert compiled.__ptx__ is None  # no kernels
-    assert set(compiled.timings_ms) == {"trace", "verify", "lower", "nvvm", "link", "cache", "cache_hit"}
+    assert set(compiled.timings_ms) == {"trace", "verify", "lower", "nvvm", "link", "cache", "load", "cache_hit"}

@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <climits>
+#include <memory>
 #include <optional>
 
 #include "bindings/num_convert.h"
@@ -18,6 +19,7 @@
 #include "runtime/executor.h"
 #include "runtime/export.h"
 #include "runtime/tensor_spec.h"
+#include "target/nvvm/nvvm_compiler.h"
 
 namespace opencute::bindings {
 namespace {
@@ -47,7 +49,7 @@ enum class KernelMemory { None, Host, Device };
 
 // `vals`: the host parameters read so far (symbols shared with earlier tensors are there).
 void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, KernelMemory where,
-                           const std::vector<ir::Scalar>& vals, const std::vector<ArgSlot>& slots) {
+                           const ir::Scalar* vals, const std::vector<ArgSlot>& slots) {
   ir::Type element = t.element_type();
   if (element != c.element) {
     std::string got = element ? dsl::framework_dtype_name(element) : "an element type OpenCuTe does not know";
@@ -70,7 +72,7 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
                                                       "CUTE_DSL_TARGET=cpu)");
   }
   if (c.align > 1) {
-    int64_t address = t.data();
+    const int64_t address = t.data();
     if (address % c.align != 0)
       throw dsl::UserError("ARG_ALIGNMENT_MISMATCH", argument_label(c) + ": data address " +
                                                          std::to_string(address) + " is not aligned to the " +
@@ -79,28 +81,43 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
   }
   const size_t rank = t.rank();
   if (rank != c.shape.size()) layout_mismatch(c, t, "");
-  std::vector<int64_t> shape(rank), stride(rank);
+  // Read in place (no per-call vectors): static entries first, then what dynamic ones assume.
   for (size_t i = 0; i < rank; ++i) {
-    shape[i] = t.shape(i);
-    stride[i] = t.stride(i);
+    const int64_t n = t.shape(i), st = t.stride(i);
     // A size-1 mode is never stepped along, so its stride does not matter.
-    if ((c.shape[i] >= 0 && c.shape[i] != shape[i]) || (c.stride[i] >= 0 && c.stride[i] != stride[i] && shape[i] != 1))
+    if ((c.shape[i] >= 0 && c.shape[i] != n) || (c.stride[i] >= 0 && c.stride[i] != st && n != 1))
       layout_mismatch(c, t, "");
   }
   for (size_t i = 0; i < rank; ++i) {
-    if (c.shape[i] < 0 && c.shape_div[i] > 1 && shape[i] % c.shape_div[i] != 0)
-      layout_mismatch(c, t, ": shape mode " + std::to_string(i) + " (" + std::to_string(shape[i]) +
-                                ") is not divisible by " + std::to_string(c.shape_div[i]));
-    if (c.stride[i] < 0 && c.stride_div[i] > 1 && stride[i] % c.stride_div[i] != 0)
-      layout_mismatch(c, t, ": stride mode " + std::to_string(i) + " (" + std::to_string(stride[i]) +
-                                ") is not divisible by " + std::to_string(c.stride_div[i]));
+    if (c.shape[i] < 0 && c.shape_div[i] > 1) {
+      const int64_t n = t.shape(i);
+      if (n % c.shape_div[i] != 0)
+        layout_mismatch(c, t, ": shape mode " + std::to_string(i) + " (" + std::to_string(n) +
+                                  ") is not divisible by " + std::to_string(c.shape_div[i]));
+    }
+    if (c.stride[i] < 0 && c.stride_div[i] > 1) {
+      const int64_t st = t.stride(i);
+      if (st % c.stride_div[i] != 0)
+        layout_mismatch(c, t, ": stride mode " + std::to_string(i) + " (" + std::to_string(st) +
+                                  ") is not divisible by " + std::to_string(c.stride_div[i]));
+    }
+  }
+  if (c.int32_strides) {
+    std::vector<int64_t> shape(rank), stride(rank);
+    for (size_t i = 0; i < rank; ++i) {
+      shape[i] = t.shape(i);
+      stride[i] = t.stride(i);
+    }
+    if (runtime::cosize(shape, stride) > INT32_MAX)
+      throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " (" +
+                                                      t.layout_string() + "): " + runtime::kInt32OverflowMessage);
   }
   for (const TensorCheck::SameAs& e : c.same_as) {
-    int64_t got = e.stride ? stride[size_t(e.mode)] : shape[size_t(e.mode)];
+    const int64_t got = e.stride ? t.stride(size_t(e.mode)) : t.shape(size_t(e.mode));
     const ArgSlot& first = slots[size_t(e.slot)];
     // A symbol used twice in one tensor is read after this check runs: compare within the tensor.
-    int64_t want = first.source != c.source ? vals[size_t(e.slot)].i
-                   : first.kind == kTensorStride ? stride[size_t(first.mode)] : shape[size_t(first.mode)];
+    const int64_t want = first.source != c.source ? vals[size_t(e.slot)].i
+                         : first.kind == kTensorStride ? t.stride(size_t(first.mode)) : t.shape(size_t(first.mode));
     if (got != want)
       throw dsl::UserError("ARG_LAYOUT_MISMATCH",
                            argument_label(c) + ": " + (e.stride ? "stride" : "shape") + " mode " +
@@ -109,9 +126,6 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
                                std::to_string(first.mode) + " of argument #" + std::to_string(first.source) + " (" +
                                std::to_string(want) + "): the function was compiled with one symbol for both");
   }
-  if (c.int32_strides && runtime::cosize(shape, stride) > INT32_MAX)
-    throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " (" + t.layout_string() +
-                                                    "): " + runtime::kInt32OverflowMessage);
 }
 
 void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
@@ -128,50 +142,91 @@ void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
                                                      " requires");
 }
 
-// The call's arguments with list/tuple arguments expanded into their items, as compiled.
-std::vector<nb::handle> flat_arguments(const Executor& ex, nb::args args) {
-  std::vector<nb::handle> flat;
-  if (ex.arg_lengths.empty()) {
-    for (nb::handle a : args) flat.push_back(a);
-    return flat;
+// A short array on the stack (a longer one on the heap): the call path allocates nothing
+// for the usual argument counts. For trivially destructible element types.
+template <class T, size_t N>
+class SmallArray {
+ public:
+  explicit SmallArray(size_t n) : size_(n) {
+    if (n <= N) {
+      data_ = reinterpret_cast<T*>(stack_);
+      std::uninitialized_value_construct_n(data_, n);
+    } else {
+      heap_.reset(new T[n]());
+      data_ = heap_.get();
+    }
   }
-  if (args.size() != ex.arg_lengths.size())
+  T& operator[](size_t i) { return data_[i]; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+
+ private:
+  alignas(T) unsigned char stack_[N * sizeof(T)];
+  std::unique_ptr<T[]> heap_;
+  T* data_;
+  size_t size_;
+};
+
+constexpr size_t kStackArguments = 64;
+using FlatArguments = SmallArray<PyObject*, kStackArguments>;
+
+size_t flat_argument_count(const Executor& ex, PyObject* args) {
+  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  if (ex.arg_lengths.empty()) return n;
+  if (n != ex.arg_lengths.size())
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.arg_lengths.size()) +
-                                                " runtime arguments, got " + std::to_string(args.size()));
-  for (size_t i = 0; i < args.size(); ++i) {
-    int n = ex.arg_lengths[i];
-    nb::handle a = args[i];
-    if (n < 0) {
-      flat.push_back(a);
+                                                " runtime arguments, got " + std::to_string(n));
+  size_t total = 0;
+  for (int len : ex.arg_lengths) total += len < 0 ? 1 : size_t(len);
+  return total;
+}
+
+// The call's arguments with list/tuple arguments expanded into their items, as compiled.
+void flatten_arguments(const Executor& ex, PyObject* args, FlatArguments& flat) {
+  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  if (ex.arg_lengths.empty()) {
+    for (size_t i = 0; i < n; ++i) flat[i] = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    return;
+  }
+  size_t out = 0;
+  for (size_t i = 0; i < n; ++i) {
+    int len = ex.arg_lengths[i];
+    PyObject* a = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    if (len < 0) {
+      flat[out++] = a;
       continue;
     }
-    if (!(PyList_Check(a.ptr()) || PyTuple_Check(a.ptr())) || int(nb::len(a)) != n)
+    if (!(PyList_Check(a) || PyTuple_Check(a)) || PySequence_Fast_GET_SIZE(a) != len)
       throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " was compiled as a list of " +
-                                                  std::to_string(n) + " items, got " +
-                                                  std::string(nb::str(a.type()).c_str()));
-    for (nb::handle e : a) flat.push_back(e);
+                                                  std::to_string(len) + " items, got " +
+                                                  std::string(nb::str(nb::handle(a).type()).c_str()));
+    for (int j = 0; j < len; ++j) flat[out++] = PySequence_Fast_ITEMS(a)[j];
   }
-  return flat;
 }
 
 nb::object call_executor(Executor& ex, nb::args call_args) {
-  std::vector<nb::handle> args = flat_arguments(ex, call_args);
-  if (int(args.size()) != ex.num_sources)
+  PyObject* arg_tuple = call_args.ptr();
+  const size_t num_args = flat_argument_count(ex, arg_tuple);
+  if (int(num_args) != ex.num_sources)
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
-                                                " runtime arguments, got " + std::to_string(args.size()));
+                                                " runtime arguments, got " + std::to_string(num_args));
+  FlatArguments args(num_args);
+  flatten_arguments(ex, arg_tuple, args);
   for (auto& c : ex.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
-  std::vector<ir::Scalar> vals(ex.slots.size());
+  SmallArray<ir::Scalar, kStackArguments> vals(ex.slots.size());
   // Kernels on the CPU emulator check each access against the tensors' extents.
   const bool emulated = ex.program->runs_on_emulator();
-  const KernelMemory where =
-      !ex.program->has_kernels() ? KernelMemory::None : emulated ? KernelMemory::Host : KernelMemory::Device;
+  // (A program that discards its launches, for measurement, takes tensors in either memory.)
+  const KernelMemory where = !ex.program->has_kernels() || ex.program->discards_launches() ? KernelMemory::None
+                             : emulated                                                     ? KernelMemory::Host
+                                                                                            : KernelMemory::Device;
   std::vector<emulator::MemoryRegion> regions;
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
   for (size_t i = 0; i < ex.slots.size(); ++i) {
     const ArgSlot& s = ex.slots[i];
-    nb::handle a = args[size_t(s.source)];
+    nb::handle a(args[size_t(s.source)]);
     switch (s.kind) {
       case kScalar: {
         Num n = to_num(a);
@@ -186,7 +241,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
           tensor.emplace(a);
           tensor_source = s.source;
         }
-        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, vals, ex.slots);
+        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, &vals[0], ex.slots);
         if (s.kind == kTensorData) {
           vals[i] = ir::Scalar::of_int(tensor->data());
           if (emulated) {
@@ -237,11 +292,15 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
     nb::module_::import_("sys").attr("stdout").attr("flush")();
   }
   std::vector<ir::Scalar> results;
+  const ir::Scalar* values = vals.data();
+  const size_t num_values = vals.size();
   if (ex.release_gil) {
     nb::gil_scoped_release release;
-    results = emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
+    results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions)
+                       : ex.program->run(values, num_values);
   } else {
-    results = emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
+    results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions)
+                       : ex.program->run(values, num_values);
   }
   if (ex.result_types.empty()) return nb::none();
   nb::list out;
@@ -382,6 +441,12 @@ void bind_compiled_functions(nb::module_& m) {
       .def_prop_ro("hash", [](const Executor& e) { return e.program->hash(); })
       .def_prop_ro("has_kernels", [](const Executor& e) { return e.program->has_kernels(); })
       .def_prop_ro("target", [](const Executor& e) { return e.program->runs_on_emulator() ? "cpu" : "gpu"; })
+      .def_prop_rw(
+          "_discard_launches", [](const Executor& e) { return e.program->discards_launches(); },
+          [](Executor& e, bool on) { e.program->set_discard_launches(on); },
+          "Launches pack their parameters and stop short of the driver: the host's cost of a call "
+          "without a GPU (benchmarks and tests)")
+      .def_prop_ro("_discarded_launches", [](const Executor& e) { return e.program->discarded_launches(); })
       .def_rw("function_name", &Executor::function_name)
       .def_rw("arg_names", &Executor::arg_names)
       // The blob an exported object file carries (runtime/export.h), under the exported `name`.
@@ -399,12 +464,16 @@ void bind_compiled_functions(nb::module_& m) {
         d["nvvm"] = t.nvvm_ms;
         d["link"] = t.link_ms;
         d["cache"] = t.cache_ms;
+        d["load"] = t.load_ms;
         d["cache_hit"] = t.cache_hit;
         return d;
       })
       .def("__repr__", [](const Executor& e) {
         return "<JitCompiledFunction " + e.function_name + " for " + e.program->arch() + ">";
       });
+
+  m.def("preload_toolchain", &target::preload_toolchain_async,
+        "Starts loading libNVVM and nvJitLink on a background thread (once per process).");
 
   // `options`: arch, opt_level, generate_line_info, ptxas_options, need_cubin, use_disk_cache,
   // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir, target (cpu|gpu|auto);

@@ -27,6 +27,7 @@
 #include "bindings/compiled_function.h"
 #include "bindings/tvm_ffi_function.h"
 #include "bindings/export_bindings.h"
+#include "bindings/direct_call.h"
 #include "bindings/layout_bindings.h"
 #include "bindings/type_handle.h"
 #include "bindings/num_convert.h"
@@ -285,6 +286,8 @@ NB_MODULE(_core, m) {
   bindings::bind_compiled_functions(m);
   bindings::bind_tvm_ffi_functions(m);
   bindings::bind_export(m);
+  bindings::bind_direct_calls(m);
+  bindings::bind_dlpack_exchange_testing(m);
   bindings::bind_layouts(m);
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);

@@ -1,9 +1,11 @@
 #include "bindings/tensor_argument.h"
 
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <cstdlib>
 #include <stdexcept>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -152,7 +154,7 @@ TensorArgument::~TensorArgument() {
   if (has_buffer_) PyBuffer_Release(&buffer_);
 }
 
-int64_t TensorArgument::data() {
+int64_t TensorArgument::data_slow() {
   const Names& n = names();
   switch (kind_) {
     case Kind::Runtime: return to_int64(get_attr(obj_, n.data_ptr_attr).ptr());
@@ -209,14 +211,14 @@ void TensorArgument::need_layout() {
   if (!PyTuple_Check(stride_.ptr())) stride_ = nb::tuple(stride_);
 }
 
-size_t TensorArgument::rank() {
+size_t TensorArgument::rank_slow() {
   if (kind_ == Kind::DLPackExchange) return size_t(dl_.ndim);
   if (kind_ == Kind::Buffer) return size_t(buffer_.ndim);
   need_layout();
   return size_t(PyTuple_GET_SIZE(shape_.ptr()));
 }
 
-int64_t TensorArgument::shape(size_t mode) {
+int64_t TensorArgument::shape_slow(size_t mode) {
   if (kind_ == Kind::DLPackExchange) return mode < size_t(dl_.ndim) ? dl_.shape[mode] : 1;
   if (kind_ == Kind::Buffer) return mode < size_t(buffer_.ndim) ? int64_t(buffer_.shape[mode]) : 1;
   need_layout();
@@ -224,7 +226,7 @@ int64_t TensorArgument::shape(size_t mode) {
   return to_int64(PyTuple_GET_ITEM(shape_.ptr(), Py_ssize_t(mode)));
 }
 
-int64_t TensorArgument::stride(size_t mode) {
+int64_t TensorArgument::stride_slow(size_t mode) {
   if (kind_ == Kind::DLPackExchange) {
     if (mode >= size_t(dl_.ndim)) return 0;
     if (dl_.strides) return dl_.strides[mode];
@@ -253,7 +255,7 @@ std::string TensorArgument::layout_string() {
 namespace {
 
 // numpy's type characters (buffer formats and __array_interface__ typestrs) with the item size.
-ir::Type type_from_kind_char(char kind, int64_t bytes) {
+ir::Type type_from_kind_char_uncached(char kind, int64_t bytes) {
   switch (kind) {
     case 'b': return bytes == 1 ? ir::bool_type() : nullptr;  // typestr 'b1' is bool
     case 'i': return ir::int_type(int(bytes * 8), true);
@@ -265,6 +267,32 @@ ir::Type type_from_kind_char(char kind, int64_t bytes) {
       return nullptr;
   }
   return nullptr;
+}
+
+// Interned types cost a locked lookup each; this runs once per tensor per call.
+ir::Type type_from_kind_char(char kind, int64_t bytes) {
+  static ir::Type cache[4][9];
+  static bool known[4][9];
+  const int k = kind == 'b' ? 0 : kind == 'i' ? 1 : kind == 'u' ? 2 : kind == 'f' ? 3 : -1;
+  if (k < 0 || bytes < 0 || bytes > 8) return nullptr;
+  if (!known[k][bytes]) {  // the GIL is held: no other thread fills the table at the same time
+    cache[k][bytes] = type_from_kind_char_uncached(kind, bytes);
+    known[k][bytes] = true;
+  }
+  return cache[k][bytes];
+}
+
+// The element type a framework dtype object (torch.float32, a runtime tensor's element class)
+// stands for, by identity: such objects are few and live as long as the process.
+template <class Compute>
+ir::Type cached_by_identity(PyObject* key, Compute compute) {
+  static std::vector<std::pair<PyObject*, ir::Type>> cache;
+  for (auto& [k, t] : cache)
+    if (k == key) return t;
+  ir::Type t = compute();
+  Py_INCREF(key);
+  cache.emplace_back(key, t);
+  return t;
 }
 
 ir::Type type_from_buffer_format(const char* fmt, int64_t itemsize) {
@@ -288,9 +316,14 @@ ir::Type type_from_dtype_attribute(nb::handle obj) {
     return nullptr;
   }
   nb::object d = nb::steal(dt);
-  nb::object name = nb::getattr(d, "name", nb::none());
-  std::string text = name.is_none() ? std::string(nb::str(d).c_str()) : std::string(nb::str(name).c_str());
-  return dsl::dtype_from_framework_name(text);
+  auto by_name = [&]() -> ir::Type {
+    nb::object name = nb::getattr(d, "name", nb::none());
+    std::string text = name.is_none() ? std::string(nb::str(d).c_str()) : std::string(nb::str(name).c_str());
+    return dsl::dtype_from_framework_name(text);
+  };
+  // torch dtypes are singletons; numpy's dtype objects need not be, so only torch's are cached.
+  if (std::string_view(Py_TYPE(d.ptr())->tp_name) == "torch.dtype") return cached_by_identity(d.ptr(), by_name);
+  return by_name();
 }
 
 }  // namespace
@@ -300,15 +333,27 @@ ir::Type TensorArgument::element_type() {
   switch (kind_) {
     case Kind::Runtime: {
       nb::object cls = get_attr(obj_, n.element_type);
-      try {
-        return dsl::dtype_from_name(nb::cast<std::string>(get_attr(cls, n.name)));
-      } catch (const std::invalid_argument&) {
-        return nullptr;
-      }
+      return cached_by_identity(cls.ptr(), [&]() -> ir::Type {
+        try {
+          return dsl::dtype_from_name(nb::cast<std::string>(get_attr(cls, n.name)));
+        } catch (const std::invalid_argument&) {
+          return nullptr;
+        }
+      });
     }
-    case Kind::DLPackExchange:
+    case Kind::DLPackExchange: {
       if (dl_.dtype_lanes != 1) return nullptr;
-      return dsl::dtype_from_dlpack(dl_.dtype_code, dl_.dtype_bits);
+      // A table by (type code, bytes) in front of the row search: this runs per tensor per call.
+      static ir::Type table[8][9];
+      static bool known[8][9];
+      const uint8_t code = dl_.dtype_code, bits = dl_.dtype_bits;
+      if (code >= 8 || bits % 8 != 0 || bits > 64) return dsl::dtype_from_dlpack(code, bits);
+      if (!known[code][bits / 8]) {  // the GIL is held: one thread fills the table at a time
+        table[code][bits / 8] = dsl::dtype_from_dlpack(code, bits);
+        known[code][bits / 8] = true;
+      }
+      return table[code][bits / 8];
+    }
     case Kind::Torch: return type_from_dtype_attribute(obj_);
     case Kind::Buffer: {
       ir::Type t = type_from_buffer_format(buffer_.format, buffer_.itemsize);
@@ -352,6 +397,59 @@ TensorArgument::Memory TensorArgument::memory() {
     case Kind::ArrayInterface: return Memory::Host;
   }
   return Memory::Host;
+}
+
+// ---- a DLPack exchange provider for tests ----------------------------------------------------
+// torch (>= 2.10) is the only provider of `__dlpack_c_exchange_api__` in the wild, and CI has
+// no torch: this one lets tests drive the exchange path with numpy memory. A Python class sets
+// `__dlpack_c_exchange_api__ = _core._testing_dlpack_exchange_api()` and gives each instance a
+// `_dlpack_view` (`_core._DLPackView`) describing its memory.
+namespace {
+
+struct DLPackView {
+  int64_t data;
+  std::vector<int64_t> shape, strides;
+  uint8_t code, bits;
+  int32_t device_type;
+};
+
+int view_from_py_object(void* py_object, TensorArgument::DLTensorView* out) {
+  PyObject* v = PyObject_GetAttrString(static_cast<PyObject*>(py_object), "_dlpack_view");
+  if (!v) return -1;
+  DLPackView* view = nullptr;
+  bool ok = nb::try_cast<DLPackView*>(nb::handle(v), view) && view;
+  Py_DECREF(v);  // the view lives on the object, which the caller keeps alive
+  if (!ok) {
+    PyErr_SetString(PyExc_TypeError, "_dlpack_view is not a _DLPackView");
+    return -1;
+  }
+  out->data = reinterpret_cast<void*>(intptr_t(view->data));
+  out->device_type = view->device_type;
+  out->device_id = 0;
+  out->ndim = int32_t(view->shape.size());
+  out->dtype_code = view->code;
+  out->dtype_bits = view->bits;
+  out->dtype_lanes = 1;
+  out->shape = view->shape.data();
+  out->strides = view->strides.empty() ? nullptr : view->strides.data();
+  out->byte_offset = 0;
+  return 0;
+}
+
+DLPackExchangeApi testing_exchange_api{1, 3, nullptr, nullptr, nullptr, nullptr, view_from_py_object, nullptr};
+
+}  // namespace
+
+void bind_dlpack_exchange_testing(nb::module_& m) {
+  nb::class_<DLPackView>(m, "_DLPackView")
+      .def(nb::init<>())
+      .def("__init__", [](DLPackView* v, int64_t data, std::vector<int64_t> shape, std::vector<int64_t> strides,
+                          int code, int bits, int device_type) {
+        new (v) DLPackView{data, std::move(shape), std::move(strides), uint8_t(code), uint8_t(bits), device_type};
+      });
+  m.def("_testing_dlpack_exchange_api", []() {
+    return nb::steal(PyCapsule_New(&testing_exchange_api, "dlpack_exchange_api", nullptr));
+  });
 }
 
 }  // namespace opencute::bindings

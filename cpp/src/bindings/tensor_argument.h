@@ -23,10 +23,20 @@ class TensorArgument {
   TensorArgument(const TensorArgument&) = delete;
   TensorArgument& operator=(const TensorArgument&) = delete;
 
-  int64_t data();
-  size_t rank();
-  int64_t shape(size_t mode);
-  int64_t stride(size_t mode);
+  // DLPack-exchange tensors (torch on the GPU) are read inline: the call path reads each entry.
+  int64_t data() {
+    if (kind_ == Kind::DLPackExchange) return int64_t(reinterpret_cast<intptr_t>(dl_.data)) + int64_t(dl_.byte_offset);
+    return data_slow();
+  }
+  size_t rank() { return kind_ == Kind::DLPackExchange ? size_t(dl_.ndim) : rank_slow(); }
+  int64_t shape(size_t mode) {
+    if (kind_ == Kind::DLPackExchange) return mode < size_t(dl_.ndim) ? dl_.shape[mode] : 1;
+    return shape_slow(mode);
+  }
+  int64_t stride(size_t mode) {
+    if (kind_ == Kind::DLPackExchange && dl_.strides) return mode < size_t(dl_.ndim) ? dl_.strides[mode] : 0;
+    return stride_slow(mode);
+  }
   std::string layout_string();  // "(4,8):(8,1)", for error messages
   // The element type, or null when the framework's type has no OpenCuTe equivalent.
   ir::Type element_type();
@@ -49,6 +59,10 @@ class TensorArgument {
 
  private:
   void need_layout();
+  int64_t data_slow();
+  size_t rank_slow();
+  int64_t shape_slow(size_t mode);
+  int64_t stride_slow(size_t mode);
 
   nb::handle obj_;
   Kind kind_;
@@ -57,5 +71,9 @@ class TensorArgument {
   Py_buffer buffer_{};
   bool has_buffer_ = false;
 };
+
+// `_core._DLPackView` and `_core._testing_dlpack_exchange_api()`: a DLPack exchange provider
+// over any memory, so that tests without torch drive the exchange path.
+void bind_dlpack_exchange_testing(nb::module_& m);
 
 }  // namespace opencute::bindings

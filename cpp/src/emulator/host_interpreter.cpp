@@ -1,6 +1,8 @@
 #include "emulator/host_interpreter.h"
 
 #include <cstdio>
+#include <algorithm>
+#include <memory>
 #include <cstring>
 
 #include "dsl/printf_format.h"
@@ -11,7 +13,7 @@ using ir::OpCode;
 using ir::Scalar;
 
 struct HostInterpreter::Frame {
-  std::vector<Scalar> regs;
+  Scalar* regs;  // initial_regs_.size() entries
   std::vector<std::unique_ptr<char[]>> locals;
   LaunchHandler* launcher;
   std::vector<Scalar> yielded;  // operands of the last terminator executed
@@ -83,15 +85,27 @@ int HostInterpreter::flatten(const ir::Block& b) {
   return index;
 }
 
-std::vector<Scalar> HostInterpreter::run(const std::vector<Scalar>& args, LaunchHandler* launcher) const {
+std::vector<Scalar> HostInterpreter::run(const Scalar* args, size_t num_args, LaunchHandler* launcher) const {
   const FlatBlock& body = blocks_[0];
-  if (args.size() != body.args.size())
+  if (num_args != body.args.size())
     throw ExecutionError("host function expects " + std::to_string(body.args.size()) + " arguments, got " +
-                         std::to_string(args.size()));
+                         std::to_string(num_args));
+  // The register file: on the stack when it is small (the usual host program), else the heap.
+  // Raw storage, filled by the copy below (Scalar's member initialisers would zero it first).
+  constexpr size_t kStackRegs = 256;
+  alignas(Scalar) unsigned char stack_regs[kStackRegs * sizeof(Scalar)];
+  std::unique_ptr<Scalar[]> heap_regs;
+  const size_t n = initial_regs_.size();
   Frame fr;
-  fr.regs = initial_regs_;
+  if (n <= kStackRegs) {
+    fr.regs = reinterpret_cast<Scalar*>(stack_regs);
+  } else {
+    heap_regs.reset(new Scalar[n]);
+    fr.regs = heap_regs.get();
+  }
+  std::uninitialized_copy(initial_regs_.begin(), initial_regs_.end(), fr.regs);
   fr.launcher = launcher;
-  for (size_t i = 0; i < args.size(); ++i) fr.regs[size_t(body.args[i])] = args[i];
+  for (size_t i = 0; i < num_args; ++i) fr.regs[size_t(body.args[i])] = args[i];
   exec_block(0, fr);
   return std::move(fr.yielded);
 }
@@ -110,7 +124,7 @@ namespace {
 
 void HostInterpreter::exec(const Step& s, Frame& fr) const {
   const ir::Op& op = *s.op;
-  Scalar* regs = fr.regs.data();
+  Scalar* regs = fr.regs;
   auto in = [&](size_t i) -> const Scalar& { return regs[s.in[i]]; };
   auto set = [&](Scalar v) { regs[s.out[0]] = v; };
   auto carry_into = [&](const std::vector<int>& dst, const std::vector<Scalar>& src, size_t from = 0) {

@@ -54,7 +54,12 @@ void format_printf(const std::string& c_format, const std::vector<ir::Type>& typ
 class HostInterpreter {
  public:
   explicit HostInterpreter(const ir::Function& fn);
-  std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args, LaunchHandler* launcher) const;
+  std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args, LaunchHandler* launcher) const {
+    return run(args.data(), args.size(), launcher);
+  }
+  // The call path's form: no allocation for a program without loops, allocas or results
+  // whose register file fits on the stack.
+  std::vector<ir::Scalar> run(const ir::Scalar* args, size_t num_args, LaunchHandler* launcher) const;
   bool has_printf() const { return has_printf_; }
   bool has_loops() const { return has_loops_; }
 

@@ -33,6 +33,7 @@ struct CompileOptions {
 struct CompileTimings {
   double verify_ms = 0, lower_ms = 0, nvvm_ms = 0, link_ms = 0;
   double cache_ms = 0;     // disk-cache lookup (and load, on a hit)
+  double load_ms = 0;      // waiting for libNVVM / nvJitLink / libdevice to load (first compile)
   bool cache_hit = false;  // PTX and cubin came from the disk cache
 };
 
@@ -49,11 +50,16 @@ class CompiledProgram : public emulator::LaunchHandler {
   ~CompiledProgram() override;
 
   // Runs the host program; safe to call from several threads at once.
-  std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args);
+  std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args) { return run(args.data(), args.size()); }
+  std::vector<ir::Scalar> run(const ir::Scalar* args, size_t num_args);
   // As run(), with the buffers the arguments own: emulated kernels check every access
   // against them (strict: an access outside all of them is an error).
   std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args, const std::vector<emulator::MemoryRegion>& regions,
-                              bool strict);
+                              bool strict) {
+    return run(args.data(), args.size(), regions, strict);
+  }
+  std::vector<ir::Scalar> run(const ir::Scalar* args, size_t num_args,
+                              const std::vector<emulator::MemoryRegion>& regions, bool strict);
   void launch(const emulator::LaunchRequest& request) override;
   // True when kernels of this program run (or will run) on the CPU emulator.
   bool runs_on_emulator() const;
@@ -75,6 +81,12 @@ class CompiledProgram : public emulator::LaunchHandler {
     return interpreter_->has_loops() || interpreter_->has_printf() || has_device_printf_;
   }
   const ir::Function& host_function() const { return *host_; }
+
+  // For measuring the host's cost of a call without a GPU: a GPU-target program whose
+  // launches pack their parameters and stop short of the driver (benchmarks and tests only).
+  void set_discard_launches(bool on) { discard_launches_ = on; }
+  bool discards_launches() const { return discard_launches_; }
+  uint64_t discarded_launches() const { return discarded_launches_.load(std::memory_order_relaxed); }
 
  private:
   void load_module();
@@ -98,6 +110,8 @@ class CompiledProgram : public emulator::LaunchHandler {
   // launch finds its kernel by comparing op pointers instead of hashing the kernel name.
   std::vector<std::pair<const ir::Op*, void*>> launch_targets_;
 
+  bool discard_launches_ = false;
+  std::atomic<uint64_t> discarded_launches_{0};
   CompileOptions::Target target_ = CompileOptions::Target::Auto;
   std::string ptx_error_;  // why PTX is missing when a CPU target skipped it
   std::mutex emu_mu_;

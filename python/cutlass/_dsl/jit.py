@@ -8,6 +8,7 @@ import os
 
 from .. import _core
 from . import context, rt
+from . import direct_call as _direct_call
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
 from .options import CompileOptions, EnableTVMFFI, resolve_target
@@ -203,10 +204,12 @@ def _symbol(entry):
     return entry if isinstance(entry, SymInt) else None
 
 
-def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True):
+def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True, info=None):
     """Binds the call's arguments; returns (call kwargs for tracing, runtime values).
     `static_shapes`: a tuple of ints for a cute.Shape/Stride/... parameter is a compile-time value
-    (the default ABI); TVM-FFI functions take shapes at call time instead."""
+    (the default ABI); TVM-FFI functions take shapes at call time instead. `info`, when given,
+    receives the parameter positions of the runtime values ("runtime_positions") and the
+    compile-time argument values ("static_values")."""
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as e:
@@ -226,7 +229,11 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True)
                   or getattr(value, "__cute_static__", False))
         if static:
             call[name] = value
+            if info is not None:
+                info["static_values"].append(value)
             continue
+        if info is not None:
+            info["runtime_positions"].append(index)
         number = index + 1
         if isinstance(ann, NumericMeta) and ann is not Numeric:
             if not isinstance(value, (Numeric, int, float, bool)):
@@ -361,17 +368,58 @@ class JitFunction(_DecoratedFunction):
     def __init__(self, fn, preprocess=True):
         super().__init__(fn, preprocess)
         self._cache = {}
+        # Compiled functions by argument specialisation, reused without tracing while the
+        # Python state their trace read is unchanged (direct_call.py); made on the first call.
+        self._direct = None
+        self._direct_made = False
+        self._trace_count = 0
 
     def __call__(self, *args, no_cache=False, **kwargs):
         if context.current() is not None:
             return self._body()(*args, **kwargs)  # jit -> jit inlines
-        compiled, runtime_values = self._trace_and_compile(args, kwargs, CompileOptions(), use_cache=not no_cache,
-                                                           use_disk_cache=not no_cache)
+        direct = self._direct
+        if direct is not None and not no_cache:
+            result = direct.call(args, kwargs)
+            if result is not NotImplemented:
+                return result
+        return self._traced_call(args, kwargs, no_cache)
+
+    def _traced_call(self, args, kwargs, no_cache):
+        if not self._direct_made:
+            self._direct_made = True
+            self._direct = _direct_call.make_cache(self)
+        record = not no_cache and self._direct is not None and _direct_call.can_record()
+        recorder = _core.TraceRecorder() if record else None
+        info = {"runtime_positions": [], "static_values": []}
+        try:
+            compiled, runtime_values = self._trace_and_compile(args, kwargs, CompileOptions(),
+                                                               use_cache=not no_cache, use_disk_cache=not no_cache,
+                                                               recorder=recorder, info=info)
+            if record and not recorder.printed:
+                try:
+                    guard, _ = _direct_call.build_guard(self, recorder.executed, info["static_values"])
+                    self._direct.record(args, kwargs, compiled, info["runtime_positions"], guard)
+                except _direct_call.Unkeyable as e:
+                    if _core.log_enabled(10):
+                        _core.log(10, f"{self._fn.__name__}: calls are traced every time ({e})")
+        finally:
+            if recorder is not None:
+                recorder.clear()  # it holds the globals of every module the trace ran code of
         return compiled(*runtime_values)
 
-    def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True):
+    @property
+    def direct_call_stats(self):
+        """How often this function was traced ("traced": calls from Python that traced, and
+        cute.compile) and how many calls ran the compiled function of an earlier trace without
+        tracing ("direct")."""
+        return {"traced": self._trace_count, "direct": self._direct.hits if self._direct is not None else 0}
+
+    def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True, recorder=None, info=None):
         import time
         t0 = time.perf_counter()
+        self._trace_count += 1
+        # The toolchain libraries load while the function is traced (once per process).
+        _core.preload_toolchain()
         tracer = _core.Tracer()
         _core.cute.set_target_arch(_arch_for_compile(options))  # arch-specific atoms check it while tracing
         tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
@@ -379,12 +427,18 @@ class JitFunction(_DecoratedFunction):
         line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")
         with context.Trace(tracer) as trace, (track_source_lines(tracer) if line_info else contextlib.nullcontext()):
             trace.arch = _arch_for_compile(options)  # shared-memory capacity checks while tracing
-            tracer.begin_function(self._fn.__name__, False)
-            call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan,
-                                             static_shapes=not options["enable_tvm_ffi"])
-            result = self._body()(**call)
-            results = _flatten_results(result)
-            tracer.end_function([r._n for r in results])
+            if recorder is not None:
+                recorder.start()
+            try:
+                tracer.begin_function(self._fn.__name__, False)
+                call, runtime_values = _classify(self._fn, self._sig, args, kwargs, plan,
+                                                 static_shapes=not options["enable_tvm_ffi"], info=info)
+                result = self._body()(**call)
+                results = _flatten_results(result)
+                tracer.end_function([r._n for r in results])
+            finally:
+                if recorder is not None:
+                    recorder.stop()
         trace_ms = (time.perf_counter() - t0) * 1e3
         arch = _arch_for_compile(options)
         target = resolve_target(options)

@@ -34,6 +34,7 @@ tracebacks and our diagnostics point at the user's source.
 import __future__
 import ast
 import inspect
+import linecache
 import os
 import sys
 import types
@@ -780,13 +781,47 @@ def _env_flag(var):
     return os.environ.get(var, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+# Per source file: its lines (linecache's list, the same object while the file is unchanged)
+# and the line span of every def in it, by (first line, name).
+_FILE_DEFS = {}
+
+
+def _source_lines(code):
+    """The source lines of a function and the number of the first, as inspect.getsourcelines
+    gives them, found by parsing the function's file once with ast. inspect maps every loaded
+    module to its file (a realpath per module) and compiles tokenize's regular expressions on
+    first use: that made the first compile of a process cost tens to hundreds of milliseconds,
+    growing with the number of modules loaded (torch, triton)."""
+    filename = code.co_filename
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename)
+    entry = _FILE_DEFS.get(filename)
+    if lines and (entry is None or entry[0] is not lines):
+        try:
+            tree = ast.parse("".join(lines), filename)
+        except (SyntaxError, ValueError):
+            tree = None
+        defs = {}
+        if tree is not None:
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+                    defs.setdefault((start, node.name), (start, node.end_lineno))
+        entry = _FILE_DEFS[filename] = (lines, defs)
+    span = entry[1].get((code.co_firstlineno, code.co_name)) if lines and entry else None
+    if span is None:
+        return inspect.getsourcelines(code)
+    start, end = span
+    return lines[start - 1:end], start
+
+
 def _transform_code(fn):
     code = fn.__code__
     where = (code.co_filename, code.co_firstlineno)
     if code.co_name == "<lambda>":
         raise _source_unavailable(fn.__qualname__, *where, "it is a lambda")
     try:
-        lines, first = inspect.getsourcelines(code)
+        lines, first = _source_lines(code)
     except (OSError, TypeError) as e:
         raise _source_unavailable(fn.__qualname__, *where, str(e)) from None
     cls = _enclosing_class(fn.__qualname__)

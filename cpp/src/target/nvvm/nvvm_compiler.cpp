@@ -17,6 +17,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <sstream>
 
 #include "support/cuda_paths.h"
@@ -515,6 +516,22 @@ CubinResult link_ptx_to_cubin(const std::string& ptx, const std::string& arch, i
     throw CudaNotFoundError("No PTX linker is available. " + why +
                             "The ptxas fallback failed too: " + e.what());
   }
+}
+
+void preload_toolchain_async() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::thread([] {
+      try {
+        nvvm_api();
+      } catch (...) {
+      }
+      try {
+        nvjitlink_api(nullptr);
+      } catch (...) {
+      }
+    }).detach();
+  });
 }
 
 }  // namespace opencute::target

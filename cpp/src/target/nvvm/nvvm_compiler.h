@@ -45,6 +45,11 @@ struct CubinResult {
 CubinResult link_ptx_to_cubin(const std::string& ptx, const std::string& arch, int opt_level,
                               const std::string& extra_ptxas_options);
 
+// Loads libNVVM and nvJitLink on a background thread, once per process, so that the first
+// compile finds them loaded (the libraries are ~150 MB; from a cold disk loading them costs
+// more than compiling a small kernel). Failures are left for the compile to report.
+void preload_toolchain_async();
+
 namespace detail {
 // The two linker back ends, exposed so tests can exercise each one directly.
 CubinResult link_with_nvjitlink(const std::string& ptx, const std::string& arch,

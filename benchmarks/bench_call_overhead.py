@@ -1,0 +1,269 @@
+"""Host time per call with 0, 3 and 19 tensor arguments, and the first compile of a process.
+
+Rows, each an empty kernel launched on a 1x1x1 grid of 128 threads with N tensors of 1024 fp32:
+- OpenCuTe compiled call (default ABI): `compiled = cute.compile(f, *ts)`; `compiled(*ts)`.
+- OpenCuTe compiled call, launch discarded: the same with `compiled._discard_launches = True`:
+  everything up to cuLaunchKernel (argument reading, checks, host program, parameter packing).
+- OpenCuTe compiled call through TVM-FFI (`--enable-tvm-ffi`), when `tvm_ffi` is installed and
+  the option is implemented; skipped with the reason otherwise.
+- OpenCuTe direct `@cute.jit` call `f(*ts)` (no trace while the cached kernel is valid; the
+  table shows how many calls traced during the timing: it should be 0).
+- Triton: an empty `@triton.jit` kernel with the same tensors; `torch.add(a, 1.0, out=b)`.
+- The driver floor: `cuLaunchKernel` from C++ of an empty kernel with the same parameters
+  (pointer and length per tensor), from `launch_floor` built with -DOPENCUTE_BUILD_BENCHMARKS=ON.
+- First compile of a process: a fresh subprocess, CUDA already initialised by torch (as in an
+  application), disk cache off, `cute.compile` of an empty kernel: the first and the second.
+
+Method (as bench_add_one.py): the median over `reps` repetitions of `iters` back-to-back calls,
+synchronised outside the timed region, so that the launch queue never fills and the figure is
+host time per call.
+
+    python benchmarks/bench_call_overhead.py [--launch-floor build/bench/launch_floor] [--json out.json]
+    python benchmarks/bench_call_overhead.py --cpu      # no GPU: numpy arrays, reduced, a smoke test
+
+--cpu runs the same rows on the CPU emulator with numpy arrays (Triton, torch and the floor are
+skipped) and the "launch discarded" row compiled for the GPU: the figures are this machine's host
+costs, for finding regressions, not the H100's.
+"""
+import argparse
+import importlib.util
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# The in-tree package when it has a built _core (a development checkout), else the installed one.
+PKG = os.path.join(HERE, "..", "python")
+if not any(f.startswith("_core") for f in os.listdir(os.path.join(PKG, "cutlass"))):
+    PKG = None
+COUNTS = (0, 3, 19)
+
+
+def load_generated(name, source):
+    """Imports generated source from a file (the DSL and Triton read functions' source)."""
+    path = os.path.join(tempfile.mkdtemp(prefix="bench-call-"), name + ".py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def opencute_kernels(n):
+    params = ", ".join(f"t{i}: cute.Tensor" for i in range(n))
+    args = ", ".join(f"t{i}" for i in range(n))
+    return load_generated(f"opencute_empty_{n}", textwrap.dedent(f"""
+        import cutlass
+        import cutlass.cute as cute
+
+        @cute.kernel
+        def empty_kernel({params}):
+            pass
+
+        @cute.jit
+        def launch_empty({params}):
+            empty_kernel({args}).launch(grid=(1, 1, 1), block=(128, 1, 1))
+        """)).launch_empty
+
+
+def triton_kernel(n):
+    params = ", ".join([f"p{i}" for i in range(n)] + ["n"])
+    return load_generated(f"triton_empty_{n}", textwrap.dedent(f"""
+        import triton
+
+        @triton.jit
+        def empty_kernel({params}):
+            pass
+        """)).empty_kernel
+
+
+def per_call_us(fn, sync, iters, reps):
+    for _ in range(max(iters, 50)):
+        fn()
+    sync()
+    results = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        t1 = time.perf_counter()
+        sync()
+        results.append((t1 - t0) / iters * 1e6)
+    return statistics.median(results)
+
+
+FIRST_COMPILE = r"""
+import json, os, sys, time
+use_gpu = sys.argv[1] == "gpu"
+if use_gpu:
+    import torch
+    torch.cuda.init()
+    torch.empty(1, device="cuda")
+t0 = time.perf_counter()
+import cutlass
+import cutlass.cute as cute
+t1 = time.perf_counter()
+
+@cute.kernel
+def empty_kernel():
+    pass
+
+@cute.jit
+def launch_empty():
+    empty_kernel().launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+out = {"import_ms": (t1 - t0) * 1e3}
+for which in ("first", "second"):
+    t = time.perf_counter()
+    compiled = cute.compile(launch_empty, options="" if use_gpu else "--target gpu")
+    out[which + "_ms"] = (time.perf_counter() - t) * 1e3
+    out[which + "_timings"] = {k: v for k, v in compiled.timings_ms.items()}
+print(json.dumps(out))
+"""
+
+
+def first_compile(use_gpu):
+    env = dict(os.environ, CUTE_DSL_DISABLE_FILE_CACHING="1")
+    if PKG:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (PKG, env.get("PYTHONPATH", "")) if p)
+    script = os.path.join(tempfile.mkdtemp(prefix="bench-first-compile-"), "first_compile.py")
+    with open(script, "w") as f:
+        f.write(FIRST_COMPILE)  # from a file: the DSL reads the functions' source
+    runs = []
+    for _ in range(3):
+        p = subprocess.run([sys.executable, script, "gpu" if use_gpu else "cpu"], capture_output=True,
+                           text=True, env=env)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-2000:])
+        runs.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    return runs
+
+
+def launch_floor(path):
+    if not path or not os.path.exists(path):
+        return {}
+    p = subprocess.run([path], capture_output=True, text=True)
+    floors = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("launch_floor tensors="):
+            parts = dict(kv.split("=") for kv in line.split()[1:])
+            floors[int(parts["tensors"])] = float(parts["us"])
+    return floors
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cpu", action="store_true", help="no GPU: emulator, numpy arrays, reduced repetitions")
+    ap.add_argument("--launch-floor", default=os.path.join(HERE, "..", "build", "bench", "launch_floor"))
+    ap.add_argument("--json", default=None, help="also write the figures to this file")
+    ap.add_argument("--iters", type=int, default=None)
+    ap.add_argument("--reps", type=int, default=None)
+    args = ap.parse_args()
+    use_gpu = not args.cpu
+    iters = args.iters or (400 if use_gpu else 50)
+    reps = args.reps or (101 if use_gpu else 5)
+    if not use_gpu:
+        os.environ["CUTE_DSL_TARGET"] = "cpu"
+    if PKG:
+        sys.path.insert(0, PKG)
+
+    import numpy as np
+    import cutlass  # noqa: F401
+    import cutlass.cute as cute
+
+    if use_gpu:
+        import torch
+
+        def make_tensors(n):
+            return [torch.randn(1024, device="cuda") for _ in range(n)]
+
+        sync = torch.cuda.synchronize
+    else:
+        def make_tensors(n):
+            return [np.random.default_rng(i).standard_normal(1024).astype(np.float32) for i in range(n)]
+
+        def sync():
+            pass
+
+    rows = {}  # name -> {count: us or str}
+
+    def put(name, n, value):
+        rows.setdefault(name, {})[n] = value
+
+    tvm_ffi_reason = None
+    try:
+        import tvm_ffi  # noqa: F401
+    except ImportError:
+        tvm_ffi_reason = "tvm_ffi is not installed"
+
+    for n in COUNTS:
+        f = opencute_kernels(n)
+        ts = make_tensors(n)
+        compiled = cute.compile(f, *ts)
+        put("OpenCuTe compiled call", n, per_call_us(lambda: compiled(*ts), sync, iters, reps))
+
+        host = cute.compile(f, *ts, options="--target gpu")
+        host._discard_launches = True
+        put("OpenCuTe compiled call, launch discarded (host path only)", n,
+            per_call_us(lambda: host(*ts), sync, iters, reps))
+
+        if tvm_ffi_reason is None:
+            try:
+                ffi = cute.compile(f, *ts, options="--enable-tvm-ffi")
+                ffi(*ts)
+                put("OpenCuTe compiled call, TVM-FFI", n, per_call_us(lambda: ffi(*ts), sync, iters, reps))
+            except Exception as e:  # the option may not be implemented on this branch
+                tvm_ffi_reason = f"--enable-tvm-ffi failed: {type(e).__name__}: {str(e)[:120]}"
+
+        f(*ts)  # traces and compiles; later calls must not trace
+        before = f.direct_call_stats["traced"]
+        put("OpenCuTe direct @cute.jit call", n, per_call_us(lambda: f(*ts), sync, iters, reps))
+        put("  traces during the direct-call timing", n, f.direct_call_stats["traced"] - before)
+
+        if use_gpu:
+            try:
+                tk = triton_kernel(n)
+                tk[(1,)](*ts, 1024)
+                put("Triton empty kernel", n, per_call_us(lambda: tk[(1,)](*ts, 1024), sync, iters, reps))
+            except Exception as e:  # Triton missing or failing is reported, not fatal
+                put("Triton empty kernel", n, f"{type(e).__name__}")
+
+    if use_gpu:
+        a, b = make_tensors(2)
+        put("torch.add(a, 1.0, out=b) (2 tensors, in the 3 column)", 3, per_call_us(lambda: torch.add(a, 1.0, out=b), sync, iters, reps))
+        for n, us in launch_floor(args.launch_floor).items():
+            put("cuLaunchKernel from C++ (driver floor)", n, us)
+
+    compiles = first_compile(use_gpu)
+
+    print("| host time per call, us | " + " | ".join(f"{n} tensors" for n in COUNTS) + " |")
+    print("|---|" + "---|" * len(COUNTS))
+    for name, values in rows.items():
+        cells = []
+        for n in COUNTS:
+            v = values.get(n, "")
+            cells.append(f"{v:.2f}" if isinstance(v, float) else str(v))
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    if tvm_ffi_reason:
+        print(f"TVM-FFI row skipped: {tvm_ffi_reason}")
+    print()
+    print("| first compile of a process (cache off) | import cutlass ms | first compile ms | load ms | "
+          "second compile ms |")
+    print("|---|---|---|---|---|")
+    for i, c in enumerate(compiles):
+        print(f"| run {i + 1} | {c['import_ms']:.1f} | {c['first_ms']:.1f} | {c['first_timings'].get('load', 0):.1f} | "
+              f"{c['second_ms']:.1f} |")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"per_call_us": rows, "first_compile": compiles, "tvm_ffi_skipped": tvm_ffi_reason}, fh,
+                      indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()

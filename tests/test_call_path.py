@@ -1,0 +1,72 @@
+"""The compiled call path of a GPU-target program, measured without a GPU: with launches
+discarded (`_discard_launches`, for benchmarks) a call still reads and checks every argument,
+runs the host program and packs the kernel parameters, stopping short of the driver."""
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+
+
+@cute.kernel
+def three(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor):
+    pass
+
+
+@cute.jit
+def launch_three(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor):
+    three(a, b, c).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+@pytest.fixture
+def gpu_program():
+    xs = [np.zeros(64, np.float32) for _ in range(3)]
+    try:
+        compiled = cute.compile(launch_three, *xs, options="--target gpu")
+    except Exception as e:  # noqa: BLE001 - a machine without libNVVM/nvJitLink
+        if "could not be loaded" in str(e) or "not found" in str(e):
+            pytest.skip("this machine cannot produce a cubin (no libNVVM / nvJitLink)")
+        raise
+    compiled._discard_launches = True
+    return compiled, xs
+
+
+def test_discarded_launches_are_counted(gpu_program):
+    compiled, xs = gpu_program
+    for _ in range(5):
+        compiled(*xs)
+    assert compiled._discarded_launches == 5
+
+
+def test_checks_still_run_before_a_discarded_launch(gpu_program):
+    compiled, xs = gpu_program
+    with pytest.raises(TypeError, match="argument #1 .* has element type float64"):
+        compiled(xs[0], np.zeros(64, np.float64), xs[2])
+    with pytest.raises(ValueError, match="argument #2 has layout"):
+        compiled(xs[0], xs[1], np.zeros((8, 8), np.float32))
+    with pytest.raises(cutlass.DSLUserCodeError, match="takes 3 runtime arguments, got 2"):
+        compiled(xs[0], xs[1])
+    assert compiled._discarded_launches == 0
+
+
+def test_many_arguments_take_the_long_path():
+    # More tensors than the call path keeps on the stack (64 sources).
+    n = 70
+    src = "\n".join([
+        "import cutlass.cute as cute",
+        "@cute.jit",
+        "def many(ts):",
+        "    return ts[0].shape[0] + ts[69].shape[0]",
+    ])
+    import importlib.util
+    import tempfile
+    import os
+    path = os.path.join(tempfile.mkdtemp(), "many_args.py")
+    with open(path, "w") as f:
+        f.write(src + "\n")
+    spec = importlib.util.spec_from_file_location("many_args", path)
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    ts = [np.zeros(i + 1, np.float32) for i in range(n)]
+    compiled = cute.compile(m.many, ts)
+    assert compiled(ts) == 1 + 70

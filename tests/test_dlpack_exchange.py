@@ -1,0 +1,104 @@
+"""Tensors offering DLPack's C exchange table (`__dlpack_c_exchange_api__`, as torch >= 2.10
+does) are read by the compiled call and the direct call in C++ from the DLTensor the table's
+function fills. CI has no torch: `_core._testing_dlpack_exchange_api()` provides the table over
+numpy memory, and the class below answers the traced path's torch-style questions."""
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import _core
+
+_DLPACK_TYPES = {np.dtype(np.float32): (2, 32), np.dtype(np.float64): (2, 64), np.dtype(np.int32): (0, 32)}
+
+
+class ExchangeTensor:
+    """A torch-like tensor over a numpy array, read through the exchange table."""
+    __dlpack_c_exchange_api__ = _core._testing_dlpack_exchange_api()
+
+    def __init__(self, array, device_type=1, strides=True):
+        self._array = array
+        code, bits = _DLPACK_TYPES[array.dtype]
+        stride = [s // array.itemsize for s in array.strides]
+        self._dlpack_view = _core._DLPackView(array.ctypes.data, list(array.shape), stride if strides else [],
+                                              code, bits, device_type)
+        self.shape = array.shape
+        self.dtype = array.dtype.name  # what str() of a torch dtype gives, less "torch."
+        self.is_cuda = device_type == 2
+
+    def data_ptr(self):
+        return self._array.ctypes.data
+
+    def stride(self):
+        return tuple(s // self._array.itemsize for s in self._array.strides)
+
+
+@cute.kernel
+def _axpy_kernel(x: cute.Tensor, y: cute.Tensor, out: cute.Tensor):
+    t, _, _ = cute.arch.thread_idx()
+    b, _, _ = cute.arch.block_idx()
+    i = b * 64 + t
+    if i < x.shape[0]:
+        out[i] = x[i] * 2.0 + y[i]
+
+
+@cute.jit
+def axpy(x: cute.Tensor, y: cute.Tensor, out: cute.Tensor):
+    _axpy_kernel(x, y, out).launch(grid=((x.shape[0] + 63) // 64, 1, 1), block=(64, 1, 1))
+
+
+@pytest.fixture(autouse=True)
+def _cpu(monkeypatch):
+    monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+
+
+def _arrays(n, dtype=np.float32):
+    rng = np.random.default_rng(n)
+    return rng.standard_normal(n).astype(dtype), rng.standard_normal(n).astype(dtype), np.full(n, np.nan, dtype)
+
+
+def test_compiled_call_reads_exchange_tensors(monkeypatch):
+    x, y, out = _arrays(200)
+    compiled = cute.compile(axpy, ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(out))
+
+    def no_python(*_):
+        raise AssertionError("the call read the tensor through Python")
+
+    for name in ("data_ptr", "stride"):  # the call reads the DLTensor only
+        monkeypatch.setattr(ExchangeTensor, name, no_python)
+    compiled(ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(out))
+    np.testing.assert_array_equal(out, x * 2.0 + y)
+    # another length: the extent is read from the DLTensor at call time
+    x, y, out = _arrays(77)
+    compiled(ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(out, strides=False))  # null strides: compact
+    np.testing.assert_array_equal(out, x * 2.0 + y)
+
+
+def test_exchange_tensors_are_checked_like_any_other():
+    x, y, out = _arrays(64)
+    compiled = cute.compile(axpy, ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(out))
+    with pytest.raises(TypeError, match="argument #1 .*has element type float64 but the function was compiled for "
+                                        "float32"):
+        compiled(ExchangeTensor(x), ExchangeTensor(y.astype(np.float64)), ExchangeTensor(out))
+    with pytest.raises(cutlass.DSLUserCodeError, match="is in GPU memory"):
+        compiled(ExchangeTensor(x), ExchangeTensor(y, device_type=2), ExchangeTensor(out))
+    with pytest.raises(ValueError, match="argument #0 has layout"):
+        compiled(ExchangeTensor(x.reshape(8, 8)), ExchangeTensor(y), ExchangeTensor(out))
+    with pytest.raises(ValueError, match="argument #2 has layout"):  # the unit stride is compiled in
+        compiled(ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(np.zeros(128, np.float32)[::2]))
+    assert np.isnan(out).all()  # nothing ran
+
+
+def test_direct_calls_key_exchange_tensors():
+    x, y, out = _arrays(100)
+    axpy(ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(out))
+    np.testing.assert_array_equal(out, x * 2.0 + y)
+    traced = axpy.direct_call_stats["traced"]
+    x, y, out = _arrays(33)
+    axpy(ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(out))
+    np.testing.assert_array_equal(out, x * 2.0 + y)
+    assert axpy.direct_call_stats["traced"] == traced
+    x, y, out = _arrays(50, np.float64)
+    axpy(ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(out))
+    np.testing.assert_array_equal(out, x * 2.0 + y)
+    assert axpy.direct_call_stats["traced"] == traced + 1
