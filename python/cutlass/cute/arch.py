@@ -53,6 +53,19 @@ def sync_threads(*, loc=None, ip=None):
 barrier = sync_threads
 
 
+# ---- programmatic dependent launch (sm_90+) ---------------------------------------------------
+# With launch(use_pdl=True) the next kernel on the stream may start before this one finished:
+# griddepcontrol_wait blocks until the grids this one depends on completed and their memory is
+# visible; griddepcontrol_launch_dependents lets the dependent grid start now.
+
+def griddepcontrol_wait(*, loc=None, ip=None):
+    context.tracer().griddepcontrol(True)
+
+
+def griddepcontrol_launch_dependents(*, loc=None, ip=None):
+    context.tracer().griddepcontrol(False)
+
+
 # ---- warp shuffles and votes ------------------------------------------------------------------
 # PTX shfl.sync semantics: `mask_and_clamp` is the instruction's `c` operand (clamp in bits 0-4,
 # segment mask in bits 8-12); a source lane outside the clamp gives the lane its own value.

@@ -1518,6 +1518,7 @@ class KernelLowering : public OpLowering {
       case OpCode::Launch: fail(&op, "kernel launches are only valid in host code");
       default:
         if (lower_sm80_copy(op, *this)) return;
+        if (lower_launch_control(op, *this)) return;
         fail(&op, "no NVVM lowering for this operation");
     }
   }

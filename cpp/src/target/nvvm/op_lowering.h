@@ -22,4 +22,8 @@ class OpLowering {
 // SM80 copies (cp.async, commit / wait groups, ldmatrix, stmatrix). False when `op` is not one.
 bool lower_sm80_copy(const ir::Op& op, OpLowering& k);
 
+// The MLIR-level surface and launch control: user inline assembly (llvm.inline_asm) and
+// griddepcontrol.wait / launch_dependents. False when `op` is not one.
+bool lower_launch_control(const ir::Op& op, OpLowering& k);
+
 }  // namespace opencute::target
