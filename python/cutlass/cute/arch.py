@@ -267,3 +267,10 @@ def rcp_approx(a, *, loc=None, ip=None):
 def exp2(a, *, loc=None, ip=None):
     """PTX ex2.approx.ftz.f32: an approximate 2**a (Float32)."""
     return wrap(_core.math("exp2_approx", [_f32(a)]))
+
+
+# NVIDIA's examples import warp constants from `cutlass.cute.arch.nvvm_wrappers`: the same names.
+import sys as _sys  # noqa: E402
+
+nvvm_wrappers = _sys.modules[__name__]
+_sys.modules[__name__ + ".nvvm_wrappers"] = nvvm_wrappers
