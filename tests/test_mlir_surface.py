@@ -311,3 +311,28 @@ def test_gpu_inline_asm_and_too_large_cooperative_grid():
     with pytest.raises(DSLCudaRuntimeError) as info:
         coop_host(from_dlpack(big), 10000, 1024)
     assert int(info.value.error_code) == 720
+
+
+def test_bindings_module_path_and_vector_extract():
+    from cutlass._mlir._mlir_libs._cutlass_ir._mlir.ir import IntegerType  # fmha.py's import
+    from cutlass._mlir.dialects import vector
+    assert IntegerType.get_signless(1) == Boolean.mlir_type
+
+    @cute.kernel
+    def k(a: cute.Tensor, out: cute.Tensor):
+        frag = cute.make_rmem_tensor((4,), Float32)
+        for i in cutlass.range_constexpr(4):
+            frag[i] = a[i] * 2.0
+        v = frag.load()
+        out[0] = Float32(vector.extract(v, [], [2])) + Float32(vector.extract(v, [], [3]))
+
+    @cute.jit
+    def host(a: cute.Tensor, out: cute.Tensor):
+        k(a, out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+    a = np.array([1, 2, 3, 4], np.float32)
+    out = np.zeros(1, np.float32)
+    host(a, out)
+    assert out[0] == 2 * 3 + 2 * 4
+    with pytest.raises(cutlass.DSLUserCodeError, match="one static index"):
+        vector.extract(None, [], [0, 1])
