@@ -336,3 +336,53 @@ def test_bindings_module_path_and_vector_extract():
     assert out[0] == 2 * 3 + 2 * 4
     with pytest.raises(cutlass.DSLUserCodeError, match="one static index"):
         vector.extract(None, [], [0, 1])
+
+
+# ---- C structures (ffi/jit_argument.py's types) ----------------------------------------------------
+
+def _tensor_struct(rank=3):
+    i32 = ir.IntegerType.get_signless(32)
+    return llvm.StructType.get_literal([llvm.PointerType.get(), llvm.StructType.get_literal([i32] * rank),
+                                        llvm.StructType.get_literal([i32] * rank)])
+
+
+def test_struct_types_have_the_c_layout():
+    # struct { void* ptr; int32_t shape[3]; int32_t strides[3]; }: offsets 0, 8..16, 20..28
+    assert [off for _, off in llvm.flatten_type(_tensor_struct())] == [0, 8, 12, 16, 20, 24, 28]
+    assert [t for t, _ in llvm.flatten_type(_tensor_struct())] == [cutlass.Int64.mlir_type] + [Int32.mlir_type] * 6
+    i8, i64 = ir.IntegerType.get_signless(8), ir.IntegerType.get_signless(64)
+    # struct { char c; int64_t x; char d; }: x aligned to 8
+    assert [off for _, off in llvm.flatten_type(llvm.StructType.get_literal([i8, i64, i8]))] == [0, 8, 16]
+    assert [off for _, off in llvm.flatten_type(llvm.StructType.get_literal([i8, i64, i8], packed=True))] == [0, 1, 9]
+
+
+class StructView(ir.Value):  # as jit_argument.py's ExampleTensorValue wraps the struct value
+    @property
+    def shape(self):
+        i32 = ir.IntegerType.get_signless(32)
+        shape = llvm.extractvalue(llvm.StructType.get_literal([i32] * 3), self, [1])
+        return tuple(llvm.extractvalue(i32, shape, [i]) for i in range(3))
+
+
+@cute.kernel
+def struct_kernel(out: cute.Tensor, a: Int32, b: Int32, c: Int32):
+    s = llvm.rebuild_value(_tensor_struct(), [cutlass.Int64(0), a, b, c, Int32(1), Int32(2), Int32(3)])
+    view = StructView(s)
+    out[0], out[1], out[2] = view.shape
+    out[3] = llvm.extractvalue(Int32.mlir_type, s, [2, 1])
+
+
+@cute.jit
+def struct_host(out: cute.Tensor, a: Int32, b: Int32, c: Int32):
+    struct_kernel(out, a, b, c).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_extractvalue_picks_struct_fields():
+    out = np.zeros(4, np.int32)
+    struct_host(out, 7, 8, 9)
+    assert out.tolist() == [7, 8, 9, 2]
+    s = llvm.StructValue(_tensor_struct(), [0] * 7)
+    with pytest.raises(cutlass.DSLUserCodeError, match="no field 3"):
+        llvm.extractvalue(None, s, [3])
+    with pytest.raises(cutlass.DSLUserCodeError, match="needs a struct value"):
+        llvm.extractvalue(None, Int32(1), [0])
