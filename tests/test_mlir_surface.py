@@ -386,3 +386,30 @@ def test_extractvalue_picks_struct_fields():
         llvm.extractvalue(None, s, [3])
     with pytest.raises(cutlass.DSLUserCodeError, match="needs a struct value"):
         llvm.extractvalue(None, Int32(1), [0])
+
+
+@cute.kernel
+def grid_barrier_kernel(counter: cute.Tensor, seen: cute.Tensor, nblocks: Int32):
+    # A grid-wide barrier from atomics: only correct when every block is resident at once.
+    t, _, _ = cute.arch.thread_idx()
+    b, _, _ = cute.arch.block_idx()
+    if t == 0:
+        cute.arch.atomic_add(counter.iterator, 1)
+        arrived = cute.arch.atomic_add(counter.iterator, 0)
+        while arrived < nblocks:
+            arrived = cute.arch.atomic_add(counter.iterator, 0)
+        seen[b] = arrived
+    cute.arch.sync_threads()
+
+
+@cute.jit
+def grid_barrier_host(counter: cute.Tensor, seen: cute.Tensor, nblocks: cutlass.Constexpr):
+    grid_barrier_kernel(counter, seen, nblocks).launch(grid=(nblocks, 1, 1), block=(64, 1, 1), cooperative=True)
+
+
+def test_cooperative_grid_runs_all_blocks_at_once_on_the_emulator(monkeypatch):
+    monkeypatch.setenv("OPENCUTE_EMULATOR_THREADS", "1")  # would deadlock if blocks ran one after another
+    counter, seen = np.zeros(1, np.int32), np.zeros(12, np.int32)
+    grid_barrier_host(counter, seen, 12)
+    assert counter[0] == 12
+    np.testing.assert_array_equal(seen, 12)  # every block saw all 12 arrivals

@@ -208,8 +208,8 @@ void CompiledProgram::emulate(const emulator::LaunchRequest& r, const emulator::
                            "(CUTE_DSL_TARGET=cpu selects it explicitly)\n");
     });
   }
-  // The emulator runs each block to completion on one of a few host threads, so a grid-wide wait
-  // between blocks cannot finish there; cooperative grids are still held to the device's co-residency limit.
+  // A cooperative grid must fit on the device at once (the GPU driver's rule, applied to a model of
+  // an H100); the emulator then runs all its blocks concurrently so that they may wait on each other.
   if (r.cooperative) check_cooperative_grid(OccupancyModel(), r.grid, r.block, r.smem);
   emulator::DeviceEmulator* emu = nullptr;
   {
