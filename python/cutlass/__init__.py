@@ -6,6 +6,7 @@ from ._dsl.errors import (DSLRuntimeError, DSLUserCodeError, DSLUserCodeRuntimeE
 
 _core._set_user_error_class(_errors.from_core)
 _core._set_runtime_error_class(_errors.DSLRuntimeError)
+_core._set_cuda_error_class(_errors.cuda_error_from_core)
 
 from ._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16,
                            Float32, Float64, Float8E4M3FN, Float8E5M2, Numeric, Integer, Float, as_numeric, dtype)
@@ -20,6 +21,8 @@ def dsl_user_op(fn):
     return fn
 
 
+from ._dsl.jit_arg_adapter import register_jit_arg_adapter  # noqa: E402
+from ._dsl.generate import for_generate, if_generate, while_generate, yield_out  # noqa: E402
 from . import cute
 from . import testing
 from . import utils

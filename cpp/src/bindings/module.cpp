@@ -14,6 +14,7 @@
 
 #include "dsl/arch_ops.h"
 #include "dsl/named_barrier.h"
+#include "dsl/launch_control.h"
 #include "dsl/dtype.h"
 #include "dsl/num.h"
 #include "dsl/printf_format.h"
@@ -78,6 +79,7 @@ NB_MODULE(_core, m) {
 
   m.def("_set_user_error_class", [](nb::object cls) { bindings::user_error_class() = cls; });
   m.def("_set_runtime_error_class", [](nb::object cls) { bindings::runtime_error_class() = cls; });
+  m.def("_set_cuda_error_class", [](nb::object cls) { bindings::cuda_error_class() = cls; });
   nb::register_exception_translator([](const std::exception_ptr& p, void*) { bindings::translate_dsl_exception(p); });
 
   // ---- numerics ----
@@ -239,6 +241,19 @@ NB_MODULE(_core, m) {
         dsl::named_barrier(to_num(id), to_num(count),
                            arrive_only ? ir::NamedBarrierKind::Arrive : ir::NamedBarrierKind::Sync);
       })
+      .def("inline_asm", [](dsl::Tracer&, nb::handle result, nb::list operands, const std::string& asm_text,
+                            const std::string& constraints, bool side_effects, const std::string& file,
+                            int line) -> nb::object {
+        ir::Type rt = result.is_none() ? nullptr : nb::cast<const TypeHandle&>(result).t;
+        std::vector<Num> ops;
+        for (nb::handle h : operands) ops.push_back(to_num(h));
+        Num r = dsl::inline_asm(rt, ops, asm_text, constraints, side_effects, file, line);
+        if (!rt) return nb::none();
+        return nb::cast(r);
+      })
+      .def("griddepcontrol", [](dsl::Tracer&, bool wait) {
+        dsl::griddepcontrol(wait ? ir::GridDepControlKind::Wait : ir::GridDepControlKind::LaunchDependents);
+      })
       .def("vote", [](dsl::Tracer&, const std::string& kind, nb::handle pred, nb::handle mask) {
         return dsl::vote(ir::vote_kind_from_name(kind), to_num(pred), to_num(mask));
       })
@@ -258,7 +273,8 @@ NB_MODULE(_core, m) {
       })
       .def("dyn_smem_size", [](dsl::Tracer&) { return dsl::dyn_smem_size(); })
       .def("launch", [](dsl::Tracer& t, const std::string& kernel, nb::list grid, nb::list block, nb::handle smem,
-                        nb::handle stream, nb::list cluster, nb::list args) {
+                        nb::handle stream, nb::list cluster, nb::list args, int64_t flags, nb::list events,
+                        std::vector<int64_t> event_attrs) {
         auto dims = [](nb::list l) {
           std::vector<ir::Value*> out;
           for (nb::handle h : l) out.push_back(dsl::materialize(dsl::convert(to_num(h), ir::i32())));
@@ -268,8 +284,12 @@ NB_MODULE(_core, m) {
         if (nb::len(cluster) > 0) cl = dims(cluster);
         ir::Value* sm = dsl::materialize(dsl::convert(to_num(smem), ir::i32()));
         ir::Value* st = dsl::materialize(dsl::convert(to_num(stream), ir::i64()));
-        t.builder().launch(kernel, dims(grid), dims(block), sm, st, cl, materialize_all(args));
-      });
+        std::vector<ir::Value*> ev;
+        for (nb::handle h : events) ev.push_back(dsl::materialize(dsl::convert(to_num(h), ir::i64())));
+        t.builder().launch(kernel, dims(grid), dims(block), sm, st, cl, materialize_all(args), flags, ev, event_attrs);
+      }, nb::arg("kernel"), nb::arg("grid"), nb::arg("block"), nb::arg("smem"), nb::arg("stream"), nb::arg("cluster"),
+         nb::arg("args"), nb::arg("flags") = 0, nb::arg("events") = nb::list(),
+         nb::arg("event_attrs") = std::vector<int64_t>());
 
   // ---- CUDA ----
   m.def("cuda_available", []() { return runtime::CudaDriver::get().available(); });

@@ -5,6 +5,7 @@
 #include "dsl/tracer.h"
 #include "emulator/host_interpreter.h"
 #include "ir/builder.h"
+#include "runtime/cuda_driver.h"
 
 namespace nb = nanobind;
 
@@ -26,6 +27,11 @@ nb::object& user_error_class() {
 
 nb::object& runtime_error_class() {
   static nb::object* cls = new nb::object();  // cutlass._dsl.errors.DSLRuntimeError, set from Python
+  return *cls;
+}
+
+nb::object& cuda_error_class() {
+  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.cuda_error_from_core, set from Python
   return *cls;
 }
 
@@ -55,6 +61,13 @@ void translate_dsl_exception(const std::exception_ptr& p) {
     raise_user_error(e.what(), "SCOPE_VALUE_ESCAPES_REGION", PyExc_RuntimeError);
   } catch (const ir::TypeError& e) {
     raise_user_error(e.what(), "TYPE_MISMATCH", PyExc_TypeError);
+  } catch (const runtime::CudaError& e) {
+    nb::object& cls = cuda_error_class();
+    if (!cls.is_valid() || cls.is_none()) throw;
+    nb::object exc = cls(e.what(), e.code());
+    PyErr_SetObject((PyObject*)Py_TYPE(exc.ptr()), exc.ptr());
+  } catch (const emulator::UnsupportedOnEmulator& e) {
+    raise_runtime_error(e.what(), e.file, e.line);
   } catch (const emulator::AssertionFailure& e) {
     raise_runtime_error(e.what(), e.file, e.line);
   } catch (const emulator::ExecutionError& e) {

@@ -15,6 +15,8 @@ void raise_python_error(const nanobind::object& cls, const char* what, const cha
 // error's code) and DSLRuntimeError (errors of a running program).
 nanobind::object& user_error_class();
 nanobind::object& runtime_error_class();
+// cutlass._dsl.errors.cuda_error_from_core(message, code): CUDA driver failures as DSLCudaRuntimeError.
+nanobind::object& cuda_error_class();
 // Sets the Python error for the DSL's C++ exceptions (UserError, IR type/scope errors, the
 // emulator's errors); rethrows anything else.
 void translate_dsl_exception(const std::exception_ptr& p);

@@ -689,6 +689,9 @@ void DeviceEmulator::launch(const LaunchRequest& r, const EmulatorConfig& cfg) c
 
   int nthreads = cfg.threads > 0 ? cfg.threads : default_emulator_threads();
   if (has_printf_) nthreads = 1;  // output in block order
+  // A cooperative grid is co-resident on the GPU (the launch checked its size): blocks may wait
+  // for each other, so each gets its own host thread and none waits for another to finish.
+  if (r.cooperative) nthreads = int(blocks);
   nthreads = int(std::min<uint64_t>(uint64_t(nthreads), blocks));
   if (nthreads <= 1) {
     Worker w;

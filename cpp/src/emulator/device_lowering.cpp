@@ -352,6 +352,16 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       case OpCode::Return:
         emit(base(K::Return));
         break;
+      case OpCode::GridDepControl:
+        // One grid runs at a time on the emulator, each launch after the previous one finished:
+        // the wait is always satisfied and letting dependents start early changes nothing.
+        break;
+      case OpCode::InlineAsm:
+        throw UnsupportedOnEmulator(
+            (op.file.empty() ? std::string() : op.file + ":" + std::to_string(op.line) + ": ") + "kernel '" + kname +
+                "' uses inline PTX (llvm.inline_asm), which the CPU emulator cannot run; run it on a GPU, or "
+                "use the cute.arch operation that does the same",
+            op.file, op.line);
       default:
         if (!lower_sm80_copy(*this, op)) unsupported(op, kname);
     }

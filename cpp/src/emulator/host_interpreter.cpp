@@ -222,10 +222,22 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
         req.block[i] = unsigned(in(size_t(3 + i)).i);
         req.cluster[i] = unsigned(in(size_t(8 + i)).i);
       }
-      req.has_cluster = op.int_attr != 0;
+      req.has_cluster = (op.int_attr & ir::kLaunchCluster) != 0;
+      req.cooperative = (op.int_attr & ir::kLaunchCooperative) != 0;
+      req.pdl = (op.int_attr & ir::kLaunchPdl) != 0;
       req.smem = unsigned(in(6).i);
       req.stream = reinterpret_cast<void*>(in(7).i);
-      constexpr size_t kFirstArg = 11;
+      size_t at = 11;
+      if (op.int_attr & ir::kLaunchCompletionEvent) {
+        req.completion_event = reinterpret_cast<void*>(in(at++).i);
+        req.completion_event_flags = int(op.ints.at(0));
+      }
+      if (op.int_attr & ir::kLaunchProgrammaticEvent) {
+        req.programmatic_event = reinterpret_cast<void*>(in(at++).i);
+        req.programmatic_event_flags = int(op.ints.at(1));
+        req.programmatic_trigger_at_block_start = int(op.ints.at(2));
+      }
+      const size_t kFirstArg = at;
       req.num_args = s.in.size() - kFirstArg;
       // Kernel arguments are gathered on the stack; only unusually long lists allocate.
       Scalar small[32];

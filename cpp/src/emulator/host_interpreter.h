@@ -21,6 +21,14 @@ struct LaunchRequest {
   unsigned block[3];
   unsigned cluster[3];
   bool has_cluster;
+  bool cooperative = false;  // all blocks must be co-resident (cooperative launch)
+  bool pdl = false;          // programmatic stream serialization (programmatic dependent launch)
+  // Launch attributes recording an event (cudaEvent_t / CUevent handles; null when absent).
+  void* completion_event = nullptr;
+  int completion_event_flags = 0;
+  void* programmatic_event = nullptr;
+  int programmatic_event_flags = 0;
+  int programmatic_trigger_at_block_start = 0;
   unsigned smem;
   void* stream;
   size_t num_args;
@@ -37,6 +45,14 @@ class LaunchHandler {
 
 struct ExecutionError : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// An operation the CPU emulator cannot run (inline PTX), with where the user wrote it.
+struct UnsupportedOnEmulator : ExecutionError {
+  UnsupportedOnEmulator(const std::string& what, std::string file_, int line_)
+      : ExecutionError(what), file(std::move(file_)), line(line_) {}
+  std::string file;
+  int line;
 };
 
 // A failed Assert op (host or device): also carries where the user wrote the assertion.

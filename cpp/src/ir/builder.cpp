@@ -229,6 +229,19 @@ Value* Builder::special(OpCode code, int dim) {
 }
 
 void Builder::barrier() { create(OpCode::Barrier, {}, {}); }
+Value* Builder::inline_asm(Type result, const std::vector<Value*>& operands, const std::string& asm_text,
+                          const std::string& constraints, bool has_side_effects) {
+  if (constraints.find('\0') != std::string::npos) throw TypeError("inline_asm constraints contain a NUL byte");
+  Op* op = create(OpCode::InlineAsm, operands, result ? std::vector<Type>{result} : std::vector<Type>{});
+  op->str_attr = constraints + std::string(1, '\0') + asm_text;
+  op->int_attr = has_side_effects ? 1 : 0;
+  return result ? op->result(0) : nullptr;
+}
+
+void Builder::griddepcontrol(GridDepControlKind kind) {
+  create(OpCode::GridDepControl, {}, {})->int_attr = int64_t(kind);
+}
+
 void Builder::named_barrier(Value* id, Value* count, NamedBarrierKind kind) {
   create(OpCode::NamedBarrier, {id, count}, {})->int_attr = int64_t(kind);
 }
@@ -321,7 +334,8 @@ void Builder::assertion(Value* cond, const std::string& message, const std::stri
 }
 
 Op* Builder::launch(const std::string& kernel, const std::vector<Value*>& grid, const std::vector<Value*>& block,
-                    Value* smem, Value* stream, const std::vector<Value*>& cluster, const std::vector<Value*>& args) {
+                    Value* smem, Value* stream, const std::vector<Value*>& cluster, const std::vector<Value*>& args,
+                    int64_t flags, const std::vector<Value*>& events, const std::vector<int64_t>& event_attrs) {
   if (grid.size() != 3 || block.size() != 3) throw TypeError("launch needs 3 grid and 3 block dimensions");
   std::vector<Value*> ops = grid;
   ops.insert(ops.end(), block.begin(), block.end());
@@ -331,10 +345,19 @@ Op* Builder::launch(const std::string& kernel, const std::vector<Value*>& grid, 
   // Without a cluster the cluster slots repeat the grid values: the operand layout stays fixed,
   // nothing reads them (int_attr says there is no cluster) and no constants are made for them.
   for (int i = 0; i < 3; ++i) ops.push_back(has_cluster ? cluster[i] : grid[size_t(i)]);
+  size_t want_events = ((flags & kLaunchCompletionEvent) ? 1 : 0) + ((flags & kLaunchProgrammaticEvent) ? 1 : 0);
+  if (events.size() != want_events) throw TypeError("launch: the event operands do not match the event flags");
+  for (Value* e : events)
+    if (e->type != i64()) throw TypeError("launch: an event handle must be i64, got " + to_string(e->type));
+  ops.insert(ops.end(), events.begin(), events.end());
   ops.insert(ops.end(), args.begin(), args.end());
   Op* op = create(OpCode::Launch, ops, {});
+  if (want_events) {
+    op->ints = event_attrs;
+    op->ints.resize(3, 0);
+  }
   op->str_attr = kernel;
-  op->int_attr = has_cluster ? 1 : 0;
+  op->int_attr = (flags & ~int64_t(kLaunchCluster)) | (has_cluster ? int64_t(kLaunchCluster) : int64_t(0));
   return op;
 }
 

@@ -52,6 +52,10 @@ class Builder {
   Value* special(OpCode code, int dim = 0);  // ThreadIdx/BlockIdx/BlockDim/GridDim/LaneIdx/WarpIdx
   void barrier();
   void named_barrier(Value* id, Value* count, NamedBarrierKind kind);
+  // Opaque inline assembly with `result` (null: none) as its output type.
+  Value* inline_asm(Type result, const std::vector<Value*>& operands, const std::string& asm_text,
+                    const std::string& constraints, bool has_side_effects);
+  void griddepcontrol(GridDepControlKind kind);
   void printf(const std::string& format, const std::vector<Value*>& args);
 
   // Warp-synchronous ops over 32-bit registers (the DSL widens and splits other types).
@@ -66,7 +70,8 @@ class Builder {
   // A condition that is constant true emits nothing.
   void assertion(Value* cond, const std::string& message, const std::string& file, int line);
   Op* launch(const std::string& kernel, const std::vector<Value*>& grid, const std::vector<Value*>& block,
-             Value* smem, Value* stream, const std::vector<Value*>& cluster, const std::vector<Value*>& args);
+             Value* smem, Value* stream, const std::vector<Value*>& cluster, const std::vector<Value*>& args, int64_t flags = 0,
+             const std::vector<Value*>& events = {}, const std::vector<int64_t>& event_attrs = {});
 
   // Structured control flow. The caller fills the region blocks (moving the insertion point
   // into them and ending each with yield/condition) and sets the op's results with

@@ -66,8 +66,21 @@ const char* opcode_name(OpCode code) {
     case OpCode::LdMatrix: return "ldmatrix";
     case OpCode::StMatrix: return "stmatrix";
     case OpCode::NamedBarrier: return "named_barrier";
+    case OpCode::InlineAsm: return "inline_asm";
+    case OpCode::GridDepControl: return "griddepcontrol";
   }
   return "?";
+}
+
+size_t launch_first_arg(const Op& op) {
+  return 11 + ((op.int_attr & kLaunchCompletionEvent) ? 1 : 0) + ((op.int_attr & kLaunchProgrammaticEvent) ? 1 : 0);
+}
+
+std::string inline_asm_constraints(const Op& op) { return op.str_attr.substr(0, op.str_attr.find('\0')); }
+
+std::string inline_asm_text(const Op& op) {
+  size_t at = op.str_attr.find('\0');
+  return at == std::string::npos ? std::string() : op.str_attr.substr(at + 1);
 }
 
 const char* predicate_name(CmpPredicate p) {

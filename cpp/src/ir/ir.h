@@ -72,7 +72,28 @@ enum class OpCode : uint8_t {
   StMatrix,       // (smem row ptr, vector value); int_attr / ints as LdMatrix
   // named barriers (the cf family: Ampere examples' pipeline.NamedBarrier)
   NamedBarrier,  // (id i32 in [0,16), thread count i32, a multiple of 32); int_attr = NamedBarrierKind
+  // MLIR-level surface and launch control (mlir15: cutlass._mlir.dialects.llvm, cute.arch.griddepcontrol_*;
+  // target/nvvm/lower_launch_control.cpp, emulator rejects InlineAsm and runs GridDepControl in order)
+  InlineAsm,       // (operands...) -> 0 or 1 result; the one opaque op: str_attr = constraints '\0' asm text
+                   // (inline_asm_constraints/inline_asm_text), int_attr = has side effects; the CPU emulator
+                   // cannot run it
+  GridDepControl,  // int_attr = GridDepControlKind: programmatic dependent launch (sm_90+)
 };
+
+// griddepcontrol.wait: wait until the prerequisite grids finished and their memory is visible;
+// griddepcontrol.launch_dependents: let the dependent grid launch now (a hint; no memory ordering).
+enum class GridDepControlKind : uint8_t { Wait = 0, LaunchDependents = 1 };
+
+// Launch op int_attr bits: a cluster launch, a cooperative launch (all blocks co-resident), and
+// programmatic stream serialization (PDL: the next launch on the stream may start before this one ends).
+// A launch with a completion event and/or a programmatic event carries one i64 event handle operand
+// each after the cluster operands (completion first); Op::ints then holds {completion event flags,
+// programmatic event flags, programmatic trigger at block start}.
+enum LaunchFlags : int64_t {
+  kLaunchCluster = 1, kLaunchCooperative = 2, kLaunchPdl = 4, kLaunchCompletionEvent = 8, kLaunchProgrammaticEvent = 16
+};
+// Index of the first kernel argument among a Launch op's operands.
+size_t launch_first_arg(const Op& op);
 
 // What a NamedBarrier does: Sync = `bar.sync id, count` (arrive and wait until `count` threads
 // arrived), Arrive = `bar.arrive id, count` (count this warp, do not wait).
@@ -83,6 +104,9 @@ enum class CmpPredicate : uint8_t { Eq, Ne, Lt, Le, Gt, Ge };
 const char* opcode_name(OpCode code);
 const char* predicate_name(CmpPredicate p);
 bool is_terminator(OpCode code);
+// The two strings an InlineAsm op carries in its str_attr.
+std::string inline_asm_constraints(const Op& op);
+std::string inline_asm_text(const Op& op);
 
 struct Value {
   Type type = nullptr;

@@ -460,6 +460,24 @@ class Parser {
     std::vector<Value*> grid = group("grid"), block = group("block"), smem = group("smem"), stream = group("stream");
     std::vector<Value*> cluster;
     if (c.peek("cluster(")) cluster = group("cluster");
+    int64_t flags = 0;
+    if (c.accept("cooperative")) flags |= kLaunchCooperative;
+    if (c.accept("pdl")) flags |= kLaunchPdl;
+    std::vector<Value*> events;
+    std::vector<int64_t> event_attrs(3, 0);
+    // "completion_event(%e, flags)" / "programmatic_event(%e, flags, trigger)"
+    auto event = [&](const char* name, int64_t flag, std::initializer_list<size_t> attr_slots) {
+      if (!c.accept(std::string(name) + "(")) return;
+      flags |= flag;
+      events.push_back(operand(c));
+      for (size_t slot : attr_slots) {
+        c.expect(",");
+        event_attrs[slot] = c.integer();
+      }
+      c.expect(")");
+    };
+    event("completion_event", kLaunchCompletionEvent, {0});
+    event("programmatic_event", kLaunchProgrammaticEvent, {1, 2});
     std::vector<Value*> args = group("args");
     if (c.accept(":")) c.type_list();
     if (grid.size() != 3 || block.size() != 3 || smem.size() != 1 || stream.size() != 1 ||
@@ -472,10 +490,12 @@ class Parser {
     // Without a cluster the builder repeats the grid in the cluster slots (see Builder::launch).
     const std::vector<Value*>& cl = cluster.empty() ? grid : cluster;
     ops.insert(ops.end(), cl.begin(), cl.end());
+    ops.insert(ops.end(), events.begin(), events.end());
     ops.insert(ops.end(), args.begin(), args.end());
     Op* o = b.create(OpCode::Launch, ops, {});
+    if (!events.empty()) o->ints = event_attrs;
     o->str_attr = kernel;
-    o->int_attr = cluster.empty() ? 0 : 1;
+    o->int_attr = flags | (cluster.empty() ? int64_t(0) : int64_t(kLaunchCluster));
     ++at_;
     if (!c.at_end()) c.fail("unexpected text at the end of the launch");
   }

@@ -131,6 +131,15 @@ class Printer {
         os << " m" << op.ints.at(0) << "n" << op.ints.at(1) << "k" << op.ints.at(2) << " " << list(op.operands) << " : "
            << types(op.operands) << " -> " << result_types(op) << "\n";
         return;
+      case OpCode::InlineAsm:
+        os << (op.int_attr ? " sideeffect " : " ") << quote(inline_asm_text(op)) << ", " << quote(inline_asm_constraints(op));
+        if (!op.operands.empty()) os << " (" << list(op.operands) << ") : " << types(op.operands);
+        if (!op.results.empty()) os << " -> " << result_types(op);
+        os << "\n";
+        return;
+      case OpCode::GridDepControl:
+        os << (op.int_attr == int64_t(GridDepControlKind::Wait) ? " wait" : " launch_dependents") << "\n";
+        return;
       case OpCode::NamedBarrier:
         os << (op.int_attr == int64_t(NamedBarrierKind::Arrive) ? " arrive " : " sync ") << list(op.operands) << "\n";
         return;
@@ -174,9 +183,17 @@ class Printer {
       case OpCode::Launch: {
         os << " @" << op.str_attr << " grid(" << list(op.operands, 0, 3) << ") block(" << list(op.operands, 3, 6)
            << ") smem(" << list(op.operands, 6, 7) << ") stream(" << list(op.operands, 7, 8) << ")";
-        if (op.int_attr) os << " cluster(" << list(op.operands, 8, 11) << ")";
-        os << " args(" << list(op.operands, 11) << ")";
-        if (op.operands.size() > 11) os << " : " << types(op.operands, 11);
+        if (op.int_attr & kLaunchCluster) os << " cluster(" << list(op.operands, 8, 11) << ")";
+        if (op.int_attr & kLaunchCooperative) os << " cooperative";
+        if (op.int_attr & kLaunchPdl) os << " pdl";
+        size_t at = 11, first = launch_first_arg(op);
+        if (op.int_attr & kLaunchCompletionEvent)
+          os << " completion_event(" << list(op.operands, at, at + 1) << ", " << op.ints.at(0) << ")", ++at;
+        if (op.int_attr & kLaunchProgrammaticEvent)
+          os << " programmatic_event(" << list(op.operands, at, at + 1) << ", " << op.ints.at(1) << ", "
+             << op.ints.at(2) << ")";
+        os << " args(" << list(op.operands, first) << ")";
+        if (op.operands.size() > first) os << " : " << types(op.operands, first);
         os << "\n";
         return;
       }

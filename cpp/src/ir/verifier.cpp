@@ -87,11 +87,23 @@ class Verifier {
         break;
       case OpCode::Launch:
         expect(op, fn_->kind == FunctionKind::Host, "launch is only valid in host code");
-        expect(op, o.size() >= 11, "launch needs grid, block, smem, stream and cluster operands");
+        expect(op, o.size() >= launch_first_arg(op), "launch needs grid, block, smem, stream and cluster operands");
+        expect(op, !(op.int_attr & (kLaunchCompletionEvent | kLaunchProgrammaticEvent)) || op.ints.size() == 3,
+               "a launch with events needs its three event attributes");
         break;
       case OpCode::ThreadIdx: case OpCode::BlockIdx: case OpCode::BlockDim: case OpCode::GridDim:
       case OpCode::LaneIdx: case OpCode::WarpIdx: case OpCode::Barrier: case OpCode::DynSmemSize:
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      case OpCode::InlineAsm:
+        expect(op, op.results.size() <= 1, "inline_asm has at most one result");
+        expect(op, fn_->kind == FunctionKind::Kernel, "inline_asm is only valid in a kernel");
+        break;
+      case OpCode::GridDepControl:
+        expect(op, o.empty() && op.results.empty(), "griddepcontrol has no operands and no results");
+        expect(op, op.int_attr == int64_t(GridDepControlKind::Wait) ||
+                       op.int_attr == int64_t(GridDepControlKind::LaunchDependents), "unknown griddepcontrol kind");
+        expect(op, fn_->kind == FunctionKind::Kernel, "griddepcontrol is only valid in a kernel");
         break;
       case OpCode::NamedBarrier:
         expect(op, o.size() == 2 && o[0]->type == i32() && o[1]->type == i32() && op.results.empty(),

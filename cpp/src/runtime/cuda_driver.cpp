@@ -28,7 +28,11 @@ constexpr CUresult CUDA_SUCCESS = 0;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+constexpr int CU_LAUNCH_ATTRIBUTE_COOPERATIVE = 2;
 constexpr int CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4;
+constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT = 7;
+constexpr int CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT = 12;
 constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 
 // CUlaunchAttributeValue is a 64-byte union whose widest members hold pointers.
@@ -37,6 +41,17 @@ union alignas(8) CUlaunchAttributeValue {
   struct {
     unsigned int x, y, z;
   } clusterDim;
+  int cooperative;
+  int programmaticStreamSerializationAllowed;
+  struct {
+    CUevent event;
+    int flags;
+    int triggerAtBlockStart;
+  } programmaticEvent;
+  struct {
+    CUevent event;
+    int flags;
+  } launchCompletionEvent;
 };
 
 struct CUlaunchAttribute {
@@ -337,6 +352,51 @@ void CudaDriver::launch_cluster(FunctionHandle f, unsigned gx, unsigned gy, unsi
   attr.value.clusterDim.y = cy;
   attr.value.clusterDim.z = cz;
   CUlaunchConfig cfg{gx, gy, gz, bx, by, bz, smem_bytes, stream, &attr, 1};
+  check(*a, "cuLaunchKernelEx", a->LaunchKernelEx(&cfg, f, params, nullptr));
+}
+
+void CudaDriver::launch_ex(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                           unsigned bz, const LaunchAttributes& la, unsigned smem_bytes, StreamHandle stream,
+                           void** params) {
+  const Api* a = api_.load(std::memory_order_acquire);
+  if (__builtin_expect(a == nullptr, 0)) a = &initialized();
+  if (!a->LaunchKernelEx)
+    throw CudaError("a launch with attributes (cluster, cooperative, PDL, events) needs cuLaunchKernelEx, which "
+                    "this CUDA driver lacks (driver < 11.8)",
+                    801 /* CUDA_ERROR_NOT_SUPPORTED */);
+  CUlaunchAttribute attrs[5] = {};
+  unsigned n = 0;
+  if (la.has_cluster) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = la.cluster[0];
+    attrs[n].value.clusterDim.y = la.cluster[1];
+    attrs[n].value.clusterDim.z = la.cluster[2];
+    ++n;
+  }
+  if (la.cooperative) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attrs[n].value.cooperative = 1;
+    ++n;
+  }
+  if (la.pdl) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n].value.programmaticStreamSerializationAllowed = 1;
+    ++n;
+  }
+  if (la.programmatic_event) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT;
+    attrs[n].value.programmaticEvent.event = static_cast<CUevent>(la.programmatic_event);
+    attrs[n].value.programmaticEvent.flags = la.programmatic_event_flags;
+    attrs[n].value.programmaticEvent.triggerAtBlockStart = la.programmatic_trigger_at_block_start;
+    ++n;
+  }
+  if (la.completion_event) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT;
+    attrs[n].value.launchCompletionEvent.event = static_cast<CUevent>(la.completion_event);
+    attrs[n].value.launchCompletionEvent.flags = la.completion_event_flags;
+    ++n;
+  }
+  CUlaunchConfig cfg{gx, gy, gz, bx, by, bz, smem_bytes, stream, attrs, n};
   check(*a, "cuLaunchKernelEx", a->LaunchKernelEx(&cfg, f, params, nullptr));
 }
 

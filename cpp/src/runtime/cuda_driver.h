@@ -68,6 +68,22 @@ class CudaDriver {
                       unsigned by, unsigned bz, unsigned cx, unsigned cy, unsigned cz,
                       unsigned smem_bytes, StreamHandle stream, void** params);
 
+  // Launch attributes beyond the grid (cuLaunchKernelEx); events are CUevent / cudaEvent_t handles.
+  struct LaunchAttributes {
+    bool has_cluster = false;
+    unsigned cluster[3] = {1, 1, 1};
+    bool cooperative = false;  // all blocks co-resident; too large a grid fails with 720
+    bool pdl = false;          // programmatic stream serialization
+    void* completion_event = nullptr;
+    int completion_event_flags = 0;
+    void* programmatic_event = nullptr;
+    int programmatic_event_flags = 0;
+    int programmatic_trigger_at_block_start = 0;
+    bool any() const { return has_cluster || cooperative || pdl || completion_event || programmatic_event; }
+  };
+  void launch_ex(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                 const LaunchAttributes& attrs, unsigned smem_bytes, StreamHandle stream, void** params);
+
   void stream_synchronize(StreamHandle stream);
   void context_synchronize();
   bool stream_is_capturing(StreamHandle stream);

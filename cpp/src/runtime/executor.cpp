@@ -1,6 +1,8 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
+#include "runtime/cooperative_grid.h"
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -212,6 +214,9 @@ void CompiledProgram::emulate(const emulator::LaunchRequest& r, const emulator::
                            "(CUTE_DSL_TARGET=cpu selects it explicitly)\n");
     });
   }
+  // A cooperative grid must fit on the device at once (the GPU driver's rule, applied to a model of
+  // an H100); the emulator then runs all its blocks concurrently so that they may wait on each other.
+  if (r.cooperative) check_cooperative_grid(OccupancyModel(), r.grid, r.block, r.smem);
   emulator::DeviceEmulator* emu = nullptr;
   {
     std::lock_guard<std::mutex> lock(emu_mu_);
@@ -290,9 +295,18 @@ void CompiledProgram::launch(const emulator::LaunchRequest& r) {
     return;
   }
   if (r.smem > 48 * 1024) drv.set_max_dynamic_smem(fn, int(r.smem));
-  if (r.has_cluster)
-    drv.launch_cluster(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.cluster[0], r.cluster[1],
-                       r.cluster[2], r.smem, r.stream, params);
+  CudaDriver::LaunchAttributes la;
+  la.has_cluster = r.has_cluster;
+  for (int i = 0; i < 3; ++i) la.cluster[i] = r.cluster[i];
+  la.cooperative = r.cooperative;
+  la.pdl = r.pdl;
+  la.completion_event = r.completion_event;
+  la.completion_event_flags = r.completion_event_flags;
+  la.programmatic_event = r.programmatic_event;
+  la.programmatic_event_flags = r.programmatic_event_flags;
+  la.programmatic_trigger_at_block_start = r.programmatic_trigger_at_block_start;
+  if (la.any())
+    drv.launch_ex(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], la, r.smem, r.stream, params);
   else
     drv.launch(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.stream, params);
 }

@@ -13,9 +13,11 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::Assert: case ir::OpCode::Shuffle: case ir::OpCode::Vote:
     case ir::OpCode::CpAsync: case ir::OpCode::CpAsyncCommit: case ir::OpCode::CpAsyncWait:
     case ir::OpCode::LdMatrix: case ir::OpCode::StMatrix:
-    case ir::OpCode::NamedBarrier:
+    case ir::OpCode::NamedBarrier: case ir::OpCode::GridDepControl:
       // loads stay: removing them would hide faulting accesses; shuffles and votes synchronise the warp
       return false;
+    case ir::OpCode::InlineAsm:
+      return op.int_attr == 0;  // asm without side effects is kept only while its result is used
     default:
       return true;
   }

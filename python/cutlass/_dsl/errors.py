@@ -107,8 +107,25 @@ class DSLNotImplemented(DSLBaseError):
     pass
 
 
-class DSLCudaRuntimeError(DSLBaseError):
-    pass
+class DSLCudaRuntimeError(DSLBaseError, RuntimeError):
+    """A failed CUDA call. `error_code` is the `cuda.bindings.runtime.cudaError_t` member when
+    cuda-python is installed (else the integer): a driver CUresult and the runtime error of the
+    same failure share their number for the errors a launch reports (e.g. 720,
+    cudaErrorCooperativeLaunchTooLarge)."""
+
+
+def _cuda_error_code(code):
+    try:
+        from cuda.bindings import runtime
+        return runtime.cudaError_t(code)
+    except Exception:  # no cuda-python, or a number the runtime enum lacks
+        return code
+
+
+def cuda_error_from_core(message, code):
+    """The error for a C++ CudaError (registered with _core at import)."""
+    filename, lineno = user_location()
+    return DSLCudaRuntimeError(message, line=lineno, filename=filename, error_code=_cuda_error_code(code))
 
 
 class CompilerDiagnosticError(DSLBaseError):

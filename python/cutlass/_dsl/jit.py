@@ -10,6 +10,7 @@ from .. import _core
 from . import context, rt
 from . import direct_call as _direct_call
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
+from .jit_arg_adapter import adapt as adapt_jit_arg
 from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
 from .options import CompileOptions, EnableTVMFFI, resolve_target
 from .preprocess import preprocess as _preprocess
@@ -37,8 +38,11 @@ def _is_constexpr_annotation(ann):
 
 
 def _is_stream(value):
+    """A CUDA stream, or another CUDA handle passed by value the same way (an event for a launch's
+    launch_completion_event / programmatic_event)."""
     name = type(value).__name__
-    return name in ("CUstream", "cudaStream_t", "Stream", "ExternalStream", "FakeStream", "StreamHandle")
+    return name in ("CUstream", "cudaStream_t", "Stream", "ExternalStream", "FakeStream", "StreamHandle",
+                    "cudaEvent_t", "CUevent")
 
 
 def _is_runtime_pointer(value):
@@ -217,6 +221,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True,
     bound.apply_defaults()
     call, runtime_values = {}, []
     for index, (name, value) in enumerate(bound.arguments.items()):
+        value = adapt_jit_arg(value)  # a registered adapter stands in for its type (register_jit_arg_adapter)
         param = sig.parameters[name]
         ann = param.annotation
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -517,6 +522,7 @@ def _kernel_value(tracer, pname, value, host_values):
     """The kernel-side stand-in for a structured launch argument: static parts stay Python
     values, each dynamic leaf becomes a kernel parameter (its host value goes to host_values)."""
     from ..cute.layout import ComposedLayout, Layout, Swizzle, _wrap_int
+    value = adapt_jit_arg(value)
     if isinstance(value, (bool, int, float, str, Swizzle)) or value is None:
         return value
     if isinstance(value, ComposedLayout):  # swizzled smem layouts are static (checked when used)
@@ -587,7 +593,13 @@ class KernelLauncher:
     def __call__(self, **config):
         return self.launch(**config)
 
-    def launch(self, grid=None, block=None, cluster=None, smem=None, stream=None, **other):
+    def launch(self, grid=None, block=None, cluster=None, smem=None, stream=None, *, cooperative=False,
+               use_pdl=False, launch_completion_event=None, launch_completion_event_flags=0,
+               programmatic_event=None, programmatic_event_flags=0, programmatic_event_trigger_at_block_start=0,
+               **other):
+        flags, events, event_attrs = _launch_attributes(
+            cooperative, use_pdl, launch_completion_event, launch_completion_event_flags, programmatic_event,
+            programmatic_event_flags, programmatic_event_trigger_at_block_start)
         ctx = context.current()
         tracer = ctx.tracer
         grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
@@ -644,7 +656,59 @@ class KernelLauncher:
         smem_n = as_numeric(0 if smem is None else smem)._n
         stream_n = as_numeric(0 if stream is None else stream)._n
         tracer.launch(name, [as_numeric(g)._n for g in grid3], [as_numeric(b)._n for b in block3], smem_n, stream_n,
-                      [] if cluster is None else [as_numeric(c)._n for c in cluster], host_values)
+                      [] if cluster is None else [as_numeric(c)._n for c in cluster], host_values, flags, events,
+                      event_attrs)
+
+
+# Launch op flags (ir.h LaunchFlags).
+_LAUNCH_COOPERATIVE, _LAUNCH_PDL, _LAUNCH_COMPLETION_EVENT, _LAUNCH_PROGRAMMATIC_EVENT = 2, 4, 8, 16
+
+
+def _compile_time_int(value, what):
+    if isinstance(value, Numeric):
+        if not value.is_static():
+            raise DSLUserCodeError(f"launch: {what} must be known at compile time", code="LAUNCH_INVALID_ATTRIBUTE")
+        value = value.value
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise DSLUserCodeError(f"launch: {what} must be an int, got {type(value).__name__}",
+                               code="LAUNCH_INVALID_ATTRIBUTE")
+    return value
+
+
+def _event_handle(event, what):
+    """The traced Int64 handle of a cudaEvent_t / CUevent jit argument."""
+    n = event if isinstance(event, Numeric) else None
+    if n is None or type(n).__name__ not in ("Int64", "Uint64"):
+        raise DSLUserCodeError(f"launch: {what} must be a cudaEvent_t or CUevent argument of the jit function, got "
+                               f"{type(event).__name__}", code="LAUNCH_INVALID_ATTRIBUTE")
+    return n._n
+
+
+def _launch_attributes(cooperative, use_pdl, completion_event, completion_flags, programmatic_event,
+                       programmatic_flags, trigger_at_block_start):
+    """(flags, event handles, event attributes) of a launch: cooperative and PDL are compile-time
+    switches; each event is a runtime handle with compile-time flags."""
+    flags = 0
+    for value, bit, what in ((cooperative, _LAUNCH_COOPERATIVE, "cooperative"), (use_pdl, _LAUNCH_PDL, "use_pdl")):
+        if isinstance(value, Numeric) and not value.is_static():
+            raise DSLUserCodeError(f"launch: {what} must be known at compile time", code="LAUNCH_INVALID_ATTRIBUTE")
+        if bool(value.value if isinstance(value, Numeric) else value):
+            flags |= bit
+    events, attrs = [], [0, 0, 0]
+    if completion_event is not None:
+        flags |= _LAUNCH_COMPLETION_EVENT
+        events.append(_event_handle(completion_event, "launch_completion_event"))
+        attrs[0] = _compile_time_int(completion_flags, "launch_completion_event_flags")
+    if programmatic_event is not None:
+        flags |= _LAUNCH_PROGRAMMATIC_EVENT
+        events.append(_event_handle(programmatic_event, "programmatic_event"))
+        attrs[1] = _compile_time_int(programmatic_flags, "programmatic_event_flags")
+        trigger = _compile_time_int(trigger_at_block_start, "programmatic_event_trigger_at_block_start")
+        if trigger not in (0, 1):
+            raise DSLUserCodeError(f"launch: programmatic_event_trigger_at_block_start must be 0 or 1, got {trigger}",
+                                   code="LAUNCH_INVALID_ATTRIBUTE")
+        attrs[2] = trigger
+    return flags, events, attrs
 
 
 def jit(fn=None, *, preprocess=True, is_experimental=False):

@@ -123,7 +123,7 @@ class Numeric(metaclass=NumericMeta):
     def bitcast(self, dtype):
         return wrap(_core.bitcast(self._n, dtype.__name__))
 
-    def ir_value(self):
+    def ir_value(self, *, loc=None, ip=None):
         return self._n
 
     def __str__(self):

@@ -53,6 +53,19 @@ def sync_threads(*, loc=None, ip=None):
 barrier = sync_threads
 
 
+# ---- programmatic dependent launch (sm_90+) ---------------------------------------------------
+# With launch(use_pdl=True) the next kernel on the stream may start before this one finished:
+# griddepcontrol_wait blocks until the grids this one depends on completed and their memory is
+# visible; griddepcontrol_launch_dependents lets the dependent grid start now.
+
+def griddepcontrol_wait(*, loc=None, ip=None):
+    context.tracer().griddepcontrol(True)
+
+
+def griddepcontrol_launch_dependents(*, loc=None, ip=None):
+    context.tracer().griddepcontrol(False)
+
+
 # ---- warp shuffles and votes ------------------------------------------------------------------
 # PTX shfl.sync semantics: `mask_and_clamp` is the instruction's `c` operand (clamp in bits 0-4,
 # segment mask in bits 8-12); a source lane outside the clamp gives the lane its own value.
@@ -254,3 +267,10 @@ def rcp_approx(a, *, loc=None, ip=None):
 def exp2(a, *, loc=None, ip=None):
     """PTX ex2.approx.ftz.f32: an approximate 2**a (Float32)."""
     return wrap(_core.math("exp2_approx", [_f32(a)]))
+
+
+# NVIDIA's examples import warp constants from `cutlass.cute.arch.nvvm_wrappers`: the same names.
+import sys as _sys  # noqa: E402
+
+nvvm_wrappers = _sys.modules[__name__]
+_sys.modules[__name__ + ".nvvm_wrappers"] = nvvm_wrappers

@@ -15,3 +15,11 @@ CopyAtom = _core.cute.CopyAtom
 TiledCopy = _core.cute.TiledCopy
 ThrCopy = _core.cute.ThrCopy
 from .mma import MmaAtom, TiledMma, ThrMma  # noqa: E402,F401
+
+# The DSL's numeric types, also importable from here (`from cutlass.cute.typing import Int32`).
+import typing as _typing  # noqa: E402
+
+from .._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64,  # noqa: E402,F401
+                            Float16, BFloat16, Float32, Float64, Float8E4M3FN, Float8E5M2, Numeric, Integer, Float)
+
+Int = _typing.Union[int, Integer]  # an integer parameter taking a Python int or a DSL integer

@@ -25,4 +25,8 @@ bool lower_sm80_copy(const ir::Op& op, OpLowering& k);
 // SM80 mma.sync: lower_sm80_mma.cpp.
 bool lower_sm80_mma(const ir::Op& op, OpLowering& k);
 
+// The MLIR-level surface and launch control: user inline assembly (llvm.inline_asm) and
+// griddepcontrol.wait / launch_dependents. False when `op` is not one.
+bool lower_launch_control(const ir::Op& op, OpLowering& k);
+
 }  // namespace opencute::target

@@ -1,0 +1,106 @@
+// NVVM lowering of the MLIR-level surface and launch control:
+//   InlineAsm       -> an LLVM inline-asm call with the user's PTX and constraint string, as MLIR's
+//                      llvm.inline_asm lowers it. A DSL Boolean travels as i1, which PTX's "r"
+//                      registers cannot hold: it is widened to i32 on the way in and compared with
+//                      zero on the way out, so user code may pass Boolean values to "r" operands.
+//   GridDepControl  -> griddepcontrol.wait; / griddepcontrol.launch_dependents;   (sm_90+)
+#include <string>
+#include <vector>
+
+#include "target/nvvm/op_lowering.h"
+
+namespace opencute::target {
+namespace {
+
+using ir::Op;
+using ir::OpCode;
+
+// An LLVM string literal body: printable ASCII except '"' and '\' as is, the rest as \XX.
+std::string llvm_escape(const std::string& s) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char ch : s) {
+    if (ch >= 0x20 && ch < 0x7f && ch != '"' && ch != '\\') {
+      out += char(ch);
+    } else {
+      out += '\\';
+      out += hex[ch >> 4];
+      out += hex[ch & 15];
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> split_constraints(const std::string& s) {
+  std::vector<std::string> parts;
+  std::string cur;
+  int braces = 0;  // clobbers like ~{memory} hold no commas, but stay safe
+  for (char ch : s) {
+    if (ch == '{') ++braces;
+    if (ch == '}') --braces;
+    if (ch == ',' && braces == 0) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!s.empty()) parts.push_back(cur);
+  return parts;
+}
+
+void lower_inline_asm(const Op& op, OpLowering& k) {
+  std::vector<std::string> cons = split_constraints(ir::inline_asm_constraints(op));
+  size_t outputs = 0;
+  while (outputs < cons.size() && !cons[outputs].empty() && cons[outputs][0] == '=') ++outputs;
+  if (outputs != op.results.size())
+    k.error(op, "inline_asm: the constraint string names " + std::to_string(outputs) + " output(s) but the op has " +
+                    std::to_string(op.results.size()) + " result(s)");
+  size_t inputs = 0;
+  for (size_t i = outputs; i < cons.size(); ++i)
+    if (cons[i].empty() || cons[i][0] != '~') ++inputs;
+  if (inputs != op.operands.size())
+    k.error(op, "inline_asm: the constraint string names " + std::to_string(inputs) + " input(s) but " +
+                    std::to_string(op.operands.size()) + " operand(s) were given");
+  std::string args;
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const ir::Value* v = op.operands[i];
+    std::string ty = k.type_text(v->type), val = k.operand(v);
+    if (v->type->is_bool() && cons[outputs + i] != "b") {
+      val = k.emit_def("zext i1 " + val + " to i32");
+      ty = "i32";
+    }
+    args += (i ? ", " : "") + ty + " " + val;
+  }
+  bool bool_result = !op.results.empty() && op.result(0)->type->is_bool() && cons[0] != "=b";
+  std::string ret = op.results.empty() ? "void" : bool_result ? "i32" : k.type_text(op.result(0)->type);
+  std::string call = "call " + ret + " asm " + (op.int_attr ? "sideeffect " : "") + "\"" +
+                     llvm_escape(ir::inline_asm_text(op)) + "\", \"" + llvm_escape(ir::inline_asm_constraints(op)) +
+                     "\"(" + args + ")";
+  if (op.results.empty()) {
+    k.emit_line(call);
+    return;
+  }
+  std::string r = k.emit_def(call);
+  if (bool_result) r = k.emit_def("icmp ne i32 " + r + ", 0");
+  k.define(op, 0, r);
+}
+
+}  // namespace
+
+bool lower_launch_control(const Op& op, OpLowering& k) {
+  switch (op.code) {
+    case OpCode::InlineAsm:
+      lower_inline_asm(op, k);
+      return true;
+    case OpCode::GridDepControl:
+      k.emit_line(op.int_attr == int64_t(ir::GridDepControlKind::Wait)
+                      ? "call void asm sideeffect \"griddepcontrol.wait;\", \"~{memory}\"()"
+                      : "call void asm sideeffect \"griddepcontrol.launch_dependents;\", \"~{memory}\"()");
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace opencute::target

@@ -1,0 +1,1 @@
+"""MLIR dialect modules the examples import (`llvm`, `math`, `vector`)."""

@@ -1,0 +1,183 @@
+"""`cutlass._mlir.dialects.llvm`: `inline_asm`, user PTX as one opaque IR op.
+
+On the GPU it lowers to LLVM inline assembly with the user's constraint string (a Boolean operand
+or result bound to an "r" register travels as a 32-bit 0/1). The CPU emulator cannot run PTX: a
+kernel using it raises DSLRuntimeError naming the line that called inline_asm."""
+import enum
+
+from ... import _core
+from ..._dsl import context
+from ..._dsl.errors import DSLUserCodeError, user_location
+from ..._dsl.numeric import Numeric, wrap
+from ..ir import Value, as_type
+
+
+class AsmDialect(enum.IntEnum):
+    AD_ATT = 0
+    AD_Intel = 1
+
+
+def _operand(x):
+    if isinstance(x, Numeric):
+        return x._n
+    if isinstance(x, Value) and x._v is not None:
+        return _operand(x._v)
+    return x  # a Num (what .ir_value() returns) or a Python scalar
+
+
+def inline_asm(res, operands_, asm_string, constraints, has_side_effects=False, is_align_stack=False,
+               asm_dialect=None, operand_attrs=None, *, loc=None, ip=None):
+    """Inline PTX `asm_string` with LLVM constraint string `constraints` ("=r,r,l" ...), `res`
+    the result type (None for no result). Returns the result as a DSL number."""
+    if asm_dialect not in (None, AsmDialect.AD_ATT, 0):
+        raise DSLUserCodeError("llvm.inline_asm: PTX takes the AT&T dialect (AsmDialect.AD_ATT)",
+                               code="VALUE_INVALID")
+    if operand_attrs:
+        raise DSLUserCodeError("llvm.inline_asm: operand_attrs are not supported", code="VALUE_INVALID")
+    if "\0" in constraints:
+        raise DSLUserCodeError("llvm.inline_asm: the constraint string contains a NUL byte", code="VALUE_INVALID")
+    filename, lineno = user_location()
+    result = context.tracer().inline_asm(None if res is None else as_type(res), [_operand(o) for o in operands_],
+                                         asm_string, constraints, bool(has_side_effects), filename or "",
+                                         lineno or 0)
+    return None if result is None else wrap(result)
+
+
+# ---- C structures as values (ffi/jit_argument.py) ------------------------------------------------
+# A jit argument may describe itself (__get_mlir_types__) as an LLVM struct read from the C memory
+# its __c_pointers__ entry points at. OpenCuTe has no aggregate IR type: a struct is laid out as C
+# does (natural alignment), its scalar leaves become separate values, and extractvalue picks them
+# out while tracing. flatten_type / rebuild_value are what argument binding uses.
+
+class PointerType:
+    """An opaque pointer (`!llvm.ptr`): 8 bytes, an Int64 address when read."""
+
+    def __init__(self, address_space=0):
+        self.address_space = int(address_space)
+
+    @staticmethod
+    def get(address_space=0, context=None):
+        return PointerType(getattr(address_space, "value", address_space) or 0)
+
+    def __eq__(self, other):
+        return isinstance(other, PointerType) and other.address_space == self.address_space
+
+    def __hash__(self):
+        return hash(("ptr", self.address_space))
+
+    def __repr__(self):
+        return "!llvm.ptr" if not self.address_space else f"!llvm.ptr<{self.address_space}>"
+
+
+class StructType:
+    """A literal LLVM struct of `fields` (IR types, pointers or structs)."""
+
+    def __init__(self, fields, packed=False):
+        self.fields = list(fields)
+        self.packed = bool(packed)
+
+    @staticmethod
+    def get_literal(fields, *, packed=False, context=None):
+        return StructType(fields, packed)
+
+    @property
+    def body(self):
+        return list(self.fields)
+
+    def __eq__(self, other):
+        return isinstance(other, StructType) and other.fields == self.fields and other.packed == self.packed
+
+    def __hash__(self):
+        return hash(("struct", tuple(self.fields), self.packed))
+
+    def __repr__(self):
+        return "!llvm.struct<(" + ", ".join(repr(f) for f in self.fields) + ")>"
+
+
+def _scalar_class(t):
+    from ..._dsl.numeric import _CLASSES
+    for cls in set(_CLASSES.values()):
+        if cls.mlir_type == t:
+            return cls
+    raise DSLUserCodeError(f"no C layout for the type {t!r}", code="ARG_UNSUPPORTED_TYPE")
+
+
+def _size_align(t):
+    if isinstance(t, PointerType):
+        return 8, 8
+    if isinstance(t, StructType):
+        offset, align = 0, 1
+        for f in t.fields:
+            s, a = _size_align(f)
+            a = 1 if t.packed else a
+            offset = (offset + a - 1) // a * a + s
+            align = max(align, a)
+        return (offset + align - 1) // align * align, align
+    n = max(1, _scalar_class(t).width // 8)
+    return n, n
+
+
+def flatten_type(t):
+    """[(leaf IR type, byte offset)] of a value of type `t` in C memory (a pointer leaf reads as Int64)."""
+    from ..._dsl.numeric import Int64
+    if isinstance(t, PointerType):
+        return [(Int64.mlir_type, 0)]
+    if not isinstance(t, StructType):
+        _scalar_class(t)
+        return [(t, 0)]
+    out, offset = [], 0
+    for f in t.fields:
+        s, a = _size_align(f)
+        if not t.packed:
+            offset = (offset + a - 1) // a * a
+        out.extend((lt, offset + o) for lt, o in flatten_type(f))
+        offset += s
+    return out
+
+
+class StructValue(Value):
+    """A struct value while tracing: its type and its leaf values (DSL numbers)."""
+
+    def __init__(self, struct_type, leaves):
+        super().__init__(None)
+        self.type = struct_type
+        self.leaves = list(leaves)
+
+
+def _leaf_count(t):
+    return len(flatten_type(t))
+
+
+def rebuild_value(t, leaves):
+    """The traced value of type `t` from its flattened leaves (see flatten_type)."""
+    from ..._dsl.numeric import Numeric, wrap
+    leaves = [x if isinstance(x, Numeric) else wrap(x) for x in leaves]
+    if len(leaves) != _leaf_count(t):
+        raise DSLUserCodeError(f"{t!r} has {_leaf_count(t)} leaves, got {len(leaves)} values", code="TYPE_MISMATCH")
+    return StructValue(t, leaves) if isinstance(t, StructType) else leaves[0]
+
+
+def _struct_of(container):
+    while isinstance(container, Value) and not isinstance(container, StructValue):
+        container = container._v
+    if not isinstance(container, StructValue):
+        raise DSLUserCodeError(f"llvm.extractvalue needs a struct value, got {type(container).__name__}",
+                               code="TYPE_MISMATCH")
+    return container
+
+
+def extractvalue(res, container, position, *, loc=None, ip=None):
+    """Field `position` (a list of indices, outermost first) of a struct value."""
+    s = _struct_of(container)
+    t, leaves = s.type, s.leaves
+    for index in position:
+        if not isinstance(t, StructType) or not 0 <= index < len(t.fields):
+            raise DSLUserCodeError(f"llvm.extractvalue: no field {index} in {t!r}", code="VALUE_INVALID")
+        start = sum(_leaf_count(f) for f in t.fields[:index])
+        t = t.fields[index]
+        leaves = leaves[start:start + _leaf_count(t)]
+    if res is not None and not isinstance(res, (StructType, PointerType)) and not isinstance(t, (StructType,
+                                                                                                PointerType)):
+        if res != t:
+            raise DSLUserCodeError(f"llvm.extractvalue: the field is {t!r}, not {res!r}", code="TYPE_MISMATCH")
+    return rebuild_value(t, leaves)

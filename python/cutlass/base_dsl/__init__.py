@@ -1,0 +1,1 @@
+"""`cutlass.base_dsl`: the DSL core's runtime helpers that examples import."""
