@@ -124,6 +124,33 @@ def test_tensorop_gemm_example_irregular_sizes(monkeypatch):
     np.testing.assert_array_equal(c.astype(np.float32), np.matmul(a32.transpose(0, 2, 1), b32))
 
 
+@pytest.mark.parametrize("a_major,b_major", [("m", "n"), ("k", "k")])
+def test_tensorop_gemm_example_fp8(monkeypatch, a_major, b_major):
+    # m/n-major FP8 (the example's default majors) reads shared memory with 8-bit universal copies,
+    # k-major with ldmatrix; both meet the cp.async writes through the same swizzle.
+    tg = load_example(monkeypatch, "cute/ampere/kernel/dense_gemm/tensorop_gemm.py")
+    m, n, k, l = 144, 80, 160, 1
+    rng = np.random.default_rng(6)
+    a32, b32 = _small_ints(rng, (l, m, k)), _small_ints(rng, (l, k, n))
+    a_src = np.ascontiguousarray(a32.transpose(0, 2, 1)).transpose(0, 2, 1) if a_major == "m" else a32
+    b_src = b32 if b_major == "n" else np.ascontiguousarray(b32.transpose(0, 2, 1)).transpose(0, 2, 1)
+    a = np.zeros((l, k, m), np.uint8).transpose(0, 2, 1) if a_major == "m" else np.zeros((l, m, k), np.uint8)
+    b = np.zeros((l, k, n), np.uint8) if b_major == "n" else np.zeros((l, n, k), np.uint8).transpose(0, 2, 1)
+    c = np.zeros((l, m, n), np.float16)
+    e4m3 = cutlass.Float8E4M3FN
+    a_, b_, c_ = tg.mark_dynamic_layout(a, b, c, 1 if a_major == "m" else 2, 2 if b_major == "n" else 1, 2,
+                                        e4m3, cutlass.Float16, a_src, b_src, None)
+    gemm = tg.TensorOpGemm(e4m3, cutlass.Float16, cutlass.Float32, (2, 2, 1), False)
+    f = cute.compile(tg.bmm, gemm, a_, b_, c_, make_fake_stream(), lambda x: x, options=CPU)
+    f(a_, b_, c_, _default_stream())
+    # Integers in [-2, 2] are exact in e4m3, their sums in f16.
+    np.testing.assert_array_equal(c.astype(np.float32), np.matmul(a32, b32))
+    ptx = f.__ptx__
+    if ptx is not None:
+        assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+        assert "ld.local" not in ptx and "st.local" not in ptx
+
+
 @pytest.mark.parametrize("a_major,b_major", [("m", "k"), ("k", "n")])
 def test_sgemm_example_on_the_emulator(monkeypatch, a_major, b_major):
     sg = load_example(monkeypatch, "cute/ampere/kernel/dense_gemm/sgemm.py")
