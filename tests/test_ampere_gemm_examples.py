@@ -219,3 +219,35 @@ def test_call_from_jit_tutorial_custom_argument(monkeypatch):
                              _default_stream())
     np.testing.assert_array_equal(c.astype(np.float32), np.einsum("lmk,lnk->lmn", a.astype(np.float32),
                                                                   b.astype(np.float32)))
+
+
+def test_tensorop_gemm_compiled_from_fake_tensors_for_tvm_ffi(monkeypatch):
+    # As dsl_tutorials/tvm_ffi/ampere_gemm_with_fake_tensor.py does (it needs torch; this drives
+    # the same calls): k-major A with a symbolic m of no known divisibility, n and k divisible by
+    # 16, compiled once from fake tensors, then called through TVM-FFI with host arrays.
+    pytest.importorskip("tvm_ffi")
+    tg = load_example(monkeypatch, "cute/ampere/kernel/dense_gemm/tensorop_gemm.py")
+    from cutlass.cute.runtime import make_fake_compact_tensor
+    import cuda.bindings.driver as driver  # the real one or the stand-in
+
+    @cute.jit
+    def bmm(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream: driver.CUstream):
+        gemm_op = tg.TensorOpGemm(cutlass.Float16, cutlass.Float16, cutlass.Float32, (2, 2, 1))
+        a = cute.make_tensor(a.iterator, cute.select(a.layout, mode=[1, 2, 0]))
+        b = cute.make_tensor(b.iterator, cute.select(b.layout, mode=[2, 1, 0]))
+        c = cute.make_tensor(c.iterator, cute.select(c.layout, mode=[1, 2, 0]))
+        gemm_op(a, b, c, stream)
+
+    m, n, k, l = cute.sym_int(), cute.sym_int(divisibility=16), cute.sym_int(divisibility=16), cute.sym_int()
+    fakes = [make_fake_compact_tensor(cutlass.Float16, shape, stride_order=(2, 1, 0), assumed_align=16)
+             for shape in ((l, m, k), (l, k, n), (l, m, n))]
+    f = cute.compile(bmm, *fakes, make_fake_stream(), options="--enable-tvm-ffi --target cpu")
+    rng = np.random.default_rng(7)
+    M, N, K, L = 72, 48, 80, 2
+    a, b = _small_ints(rng, (L, M, K)).astype(np.float16), _small_ints(rng, (L, K, N)).astype(np.float16)
+    c = np.zeros((L, M, N), np.float16)
+    f(a, b, c, _default_stream())
+    np.testing.assert_array_equal(c.astype(np.float32), np.matmul(a.astype(np.float32), b.astype(np.float32)))
+    ptx = f.__ptx__
+    if ptx is not None:
+        assert "ld.local" not in ptx and "st.local" not in ptx
