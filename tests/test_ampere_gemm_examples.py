@@ -73,8 +73,8 @@ def _bf16_bits(x):
     return (np.ascontiguousarray(x, np.float32).view(np.uint32) >> 16).astype(np.uint16)
 
 
-@pytest.mark.parametrize("dtype_name", ["Float16", "BFloat16"])
-def test_tensorop_gemm_example_on_the_emulator(monkeypatch, dtype_name):
+@pytest.mark.parametrize("dtype_name,arch", [("Float16", "sm_80"), ("BFloat16", "sm_90a")])
+def test_tensorop_gemm_example_on_the_emulator(monkeypatch, dtype_name, arch):
     tg = load_example(monkeypatch, "cute/ampere/kernel/dense_gemm/tensorop_gemm.py")
     dtype = getattr(cutlass, dtype_name)
     m, n, k, l = 128, 128, 96, 1  # k: three k-tiles of 32, more than the pipeline's stages - 1
@@ -96,7 +96,7 @@ def test_tensorop_gemm_example_on_the_emulator(monkeypatch, dtype_name):
 
     a_, b_, c_ = tensor(a, 1), tensor(b, 2), tensor(c, 2)
     gemm = tg.TensorOpGemm(dtype, dtype, cutlass.Float32, (2, 2, 1), False)
-    f = cute.compile(tg.bmm, gemm, a_, b_, c_, make_fake_stream(), lambda x: x, options=CPU)
+    f = cute.compile(tg.bmm, gemm, a_, b_, c_, make_fake_stream(), lambda x: x, options=f"{CPU} --gpu-arch {arch}")
     f(a_, b_, c_, _default_stream())
     got = c.astype(np.float32) if dtype_name == "Float16" else (c.astype(np.uint32) << 16).view(np.float32)
     np.testing.assert_array_equal(got, np.matmul(a32.transpose(0, 2, 1), b32))
@@ -106,6 +106,7 @@ def test_tensorop_gemm_example_on_the_emulator(monkeypatch, dtype_name):
             assert want in ptx, want
         # The fragments live in registers: no local memory anywhere in the kernel.
         assert "ld.local" not in ptx and "st.local" not in ptx
+        assert f".target {arch}" in ptx
 
 
 def test_tensorop_gemm_example_irregular_sizes(monkeypatch):
