@@ -152,8 +152,8 @@ def test_tensorop_gemm_example_fp8(monkeypatch, a_major, b_major):
         assert "ld.local" not in ptx and "st.local" not in ptx
 
 
-@pytest.mark.parametrize("a_major,b_major", [("m", "k"), ("k", "n")])
-def test_sgemm_example_on_the_emulator(monkeypatch, a_major, b_major):
+@pytest.mark.parametrize("a_major,b_major,static_a", [("m", "k", True), ("m", "k", False), ("k", "n", False)])
+def test_sgemm_example_on_the_emulator(monkeypatch, a_major, b_major, static_a):
     sg = load_example(monkeypatch, "cute/ampere/kernel/dense_gemm/sgemm.py")
     M, N, K = 128, 128, 24
     rng = np.random.default_rng(3)
@@ -168,7 +168,9 @@ def test_sgemm_example_on_the_emulator(monkeypatch, a_major, b_major):
         return (from_dlpack(x, assumed_align=16).mark_layout_dynamic(leading_dim=0 if mode0_major else 1)
                 .mark_compact_shape_dynamic(mode=0 if mode0_major else 1, divisibility=x.shape[0 if mode0_major else 1]))
 
-    a_t, b_t, c_t = tensor(a, a_major == "m"), tensor(b, b_major == "n"), tensor(c, False)
+    # The example's default (static_shape=False) passes A with its static layout, the others marked.
+    a_t = from_dlpack(a, assumed_align=16) if static_a else tensor(a, a_major == "m")
+    b_t, c_t = tensor(b, b_major == "n"), tensor(c, False)
     f = cute.compile[cute.GenerateLineInfo](sg.SGemm(), a_t, b_t, c_t, stream=make_fake_stream(), options=CPU)
     f(a_t, b_t, c_t)
     np.testing.assert_array_equal(c, a @ b.T)
