@@ -1,4 +1,6 @@
 #include "bindings/compiled_function.h"
+
+#include <cstring>
 #include "bindings/compiled_function_plan.h"
 
 #include <nanobind/stl/string.h>
@@ -128,6 +130,27 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
   }
 }
 
+// One value of a user object's JIT-argument protocol: `__c_pointers__()[mode]` is the address
+// (an int or a ctypes pointer) of storage holding a value of the parameter's type.
+ir::Scalar c_pointer_argument(nb::handle arg, const ArgSlot& s) {
+  nb::object pointers = arg.attr("__c_pointers__")();
+  nb::object p = pointers[nb::int_(s.mode)];
+  if (!PyLong_Check(p.ptr())) p = nb::module_::import_("ctypes").attr("cast")(p, nb::module_::import_("ctypes").attr("c_void_p")).attr("value");
+  if (p.is_none()) throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "argument #" + std::to_string(s.source) +
+                                                                   ": __c_pointers__() gave a null pointer");
+  const unsigned char* at = reinterpret_cast<const unsigned char*>(uintptr_t(as_int64(p)));
+  if (s.type->is_float()) {
+    if (s.type->width == 64) { double d; std::memcpy(&d, at, 8); return ir::Scalar::of_float(d); }
+    if (s.type->width == 32) { float f; std::memcpy(&f, at, 4); return ir::Scalar::of_float(double(f)); }
+    throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "argument #" + std::to_string(s.source) + ": a " +
+                                                     ir::to_string(s.type) + " value cannot be read from __c_pointers__()");
+  }
+  int bytes = s.type->is_pointer() ? 8 : std::max(1, s.type->width / 8);
+  int64_t v = 0;
+  std::memcpy(&v, at, size_t(std::min(bytes, 8)));
+  return ir::Scalar::of_int(s.type->is_pointer() ? v : ir::wrap_int(s.type, v));
+}
+
 void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
   nb::object key = nb::getattr(arg, "_type_key", nb::none());
   if (key.is_none() || nb::cast<std::string>(key) != c.type_key)
@@ -204,14 +227,25 @@ void flatten_arguments(const Executor& ex, PyObject* args, FlatArguments& flat) 
   }
 }
 
+// True when every source from `given` on is a stream: those may be left out of a call (NVIDIA's
+// sgemm compiles with `stream=` and calls with the tensors only).
+bool trailing_streams_only(const Executor& ex, size_t given) {
+  for (const ArgSlot& s : ex.slots)
+    if (size_t(s.source) >= given && s.kind != kStream) return false;
+  return true;
+}
+
 nb::object call_executor(Executor& ex, nb::args call_args) {
   PyObject* arg_tuple = call_args.ptr();
   const size_t num_args = flat_argument_count(ex, arg_tuple);
-  if (int(num_args) != ex.num_sources)
+  // An omitted trailing stream is the default stream.
+  const bool omitted_streams = int(num_args) < ex.num_sources && trailing_streams_only(ex, num_args);
+  if (int(num_args) != ex.num_sources && !omitted_streams)
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
                                                 " runtime arguments, got " + std::to_string(num_args));
-  FlatArguments args(num_args);
+  FlatArguments args(omitted_streams ? size_t(ex.num_sources) : num_args);
   flatten_arguments(ex, arg_tuple, args);
+  for (size_t i = num_args; i < size_t(ex.num_sources); ++i) args[i] = Py_None;
   for (auto& c : ex.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
   SmallArray<ir::Scalar, kStackArguments> vals(ex.slots.size());
   // Kernels on the CPU emulator check each access against the tensors' extents.
@@ -284,6 +318,9 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         else vals[i] = ir::Scalar::of_int(as_int64(a));
         break;
       }
+      case kCPointer:
+        vals[i] = c_pointer_argument(a, s);
+        break;
     }
   }
   tensor.reset();
@@ -321,7 +358,7 @@ void install_plan(Executor& ex, const runtime::ArgumentPlan& plan, const std::ve
   for (size_t i = 0; i < plan.slots.size(); ++i) {
     const runtime::PlanSlot& s = plan.slots[i];
     ex.slots.push_back(ArgSlot{s.source, int(s.kind), s.mode, host.args()[i]->type});
-    if (ex.slots.back().kind == kPointer) ex.strict_regions = false;
+    if (ex.slots.back().kind == kPointer || ex.slots.back().kind == kCPointer) ex.strict_regions = false;
   }
   for (const runtime::PlanTensorCheck& c : plan.checks) {
     TensorCheck check{c.source, c.shape, c.stride, c.shape_div, c.stride_div, c.int32_strides, c.description, c.name};

@@ -14,7 +14,9 @@ namespace opencute::bindings {
 
 // How each host-function parameter is read from the Python call arguments. Built once at
 // compile time by the Python front end; executed in C++ on every call.
-enum ArgKind { kScalar = 0, kTensorData = 1, kTensorShape = 2, kTensorStride = 3, kStream = 4, kPointer = 5 };
+// kCPointer: a user object's JIT-argument protocol; `mode` indexes its `__c_pointers__()`.
+enum ArgKind { kScalar = 0, kTensorData = 1, kTensorShape = 2, kTensorStride = 3, kStream = 4, kPointer = 5,
+               kCPointer = 6 };
 
 struct ArgSlot {
   int source;     // index into the call's positional arguments

@@ -219,6 +219,7 @@ void bind_layouts(nb::module_& root) {
       .def_prop_ro("shape", [](const L::Layout& l) { return to_py(l.shape); })
       .def_prop_ro("stride", [](const L::Layout& l) { return to_py(l.stride); })
       .def_prop_ro("type", [](const L::Layout& l) { return "!cute.layout<\"" + L::to_string(l) + "\">"; })
+      .def_prop_ro("max_alignment", [](const L::Layout& l) { return L::max_alignment(l); })
       .def("is_static", &L::Layout::is_static)
       .def("__call__", &call_layout, nb::arg("coord"))
       .def("__getitem__", [](const L::Layout& l, int i) { return L::get(l, {i}); })

@@ -63,13 +63,15 @@ L::Int to_int(nb::handle h) {
   // types `make_layout(..., stride=(cutlass.Int32(6), 2))` as `(?,2)` and keeps the algebra on
   // it dynamic. A constant IR value would fold back to a static leaf, so a static proxy is
   // first made opaque (stored to and reloaded from a one-element local array), and the proxy
-  // is updated to that value so that later uses share it.
+  // is updated to that value so that later uses share it -- only when made in a function's own
+  // body: a value made inside a dynamic region does not reach uses after it (a proxy defined
+  // before a loop and first used as a layout leaf inside it stays static for the code after).
   if (n.is_static) {
     ir::Builder& b = dsl::Tracer::current()->builder();
     ir::Value* slot = b.local_array(n.type, 1, int(n.type->byte_size()));
     b.store(dsl::materialize(n), slot);
     Num opaque = Num::of_value(b.load(slot, n.type));
-    if (!nb::isinstance<Num>(h)) nb::setattr(h, "_n", nb::cast(opaque));
+    if (!nb::isinstance<Num>(h) && b.block()->parent_op == nullptr) nb::setattr(h, "_n", nb::cast(opaque));
     n = opaque;
   }
   return L::Int::dynamic(n.value, div);

@@ -304,6 +304,9 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
                            : handle_argument(f, src, *a));
         break;
       case kPointer: vals[i] = ir::Scalar::of_int(handle_argument(f, src, *a)); break;
+      case kCPointer:
+        throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "a user object with __c_pointers__ cannot be passed through "
+                                                     "TVM-FFI; compile without --enable-tvm-ffi");
       case kTensorData:
       case kTensorShape:
       case kTensorStride: {

@@ -171,6 +171,23 @@ Layout append(const Layout& l, const Layout& x, int up_to_rank) {
   return Layout(append(l.shape, x.shape, up_to_rank), append(l.stride, x.stride, up_to_rank));
 }
 Layout flatten(const Layout& l) { return Layout(flatten(l.shape), flatten(l.stride)); }
+
+int64_t max_alignment(const Layout& l) {
+  std::vector<IntTuple> shapes = flatten_to_vector(l.shape), strides = flatten_to_vector(l.stride);
+  int64_t contiguous = 1;  // the leading modes so far cover [0, contiguous) in order
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    if (!shapes[i].is_int()) break;
+    const Int& s = shapes[i].as_int();
+    if (s.is_static_value(1)) continue;  // a mode of one coordinate moves nothing
+    if (!strides[i].is_int() || !strides[i].as_int().is_static() || strides[i].as_int().value() != contiguous) break;
+    if (!s.is_static()) {
+      contiguous *= s.divisibility();
+      break;
+    }
+    contiguous *= s.value();
+  }
+  return contiguous & -contiguous;  // the largest power of two dividing it
+}
 IntTuple crd2idx(const IntTuple& coord, const Layout& l) { return crd2idx(coord, l.shape, l.stride); }
 IntTuple idx2crd(const IntTuple& idx, const Layout& l) { return idx2crd(idx, l.shape); }
 

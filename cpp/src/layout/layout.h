@@ -112,6 +112,10 @@ Layout dice(const IntTuple& coord, const Layout& l);
 Layout prepend(const Layout& l, const Layout& x = Layout(), int up_to_rank = -1);
 Layout append(const Layout& l, const Layout& x = Layout(), int up_to_rank = -1);
 Layout flatten(const Layout& l);
+// The largest power of two n such that each run of n consecutive coordinates (from 0, n-aligned)
+// maps to n consecutive indices: how many elements a vector access along the layout may move
+// (CuTe DSL's `Layout.max_alignment`). A dynamic extent counts by its known divisibility.
+int64_t max_alignment(const Layout& l);
 IntTuple crd2idx(const IntTuple& coord, const Layout& l);
 IntTuple idx2crd(const IntTuple& idx, const Layout& l);  // coordinate in l's shape
 

@@ -20,7 +20,7 @@ from .tensor import Pointer, Tensor
 VERSION = "0.1.0"
 
 # Kinds of runtime argument slots; must match the enum in bindings/module.cpp.
-K_SCALAR, K_TENSOR_DATA, K_TENSOR_SHAPE, K_TENSOR_STRIDE, K_STREAM, K_POINTER = range(6)
+K_SCALAR, K_TENSOR_DATA, K_TENSOR_SHAPE, K_TENSOR_STRIDE, K_STREAM, K_POINTER, K_C_POINTER = range(7)
 
 
 class ConstexprMeta(type):
@@ -198,6 +198,28 @@ class _ArgPlan:
         return _traced_pointer(ptr, dtype, value.memspace, value.alignment)
 
 
+    def custom(self, value, source):
+        """A user object with the JIT-argument protocol: one parameter per type of
+        `__get_mlir_types__()`, read at call time from the storage `__c_pointers__()` points at;
+        the body sees `__new_from_mlir_values__` of the parameters."""
+        types = list(value.__get_mlir_types__())
+        n_pointers = len(list(value.__c_pointers__()))
+        if n_pointers != len(types):
+            raise DSLUserCodeError(f"{type(value).__name__}.__c_pointers__() gives {n_pointers} pointers but "
+                                   f"__get_mlir_types__() {len(types)} types; they must match",
+                                   code="ARG_UNSUPPORTED_TYPE")
+        params = []
+        for j, t in enumerate(types):
+            self.slots.append((source, K_C_POINTER, j))
+            params.append(self.tracer.add_argument(getattr(t, "mlir_type", t)))
+        self.leaf_info[source] = (3, type(value).__name__)
+        return value.__new_from_mlir_values__(params)
+
+
+def _has_jit_argument_protocol(value):
+    return all(hasattr(value, m) for m in ("__c_pointers__", "__get_mlir_types__", "__new_from_mlir_values__"))
+
+
 def _framework_dtype_name(dtype):
     name = dtype.__name__
     return {"Boolean": "bool", "BFloat16": "bfloat16"}.get(name, name.lower())
@@ -321,6 +343,8 @@ def _runtime_leaf(plan, value, source, cls, name=""):
         return plan.pointer(value, source)
     if _is_tensor_like(value):
         return plan.tensor(value, source, name)
+    if _has_jit_argument_protocol(value) and not isinstance(value, type):
+        return plan.custom(value, source)
     return None
 
 

@@ -268,6 +268,18 @@ class Pointer:
     def align(self, min_align):
         raise NotImplementedError("align() is only available on pointers inside a @cute.jit function")
 
+    # The JIT-argument protocol, so that user classes holding a pointer can forward to it.
+    def __get_mlir_types__(self):
+        return [_core.pointer_type(self._dtype.__name__, int(self._memspace), self._alignment)]
+
+    def __c_pointers__(self):
+        # The address of storage holding the pointer value; kept alive with the object.
+        self._c_storage = ctypes.c_void_p(self._address)
+        return [ctypes.addressof(self._c_storage)]
+
+    def __new_from_mlir_values__(self, values):
+        return _core.cute.pointer_from_value(values[0])
+
     def type_string(self):
         """The pointer type the compiled code sees, e.g. `ptr<f16, gmem, align<32>>`."""
         return f"ptr<{_core.dtype_type(self._dtype.__name__)}, {self._memspace}, align<{self._alignment}>>"

@@ -158,7 +158,10 @@ bool contiguous(const L::Layout& vmode, int64_t first, int n) {
 ir::Value* call_pointer(ir::Builder& b, const Tensor& t, const L::Layout& l, int64_t k, int64_t r, int bytes,
                         const std::string& what) {
   L::Int off = l(L::IntTuple{L::IntTuple(k), L::IntTuple(r)}).as_int();
-  ir::Value* p = offset_pointer(b, t.ptr, off);
+  // A swizzled shared-memory tensor: the call's first element goes through the swizzle like any
+  // element access (the swizzle keeps runs of 2^base aligned, so the rest of the call follows).
+  ir::Value* p = t.swizzle ? element_address(with_layout(t, l), L::IntTuple{L::IntTuple(k), L::IntTuple(r)})
+                           : offset_pointer(b, t.ptr, off);
   int esize = t.element()->is_bool() ? 1 : t.element()->byte_size();
   if (off.is_static() && t.ptr->type->align % bytes == 0 && (off.value() * esize) % bytes != 0)
     throw dsl::UserError("MISALIGNED_COPY", what + " moves " + std::to_string(bytes) +
@@ -170,6 +173,7 @@ ir::Value* call_pointer(ir::Builder& b, const Tensor& t, const L::Layout& l, int
 }
 
 ir::Value* element_pointer(ir::Builder& b, const Tensor& t, const L::Layout& l, int64_t k, int64_t r) {
+  if (t.swizzle) return element_address(with_layout(t, l), L::IntTuple{L::IntTuple(k), L::IntTuple(r)});
   return offset_pointer(b, t.ptr, l(L::IntTuple{L::IntTuple(k), L::IntTuple(r)}).as_int());
 }
 
