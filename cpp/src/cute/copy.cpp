@@ -127,10 +127,9 @@ Tensor retile(const TiledCopy& tc, const Tensor& t) {
   if (!vsize.is_static() || !threads.is_static())
     throw L::LayoutError("retile: needs a static value mode and thread count, got " + L::to_string(t.layout));
   const int64_t V = vsize.value();
+  // The atom's values need not divide V: an MMA fragment holding 4 values per k-block is
+  // retiled for an ldmatrix.x4 moving 8, whose atom then spans two fragment modes.
   int av = tc.atom.num_ref_values();
-  if (V % av != 0)
-    throw L::LayoutError("retile: the value mode of " + L::to_string(t.layout) + " does not split into atoms of " +
-                         std::to_string(av) + " values");
   // (m,n) -> v index: the shape and order of the V values inside layout_tv.
   L::Layout inv = L::composition(L::right_inverse(tc.layout_tv), L::make_layout(tc.tiler_mn));
   L::Layout frg_mn = L::recast_layout(int(threads.value() * V), 1, inv);
