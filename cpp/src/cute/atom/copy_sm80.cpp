@@ -154,46 +154,27 @@ bool contiguous(const L::Layout& vmode, int64_t first, int n) {
   return true;
 }
 
-// The address of the element at outer-layout offset `off`, through the tensor's swizzle when it
-// has one (the swizzled shared-memory tiles of tensor-core kernels).
-ir::Value* swizzled_pointer(ir::Builder& b, const Tensor& t, L::Int off) {
-  if (t.swizzle_in_address) return swizzle_address(b, offset_pointer(b, t.ptr, off), *t.swizzle);
-  if (t.swizzle) {
-    L::BuilderScope scope(&b);
-    off = (*t.swizzle)(t.swizzle_offset + off);
-  }
-  return offset_pointer(b, t.ptr, off);
-}
-
 // The pointer to one atom call's first element, checked and typed with the call's alignment.
 ir::Value* call_pointer(ir::Builder& b, const Tensor& t, const L::Layout& l, int64_t k, int64_t r, int bytes,
                         const std::string& what) {
   L::Int off = l(L::IntTuple{L::IntTuple(k), L::IntTuple(r)}).as_int();
+  // A swizzled shared-memory tensor: the call's first element goes through the swizzle like any
+  // element access (the swizzle keeps runs of 2^base aligned, so the rest of the call follows).
+  ir::Value* p = t.swizzle ? element_address(with_layout(t, l), L::IntTuple{L::IntTuple(k), L::IntTuple(r)})
+                           : offset_pointer(b, t.ptr, off);
   int esize = t.element()->is_bool() ? 1 : t.element()->byte_size();
   if (off.is_static() && t.ptr->type->align % bytes == 0 && (off.value() * esize) % bytes != 0)
     throw dsl::UserError("MISALIGNED_COPY", what + " moves " + std::to_string(bytes) +
                                                 " bytes at once, but its address is misaligned: element offset " +
                                                 std::to_string(off.value()) + " of " + to_string(t) +
                                                 " is not a multiple of " + std::to_string(bytes) + " bytes");
-  if (t.swizzle && !t.swizzle->is_identity()) {
-    // The swizzle keeps runs of 2^base elements (bytes for an address swizzle) in place: one
-    // call's bytes must lie inside such a run.
-    const int64_t run = t.swizzle_in_address ? int64_t(1) << t.swizzle->base
-                                             : (int64_t(1) << t.swizzle->base) * esize;
-    L::Int start = t.swizzle_in_address ? off : t.swizzle_offset + off;
-    int64_t div = start.divisibility();
-    if (run < bytes || (div != 0 && (div * (t.swizzle_in_address ? 1 : esize)) % bytes != 0))
-      throw dsl::UserError("MISALIGNED_COPY", what + " moves " + std::to_string(bytes) +
-                                                  " bytes at once, which the swizzle of " + to_string(t) +
-                                                  " does not keep together");
-  }
-  ir::Value* p = swizzled_pointer(b, t, off);
   if (p->type->align < bytes) p = b.bitcast(p, ir::pointer_type(p->type->element, p->type->space, bytes));
   return p;
 }
 
 ir::Value* element_pointer(ir::Builder& b, const Tensor& t, const L::Layout& l, int64_t k, int64_t r) {
-  return swizzled_pointer(b, t, l(L::IntTuple{L::IntTuple(k), L::IntTuple(r)}).as_int());
+  if (t.swizzle) return element_address(with_layout(t, l), L::IntTuple{L::IntTuple(k), L::IntTuple(r)});
+  return offset_pointer(b, t.ptr, l(L::IntTuple{L::IntTuple(k), L::IntTuple(r)}).as_int());
 }
 
 }  // namespace
