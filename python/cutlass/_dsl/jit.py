@@ -11,7 +11,7 @@ from . import context, rt
 from . import direct_call as _direct_call
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .jit_arg_adapter import adapt as adapt_jit_arg
-from .numeric import Int32, Int64, Numeric, NumericMeta, as_numeric, wrap
+from .numeric import Int32, Int64, Numeric, NumericMeta, annotated_class, as_numeric, wrap
 from .options import CompileOptions, EnableTVMFFI, resolve_target
 from .preprocess import preprocess as _preprocess
 from .source_lines import track_source_lines
@@ -265,7 +265,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True,
         if isinstance(ann, NumericMeta) and ann is not Numeric:
             if not isinstance(value, (Numeric, int, float, bool)):
                 raise _type_mismatch(number, name, ann, value)
-            cls = ann
+            cls = annotated_class(ann, value)
         elif ann is not inspect.Parameter.empty and isinstance(ann, type) and issubclass(ann, Tensor):
             if not _is_tensor_like(value):
                 raise _type_mismatch(number, name, ann, value)
@@ -647,7 +647,8 @@ class KernelLauncher:
             if isinstance(value, (Numeric, int, float, bool)) and isinstance(ann, NumericMeta) and \
                     ann is not Numeric and not _is_constexpr_annotation(ann):
                 n = as_numeric(value)
-                converted[pname] = ann(n) if type(n) is not ann else n
+                cls = annotated_class(ann, n)
+                converted[pname] = cls(n) if type(n) is not cls else n
         tracer.begin_function(name, True)
         try:
             for index, (pname, value) in enumerate(self._bound.arguments.items()):

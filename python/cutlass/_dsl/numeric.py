@@ -253,6 +253,21 @@ def as_numeric(x):
     return wrap(_core.as_num(x))
 
 
+def annotated_class(ann, value):
+    """The concrete numeric class a value annotated with `ann` becomes. The abstract classes
+    (`Numeric`, `Integer`, `Float`, as in `eps: cute.Float`) keep a value that already is one
+    of them; a Python value becomes the DSL's default of that kind (Int32, Float32)."""
+    if ann in NUMERIC_TYPES:
+        return ann
+    if isinstance(value, ann):
+        return type(value)
+    if ann is Float:
+        return Float32
+    if ann is Integer:
+        return Boolean if isinstance(value, bool) else Int32
+    return type(as_numeric(value))
+
+
 def dtype(name):
     if name in _CLASSES:
         return _CLASSES[name]

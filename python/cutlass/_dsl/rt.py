@@ -288,15 +288,32 @@ def while_(cond_fn, body_fn, names, init, loc, assigned=None):
 def ifexp(cond, then_fn, else_fn, loc):
     if not is_dynamic(cond):
         return then_fn() if _static_truth(cond) else else_fn()
-    a, b = as_numeric(then_fn()), as_numeric(else_fn())
-    if type(a) is not type(b):
+    # As in Python only the chosen arm runs (`acc[i] if i < n else 0` must not read acc[i] for
+    # i >= n): each arm is traced in its own region of a dynamic `if`; cheap arms become a
+    # select in the backend.
+    tr = context.tracer()
+    op = tr.if_begin(cond._n)
+    arms = []
+    for region, fn in ((0, then_fn), (1, else_fn)):
+        tr.enter_region(op, region)
+        value = fn()
+        arms.append(as_numeric(value) if isinstance(value, (builtins.bool, int, float)) else value)
+    a, b = arms
+    if isinstance(a, Numeric) and isinstance(b, Numeric) and type(a) is not type(b):
         file, line = loc[:2]
         raise DSLUserCodeError(
             f"both arms of a conditional expression with a dynamic condition must have the same type, got "
             f"{type(a).__name__} and {type(b).__name__}", filename=file, lineno=line,
             code="TYPE_CONDITIONAL_BRANCH_MISMATCH")
-    from .. import _core
-    return wrap(_core.select(cond._n, a._n, b._n))
+    node, _ = _join("<conditional expression>", [carry.structure_of(a), carry.structure_of(b)], loc)
+    types = None
+    for region, value in ((0, a), (1, b)):
+        tr.enter_region(op, region)
+        vals = carry.values_for(node, value)
+        types = [v.ir_type for v in vals]
+        tr.yield_(vals)
+    tr.exit_to_parent(op)
+    return carry.rebuild(node, tr.set_results(op, types))
 
 
 def _to_bool(x):
