@@ -193,3 +193,32 @@ except ValueError as e:
     assert p.returncode == 0, p.stderr
     assert "argument #0 (a) is in host memory, but this function's kernels run on the GPU" in p.stdout
     assert "--target cpu" in p.stdout
+
+
+def test_stride_divisibility_is_not_asked_of_a_size_one_mode():
+    # tensorop_gemm marks (L, M, K) tensors dynamic with strides divisible by 8; with L = 1 torch
+    # gives mode 0 stride 1, which no access ever multiplies by anything but 0.
+    @cute.jit
+    def total(t: cute.Tensor):
+        acc = cutlass.Float32(0)
+        for i in range(t.shape[1]):
+            acc = acc + t[0, i]
+        return acc
+
+    def marked(a):
+        return from_dlpack(a).mark_layout_dynamic(leading_dim=1).mark_compact_shape_dynamic(
+            mode=1, stride_order=(0, 1), divisibility=4)
+
+    f = cute.compile(total, marked(np.zeros((2, 16), np.float32)))
+    storage = np.ones(3 * 42, np.float32)
+
+    class Rows:  # rows of 12 elements, 42 apart (numpy would report a size-1 mode's stride as 12)
+        def __init__(self, rows):
+            self.__array_interface__ = {"data": (storage.ctypes.data, False), "shape": (rows, 12),
+                                        "typestr": "<f4", "strides": (42 * 4, 4), "version": 3}
+
+    one_row = from_dlpack(Rows(1)).mark_layout_dynamic(leading_dim=1)
+    assert one_row.stride == (42, 1)  # 42 is not a multiple of 4
+    assert f(one_row) == 12.0
+    with pytest.raises(ValueError, match=r"stride mode 0 \(42\) is not divisible by 4"):
+        f(from_dlpack(Rows(3)).mark_layout_dynamic(leading_dim=1))

@@ -133,3 +133,10 @@ def test_tmem_pointers_cannot_be_arguments_yet():
     with pytest.raises(cutlass.DSLRuntimeError, match="a tmem pointer cannot be passed to a jit function yet"):
         axpb_from_pointers(make_ptr(cutlass.Float32, 16, cute.AddressSpace.tmem),
                            make_ptr(cutlass.Float32, 16, cute.AddressSpace.tmem), 1, 1)
+
+
+def test_pointer_keeps_the_value_it_was_made_from():
+    # NVIDIA's cooperative_launch.py frees `ptr._pointer` with cudaFree.
+    buf = np.zeros(4, np.uint32)
+    p = cute.runtime.make_ptr(cutlass.Uint32, buf.ctypes.data, cute.AddressSpace.gmem)
+    assert p._pointer == buf.ctypes.data

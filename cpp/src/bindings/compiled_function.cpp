@@ -97,7 +97,8 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
         layout_mismatch(c, t, ": shape mode " + std::to_string(i) + " (" + std::to_string(n) +
                                   ") is not divisible by " + std::to_string(c.shape_div[i]));
     }
-    if (c.stride[i] < 0 && c.stride_div[i] > 1) {
+    // A size-1 mode is never stepped along: its stride only ever meets coordinate 0.
+    if (c.stride[i] < 0 && c.stride_div[i] > 1 && t.shape(i) != 1) {
       const int64_t st = t.stride(i);
       if (st % c.stride_div[i] != 0)
         layout_mismatch(c, t, ": stride mode " + std::to_string(i) + " (" + std::to_string(st) +

@@ -215,6 +215,8 @@ class Pointer:
             self._memspace = AddressSpace(mem_space)
         except ValueError:
             raise ValueError(f"make_ptr: {mem_space!r} is not an AddressSpace") from None
+        # The value as given (NVIDIA's examples hand `ptr._pointer` back to cudaFree).
+        self._pointer = address
         if isinstance(address, ctypes._Pointer) or isinstance(address, ctypes.c_void_p):
             address = ctypes.cast(address, ctypes.c_void_p).value or 0
         if isinstance(address, bool) or not isinstance(address, int):
