@@ -1,7 +1,6 @@
 #include "runtime/executor.h"
 
 #include <algorithm>
-#include "runtime/cooperative_grid.h"
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +12,9 @@
 #include "runtime/compile_cache.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/debug_dumps.h"
+#include "runtime/cooperative_grid.h"
+#include "runtime/gpu_launch.h"
+#include "support/env.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
 
@@ -61,8 +63,10 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
     cubin_ = prebuilt->cubin;
   } else if (!kernel_names_.empty()) {
     // Only whole results are cached: a CPU-target compile (PTX only, best effort) is not.
+    // The switch is read at each compile (not once per process), as a test or an application
+    // may turn it off after the first compile.
     bool cacheable = options.use_disk_cache && options.need_cubin && target_ != CompileOptions::Target::Cpu &&
-                     DiskCache::instance().enabled();
+                     DiskCache::instance().enabled() && !support::env_flag("CUTE_DSL_DISABLE_FILE_CACHING");
     std::string key;
     if (cacheable) {
       t0 = std::chrono::steady_clock::now();
@@ -273,42 +277,8 @@ void CompiledProgram::launch(const emulator::LaunchRequest& r) {
     if (op == r.op) fn = f;
   if (!fn && discard_launches_) fn = reinterpret_cast<void*>(1);
   if (!fn) throw emulator::ExecutionError("kernel '" + r.kernel() + "' is not part of this program");
-  // Each parameter gets an 8-byte slot; the driver copies the bytes each param points at.
-  constexpr size_t kMaxParams = 256;
-  if (r.num_args > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
-  alignas(8) unsigned char storage[kMaxParams][8];
-  void* params[kMaxParams];
-  for (size_t i = 0; i < r.num_args; ++i) {
-    ir::Type t = r.arg_types[i];
-    if (!t->is_float() && t->byte_size() <= 8) {
-      // Pointers and integers: the low bytes of the 64-bit value (little endian) are the
-      // parameter, so the driver reads them in place; it copies them before returning.
-      params[i] = const_cast<int64_t*>(&r.args[i].i);
-    } else {
-      ir::store_scalar(t, r.args[i], storage[i]);
-      params[i] = storage[i];
-    }
-  }
-  if (discard_launches_) {
-    discarded_launches_.fetch_add(1, std::memory_order_relaxed);
-    asm volatile("" : : "r"(params) : "memory");  // the packed parameters count as used
-    return;
-  }
-  if (r.smem > 48 * 1024) drv.set_max_dynamic_smem(fn, int(r.smem));
-  CudaDriver::LaunchAttributes la;
-  la.has_cluster = r.has_cluster;
-  for (int i = 0; i < 3; ++i) la.cluster[i] = r.cluster[i];
-  la.cooperative = r.cooperative;
-  la.pdl = r.pdl;
-  la.completion_event = r.completion_event;
-  la.completion_event_flags = r.completion_event_flags;
-  la.programmatic_event = r.programmatic_event;
-  la.programmatic_event_flags = r.programmatic_event_flags;
-  la.programmatic_trigger_at_block_start = r.programmatic_trigger_at_block_start;
-  if (la.any())
-    drv.launch_ex(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], la, r.smem, r.stream, params);
-  else
-    drv.launch(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.stream, params);
+  if (discard_launches_) discarded_launches_.fetch_add(1, std::memory_order_relaxed);
+  launch_on_gpu(fn, r, discard_launches_);
 }
 
 }  // namespace opencute::runtime

@@ -6,6 +6,7 @@
 #include "ir/parser.h"
 #include "ir/scalar_semantics.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/gpu_launch.h"
 #include "runtime/tensor_spec.h"
 
 namespace opencute::runtime {
@@ -189,36 +190,6 @@ void ExportedProgram::launch(const emulator::LaunchRequest& r) {
     if (op == r.op) fn = f;
   if (!fn) throw emulator::ExecutionError("kernel '" + r.kernel() + "' is not part of this program");
   launch_on_gpu(fn, r);
-}
-
-void launch_on_gpu(void* fn, const emulator::LaunchRequest& r) {
-  CudaDriver& drv = CudaDriver::get();
-  // Each parameter gets an 8-byte slot; the driver copies the bytes each param points at.
-  constexpr size_t kMaxParams = 256;
-  if (r.num_args > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
-  alignas(8) unsigned char storage[kMaxParams][8];
-  void* params[kMaxParams];
-  for (size_t i = 0; i < r.num_args; ++i) {
-    ir::Type t = r.arg_types[i];
-    if (t->is_pointer()) std::memcpy(storage[i], &r.args[i].i, 8);
-    else ir::store_scalar(t, r.args[i], storage[i]);
-    params[i] = storage[i];
-  }
-  if (r.smem > 48 * 1024) drv.set_max_dynamic_smem(fn, int(r.smem));
-  CudaDriver::LaunchAttributes la;
-  la.has_cluster = r.has_cluster;
-  for (int i = 0; i < 3; ++i) la.cluster[i] = r.cluster[i];
-  la.cooperative = r.cooperative;
-  la.pdl = r.pdl;
-  la.completion_event = r.completion_event;
-  la.completion_event_flags = r.completion_event_flags;
-  la.programmatic_event = r.programmatic_event;
-  la.programmatic_event_flags = r.programmatic_event_flags;
-  la.programmatic_trigger_at_block_start = r.programmatic_trigger_at_block_start;
-  if (la.any())
-    drv.launch_ex(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], la, r.smem, r.stream, params);
-  else
-    drv.launch(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.stream, params);
 }
 
 }  // namespace opencute::runtime

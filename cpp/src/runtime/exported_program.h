@@ -61,8 +61,4 @@ class ExportedProgram : public emulator::LaunchHandler {
   std::vector<std::pair<const ir::Op*, void*>> launch_targets_;
 };
 
-// Launches one kernel of a host program's Launch op on the GPU (parameters packed as the
-// driver wants them). Shared by every launcher that has a CUfunction in hand.
-void launch_on_gpu(void* function, const emulator::LaunchRequest& request);
-
 }  // namespace opencute::runtime

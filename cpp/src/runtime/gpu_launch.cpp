@@ -1,0 +1,47 @@
+#include "runtime/gpu_launch.h"
+
+#include "ir/scalar_semantics.h"
+#include "runtime/cuda_driver.h"
+
+namespace opencute::runtime {
+
+void launch_on_gpu(void* fn, const emulator::LaunchRequest& r, bool discard) {
+  // Each parameter gets an 8-byte slot; the driver copies the bytes each param points at.
+  constexpr size_t kMaxParams = 256;
+  if (r.num_args > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
+  alignas(8) unsigned char storage[kMaxParams][8];
+  void* params[kMaxParams];
+  for (size_t i = 0; i < r.num_args; ++i) {
+    ir::Type t = r.arg_types[i];
+    if (!t->is_float() && t->byte_size() <= 8) {
+      // Pointers and integers: the low bytes of the 64-bit value (little endian) are the
+      // parameter, so the driver reads them in place; it copies them before returning.
+      params[i] = const_cast<int64_t*>(&r.args[i].i);
+    } else {
+      ir::store_scalar(t, r.args[i], storage[i]);
+      params[i] = storage[i];
+    }
+  }
+  if (discard) {
+    asm volatile("" : : "r"(params) : "memory");  // the packed parameters count as used
+    return;
+  }
+  CudaDriver& drv = CudaDriver::get();
+  if (r.smem > 48 * 1024) drv.set_max_dynamic_smem(fn, int(r.smem));
+  CudaDriver::LaunchAttributes la;
+  la.has_cluster = r.has_cluster;
+  for (int i = 0; i < 3; ++i) la.cluster[i] = r.cluster[i];
+  la.cooperative = r.cooperative;
+  la.pdl = r.pdl;
+  la.completion_event = r.completion_event;
+  la.completion_event_flags = r.completion_event_flags;
+  la.programmatic_event = r.programmatic_event;
+  la.programmatic_event_flags = r.programmatic_event_flags;
+  la.programmatic_trigger_at_block_start = r.programmatic_trigger_at_block_start;
+  if (la.any())
+    drv.launch_ex(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], la, r.smem, r.stream, params);
+  else
+    drv.launch(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.stream, params);
+}
+
+}  // namespace opencute::runtime

@@ -1,0 +1,13 @@
+// A kernel launch on the GPU from a host program's launch request: the arguments packed as
+// kernel parameters, and cuLaunchKernel (cuLaunchKernelEx when the request has launch
+// attributes: clusters, cooperative, programmatic dependent launch, events). Shared by the JIT
+// executor and exported programs.
+#pragma once
+#include "emulator/host_interpreter.h"
+
+namespace opencute::runtime {
+
+// `discard`: pack the parameters but stop short of the driver (host-cost measurements).
+void launch_on_gpu(void* function, const emulator::LaunchRequest& request, bool discard = false);
+
+}  // namespace opencute::runtime
