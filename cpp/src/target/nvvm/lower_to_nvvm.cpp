@@ -562,18 +562,10 @@ class KernelLowering : public OpLowering {
     if (is_half(t)) return def("fptrunc float " + v + " to half");
     if (is_fp8(t)) return def("call i8 @" + fp8_helper(t, false) + "(float " + v + ")");
     if (is_bf16(t)) {
-      // Mirrors support::float_to_bf16_bits bit for bit, NaN payload included.
-      std::string b = def("bitcast float " + v + " to i32");
-      std::string mag = def("and i32 " + b + ", 2147483647");
-      std::string nan = def("icmp ugt i32 " + mag + ", 2139095040");
-      std::string hi = def("lshr i32 " + b + ", 16");
-      std::string lsb = def("and i32 " + hi + ", 1");
-      std::string bias = def("add i32 " + lsb + ", 32767");
-      std::string sum = def("add i32 " + b + ", " + bias);
-      std::string rounded = def("lshr i32 " + sum + ", 16");
-      std::string quiet = def("or i32 " + hi + ", 64");
-      std::string r = def("select i1 " + nan + ", i32 " + quiet + ", i32 " + rounded);
-      return def("trunc i32 " + r + " to i16");
+      // The hardware conversion (sm_80 and later, every target OpenCuTe compiles for): one
+      // instruction where the bit-level rounding took ten, in every bf16 epilogue. It rounds to
+      // nearest even as support::float_to_bf16_bits does; a NaN stays a NaN (its payload may differ).
+      return def("call i16 asm \"cvt.rn.bf16.f32 $0, $1;\", \"=h,f\"(float " + v + ")");
     }
     return v;
   }
