@@ -777,6 +777,8 @@ class _Compile:
             jf, args = fn.func.__self__, fn.args + args
         elif isinstance(fn, JitFunction):
             jf = fn
+        elif isinstance(getattr(fn, "__cute_jit_function__", None), JitFunction):  # testing.autotune_jit
+            jf = fn.__cute_jit_function__
         elif hasattr(type(fn), "__call__") and isinstance(type(fn).__dict__.get("__call__"), JitFunction):
             jf, args = type(fn).__dict__["__call__"], (fn,) + args
         elif isinstance(fn, KernelFunction):
