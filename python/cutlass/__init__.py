@@ -26,5 +26,6 @@ from ._dsl.generate import for_generate, if_generate, while_generate, yield_out 
 from . import cute
 from . import testing
 from . import utils
+from . import pipeline  # `cutlass.pipeline.X` without importing the submodule (NVIDIA's notebooks)
 
 __version__ = "0.1.0"

@@ -3,6 +3,7 @@
 #include <cstring>
 #include "bindings/compiled_function_plan.h"
 
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
@@ -236,8 +237,49 @@ bool trailing_streams_only(const Executor& ex, size_t given) {
   return true;
 }
 
+// A call that passes more arguments than the runtime ones passes None for the parameters that
+// were compiled with None: checks them and returns the arguments without them (in `holder`).
+PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& holder) {
+  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  const size_t runtime_count = ex.arg_lengths.empty() ? size_t(ex.num_sources) : ex.arg_lengths.size();
+  if (n <= runtime_count) return args;  // the runtime arguments only
+  size_t given_nones = 0;
+  while (given_nones < ex.none_positions.size() && size_t(ex.none_positions[given_nones]) < n) ++given_nones;
+  PyObject* kept = PyTuple_New(Py_ssize_t(n - given_nones));
+  if (!kept) throw nb::python_error();
+  holder = nb::steal(kept);
+  size_t out = 0, next_none = 0;
+  for (size_t i = 0; i < n; ++i) {
+    PyObject* a = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    if (next_none < given_nones && size_t(ex.none_positions[next_none]) == i) {
+      if (a != Py_None)
+        throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " (" +
+                                                    ex.none_names[next_none] +
+                                                    ") was compiled as None, a compile-time value; pass None there, "
+                                                    "or compile the function with a value to pass one");
+      ++next_none;
+      continue;
+    }
+    Py_INCREF(a);
+    PyTuple_SET_ITEM(kept, Py_ssize_t(out++), a);
+  }
+  return kept;
+}
+
+// A None where the function was compiled with a value (a None there must be compiled as None).
+[[noreturn]] void none_for_a_value(const Executor& ex, int source) {
+  std::string name = ex.arg_lengths.empty() && size_t(source) < ex.arg_names.size()
+                         ? " (" + ex.arg_names[size_t(source)] + ")"
+                         : "";
+  throw dsl::UserError("ARG_BIND_FAILED", "runtime argument #" + std::to_string(source + 1) + name +
+                                              " is None, but the function was compiled with a value there; compile "
+                                              "it with None to leave the argument out");
+}
+
 nb::object call_executor(Executor& ex, nb::args call_args) {
   PyObject* arg_tuple = call_args.ptr();
+  nb::object without_nones;
+  if (!ex.none_positions.empty()) arg_tuple = drop_none_arguments(ex, arg_tuple, without_nones);
   const size_t num_args = flat_argument_count(ex, arg_tuple);
   // An omitted trailing stream is the default stream.
   const bool omitted_streams = int(num_args) < ex.num_sources && trailing_streams_only(ex, num_args);
@@ -264,6 +306,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
     nb::handle a(args[size_t(s.source)]);
     switch (s.kind) {
       case kScalar: {
+        if (a.is_none()) none_for_a_value(ex, s.source);
         Num n = to_num(a);
         if (!n.is_static) throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "a dynamic value cannot be passed from Python");
         vals[i] = ir::eval_cast(n.type, s.type, n.s);
@@ -273,6 +316,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
       case kTensorShape:
       case kTensorStride: {
         if (tensor_source != s.source) {
+          if (a.is_none()) none_for_a_value(ex, s.source);
           tensor.emplace(a);
           tensor_source = s.source;
         }
@@ -315,6 +359,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         break;
       }
       case kPointer: {
+        if (a.is_none()) none_for_a_value(ex, s.source);
         if (nb::hasattr(a, "_address")) vals[i] = ir::Scalar::of_int(as_int64(a.attr("_address")));
         else vals[i] = ir::Scalar::of_int(as_int64(a));
         break;
@@ -487,6 +532,14 @@ void bind_compiled_functions(nb::module_& m) {
       .def_prop_ro("_discarded_launches", [](const Executor& e) { return e.program->discarded_launches(); })
       .def_rw("function_name", &Executor::function_name)
       .def_rw("arg_names", &Executor::arg_names)
+      .def_prop_rw(
+          "_none_arguments", [](const Executor& e) { return nb::make_tuple(e.none_positions, e.none_names); },
+          [](Executor& e, std::pair<std::vector<int>, std::vector<std::string>> v) {
+            if (v.first.size() != v.second.size()) throw std::invalid_argument("_none_arguments: positions and names");
+            e.none_positions = std::move(v.first);
+            e.none_names = std::move(v.second);
+          },
+          "The positions and names of the parameters compiled with None (a call may pass None there)")
       // The blob an exported object file carries (runtime/export.h), under the exported `name`.
       .def("_export_blob", [](const Executor& e, const std::string& name) {
         std::string blob = runtime::serialize_exported_function(exported_function(e, name));

@@ -68,6 +68,10 @@ struct Executor {
   bool strict_regions = true;  // every pointer argument is a tensor of known extent
   std::string function_name;
   std::vector<std::string> arg_names;  // per runtime argument: the parameter's name (export, keywords)
+  // Parameters compiled with None (compile-time values): their positions among a call's
+  // arguments and their names. A call may pass None there (then dropped) or leave them out.
+  std::vector<int> none_positions;
+  std::vector<std::string> none_names;
   double trace_ms = 0;
 };
 

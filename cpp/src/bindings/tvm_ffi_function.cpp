@@ -113,8 +113,12 @@ struct Source {       // one runtime value of the traced function
   bool env_stream;    // read from TVM-FFI's environment stream, not from the arguments
 };
 
+// A parameter compiled with None (a compile-time value): the call passes None there or leaves
+// it out (jit.py NONE_PARAM_ARITY).
+constexpr int kNoneParamArity = -2;
+
 struct Param {
-  int arity;             // -1 for a single value, n for a tuple of n
+  int arity;             // -1 for a single value, n for a tuple of n, kNoneParamArity
   std::string type_name; // for type errors: "Tensor", "Tuple[...]" ...
 };
 
@@ -126,6 +130,7 @@ struct TvmFfiFunction {
   // Scalar defaults of trailing parameters (type kNone where a parameter has none), so that a
   // positional call may leave them out.
   std::vector<FfiAny> defaults;
+  size_t num_none_params = 0;  // parameters of arity kNoneParamArity
 };
 
 struct CallError {
@@ -232,9 +237,23 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
   thread_local std::vector<const FfiAny*> values, items;
   thread_local std::vector<ir::Scalar> vals;
   thread_local std::vector<std::vector<FfiAny>> shape_items;  // tvm_ffi.Shape arguments as ints
+  bool runtime_only = false;  // the runtime arguments alone (None parameters left out)?
+  if (f.num_none_params > 0 && size_t(num_args) == f.params.size() - f.num_none_params)
+    // As many arguments as either that or the full list with trailing defaults left out: the
+    // full list holds None at the None parameters it reaches.
+    for (size_t p = 0; p < size_t(num_args) && !runtime_only; ++p)
+      runtime_only = f.params[p].arity == kNoneParamArity && args[p].type_index != kNone;
+  if (runtime_only) {
+    with_defaults.clear();
+    const FfiAny* next = args;
+    for (const Param& p : f.params) with_defaults.push_back(p.arity == kNoneParamArity ? FfiAny{} : *next++);
+    args = with_defaults.data();
+    num_args = int32_t(with_defaults.size());
+  }
   if (size_t(num_args) < f.params.size()) {
     bool have = true;
-    for (size_t p = size_t(num_args); p < f.params.size(); ++p) have = have && f.defaults[p].type_index != kNone;
+    for (size_t p = size_t(num_args); p < f.params.size(); ++p)
+      have = have && (f.defaults[p].type_index != kNone || f.params[p].arity == kNoneParamArity);
     if (have) {
       with_defaults.assign(args, args + num_args);
       with_defaults.insert(with_defaults.end(), f.defaults.begin() + num_args, f.defaults.end());
@@ -250,6 +269,13 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
   items.assign(f.params.size(), nullptr);
   for (size_t p = 0; p < f.params.size(); ++p) {
     const Param& param = f.params[p];
+    if (param.arity == kNoneParamArity) {
+      if (args[p].type_index != kNone)
+        fail("TypeError", "Mismatched type" + where(f, int(p)) +
+                              "expected None: the function was compiled with None there (a compile-time value); "
+                              "compile it with a value to pass one");
+      continue;
+    }
     if (param.arity < 0) continue;
     const FfiAny& a = args[p];
     const char* cell = a.type_index >= 64 ? reinterpret_cast<const char*>(a.v_obj) + sizeof(FfiObject) : nullptr;
@@ -420,6 +446,7 @@ void* tvm_ffi_new_function_state(const Executor& ex, nb::handle description) {
   for (nb::handle h : description.attr("params")) {
     nb::tuple t = nb::cast<nb::tuple>(h);
     f->params.push_back(Param{nb::cast<int>(t[0]), nb::cast<std::string>(t[1])});
+    if (f->params.back().arity == kNoneParamArity) ++f->num_none_params;
   }
   for (nb::handle h : description.attr("sources")) {
     nb::tuple t = nb::cast<nb::tuple>(h);

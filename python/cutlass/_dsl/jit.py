@@ -91,6 +91,9 @@ def _traced_pointer(ptr_value, dtype, memspace, align):
 _DSL_INT = {32: Int32, 64: Int64}
 
 
+NONE_PARAM_ARITY = -2  # a TVM-FFI parameter that was compiled with None (tvm_ffi_function.cpp)
+
+
 class _ArgPlan:
     """Collects the host-function parameters and how to read them from call arguments."""
 
@@ -111,6 +114,11 @@ class _ArgPlan:
         self.params_info = []
         self.symbol_names = {}
         self.arg_names = []  # per runtime argument: its parameter name (exported C API, keywords)
+        # Parameters given None at compile time (compile-time values): their positions among the
+        # call's arguments (runtime and None ones; `self` and other compile-time values are not
+        # passed), so that a call may pass None there again (cta_norm's `bias=None`).
+        self.none_positions = []
+        self.none_names = []
 
     def _symbol_name(self, symbol):
         key = id(symbol) if symbol is not None else object()
@@ -126,6 +134,12 @@ class _ArgPlan:
         else:
             type_text = "Tuple[" + ", ".join(leaf[2] for leaf in leaves) + "]"
         self.params_info.append({"name": name, "arity": arity, "type": type_text, "leaves": leaves, "env": env})
+
+    def add_none_param(self, name, position):
+        """A parameter compiled with None: the call may pass None there (and nothing else)."""
+        self.none_positions.append(position)
+        self.none_names.append(name)
+        self.params_info.append({"name": name, "arity": NONE_PARAM_ARITY, "type": "None", "leaves": [], "env": False})
 
     def scalar(self, cls, source):
         self.leaf_info[source] = (1, "bool" if cls.__name__ == "Boolean" else cls.__name__.lower())
@@ -242,6 +256,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True,
         raise DSLUserCodeError(f"cannot bind arguments to {fn.__name__}: {e}", code="ARG_BIND_FAILED") from None
     bound.apply_defaults()
     call, runtime_values = {}, []
+    call_position = 0  # among the arguments a call of the compiled function passes
     for index, (name, value) in enumerate(bound.arguments.items()):
         value = adapt_jit_arg(value)  # a registered adapter stands in for its type (register_jit_arg_adapter)
         param = sig.parameters[name]
@@ -258,7 +273,11 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True,
             call[name] = value
             if info is not None:
                 info["static_values"].append(value)
+            if value is None and not for_kernel:
+                plan.add_none_param(name, call_position)
+                call_position += 1
             continue
+        call_position += 1
         if info is not None:
             info["runtime_positions"].append(index)
         number = index + 1
@@ -494,6 +513,8 @@ class JitFunction(_DecoratedFunction):
         }, plan.slots, plan.checks, plan.pointer_checks, plan.num_sources, [r.dtype.mlir_type for r in results])
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms
+        if plan.none_positions:
+            compiled._none_arguments = (plan.none_positions, plan.none_names)
         if _core.log_enabled(10):
             _core.log(10, f"traced {self._fn.__name__} in {trace_ms:.2f} ms; compile timings {compiled.timings_ms}")
         if _env_flag("CUTE_DSL_PRINT_IR"):
@@ -777,6 +798,8 @@ class _Compile:
             jf, args = fn.func.__self__, fn.args + args
         elif isinstance(fn, JitFunction):
             jf = fn
+        elif isinstance(getattr(fn, "__cute_jit_function__", None), JitFunction):  # testing.autotune_jit
+            jf = fn.__cute_jit_function__
         elif hasattr(type(fn), "__call__") and isinstance(type(fn).__dict__.get("__call__"), JitFunction):
             jf, args = type(fn).__dict__["__call__"], (fn,) + args
         elif isinstance(fn, KernelFunction):

@@ -124,6 +124,7 @@ def _python_default(value):
 
 def make_function(compiled, plan, fn, sig):
     """The tvm_ffi.Function for `compiled` (a JitCompiledFunction traced with `plan`)."""
+    from .jit import NONE_PARAM_ARITY
     factory = _factory_function()
     visible = [p for p in plan.params_info if not p["env"]]
     index_of = {p["name"]: i for i, p in enumerate(visible)}
@@ -147,6 +148,8 @@ def make_function(compiled, plan, fn, sig):
         param = sig.parameters.get(p["name"])
         if param is not None and param.default is not inspect.Parameter.empty:
             defaults[p["name"]] = _python_default(param.default)
+        elif p["arity"] == NONE_PARAM_ARITY:  # compiled with None: None is all it takes, so it may be left out
+            defaults[p["name"]] = None
     d = Description()
     d.signature, d.params, d.sources = signature, params, sources
     d.defaults = [(i, defaults[p["name"]]) for i, p in enumerate(visible) if p["name"] in defaults]

@@ -170,7 +170,9 @@ def tune(func, params_dict=None, kernel_arguments=JitArguments(), warmup_iterati
 def autotune_jit(params_dict=None, update_on_change=None, warmup_iterations=10, iterations=100):
     """Decorates a @cute.jit function: on the first call, and whenever an argument named in
     `update_on_change` changes, every combination of the Constexpr parameters in `params_dict`
-    is compiled and timed, and the fastest is used from then on."""
+    is compiled and timed, and the fastest is used from then on. `cute.compile` of the decorated
+    function compiles the @cute.jit function with the parameters it is given (as `testing.tune`
+    callers do), those not given taking the function's defaults."""
     import inspect
 
     from .._dsl.jit import JitFunction
@@ -209,7 +211,11 @@ def autotune_jit(params_dict=None, update_on_change=None, warmup_iterations=10, 
             return jit_fn(*args, **kwargs, **best)
 
         tuned.__wrapped__ = jit_fn
+        # cute.compile(tuned, ..., **params) compiles the @cute.jit function with explicit params
+        tuned.__cute_jit_function__ = jit_fn
         tuned.__name__ = jit_fn._fn.__name__
+        tuned.__qualname__ = getattr(jit_fn._fn, "__qualname__", tuned.__name__)
+        tuned.__doc__ = jit_fn._fn.__doc__
         return tuned
 
     return decorate
