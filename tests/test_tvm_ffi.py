@@ -480,10 +480,9 @@ def _run_example(relative, tmp_path):
     import subprocess
     import sys
     path = _nvidia_example(relative)
-    pkg = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "python")
-    paths = [pkg] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # The same `cutlass` this test process imports (the installed package, or PYTHONPATH's).
     return subprocess.run([sys.executable, path], capture_output=True, text=True, cwd=str(tmp_path),
-                          env=dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(paths)))
+                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
 
 
 def test_nvidia_compile_with_fake_tensor(tmp_path):
