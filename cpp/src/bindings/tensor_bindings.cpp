@@ -14,6 +14,7 @@
 #include "bindings/layout_convert.h"
 #include "bindings/num_convert.h"
 #include "cute/atom/copy_sm80.h"
+#include "cute/carry.h"
 #include "cute/copy.h"
 #include "cute/pointer.h"
 #include "cute/print_tensor.h"
@@ -114,64 +115,21 @@ nb::object element_or_slice(const Tensor& t, nb::handle key) {
   return wrap_num(cute::load_element(t, coord));
 }
 
-// Dynamic leaves of an IntTuple, in order (kernel arguments carry them).
-void collect(const L::IntTuple& t, std::vector<Num>& out) {
-  if (t.is_tuple()) {
-    for (const auto& e : t.elems()) collect(e, out);
-  } else if (t.is_int() && t.as_int().is_dynamic()) {
-    out.push_back(Num::of_value(t.as_int().ir_value()));
-  } else if (t.is_basis() && t.as_basis().value.is_dynamic()) {
-    out.push_back(Num::of_value(t.as_basis().value.ir_value()));
-  }
-}
-
-// `t` with its dynamic leaves replaced, in order, by `vals` (divisibility kept).
-L::IntTuple rebuild(const L::IntTuple& t, const std::vector<Num>& vals, size_t& next) {
-  if (t.is_tuple()) {
-    std::vector<L::IntTuple> out;
-    for (const auto& e : t.elems()) out.push_back(rebuild(e, vals, next));
-    return L::IntTuple(out);
-  }
-  if (t.is_int() && t.as_int().is_dynamic())
-    return L::IntTuple(L::Int::dynamic(vals.at(next++).value, t.as_int().divisibility()));
-  if (t.is_basis() && t.as_basis().value.is_dynamic()) {
-    L::ScaledBasis b = t.as_basis();
-    b.value = L::Int::dynamic(vals.at(next++).value, b.value.divisibility());
-    return L::IntTuple(b);
-  }
-  return t;
-}
-
 std::vector<Num> nums_of(nb::handle values) {
   std::vector<Num> out;
   for (nb::handle v : values) out.push_back(to_num(v));
   return out;
 }
 
+// The tensor's IR values (pointer, dynamic layout leaves) and the tensor rebuilt from new ones:
+// the same flattening that carries tensors through control flow (cute/carry).
 nb::list extract_values(const Tensor& t) {
-  std::vector<Num> vals;
-  if (t.is_memory()) vals.push_back(Num::of_value(t.ptr));
-  collect(t.coord, vals);
-  collect(t.layout.shape, vals);
-  collect(t.layout.stride, vals);
-  if (t.is_swizzled()) collect(L::IntTuple(t.swizzle_offset), vals);
   nb::list out;
-  for (auto& v : vals) out.append(v);
+  for (auto& v : cute::tensor_values(t)) out.append(v);
   return out;
 }
 
-Tensor from_values(const Tensor& t, nb::handle values) {
-  std::vector<Num> vals = nums_of(values);
-  size_t next = 0;
-  Tensor r = t;
-  if (t.is_memory()) r.ptr = vals.at(next++).value;
-  r.coord = rebuild(t.coord, vals, next);
-  L::IntTuple shape = rebuild(t.layout.shape, vals, next);
-  L::IntTuple stride = rebuild(t.layout.stride, vals, next);
-  r.layout = L::Layout(shape, stride);
-  if (t.is_swizzled()) r.swizzle_offset = rebuild(L::IntTuple(t.swizzle_offset), vals, next).as_int();
-  return r;
-}
+Tensor from_values(const Tensor& t, nb::handle values) { return cute::tensor_with_values(t, nums_of(values)); }
 
 std::optional<Tensor> optional_tensor(nb::handle h, const char* fn) {
   if (h.is_none()) return std::nullopt;
@@ -322,18 +280,16 @@ void bind_tensors(nb::module_& root) {
       .def("__repr__", [](const Tensor& t) { return cute::to_string(t); });
 
   m.def("layout_dynamic_values", [](const L::Layout& l) {
-    std::vector<Num> vals;
-    collect(l.shape, vals);
-    collect(l.stride, vals);
     nb::list out;
-    for (auto& v : vals) out.append(v);
+    for (const L::IntTuple* t : {&l.shape, &l.stride})
+      for (auto& v : cute::tuple_values(*t)) out.append(v);
     return out;
   });
   m.def("layout_with_values", [](const L::Layout& l, nb::handle values) {
     std::vector<Num> vals = nums_of(values);
     size_t next = 0;
-    L::IntTuple shape = rebuild(l.shape, vals, next);
-    L::IntTuple stride = rebuild(l.stride, vals, next);
+    L::IntTuple shape = cute::tuple_with_values(l.shape, vals, next);
+    L::IntTuple stride = cute::tuple_with_values(l.stride, vals, next);
     return L::Layout(shape, stride);
   });
 
