@@ -459,3 +459,46 @@ def test_nvidia_tvm_ffi_aot_tutorial(tmp_path):
         done = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stdout + done.stderr
     assert "1 2 3 4 5 6 7 8 9 10" in done.stdout
+
+
+@cute.jit
+def shared_symbol_probe(a: cute.Tensor, b: cute.Tensor):
+    return a.shape[0] * 1000 + b.shape[1]
+
+
+def test_tensors_sharing_a_symbol_each_have_their_fields_and_must_agree(tmp_path):
+    # As NVIDIA's export_to_c.py: two fake tensors built from one shape of symbols. The code reads
+    # the symbols from the first; the second's struct still has its fields, checked to match.
+    from cutlass.cute.runtime import make_fake_compact_tensor
+    shape = (cute.sym_int(divisibility=2), cute.sym_int())
+    a = make_fake_compact_tensor(cutlass.Float32, shape, stride_order=(1, 0))
+    b = make_fake_compact_tensor(cutlass.Float32, shape, stride_order=(1, 0))
+    compiled = cute.compile(shared_symbol_probe, a, b)
+    compiled.export_to_c(str(tmp_path), file_name="shared", function_prefix="shared")
+    header = (tmp_path / "shared.h").read_text()
+    assert header.count("int32_t dynamic_shapes[2];") == 2, header
+    main = r'''
+#include "shared.h"
+#include "CuteDSLRuntime.h"
+int main(int argc, char** argv) {
+  float buf[64];
+  shared_Tensor_a_t a;
+  shared_Tensor_b_t b;
+  shared_Kernel_Module_t m;
+  int32_t r0 = 0;
+  a.data = buf; a.dynamic_shapes[0] = 4; a.dynamic_shapes[1] = 6; a.dynamic_strides[0] = 6;
+  b.data = buf; b.dynamic_shapes[0] = 4; b.dynamic_shapes[1] = argc > 1 ? 5 : 6; b.dynamic_strides[0] = 6;
+  if (shared_Kernel_Module_Load(&m) != 0) return 1;
+  int32_t rc = cute_dsl_shared_wrapper(&m, &a, &b, &r0);
+  printf("%d %d\n", rc, r0);
+  if (rc != 0) fprintf(stderr, "%s\n", CuteDSLRT_Get_Last_Error());
+  return 0;
+}
+'''
+    done = _run_c(tmp_path, main, [tmp_path / "shared.o"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "4006"]
+    mismatch = subprocess.run([str(tmp_path / "main"), "mismatch"], capture_output=True, text=True)
+    rc, _ = mismatch.stdout.split()
+    assert rc != "0"
+    assert "must equal 6" in mismatch.stderr + mismatch.stdout

@@ -1,5 +1,7 @@
 #include "runtime/export.h"
 
+#include <algorithm>
+
 #include <cctype>
 #include <cstring>
 #include <stdexcept>
@@ -263,6 +265,22 @@ std::vector<CParameter> c_parameters(const ExportedFunction& f, const ir::Functi
         break;
     }
     seen[size_t(s.source)] = true;
+  }
+  // An entry that is a symbol shared with an earlier tensor (cute.sym_int used twice) has no slot
+  // of its own: the code reads the first tensor's. The C struct still has the field, in mode
+  // order, and the runtime checks that it matches.
+  for (const PlanTensorCheck& check : p.checks) {
+    if (check.source < 0 || size_t(check.source) >= params.size()) continue;
+    CParameter& c = params[size_t(check.source)];
+    for (const PlanSameAs& e : check.same_as) {
+      std::vector<int>& modes = e.stride ? c.dynamic_stride_modes : c.dynamic_shape_modes;
+      if (std::find(modes.begin(), modes.end(), e.mode) != modes.end()) continue;
+      modes.push_back(e.mode);
+      if (e.slot >= 0 && size_t(e.slot) < host.args().size() && host.args()[size_t(e.slot)]->type->width == 64)
+        (e.stride ? c.stride_width : c.shape_width) = 64;
+    }
+    std::sort(c.dynamic_shape_modes.begin(), c.dynamic_shape_modes.end());
+    std::sort(c.dynamic_stride_modes.begin(), c.dynamic_stride_modes.end());
   }
   // Names per source: a list argument's items are <name>_<index>.
   std::vector<std::string> names;

@@ -1,5 +1,6 @@
 #include "runtime/exported_program.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -66,6 +67,19 @@ ExportedProgram::~ExportedProgram() {
   }
 }
 
+namespace {
+
+// Dynamic shape or stride `mode` of a tensor argument's C struct (fields in mode order).
+int64_t dynamic_entry(const CParameter& c, const unsigned char* base, bool shape, int mode) {
+  const std::vector<int>& modes = shape ? c.dynamic_shape_modes : c.dynamic_stride_modes;
+  size_t k = size_t(std::find(modes.begin(), modes.end(), mode) - modes.begin());
+  if (k == modes.size()) throw ExportedCallError("export: no C field for a dynamic mode");
+  int width = shape ? c.shape_width : c.stride_width;
+  return read_int(base + (shape ? c.shapes_offset : c.strides_offset) + k * size_t(width / 8), width);
+}
+
+}  // namespace
+
 void ExportedProgram::run(void** args, size_t num_args) {
   if (num_args != num_c_args())
     throw ExportedCallError("'" + function_.name + "' takes " + std::to_string(num_c_args()) +
@@ -110,7 +124,6 @@ void ExportedProgram::run(void** args, size_t num_args) {
     }
   }
   std::vector<ir::Scalar> vals(function_.plan.slots.size());
-  std::vector<int> shape_index(params_.size(), 0), stride_index(params_.size(), 0);
   for (size_t i = 0; i < vals.size(); ++i) {
     const PlanSlot& s = function_.plan.slots[i];
     const CParameter& c = params_[size_t(s.source)];
@@ -129,10 +142,7 @@ void ExportedProgram::run(void** args, size_t num_args) {
       case SlotKind::TensorShape:
       case SlotKind::TensorStride: {
         bool shape = s.kind == SlotKind::TensorShape;
-        int& k = shape ? shape_index[size_t(s.source)] : stride_index[size_t(s.source)];
-        int width = shape ? c.shape_width : c.stride_width;
-        size_t offset = (shape ? c.shapes_offset : c.strides_offset) + size_t(k++) * size_t(width / 8);
-        int64_t v = read_int(base + offset, width);
+        int64_t v = dynamic_entry(c, base, shape, s.mode);
         if (t->width == 32 && (v < INT32_MIN || v > INT32_MAX))
           throw ExportedCallError(label(c, size_t(s.source)) + ": " + (shape ? "shape" : "stride") + " mode " +
                                   std::to_string(s.mode) + " is " + std::to_string(v) +
@@ -142,6 +152,17 @@ void ExportedProgram::run(void** args, size_t num_args) {
       }
     }
   }
+  // Entries that share a symbol with an earlier tensor must hold the value the code uses.
+  for (const PlanTensorCheck& check : function_.plan.checks)
+    for (const PlanSameAs& e : check.same_as) {
+      const CParameter& c = params_[size_t(check.source)];
+      int64_t got = dynamic_entry(c, static_cast<const unsigned char*>(args[size_t(check.source)]), !e.stride, e.mode);
+      int64_t want = vals.at(size_t(e.slot)).i;
+      if (got != want)
+        throw ExportedCallError(label(c, size_t(check.source)) + ": " + (e.stride ? "stride" : "shape") + " mode " +
+                                std::to_string(e.mode) + " is " + std::to_string(got) + " but must equal " +
+                                std::to_string(want) + ": the function was compiled with one symbol for both");
+    }
   try {
     std::vector<ir::Scalar> results = run_values(vals);
     for (size_t i = 0; i < results.size() && i < host_->result_types.size(); ++i)
