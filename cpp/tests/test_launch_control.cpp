@@ -4,6 +4,8 @@
 // emulator's refusal of inline PTX; the cooperative-launch co-residency limit.
 #include <gtest/gtest.h>
 
+#include "nvvm_test_support.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -23,44 +25,12 @@
 namespace {
 
 using namespace opencute;
+using nvvm_test::compile_for;
+using nvvm_test::contains;
+using nvvm_test::have_libnvvm;
 using ir::AddrSpace;
 using ir::Type;
 using ir::Value;
-
-bool have_libnvvm() {
-  try {
-    support::find_libnvvm();
-    support::find_libdevice();
-    return true;
-  } catch (const support::CudaNotFoundError&) {
-    return false;
-  }
-}
-
-// PTX per arch, each linked to a cubin by nvJitLink.
-std::map<std::string, std::string> compile_for(const target::NvvmModuleText& t, std::initializer_list<const char*> archs) {
-  std::map<std::string, std::string> ptx;
-  for (const char* arch : archs) {
-    target::PtxResult p;
-    try {
-      p = target::compile_nvvm_ir_to_ptx(t.text, arch, 3, false, t.needs_libdevice);
-    } catch (const target::CompileError& e) {
-      ADD_FAILURE() << arch << ": " << e.what() << "\n--- NVVM IR ---\n" << t.text;
-      continue;
-    }
-    ptx[arch] = p.ptx;
-    try {
-      target::CubinResult c = target::link_ptx_to_cubin(p.ptx, arch, 3, "");
-      EXPECT_EQ(std::string(c.cubin.data(), std::min<size_t>(4, c.cubin.size())), std::string("\x7f" "ELF"));
-    } catch (const support::CudaNotFoundError&) {
-    } catch (const target::CompileError& e) {
-      ADD_FAILURE() << arch << ": " << e.what() << "\n--- PTX ---\n" << p.ptx;
-    }
-  }
-  return ptx;
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 struct Kernel {
   ir::Module m;

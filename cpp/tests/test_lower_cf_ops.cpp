@@ -3,6 +3,8 @@
 // for sm_80 and sm_90a and linked by nvJitLink (or ptxas); compilation skips without libNVVM.
 #include <gtest/gtest.h>
 
+#include "nvvm_test_support.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -19,44 +21,13 @@
 namespace {
 
 using namespace opencute;
+using nvvm_test::compile_for;
+using nvvm_test::contains;
+using nvvm_test::have_libnvvm;
 using ir::AddrSpace;
 using ir::OpCode;
 using ir::Type;
 using ir::Value;
-
-bool have_libnvvm() {
-  try {
-    support::find_libnvvm();
-    support::find_libdevice();
-    return true;
-  } catch (const support::CudaNotFoundError&) {
-    return false;
-  }
-}
-
-std::map<std::string, std::string> compile_all(const target::NvvmModuleText& t) {
-  std::map<std::string, std::string> ptx;
-  for (const char* arch : {"sm_80", "sm_90a"}) {
-    target::PtxResult p;
-    try {
-      p = target::compile_nvvm_ir_to_ptx(t.text, arch, 3, false, t.needs_libdevice);
-    } catch (const target::CompileError& e) {
-      ADD_FAILURE() << arch << ": " << e.what() << "\n--- NVVM IR ---\n" << t.text;
-      continue;
-    }
-    ptx[arch] = p.ptx;
-    try {
-      target::CubinResult c = target::link_ptx_to_cubin(p.ptx, arch, 3, "");
-      EXPECT_EQ(std::string(c.cubin.data(), std::min<size_t>(4, c.cubin.size())), std::string("\x7f" "ELF"));
-    } catch (const support::CudaNotFoundError&) {
-    } catch (const target::CompileError& e) {
-      ADD_FAILURE() << arch << ": " << e.what() << "\n--- PTX ---\n" << p.ptx;
-    }
-  }
-  return ptx;
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 struct Kernel {
   ir::Module m;
@@ -84,7 +55,7 @@ TEST(LowerCfOps, NamedBarrierSyncAndArrive) {
   EXPECT_TRUE(contains(t.text, "asm sideeffect \"bar.sync $0, $1;\", \"r,r,~{memory}\"(i32 1, i32 128)"));
   EXPECT_TRUE(contains(t.text, "asm sideeffect \"bar.arrive $0, $1;\""));
   if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
-  auto ptx = compile_all(t);
+  auto ptx = compile_for(t);
   for (auto& [arch, text] : ptx) {
     EXPECT_TRUE(contains(text, "bar.sync ")) << arch << text;
     EXPECT_TRUE(contains(text, "bar.arrive")) << arch;
@@ -113,7 +84,7 @@ TEST(LowerCfOps, RcpAndEx2Approximations) {
   EXPECT_TRUE(contains(t.text, "ex2.approx.ftz.f32 $0, $1;"));
   EXPECT_FALSE(t.needs_libdevice);
   if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
-  auto ptx = compile_all(t);
+  auto ptx = compile_for(t);
   for (auto& [arch, text] : ptx) {
     EXPECT_TRUE(contains(text, "rcp.approx.ftz.f32")) << arch;
     EXPECT_TRUE(contains(text, "ex2.approx.ftz.f32")) << arch;
@@ -135,7 +106,7 @@ TEST(LowerCfOps, Fp8ConversionsCompileForSm80AndSm90a) {
     EXPECT_TRUE(contains(t.text, "define internal i8 @__opencute_")) << t.text;
     EXPECT_TRUE(contains(t.text, "store i8")) << t.text;
     if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
-    auto ptx = compile_all(t);
+    auto ptx = compile_for(t);
     const std::string cvt = f8 == ir::f8e4m3() ? "cvt.rn.satfinite.e4m3x2.f32" : "cvt.rn.satfinite.e5m2x2.f32";
     EXPECT_TRUE(contains(ptx["sm_90a"], cvt)) << ptx["sm_90a"];  // the hardware conversion on sm_89+
     EXPECT_FALSE(contains(ptx["sm_80"], cvt)) << ptx["sm_80"];   // the integer algorithm before

@@ -5,6 +5,8 @@
 // module before compiling it.
 #include <gtest/gtest.h>
 
+#include "nvvm_test_support.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
@@ -22,6 +24,9 @@
 namespace {
 
 using namespace opencute;
+using nvvm_test::compile_for;
+using nvvm_test::contains;
+using nvvm_test::have_libnvvm;
 using ir::AddrSpace;
 using ir::CmpPredicate;
 using ir::OpCode;
@@ -29,53 +34,10 @@ using ir::Type;
 using ir::Value;
 using target::NvvmModuleText;
 
-bool have_libnvvm() {
-  static const bool found = [] {
-    try {
-      support::find_libnvvm();
-      support::find_libdevice();
-      return true;
-    } catch (const support::CudaNotFoundError&) {
-      return false;
-    }
-  }();
-  return found;
-}
-
-// Compiles for both architectures and links each PTX; returns the PTX by arch.
-std::map<std::string, std::string> compile_all(const NvvmModuleText& t) {
-  std::map<std::string, std::string> ptx;
-  if (std::getenv("OPENCUTE_DUMP_NVVM")) std::cerr << t.text;
-  for (const char* arch : {"sm_80", "sm_90a"}) {
-    target::PtxResult p;
-    try {
-      p = target::compile_nvvm_ir_to_ptx(t.text, arch, 3, false, t.needs_libdevice);
-    } catch (const target::CompileError& e) {
-      ADD_FAILURE() << arch << ": " << e.what() << "\n--- NVVM IR ---\n" << t.text;
-      continue;
-    }
-    ptx[arch] = p.ptx;
-    target::CubinResult c;
-    try {
-      c = target::link_ptx_to_cubin(p.ptx, arch, 3, "");
-    } catch (const support::CudaNotFoundError&) {
-      continue;  // no nvJitLink and no ptxas: PTX generation was still checked
-    } catch (const target::CompileError& e) {
-      ADD_FAILURE() << arch << ": " << e.what() << "\n--- PTX ---\n" << p.ptx;
-      continue;
-    }
-    EXPECT_GE(c.cubin.size(), 4u);
-    EXPECT_EQ(std::string(c.cubin.data(), std::min<size_t>(4, c.cubin.size())), std::string("\x7f" "ELF"));
-  }
-  return ptx;
-}
-
 #define COMPILE_OR_SKIP(text_var, ptx_var)                                  \
   if (!have_libnvvm()) GTEST_SKIP() << "libNVVM/libdevice not found";      \
-  auto ptx_var = compile_all(text_var);                                     \
+  auto ptx_var = compile_for(text_var);                                     \
   if (HasFailure()) return
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
 // A module with one kernel under construction.
 struct Kernel {

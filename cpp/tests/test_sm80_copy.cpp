@@ -4,6 +4,8 @@
 // (tests/test_copy_sm80.py) against numpy models of the PTX ISA. Steps skip without libNVVM.
 #include <gtest/gtest.h>
 
+#include "nvvm_test_support.h"
+
 #include <string>
 #include <vector>
 
@@ -18,40 +20,13 @@
 namespace {
 
 using namespace opencute;
+using nvvm_test::compile_for;
+using nvvm_test::contains;
+using nvvm_test::have_libnvvm;
 using ir::AddrSpace;
 using ir::OpCode;
 using ir::Type;
 using ir::Value;
-
-bool have_libnvvm() {
-  try {
-    support::find_libnvvm();
-    return true;
-  } catch (const support::CudaNotFoundError&) {
-    return false;
-  }
-}
-
-bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-// PTX for `arch`, linked to a cubin when a linker is present; failures are test failures.
-std::string compile(const std::string& nvvm, const char* arch) {
-  target::PtxResult p;
-  try {
-    p = target::compile_nvvm_ir_to_ptx(nvvm, arch, 3, false, false);
-  } catch (const target::CompileError& e) {
-    ADD_FAILURE() << arch << ": " << e.what() << "\n--- NVVM IR ---\n" << nvvm;
-    return "";
-  }
-  try {
-    target::CubinResult c = target::link_ptx_to_cubin(p.ptx, arch, 3, "");
-    EXPECT_EQ(std::string(c.cubin.data(), 4), std::string("\x7f" "ELF"));
-  } catch (const support::CudaNotFoundError&) {
-  } catch (const target::CompileError& e) {
-    ADD_FAILURE() << arch << ": " << e.what() << "\n--- PTX ---\n" << p.ptx;
-  }
-  return p.ptx;
-}
 
 struct Kernel {
   ir::Module m;
@@ -129,7 +104,7 @@ TEST(Sm80Copy, CpAsyncAndLdmatrixCompileForSm80AndSm90a) {
   EXPECT_TRUE(contains(nvvm, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {$0, $1, $2, $3}, [$4];"));
   if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
   for (const char* arch : {"sm_80", "sm_90a"}) {
-    std::string ptx = compile(nvvm, arch);
+    std::string ptx = nvvm_test::compile_ptx(nvvm, arch);
     if (HasFailure()) return;
     for (const char* want : {"cp.async.ca.shared.global", "cp.async.cg.shared.global", "cp.async.commit_group",
                              "cp.async.wait_group 1", "cp.async.wait_group 0",
@@ -154,7 +129,7 @@ TEST(Sm80Copy, StmatrixCompilesForSm90a) {
   std::string nvvm = k.lower();
   EXPECT_TRUE(contains(nvvm, "stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [$0], {$1, $2, $3, $4};"));
   if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
-  std::string ptx = compile(nvvm, "sm_90a");
+  std::string ptx = nvvm_test::compile_ptx(nvvm, "sm_90a");
   EXPECT_TRUE(contains(ptx, "stmatrix.sync.aligned.m8n8.x2.shared.b16")) << ptx;
   EXPECT_TRUE(contains(ptx, "stmatrix.sync.aligned.m8n8.x1.trans.shared.b16")) << ptx;
 }

@@ -3,6 +3,8 @@
 // the instruction, and the emulator's fragment exchange matches a plain matrix product.
 #include <gtest/gtest.h>
 
+#include "nvvm_test_support.h"
+
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -24,20 +26,13 @@
 namespace {
 
 using namespace opencute;
+using nvvm_test::compile_for;
+using nvvm_test::contains;
+using nvvm_test::have_libnvvm;
 using ir::AddrSpace;
 using ir::OpCode;
 using ir::Type;
 using ir::Value;
-
-bool have_libnvvm() {
-  try {
-    support::find_libnvvm();
-    support::find_libdevice();
-    return true;
-  } catch (const support::CudaNotFoundError&) {
-    return false;
-  }
-}
 
 struct Variant {
   int k;
