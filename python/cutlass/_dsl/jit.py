@@ -469,12 +469,13 @@ class JitFunction(_DecoratedFunction):
         # The toolchain libraries load while the function is traced (once per process).
         _core.preload_toolchain()
         tracer = _core.Tracer()
-        _core.cute.set_target_arch(_arch_for_compile(options))  # arch-specific atoms check it while tracing
+        arch = _arch_for_compile(options)  # once: it may ask the driver
+        _core.cute.set_target_arch(arch)  # arch-specific atoms check it while tracing
         tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
         plan = _ArgPlan(tracer)
         line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")
         with context.Trace(tracer) as trace, (track_source_lines(tracer) if line_info else contextlib.nullcontext()):
-            trace.arch = _arch_for_compile(options)  # shared-memory capacity checks while tracing
+            trace.arch = arch  # shared-memory capacity checks while tracing
             if recorder is not None:
                 recorder.start()
             try:
@@ -488,7 +489,6 @@ class JitFunction(_DecoratedFunction):
                 if recorder is not None:
                     recorder.stop()
         trace_ms = (time.perf_counter() - t0) * 1e3
-        arch = _arch_for_compile(options)
         target = resolve_target(options)
         key = None
         if use_cache:
