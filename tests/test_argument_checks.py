@@ -222,3 +222,24 @@ def test_stride_divisibility_is_not_asked_of_a_size_one_mode():
     assert f(one_row) == 12.0
     with pytest.raises(ValueError, match=r"stride mode 0 \(42\) is not divisible by 4"):
         f(from_dlpack(Rows(3)).mark_layout_dynamic(leading_dim=1))
+
+
+def test_stride_divisibility_of_a_size_one_mode_with_tvm_ffi():
+    pytest.importorskip("tvm_ffi")
+    from numpy.lib.stride_tricks import as_strided
+
+    @cute.jit
+    def total(t: cute.Tensor):
+        acc = cutlass.Float32(0)
+        for i in range(t.shape[1]):
+            acc = acc + t[0, i]
+        return acc
+
+    marked = from_dlpack(np.zeros((2, 16), np.float32)).mark_layout_dynamic(leading_dim=1) \
+        .mark_compact_shape_dynamic(mode=1, stride_order=(0, 1), divisibility=4)
+    f = cute.compile(total, marked, options="--enable-tvm-ffi --target cpu")
+    storage = np.ones(3 * 42, np.float32)
+    one_row = as_strided(storage, shape=(1, 12), strides=(42 * 4, 4))
+    assert f(one_row) == 12.0
+    with pytest.raises(ValueError, match="stride"):
+        f(as_strided(storage, shape=(3, 12), strides=(42 * 4, 4)))

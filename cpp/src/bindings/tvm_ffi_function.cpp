@@ -199,7 +199,7 @@ void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorV
     if (c.stride[size_t(i)] >= 0 && c.stride[size_t(i)] != s && n != 1)
       fail("ValueError", "Invalid " + src.label + ".stride" + mode() + at() + "expected " +
                              std::to_string(c.stride[size_t(i)]));
-    if (c.stride[size_t(i)] < 0 && c.stride_div[size_t(i)] > 1 && s % c.stride_div[size_t(i)] != 0)
+    if (c.stride[size_t(i)] < 0 && c.stride_div[size_t(i)] > 1 && n != 1 && s % c.stride_div[size_t(i)] != 0)
       fail("ValueError", "Invalid " + src.label + ".stride" + mode() + at() + "expected to be divisible by " +
                              std::to_string(c.stride_div[size_t(i)]));
   }

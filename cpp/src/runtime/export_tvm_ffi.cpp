@@ -165,7 +165,8 @@ void ExportedProgram::run_tvm_ffi(const void* raw_args, int32_t num_args, void* 
                                         std::to_string(n) + ") is not divisible by " +
                                         std::to_string(check->shape_div[m]),
                                     "ValueError");
-          if (check->stride[m] < 0 && check->stride_div[m] > 1 && s % check->stride_div[m] != 0)
+          // A size-1 mode is never stepped along, so its stride does not matter.
+          if (check->stride[m] < 0 && check->stride_div[m] > 1 && n != 1 && s % check->stride_div[m] != 0)
             throw ExportedCallError("Invalid stride on " + label + ": mode " + std::to_string(d) + " (" +
                                         std::to_string(s) + ") is not divisible by " +
                                         std::to_string(check->stride_div[m]),

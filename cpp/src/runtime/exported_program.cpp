@@ -117,7 +117,12 @@ void ExportedProgram::run(void** args, size_t num_args) {
       int mode = c.dynamic_stride_modes[k];
       int64_t v = read_int(base + c.strides_offset + k * size_t(c.stride_width / 8), c.stride_width);
       int64_t div = size_t(mode) < check->stride_div.size() ? check->stride_div[size_t(mode)] : 1;
-      if (div > 1 && v % div != 0)
+      // A size-1 mode is never stepped along, so its stride does not matter.
+      const bool size_one = size_t(mode) < check->shape.size() &&
+                            (check->shape[size_t(mode)] >= 0 ? check->shape[size_t(mode)] == 1
+                             : std::count(c.dynamic_shape_modes.begin(), c.dynamic_shape_modes.end(), mode) &&
+                                   dynamic_entry(c, base, true, mode) == 1);
+      if (div > 1 && !size_one && v % div != 0)
         throw ExportedCallError(label(c, src) + ": stride mode " + std::to_string(mode) + " (" + std::to_string(v) +
                                 ") is not divisible by " + std::to_string(div) + " as " + check->description +
                                 " requires");
