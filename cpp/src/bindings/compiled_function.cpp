@@ -132,15 +132,20 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
   }
 }
 
-// One value of a user object's JIT-argument protocol: `__c_pointers__()[mode]` is the address
-// (an int or a ctypes pointer) of storage holding a value of the parameter's type.
+// One value of a user object's JIT-argument protocol: `__c_pointers__()[index]` is the address
+// (an int or a ctypes pointer) of storage holding the value at `offset` bytes (a C struct's field;
+// 0 for a scalar). The slot's mode packs both (jit.py, c_pointer_slot_mode).
+constexpr int kCPointerIndexBits = 16;
+
 ir::Scalar c_pointer_argument(nb::handle arg, const ArgSlot& s) {
+  const int index = s.mode & ((1 << kCPointerIndexBits) - 1);
+  const int offset = s.mode >> kCPointerIndexBits;
   nb::object pointers = arg.attr("__c_pointers__")();
-  nb::object p = pointers[nb::int_(s.mode)];
+  nb::object p = pointers[nb::int_(index)];
   if (!PyLong_Check(p.ptr())) p = nb::module_::import_("ctypes").attr("cast")(p, nb::module_::import_("ctypes").attr("c_void_p")).attr("value");
   if (p.is_none()) throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "argument #" + std::to_string(s.source) +
                                                                    ": __c_pointers__() gave a null pointer");
-  const unsigned char* at = reinterpret_cast<const unsigned char*>(uintptr_t(as_int64(p)));
+  const unsigned char* at = reinterpret_cast<const unsigned char*>(uintptr_t(as_int64(p))) + offset;
   if (s.type->is_float()) {
     if (s.type->width == 64) { double d; std::memcpy(&d, at, 8); return ir::Scalar::of_float(d); }
     if (s.type->width == 32) { float f; std::memcpy(&f, at, 4); return ir::Scalar::of_float(double(f)); }

@@ -222,12 +222,34 @@ class _ArgPlan:
             raise DSLUserCodeError(f"{type(value).__name__}.__c_pointers__() gives {n_pointers} pointers but "
                                    f"__get_mlir_types__() {len(types)} types; they must match",
                                    code="ARG_UNSUPPORTED_TYPE")
+        from .._mlir.dialects import llvm
         params = []
         for j, t in enumerate(types):
-            self.slots.append((source, K_C_POINTER, j))
+            if isinstance(t, (llvm.StructType, llvm.PointerType)):
+                # A C struct (or pointer) read field by field from the storage at pointer j: one
+                # parameter per scalar leaf at its C offset, rebuilt into one struct value.
+                leaves = []
+                for leaf_type, offset in llvm.flatten_type(t):
+                    self.slots.append((source, K_C_POINTER, c_pointer_slot_mode(j, offset)))
+                    leaves.append(self.tracer.add_argument(leaf_type))
+                params.append(llvm.rebuild_value(t, leaves))
+                continue
+            self.slots.append((source, K_C_POINTER, c_pointer_slot_mode(j, 0)))
             params.append(self.tracer.add_argument(getattr(t, "mlir_type", t)))
         self.leaf_info[source] = (3, type(value).__name__)
         return value.__new_from_mlir_values__(params)
+
+
+C_POINTER_INDEX_BITS = 16  # the C-pointer slot's mode: byte offset above, pointer index below
+
+
+def c_pointer_slot_mode(pointer_index, byte_offset):
+    """The mode of a slot reading a value at `byte_offset` of `__c_pointers__()[pointer_index]`
+    (decoded in bindings/compiled_function.cpp, c_pointer_argument)."""
+    if not 0 <= pointer_index < (1 << C_POINTER_INDEX_BITS) or not 0 <= byte_offset < (1 << 14):
+        raise DSLUserCodeError(f"a JIT argument's C storage is too large (pointer {pointer_index}, byte offset "
+                               f"{byte_offset}; at most {1 << 14} bytes per pointer)", code="ARG_UNSUPPORTED_TYPE")
+    return (byte_offset << C_POINTER_INDEX_BITS) | pointer_index
 
 
 def _has_jit_argument_protocol(value):
