@@ -182,3 +182,29 @@ def test_scheduler_loop_compiles_for_the_gpu_and_runs_on_the_emulator(arch):
     if f.__ptx__ is None:
         pytest.skip("libNVVM not available")
     assert f".target {arch}" in f.__ptx__ and "ld.local" not in f.__ptx__
+
+
+def test_hardware_info_without_a_device_says_so():
+    info = utils.HardwareInfo()
+    if cutlass.cuda.is_available():
+        pytest.skip("a CUDA device is present (see the GPU test)")
+    for query in (info.get_device_multiprocessor_count, info.get_l2_cache_size_in_bytes,
+                  lambda: info.get_max_active_clusters(1)):
+        with pytest.raises(cutlass.DSLRuntimeError, match="needs a CUDA device"):
+            query()
+    with pytest.raises(cutlass.DSLRuntimeError, match="cluster_size"):
+        info.get_max_active_clusters(0)
+
+
+@pytest.mark.gpu
+def test_hardware_info_on_the_gpu():
+    from cutlass.utils.hardware_info import HardwareInfo
+    info = HardwareInfo()
+    sms = info.get_device_multiprocessor_count()
+    assert sms > 0 and info.get_l2_cache_size_in_bytes() > 0
+    assert info.get_max_active_clusters(1) == sms  # one CTA per SM when each fills its shared memory
+    major = cutlass._core.device_attribute(75, 0)
+    if major >= 9:
+        two = info.get_max_active_clusters(2)
+        assert 0 < two <= sms // 2
+        assert 0 < info.get_max_active_clusters(4) <= two // 2 + 1

@@ -8,6 +8,7 @@
 
 #include "runtime/alignment.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/occupancy.h"
 #include "runtime/tensor_spec.h"
 
 namespace nb = nanobind;
@@ -73,6 +74,7 @@ void bind_runtime(nb::module_& root) {
       .def("value_string", &TensorSpec::value_string);
 
   m.def("cosize", &runtime::cosize);
+  m.def("max_active_clusters", &runtime::max_active_clusters, nb::arg("device"), nb::arg("cluster_size"));
   m.def("resolve_alignment", &runtime::resolve_alignment, nb::arg("assumed_align").none(), nb::arg("element_bytes"));
   m.def("check_address_alignment", &runtime::check_address_alignment);
   m.def("alignment_after_offset", &runtime::alignment_after_offset);

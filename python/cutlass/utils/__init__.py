@@ -3,10 +3,11 @@ allocation, layouts, FP8 tensors, printing)."""
 from . import tensor_helpers
 from .layout import LayoutEnum, OperandMajorMode
 from .print_latex import print_latex, print_latex_tv
+from .hardware_info import HardwareInfo
 from .static_persistent_tile_scheduler import PersistentTileSchedulerParams, StaticPersistentTileScheduler, WorkTileInfo
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
 
 __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
            "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes",
-           "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo"]
+           "HardwareInfo", "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo"]
