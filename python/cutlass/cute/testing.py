@@ -13,6 +13,8 @@ try:  # the device assertion lives with the other DSL operations when present
 except ImportError:
     pass
 
+from .testing_convert import convert  # noqa: E402,F401
+
 _L2_CACHE_SIZE_ATTRIBUTE = 38  # CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
 
 
