@@ -3,6 +3,8 @@ allocation, layouts, FP8 tensors, printing)."""
 from . import tensor_helpers
 from .layout import LayoutEnum, OperandMajorMode
 from .print_latex import print_latex, print_latex_tv
+from .grouped_gemm_tile_scheduler_helper import (GroupedGemmTileSchedulerHelper, GroupSearchResult,
+                                                 GroupSearchState, create_initial_search_state)
 from .hardware_info import HardwareInfo
 from .static_persistent_tile_scheduler import PersistentTileSchedulerParams, StaticPersistentTileScheduler, WorkTileInfo
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
@@ -10,4 +12,5 @@ from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
 
 __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
            "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes",
-           "HardwareInfo", "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo"]
+           "HardwareInfo", "GroupedGemmTileSchedulerHelper", "GroupSearchResult", "GroupSearchState",
+           "create_initial_search_state", "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo"]
