@@ -18,6 +18,7 @@ from .tensor import CopyUniversalOp
 from .mma import *  # noqa: F401,F403 - MMA atoms, tiled MMAs, cute.gemm, make_tiled_copy_A/B/C
 from . import nvgpu
 from .smem_struct import struct, union
+from . import core, experimental  # noqa: E402 - after the tensor operations they use
 
 from .tensor_ssa import (TensorSSA, ReductionOp, full, full_like, zeros_like, ones_like, empty_like, where, any_,
                          all_)

@@ -9,6 +9,7 @@ from .. import _core
 from .._dsl import numeric as _numeric
 from .._dsl.errors import DSLUserCodeError
 from .._dsl.tensor import Tensor as _Tensor
+from . import coordinate_shadow as _coordinate_shadow
 
 _L = _core.layout
 
@@ -72,7 +73,10 @@ def _on_tensor(fn):
     """A layout function that, given a tensor, returns the tensor with the transformed layout."""
     def apply(x, *args, **kwargs):
         if isinstance(x, _Tensor):
-            return x._with_layout(fn(x.layout, *args, **kwargs))
+            out = x._with_layout(fn(x.layout, *args, **kwargs))
+            if _coordinate_shadow.active:  # a cute.experimental kernel tracks coordinates
+                _coordinate_shadow.follow(x, out, lambda s: s._with_layout(fn(s.layout, *args, **kwargs)))
+            return out
         return fn(x, *args, **kwargs)
     apply.__name__ = fn.__name__
     apply.__doc__ = fn.__doc__

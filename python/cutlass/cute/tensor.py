@@ -5,6 +5,7 @@ from .. import _core
 from .._dsl import numeric as _numeric
 from .._dsl.address_space import AddressSpace
 from .._dsl.tensor import Pointer, Tensor
+from . import coordinate_shadow as _coordinate_shadow
 
 _C = _core.cute
 _Tensor = _C._Tensor
@@ -33,6 +34,14 @@ def _store(self, value):
 
 
 _core_setitem = _Tensor.__setitem__
+_core_getitem = _Tensor.__getitem__
+
+
+def _getitem(self, key):
+    out = _core_getitem(self, key)
+    if _coordinate_shadow.active:  # a cute.experimental kernel tracks coordinates
+        _coordinate_shadow.follow(self, out, lambda s: _core_getitem(s, key))
+    return out
 
 
 def _setitem(self, key, value):
@@ -42,6 +51,7 @@ def _setitem(self, key, value):
 
 _Tensor.memspace = property(_memspace)
 _Tensor.__setitem__ = _setitem
+_Tensor.__getitem__ = _getitem
 _Tensor.load = _load
 _Tensor.store = _store
 _Pointer.memspace = property(_memspace)
@@ -141,7 +151,10 @@ def make_rmem_tensor_like(src, dtype=None, *, loc=None, ip=None):
 
 
 def local_tile(input, tiler, coord, proj=None, *, loc=None, ip=None):  # noqa: A002 - CuTe's name
-    return _C.local_tile(input, tiler, coord, proj)
+    out = _C.local_tile(input, tiler, coord, proj)
+    if _coordinate_shadow.active:  # a cute.experimental kernel tracks coordinates
+        _coordinate_shadow.follow(input, out, lambda s: _C.local_tile(s, tiler, coord, proj))
+    return out
 
 
 def local_partition(target, tiler, index, proj=None, *, loc=None, ip=None):
