@@ -249,3 +249,41 @@ def test_example_c_module_struct_through_jit_argument_protocol(tmp_path, capfd):
     out = capfd.readouterr().out
     assert "shape: (2,3,4) stride: (12,4,1)" in out
     assert "last: 23.0" in out
+
+
+@cute.kernel
+def struct_view_kernel(t: TensorStructValue, out: cute.Tensor):
+    # the struct view itself is the kernel argument (its leaves become kernel parameters)
+    i, _, _ = cute.arch.thread_idx()
+    m = cute.make_tensor(t.data_ptr, cute.make_layout(t.shape, stride=t.stride))
+    out[i] = m[i, 1] + cutlass.Float32(t.shape[0] * 10)
+
+
+@cute.jit
+def pass_struct_view(t, out: cute.Tensor):
+    struct_view_kernel(t, out).launch(grid=(1, 1, 1), block=(out.shape[0], 1, 1))
+
+
+def test_struct_view_passes_to_a_kernel_through_the_value_protocol():
+    a = np.arange(4 * 3, dtype=np.float32).reshape(4, 3)
+    out = np.zeros(4, np.float32)
+    pass_struct_view(StructTensor(a), out)
+    np.testing.assert_array_equal(out, a[:, 1] + 40)
+
+
+@cute.jit
+def sum_rows_in_loop(t, out: cute.Tensor, n: Int32):
+    view = t
+    acc = cutlass.Float32(0)
+    for _ in range(n):
+        m = cute.make_tensor(view.data_ptr, cute.make_layout(view.shape, stride=view.stride))
+        acc = acc + m[0, 0]
+        view = TensorStructValue(view._v)  # reassigned in the loop: carried as its leaves
+    out[0] = acc
+
+
+def test_struct_view_carried_through_a_dynamic_loop():
+    a = np.full((2, 2), 1.5, np.float32)
+    out = np.zeros(1, np.float32)
+    sum_rows_in_loop(StructTensor(a), out, 4)
+    assert out[0] == 6.0

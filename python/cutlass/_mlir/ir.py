@@ -13,6 +13,19 @@ class Value:
     def __init__(self, v=None):
         self._v = v
 
+    # The value protocol: a wrapper passes to kernels and across dynamic control flow as the
+    # value it wraps (a DSL number, a struct value ...), rebuilt as the same wrapper class.
+    def __extract_mlir_values__(self):
+        from .._dsl.carry import extract_mlir_values
+        return extract_mlir_values(self._v)
+
+    def __new_from_mlir_values__(self, values):
+        from .._dsl.carry import new_from_mlir_values
+        new = type(self).__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._v = new_from_mlir_values(self._v, values)
+        return new
+
 
 class Type:
     """Namespace of `Type.parse`-style helpers is not provided; use the typed constructors below."""

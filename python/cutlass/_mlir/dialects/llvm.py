@@ -143,6 +143,14 @@ class StructValue(Value):
         self.type = struct_type
         self.leaves = list(leaves)
 
+    def __extract_mlir_values__(self):
+        from ..._dsl.carry import extract_mlir_values
+        return extract_mlir_values(tuple(self.leaves))
+
+    def __new_from_mlir_values__(self, values):
+        from ..._dsl.carry import new_from_mlir_values
+        return StructValue(self.type, new_from_mlir_values(tuple(self.leaves), values))
+
 
 def _leaf_count(t):
     return len(flatten_type(t))
