@@ -287,3 +287,19 @@ def test_struct_view_carried_through_a_dynamic_loop():
     out = np.zeros(1, np.float32)
     sum_rows_in_loop(StructTensor(a), out, 4)
     assert out[0] == 6.0
+
+
+def test_c_pointers_asked_once_per_call():
+    class Counting(StructTensor):
+        calls = 0
+
+        def __c_pointers__(self):
+            Counting.calls += 1
+            return super().__c_pointers__()
+
+    a = np.ones((2, 3), np.float32)
+    compiled = cute.compile(scale_struct_tensor, Counting(a), 1.0)
+    Counting.calls = 0
+    compiled(Counting(a), 2.0)
+    assert Counting.calls == 1  # one call for the struct's seven fields
+    np.testing.assert_array_equal(a, np.broadcast_to(2 + np.arange(2, dtype=np.float32)[:, None], (2, 3)))

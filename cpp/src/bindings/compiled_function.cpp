@@ -137,10 +137,10 @@ void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, Ke
 // 0 for a scalar). The slot's mode packs both (jit.py, c_pointer_slot_mode).
 constexpr int kCPointerIndexBits = 16;
 
-ir::Scalar c_pointer_argument(nb::handle arg, const ArgSlot& s) {
+// `pointers`: the argument's __c_pointers__() (asked once for all the slots of one argument).
+ir::Scalar c_pointer_argument(nb::handle pointers, const ArgSlot& s) {
   const int index = s.mode & ((1 << kCPointerIndexBits) - 1);
   const int offset = s.mode >> kCPointerIndexBits;
-  nb::object pointers = arg.attr("__c_pointers__")();
   nb::object p = pointers[nb::int_(index)];
   if (!PyLong_Check(p.ptr())) p = nb::module_::import_("ctypes").attr("cast")(p, nb::module_::import_("ctypes").attr("c_void_p")).attr("value");
   if (p.is_none()) throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "argument #" + std::to_string(s.source) +
@@ -306,6 +306,8 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
+  nb::object c_pointers;  // of the user object the previous C-pointer slot read (its slots are adjacent)
+  int c_pointers_source = -1;
   for (size_t i = 0; i < ex.slots.size(); ++i) {
     const ArgSlot& s = ex.slots[i];
     nb::handle a(args[size_t(s.source)]);
@@ -370,7 +372,11 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         break;
       }
       case kCPointer:
-        vals[i] = c_pointer_argument(a, s);
+        if (c_pointers_source != s.source) {
+          c_pointers = a.attr("__c_pointers__")();
+          c_pointers_source = s.source;
+        }
+        vals[i] = c_pointer_argument(c_pointers, s);
         break;
     }
   }
