@@ -157,3 +157,18 @@ def test_nvidia_memcpy_simt_universal_copy_on_the_emulator(monkeypatch):
 
     ex.memcpy_simt_universal_copy(tensor(src), tensor(dst), cute.Float16(5.0), no_cache=True)
     np.testing.assert_array_equal(dst, src + np.float16(5.0))
+
+
+@pytest.mark.gpu
+def test_experimental_kernel_on_the_gpu():
+    torch = pytest.importorskip("torch")
+    m, n, l = 136, 7, 3
+    src = torch.randint(-8, 8, (l, n, m + 8), dtype=torch.float16, device="cuda")[:, :, :m].permute(2, 1, 0)
+    back = torch.full((l, n, m + 8), 7.0, dtype=torch.float16, device="cuda")
+    dst = back[:, :, :m].permute(2, 1, 0)
+    f = cute.compile(axpb, _dynamic(src), _dynamic(dst), cute.Float16(2.0), cute.Float16(-1.0),
+                     options="--target gpu")
+    f(_dynamic(src), _dynamic(dst), cute.Float16(2.0), cute.Float16(-1.0))
+    torch.cuda.synchronize()
+    torch.testing.assert_close(dst, src * 2 - 1, rtol=0, atol=0)
+    assert bool((back[:, :, m:] == 7).all())

@@ -51,3 +51,13 @@ def test_shapes_must_match():
         cute.testing.convert(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float16))
     with pytest.raises(cutlass.DSLUserCodeError, match="two tensors"):
         cute.testing.convert(1.0, np.zeros(1, np.float16))
+
+
+@pytest.mark.gpu
+def test_convert_gpu_tensors():
+    torch = pytest.importorskip("torch")
+    a = torch.randn(4, 33, 5, device="cuda")
+    h = torch.zeros_like(a, dtype=torch.float16)
+    cute.testing.convert(from_dlpack(a), from_dlpack(h))
+    torch.cuda.synchronize()
+    torch.testing.assert_close(h, a.half(), rtol=0, atol=0)

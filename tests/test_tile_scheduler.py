@@ -208,3 +208,18 @@ def test_hardware_info_on_the_gpu():
         two = info.get_max_active_clusters(2)
         assert 0 < two <= sms // 2
         assert 0 < info.get_max_active_clusters(4) <= two // 2 + 1
+
+
+@pytest.mark.gpu
+def test_schedule_on_the_gpu_matches_the_model():
+    torch = pytest.importorskip("torch")
+    from cutlass.cute.runtime import from_dlpack
+    ntile, cluster_mn, swizzle, along_m, max_active = (7, 5, 2), (1, 1), 2, True, 6
+    grid = _grid(ntile, cluster_mn, swizzle, along_m, max_active)
+    out = torch.full((grid[2], MAX_TILES, 3), -1, dtype=torch.int32, device="cuda")
+    count = torch.full((grid[2],), -1, dtype=torch.int32, device="cuda")
+    f = cute.compile(run_static_schedule, from_dlpack(out), from_dlpack(count), ntile, cluster_mn, swizzle, along_m,
+                     max_active, options="--target gpu")
+    f(from_dlpack(out), from_dlpack(count))
+    torch.cuda.synchronize()
+    _check(out.cpu().numpy(), count.cpu().numpy(), ntile, cluster_mn, swizzle, along_m, grid)
