@@ -373,7 +373,13 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
       }
       case kCPointer:
         if (c_pointers_source != s.source) {
-          c_pointers = a.attr("__c_pointers__")();
+          if (nb::hasattr(a, "__c_pointers__")) {
+            c_pointers = a.attr("__c_pointers__")();
+          } else {  // a type given the protocol by cutlass.register_jit_arg_adapter
+            // Leaked: a static nb::object would be released after the interpreter is gone.
+            static nb::object* adapt = new nb::object(nb::module_::import_("cutlass._dsl.jit_arg_adapter").attr("adapt"));
+            c_pointers = (*adapt)(a).attr("__c_pointers__")();
+          }
           c_pointers_source = s.source;
         }
         vals[i] = c_pointer_argument(c_pointers, s);

@@ -10,6 +10,7 @@ from .. import _core
 from . import context, rt
 from . import direct_call as _direct_call
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
+from .extracted_values import rebuild_parts
 from .jit_arg_adapter import adapt as adapt_jit_arg
 from .numeric import Int32, Int64, Numeric, NumericMeta, annotated_class, as_numeric, wrap
 from .options import CompileOptions, EnableTVMFFI, resolve_target
@@ -618,6 +619,11 @@ def _kernel_value(tracer, pname, value, host_values):
         return copied
     if hasattr(value, "__extract_mlir_values__"):
         vals = value.__extract_mlir_values__()
+        if any(isinstance(v, (list, tuple)) for v in vals):  # one list per part: the parts rebuilt
+            def params(group):
+                host_values.extend(group)
+                return [tracer.add_argument(v.ir_type) for v in group]
+            return value.__new_from_mlir_values__(rebuild_parts(vals, params))
         host_values.extend(vals)
         return value.__new_from_mlir_values__([tracer.add_argument(v.ir_type) for v in vals])
     raise DSLUserCodeError(f"kernel argument '{pname}' of type {type(value)} is not supported",

@@ -126,6 +126,19 @@ class Numeric(metaclass=NumericMeta):
     def ir_value(self, *, loc=None, ip=None):
         return self._n
 
+    @property
+    def mlir_type(self):
+        """The IR type of this number's class (`cutlass.Float32(1.0).mlir_type`, as the docs' adapter uses)."""
+        return type(self).mlir_type
+
+    # The value protocol, as user classes call it on their parts (see extracted_values.py).
+    def __extract_mlir_values__(self):
+        from .extracted_values import ExtractedValues
+        return ExtractedValues([self._n], self)
+
+    def __new_from_mlir_values__(self, values):
+        return type(self)(values[0])
+
     def __str__(self):
         return "?"
 

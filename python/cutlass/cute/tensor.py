@@ -34,6 +34,12 @@ def _store(self, value):
 
 
 _core_setitem = _Tensor.__setitem__
+_core_extract = _Tensor.__extract_mlir_values__
+
+
+def _extract(self):
+    from .._dsl.extracted_values import ExtractedValues
+    return ExtractedValues(_core_extract(self), self)
 _core_getitem = _Tensor.__getitem__
 
 
@@ -52,6 +58,7 @@ def _setitem(self, key, value):
 _Tensor.memspace = property(_memspace)
 _Tensor.__setitem__ = _setitem
 _Tensor.__getitem__ = _getitem
+_Tensor.__extract_mlir_values__ = _extract
 _Tensor.load = _load
 _Tensor.store = _store
 _Pointer.memspace = property(_memspace)
