@@ -164,8 +164,7 @@ void check_buffer(const XlaCall& c, const BufferSource& src, const x::Buffer& b)
                                   " but the kernel was compiled for rank " + std::to_string(src.mode.size()));
   const TensorCheck& t = c.ex.checks[size_t(src.check)];
   for (size_t i = 0; i < src.mode.size(); ++i) {
-    int d = src.mode[i];
-    int64_t n = b.dims[d], s = row_major_stride(b, d);
+    int64_t n = b.dims[src.mode[i]];
     if (t.shape[i] >= 0 && t.shape[i] != n)
       fail(x::kInvalidArgument, c.name + ": " + src.label + " has extent " + std::to_string(n) + " in kernel mode " +
                                     std::to_string(i) + " but the kernel was compiled for " + std::to_string(t.shape[i]));
@@ -173,6 +172,11 @@ void check_buffer(const XlaCall& c, const BufferSource& src, const x::Buffer& b)
       fail(x::kInvalidArgument, c.name + ": " + src.label + " has extent " + std::to_string(n) + " in kernel mode " +
                                     std::to_string(i) + ", which the kernel assumes divisible by " +
                                     std::to_string(t.shape_div[i]));
+  }
+  // Strides follow from the extents (row-major): checked after them, so a wrong extent is named.
+  for (size_t i = 0; i < src.mode.size(); ++i) {
+    int d = src.mode[i];
+    int64_t n = b.dims[d], s = row_major_stride(b, d);
     if (t.stride[i] >= 0 && t.stride[i] != s && n != 1)
       fail(x::kInvalidArgument, c.name + ": " + src.label + " has stride " + std::to_string(s) + " in kernel mode " +
                                     std::to_string(i) + " but the kernel was compiled for " + std::to_string(t.stride[i]));
