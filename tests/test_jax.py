@@ -406,3 +406,79 @@ def test_xla_ffi_abi_declarations_match_jaxlibs_header(tmp_path):
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     assert out.count("\n") >= 25
     assert "MISMATCH" not in out, out
+
+
+# ---- TVM-FFI functions called from JAX through jax-tvm-ffi (NVIDIA's tvm_ffi/*_in_jax.py) ----
+
+@cute.kernel
+def _device_add_one(a: cute.Tensor, b: cute.Tensor):
+    for i in range(a.shape[0]):
+        b[i] = a[i] + 1
+
+
+@cute.jit
+def _add_one(a: cute.Tensor, b: cute.Tensor):
+    _device_add_one(a, b).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def _jax_tvm_ffi():
+    _jax()
+    pytest.importorskip("tvm_ffi")
+    return pytest.importorskip("jax_tvm_ffi")
+
+
+def test_tvm_ffi_function_of_jax_arrays_registered_with_jax_tvm_ffi():
+    jax_tvm_ffi = _jax_tvm_ffi()
+    import jax
+    import jax.numpy as jnp
+    from cutlass.cute.runtime import from_dlpack
+    a = jnp.arange(10, dtype=jnp.float32)
+    a_cute = from_dlpack(a, enable_tvm_ffi=True).mark_layout_dynamic()  # a jax.Array, as NVIDIA's example
+    b_cute = from_dlpack(jnp.zeros(10, jnp.float32), enable_tvm_ffi=True).mark_layout_dynamic()
+    compiled = cute.compile(_add_one, a_cute, b_cute, options="--enable-tvm-ffi --target cpu")
+    jax_tvm_ffi.register_ffi_target("opencute_test_add_one", compiled, platform="cpu")
+    call = jax.ffi.ffi_call("opencute_test_add_one", jax.ShapeDtypeStruct((7,), jnp.float32))
+    x = jnp.arange(7, dtype=jnp.float32) * 3
+    np.testing.assert_array_equal(np.asarray(jax.jit(lambda v: call(v) * 2)(x)), (np.arange(7) * 3 + 1) * 2)
+
+
+def _export_add_one(tmp_path, options):
+    from cutlass.cute.runtime import from_dlpack
+    x = np.zeros(10, np.float32)
+    compiled = cute.compile(_add_one, from_dlpack(x).mark_layout_dynamic(), from_dlpack(x).mark_layout_dynamic(),
+                            options=options)
+    compiled.export_to_c(str(tmp_path / "add_one.o"), function_name="add_one")
+    libs = cute.runtime.find_runtime_libraries(enable_tvm_ffi=True)
+    subprocess.run([os.environ.get("CC", "cc"), "-shared", "-o", str(tmp_path / "add_one.so"),
+                    str(tmp_path / "add_one.o"), *libs], check=True)
+    return cute.runtime.load_module(str(tmp_path / "add_one.so"), enable_tvm_ffi=True)
+
+
+def test_exported_tvm_ffi_library_is_called_through_tvm_ffi_by_jax_tvm_ffi(tmp_path):
+    """load_module(enable_tvm_ffi=True) of a shared library hands jax_tvm_ffi the library's own
+    TVM-FFI function. The exported runtime has no CPU emulator, so on the CPU the call reaches
+    the function's argument checks, which refuse the CPU buffer by name (see the GPU test)."""
+    jax_tvm_ffi = _jax_tvm_ffi()
+    import jax
+    import jax.numpy as jnp
+    module = _export_add_one(tmp_path, "--enable-tvm-ffi --target cpu")
+    jax_tvm_ffi.register_ffi_target("opencute_test_add_one_aot_cpu", module.add_one, platform="cpu")
+    a = jnp.arange(10, dtype=jnp.float32)
+    with pytest.raises(Exception, match="Mismatched Tensor device on argument #0 \\(a\\) when calling `add_one`"):
+        jax.ffi.ffi_call("opencute_test_add_one_aot_cpu", jax.ShapeDtypeStruct(a.shape, a.dtype))(a).block_until_ready()
+    with pytest.raises(TypeError, match="not loaded from a shared library"):
+        cute.runtime.load_module(str(tmp_path / "add_one.o"), enable_tvm_ffi=True).add_one.__tvm_ffi_object__()
+
+
+@pytest.mark.gpu
+def test_exported_tvm_ffi_library_runs_in_a_jax_gpu_computation(tmp_path):
+    jax_tvm_ffi = _jax_tvm_ffi()
+    import jax
+    import jax.numpy as jnp
+    if jax.default_backend() != "gpu":
+        pytest.skip("JAX has no GPU backend here")
+    module = _export_add_one(tmp_path, "--enable-tvm-ffi")
+    jax_tvm_ffi.register_ffi_target("opencute_test_add_one_aot_gpu", module.add_one, platform="gpu")
+    a = jnp.arange(10, dtype=jnp.float32)
+    b = jax.ffi.ffi_call("opencute_test_add_one_aot_gpu", jax.ShapeDtypeStruct(a.shape, a.dtype))(a)
+    np.testing.assert_array_equal(np.asarray(b), np.arange(10) + 1)
