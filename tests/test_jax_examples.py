@@ -13,8 +13,13 @@ import pytest
 
 from conftest import ROOT
 
-JAX_EXAMPLES = os.path.join(ROOT, "..", "..", "shared", "nvidia-examples", "dsl_tutorials", "jax")
-pytestmark = pytest.mark.skipif(not os.path.isdir(JAX_EXAMPLES), reason="NVIDIA's examples are not beside the repo")
+# Where NVIDIA's examples may be: $OPENCUTE_NVIDIA_EXAMPLES (e.g. a copy carried to a GPU machine),
+# or ../shared beside the checkout.
+CANDIDATES = [os.environ.get("OPENCUTE_NVIDIA_EXAMPLES", ""), os.path.join(ROOT, "..", "shared", "nvidia-examples"),
+              os.path.join(ROOT, "..", "..", "shared", "nvidia-examples")]
+JAX_EXAMPLES = next((os.path.join(c, "dsl_tutorials", "jax") for c in CANDIDATES
+                     if c and os.path.isdir(os.path.join(c, "dsl_tutorials", "jax"))), "")
+pytestmark = pytest.mark.skipif(not JAX_EXAMPLES, reason="NVIDIA's examples are not present")
 
 # The examples import cuda.bindings.driver for the CUstream annotation only.
 CUDA_STAND_IN = """
@@ -117,3 +122,36 @@ if not _sh.which("nvidia-smi"):  # the capability query of cell 2, answered as a
     for check in ("Vector Add PASSED", "SAXPY PASSED", "ReLU PASSED", "Fused Bias+ReLU PASSED", "GEMM PASSED",
                   "Export + Deserialize PASSED", "All symbolic shape tests passed."):
         assert check in done.stdout, done.stdout[-4000:]
+
+
+def _tvm_ffi_example(name, cwd):
+    path = os.path.join(JAX_EXAMPLES, "..", "tvm_ffi", name)
+    e = dict(os.environ)
+    e["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), e.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, path], capture_output=True, text=True, env=e, cwd=cwd, timeout=900)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    return done.stdout
+
+
+@pytest.mark.gpu
+def test_tvm_ffi_jit_and_use_in_jax(tmp_path):
+    """dsl_tutorials/tvm_ffi/jit_and_use_in_jax.py: a TVM-FFI compiled function registered with
+    jax_tvm_ffi (platform "gpu") and called by jax.ffi.ffi_call; it prints b = a + 1."""
+    if _jax_backend() != "gpu":
+        pytest.skip("JAX has no GPU backend here")
+    pytest.importorskip("jax_tvm_ffi")
+    out = _tvm_ffi_example("jit_and_use_in_jax.py", tmp_path)
+    assert "[ 1.  2.  3.  4.  5.  6.  7.  8.  9. 10.]" in out
+
+
+@pytest.mark.gpu
+def test_tvm_ffi_aot_use_in_jax(tmp_path):
+    """aot_export.py (torch, gcc) then aot_use_in_jax.py: the exported library's TVM-FFI function
+    in a JAX computation."""
+    if _jax_backend() != "gpu":
+        pytest.skip("JAX has no GPU backend here")
+    pytest.importorskip("jax_tvm_ffi")
+    pytest.importorskip("torch")
+    _tvm_ffi_example("aot_export.py", tmp_path)
+    out = _tvm_ffi_example("aot_use_in_jax.py", tmp_path)
+    assert "[ 1.  2.  3.  4.  5.  6.  7.  8.  9. 10.]" in out
