@@ -219,6 +219,40 @@ def test_handler_checks_the_divisibility_the_kernel_assumes():
         _core.xla_ffi_invoke_for_testing("cpu", [_buf(x6), _buf(y6)], [_buf(out6)], call, token)
 
 
+def test_handler_rebuilds_a_call_traced_in_another_process_from_its_attributes():
+    """A deserialized jax.export from another process carries another token: the handler rebuilds
+    the compiled function from the program and buffers attributes (once), and runs it."""
+    import base64
+    from cutlass.jax.call import _register
+    token = _core.xla_ffi_process_token()
+    call = _register_axpb()
+    from cutlass._dsl.jit import JitFunction
+
+    def entry(stream, tensors):
+        _launch_axpb(stream, *tensors)
+
+    fakes = [make_fake_tensor(cutlass.Float32, (sym_int(), sym_int()), (sym_int(64), 1), assumed_align=16)
+             for _ in range(3)]
+    compiled = cute.compile(JitFunction(entry, preprocess=False), make_fake_stream(), fakes, options="--target cpu")
+    buffers = [(False, 0, [0, 1], "input 0"), (False, 1, [0, 1], "input 1"), (True, 0, [0, 1], "output 0")]
+    attrs = _register(compiled, "axpb", buffers, 2, 1)
+    assert attrs["opencute_buffers"] == "0:0:0.1:input 0|0:1:0.1:input 1|1:0:0.1:output 0"
+    assert base64.b64decode(attrs["opencute_program"]) == compiled._export_blob("axpb")
+    x, y, out = _aligned((5, 4)), _aligned((5, 4)), _aligned((5, 4))
+    x[...] = np.arange(20).reshape(5, 4)
+    y[...] = 1.0
+    for _ in range(2):  # rebuilt once, then found by content
+        out[...] = 0
+        _core.xla_ffi_invoke_for_testing("cpu", [_buf(x), _buf(y)], [_buf(out)], 999999, token + 1,
+                                         attrs["opencute_program"], attrs["opencute_buffers"])
+        np.testing.assert_array_equal(out, 2 * x + 1)
+    with pytest.raises(RuntimeError, match="the program attribute is not base64"):
+        _core.xla_ffi_invoke_for_testing("cpu", [_buf(x), _buf(y)], [_buf(out)], 0, token + 1, "not base64!",
+                                         attrs["opencute_buffers"])
+    with pytest.raises(RuntimeError, match="compiled in another process and carries no program"):
+        _core.xla_ffi_invoke_for_testing("cpu", [_buf(x), _buf(y)], [_buf(out)], call, token + 1)
+
+
 # ---- with JAX's CPU backend ----------------------------------------------------------------
 
 def _jax():
@@ -345,6 +379,41 @@ def test_export_with_symbolic_shapes_runs_for_new_shapes():
                                                           use_static_tensors=True, input_output_aliases={0: 0})(x)),
                       disabled_checks=cjax.get_export_disabled_safety_checks())(
             jax.ShapeDtypeStruct(export.symbolic_shape("k"), jnp.float32))
+
+
+def test_serialized_export_runs_in_a_fresh_process(tmp_path):
+    """jax.export's serialized computation runs in another process that imports cutlass.jax (the
+    custom call carries the compiled program)."""
+    _jax()
+    pytest.importorskip("flatbuffers")  # jax.export's serialization
+    blob = tmp_path / "exported.bin"
+    export_code = textwrap.dedent(f"""
+        import numpy as np, jax, jax.numpy as jnp
+        from jax import export
+        import cutlass.jax as cjax
+        from test_jax import _launch_axpb
+        f = jax.jit(lambda x, y: cjax.cutlass_call(_launch_axpb, output_shape_dtype=x)(x, y))
+        n, = export.symbolic_shape("n")
+        spec = jax.ShapeDtypeStruct((n, 8), jnp.float32)
+        exp = export.export(f, disabled_checks=cjax.get_export_disabled_safety_checks())(spec, spec)
+        open({str(blob)!r}, "wb").write(exp.serialize())
+    """)
+    run_code = textwrap.dedent(f"""
+        import numpy as np, jax, jax.numpy as jnp
+        from jax import export
+        import cutlass.jax  # registers the custom call's handler
+        exp = export.deserialize(bytearray(open({str(blob)!r}, "rb").read()))
+        x = np.arange(24, dtype=np.float32).reshape(3, 8)
+        out = exp.call(jnp.asarray(x), jnp.ones((3, 8), jnp.float32))
+        np.testing.assert_array_equal(np.asarray(out), 2 * x + 1)
+        print("fresh process ok")
+    """)
+    env = {"PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "tests"), os.environ.get("PYTHONPATH", "")])}
+    rc, out, err = run_python(export_code, env=env)
+    assert rc == 0, err
+    rc, out, err = run_python(run_code, env=env)
+    assert rc == 0, err
+    assert "fresh process ok" in out
 
 
 def test_dtype_mapping_and_create_tensor():

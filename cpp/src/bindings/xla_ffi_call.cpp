@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bindings/compiled_function.h"
 #include "bindings/compiled_function_plan.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
@@ -22,6 +23,7 @@
 #include "ir/scalar_semantics.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
+#include "runtime/export.h"
 #include "runtime/xla_ffi_abi.h"
 
 namespace nb = nanobind;
@@ -34,6 +36,10 @@ namespace x = xla_ffi;
 // The attributes a custom call of ours carries (jax.ffi.ffi_call keywords, cutlass/jax/call.py).
 constexpr const char* kCallAttr = "opencute_call";        // index of the registered call
 constexpr const char* kProcessAttr = "opencute_process";  // the token of the process that made it
+// For a call traced in another process (a deserialized jax.export): the compiled function as
+// export_to_c's blob (runtime/export.h) in base64, and its buffers ("r:i:m0.m1:label|...").
+constexpr const char* kProgramAttr = "opencute_program";
+constexpr const char* kBuffersAttr = "opencute_buffers";
 
 // XLA's element types that OpenCuTe tensors can have, by the framework name of dsl/dtype.
 struct DtypeName {
@@ -104,6 +110,62 @@ Registry& registry() {
     return reg;
   }();
   return *r;
+}
+
+using BufferDesc = std::tuple<bool, int, std::vector<int>, std::string>;  // is_result, index, mode, label
+
+// Registers a compiled function as a custom call; returns its index. `buffers`: per tensor source
+// (in source order, the stream's source excluded).
+int64_t register_call(Executor ex, const std::string& name, int stream_source, const std::vector<BufferDesc>& buffers,
+                      int64_t num_args, int64_t num_rets, XlaCall** made = nullptr) {
+  auto c = std::make_unique<XlaCall>();
+  c->ex = std::move(ex);
+  c->name = name;
+  c->num_args = num_args;
+  c->num_rets = num_rets;
+  c->emulated = c->ex.program->runs_on_emulator();
+  if (int(buffers.size()) + (stream_source >= 0 ? 1 : 0) != c->ex.num_sources)
+    throw std::logic_error("xla_ffi_register_call: " + std::to_string(buffers.size()) + " buffers for " +
+                           std::to_string(c->ex.num_sources) + " sources");
+  c->source_buffer.assign(size_t(c->ex.num_sources), -1);
+  size_t next = 0;
+  for (int s = 0; s < c->ex.num_sources; ++s) {
+    if (s == stream_source) continue;
+    const auto& [is_result, index, mode, label] = buffers[next];
+    if (index < 0 || index >= (is_result ? num_rets : num_args))
+      throw std::logic_error("xla_ffi_register_call: buffer index " + std::to_string(index) + " out of range");
+    BufferSource b;
+    b.is_result = is_result;
+    b.index = index;
+    b.mode = mode;
+    b.label = label;
+    c->source_buffer[size_t(s)] = int(next++);
+    c->buffers.push_back(std::move(b));
+  }
+  for (size_t k = 0; k < c->ex.checks.size(); ++k) {
+    const TensorCheck& t = c->ex.checks[k];
+    int b = c->source_buffer.at(size_t(t.source));
+    if (b < 0) throw std::logic_error("xla_ffi_register_call: a tensor check on the stream");
+    if (!t.same_as.empty()) throw std::logic_error("xla_ffi_register_call: shared symbolic extents");
+    BufferSource& src = c->buffers[size_t(b)];
+    src.check = int(k);
+    src.dtype = xla_dtype_of(t.element);
+    src.element_bytes = t.element ? std::max<int64_t>(1, t.element->byte_size()) : 1;
+    if (src.dtype == x::kInvalid)
+      throw dsl::UserError("ARG_UNSUPPORTED_TYPE", name + ": " + src.label + " has element type " +
+                                                       dsl::dtype_name(t.element) + ", which XLA has no buffer type for");
+    if (src.mode.size() != t.shape.size())
+      throw std::logic_error("xla_ffi_register_call: mode and rank differ for " + src.label);
+    for (int d : src.mode)
+      if (d < 0 || d >= int(src.mode.size())) throw std::logic_error("xla_ffi_register_call: bad mode for " + src.label);
+  }
+  for (const BufferSource& b : c->buffers)
+    if (b.check < 0) throw std::logic_error("xla_ffi_register_call: no tensor check for " + b.label);
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (made) *made = c.get();
+  r.calls.push_back(std::move(c));
+  return int64_t(r.calls.size() - 1);
 }
 
 XlaCall* find_call(int64_t index) {
@@ -212,13 +274,107 @@ int64_t scalar_attr(const x::CallFrame& frame, const char* want) {
                                 "` (made by cutlass.jax.cutlass_call)");
 }
 
+const x::ByteSpan* string_attr(const x::CallFrame& frame, const char* want) {
+  for (int64_t i = 0; i < frame.attrs.size; ++i)
+    if (attr_named(frame.attrs.names[i], want) && frame.attrs.types[i] == x::kAttrString)
+      return static_cast<const x::ByteSpan*>(frame.attrs.attrs[i]);
+  return nullptr;
+}
+
+std::string base64_decode(const char* p, size_t n) {
+  auto value = [](char ch) -> int {
+    if (ch >= 'A' && ch <= 'Z') return ch - 'A';
+    if (ch >= 'a' && ch <= 'z') return ch - 'a' + 26;
+    if (ch >= '0' && ch <= '9') return ch - '0' + 52;
+    if (ch == '+') return 62;
+    if (ch == '/') return 63;
+    return -1;
+  };
+  std::string out;
+  out.reserve(n / 4 * 3);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n && p[i] != '='; ++i) {
+    int v = value(p[i]);
+    if (v < 0) fail(x::kInvalidArgument, "OpenCuTe custom call: the program attribute is not base64");
+    acc = (acc << 6) | uint32_t(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(char((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+// "r:i:m0.m1:label|..." -> buffer descriptions.
+std::vector<BufferDesc> parse_buffers(const std::string& text) {
+  std::vector<BufferDesc> out;
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('|', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(pos, end - pos);
+    size_t a = item.find(':'), b = item.find(':', a + 1), c = item.find(':', b + 1);
+    if (a == std::string::npos || b == std::string::npos || c == std::string::npos)
+      fail(x::kInvalidArgument, "OpenCuTe custom call: malformed buffers attribute");
+    std::vector<int> mode;
+    std::string modes = item.substr(b + 1, c - b - 1);
+    for (size_t m = 0; m < modes.size();) {
+      size_t dot = modes.find('.', m);
+      if (dot == std::string::npos) dot = modes.size();
+      mode.push_back(std::stoi(modes.substr(m, dot - m)));
+      m = dot + 1;
+    }
+    out.emplace_back(item.substr(0, a) == "1", std::stoi(item.substr(a + 1, b - a - 1)), std::move(mode),
+                     item.substr(c + 1));
+    pos = end + 1;
+  }
+  return out;
+}
+
+// Calls traced in other processes, rebuilt from their attributes once and kept by content.
+struct ForeignCall {
+  const char* data;  // where XLA keeps the attribute (a hint; the content decides)
+  std::string program;
+  std::string buffers;
+  XlaCall* call;
+};
+
+XlaCall* foreign_call(const x::CallFrame& frame) {
+  const x::ByteSpan* program = string_attr(frame, kProgramAttr);
+  const x::ByteSpan* buffers = string_attr(frame, kBuffersAttr);
+  if (!program || !buffers)
+    fail(x::kFailedPrecondition,
+         "this OpenCuTe custom call was compiled in another process and carries no program to rebuild it from; "
+         "trace the function again here");
+  static std::mutex mu;
+  static std::vector<ForeignCall> known;
+  std::lock_guard<std::mutex> lock(mu);
+  auto same = [&](const ForeignCall& f) {
+    return f.program.size() == program->len && f.buffers.size() == buffers->len &&
+           std::memcmp(f.program.data(), program->ptr, program->len) == 0 &&
+           std::memcmp(f.buffers.data(), buffers->ptr, buffers->len) == 0;
+  };
+  for (const ForeignCall& f : known)
+    if (f.data == program->ptr && same(f)) return f.call;
+  for (const ForeignCall& f : known)
+    if (same(f)) return f.call;
+  std::string blob = base64_decode(program->ptr, program->len);
+  std::vector<runtime::ExportedFunction> found = runtime::find_exported_functions(blob.data(), blob.size());
+  if (found.size() != 1) fail(x::kInvalidArgument, "OpenCuTe custom call: the program attribute holds no function");
+  std::unique_ptr<Executor> ex = executor_from_exported_function(found[0]);
+  XlaCall* made = nullptr;
+  register_call(std::move(*ex), found[0].function_name, 0, parse_buffers(std::string(buffers->ptr, buffers->len)),
+                frame.args.size, frame.rets.size, &made);
+  known.push_back(ForeignCall{program->ptr, std::string(program->ptr, program->len),
+                              std::string(buffers->ptr, buffers->len), made});
+  return made;
+}
+
 void execute(const x::CallFrame& frame, bool gpu) {
   int64_t index = scalar_attr(frame, kCallAttr);
-  if (scalar_attr(frame, kProcessAttr) != registry().token)
-    fail(x::kFailedPrecondition,
-         "this OpenCuTe custom call was compiled in another process (an exported or serialized computation "
-         "holding cutlass_call runs only in the process that traced it); trace the function again here");
-  XlaCall* cp = find_call(index);
+  XlaCall* cp = scalar_attr(frame, kProcessAttr) == registry().token ? find_call(index) : foreign_call(frame);
   if (!cp) fail(x::kInvalidArgument, "no OpenCuTe custom call is registered as #" + std::to_string(index));
   XlaCall& c = *cp;
   if (gpu == c.emulated)
@@ -347,7 +503,7 @@ x::Error* test_error_create(x::ErrorCreateArgs* a) {
 // Buffers: (address, xla dtype, dims). Raises RuntimeError "code: message" when the handler fails.
 void invoke_for_testing(const std::string& platform, const std::vector<std::tuple<int64_t, int, std::vector<int64_t>>>& args,
                         const std::vector<std::tuple<int64_t, int, std::vector<int64_t>>>& rets, int64_t call,
-                        int64_t process) {
+                        int64_t process, const std::string& program, const std::string& buffers) {
   x::Api api{};
   api.struct_size = x::kApiSizeWithDeviceOrdinal;
   api.Error_Create = test_error_create;
@@ -370,18 +526,22 @@ void invoke_for_testing(const std::string& platform, const std::vector<std::tupl
   std::vector<int32_t> ret_types(ret_buffers.size(), 1);
   for (x::Buffer& b : arg_buffers) arg_ptrs.push_back(&b);
   for (x::Buffer& b : ret_buffers) ret_ptrs.push_back(&b);
-  x::ByteSpan names[2] = {{kCallAttr, std::strlen(kCallAttr)}, {kProcessAttr, std::strlen(kProcessAttr)}};
-  x::ByteSpan* name_ptrs[2] = {&names[0], &names[1]};
+  // XLA sorts attributes by name; the handler looks them up by name, so the order does not matter.
+  x::ByteSpan names[4] = {{kCallAttr, std::strlen(kCallAttr)}, {kProcessAttr, std::strlen(kProcessAttr)},
+                          {kProgramAttr, std::strlen(kProgramAttr)}, {kBuffersAttr, std::strlen(kBuffersAttr)}};
+  x::ByteSpan* name_ptrs[4] = {&names[0], &names[1], &names[2], &names[3]};
   x::Scalar scalars[2] = {{x::kS64, &call}, {x::kS64, &process}};
-  void* attr_ptrs[2] = {&scalars[0], &scalars[1]};
-  x::AttrType attr_types[2] = {x::kAttrScalar, x::kAttrScalar};
+  x::ByteSpan strings[2] = {{program.data(), program.size()}, {buffers.data(), buffers.size()}};
+  void* attr_ptrs[4] = {&scalars[0], &scalars[1], &strings[0], &strings[1]};
+  x::AttrType attr_types[4] = {x::kAttrScalar, x::kAttrScalar, x::kAttrString, x::kAttrString};
+  int64_t num_attrs = program.empty() ? 2 : 4;
   x::CallFrame frame{};
   frame.struct_size = x::kCallFrameSize;
   frame.api = &api;
   frame.stage = x::kExecute;
   frame.args = x::Args{sizeof(x::Args), nullptr, int64_t(arg_ptrs.size()), arg_types.data(), arg_ptrs.data()};
   frame.rets = x::Rets{sizeof(x::Rets), nullptr, int64_t(ret_ptrs.size()), ret_types.data(), ret_ptrs.data()};
-  frame.attrs = x::Attrs{sizeof(x::Attrs), nullptr, 2, attr_types, name_ptrs, attr_ptrs};
+  frame.attrs = x::Attrs{sizeof(x::Attrs), nullptr, num_attrs, attr_types, name_ptrs, attr_ptrs};
   x::Error* e;
   {
     nb::gil_scoped_release release;
@@ -406,56 +566,13 @@ void bind_xla_ffi_calls(nb::module_& m) {
   // source (in source order, the stream's source excluded) (is_result, index, mode, label);
   // `stream_source`: the source index of the stream.
   m.def("xla_ffi_register_call",
-        [](nb::handle compiled, const std::string& name, int stream_source,
-           const std::vector<std::tuple<bool, int, std::vector<int>, std::string>>& buffers, int64_t num_args,
-           int64_t num_rets) {
+        [](nb::handle compiled, const std::string& name, int stream_source, const std::vector<BufferDesc>& buffers,
+           int64_t num_args, int64_t num_rets) {
           if (!nb::isinstance<Executor>(compiled)) throw std::invalid_argument("expected a JitCompiledFunction");
-          auto c = std::make_unique<XlaCall>();
-          c->ex = *nb::inst_ptr<Executor>(compiled);
-          c->name = name;
-          c->num_args = num_args;
-          c->num_rets = num_rets;
-          c->emulated = c->ex.program->runs_on_emulator();
-          if (int(buffers.size()) + (stream_source >= 0 ? 1 : 0) != c->ex.num_sources)
-            throw std::logic_error("xla_ffi_register_call: " + std::to_string(buffers.size()) + " buffers for " +
-                                   std::to_string(c->ex.num_sources) + " sources");
-          c->source_buffer.assign(size_t(c->ex.num_sources), -1);
-          size_t next = 0;
-          for (int s = 0; s < c->ex.num_sources; ++s) {
-            if (s == stream_source) continue;
-            const auto& [is_result, index, mode, label] = buffers[next];
-            BufferSource b;
-            b.is_result = is_result;
-            b.index = index;
-            b.mode = mode;
-            b.label = label;
-            c->source_buffer[size_t(s)] = int(next++);
-            c->buffers.push_back(std::move(b));
-          }
-          for (size_t k = 0; k < c->ex.checks.size(); ++k) {
-            const TensorCheck& t = c->ex.checks[k];
-            int b = c->source_buffer.at(size_t(t.source));
-            if (b < 0) throw std::logic_error("xla_ffi_register_call: a tensor check on the stream");
-            if (!t.same_as.empty()) throw std::logic_error("xla_ffi_register_call: shared symbolic extents");
-            BufferSource& src = c->buffers[size_t(b)];
-            src.check = int(k);
-            src.dtype = xla_dtype_of(t.element);
-            src.element_bytes = t.element ? std::max<int64_t>(1, t.element->byte_size()) : 1;
-            if (src.dtype == x::kInvalid)
-              throw dsl::UserError("ARG_UNSUPPORTED_TYPE", name + ": " + src.label + " has element type " +
-                                                               dsl::dtype_name(t.element) + ", which XLA has no buffer type for");
-            if (src.mode.size() != t.shape.size())
-              throw std::logic_error("xla_ffi_register_call: mode and rank differ for " + src.label);
-          }
-          for (const BufferSource& b : c->buffers)
-            if (b.check < 0) throw std::logic_error("xla_ffi_register_call: no tensor check for " + b.label);
-          Registry& r = registry();
-          std::lock_guard<std::mutex> lock(r.mu);
-          r.calls.push_back(std::move(c));
-          return int64_t(r.calls.size() - 1);
+          return register_call(*nb::inst_ptr<Executor>(compiled), name, stream_source, buffers, num_args, num_rets);
         });
   m.def("xla_ffi_invoke_for_testing", &invoke_for_testing, nb::arg("platform"), nb::arg("args"), nb::arg("rets"),
-        nb::arg("call"), nb::arg("process"));
+        nb::arg("call"), nb::arg("process"), nb::arg("program") = "", nb::arg("buffers") = "");
 }
 
 }  // namespace opencute::bindings

@@ -13,5 +13,20 @@ from .dtypes import cutlass_to_jax_dtype, jax_to_cutlass_dtype
 from .call import cutlass_call, get_export_disabled_safety_checks, CUSTOM_CALL_TARGET
 from . import testing
 
+
+def _register_if_jax_is_installed():
+    """Computations holding a cutlass_call, deserialized here (jax.export), find the handler
+    once cutlass.jax is imported; the registration does not start JAX's backends."""
+    try:
+        import jax.ffi  # noqa: F401
+    except ImportError:
+        return
+    from .call import _register_targets
+    import jax
+    _register_targets(jax)
+
+
+_register_if_jax_is_installed()
+
 __all__ = ["cutlass_call", "TensorSpec", "cutlass_to_jax_dtype", "jax_to_cutlass_dtype",
            "get_export_disabled_safety_checks", "JaxNotAvailableError", "testing", "CUSTOM_CALL_TARGET"]

@@ -4,7 +4,8 @@ When JAX traces the call, the launcher is traced with fake tensors standing for 
 (dynamic layouts by default, static with `use_static_tensors` / `TensorSpec(static=True)`) and
 compiled; the compiled function is registered with OpenCuTe's C++ FFI handler
 (`cpp/src/bindings/xla_ffi_call.cpp`) and the call becomes `jax.ffi.ffi_call` of one target,
-naming the compiled function by attributes. XLA calls the handler with the buffers and its
+naming the compiled function by attributes (and carrying it, as export_to_c's blob, for a
+serialized jax.export run in another process). XLA calls the handler with the buffers and its
 stream; no Python runs per call. Compilations are cached per shape signature.
 """
 import threading
@@ -17,9 +18,13 @@ from .dtypes import jax_to_cutlass_dtype
 
 CUSTOM_CALL_TARGET = "opencute_cutlass_call"
 
-# The custom call's attributes (read by the C++ handler).
+# The custom call's attributes (read by the C++ handler): the registered call and this
+# process's token; and, for a computation deserialized in another process (jax.export), the
+# compiled function as export_to_c's blob in base64 and its buffers, to rebuild it from there.
 _CALL_ATTR = "opencute_call"
 _PROCESS_ATTR = "opencute_process"
+_PROGRAM_ATTR = "opencute_program"
+_BUFFERS_ATTR = "opencute_buffers"
 
 # Bytes the compiled code may assume of every buffer's address: XLA aligns the buffers it hands
 # a custom call to at least this much; the handler checks it on every call.
@@ -27,7 +32,7 @@ BUFFER_ALIGNMENT = 16
 
 _lock = threading.Lock()
 _registered_platforms = set()
-_cache = {}  # compile signature -> index of the registered call
+_cache = {}  # compile signature -> attributes of the registered call
 
 
 def _register_targets(jax):
@@ -165,6 +170,17 @@ def _compile(fn, kwargs, in_tree, num_inputs, descs, options, name):
     return compiled, buffers, num_args
 
 
+def _register(compiled, name, buffers, num_args, num_rets):
+    """Registers a compiled function with the C++ handler; returns the custom call's attributes."""
+    import base64
+    import numpy as np
+    index = _core.xla_ffi_register_call(compiled, name, 0, buffers, num_args, num_rets)
+    blob = compiled._export_blob(name)
+    described = "|".join(f"{int(r)}:{i}:{'.'.join(str(m) for m in mode)}:{label}" for r, i, mode, label in buffers)
+    return {_CALL_ATTR: np.int64(index), _PROCESS_ATTR: np.int64(_core.xla_ffi_process_token()),
+            _PROGRAM_ATTR: base64.b64encode(blob).decode("ascii"), _BUFFERS_ATTR: described}
+
+
 def cutlass_call(fn, *, output_shape_dtype, input_spec=None, output_spec=None, input_output_aliases=None,
                  use_static_tensors=False, compile_options=None, **kwargs):
     """Wraps `fn(stream, *inputs, *outputs, **kwargs)` (a `@cute.jit` function, or a callable
@@ -220,18 +236,18 @@ def cutlass_call(fn, *, output_shape_dtype, input_spec=None, output_spec=None, i
         key = (fn, in_tree, tuple(d.key() for d in descs), tuple(sorted(aliases.items())), options,
                tuple(sorted(kwargs.items())))
         try:
-            index = _cache.get(key)
+            index = _cache.get(key)  # the call's attributes
         except TypeError:  # an unhashable keyword value: compile for this trace only
             key, index = None, None
-        if index is None:
+        attrs = index
+        if attrs is None:
             compiled, buffers, num_args = _compile(fn, kwargs, in_tree, n_in, descs, options, name)
-            index = _core.xla_ffi_register_call(compiled, name, 0, buffers, n_in, n_out)
+            attrs = _register(compiled, name, buffers, n_in, n_out)
             if key is not None:
-                _cache[key] = index
-        import numpy as np
+                _cache[key] = attrs
         result_types = [jax.ShapeDtypeStruct(o.shape, o.dtype) for o in out_leaves]
         outs = jax.ffi.ffi_call(CUSTOM_CALL_TARGET, result_types, input_output_aliases=aliases or None)(
-            *in_leaves, **{_CALL_ATTR: np.int64(index), _PROCESS_ATTR: np.int64(_core.xla_ffi_process_token())})
+            *in_leaves, **attrs)
         return jax.tree.unflatten(out_tree, list(outs))
 
     return call
