@@ -166,8 +166,7 @@ def _compile(fn, kwargs, in_tree, num_inputs, descs, options, name):
     jit_entry = JitFunction(entry, preprocess=False)
     compiled = cute_compile(jit_entry, make_fake_stream(), [d.fake_tensor() for d in descs], options=options)
     buffers = [(d.is_result, d.index, list(d.mode), d.label) for d in descs]
-    num_args = sum(1 for d in descs if not d.is_result)
-    return compiled, buffers, num_args
+    return compiled, buffers
 
 
 def _register(compiled, name, buffers, num_args, num_rets):
@@ -236,12 +235,11 @@ def cutlass_call(fn, *, output_shape_dtype, input_spec=None, output_spec=None, i
         key = (fn, in_tree, tuple(d.key() for d in descs), tuple(sorted(aliases.items())), options,
                tuple(sorted(kwargs.items())))
         try:
-            index = _cache.get(key)  # the call's attributes
+            attrs = _cache.get(key)  # the custom call's attributes
         except TypeError:  # an unhashable keyword value: compile for this trace only
-            key, index = None, None
-        attrs = index
+            key, attrs = None, None
         if attrs is None:
-            compiled, buffers, num_args = _compile(fn, kwargs, in_tree, n_in, descs, options, name)
+            compiled, buffers = _compile(fn, kwargs, in_tree, n_in, descs, options, name)
             attrs = _register(compiled, name, buffers, n_in, n_out)
             if key is not None:
                 _cache[key] = attrs
