@@ -22,6 +22,10 @@ from cutlass.cute.runtime import make_fake_stream, make_fake_tensor, sym_int
 
 from conftest import ROOT, run_python
 
+# Where the cutlass package this process imported lives (the source tree here, site-packages
+# where the package is installed): subprocesses import the same one.
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__)))
+
 XLA_F32, XLA_S32 = 11, 4  # XLA_FFI_DataType values
 
 
@@ -117,7 +121,7 @@ def test_cutlass_jax_imports_without_jax_and_fails_clearly_when_used():
         except cjax.JaxNotAvailableError:
             print("raised too")
     """)
-    rc, out, err = run_python(code, env={"PYTHONPATH": os.path.join(ROOT, "python")})
+    rc, out, err = run_python(code, env={"PYTHONPATH": PACKAGE_ROOT})
     assert rc == 0, err
     assert "error[JAX_NOT_AVAILABLE]: cutlass.jax needs JAX" in out and "raised too" in out
 
@@ -457,7 +461,7 @@ def test_shard_map_over_two_cpu_devices():
         np.testing.assert_array_equal(np.asarray(out), 2 * x + 1)
         print("sharded ok")
     """)
-    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2",
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=2", "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join([os.path.join(ROOT, "tests"), os.environ.get("PYTHONPATH", "")])}
     rc, out, err = run_python(code, env=env)
     assert rc == 0, err
@@ -501,14 +505,16 @@ def test_tvm_ffi_function_of_jax_arrays_registered_with_jax_tvm_ffi():
     import jax
     import jax.numpy as jnp
     from cutlass.cute.runtime import from_dlpack
-    a = jnp.arange(10, dtype=jnp.float32)
+    cpu = jax.devices("cpu")[0]
+    a = jax.device_put(jnp.arange(10, dtype=jnp.float32), cpu)
     a_cute = from_dlpack(a, enable_tvm_ffi=True).mark_layout_dynamic()  # a jax.Array, as NVIDIA's example
-    b_cute = from_dlpack(jnp.zeros(10, jnp.float32), enable_tvm_ffi=True).mark_layout_dynamic()
+    b_cute = from_dlpack(jax.device_put(jnp.zeros(10, jnp.float32), cpu), enable_tvm_ffi=True).mark_layout_dynamic()
     compiled = cute.compile(_add_one, a_cute, b_cute, options="--enable-tvm-ffi --target cpu")
     jax_tvm_ffi.register_ffi_target("opencute_test_add_one", compiled, platform="cpu")
     call = jax.ffi.ffi_call("opencute_test_add_one", jax.ShapeDtypeStruct((7,), jnp.float32))
-    x = jnp.arange(7, dtype=jnp.float32) * 3
-    np.testing.assert_array_equal(np.asarray(jax.jit(lambda v: call(v) * 2)(x)), (np.arange(7) * 3 + 1) * 2)
+    with jax.default_device(cpu):  # a CPU computation also where JAX has a GPU
+        x = jnp.arange(7, dtype=jnp.float32) * 3
+        np.testing.assert_array_equal(np.asarray(jax.jit(lambda v: call(v) * 2)(x)), (np.arange(7) * 3 + 1) * 2)
 
 
 def _export_add_one(tmp_path, options):
@@ -532,7 +538,7 @@ def test_exported_tvm_ffi_library_is_called_through_tvm_ffi_by_jax_tvm_ffi(tmp_p
     import jax.numpy as jnp
     module = _export_add_one(tmp_path, "--enable-tvm-ffi --target cpu")
     jax_tvm_ffi.register_ffi_target("opencute_test_add_one_aot_cpu", module.add_one, platform="cpu")
-    a = jnp.arange(10, dtype=jnp.float32)
+    a = jax.device_put(jnp.arange(10, dtype=jnp.float32), jax.devices("cpu")[0])
     with pytest.raises(Exception, match="Mismatched Tensor device on argument #0 \\(a\\) when calling `add_one`"):
         jax.ffi.ffi_call("opencute_test_add_one_aot_cpu", jax.ShapeDtypeStruct(a.shape, a.dtype))(a).block_until_ready()
     with pytest.raises(TypeError, match="not loaded from a shared library"):

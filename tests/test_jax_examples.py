@@ -11,7 +11,12 @@ import sys
 
 import pytest
 
+import cutlass
+
 from conftest import ROOT
+
+# The cutlass package this process imported (the source tree, or site-packages where installed).
+PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__)))
 
 # Where NVIDIA's examples may be: $OPENCUTE_NVIDIA_EXAMPLES (e.g. a copy carried to a GPU machine),
 # or ../shared beside the checkout.
@@ -49,7 +54,7 @@ import runpy
 runpy.run_path({path!r}, run_name="__main__")
 """
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), JAX_EXAMPLES, e.get("PYTHONPATH", "")])
+    e["PYTHONPATH"] = os.pathsep.join([PACKAGE_ROOT, JAX_EXAMPLES, e.get("PYTHONPATH", "")])
     e.update(env or {})
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, cwd=JAX_EXAMPLES,
                           timeout=timeout)
@@ -115,7 +120,7 @@ if not _sh.which("nvidia-smi"):  # the capability query of cell 2, answered as a
     script = tmp_path / "notebook.py"
     script.write_text(preamble + "\n".join(f"# ---- cell {i}\n{c}\n" for i, c in enumerate(cells)))
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), JAX_EXAMPLES, e.get("PYTHONPATH", "")])
+    e["PYTHONPATH"] = os.pathsep.join([PACKAGE_ROOT, JAX_EXAMPLES, e.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=e, cwd=JAX_EXAMPLES,
                           timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
@@ -127,7 +132,7 @@ if not _sh.which("nvidia-smi"):  # the capability query of cell 2, answered as a
 def _tvm_ffi_example(name, cwd):
     path = os.path.join(JAX_EXAMPLES, "..", "tvm_ffi", name)
     e = dict(os.environ)
-    e["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "python"), e.get("PYTHONPATH", "")])
+    e["PYTHONPATH"] = os.pathsep.join([PACKAGE_ROOT, e.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, path], capture_output=True, text=True, env=e, cwd=cwd, timeout=900)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     return done.stdout

@@ -149,8 +149,11 @@ class _ArrayDesc:
 
 
 def _target_option(jax):
-    """Kernels of a CPU computation run on OpenCuTe's CPU emulator; others on the GPU."""
-    return "--target cpu" if jax.default_backend() == "cpu" else None
+    """Kernels of a CPU computation run on OpenCuTe's CPU emulator; others on the GPU. The
+    platform is the default device's (jax.default_device) or else the default backend's."""
+    device = jax.config.jax_default_device
+    platform = device if isinstance(device, str) else getattr(device, "platform", None)
+    return "--target cpu" if (platform or jax.default_backend()) == "cpu" else None
 
 
 def _compile(fn, kwargs, in_tree, num_inputs, descs, options, name):
