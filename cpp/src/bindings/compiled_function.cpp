@@ -517,6 +517,10 @@ PyType_Slot compiled_function_slots[] = {{Py_tp_call, reinterpret_cast<void*>(co
 
 }  // namespace
 
+std::unique_ptr<Executor> executor_from_exported_function(const runtime::ExportedFunction& f) {
+  return executor_from_export(f);
+}
+
 void bind_compiled_functions(nb::module_& m) {
   // ---- compilation and execution ----
   // What cute.compile returns. Bound in C++ so that a call goes straight from Python's call

@@ -27,6 +27,7 @@
 #include "runtime/compile_cache.h"
 #include "bindings/compiled_function.h"
 #include "bindings/tvm_ffi_function.h"
+#include "bindings/xla_ffi_call.h"
 #include "bindings/export_bindings.h"
 #include "bindings/direct_call.h"
 #include "bindings/layout_bindings.h"
@@ -305,6 +306,7 @@ NB_MODULE(_core, m) {
 
   bindings::bind_compiled_functions(m);
   bindings::bind_tvm_ffi_functions(m);
+  bindings::bind_xla_ffi_calls(m);
   bindings::bind_export(m);
   bindings::bind_direct_calls(m);
   bindings::bind_dlpack_exchange_testing(m);

@@ -66,6 +66,17 @@ def _source_metadata(obj):
         except (RuntimeError, NotImplementedError):
             data = 0  # torch's FakeTensorMode: no storage, the tensor only describes one for compiling
         return (data, shape, stride, str(obj.dtype).replace("torch.", ""), bool(getattr(obj, "is_cuda", False)))
+    if hasattr(obj, "unsafe_buffer_pointer") and hasattr(obj, "devices") and hasattr(obj, "dtype"):
+        # A jax.Array (one device; JAX keeps arrays row-major). Its __cuda_array_interface__ exists
+        # on GPUs only, and JAX's CPU arrays have no __array_interface__.
+        import numpy as np
+        shape = tuple(int(s) for s in obj.shape)
+        stride, running = [0] * len(shape), 1
+        for d in reversed(range(len(shape))):
+            stride[d] = running
+            running *= shape[d]
+        platform = next(iter(obj.devices())).platform
+        return int(obj.unsafe_buffer_pointer()), shape, tuple(stride), np.dtype(obj.dtype).name, platform != "cpu"
     if hasattr(obj, "__cuda_array_interface__"):
         return _interface_metadata(obj, "__cuda_array_interface__", True)
     if hasattr(obj, "__array_interface__"):

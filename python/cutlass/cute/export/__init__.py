@@ -118,10 +118,23 @@ class ExportedFunction:
     """A function loaded from an exported object file or shared library: called like the
     compiled function it was exported from, with keywords by the original parameter names."""
 
-    def __init__(self, name, compiled):
+    def __init__(self, name, compiled, tvm_ffi_library=None):
         self.__name__ = name
         self._compiled = compiled
         self._names = list(compiled.arg_names)
+        self._tvm_ffi_library = tvm_ffi_library  # the shared library, when loaded with enable_tvm_ffi
+        self._tvm_ffi_function = None
+
+    def __tvm_ffi_object__(self):
+        """The library's TVM-FFI function `__tvm_ffi_<name>` as a tvm_ffi.Function, for code that
+        takes TVM-FFI functions (jax_tvm_ffi.register_ffi_target): it is then called through
+        TVM-FFI's ABI with tvm_ffi tensors, not through Python."""
+        if self._tvm_ffi_function is None:
+            if self._tvm_ffi_library is None:
+                raise TypeError(f"{self.__name__} was not loaded from a shared library with enable_tvm_ffi=True")
+            from ..._dsl.tvm_ffi import import_tvm_ffi
+            self._tvm_ffi_function = import_tvm_ffi().load_module(self._tvm_ffi_library)[self.__name__]
+        return self._tvm_ffi_function
 
     def __call__(self, *args, **kwargs):
         if not kwargs:
@@ -183,7 +196,13 @@ def load_module(path, enable_tvm_ffi=False):
     loaded = _core.load_exported_functions(data)
     if not loaded:
         raise DSLRuntimeError(f"load_module: {path} holds no function exported by OpenCuTe's export_to_c")
-    return ExportedModule(path, [(name, ExportedFunction(name, compiled)) for name, compiled in loaded])
+    library = path if enable_tvm_ffi and data[:4] == b"\x7fELF" and _is_shared_object(data) else None
+    return ExportedModule(path, [(name, ExportedFunction(name, compiled, library)) for name, compiled in loaded])
+
+
+def _is_shared_object(elf):
+    """ELF type ET_DYN (a shared library), not ET_REL (an object file)."""
+    return len(elf) > 18 and int.from_bytes(elf[16:18], "little" if elf[5] == 1 else "big") == 3
 
 
 _core.JitCompiledFunction.export_to_c = export_to_c
