@@ -41,7 +41,7 @@ constexpr int kAttrMultiprocessorCount = 16;            // CU_DEVICE_ATTRIBUTE_M
 constexpr int kAttrComputeCapabilityMajor = 75;         // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
 constexpr int kAttrMaxSharedPerBlockOptin = 97;         // CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
 constexpr int kFuncMaxDynamicShared = 8;                // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-constexpr int kFuncNonPortableClusterSizeAllowed = 16;  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
+constexpr int kFuncNonPortableClusterSizeAllowed = 14;  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
 constexpr int kLaunchAttrClusterDimension = 4;          // CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
 constexpr unsigned kProbeThreads = 128;
 
