@@ -15,6 +15,7 @@
 #include "emulator/device_program.h"
 #include "emulator/sm80_mma.h"
 #include "emulator/sm80_copy.h"
+#include "emulator/sm90_mma.h"
 
 namespace opencute::emulator {
 
@@ -397,6 +398,12 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
       }
       case K::MmaSync: {
         std::string e = run_mma_sync(i, m, R);
+        if (!e.empty()) fail_at(c, w, warp, __builtin_ctz(m ? m : 1u), i, e);
+        break;
+      }
+      case K::Wgmma: {
+        std::string e = run_wgmma(i, m, R, int((warp.first_thread / kWarp) % 4), reinterpret_cast<uintptr_t>(w.smem),
+                                  w.smem_size);
         if (!e.empty()) fail_at(c, w, warp, __builtin_ctz(m ? m : 1u), i, e);
         break;
       }

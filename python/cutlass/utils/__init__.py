@@ -5,6 +5,7 @@ from .layout import LayoutEnum, OperandMajorMode
 from .print_latex import print_latex, print_latex_tv
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
+from . import hopper_helpers, sm90
 
 __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
-           "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes"]
+           "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes", "hopper_helpers", "sm90"]
