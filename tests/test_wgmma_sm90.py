@@ -148,7 +148,7 @@ def test_non_canonical_layout_is_rejected():
 def wgmma_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
                  a_enum: cutlass.Constexpr, b_enum: cutlass.Constexpr, dtype: cutlass.Constexpr,
                  M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr,
-                 a_regs: cutlass.Constexpr, accumulate_c: cutlass.Constexpr):
+                 a_regs: cutlass.Constexpr, accumulate_c: cutlass.Constexpr, dynamic_loop: cutlass.Constexpr):
     tidx, _, _ = cute.arch.thread_idx()
     nthr = cute.size(tiled_mma)
     sA_layout = sm90_utils.make_smem_layout_a(a_enum, (M, N, K), dtype, 1)
@@ -179,9 +179,15 @@ def wgmma_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: c
         acc[i] = tCgC[i]
     tiled_mma.set(warpgroup.Field.ACCUMULATE, accumulate_c)
     warpgroup.fence()
-    for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
-        cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, 0)], tCrB[(None, None, kb, 0)], acc)
-        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    if cutlass.const_expr(dynamic_loop):
+        # A loop traced once: the field set in the first iteration reaches the next ones.
+        for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll=1):
+            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, 0)], tCrB[(None, None, kb, 0)], acc)
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    else:
+        for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, 0)], tCrB[(None, None, kb, 0)], acc)
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
     warpgroup.commit_group()
     warpgroup.wait_group(0)
     for i in cutlass.range_constexpr(cute.size(acc)):
@@ -191,12 +197,13 @@ def wgmma_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: c
 @cute.jit
 def run_wgmma(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, dtype: cutlass.Constexpr, a_enum: cutlass.Constexpr,
               b_enum: cutlass.Constexpr, M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr,
-              a_regs: cutlass.Constexpr = False, accumulate_c: cutlass.Constexpr = False):
+              a_regs: cutlass.Constexpr = False, accumulate_c: cutlass.Constexpr = False,
+              dynamic_loop: cutlass.Constexpr = False):
     src = warpgroup.OperandSource.RMEM if a_regs else warpgroup.OperandSource.SMEM
     tiled_mma = sm90_utils.make_trivial_tiled_mma(dtype, dtype, a_enum.sm90_mma_major_mode(),
                                                   b_enum.sm90_mma_major_mode(), cutlass.Float32, (M // 64, 1, 1),
                                                   (64, N), src)
-    wgmma_kernel(mA, mB, mC, tiled_mma, a_enum, b_enum, dtype, M, N, K, a_regs, accumulate_c).launch(
+    wgmma_kernel(mA, mB, mC, tiled_mma, a_enum, b_enum, dtype, M, N, K, a_regs, accumulate_c, dynamic_loop).launch(
         grid=(1, 1, 1), block=(cute.size(tiled_mma), 1, 1))
 
 
@@ -232,13 +239,13 @@ def test_wgmma_register_a_on_the_emulator():
     np.testing.assert_array_equal(C, A @ B.T)
 
 
-@pytest.mark.parametrize("accumulate", [False, True])
-def test_accumulate_field_adds_or_overwrites_c(accumulate):
-    M, N, K = 64, 16, 32
+@pytest.mark.parametrize("accumulate,dynamic_loop", [(False, False), (True, False), (False, True), (True, True)])
+def test_accumulate_field_adds_or_overwrites_c(accumulate, dynamic_loop):
+    M, N, K = 64, 16, 64
     A, B = operands(M, N, K, seed=2)
     C0 = np.arange(M * N, dtype=np.float32).reshape(M, N) % 7
     C = C0.copy()
-    compiled = cute.compile(run_wgmma, A, B, C, cutlass.Float16, ROW, ROW, M, N, K, False, accumulate,
+    compiled = cute.compile(run_wgmma, A, B, C, cutlass.Float16, ROW, ROW, M, N, K, False, accumulate, dynamic_loop,
                             options="--target cpu")
     compiled(A, B, C)
     np.testing.assert_array_equal(C, A @ B.T + (C0 if accumulate else 0))

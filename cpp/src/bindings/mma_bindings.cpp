@@ -72,17 +72,17 @@ MmaAtom atom_of(nb::handle h) {
 
 // The ACCUMULATE field of a warpgroup atom: a Python bool or a DSL Boolean.
 void set_accumulate(MmaAtom& a, nb::handle v) {
-  if (a.kind != cute::MmaKind::Warpgroup)
-    throw dsl::UserError("INVALID_MMA_OP", "set(Field.ACCUMULATE, ...): only warpgroup MMAs have the ACCUMULATE field");
   Scope scope;
-  a.accumulate = dsl::to_boolean(to_num(v));
+  cute::set_wgmma_accumulate(a, to_num(v));
 }
 
 nb::object get_accumulate(const MmaAtom& a) {
   if (a.kind != cute::MmaKind::Warpgroup)
     throw dsl::UserError("INVALID_MMA_OP", "get(Field.ACCUMULATE): only warpgroup MMAs have the ACCUMULATE field");
-  if (a.accumulate.is_static) return nb::bool_(a.accumulate.s.i != 0);
-  return wrap_num(a.accumulate);
+  Scope scope;
+  dsl::Num n = cute::wgmma_accumulate(a);
+  if (n.is_static) return nb::bool_(n.s.i != 0);
+  return wrap_num(n);
 }
 
 // make_fragment_X(tensor_or_shape)

@@ -28,11 +28,14 @@ struct MmaAtom {
   layout::Layout thr_id;
   layout::Layout layout_a_tv, layout_b_tv, layout_c_tv;
   // Warpgroup atoms: A's source, the operands' major modes, and the ACCUMULATE field
-  // (tiled_mma.set(warpgroup.Field.ACCUMULATE, b)): D = A*B + D when true, D = A*B when false; a
-  // static bool or a traced Boolean of the kernel being traced.
+  // (tiled_mma.set(warpgroup.Field.ACCUMULATE, b)): D = A*B + D when true, D = A*B when false.
+  // Outside kernels it is a static bool; inside a kernel it lives in a per-thread cell of the
+  // kernel (`accumulate_cell`, see mma_sm90.h) so that a set inside a dynamic loop reaches the
+  // following iterations, as on NVIDIA's DSL where the field is runtime state of the atom.
   OperandSource a_source = OperandSource::Smem;
   OperandMajor a_major = OperandMajor::K, b_major = OperandMajor::K;
   dsl::Num accumulate = dsl::Num::of_int(ir::bool_type(), 0);
+  ir::Value* accumulate_cell = nullptr;
 
   int num_threads() const { return kind == MmaKind::Universal ? 1 : kind == MmaKind::Warpgroup ? 128 : 32; }
   // Shared-memory operands of a warpgroup atom are whole tiles that every thread sees.

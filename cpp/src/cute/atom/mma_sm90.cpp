@@ -1,5 +1,6 @@
 #include "cute/atom/mma_sm90.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "cute/atom/copy_sm80.h"
@@ -249,6 +250,67 @@ Tensor make_wgmma_desc_fragment(const TiledMma& mma, MmaOperand w, const Tensor&
 
 namespace {
 
+const char* const kAccumulateCell = "warpgroup.accumulate";
+
+ir::Block* function_body(ir::Block* b) {
+  while (b->parent_op) b = b->parent_op->parent;
+  return b;
+}
+
+// The atom's cell when it belongs to the kernel being traced (it was allocated in this body).
+ir::Value* live_cell(const MmaAtom& atom, ir::Block* body) {
+  if (!atom.accumulate_cell) return nullptr;
+  for (auto& op : body->ops)  // compares pointers only: a cell of an earlier trace is never dereferenced
+    if (op->code == ir::OpCode::Alloca && op->str_attr == kAccumulateCell && op->result() == atom.accumulate_cell)
+      return atom.accumulate_cell;
+  return nullptr;
+}
+
+}  // namespace
+
+void set_wgmma_accumulate(MmaAtom& atom, const dsl::Num& v) {
+  if (atom.kind != MmaKind::Warpgroup)
+    throw dsl::UserError("INVALID_MMA_OP", "set(Field.ACCUMULATE, ...): only warpgroup MMAs have the ACCUMULATE field");
+  dsl::Num b = dsl::to_boolean(v);
+  dsl::Tracer* tracer = dsl::Tracer::current();
+  if (!tracer || !tracer->in_kernel()) {
+    if (!b.is_static)
+      throw dsl::UserError("PHASE_REQUIRES_CONSTANT",
+                           "set(Field.ACCUMULATE, ...) outside a kernel needs a static bool, got " + dsl::num_repr(v));
+    atom.accumulate = b;
+    atom.accumulate_cell = nullptr;
+    return;
+  }
+  ir::Builder& bld = trace_builder("set(Field.ACCUMULATE)");
+  ir::Block* body = function_body(bld.block());
+  ir::Value* cell = live_cell(atom, body);
+  if (!cell) {
+    // Built at the end of the body, then moved to its front.
+    size_t before = body->ops.size();
+    ir::Builder at_entry(body);
+    cell = at_entry.local_array(ir::i32(), 1, 4);
+    cell->def->str_attr = kAccumulateCell;
+    at_entry.store(at_entry.const_int(ir::i32(), atom.accumulate.s.i != 0), cell);
+    std::rotate(body->ops.begin(), body->ops.begin() + long(before), body->ops.end());
+    atom.accumulate_cell = cell;
+  }
+  bld.store(dsl::materialize(dsl::convert(b, ir::i32())), cell);
+}
+
+dsl::Num wgmma_accumulate(const MmaAtom& atom) {
+  dsl::Tracer* tracer = dsl::Tracer::current();
+  if (tracer && tracer->in_kernel()) {
+    ir::Builder& bld = trace_builder("cute.gemm");
+    if (ir::Value* cell = live_cell(atom, function_body(bld.block()))) {
+      ir::Value* v = bld.load(cell, ir::i32());
+      return dsl::Num::of_value(bld.cmp(ir::CmpPredicate::Ne, v, bld.const_int(ir::i32(), 0)));
+    }
+  }
+  return atom.accumulate;
+}
+
+namespace {
+
 // The Wgmma op's descriptor operand for a (1) descriptor fragment.
 ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, OperandMajor major, const char* which) {
   if (!t.desc_tile)
@@ -348,15 +410,16 @@ void wgmma_gemm(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Ten
   int rd = d.layout.rank(), ra = a.layout.rank(), rb = b.layout.rank(), rc = c.layout.rank();
   if (ra != rb) incongruent("A and B must have the same rank", d, a, b, c);
   if (rc != rd) incongruent("C and D must have the same rank", d, a, b, c);
-  if (rd == 1 && ra == 1) return wgmma_call(atom, d, a, b, c, atom.accumulate);
-  if (rd == 3 && ra == 2) return wgmma_vmn(atom, d, a, b, c, atom.accumulate);
+  dsl::Num accumulate = wgmma_accumulate(atom);
+  if (rd == 1 && ra == 1) return wgmma_call(atom, d, a, b, c, accumulate);
+  if (rd == 3 && ra == 2) return wgmma_vmn(atom, d, a, b, c, accumulate);
   if (rd == 3 && ra == 3) {
     int64_t K = static_mode(a, 2, d, a, b, c);
     if (static_mode(b, 2, d, a, b, c) != K) incongruent("A's and B's K modes differ", d, a, b, c);
     IntTuple us = IntTuple::underscore();
     for (int64_t k = 0; k < K; ++k)
       wgmma_vmn(atom, d, slice(a, IntTuple{us, us, IntTuple(k)}), slice(b, IntTuple{us, us, IntTuple(k)}),
-                k == 0 ? c : d, k == 0 ? atom.accumulate : dsl::Num::of_int(ir::bool_type(), 1));
+                k == 0 ? c : d, k == 0 ? accumulate : dsl::Num::of_int(ir::bool_type(), 1));
     return;
   }
   incongruent("a warpgroup MMA takes (V)x(V)->(V), (V,M)x(V,N)->(V,M,N) or (V,M,K)x(V,N,K)->(V,M,N)", d, a, b, c);

@@ -73,6 +73,14 @@ bool is_wgmma_desc_operand(const MmaAtom& atom, MmaOperand which);
 // accumulate. Emits one Wgmma op per (m, n, k) atom.
 void wgmma_gemm(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c);
 
+// atom.set(Field.ACCUMULATE, v): outside a kernel `v` must be static; inside one it is stored to
+// the atom's cell, an i32 local of the kernel allocated (and initialised with the static value)
+// at the start of the kernel on first use, so it dominates every later use.
+void set_wgmma_accumulate(MmaAtom& atom, const dsl::Num& v);
+// The ACCUMULATE value at the current insertion point: a load of the cell inside the kernel that
+// owns it, else the static value.
+dsl::Num wgmma_accumulate(const MmaAtom& atom);
+
 // warpgroup.fence() / commit_group() / wait_group(n). Errors: outside a kernel, not sm_90a.
 void warpgroup_fence();
 void warpgroup_commit_group();
