@@ -426,3 +426,122 @@ def test_cutlass_utils_sm90_is_the_same_module_surface():
     import cutlass.utils.sm90 as sm90
     assert sm90.make_trivial_tiled_mma is sm90_utils.make_trivial_tiled_mma
     assert warpgroup.OperandMajorMode is cute.nvgpu.OperandMajorMode is cutlass.utils.OperandMajorMode
+
+
+# ---- a kernel shaped like NVIDIA's dense_gemm.py (no TMA / pipelines) -------------------------------
+# Two warpgroups (cooperative 128 x 128 tile, atom layout (2,1,1)), a dynamic k loop over a ring of
+# two smem stages, the k-block loop unrolled with ACCUMULATE set inside it, and the stmatrix
+# epilogue over the warpgroup accumulators.
+
+TM, TN, TK = 128, 128, 64
+STAGES = 2
+
+
+@cute.kernel
+def cooperative_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma, a_s: cute.ComposedLayout,
+      b_s: cute.ComposedLayout, epi_s: cute.ComposedLayout, epi_tile: cutlass.Constexpr, c_layout: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    smem = cutlass.utils.SmemAllocator()
+    sA_raw = smem.allocate_tensor(cutlass.Float16, a_s.outer, 1024, a_s.inner)
+    sB = smem.allocate_tensor(cutlass.Float16, b_s.outer, 1024, b_s.inner)
+    sA = sA_raw
+    sC_ptr = cute.recast_ptr(sA.iterator, epi_s.inner, dtype=cutlass.Float16)
+    sC = cute.make_tensor(sC_ptr, epi_s.outer)
+    gA = cute.local_tile(mA, (TM, TK), (0, None))     # (TM, TK, k)
+    gB = cute.local_tile(mB, (TN, TK), (0, None))
+    gC = cute.local_tile(mC, (TM, TN), (0, 0))
+    wg = cute.arch.make_warp_uniform(tidx // 128)
+    thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=128)(wg))
+    tCgC = thr_mma.partition_C(gC)
+    tCsA = thr_mma.partition_A(sA)
+    tCsB = thr_mma.partition_B(sB)
+    tCrA = tiled_mma.make_fragment_A(tCsA)
+    tCrB = tiled_mma.make_fragment_B(tCsB)
+    acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+    k_tiles = cute.size(gA, mode=[2])
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+    for kt in cutlass.range(k_tiles, unroll=1):
+        stage = kt % STAGES
+        for j in cutlass.range_constexpr(TM * TK // 256):
+            i = tidx + j * 256
+            sA[(i % TM, i // TM, stage)] = gA[(i % TM, i // TM, kt)]
+        for j in cutlass.range_constexpr(TN * TK // 256):
+            i = tidx + j * 256
+            sB[(i % TN, i // TN, stage)] = gB[(i % TN, i // TN, kt)]
+        cute.arch.sync_threads()
+        warpgroup.fence()
+        for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
+            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, stage)], tCrB[(None, None, kb, stage)], acc)
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+        warpgroup.commit_group()
+        warpgroup.wait_group(0)
+        cute.arch.sync_threads()
+    # The epilogue of NVIDIA's dense_gemm.py: stmatrix through make_tiled_copy_C_atom, retiled accumulators.
+    copy_atom_r2s = sm90_utils.sm90_get_smem_store_op(c_layout, elem_ty_d=cutlass.Float16, elem_ty_acc=cutlass.Float32)
+    copy_atom_C = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(c_layout.is_m_major_c(), 4), cutlass.Float16)
+    tiled_copy_C_Atom = cute.make_tiled_copy_C_atom(copy_atom_C, tiled_mma)
+    tiled_copy_r2s = cute.make_tiled_copy_S(copy_atom_r2s, tiled_copy_C_Atom)
+    thr_copy_r2s = tiled_copy_r2s.get_slice(tidx)
+    tRS_sD = thr_copy_r2s.partition_D(sC)
+    tRS_rAcc = tiled_copy_r2s.retile(acc)
+    rD_shape = cute.shape(thr_copy_r2s.partition_S(sC))
+    tRS_rD_layout = cute.make_layout(rD_shape[:3])
+    tRS_rD = cute.make_rmem_tensor_like(tRS_rD_layout, cutlass.Float32)
+    size_tRS_rD = cute.size(tRS_rD)
+    tCgC_epi = cute.zipped_divide(gC, epi_tile)
+    epi_tile_num = cute.size(tCgC_epi, mode=[1])
+    epi_tile_shape = tCgC_epi.shape[1]
+    epi_tile_layout = cute.make_layout(epi_tile_shape, stride=(epi_tile_shape[1], 1))
+    for epi_idx in cutlass.range_constexpr(epi_tile_num):
+        for epi_v in cutlass.range_constexpr(size_tRS_rD):
+            tRS_rD[epi_v] = tRS_rAcc[epi_idx * size_tRS_rD + epi_v]
+        tRS_rD_out = cute.make_rmem_tensor_like(tRS_rD_layout, cutlass.Float16)
+        tRS_rD_out.store(tRS_rD.load().to(cutlass.Float16))
+        epi_buffer = epi_idx % cute.size(tRS_sD, mode=[3])
+        cute.copy(tiled_copy_r2s, tRS_rD_out, tRS_sD[(None, None, None, epi_buffer)])
+        cute.arch.sync_threads()
+        gmem_coord = epi_tile_layout.get_hier_coord(epi_idx)
+        gtile = tCgC_epi[(None, gmem_coord)]
+        stile = sC[(None, None, epi_buffer)]
+        for j in cutlass.range_constexpr(cute.size(gtile) // 256):
+            i = tidx + j * 256
+            gtile[i] = stile[i]
+        cute.arch.sync_threads()
+
+@cute.jit
+def run_cooperative(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
+    a_layout = LayoutEnum.from_tensor(mA)
+    b_layout = LayoutEnum.from_tensor(mB)
+    c_layout = LayoutEnum.from_tensor(mC)
+    tiled_mma = sm90_utils.make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16, a_layout.sm90_mma_major_mode(),
+        b_layout.sm90_mma_major_mode(), cutlass.Float32, (2, 1, 1), tiler_mn=(64, TN))
+    tile = (TM, TN, TK)
+    epi_tile = sm90_utils.compute_tile_shape_or_override(tile, cutlass.Float16, is_cooperative=True)
+    a_s = sm90_utils.make_smem_layout_a(a_layout, tile, cutlass.Float16, STAGES)
+    b_s = sm90_utils.make_smem_layout_b(b_layout, tile, cutlass.Float16, STAGES)
+    epi_s = sm90_utils.make_smem_layout_epi(cutlass.Float16, c_layout, epi_tile, 2)
+    cooperative_kernel(mA, mB, mC, tiled_mma, a_s, b_s, epi_s, epi_tile, c_layout).launch(grid=(1, 1, 1), block=(256, 1, 1))
+
+
+
+@pytest.mark.parametrize("a_major,b_major", [("k", "k"), ("m", "n")])
+def test_dense_gemm_shaped_kernel_on_the_emulator(a_major, b_major):
+    M, N, K = TM, TN, 192
+    A, B = operands(M, N, K, seed=4)
+    A, B = A.astype(np.float16), B.astype(np.float16)
+    A = A if a_major == "k" else np.asfortranarray(A)
+    B = B if b_major == "k" else np.asfortranarray(B)
+    C = np.zeros((M, N), np.float16)
+    compiled = cute.compile(run_cooperative, A, B, C, options="--target cpu")
+    compiled(A, B, C)
+    np.testing.assert_array_equal(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32).T)
+
+
+def test_layout_coordinates_of_an_index():
+    layout = cute.make_layout((2, 4), stride=(4, 1))
+    assert [layout.get_hier_coord(i) for i in (0, 1, 5, 7)] == [(0, 0), (0, 1), (1, 1), (1, 3)]
+    nested = cute.make_layout(((2, 2), 3), stride=((1, 6), 2))
+    assert nested.get_hier_coord(9) == ((1, 1), 1)
+    assert nested.get_flat_coord(9) == (3, 1)
+    assert nested.get_1d_coord(9) == 7
