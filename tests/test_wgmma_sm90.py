@@ -148,7 +148,8 @@ def test_non_canonical_layout_is_rejected():
 def wgmma_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
                  a_enum: cutlass.Constexpr, b_enum: cutlass.Constexpr, dtype: cutlass.Constexpr,
                  M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr,
-                 a_regs: cutlass.Constexpr, accumulate_c: cutlass.Constexpr, dynamic_loop: cutlass.Constexpr):
+                 a_regs: cutlass.Constexpr, accumulate_c: cutlass.Constexpr, dynamic_loop: cutlass.Constexpr,
+                 acc_dtype: cutlass.Constexpr):
     tidx, _, _ = cute.arch.thread_idx()
     nthr = cute.size(tiled_mma)
     sA_layout = sm90_utils.make_smem_layout_a(a_enum, (M, N, K), dtype, 1)
@@ -174,7 +175,7 @@ def wgmma_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: c
         for i in cutlass.range_constexpr(cute.size(tCrA)):
             tCrA[i] = tCsA[i]
     tCgC = thr_mma.partition_C(cute.local_tile(mC, (M, N), (0, 0)))
-    acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+    acc = cute.make_rmem_tensor(tCgC.shape, acc_dtype)
     for i in cutlass.range_constexpr(cute.size(acc)):
         acc[i] = tCgC[i]
     tiled_mma.set(warpgroup.Field.ACCUMULATE, accumulate_c)
@@ -198,12 +199,13 @@ def wgmma_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: c
 def run_wgmma(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, dtype: cutlass.Constexpr, a_enum: cutlass.Constexpr,
               b_enum: cutlass.Constexpr, M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr,
               a_regs: cutlass.Constexpr = False, accumulate_c: cutlass.Constexpr = False,
-              dynamic_loop: cutlass.Constexpr = False):
+              dynamic_loop: cutlass.Constexpr = False, acc_dtype: cutlass.Constexpr = cutlass.Float32):
     src = warpgroup.OperandSource.RMEM if a_regs else warpgroup.OperandSource.SMEM
     tiled_mma = sm90_utils.make_trivial_tiled_mma(dtype, dtype, a_enum.sm90_mma_major_mode(),
-                                                  b_enum.sm90_mma_major_mode(), cutlass.Float32, (M // 64, 1, 1),
+                                                  b_enum.sm90_mma_major_mode(), acc_dtype, (M // 64, 1, 1),
                                                   (64, N), src)
-    wgmma_kernel(mA, mB, mC, tiled_mma, a_enum, b_enum, dtype, M, N, K, a_regs, accumulate_c, dynamic_loop).launch(
+    wgmma_kernel(mA, mB, mC, tiled_mma, a_enum, b_enum, dtype, M, N, K, a_regs, accumulate_c, dynamic_loop,
+                 acc_dtype).launch(
         grid=(1, 1, 1), block=(cute.size(tiled_mma), 1, 1))
 
 
@@ -237,6 +239,33 @@ def test_wgmma_register_a_on_the_emulator():
     compiled = cute.compile(run_wgmma, A, B, C, cutlass.Float16, ROW, COL, M, N, K, True, options="--target cpu")
     compiled(A, B, C)
     np.testing.assert_array_equal(C, A @ B.T)
+
+
+def test_f16_accumulators_on_the_emulator_and_ptx():
+    M, N, K = 64, 32, 32
+    A, B = operands(M, N, K, seed=5)
+    C0 = np.arange(M * N, dtype=np.float32).reshape(M, N) % 5
+    C = C0.astype(np.float16)
+    args = (cutlass.Float16, ROW, COL, M, N, K, False, True, False, cutlass.Float16)
+    compiled = cute.compile(run_wgmma, A, B, C, *args, options="--target cpu")
+    compiled(A, B, C)
+    np.testing.assert_array_equal(C.astype(np.float32), A @ B.T + C0)
+    gpu = cute.compile(run_wgmma, A, B, C, *args)
+    if gpu.__ptx__ is None:
+        pytest.skip("no libNVVM here: PTX was not generated")
+    assert "wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16" in gpu.__ptx__
+    assert gpu.__cubin__
+
+
+def test_n256_bf16_ptx_is_accepted_for_sm90a():
+    # 128 f32 accumulators per thread in one instruction.
+    A, B = operands(64, 256, 64)
+    C = np.zeros((64, 256), np.float32)
+    compiled = cute.compile(run_wgmma, A, B, C, cutlass.BFloat16, COL, ROW, 64, 256, 64)
+    if compiled.__ptx__ is None:
+        pytest.skip("no libNVVM here: PTX was not generated")
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in compiled.__ptx__
+    assert compiled.__cubin__
 
 
 @pytest.mark.parametrize("accumulate,dynamic_loop", [(False, False), (True, False), (False, True), (True, True)])
