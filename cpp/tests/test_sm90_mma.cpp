@@ -12,6 +12,10 @@
 #include "cute/atom/mma_sm90.h"
 #include "dsl/tracer.h"
 #include "emulator/sm90_mma.h"
+#include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
 #include "layout/layout.h"
 
 namespace {
@@ -108,6 +112,29 @@ TEST(Sm90Descriptors, NonCanonicalLayoutRaises) {
   // K-major 128B swizzle but rows only 64 elements... of 8-bit data (64 bytes): not a 128-byte row.
   Layout bad = Layout(T({T({8, 8}), 32}), T({T({64, 512}), 1}));
   EXPECT_THROW(cute::gmma_descriptor_fields(bad, 8, 3, OperandMajor::K, "A"), dsl::UserError);
+}
+
+TEST(Sm90Ir, WgmmaOpsPrintParseAndVerify) {
+  auto m = std::make_unique<ir::Module>();
+  ir::Function* k = m->add_function("kernel_wgmma", ir::FunctionKind::Kernel);
+  ir::Value* da = k->body->add_arg(ir::i64());
+  ir::Value* db = k->body->add_arg(ir::i64());
+  ir::Value* c = k->body->add_arg(ir::f32());
+  ir::Builder b(k->body.get());
+  b.create(ir::OpCode::WgmmaFence, {}, {});
+  std::vector<ir::Value*> ops{da, db, b.const_bool(true)};
+  for (int i = 0; i < 4; ++i) ops.push_back(c);
+  ir::Op* w = b.create(ir::OpCode::Wgmma, ops, std::vector<ir::Type>(4, ir::f32()));
+  w->ints = {64, 8, 16, int64_t(ir::FloatKind::F16), int64_t(ir::FloatKind::F16), 0, 1, 0};
+  b.create(ir::OpCode::WgmmaCommit, {}, {});
+  b.create(ir::OpCode::WgmmaWait, {}, {})->int_attr = 1;
+  b.ret({});
+  ir::verify_or_throw(*m);
+  std::string text = ir::print_module(*m);
+  EXPECT_NE(text.find("wgmma [0, 64, 8, 16"), std::string::npos) << text;
+  auto parsed = ir::parse_module(text);
+  ir::verify_or_throw(*parsed);
+  EXPECT_EQ(ir::print_module(*parsed), text);
 }
 
 }  // namespace
