@@ -574,3 +574,49 @@ def test_layout_coordinates_of_an_index():
     assert nested.get_hier_coord(9) == ((1, 1), 1)
     assert nested.get_flat_coord(9) == (3, 1)
     assert nested.get_1d_coord(9) == 7
+
+
+# ---- shared memory still being read by a wgmma in flight ---------------------------------------------
+
+@cute.kernel
+def early_overwrite_kernel(mA: cute.Tensor, tiled_mma: cute.TiledMma, wait_first: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    layout = sm90_utils.make_smem_layout_a(ROW, (64, 16, 16), cutlass.Float16, 1)
+    smem = cutlass.utils.SmemAllocator()
+    sA = smem.allocate_tensor(cutlass.Float16, layout.outer, 1024, layout.inner)
+    sB = smem.allocate_tensor(cutlass.Float16, layout.outer, 1024, layout.inner)
+    for j in cutlass.range_constexpr(64 * 16 // 128):
+        sA[tidx + j * 128] = cutlass.Float16(1.0)
+        sB[tidx + j * 128] = cutlass.Float16(1.0)
+    cute.arch.sync_threads()
+    thr_mma = tiled_mma.get_slice(tidx)
+    tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+    tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
+    acc = cute.make_rmem_tensor(thr_mma.partition_shape_C((64, 64)), cutlass.Float32)
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, False)
+    warpgroup.fence()
+    cute.gemm(tiled_mma, acc, tCrA[(None, None, 0, 0)], tCrB[(None, None, 0, 0)], acc)
+    warpgroup.commit_group()
+    if cutlass.const_expr(wait_first):
+        warpgroup.wait_group(0)
+        cute.arch.sync_threads()  # every warp's wgmma has read sB
+    sB[tidx] = cutlass.Float16(2.0)  # reuses the buffer the wgmma reads
+    mA[tidx] = acc[0]
+
+
+@cute.jit
+def run_early_overwrite(mA: cute.Tensor, wait_first: cutlass.Constexpr):
+    tiled_mma = sm90_utils.make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16, K_MAJOR, K_MAJOR,
+                                                  cutlass.Float32, (1, 1, 1), (64, 64))
+    early_overwrite_kernel(mA, tiled_mma, wait_first).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_overwriting_smem_before_wait_group_is_reported():
+    out = np.zeros(128, np.float32)
+    compiled = cute.compile(run_early_overwrite, out, False, options="--target cpu")
+    with pytest.raises(cutlass.DSLRuntimeError, match="that a wgmma.* may still be reading: its group has not been "
+                                                      "retired by warpgroup.wait_group"):
+        compiled(out)
+    compiled = cute.compile(run_early_overwrite, out, True, options="--target cpu")
+    compiled(out)
+    assert (out == 16.0).all()  # K = 16 products of ones

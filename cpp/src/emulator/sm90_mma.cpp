@@ -72,9 +72,67 @@ uintptr_t wgmma_operand_address(uint64_t desc, bool mn_major, int element_bits, 
   return addr;
 }
 
-std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, int warp_in_group, uintptr_t smem,
-                      size_t smem_size) {
-  if (i.code != ir::OpCode::Wgmma) return "";  // fence / commit / wait: each wgmma completed when issued
+void WgmmaReadTracker::reset(uintptr_t smem, size_t smem_size, unsigned warps) {
+  active_ = false;
+  smem_ = smem;
+  readers_.assign(smem_size, 0);
+  line_.assign(smem_size, 0);
+  groups_.assign(warps, {});
+}
+
+void WgmmaReadTracker::issue(unsigned warp, const std::vector<uintptr_t>& addrs, int bytes, int line) {
+  active_ = true;
+  auto& gs = groups_.at(warp);
+  if (gs.empty() || gs.back().committed) gs.emplace_back();
+  Group& g = gs.back();
+  for (uintptr_t a : addrs)
+    for (int b = 0; b < bytes; ++b) {
+      uint32_t off = uint32_t(a - smem_) + uint32_t(b);
+      g.offsets.push_back(off);
+      ++readers_[off];
+      line_[off] = line;
+    }
+}
+
+void WgmmaReadTracker::commit(unsigned warp) {
+  auto& gs = groups_.at(warp);
+  if (!gs.empty() && !gs.back().committed) gs.back().committed = true;
+}
+
+void WgmmaReadTracker::release(Group& g) {
+  for (uint32_t off : g.offsets) --readers_[off];
+  g.offsets.clear();
+}
+
+void WgmmaReadTracker::wait(unsigned warp, int64_t pending_allowed) {
+  auto& gs = groups_.at(warp);
+  int64_t committed = 0;
+  for (const Group& g : gs) committed += g.committed;
+  while (committed > pending_allowed && !gs.empty() && gs.front().committed) {
+    release(gs.front());
+    gs.erase(gs.begin());
+    --committed;
+  }
+}
+
+std::string WgmmaReadTracker::check_store(uintptr_t addr, size_t bytes) const {
+  if (addr < smem_ || addr + bytes > smem_ + readers_.size()) return "";
+  for (size_t b = 0; b < bytes; ++b) {
+    size_t off = size_t(addr - smem_) + b;
+    if (readers_[off])
+      return "a store to shared memory at offset " + std::to_string(off) + " that a wgmma" +
+             (line_[off] ? " (line " + std::to_string(line_[off]) + ")" : std::string()) +
+             " may still be reading: its group has not been retired by warpgroup.wait_group";
+  }
+  return "";
+}
+
+std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned warp, uintptr_t smem,
+                      size_t smem_size, WgmmaReadTracker& reads) {
+  if (i.code == ir::OpCode::WgmmaCommit) reads.commit(warp);
+  if (i.code == ir::OpCode::WgmmaWait) reads.wait(warp, i.imm);
+  if (i.code != ir::OpCode::Wgmma) return "";
+  const int warp_in_group = int(warp % 4);
   if (mask != 0xffffffffu) {
     char buf[16];
     std::snprintf(buf, sizeof buf, "0x%08x", mask);
@@ -100,6 +158,7 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, int warp_i
   const int row0 = 16 * warp_in_group;
   // The warp's 16 rows of A (16 x K) and all of B (N x K), row-major.
   std::vector<double> A(size_t(16 * K)), B(size_t(N * K));
+  std::vector<uintptr_t> a_addrs, b_addrs;
   if (a_regs) {
     // The register fragment: ((4,8,4),(2,2,2)) : ((128,1,16),(64,8,512)) for 16-bit values,
     // ((4,8,4),(4,2,2)) : ((256,1,16),(64,8,1024)) for 8-bit ones (lane % 4 picks the K pair / quad).
@@ -121,6 +180,7 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, int warp_i
           return "wgmma.mma_async: the A descriptor " + hex64(desc) + " reaches outside the block's shared memory at (" +
                  std::to_string(row0 + r) + "," + std::to_string(k) + ")";
         A[size_t(r * K + k)] = read_element(a_kind, p);
+        a_addrs.push_back(p);
       }
   }
   uint64_t bdesc = 0;
@@ -133,7 +193,11 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, int warp_i
         return "wgmma.mma_async: the B descriptor " + hex64(bdesc) + " reaches outside the block's shared memory at (" +
                std::to_string(n) + "," + std::to_string(k) + ")";
       B[size_t(n * K + k)] = read_element(b_kind, p);
+      b_addrs.push_back(p);
     }
+  const int line = op.line;
+  reads.issue(warp, a_addrs, a_bits / 8, line);
+  reads.issue(warp, b_addrs, b_bits / 8, line);
   const ir::Type dt = op.results.at(0)->type;
   const int scale_reg = i.srcs[na + 1];
   // C/D fragment: ((4,8,4),(2,2,N/8)) : ((128,1,16),(64,8,512)).
