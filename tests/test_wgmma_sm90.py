@@ -27,6 +27,20 @@ def line_of(marker):
     raise AssertionError(marker)
 
 
+# Whether the kernels being traced run on the GPU (set by gpu_run): there, shared memory written by
+# plain stores must be made visible to wgmma, which reads through the async proxy.
+_TRACING_FOR_GPU = [False]
+
+
+def fence_stores_for_wgmma():
+    fence = getattr(cute.arch, "fence_proxy", None)
+    if fence is not None:
+        fence("async.shared", space="cta")
+    elif _TRACING_FOR_GPU[0]:
+        from cutlass._mlir.dialects import llvm
+        llvm.inline_asm(None, [], "fence.proxy.async.shared::cta;", "", has_side_effects=True)
+
+
 # ---- atom tables against the PTX ISA ("wgmma .m64nNk16 register fragments") ------------------
 
 def ptx_d(thread, i):
@@ -164,6 +178,7 @@ def wgmma_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: c
     for j in cutlass.range_constexpr(N * K // nthr):
         i = tidx + j * nthr
         sB[(i % N, i // N, 0)] = mB[(i % N, i // N)].to(dtype)
+    fence_stores_for_wgmma()
     cute.arch.sync_threads()
 
     thr_mma = tiled_mma.get_slice(tidx)
@@ -295,6 +310,7 @@ def fp8_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cut
     for j in cutlass.range_constexpr(32 * 64 // 128):
         i = tidx + j * 128
         sB[(i % 32, i // 32, 0)] = mB[(i % 32, i // 32)].to(dtype)
+    fence_stores_for_wgmma()
     cute.arch.sync_threads()
     thr_mma = tiled_mma.get_slice(tidx)
     tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
@@ -498,6 +514,7 @@ def cooperative_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_
         for j in cutlass.range_constexpr(TN * TK // 256):
             i = tidx + j * 256
             sB[(i % TN, i // TN, stage)] = gB[(i % TN, i // TN, kt)]
+        fence_stores_for_wgmma()
         cute.arch.sync_threads()
         warpgroup.fence()
         for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
@@ -588,6 +605,7 @@ def early_overwrite_kernel(mA: cute.Tensor, tiled_mma: cute.TiledMma, wait_first
     for j in cutlass.range_constexpr(64 * 16 // 128):
         sA[tidx + j * 128] = cutlass.Float16(1.0)
         sB[tidx + j * 128] = cutlass.Float16(1.0)
+    fence_stores_for_wgmma()
     cute.arch.sync_threads()
     thr_mma = tiled_mma.get_slice(tidx)
     tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
@@ -620,3 +638,74 @@ def test_overwriting_smem_before_wait_group_is_reported():
     compiled = cute.compile(run_early_overwrite, out, True, options="--target cpu")
     compiled(out)
     assert (out == 16.0).all()  # K = 16 products of ones
+
+
+# ---- the same kernels on the H100 (run by the lead; wgmma needs sm_90a) -------------------------------
+
+def gpu_run(fn, arrays, *static):
+    """Runs `fn` on the GPU over torch copies of `arrays` (keeping column-major ones column-major);
+    returns the last array's result as numpy."""
+    torch = pytest.importorskip("torch")
+
+    def to_device(x):
+        t = torch.from_numpy(np.ascontiguousarray(x.T) if x.flags.f_contiguous and not x.flags.c_contiguous else x)
+        t = t.cuda()
+        return t.T if x.flags.f_contiguous and not x.flags.c_contiguous else t
+
+    ts = [to_device(x) for x in arrays]
+    _TRACING_FOR_GPU[0] = True
+    try:
+        compiled = cute.compile(fn, *ts, *static)
+    finally:
+        _TRACING_FOR_GPU[0] = False
+    compiled(*ts)
+    torch.cuda.synchronize()
+    return ts[-1].cpu().numpy()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,a_enum,b_enum,M,N", [
+    (cutlass.Float16, ROW, ROW, 64, 64), (cutlass.BFloat16, COL, COL, 64, 128), (cutlass.Float16, ROW, COL, 128, 32),
+    (cutlass.BFloat16, COL, ROW, 128, 64), (cutlass.BFloat16, ROW, ROW, 128, 256), (cutlass.Float16, COL, COL, 64, 256),
+])
+def test_wgmma_gemm_on_the_gpu(dtype, a_enum, b_enum, M, N):
+    K = 64
+    A, B = operands(M, N, K)
+    A = A if a_enum is ROW else np.asfortranarray(A)
+    B = B if b_enum is ROW else np.asfortranarray(B)
+    C = gpu_run(run_wgmma, (A, B, np.zeros((M, N), np.float32)), dtype, a_enum, b_enum, M, N, K)
+    np.testing.assert_array_equal(C, A @ B.T)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("a_regs,accumulate,dynamic_loop,acc_dtype", [
+    (True, False, False, cutlass.Float32), (False, True, False, cutlass.Float32), (False, False, True, cutlass.Float32),
+    (False, True, True, cutlass.Float32), (False, True, False, cutlass.Float16),
+])
+def test_wgmma_variants_on_the_gpu(a_regs, accumulate, dynamic_loop, acc_dtype):
+    M, N, K = 64, 32, 64
+    A, B = operands(M, N, K, seed=6)
+    np_acc = np.float16 if acc_dtype is cutlass.Float16 else np.float32
+    C0 = (np.arange(M * N).reshape(M, N) % 5).astype(np_acc)
+    C = gpu_run(run_wgmma, (A, B, C0.copy()), cutlass.Float16, ROW, COL, M, N, K, a_regs, accumulate, dynamic_loop,
+                acc_dtype)
+    np.testing.assert_array_equal(C.astype(np.float32), A @ B.T + (C0.astype(np.float32) if accumulate else 0))
+
+
+@pytest.mark.gpu
+def test_fp8_wgmma_on_the_gpu():
+    A, B = operands(64, 32, 64, seed=3)
+    C = gpu_run(run_fp8, (A, B, np.zeros((64, 32), np.float32)))
+    np.testing.assert_array_equal(C, A @ B.T)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("a_major,b_major", [("k", "k"), ("m", "n")])
+def test_dense_gemm_shaped_kernel_on_the_gpu(a_major, b_major):
+    M, N, K = TM, TN, 192
+    A, B = operands(M, N, K, seed=4)
+    A, B = A.astype(np.float16), B.astype(np.float16)
+    A = A if a_major == "k" else np.asfortranarray(A)
+    B = B if b_major == "k" else np.asfortranarray(B)
+    C = gpu_run(run_cooperative, (A, B, np.zeros((M, N), np.float16)))
+    np.testing.assert_array_equal(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32).T)
