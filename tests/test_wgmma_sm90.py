@@ -195,7 +195,12 @@ def wgmma_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: c
         acc[i] = tCgC[i]
     tiled_mma.set(warpgroup.Field.ACCUMULATE, accumulate_c)
     warpgroup.fence()
-    if cutlass.const_expr(dynamic_loop):
+    if cutlass.const_expr(dynamic_loop == 2):
+        # A dynamic value, as NVIDIA's fmha.py sets it: overwrite at the first k-block only.
+        for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll=1):
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, kb != 0)
+            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, 0)], tCrB[(None, None, kb, 0)], acc)
+    elif cutlass.const_expr(dynamic_loop):
         # A loop traced once: the field set in the first iteration reaches the next ones.
         for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll=1):
             cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, 0)], tCrB[(None, None, kb, 0)], acc)
@@ -252,6 +257,16 @@ def test_wgmma_register_a_on_the_emulator():
     A, B = operands(M, N, K, seed=1)
     C = np.zeros((M, N), np.float32)
     compiled = cute.compile(run_wgmma, A, B, C, cutlass.Float16, ROW, COL, M, N, K, True, options="--target cpu")
+    compiled(A, B, C)
+    np.testing.assert_array_equal(C, A @ B.T)
+
+
+def test_accumulate_field_from_a_dynamic_value():
+    M, N, K = 64, 16, 64
+    A, B = operands(M, N, K, seed=7)
+    C = np.full((M, N), 5.0, np.float32)
+    compiled = cute.compile(run_wgmma, A, B, C, cutlass.Float16, ROW, ROW, M, N, K, False, True, 2,
+                            options="--target cpu")
     compiled(A, B, C)
     np.testing.assert_array_equal(C, A @ B.T)
 
@@ -680,7 +695,7 @@ def test_wgmma_gemm_on_the_gpu(dtype, a_enum, b_enum, M, N):
 @pytest.mark.gpu
 @pytest.mark.parametrize("a_regs,accumulate,dynamic_loop,acc_dtype", [
     (True, False, False, cutlass.Float32), (False, True, False, cutlass.Float32), (False, False, True, cutlass.Float32),
-    (False, True, True, cutlass.Float32), (False, True, False, cutlass.Float16),
+    (False, True, True, cutlass.Float32), (False, True, False, cutlass.Float16), (False, False, 2, cutlass.Float32),
 ])
 def test_wgmma_variants_on_the_gpu(a_regs, accumulate, dynamic_loop, acc_dtype):
     M, N, K = 64, 32, 64
@@ -689,7 +704,8 @@ def test_wgmma_variants_on_the_gpu(a_regs, accumulate, dynamic_loop, acc_dtype):
     C0 = (np.arange(M * N).reshape(M, N) % 5).astype(np_acc)
     C = gpu_run(run_wgmma, (A, B, C0.copy()), cutlass.Float16, ROW, COL, M, N, K, a_regs, accumulate, dynamic_loop,
                 acc_dtype)
-    np.testing.assert_array_equal(C.astype(np.float32), A @ B.T + (C0.astype(np.float32) if accumulate else 0))
+    added = accumulate and dynamic_loop != 2
+    np.testing.assert_array_equal(C.astype(np.float32), A @ B.T + (C0.astype(np.float32) if added else 0))
 
 
 @pytest.mark.gpu
