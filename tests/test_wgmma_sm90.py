@@ -423,6 +423,17 @@ def misuse_kernel(mA: cute.Tensor, tiled_mma: cute.TiledMma, which: cutlass.Cons
         tiled_mma.make_fragment_A(thr_mma.partition_A(sc))  # LINE composed
     if cutlass.const_expr(which == "gmem"):
         tiled_mma.make_fragment_A(thr_mma.partition_A(cute.local_tile(mA, (64, 64), (0, 0))))  # LINE gmem
+    if cutlass.const_expr(which in ("acc_dtype", "acc_shape")):
+        sA = smem.allocate_tensor(cutlass.Float16, layout.outer, 1024, layout.inner)
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sA))
+        acc_dtype = cutlass.Float16 if which == "acc_dtype" else cutlass.Float32
+        acc_shape = thr_mma.partition_shape_C((64, 64)) if which == "acc_dtype" else (16, 1, 1)
+        acc = cute.make_rmem_tensor(acc_shape, acc_dtype)
+        if cutlass.const_expr(which == "acc_dtype"):
+            cute.gemm(tiled_mma, acc, tCrA[(None, None, 0, 0)], tCrB[(None, None, 0, 0)], acc)  # LINE acc_dtype
+        else:
+            cute.gemm(tiled_mma, acc, tCrA[(None, None, 0, 0)], tCrB[(None, None, 0, 0)], acc)  # LINE acc_shape
 
 
 @cute.jit
@@ -436,6 +447,8 @@ def run_misuse(mA: cute.Tensor, which: cutlass.Constexpr):
     ("dtype", "holds Float32 but the MMA atom takes Float16"),
     ("composed", "swizzle must be on the pointer"),
     ("gmem", "from shared memory"),
+    ("acc_dtype", "operand C holds Float16 but the MMA atom takes Float32"),
+    ("acc_shape", "has 16 values; the MMA atom takes 32"),
 ])
 def test_fragment_misuse_raises_at_the_users_line(which, match):
     A = np.zeros((64, 64), np.float16)
