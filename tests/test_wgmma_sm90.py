@@ -738,3 +738,33 @@ def test_dense_gemm_shaped_kernel_on_the_gpu(a_major, b_major):
     B = B if b_major == "k" else np.asfortranarray(B)
     C = gpu_run(run_cooperative, (A, B, np.zeros((M, N), np.float16)))
     np.testing.assert_array_equal(C.astype(np.float32), A.astype(np.float32) @ B.astype(np.float32).T)
+
+
+@cute.kernel
+def diverged_kernel(mA: cute.Tensor, tiled_mma: cute.TiledMma):
+    tidx, _, _ = cute.arch.thread_idx()
+    layout = sm90_utils.make_smem_layout_a(ROW, (64, 16, 16), cutlass.Float16, 1)
+    smem = cutlass.utils.SmemAllocator()
+    sA = smem.allocate_tensor(cutlass.Float16, layout.outer, 1024, layout.inner)
+    thr_mma = tiled_mma.get_slice(tidx)
+    tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+    tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sA))
+    acc = cute.make_rmem_tensor(thr_mma.partition_shape_C((64, 64)), cutlass.Float32)
+    acc.fill(0.0)
+    if tidx % 32 < 16:
+        cute.gemm(tiled_mma, acc, tCrA[(None, None, 0, 0)], tCrB[(None, None, 0, 0)], acc)
+    mA[tidx] = acc[0]
+
+
+@cute.jit
+def run_diverged(mA: cute.Tensor):
+    tiled_mma = sm90_utils.make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16, K_MAJOR, K_MAJOR,
+                                                  cutlass.Float32, (1, 1, 1), (64, 64))
+    diverged_kernel(mA, tiled_mma).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_wgmma_in_a_diverged_warp_is_reported_by_the_emulator():
+    out = np.zeros(128, np.float32)
+    compiled = cute.compile(run_diverged, out, options="--target cpu")
+    with pytest.raises(cutlass.DSLRuntimeError, match="wgmma.mma_async executed by a partial warp"):
+        compiled(out)
