@@ -252,12 +252,25 @@ def test_wgmma_gemm_on_the_emulator(dtype, a_enum, b_enum, M, N):
     np.testing.assert_array_equal(C, A @ B.T)
 
 
-def test_wgmma_register_a_on_the_emulator():
-    M, N, K = 64, 32, 32
+@pytest.mark.parametrize("dtype,b_enum", [(cutlass.Float16, COL), (cutlass.Float8E4M3FN, ROW)])
+def test_wgmma_register_a_on_the_emulator(dtype, b_enum):
+    M, N, K = 64, 32, 64
     A, B = operands(M, N, K, seed=1)
     C = np.zeros((M, N), np.float32)
-    compiled = cute.compile(run_wgmma, A, B, C, cutlass.Float16, ROW, COL, M, N, K, True, options="--target cpu")
+    compiled = cute.compile(run_wgmma, A, B, C, dtype, ROW, b_enum, M, N, K, True, options="--target cpu")
     compiled(A, B, C)
+    np.testing.assert_array_equal(C, A @ B.T)
+    gpu = cute.compile(run_wgmma, A, B, C, dtype, ROW, b_enum, M, N, K, True)
+    if gpu.__ptx__ is None:
+        pytest.skip("no libNVVM here: PTX was not generated")
+    assert gpu.__cubin__  # nvJitLink accepted the PTX for sm_90a
+
+
+@pytest.mark.gpu
+def test_fp8_register_a_on_the_gpu():
+    M, N, K = 64, 32, 64
+    A, B = operands(M, N, K, seed=1)
+    C = gpu_run(run_wgmma, (A, B, np.zeros((M, N), np.float32)), cutlass.Float8E4M3FN, ROW, ROW, M, N, K, True)
     np.testing.assert_array_equal(C, A @ B.T)
 
 
