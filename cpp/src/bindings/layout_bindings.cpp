@@ -221,6 +221,24 @@ void bind_layouts(nb::module_& root) {
       .def_prop_ro("type", [](const L::Layout& l) { return "!cute.layout<\"" + L::to_string(l) + "\">"; })
       .def_prop_ro("max_alignment", [](const L::Layout& l) { return L::max_alignment(l); })
       .def("is_static", &L::Layout::is_static)
+      // CuTe's Layout::get_hier_coord / get_flat_coord / get_1d_coord: the coordinate whose image
+      // is the index `idx` (each leaf (idx / stride) % shape), then flattened within each mode.
+      .def("get_hier_coord", [](const L::Layout& l, nb::handle idx, nb::kwargs) {
+        Scope scope;
+        return to_py(L::idx2crd(to_tuple(idx), l.shape, l.stride));
+      })
+      .def("get_flat_coord", [](const L::Layout& l, nb::handle idx, nb::kwargs) {
+        Scope scope;
+        L::IntTuple hier = L::idx2crd(to_tuple(idx), l.shape, l.stride);
+        if (!l.shape.is_tuple()) return to_py(hier);
+        std::vector<L::IntTuple> out;
+        for (int i = 0; i < l.rank(); ++i) out.push_back(L::crd2idx(hier[i], l.shape[i]));
+        return to_py(L::IntTuple(out));
+      })
+      .def("get_1d_coord", [](const L::Layout& l, nb::handle idx, nb::kwargs) {
+        Scope scope;
+        return to_py(L::crd2idx(L::idx2crd(to_tuple(idx), l.shape, l.stride), l.shape));
+      })
       .def("__call__", &call_layout, nb::arg("coord"))
       .def("__getitem__", [](const L::Layout& l, int i) { return L::get(l, {i}); })
       .def("__len__", [](const L::Layout& l) { return l.rank(); })

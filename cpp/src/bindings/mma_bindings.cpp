@@ -11,6 +11,7 @@
 #include "bindings/layout_convert.h"
 #include "bindings/num_convert.h"
 #include "cute/algorithm/gemm.h"
+#include "cute/atom/mma_sm90.h"
 #include "cute/atom/tiled_mma.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
@@ -52,7 +53,12 @@ Tensor as_tensor(nb::handle h, const char* fn) {
 
 std::vector<int64_t> shape3(nb::handle h) {
   std::vector<int64_t> out;
-  for (nb::handle e : h) out.push_back(nb::cast<int64_t>(e));
+  for (nb::handle e : h) {
+    if (!nb::isinstance<nb::int_>(e))
+      throw dsl::UserError("INVALID_MMA_OP", "the MMA's shape must be static Python ints, got " + py_type_name(e) +
+                                                 " in " + nb::cast<std::string>(nb::str(h)));
+    out.push_back(nb::cast<int64_t>(e));
+  }
   return out;
 }
 
@@ -62,6 +68,21 @@ MmaAtom atom_of(nb::handle h) {
   if (nb::isinstance<MmaAtom>(h)) return nb::cast<MmaAtom>(h);
   if (nb::isinstance<TiledMma>(h)) return tiled_of(h).atom;
   throw nb::type_error(("expected an MMA atom or TiledMma, got " + py_type_name(h)).c_str());
+}
+
+// The ACCUMULATE field of a warpgroup atom: a Python bool or a DSL Boolean.
+void set_accumulate(MmaAtom& a, nb::handle v) {
+  Scope scope;
+  cute::set_wgmma_accumulate(a, to_num(v));
+}
+
+nb::object get_accumulate(const MmaAtom& a) {
+  if (a.kind != cute::MmaKind::Warpgroup)
+    throw dsl::UserError("INVALID_MMA_OP", "get(Field.ACCUMULATE): only warpgroup MMAs have the ACCUMULATE field");
+  Scope scope;
+  dsl::Num n = cute::wgmma_accumulate(a);
+  if (n.is_static) return nb::bool_(n.s.i != 0);
+  return wrap_num(n);
 }
 
 // make_fragment_X(tensor_or_shape)
@@ -109,6 +130,8 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
         t.thr_index_py = nb::borrow(thr);
         return t;
       })
+      .def("_set_accumulate", [](C& c, nb::handle v) { set_accumulate(c.atom, v); })
+      .def("_get_accumulate", [get](const C& c) { return get_accumulate(get(c).atom); })
       .def("__extract_mlir_values__", [](const C&) { return nb::list(); })
       .def("__new_from_mlir_values__", [](nb::handle self, nb::handle) { return nb::borrow(self); })
       .def("__str__", [get](const C& c) { return cute::to_string(get(c)); })
@@ -135,8 +158,10 @@ void bind_mma(nb::module_& root) {
       .def("make_fragment_A", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::A, x); })
       .def("make_fragment_B", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::B, x); })
       .def("make_fragment_C", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::C, x); })
+      .def("_set_accumulate", [](MmaAtom& a, nb::handle v) { set_accumulate(a, v); })
+      .def("_get_accumulate", [](const MmaAtom& a) { return get_accumulate(a); })
       .def("__extract_mlir_values__", [](const MmaAtom&) { return nb::list(); })
-      .def("__new_from_mlir_values__", [](const MmaAtom& a, nb::handle) { return a; })
+      .def("__new_from_mlir_values__", [](nb::handle self, nb::handle) { return nb::borrow(self); })
       .def("__str__", [](const MmaAtom& a) { return cute::to_string(a); })
       .def("__repr__", [](const MmaAtom& a) { return cute::to_string(a); });
   m.attr("MmaAtom").attr("__cute_static__") = true;
@@ -148,6 +173,29 @@ void bind_mma(nb::module_& root) {
     return cute::make_mma_fp8(dtype_of(ab), dtype_of(acc), shape3(shape));
   });
   m.def("make_mma_universal", [](nb::handle t) { return cute::make_mma_universal(dtype_of(t)); });
+  m.def("make_wgmma_f16bf16", [](nb::handle ab, nb::handle acc, nb::handle shape, int a_src, int a_major, int b_major) {
+    return cute::make_wgmma_f16bf16(dtype_of(ab), dtype_of(acc), shape3(shape), cute::OperandSource(a_src),
+                                    cute::OperandMajor(a_major), cute::OperandMajor(b_major));
+  });
+  m.def("make_wgmma_f8", [](nb::handle a, nb::handle b, nb::handle acc, nb::handle shape, int a_src, int a_major,
+                            int b_major) {
+    return cute::make_wgmma_f8(dtype_of(a), dtype_of(b), dtype_of(acc), shape3(shape), cute::OperandSource(a_src),
+                               cute::OperandMajor(a_major), cute::OperandMajor(b_major));
+  });
+  m.def("make_smem_layout_atom", [](int kind, nb::handle dtype) {
+    if (kind < 0 || kind > 7) throw nb::value_error("make_smem_layout_atom: unknown SmemLayoutAtomKind");
+    return py(cute::make_smem_layout_atom(cute::SmemLayoutAtomKind(kind), dtype_of(dtype)));
+  });
+  // (layout type, LBO, SBO) of a wgmma descriptor for one atom's (MN, K) tile (tests, printing).
+  m.def("gmma_descriptor_fields", [](nb::handle tile, int element_bits, int swizzle_bits, int major) {
+    Scope scope;
+    cute::GmmaDescriptorFields f = cute::gmma_descriptor_fields(as_layout(tile), element_bits, swizzle_bits,
+                                                                cute::OperandMajor(major), "operand");
+    return nb::make_tuple(int(f.layout_type), f.lbo, f.sbo, cute::encode_gmma_descriptor(f, 0));
+  });
+  m.def("warpgroup_fence", [] { Scope s; cute::warpgroup_fence(); });
+  m.def("warpgroup_commit_group", [] { Scope s; cute::warpgroup_commit_group(); });
+  m.def("warpgroup_wait_group", [](int64_t n) { Scope s; cute::warpgroup_wait_group(n); });
 
   nb::class_<TiledMma> tiled(m, "TiledMma");
   tiled_methods(tiled, [](const TiledMma& t) -> const TiledMma& { return t; });

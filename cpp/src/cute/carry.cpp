@@ -160,6 +160,7 @@ struct TensorFieldsKnownHere {
   std::optional<L::Swizzle> swizzle;
   L::Int swizzle_offset;
   bool swizzle_in_address;
+  std::optional<L::Layout> desc_tile;  // static: compared, no IR values
 };
 static_assert(sizeof(Tensor) == sizeof(TensorFieldsKnownHere),
               "cute::Tensor gained a field: join, flatten and rebuild it in cute/carry.cpp");
@@ -177,6 +178,9 @@ Join<Tensor> join_tensor(const Tensor& a, const Tensor& b) {
   }
   if (a.swizzle.has_value() != b.swizzle.has_value() || (a.swizzle && !(*a.swizzle == *b.swizzle)) ||
       a.swizzle_in_address != b.swizzle_in_address)
+    return j;
+  if (a.desc_tile.has_value() != b.desc_tile.has_value() ||
+      (a.desc_tile && L::to_string(*a.desc_tile) != L::to_string(*b.desc_tile)))
     return j;
   bool widened = false;
   L::IntTuple coord, shape, stride, offset;

@@ -480,6 +480,7 @@ Tensor local_partition(const Tensor& t, const L::Layout& thr_layout, const L::In
 std::string to_string(const Tensor& t) {
   std::string it = t.is_memory() ? pointer_string(t.ptr->type) : L::to_string(t.coord);
   if (t.swizzle_in_address) it = it.substr(0, it.size() - 1) + ", " + L::to_string(*t.swizzle) + ">";
+  if (t.desc_tile) it = "gmma_desc<" + it + ", " + L::to_string(*t.desc_tile) + ">";
   std::string l = t.swizzle && !t.swizzle_in_address ? L::to_string(t.composed_layout()) : L::to_string(t.layout);
   return "tensor<" + it + " o " + l + ">";
 }

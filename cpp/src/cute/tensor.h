@@ -30,6 +30,11 @@ struct Tensor {
   // `get_tensor(layout, swizzle=)`, CuTe's swizzle_ptr): it acts on the byte address of each
   // element, ptr + layout(c), so it is in bytes and depends on where the tensor lies.
   bool swizzle_in_address = false;
+  // A warpgroup MMA's shared-memory descriptor fragment (make_fragment_A/B of a wgmma TiledMma
+  // over an smem tensor; CuTe's GMMA::DescriptorIterator tensors): the engine is the smem tensor,
+  // mode 0 of `layout` is 1:0 (one descriptor per atom) and `desc_tile` is the (MN, K) layout of
+  // the atom's tile that each descriptor describes (cute/atom/mma_sm90.h).
+  std::optional<layout::Layout> desc_tile;
 
   bool is_memory() const { return ptr != nullptr; }
   bool is_swizzled() const { return swizzle.has_value(); }

@@ -15,6 +15,7 @@
 #include "emulator/device_program.h"
 #include "emulator/sm80_mma.h"
 #include "emulator/sm80_copy.h"
+#include "emulator/sm90_mma.h"
 
 namespace opencute::emulator {
 
@@ -66,6 +67,7 @@ struct Worker {
   std::string text;
   unsigned block_idx[3] = {0, 0, 0};
   AsyncCopyTracker async;  // cp.async in flight in the block (emulator/sm80_copy.h)
+  WgmmaReadTracker wgmma_reads;  // shared memory that wgmma in flight still read (emulator/sm90_mma.h)
   // Named barriers of the running block: threads arrived so far and the count that completes it.
   int64_t named_arrived[kNamedBarriers] = {};
   int64_t named_count[kNamedBarriers] = {};
@@ -149,6 +151,10 @@ inline void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, 
   if (addr == 0) fail_at(c, w, warp, lane, i, std::string("a ") + (store ? "store" : "load") + " through a null pointer");
   if (w.async.active() && in_smem(w, addr, bytes)) {
     std::string race = w.async.check(warp.first_thread + unsigned(lane), addr, bytes, store);
+    if (!race.empty()) fail_at(c, w, warp, lane, i, race);
+  }
+  if (store && w.wgmma_reads.active()) {
+    std::string race = w.wgmma_reads.check_store(addr, bytes);
     if (!race.empty()) fail_at(c, w, warp, lane, i, race);
   }
   if ((bytes & (bytes - 1)) == 0 && (addr & (std::min<size_t>(bytes, 16) - 1)) != 0)
@@ -400,6 +406,12 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         if (!e.empty()) fail_at(c, w, warp, __builtin_ctz(m ? m : 1u), i, e);
         break;
       }
+      case K::Wgmma: {
+        std::string e = run_wgmma(i, m, R, warp.first_thread / kWarp, reinterpret_cast<uintptr_t>(w.smem),
+                                  w.smem_size, w.wgmma_reads);
+        if (!e.empty()) fail_at(c, w, warp, __builtin_ctz(m ? m : 1u), i, e);
+        break;
+      }
       case K::Vote: {
         const auto kind = ir::VoteKind(i.imm);
         FOR_LANES(m) {
@@ -469,6 +481,10 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
           if (addr % std::min<size_t>(bytes, 16))
             fail_at(c, w, warp, lane, i, std::string("misaligned ") + ir::opcode_name(i.code) + " address " +
                                              hex(addr) + ": not a multiple of " + std::to_string(std::min<size_t>(bytes, 16)));
+          if (smem && store && w.wgmma_reads.active()) {
+            std::string race = w.wgmma_reads.check_store(addr, bytes);
+            if (!race.empty()) fail_at(c, w, warp, lane, i, race);
+          }
           Inst probe = i;
           probe.space = smem ? ir::AddrSpace::Smem : ir::AddrSpace::Generic;
           if (!smem) check_access(c, w, warp, lane, probe, addr, bytes, store);
@@ -619,6 +635,7 @@ void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
   w.block_idx[2] = unsigned(linear_block / (uint64_t(g[0]) * g[1]));
   if (w.smem_size) std::memset(w.smem, 0, w.smem_size);
   w.async.reset(w.smem, w.smem_size, c.block_threads);
+  w.wgmma_reads.reset(reinterpret_cast<uintptr_t>(w.smem), w.smem_size, (c.block_threads + kWarp - 1) / kWarp);
   for (int b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = w.named_count[b] = 0;
   for (Warp& warp : w.warps) {
     warp.pc = 0;

@@ -68,6 +68,10 @@ const char* opcode_name(OpCode code) {
     case OpCode::NamedBarrier: return "named_barrier";
     case OpCode::InlineAsm: return "inline_asm";
     case OpCode::GridDepControl: return "griddepcontrol";
+    case OpCode::Wgmma: return "wgmma";
+    case OpCode::WgmmaFence: return "wgmma_fence";
+    case OpCode::WgmmaCommit: return "wgmma_commit";
+    case OpCode::WgmmaWait: return "wgmma_wait";
   }
   return "?";
 }

@@ -78,6 +78,14 @@ enum class OpCode : uint8_t {
                    // (inline_asm_constraints/inline_asm_text), int_attr = has side effects; the CPU emulator
                    // cannot run it
   GridDepControl,  // int_attr = GridDepControlKind: programmatic dependent launch (sm_90+)
+  // SM90 warpgroup MMA family (cute/atom/mma_sm90, target/nvvm/lower_sm90_mma, emulator/sm90_mma)
+  Wgmma,        // wgmma.mma_async, issued by the 128 threads of a warpgroup: (A, B descriptor i64,
+                // scale_d i1, C values...) -> D values, A being a descriptor i64 or (A from registers)
+                // the thread's A fragment values; ints = {m, n, k, A FloatKind, B FloatKind,
+                // A major, B major (0 K, 1 MN), A from registers}; D = A*B + (scale_d ? C : 0)
+  WgmmaFence,   // wgmma.fence: register writes before it are seen by the following wgmma
+  WgmmaCommit,  // closes the warpgroup's current group of wgmma
+  WgmmaWait,    // int_attr = N: waits until at most N of the committed wgmma groups are pending
 };
 
 // griddepcontrol.wait: wait until the prerequisite grids finished and their memory is visible;

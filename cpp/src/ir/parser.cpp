@@ -389,7 +389,8 @@ class Parser {
         return finish(o);
       }
       case OpCode::CpAsync: case OpCode::CpAsyncCommit: case OpCode::CpAsyncWait: case OpCode::LdMatrix:
-      case OpCode::StMatrix: {
+      case OpCode::StMatrix: case OpCode::Wgmma: case OpCode::WgmmaFence: case OpCode::WgmmaCommit:
+      case OpCode::WgmmaWait: {
         // SM80 copies: `[int_attr, ints...] operands : result types`
         std::vector<int64_t> attrs;
         if (c.accept("[")) {

@@ -147,6 +147,18 @@ class Printer {
         os << " " << list(op.operands) << ", " << quote(op.str_attr) << " at " << quote(op.file) << ":" << op.line
            << "\n";
         return;
+      case OpCode::Wgmma:
+      case OpCode::WgmmaFence:
+      case OpCode::WgmmaCommit:
+      case OpCode::WgmmaWait:
+        // `[int_attr, ints...] operands : result types`, as the SM80 copies
+        os << " [" << op.int_attr;
+        for (int64_t v : op.ints) os << ", " << v;
+        os << "]";
+        if (!op.operands.empty()) os << " " << list(op.operands);
+        if (!op.results.empty()) os << " : " << result_types(op);
+        os << "\n";
+        return;
       case OpCode::CpAsync:
       case OpCode::CpAsyncCommit:
       case OpCode::CpAsyncWait:

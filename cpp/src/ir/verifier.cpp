@@ -180,6 +180,22 @@ class Verifier {
                "cp_async takes (dst pointer, src pointer, i32 src bytes) and copies 4, 8 or 16 bytes");
         expect(op, fn_->kind == FunctionKind::Kernel, "cp_async is only valid in a kernel");
         break;
+      case OpCode::Wgmma: {
+        bool ok = op.ints.size() == 8 && !op.results.empty();
+        size_t na = ok && op.ints[7] ? size_t(op.ints[0] * op.ints[2] / 128) : 1;
+        ok = ok && o.size() == na + 2 + op.results.size() && o[na]->type == i64() && o[na + 1]->type->is_bool() &&
+             (op.ints[7] || o[0]->type == i64());
+        for (size_t i = 0; ok && i < op.results.size(); ++i) ok = o[na + 2 + i]->type == op.results[i]->type;
+        expect(op, ok, "wgmma takes (A descriptor i64 | A values, B descriptor i64, scale_d i1, C values) -> D values "
+                       "with {m, n, k, A kind, B kind, A major, B major, A from registers}");
+        expect(op, fn_->kind == FunctionKind::Kernel, "wgmma is only valid in a kernel");
+        break;
+      }
+      case OpCode::WgmmaFence: case OpCode::WgmmaCommit: case OpCode::WgmmaWait:
+        expect(op, o.empty() && op.results.empty() && op.int_attr >= 0 && op.int_attr <= 7,
+               std::string(opcode_name(op.code)) + " takes no operands (wait: 0 to 7 pending groups)");
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
       case OpCode::CpAsyncCommit: case OpCode::CpAsyncWait:
         expect(op, o.empty() && op.results.empty() && op.int_attr >= 0, "cp_async_commit / cp_async_wait take no operands");
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");

@@ -14,6 +14,7 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::CpAsync: case ir::OpCode::CpAsyncCommit: case ir::OpCode::CpAsyncWait:
     case ir::OpCode::LdMatrix: case ir::OpCode::StMatrix:
     case ir::OpCode::NamedBarrier: case ir::OpCode::GridDepControl:
+    case ir::OpCode::Wgmma: case ir::OpCode::WgmmaFence: case ir::OpCode::WgmmaCommit: case ir::OpCode::WgmmaWait:
       // loads stay: removing them would hide faulting accesses; shuffles and votes synchronise the warp
       return false;
     case ir::OpCode::InlineAsm:

@@ -20,6 +20,30 @@ for _cls in (_C.CopyAtom, _C.TiledCopy, _C.ThrCopy):
     _cls.__cute_static__ = True
 
 
+def _field_name(field):
+    name = getattr(field, "value", field)
+    if name != "accum_c":
+        raise ValueError(f"unknown MMA field {field!r}: the warpgroup MMAs have Field.ACCUMULATE")
+    return name
+
+
+def _mma_set(self, field, value, *, loc=None, ip=None):
+    """`atom.set(warpgroup.Field.ACCUMULATE, b)`: the following cute.gemm computes D = A*B + D when
+    b is true, D = A*B when false (a Python bool or a Boolean)."""
+    _field_name(field)
+    self._set_accumulate(value)
+
+
+def _mma_get(self, field, *, loc=None, ip=None):
+    _field_name(field)
+    return self._get_accumulate()
+
+
+for _cls in (MmaAtom, TiledMma):
+    _cls.set = _mma_set
+    _cls.get = _mma_get
+
+
 class MmaOp:
     """Base of the MMA operations (`warp.MmaF16BF16Op`, `nvgpu.MmaUniversalOp` ...): an op
     describes one instruction; `make_mma_atom` / `make_tiled_mma` turn it into an atom."""

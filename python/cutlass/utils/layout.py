@@ -9,10 +9,7 @@ class LayoutEnumError(DSLUserCodeError, ValueError):
     """A tensor whose layout is neither row- nor column-major (the CuTe DSL raises ValueError)."""
 
 
-class OperandMajorMode(enum.Enum):
-    """Which mode of an MMA operand is contiguous: MN (M for A / C, N for B) or K."""
-    MN = "mn"
-    K = "k"
+from ..cute.nvgpu.common import OperandMajorMode  # noqa: E402 - one enum for utils and cute.nvgpu
 
 
 def _first_leaf(x):
@@ -43,8 +40,7 @@ class LayoutEnum(enum.Enum):
         return OperandMajorMode.K if self is LayoutEnum.ROW_MAJOR else OperandMajorMode.MN
 
     def sm90_mma_major_mode(self):
-        from ..cute.nvgpu import warpgroup  # noqa: F401 - present once SM90 support lands
-        return warpgroup.OperandMajorMode.K if self is LayoutEnum.ROW_MAJOR else warpgroup.OperandMajorMode.MN
+        return OperandMajorMode.K if self is LayoutEnum.ROW_MAJOR else OperandMajorMode.MN
 
     def is_k_major_a(self):
         return self is LayoutEnum.ROW_MAJOR

@@ -1,5 +1,7 @@
 #include "cute/algorithm/gemm.h"
 
+#include "cute/atom/mma_sm90.h"
+
 #include "dsl/tracer.h"
 #include "layout/print.h"
 
@@ -58,6 +60,7 @@ Tensor append1(const Tensor& t) { return with_modes(t, L::append(t.layout, Layou
 }  // namespace
 
 void gemm(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c) {
+  if (atom.kind == MmaKind::Warpgroup) return wgmma_gemm(atom, d, a, b, c);  // descriptor operands
   for (const Tensor* t : {&d, &a, &b, &c})
     if (!t->is_memory() || t->space() != ir::AddrSpace::Rmem)
       throw dsl::UserError("TYPE_MISMATCH", "gemm: operands must be register fragments (make_fragment_A/B/C or "

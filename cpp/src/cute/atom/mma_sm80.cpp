@@ -1,5 +1,7 @@
 #include "cute/atom/mma_sm80.h"
 
+#include "cute/atom/mma_sm90.h"
+
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -148,6 +150,8 @@ std::string op_string(const MmaAtom& a) {
       return "warp-level F16/BF16 MMA Operation\n  A/B data type = " + name(a.a_type) +
              "\n  Accumulator data type = " + name(a.c_type) + "\n  Instruction shape MNK = " +
              shape_text(a.shape_mnk());
+    case MmaKind::Warpgroup:
+      return wgmma_op_string(a);
     case MmaKind::FP8:
       return "warp-level FP8 MMA Operation\n  A/B data type = " + name(a.a_type) + "\n  Accumulator data type = " +
              name(a.c_type) + "\n  Instruction shape MNK = " + shape_text(a.shape_mnk());

@@ -14,7 +14,12 @@
 
 namespace opencute::cute {
 
-enum class MmaKind : uint8_t { Universal, F16BF16, FP8 };
+enum class MmaKind : uint8_t { Universal, F16BF16, FP8, Warpgroup };
+
+// Warpgroup (SM90 wgmma) atoms only, see mma_sm90.h: where operand A comes from and which mode of
+// A / B is contiguous in shared memory.
+enum class OperandSource : uint8_t { Smem, Rmem };
+enum class OperandMajor : uint8_t { K, MN };
 
 struct MmaAtom {
   MmaKind kind = MmaKind::Universal;
@@ -22,10 +27,22 @@ struct MmaAtom {
   int m = 1, n = 1, k = 1;
   layout::Layout thr_id;
   layout::Layout layout_a_tv, layout_b_tv, layout_c_tv;
+  // Warpgroup atoms: A's source, the operands' major modes, and the ACCUMULATE field
+  // (tiled_mma.set(warpgroup.Field.ACCUMULATE, b)): D = A*B + D when true, D = A*B when false.
+  // Outside kernels it is a static bool; inside a kernel it lives in a per-thread cell of the
+  // kernel (`accumulate_cell`, see mma_sm90.h) so that a set inside a dynamic loop reaches the
+  // following iterations, as on NVIDIA's DSL where the field is runtime state of the atom.
+  OperandSource a_source = OperandSource::Smem;
+  OperandMajor a_major = OperandMajor::K, b_major = OperandMajor::K;
+  dsl::Num accumulate = dsl::Num::of_int(ir::bool_type(), 0);
+  ir::Value* accumulate_cell = nullptr;
 
-  int num_threads() const { return kind == MmaKind::Universal ? 1 : 32; }
-  int values_a() const { return m * k / num_threads(); }
-  int values_b() const { return n * k / num_threads(); }
+  int num_threads() const { return kind == MmaKind::Universal ? 1 : kind == MmaKind::Warpgroup ? 128 : 32; }
+  // Shared-memory operands of a warpgroup atom are whole tiles that every thread sees.
+  int values_a() const {
+    return kind == MmaKind::Warpgroup && a_source == OperandSource::Smem ? m * k : m * k / num_threads();
+  }
+  int values_b() const { return kind == MmaKind::Warpgroup ? n * k : n * k / num_threads(); }
   int values_c() const { return m * n / num_threads(); }
   std::vector<int64_t> shape_mnk() const { return {m, n, k}; }
 };

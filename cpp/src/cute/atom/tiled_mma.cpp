@@ -1,5 +1,7 @@
 #include "cute/atom/tiled_mma.h"
 
+#include "cute/atom/mma_sm90.h"
+
 #include "dsl/tracer.h"
 #include "layout/print.h"
 
@@ -154,6 +156,7 @@ IntTuple partition_shape(const TiledMma& mma, MmaOperand w, const IntTuple& shap
 }
 
 Tensor make_fragment(const TiledMma& mma, MmaOperand w, const Tensor& partitioned) {
+  if (is_wgmma_desc_operand(mma.atom, w)) return make_wgmma_desc_fragment(mma, w, partitioned);
   std::string fn = std::string("make_fragment_") + operand_name(w);
   if (partitioned.layout.rank() < 3)
     throw dsl::UserError("SHAPE_MISMATCH", fn + ": expected a partitioned tensor (MMA, MMA_M/N, MMA_K/N, ...) of rank >= 3, got " +

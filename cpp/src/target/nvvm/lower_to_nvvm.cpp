@@ -1499,7 +1499,9 @@ class KernelLowering : public OpLowering {
       case OpCode::While: lower_while(op); return;
       case OpCode::Launch: fail(&op, "kernel launches are only valid in host code");
       default:
-        if (lower_sm80_copy(op, *this) || lower_sm80_mma(op, *this) || lower_launch_control(op, *this)) return;
+        if (lower_sm80_copy(op, *this) || lower_sm80_mma(op, *this) || lower_launch_control(op, *this) ||
+            lower_sm90_mma(op, *this))
+          return;
         fail(&op, "no NVVM lowering for this operation");
     }
   }

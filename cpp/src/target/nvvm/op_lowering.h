@@ -24,6 +24,8 @@ class OpLowering {
 bool lower_sm80_copy(const ir::Op& op, OpLowering& k);
 // SM80 mma.sync: lower_sm80_mma.cpp.
 bool lower_sm80_mma(const ir::Op& op, OpLowering& k);
+// SM90 warpgroup MMA (wgmma.mma_async, fence, commit / wait groups): lower_sm90_mma.cpp.
+bool lower_sm90_mma(const ir::Op& op, OpLowering& k);
 
 // The MLIR-level surface and launch control: user inline assembly (llvm.inline_asm) and
 // griddepcontrol.wait / launch_dependents. False when `op` is not one.
