@@ -158,6 +158,9 @@ def make_function(compiled, plan, fn, sig):
     f = _function_class.__new__(_function_class)
     f.__move_handle_from__(base)
     f._compiled = compiled
+    # The callback state's address: the call slot reads Python arguments straight into it
+    # (tvm_ffi_function.cpp fast_call); without it, calls take tvm-ffi's own conversion.
+    f._opencute_state = state
     f._tvm_ffi_description = d  # for exporters: the same callback state via tvm_ffi_function_state
     f._signature = signature
     f._param_names = [p["name"] for p in visible]
