@@ -450,7 +450,8 @@ int64_t dltensor_conversions = 0, managed_conversions = 0;
 
 int view_from_py_object(void* py_object, TensorArgument::DLTensorView* out) {
   ++dltensor_conversions;
-  PyObject* v = PyObject_GetAttrString(static_cast<PyObject*>(py_object), "_dlpack_view");
+  static PyObject* name = PyUnicode_InternFromString("_dlpack_view");
+  PyObject* v = PyObject_GetAttr(static_cast<PyObject*>(py_object), name);
   if (!v) return -1;
   DLPackView* view = nullptr;
   bool ok = nb::try_cast<DLPackView*>(nb::handle(v), view) && view;

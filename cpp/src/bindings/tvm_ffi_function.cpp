@@ -239,14 +239,31 @@ struct EnvStream {
   void* stream = nullptr;
 };
 
+struct CallScratch {
+  std::vector<FfiAny> with_defaults;
+  std::vector<const FfiAny*> values, items;
+  std::vector<ir::Scalar> vals;
+  std::vector<std::vector<FfiAny>> shape_items;  // tvm_ffi.Shape arguments as ints
+};
+
+// This thread's scratch, through a call that is not inlined: each use of a thread-local in a
+// shared library may cost a __tls_get_addr call, and the compiler repeats it rather than keep
+// the address (~60 instructions per tensor argument); a returned pointer is kept.
+__attribute__((noinline)) CallScratch* call_scratch() {
+  thread_local CallScratch scratch;
+  return &scratch;
+}
+
 void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* result,
           const EnvStream* env = nullptr) {
   const Executor& ex = f.ex;
   // Scratch reused across calls of this thread: a call allocates nothing when sizes repeat.
-  thread_local std::vector<FfiAny> with_defaults;
-  thread_local std::vector<const FfiAny*> values, items;
-  thread_local std::vector<ir::Scalar> vals;
-  thread_local std::vector<std::vector<FfiAny>> shape_items;  // tvm_ffi.Shape arguments as ints
+  CallScratch& sc = *call_scratch();
+  std::vector<FfiAny>& with_defaults = sc.with_defaults;
+  std::vector<const FfiAny*>& values = sc.values;
+  std::vector<const FfiAny*>& items = sc.items;
+  std::vector<ir::Scalar>& vals = sc.vals;
+  std::vector<std::vector<FfiAny>>& shape_items = sc.shape_items;
   bool runtime_only = false;  // the runtime arguments alone (None parameters left out)?
   if (f.num_none_params > 0 && size_t(num_args) == f.params.size() - f.num_none_params)
     // As many arguments as either that or the full list with trailing defaults left out: the
@@ -527,6 +544,11 @@ struct PyCallScratch {
   std::vector<SeqObject> seqs;
 };
 
+__attribute__((noinline)) PyCallScratch* py_call_scratch() {  // as call_scratch()
+  thread_local PyCallScratch scratch;
+  return &scratch;
+}
+
 enum class Read { Ok, Unsupported, Error };
 
 struct ArgumentReader {
@@ -614,7 +636,7 @@ PyObject* python_result(const FfiAny& r) {
 // needs tvm-ffi's conversion (nothing has run then), or null with a Python error set.
 PyObject* fast_call(TvmFfiFunction& f, PyObject* args, bool* handled) {
   *handled = true;
-  thread_local PyCallScratch scratch;
+  PyCallScratch& scratch = *py_call_scratch();
   Py_ssize_t num_args = PyTuple_GET_SIZE(args);
   size_t leaves = size_t(num_args);
   for (Py_ssize_t i = 0; i < num_args; ++i) {
