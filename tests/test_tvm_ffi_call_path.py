@@ -189,3 +189,27 @@ def test_environment_stream_functions_take_the_fast_path():
     for outcome in (fast, slow):
         np.testing.assert_array_equal(outcome[2][2]._array, x + y)
     assert fc == (3, 0) and sc == (0, 3)
+
+
+def test_skip_switch_turns_the_table_off(tmp_path):
+    # TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API=1 (tvm-ffi's switch) is read once per process.
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "skip.py"
+    script.write_text(
+        "import sys, numpy as np\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import cutlass, cutlass.cute as cute\n"
+        "from test_tvm_ffi_call_path import ExchangeTensor, axpy, fake_vectors, conversions, FFI\n"
+        "f = cute.compile(axpy, *fake_vectors(3), cutlass.Float32(2), options=FFI)\n"
+        "x = np.zeros(8, np.float32)\n"
+        "try:\n"
+        "    f(ExchangeTensor(x), ExchangeTensor(x), ExchangeTensor(x))\n"
+        "except Exception as e:\n"
+        "    print('raised', type(e).__name__)\n"
+        "print('counts', *conversions())\n")
+    env = dict(os.environ, TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API="1", PYTHONPATH=os.pathsep.join(sys.path))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300).stdout
+    # Neither we nor tvm-ffi read the table; tvm-ffi cannot convert a type that offers nothing else.
+    assert "counts 0 0" in out and "raised" in out, out

@@ -5,6 +5,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <climits>
+#include <cstdlib>
 #include <exception>
 #include <cstring>
 #include <stdexcept>
@@ -578,7 +579,12 @@ struct ArgumentReader {
       out.v_float64 = PyFloat_AS_DOUBLE(o);
       return Read::Ok;
     }
-    const DLPackExchangeFunctions* x = dlpack_exchange_functions(Py_TYPE(o));
+    // TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API=1 turns tvm-ffi's use of the table off: ours too.
+    static const bool skip_exchange = [] {
+      const char* v = std::getenv("TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API");
+      return v && std::string(v) == "1";
+    }();
+    const DLPackExchangeFunctions* x = skip_exchange ? nullptr : dlpack_exchange_functions(Py_TYPE(o));
     if (!x) return Read::Unsupported;
     DLTensorView& t = s.tensors[next_tensor++];
     if (x->to_dltensor(o, &t) != 0) return Read::Error;
