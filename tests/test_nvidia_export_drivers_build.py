@@ -156,3 +156,38 @@ def test_tvm_ffi_cpp_bundle_driver_builds(tmp_path):
     done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "build" / "aot_use_in_cpp_bundle").is_file()
+
+
+@cute.kernel
+def _add_one_first(a: cute.Tensor, b: cute.Tensor):
+    a[0] = b[0] + 1
+
+
+@cute.jit
+def add_one_first(a: cute.Tensor, b: cute.Tensor):
+    _add_one_first(a, b).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_load_in_python_scenario_is_refused_not_misread(tmp_path):
+    """NVIDIA's `export/load_in_python.py` calls a function exported for row-major
+    `(m{div=16}, n):(n, 1)` tensors with column-major `(10, 16):(1, 10)` ones (a permuted torch
+    tensor, `mark_layout_dynamic()`): mode 1's compiled unit stride is 10 there, and 10 is not
+    divisible by 16. The exported function refuses it, naming the layout, rather than run the
+    kernel on a layout it was not compiled for (here on the CPU emulator; no CUDA needed)."""
+    import numpy as np
+    from cutlass.cute.runtime import from_dlpack
+    shape = (cute.SymInt(divisibility=16), cute.SymInt())
+    a, b = (make_fake_compact_tensor(cutlass.Float32, shape, stride_order=(1, 0)) for _ in range(2))
+    compiled = cute.compile(add_one_first, a, b, options="--target cpu")
+    compiled.export_to_c(file_path=str(tmp_path), file_name="add_one_example", function_prefix="add_one")
+    mod = cute.runtime.load_module(str(tmp_path / "add_one_example.o"))
+    x = np.arange(160, dtype=np.float32).reshape(16, 10).T  # (10, 16):(1, 10)
+    y = np.ones((16, 10), np.float32).T
+    with pytest.raises(ValueError, match="layout"):
+        mod.add_one(from_dlpack(x).mark_layout_dynamic(), from_dlpack(y).mark_layout_dynamic())
+    assert x[0, 0] == 0  # nothing ran
+    # Row-major tensors of a divisible extent run.
+    x = np.arange(32 * 3, dtype=np.float32).reshape(32, 3)
+    y = np.full((32, 3), 5, np.float32)
+    mod.add_one(from_dlpack(x).mark_layout_dynamic(), from_dlpack(y).mark_layout_dynamic())
+    assert x[0, 0] == 6
