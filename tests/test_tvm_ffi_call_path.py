@@ -213,3 +213,32 @@ def test_skip_switch_turns_the_table_off(tmp_path):
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=300).stdout
     # Neither we nor tvm-ffi read the table; tvm-ffi cannot convert a type that offers nothing else.
     assert "counts 0 0" in out and "raised" in out, out
+
+
+@pytest.mark.gpu
+def test_torch_tensors_take_the_fast_path_and_agree():
+    # Both paths, one function: the same results and the same errors with torch CUDA tensors.
+    torch = pytest.importorskip("torch")
+    # tvm-ffi (imported above) installs the table on older torch when torch-c-dlpack-ext is there.
+    if not hasattr(torch.Tensor, "__dlpack_c_exchange_api__"):
+        pytest.skip("this torch offers no DLPack C exchange table (torch >= 2.10 or torch-c-dlpack-ext)")
+    f = cute.compile(axpy, *fake_vectors(3, divisibility=4), cutlass.Float32(2), options="--enable-tvm-ffi")
+    x = torch.randn(64, device="cuda")
+    y = torch.randn(64, device="cuda")
+    for fast in (True, False):
+        out = torch.full((64,), float("nan"), device="cuda")
+        state = None if fast else f.__dict__.pop("_opencute_state")
+        try:
+            f(x, y, out, 0.5)
+            torch.cuda.synchronize()
+            torch.testing.assert_close(out, x * 0.5 + y)
+            f(x, y, out, alpha=1.5)
+            torch.cuda.synchronize()
+            torch.testing.assert_close(out, x * 1.5 + y)
+            with pytest.raises(ValueError) as e:
+                f(x, y[:62], out)
+            assert str(e.value).startswith("Mismatched y.shape[0] on argument #1 when calling: `axpy(")
+        finally:
+            if state is not None:
+                f._opencute_state = state
+
