@@ -5,7 +5,10 @@ Rows, each an empty kernel launched on a 1x1x1 grid of 128 threads with N tensor
 - OpenCuTe compiled call, launch discarded: the same with `compiled._discard_launches = True`:
   everything up to cuLaunchKernel (argument reading, checks, host program, parameter packing).
 - OpenCuTe compiled call through TVM-FFI (`--enable-tvm-ffi`), when `tvm_ffi` is installed and
-  the option is implemented; skipped with the reason otherwise.
+  the option is implemented; skipped with the reason otherwise. Its call slot reads torch tensors
+  through DLPack's C exchange table itself; the row "through tvm-ffi's own conversion" is the same
+  function called through `tvm_ffi.Function.__call__`'s argument conversion (an owned ffi.Tensor
+  per tensor), for comparison; "launch discarded" is its host path only.
 - OpenCuTe direct `@cute.jit` call `f(*ts)` (no trace while the cached kernel is valid; the
   table shows how many calls traced during the timing: it should be 0).
 - Triton: an empty `@triton.jit` kernel with the same tensors; `torch.add(a, 1.0, out=b)`.
@@ -22,8 +25,10 @@ host time per call.
     python benchmarks/bench_call_overhead.py --cpu      # no GPU: numpy arrays, reduced, a smoke test
 
 --cpu runs the same rows on the CPU emulator with numpy arrays (Triton, torch and the floor are
-skipped) and the "launch discarded" row compiled for the GPU: the figures are this machine's host
-costs, for finding regressions, not the H100's.
+skipped) and the "launch discarded" rows compiled for the GPU: the figures are this machine's host
+costs, for finding regressions, not the H100's. Without torch, the TVM-FFI host-path rows use
+tensors of the tests' DLPack exchange provider (`_core._testing_dlpack_exchange_api()`, whose
+own conversion costs more than torch's: ~300 instructions per tensor).
 """
 import argparse
 import importlib.util
@@ -193,6 +198,19 @@ def main():
 
     rows = {}  # name -> {count: us or str}
 
+    def exchange_tensors(n):
+        # Host tensors offering DLPack's C exchange table, as torch tensors do (no torch here).
+        from cutlass import _core
+
+        class ExchangeTensor:
+            __dlpack_c_exchange_api__ = _core._testing_dlpack_exchange_api()
+
+            def __init__(self, array):
+                self._array = array
+                self._dlpack_view = _core._DLPackView(array.ctypes.data, [array.size], [1], 2, 32, 1)
+
+        return [ExchangeTensor(a) for a in make_tensors(n)]
+
     def put(name, n, value):
         rows.setdefault(name, {})[n] = value
 
@@ -218,6 +236,15 @@ def main():
                 ffi = cute.compile(f, *ts, options="--enable-tvm-ffi")
                 ffi(*ts)
                 put("OpenCuTe compiled call, TVM-FFI", n, per_call_us(lambda: ffi(*ts), sync, iters, reps))
+                xs = ts if use_gpu else exchange_tensors(n)
+                ffi_host = cute.compile(f, *ts, options="--enable-tvm-ffi --target gpu")
+                ffi_host._compiled._discard_launches = True
+                put("OpenCuTe compiled call, TVM-FFI, launch discarded (host path only)", n,
+                    per_call_us(lambda: ffi_host(*xs), sync, iters, reps))
+                state = ffi_host.__dict__.pop("_opencute_state", None)  # tvm-ffi's own conversion
+                put("OpenCuTe compiled call, TVM-FFI through tvm-ffi's own conversion, launch discarded", n,
+                    per_call_us(lambda: ffi_host(*xs), sync, iters, reps))
+                ffi_host._opencute_state = state
             except Exception as e:  # the option may not be implemented on this branch
                 tvm_ffi_reason = f"--enable-tvm-ffi failed: {type(e).__name__}: {str(e)[:120]}"
 

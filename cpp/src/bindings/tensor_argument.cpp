@@ -1,5 +1,6 @@
 #include "bindings/tensor_argument.h"
 
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -43,14 +44,15 @@ struct Names {
 // The C function table of DLPack >= 1.3 (dlpack.h, DLPackExchangeAPI); only the members up to
 // the one used here are declared, and the major version is checked before use.
 using DLTensorFromPyObject = int (*)(void* py_object, TensorArgument::DLTensorView* out);
+using CurrentWorkStream = int (*)(int32_t device_type, int32_t device_id, void** out_stream);
 struct DLPackExchangeApi {
   uint32_t major, minor;
   void* prev_api;
   void* managed_tensor_allocator;
-  void* managed_tensor_from_py_object_no_sync;
+  void* managed_tensor_from_py_object_no_sync;  // int (*)(void*, DLManagedTensorVersioned**)
   void* managed_tensor_to_py_object_no_sync;
   DLTensorFromPyObject dltensor_from_py_object_no_sync;
-  void* current_work_stream;
+  CurrentWorkStream current_work_stream;
 };
 
 static_assert(sizeof(TensorArgument::DLTensorView) == 48, "DLTensor layout");
@@ -91,8 +93,8 @@ bool has_attr(nb::handle obj, PyObject* name) {
   return false;
 }
 
-// The type's DLPack exchange function, or null when it has none we can use.
-DLTensorFromPyObject exchange_function(PyTypeObject* type) {
+// The type's DLPack exchange table, or null when it has none we can use.
+const DLPackExchangeApi* exchange_api_uncached(PyTypeObject* type) {
   PyObject* cap = PyObject_GetAttr(reinterpret_cast<PyObject*>(type), names().exchange_api);
   if (!cap) {
     PyErr_Clear();
@@ -103,8 +105,13 @@ DLTensorFromPyObject exchange_function(PyTypeObject* type) {
   else if (PyLong_Check(cap)) api = reinterpret_cast<const DLPackExchangeApi*>(PyLong_AsVoidPtr(cap));
   Py_DECREF(cap);  // the table itself lives as long as the process
   PyErr_Clear();
-  if (!api || api->major != 1) return nullptr;
-  return api->dltensor_from_py_object_no_sync;
+  if (!api || api->major != 1 || !api->dltensor_from_py_object_no_sync) return nullptr;
+  return api;
+}
+
+DLTensorFromPyObject exchange_function(PyTypeObject* type) {
+  const DLPackExchangeApi* api = exchange_api_uncached(type);
+  return api ? api->dltensor_from_py_object_no_sync : nullptr;
 }
 
 struct TypeInfo {
@@ -138,6 +145,31 @@ TypeInfo classify(nb::handle obj) {
 }
 
 }  // namespace
+
+const DLPackExchangeFunctions* dlpack_exchange_functions(PyTypeObject* type) {
+  // Types are few and long-lived; each cached type is kept alive so its address cannot be
+  // reused. The last hit is checked first: a call's tensors are mostly of one type.
+  struct Entry {
+    PyTypeObject* type;
+    DLPackExchangeFunctions functions;
+    bool has;
+  };
+  static std::vector<Entry> cache;
+  static size_t last = 0;
+  if (last < cache.size() && cache[last].type == type) return cache[last].has ? &cache[last].functions : nullptr;
+  for (size_t i = 0; i < cache.size(); ++i)
+    if (cache[i].type == type) {
+      last = i;
+      return cache[i].has ? &cache[i].functions : nullptr;
+    }
+  const DLPackExchangeApi* api = exchange_api_uncached(type);
+  Py_INCREF(reinterpret_cast<PyObject*>(type));
+  Entry e{type, {}, api != nullptr};
+  if (api) e.functions = {api->dltensor_from_py_object_no_sync, api->current_work_stream};
+  cache.push_back(e);
+  last = cache.size() - 1;
+  return e.has ? &cache[last].functions : nullptr;
+}
 
 TensorArgument::TensorArgument(nb::handle obj) : obj_(obj) {
   TypeInfo info = classify(obj);
@@ -413,8 +445,13 @@ struct DLPackView {
   int32_t device_type;
 };
 
+// How often each conversion ran, for tests that tell which path a call took.
+int64_t dltensor_conversions = 0, managed_conversions = 0;
+
 int view_from_py_object(void* py_object, TensorArgument::DLTensorView* out) {
-  PyObject* v = PyObject_GetAttrString(static_cast<PyObject*>(py_object), "_dlpack_view");
+  ++dltensor_conversions;
+  static PyObject* name = PyUnicode_InternFromString("_dlpack_view");
+  PyObject* v = PyObject_GetAttr(static_cast<PyObject*>(py_object), name);
   if (!v) return -1;
   DLPackView* view = nullptr;
   bool ok = nb::try_cast<DLPackView*>(nb::handle(v), view) && view;
@@ -436,7 +473,50 @@ int view_from_py_object(void* py_object, TensorArgument::DLTensorView* out) {
   return 0;
 }
 
-DLPackExchangeApi testing_exchange_api{1, 3, nullptr, nullptr, nullptr, nullptr, view_from_py_object, nullptr};
+// DLManagedTensorVersioned (dlpack.h), for tvm-ffi's own conversion of an argument: an owning
+// copy of the view (as torch's exchange function makes one), holding a reference to the object.
+struct ManagedTensor {
+  uint32_t major, minor;
+  void* manager_ctx;
+  void (*deleter)(ManagedTensor*);
+  uint64_t flags;
+  TensorArgument::DLTensorView dl_tensor;
+  // owned storage after the public part
+  PyObject* owner;
+  std::vector<int64_t> shape, strides;
+};
+
+void delete_managed(ManagedTensor* m) {
+  PyGILState_STATE gil = PyGILState_Ensure();  // tvm-ffi may release it around a call
+  Py_DECREF(m->owner);
+  PyGILState_Release(gil);
+  delete m;
+}
+
+int managed_from_py_object(void* py_object, ManagedTensor** out) {
+  TensorArgument::DLTensorView view{};
+  if (view_from_py_object(py_object, &view) != 0) return -1;
+  --dltensor_conversions;
+  ++managed_conversions;
+  auto* m = new ManagedTensor{1, 1, nullptr, delete_managed, 0, view, static_cast<PyObject*>(py_object), {}, {}};
+  Py_INCREF(m->owner);
+  m->shape.assign(view.shape, view.shape + view.ndim);
+  if (view.strides) m->strides.assign(view.strides, view.strides + view.ndim);
+  m->dl_tensor.shape = m->shape.data();
+  m->dl_tensor.strides = view.strides ? m->strides.data() : nullptr;
+  m->manager_ctx = m;
+  *out = m;
+  return 0;
+}
+
+// The framework's current stream: the testing provider has none, it reports the null stream.
+int testing_current_work_stream(int32_t, int32_t, void** out_stream) {
+  *out_stream = nullptr;
+  return 0;
+}
+
+DLPackExchangeApi testing_exchange_api{1, 3, nullptr, nullptr, reinterpret_cast<void*>(&managed_from_py_object),
+                                       nullptr, view_from_py_object, testing_current_work_stream};
 
 }  // namespace
 
@@ -447,6 +527,10 @@ void bind_dlpack_exchange_testing(nb::module_& m) {
                           int code, int bits, int device_type) {
         new (v) DLPackView{data, std::move(shape), std::move(strides), uint8_t(code), uint8_t(bits), device_type};
       });
+  // (dltensor_from_py_object_no_sync calls, managed_tensor_from_py_object_no_sync calls) so far
+  m.def("_testing_dlpack_exchange_counts", []() {
+    return std::make_pair(dltensor_conversions, managed_conversions);
+  });
   m.def("_testing_dlpack_exchange_api", []() {
     return nb::steal(PyCapsule_New(&testing_exchange_api, "dlpack_exchange_api", nullptr));
   });

@@ -72,6 +72,17 @@ class TensorArgument {
   bool has_buffer_ = false;
 };
 
+// DLPack's C exchange table (dlpack.h DLPackExchangeAPI, DLPack >= 1.3) as a Python type
+// offers it through `__dlpack_c_exchange_api__` (torch >= 2.10): the two functions a call path
+// needs. Looked up once per type; null when the type has no table of a known major version.
+struct DLPackExchangeFunctions {
+  // dltensor_from_py_object_no_sync: fills a non-owning DLTensor, valid while the object lives.
+  int (*to_dltensor)(void* py_object, TensorArgument::DLTensorView* out);
+  // current_work_stream (may be null): the framework's current stream of a device.
+  int (*current_work_stream)(int32_t device_type, int32_t device_id, void** out_stream);
+};
+const DLPackExchangeFunctions* dlpack_exchange_functions(PyTypeObject* type);
+
 // `_core._DLPackView` and `_core._testing_dlpack_exchange_api()`: a DLPack exchange provider
 // over any memory, so that tests without torch drive the exchange path.
 void bind_dlpack_exchange_testing(nb::module_& m);

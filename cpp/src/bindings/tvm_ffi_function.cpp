@@ -5,6 +5,8 @@
 #include <nanobind/stl/vector.h>
 
 #include <climits>
+#include <cstdlib>
+#include <exception>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -131,6 +133,7 @@ struct TvmFfiFunction {
   // positional call may leave them out.
   std::vector<FfiAny> defaults;
   size_t num_none_params = 0;  // parameters of arity kNoneParamArity
+  bool uses_env_stream = false;  // a source read from TVM-FFI's environment stream
 };
 
 struct CallError {
@@ -230,13 +233,38 @@ int64_t handle_argument(const TvmFfiFunction& f, const Source& src, const FfiAny
   fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
 }
 
-void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* result) {
+// The stream TVM-FFI's Python binding would have made the environment stream for the call: the
+// framework's current stream of the first non-CPU tensor argument's device.
+struct EnvStream {
+  int32_t device_type = -1, device_id = -1;
+  void* stream = nullptr;
+};
+
+struct CallScratch {
+  std::vector<FfiAny> with_defaults;
+  std::vector<const FfiAny*> values, items;
+  std::vector<ir::Scalar> vals;
+  std::vector<std::vector<FfiAny>> shape_items;  // tvm_ffi.Shape arguments as ints
+};
+
+// This thread's scratch, through a call that is not inlined: each use of a thread-local in a
+// shared library may cost a __tls_get_addr call, and the compiler repeats it rather than keep
+// the address (~60 instructions per tensor argument); a returned pointer is kept.
+__attribute__((noinline)) CallScratch* call_scratch() {
+  thread_local CallScratch scratch;
+  return &scratch;
+}
+
+void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* result,
+          const EnvStream* env = nullptr) {
   const Executor& ex = f.ex;
   // Scratch reused across calls of this thread: a call allocates nothing when sizes repeat.
-  thread_local std::vector<FfiAny> with_defaults;
-  thread_local std::vector<const FfiAny*> values, items;
-  thread_local std::vector<ir::Scalar> vals;
-  thread_local std::vector<std::vector<FfiAny>> shape_items;  // tvm_ffi.Shape arguments as ints
+  CallScratch& sc = *call_scratch();
+  std::vector<FfiAny>& with_defaults = sc.with_defaults;
+  std::vector<const FfiAny*>& values = sc.values;
+  std::vector<const FfiAny*>& items = sc.items;
+  std::vector<ir::Scalar>& vals = sc.vals;
+  std::vector<std::vector<FfiAny>>& shape_items = sc.shape_items;
   bool runtime_only = false;  // the runtime arguments alone (None parameters left out)?
   if (f.num_none_params > 0 && size_t(num_args) == f.params.size() - f.num_none_params)
     // As many arguments as either that or the full list with trailing defaults left out: the
@@ -307,7 +335,9 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
       fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
   }
   const bool emulated = ex.program->runs_on_emulator();
-  const Memory memory = !ex.program->has_kernels() ? Memory::Any : emulated ? Memory::Host : Memory::Device;
+  const Memory memory = !ex.program->has_kernels() || ex.program->discards_launches() ? Memory::Any
+                        : emulated                                                     ? Memory::Host
+                                                                                       : Memory::Device;
   // The device of the first GPU tensor runs the kernels and owns the environment stream.
   int device_id = -1;
   for (size_t s = 0; s < f.sources.size() && device_id < 0; ++s)
@@ -323,12 +353,17 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     const FfiAny* a = values[size_t(slot.source)];
     switch (slot.kind) {
       case kScalar: vals[i] = scalar_argument(f, src, *a, slot.type); break;
-      case kStream:
-        vals[i] = ir::Scalar::of_int(
-            src.env_stream ? int64_t(reinterpret_cast<intptr_t>(ffi_api().EnvGetStream(kDLCUDA, device_id < 0 ? 0
-                                                                                                         : device_id)))
-                           : handle_argument(f, src, *a));
+      case kStream: {
+        if (!src.env_stream) {
+          vals[i] = ir::Scalar::of_int(handle_argument(f, src, *a));
+          break;
+        }
+        int32_t id = device_id < 0 ? 0 : device_id;
+        void* stream = env && env->device_type == kDLCUDA && env->device_id == id ? env->stream
+                                                                                  : ffi_api().EnvGetStream(kDLCUDA, id);
+        vals[i] = ir::Scalar::of_int(int64_t(reinterpret_cast<intptr_t>(stream)));
         break;
+      }
       case kPointer: vals[i] = ir::Scalar::of_int(handle_argument(f, src, *a)); break;
       case kCPointer:
         throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "a user object with __c_pointers__ cannot be passed through "
@@ -378,7 +413,8 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     PyErr_Clear();
     PyGILState_Release(gil);
   }
-  if (device_id >= 0 && !emulated) runtime::CudaDriver::get().initialize_context(device_id);
+  if (device_id >= 0 && !emulated && !ex.program->discards_launches())
+    runtime::CudaDriver::get().initialize_context(device_id);
   std::vector<ir::Scalar> results =
       emulated ? ex.program->run(vals, regions, ex.strict_regions) : ex.program->run(vals);
   result->type_index = kNone;
@@ -398,20 +434,30 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
   }
 }
 
+// A failed call as the error TVM-FFI raises: its kind (a Python exception name) and message.
+CallError call_error(std::exception_ptr failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const CallError& e) {
+    return e;
+  } catch (const runtime::CudaError& e) {
+    return {"RuntimeError", std::string("CUDA Error: ") + e.what()};
+  } catch (const dsl::UserError& e) {
+    return {"ValueError", e.what()};
+  } catch (const std::exception& e) {
+    return {"RuntimeError", e.what()};
+  } catch (...) {
+    return {"RuntimeError", "unknown C++ exception in a TVM-FFI function"};
+  }
+}
+
 int safe_call(void* self, const FfiAny* args, int32_t num_args, FfiAny* result) {
   try {
     call(*static_cast<TvmFfiFunction*>(self), args, num_args, result);
     return 0;
-  } catch (const CallError& e) {
-    ffi_api().ErrorSetRaisedFromCStr(e.kind, e.message.c_str());
-  } catch (const runtime::CudaError& e) {
-    ffi_api().ErrorSetRaisedFromCStr("RuntimeError", (std::string("CUDA Error: ") + e.what()).c_str());
-  } catch (const dsl::UserError& e) {
-    ffi_api().ErrorSetRaisedFromCStr("ValueError", e.what());
-  } catch (const std::exception& e) {
-    ffi_api().ErrorSetRaisedFromCStr("RuntimeError", e.what());
   } catch (...) {
-    ffi_api().ErrorSetRaisedFromCStr("RuntimeError", "unknown C++ exception in a TVM-FFI function");
+    CallError e = call_error(std::current_exception());
+    ffi_api().ErrorSetRaisedFromCStr(e.kind, e.message.c_str());
   }
   return -1;
 }
@@ -452,6 +498,7 @@ void* tvm_ffi_new_function_state(const Executor& ex, nb::handle description) {
     nb::tuple t = nb::cast<nb::tuple>(h);
     f->sources.push_back(Source{nb::cast<std::string>(t[0]), nb::cast<int>(t[1]), nb::cast<std::string>(t[2]),
                                 nb::cast<int>(t[3]), nb::cast<int>(t[4]), nb::cast<bool>(t[5])});
+    f->uses_env_stream = f->uses_env_stream || f->sources.back().env_stream;
   }
   f->defaults.assign(f->params.size(), FfiAny{});
   for (nb::handle h : description.attr("defaults")) {
@@ -477,17 +524,206 @@ void* tvm_ffi_new_function_state(const Executor& ex, nb::handle description) {
 
 namespace {
 
+// ---- the Python call ----------------------------------------------------------------------
+// tvm_ffi.Function's own call converts each tensor into an owned ffi.Tensor (the framework's
+// DLManagedTensorVersioned wrapped in a new tvm-ffi object, both freed after the call): about
+// half a microsecond per torch tensor on the H100. The callback only reads DLTensors, so the
+// call slot of our class reads the common arguments itself - tensors through DLPack's C exchange
+// table into DLTensors on a scratch array, Python ints, floats, bools, None and tuples of those -
+// and calls the callback directly; any other argument (numpy arrays, tvm-ffi objects, pointers,
+// streams, ...) takes tvm-ffi's path, unchanged. The environment stream is what tvm-ffi would
+// set: the framework's current stream of the first non-CPU tensor's device.
+
+struct SeqObject {  // an ffi.Array as the callback reads it, on the scratch: never given to tvm-ffi
+  FfiObject header;
+  FfiSeqCell cell;
+};
+
+struct PyCallScratch {
+  std::vector<FfiAny> args, items;
+  std::vector<DLTensorView> tensors;
+  std::vector<SeqObject> seqs;
+};
+
+__attribute__((noinline)) PyCallScratch* py_call_scratch() {  // as call_scratch()
+  thread_local PyCallScratch scratch;
+  return &scratch;
+}
+
+enum class Read { Ok, Unsupported, Error };
+
+struct ArgumentReader {
+  PyCallScratch& s;
+  bool want_stream;
+  EnvStream env;
+  size_t next_tensor = 0, next_item = 0, next_seq = 0;
+
+  Read leaf(PyObject* o, FfiAny& out) {
+    out = FfiAny{};
+    if (o == Py_None) return Read::Ok;
+    if (PyBool_Check(o)) {
+      out.type_index = kBool;
+      out.v_int64 = o == Py_True;
+      return Read::Ok;
+    }
+    if (PyLong_CheckExact(o)) {
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+      if (overflow) return Read::Unsupported;  // tvm-ffi says what it does with it
+      out.type_index = kInt;
+      out.v_int64 = v;
+      return Read::Ok;
+    }
+    if (PyFloat_CheckExact(o)) {
+      out.type_index = kFloat;
+      out.v_float64 = PyFloat_AS_DOUBLE(o);
+      return Read::Ok;
+    }
+    // TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API=1 turns tvm-ffi's use of the table off: ours too.
+    static const bool skip_exchange = [] {
+      const char* v = std::getenv("TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API");
+      return v && std::string(v) == "1";
+    }();
+    const DLPackExchangeFunctions* x = skip_exchange ? nullptr : dlpack_exchange_functions(Py_TYPE(o));
+    if (!x) return Read::Unsupported;
+    DLTensorView& t = s.tensors[next_tensor++];
+    if (x->to_dltensor(o, &t) != 0) return Read::Error;
+    out.type_index = kDLTensorPtr;
+    out.v_ptr = &t;
+    if (want_stream && env.device_type == -1 && t.device_type != kDLCPU && x->current_work_stream) {
+      void* stream = nullptr;
+      if (x->current_work_stream(t.device_type, t.device_id, &stream) == 0) env = {t.device_type, t.device_id, stream};
+      else PyErr_Clear();  // as tvm-ffi: no stream from the framework, the environment's stays
+    }
+    return Read::Ok;
+  }
+
+  Read argument(PyObject* o, FfiAny& out) {
+    if (!PyTuple_CheckExact(o) && !PyList_CheckExact(o)) return leaf(o, out);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
+    PyObject** elements = PySequence_Fast_ITEMS(o);
+    FfiAny* items = s.items.data() + next_item;
+    next_item += size_t(n);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* e = elements[i];
+      if (PyTuple_Check(e) || PyList_Check(e)) return Read::Unsupported;  // nested: tvm-ffi's path
+      Read r = leaf(e, items[i]);
+      if (r != Read::Ok) return r;
+    }
+    SeqObject& q = s.seqs[next_seq++];
+    q = SeqObject{};
+    q.header.type_index = kArray;
+    q.cell.data = items;
+    q.cell.size = n;
+    q.cell.capacity = n;
+    out = FfiAny{};
+    out.type_index = kArray;
+    out.v_obj = &q.header;
+    return Read::Ok;
+  }
+};
+
+PyObject* python_exception(const char* kind) {
+  if (!std::strcmp(kind, "TypeError")) return PyExc_TypeError;
+  if (!std::strcmp(kind, "ValueError")) return PyExc_ValueError;
+  return PyExc_RuntimeError;
+}
+
+PyObject* python_result(const FfiAny& r) {
+  switch (r.type_index) {
+    case kBool: return PyBool_FromLong(long(r.v_int64 != 0));
+    case kInt: return PyLong_FromLongLong(r.v_int64);
+    case kFloat: return PyFloat_FromDouble(r.v_float64);
+  }
+  Py_RETURN_NONE;
+}
+
+// The call of `f` with the Python tuple `args`, or null with *handled false when an argument
+// needs tvm-ffi's conversion (nothing has run then), or null with a Python error set.
+PyObject* fast_call(TvmFfiFunction& f, PyObject* args, bool* handled) {
+  *handled = true;
+  PyCallScratch& scratch = *py_call_scratch();
+  Py_ssize_t num_args = PyTuple_GET_SIZE(args);
+  size_t leaves = size_t(num_args);
+  for (Py_ssize_t i = 0; i < num_args; ++i) {
+    PyObject* o = PyTuple_GET_ITEM(args, i);
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) leaves += size_t(PySequence_Fast_GET_SIZE(o));
+  }
+  // Sized before reading: the packed values point into these arrays.
+  if (scratch.tensors.size() < leaves) scratch.tensors.resize(leaves);
+  if (scratch.items.size() < leaves) scratch.items.resize(leaves);
+  if (scratch.seqs.size() < size_t(num_args)) scratch.seqs.resize(size_t(num_args));
+  if (scratch.args.size() < size_t(num_args)) scratch.args.resize(size_t(num_args));
+  ArgumentReader reader{scratch, f.uses_env_stream, {}};
+  for (Py_ssize_t i = 0; i < num_args; ++i) {
+    Read r = reader.argument(PyTuple_GET_ITEM(args, i), scratch.args[size_t(i)]);
+    if (r == Read::Error) return nullptr;
+    if (r == Read::Unsupported) {
+      *handled = false;
+      return nullptr;
+    }
+  }
+  FfiAny result{};
+  bool failed = false;
+  CallError error{"RuntimeError", {}};
+  // A kernel on the emulator may run long: let other threads run, as tvm-ffi's call does.
+  PyThreadState* released = f.ex.program->runs_on_emulator() ? PyEval_SaveThread() : nullptr;
+  try {
+    call(f, scratch.args.data(), int32_t(num_args), &result, reader.env.device_type == -1 ? nullptr : &reader.env);
+  } catch (...) {
+    failed = true;
+    error = call_error(std::current_exception());
+  }
+  if (released) PyEval_RestoreThread(released);
+  if (failed) {
+    PyErr_SetString(python_exception(error.kind), error.message.c_str());
+    return nullptr;
+  }
+  return python_result(result);
+}
+
 // The call slot of the Python class of TVM-FFI compiled functions (a tvm_ffi.Function subclass):
-// positional calls go straight to tvm_ffi.Function's own slot, with no Python frame; keyword
-// calls are bound by the class's `_bind` first.
+// positional calls go to fast_call, or to tvm_ffi.Function's own slot, with no Python frame;
+// keyword calls are bound by the class's `_bind` first.
 ternaryfunc base_call = nullptr;
 
+// The function state of a compiled function object (tvm_ffi.py stores its address as
+// `_opencute_state`; the function object owns the state, so it lives as long as `self`).
+TvmFfiFunction* state_of(PyObject* self) {
+  static PyObject* key = PyUnicode_InternFromString("_opencute_state");
+  PyTypeObject* type = Py_TYPE(self);
+  PyObject* v = nullptr;
+  if (type->tp_dictoffset > 0) {  // tvm_ffi.Function has a __dict__ slot: one dict look-up
+    PyObject* dict = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(self) + type->tp_dictoffset);
+    v = dict ? PyDict_GetItemWithError(dict, key) : nullptr;  // borrowed
+  } else {
+    v = PyObject_GetAttr(self, key);
+    Py_XDECREF(v);  // the dict keeps it
+  }
+  if (!v) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  void* p = PyLong_AsVoidPtr(v);
+  if (!p) PyErr_Clear();
+  return static_cast<TvmFfiFunction*>(p);
+}
+
+PyObject* call_positional(PyObject* self, PyObject* args) {
+  if (TvmFfiFunction* f = state_of(self)) {
+    bool handled = false;
+    PyObject* r = fast_call(*f, args, &handled);
+    if (handled) return r;
+  }
+  return base_call(self, args, nullptr);
+}
+
 PyObject* compiled_function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
-  if (!kwargs || PyDict_GET_SIZE(kwargs) == 0) return base_call(self, args, nullptr);
+  if (!kwargs || PyDict_GET_SIZE(kwargs) == 0) return call_positional(self, args);
   static PyObject* bind_name = PyUnicode_InternFromString("_bind");
   PyObject* bound = PyObject_CallMethodObjArgs(self, bind_name, args, kwargs, nullptr);
   if (!bound) return nullptr;
-  PyObject* r = base_call(self, bound, nullptr);
+  PyObject* r = call_positional(self, bound);
   Py_DECREF(bound);
   return r;
 }

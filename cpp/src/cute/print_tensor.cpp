@@ -233,9 +233,22 @@ void print_verbose(Emitter& e, const Tensor& t) {
 void print_tensor(const Tensor& t, bool verbose) {
   Emitter e(trace_builder("print_tensor"));
   print_header(e, t, verbose ? " (\n" : "\n");
-  if (verbose) print_verbose(e, t);
-  else if (L::rank(t.layout) <= 1) print_column(e, t);
-  else print_blocks(e, t);
+  auto data = [&] {
+    if (verbose) print_verbose(e, t);
+    else if (L::rank(t.layout) <= 1) print_column(e, t);
+    else print_blocks(e, t);
+  };
+  ir::AddrSpace space = t.is_memory() ? t.ptr->type->space : ir::AddrSpace::Rmem;
+  if (space == ir::AddrSpace::Gmem || space == ir::AddrSpace::Generic) {
+    // A null global tensor (an AOT caller's descriptor with no data, as NVIDIA's export drivers
+    // pass) prints its header and "(null)" rather than fault reading address 0. (Shared memory
+    // may legitimately start at address 0, so only global and generic pointers are checked.)
+    ir::Value* address = e.builder().create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()})->result();
+    ir::Value* is_null = e.builder().cmp(ir::CmpPredicate::Eq, address, e.builder().const_int(ir::i64(), 0));
+    e.if_else(is_null, [&] { e.print(spaces(kIndent) + "(null)"); }, data);
+  } else {
+    data();
+  }
   e.print(")\n");
 }
 

@@ -94,9 +94,20 @@ std::string framework_dtype_name(ir::Type t) {
 }
 
 ir::Type dtype_from_dlpack(uint8_t code, uint8_t bits) {
-  for (auto& r : rows())
-    if (r.dlpack_code == code && (r.type->is_bool() ? 8 : r.type->width) == bits) return r.type;
-  return nullptr;
+  // A table by (code, bits): every call of a compiled function asks this for each tensor.
+  constexpr int kCodes = 32, kBits = 65;
+  struct Table {
+    ir::Type type[kCodes][kBits] = {};
+  };
+  static const Table* table = [] {
+    auto* t = new Table();
+    for (auto& r : rows()) {
+      int width = r.type->is_bool() ? 8 : r.type->width;
+      if (r.dlpack_code < kCodes && width < kBits) t->type[r.dlpack_code][width] = r.type;
+    }
+    return t;
+  }();
+  return code < kCodes && bits < kBits ? table->type[code][bits] : nullptr;
 }
 
 ir::Type promote(ir::Type a, ir::Type b) {

@@ -1,8 +1,9 @@
 """`--enable-tvm-ffi`: a compiled @jit function as a `tvm_ffi.Function`.
 
-The call itself is C++ (`cpp/src/bindings/tvm_ffi_function.cpp`): tvm-ffi packs the arguments
-(DLPack tensors from torch/JAX/numpy, scalars, tuples, opaque pointers, streams) and our safe
-call checks and runs them. This module describes the compiled signature for that callback and
+The call itself is C++ (`cpp/src/bindings/tvm_ffi_function.cpp`): the class's call slot reads
+tensors offering DLPack's C exchange table (torch), scalars, None and tuples of those itself and
+calls the safe call directly; other arguments (numpy/JAX arrays, opaque pointers, streams, tvm-ffi
+objects) are packed by tvm-ffi. Our safe call checks and runs them either way. This module describes the compiled signature for that callback and
 wraps the resulting function object so that keyword arguments and defaults work.
 """
 import inspect
@@ -64,7 +65,7 @@ def _make_function_class(tvm_ffi):
 
         def __call__(self, *args, **kwargs):
             # Replaced by a C call slot (tvm_ffi_install_call_slot): positional calls, trailing
-            # defaults included, go straight to tvm_ffi.Function's; keyword calls bind here first.
+            # defaults included, go to the C++ call (or tvm_ffi.Function's); keyword calls bind first.
             if kwargs:
                 args = self._bind(args, kwargs)
             return ffi_call(self, *args)
@@ -158,6 +159,9 @@ def make_function(compiled, plan, fn, sig):
     f = _function_class.__new__(_function_class)
     f.__move_handle_from__(base)
     f._compiled = compiled
+    # The callback state's address: the call slot reads Python arguments straight into it
+    # (tvm_ffi_function.cpp fast_call); without it, calls take tvm-ffi's own conversion.
+    f._opencute_state = state
     f._tvm_ffi_description = d  # for exporters: the same callback state via tvm_ffi_function_state
     f._signature = signature
     f._param_names = [p["name"] for p in visible]
