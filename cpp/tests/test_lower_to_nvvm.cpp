@@ -397,6 +397,33 @@ TEST(LowerToNvvm, VectorLoadStoreIsOneInstruction) {
   }
 }
 
+// A bf16 (or fp8) vector of 16 bytes is one 128-bit access, as `<8 x half>` is: NVPTX would split
+// `<8 x i16>` into two 64-bit ones. An under-aligned pointer keeps the lane-typed access.
+TEST(LowerToNvvm, NarrowLaneVectorsAreWordAccesses) {
+  Kernel k("narrow_vectors");
+  Value* bsrc = k.arg(ir::pointer_type(ir::bf16(), AddrSpace::Smem, 16));
+  Value* bdst = k.arg(gptr(ir::bf16(), 16));
+  Value* fsrc = k.arg(gptr(ir::f8e4m3(), 16));
+  Value* fdst = k.arg(ir::pointer_type(ir::f8e4m3(), AddrSpace::Smem, 16));
+  Value* usrc = k.arg(gptr(ir::bf16(), 2));
+  Value* udst = k.arg(gptr(ir::bf16(), 2));
+  k.b.store(k.b.load(bsrc, ir::vector_type(ir::bf16(), 8)), bdst);
+  k.b.store(k.b.load(fsrc, ir::vector_type(ir::f8e4m3(), 16)), fdst);
+  k.b.store(k.b.load(usrc, ir::vector_type(ir::bf16(), 4)), udst);
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "load <4 x i32>, <4 x i32> addrspace(3)* %"));
+  EXPECT_TRUE(contains(t.text, "bitcast <4 x i32> %"));
+  EXPECT_TRUE(contains(t.text, "load <4 x i16>, <4 x i16> addrspace(1)* %"));  // align 2: lane-typed
+  COMPILE_OR_SKIP(t, ptx);
+  for (auto& [arch, text] : ptx) {
+    EXPECT_TRUE(contains(text, "ld.shared.v4.u32")) << arch << "\n" << text;
+    EXPECT_TRUE(contains(text, "st.global.v4.u32")) << arch << "\n" << text;
+    EXPECT_TRUE(contains(text, "ld.global.v4.u32")) << arch << "\n" << text;
+    EXPECT_TRUE(contains(text, "st.shared.v4.u32")) << arch << "\n" << text;
+    EXPECT_FALSE(contains(text, "v4.u16 [%rd")) << arch << "\n" << text;  // no 16-byte vector split in two
+  }
+}
+
 TEST(LowerToNvvm, LocalArrays) {
   Kernel k("local");
   Value* out = k.arg(gptr(ir::f32()));

@@ -937,8 +937,29 @@ class KernelLowering : public OpLowering {
     return align;
   }
 
+  // Vectors of 8- and 16-bit lanes other than f16 (bf16, fp8, small ints) are accessed as
+  // 32-bit words when the pointer allows it: NVPTX splits `<8 x i16>` into two 64-bit accesses
+  // (a bf16 epilogue then stores with STS.64 / STG.64 where f16's `<8 x half>` gets 128-bit ones).
+  static std::string word_access_type(Type ptr_type, Type value_type) {
+    if (!value_type->is_vector() || value_type->element->is_bool() || is_half(value_type->element)) return {};
+    int bits = value_type->width;
+    int lane_bits = value_type->element->width;
+    if ((lane_bits != 8 && lane_bits != 16) || bits % 32 != 0 || bits > 128) return {};
+    if (pow2_align(ptr_type->align) < 4) return {};
+    return bits == 32 ? "i32" : "<" + std::to_string(bits / 32) + " x i32>";
+  }
+
   void lower_load(const Op& op) {
     Type pt = op.operands[0]->type, rt = op.result()->type;
+    std::string words = word_access_type(pt, rt);
+    if (!words.empty()) {
+      int as = llvm_addrspace(pt->space);
+      std::string wp = words + (as ? " addrspace(" + std::to_string(as) + ")*" : "*");
+      std::string p = def("bitcast " + llvm_type(pt) + " " + use(op.operands[0]) + " to " + wp);
+      std::string w = def("load " + words + ", " + wp + " " + p + ", align " + std::to_string(access_align(pt, rt)));
+      set(op, 0, def("bitcast " + words + " " + w + " to " + llvm_type(rt)));
+      return;
+    }
     std::string p = retyped_pointer(pt, rt, use(op.operands[0]));
     std::string M = mem_type(rt);
     std::string v = def("load " + M + ", " + pointer_text(rt, pt->space) + " " + p + ", align " +
@@ -951,6 +972,15 @@ class KernelLowering : public OpLowering {
   void lower_store(const Op& op) {
     Type vt = op.operands[0]->type, pt = op.operands[1]->type;
     std::string v = use(op.operands[0]);
+    std::string words = word_access_type(pt, vt);
+    if (!words.empty()) {
+      int as = llvm_addrspace(pt->space);
+      std::string wp = words + (as ? " addrspace(" + std::to_string(as) + ")*" : "*");
+      std::string w = def("bitcast " + llvm_type(vt) + " " + v + " to " + words);
+      std::string p = def("bitcast " + llvm_type(pt) + " " + use(op.operands[1]) + " to " + wp);
+      line("store " + words + " " + w + ", " + wp + " " + p + ", align " + std::to_string(access_align(pt, vt)));
+      return;
+    }
     std::string M = mem_type(vt);
     if (ir::scalar_of(vt)->is_bool()) v = def("zext " + llvm_type(vt) + " " + v + " to " + M);
     else if (M != llvm_type(vt)) v = def("bitcast " + llvm_type(vt) + " " + v + " to " + M);
