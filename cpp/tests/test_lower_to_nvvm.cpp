@@ -504,6 +504,34 @@ TEST(LowerToNvvm, IntegerDivisionShiftsAndPow) {
   EXPECT_TRUE(contains(ptx["sm_90a"], "shr.u32"));
 }
 
+// A constant divisor or shift amount needs no guard (division by -1, out-of-range shifts): the
+// plain instruction is emitted. -1 and out-of-range constants keep the guarded sequences.
+TEST(LowerToNvvm, ConstantRightOperandsNeedNoGuards) {
+  Kernel k("const_rhs");
+  Value* p = k.arg(gptr(ir::i32()));
+  Value* a = k.b.load(p, ir::i32());
+  int slot = 1;
+  auto put = [&](Value* v) { k.b.store(v, k.at(p, k.c32(slot++))); };
+  put(k.b.binary(OpCode::FloorDiv, a, k.c32(8)));
+  put(k.b.binary(OpCode::FloorDiv, a, k.c32(-3)));
+  put(k.b.binary(OpCode::Rem, a, k.c32(7)));
+  put(k.b.binary(OpCode::Shr, a, k.c32(3)));
+  put(k.b.binary(OpCode::Shl, a, k.c32(31)));
+  put(k.b.binary(OpCode::Div, a, k.c32(-1)));  // MIN / -1 wraps: guarded
+  put(k.b.binary(OpCode::Shl, a, k.c32(40)));  // out of range: 0, guarded
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "sdiv i32 %v")) << t.text;
+  EXPECT_TRUE(contains(t.text, ", 8\n")) << t.text;
+  EXPECT_FALSE(contains(t.text, "icmp eq i32 8, -1")) << t.text;
+  EXPECT_FALSE(contains(t.text, "icmp eq i32 -3, -1")) << t.text;
+  EXPECT_FALSE(contains(t.text, "icmp ult i32 3, 32")) << t.text;
+  EXPECT_TRUE(contains(t.text, "icmp sgt i32 %v")) << t.text;  // floor toward -inf for a negative divisor
+  EXPECT_TRUE(contains(t.text, "icmp eq i32 -1, -1")) << t.text;
+  EXPECT_TRUE(contains(t.text, "icmp ult i32 40, 32")) << t.text;
+  COMPILE_OR_SKIP(t, ptx);
+  EXPECT_TRUE(contains(ptx["sm_90a"], "shr.s32")) << ptx["sm_90a"];
+}
+
 TEST(LowerToNvvm, EveryComparePredicate) {
   Kernel k("compares");
   Value* out = k.arg(gptr(ir::bool_type()));

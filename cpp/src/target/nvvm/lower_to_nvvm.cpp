@@ -682,6 +682,27 @@ class KernelLowering : public OpLowering {
     auto sel = [&](const std::string& c, const std::string& x, const std::string& y) {
       return def("select i1 " + c + ", " + T + " " + x + ", " + T + " " + y);
     };
+    // A constant right operand (a layout's stride, a swizzle's shift) needs none of the guards
+    // below; libNVVM would fold them, but each costs it time on kernels with hundreds of them.
+    const Value* rhs = op.operands.size() == 2 ? op.operands[1] : nullptr;
+    const bool rhs_const = rhs && !rhs->type->is_vector() && ir::is_constant(rhs);
+    const int64_t c = rhs_const ? sign_wrap(w, ir::constant_int(rhs)) : 0;
+    if (rhs_const && s && c != 0 && c != -1) {
+      switch (op.code) {
+        case OpCode::Div: return bin("sdiv", a, b);
+        case OpCode::Rem: return bin("srem", a, b);
+        case OpCode::FloorDiv: {
+          // Rounds toward -inf: one less where the remainder is nonzero with the other sign than c.
+          std::string q = bin("sdiv", a, b);
+          std::string r = bin("srem", a, b);
+          std::string adjust = bin(c > 0 ? "icmp slt" : "icmp sgt", r, L(0));
+          return sel(adjust, bin("sub", q, L(1)), q);
+        }
+        default: break;
+      }
+    }
+    if (rhs_const && (op.code == OpCode::Shl || op.code == OpCode::Shr) && c >= 0 && c < w)
+      return bin(op.code == OpCode::Shl ? "shl" : (s ? "ashr" : "lshr"), a, b);
     switch (op.code) {
       case OpCode::Add: return bin("add", a, b);
       case OpCode::Sub: return bin("sub", a, b);
