@@ -92,9 +92,7 @@ MmaAtom make_mma_universal(ir::Type t) {
   return a;
 }
 
-namespace {
-
-std::vector<dsl::Num> fragment_values(const Tensor& t, ir::Type want, int count, const char* which) {
+std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int count, const char* which) {
   if (!t.is_memory())
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " must be a register fragment, got " +
                                               to_string(t));
@@ -111,12 +109,14 @@ std::vector<dsl::Num> fragment_values(const Tensor& t, ir::Type want, int count,
   return out;
 }
 
-}  // namespace
-
 void mma_atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c) {
-  std::vector<dsl::Num> av = fragment_values(a, atom.a_type, atom.values_a(), "A");
-  std::vector<dsl::Num> bv = fragment_values(b, atom.b_type, atom.values_b(), "B");
-  std::vector<dsl::Num> cv = fragment_values(c, atom.c_type, atom.values_c(), "C");
+  mma_atom_call(atom, d, mma_operand_values(a, atom.a_type, atom.values_a(), "A"),
+                mma_operand_values(b, atom.b_type, atom.values_b(), "B"), c);
+}
+
+void mma_atom_call(const MmaAtom& atom, const Tensor& d, const std::vector<dsl::Num>& av,
+                   const std::vector<dsl::Num>& bv, const Tensor& c) {
+  std::vector<dsl::Num> cv = mma_operand_values(c, atom.c_type, atom.values_c(), "C");
   if (!d.is_memory() || d.element() != atom.c_type)
     throw dsl::UserError("TYPE_MISMATCH", "gemm: operand D must be a register fragment of " + name(atom.c_type) +
                                               ", got " + to_string(d));
@@ -126,7 +126,7 @@ void mma_atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const 
     results.push_back(bld.fma(dsl::materialize(av[0]), dsl::materialize(bv[0]), dsl::materialize(cv[0])));
   } else {
     std::vector<ir::Value*> operands;
-    for (auto* vals : {&av, &bv, &cv})
+    for (const std::vector<dsl::Num>* vals : {&av, &bv, static_cast<const std::vector<dsl::Num>*>(&cv)})
       for (const dsl::Num& v : *vals) operands.push_back(dsl::materialize(v));
     ir::Op* op = bld.create(ir::OpCode::MmaSync, operands,
                             std::vector<ir::Type>(size_t(atom.values_c()), atom.c_type));

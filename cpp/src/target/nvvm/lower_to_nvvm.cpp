@@ -364,6 +364,7 @@ class KernelLowering : public OpLowering {
   struct BasicBlock {
     std::string label;
     std::vector<std::string> lines;
+    std::unordered_map<std::string, std::string> defined;  // pure instruction text -> its value
   };
 
   [[noreturn]] void fail(const Op* op, const std::string& msg) const {
@@ -403,9 +404,30 @@ class KernelLowering : public OpLowering {
     }
     debug_suffix_ = ", !dbg !" + std::to_string(ms_.location(scope, line));
   }
+  // An instruction without side effects whose text already defines a value earlier in the
+  // current basic block is that value: fragment code repeats the same address computations,
+  // bitcasts and packings for every MMA and copy (in tensorop_gemm a third of the NVVM IR),
+  // all of which libNVVM would otherwise parse and CSE itself.
+  static bool reusable(const std::string& rhs) {
+    size_t end = rhs.find(' ');
+    std::string word = rhs.substr(0, end);
+    static const std::set<std::string> pure = {
+        "add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "fadd", "fsub", "fmul", "fneg",
+        "icmp", "fcmp", "select", "bitcast", "zext", "sext", "trunc", "fpext", "fptrunc", "ptrtoint", "inttoptr",
+        "addrspacecast", "getelementptr", "extractelement", "insertelement", "shufflevector", "extractvalue",
+        "insertvalue"};
+    return pure.count(word) > 0;
+  }
   std::string def(const std::string& rhs) {
+    const bool reuse = reusable(rhs);
+    if (reuse) {
+      auto& known = blocks_[cur_].defined;
+      auto it = known.find(rhs);
+      if (it != known.end()) return it->second;
+    }
     std::string n = fresh();
     line(n + " = " + rhs);
+    if (reuse) blocks_[cur_].defined.emplace(rhs, n);
     return n;
   }
   // Allocas go to the top of the entry block so they are static and promotable.
