@@ -532,6 +532,28 @@ TEST(LowerToNvvm, ConstantRightOperandsNeedNoGuards) {
   EXPECT_TRUE(contains(ptx["sm_90a"], "shr.s32")) << ptx["sm_90a"];
 }
 
+// Within a basic block an identical side-effect-free instruction is emitted once; loads are not
+// merged (memory may change between them).
+TEST(LowerToNvvm, IdenticalPureInstructionsInABlockAreEmittedOnce) {
+  Kernel k("reuse");
+  Value* p = k.arg(gptr(ir::f32()));
+  Value* i = k.b.special(OpCode::ThreadIdx);
+  Value* x = k.b.load(k.at(p, i), ir::f32());
+  k.b.store(k.b.binary(OpCode::Add, x, x), k.at(p, k.b.binary(OpCode::Add, i, k.c32(1))));
+  Value* y = k.b.load(k.at(p, i), ir::f32());  // the same address again, after a store
+  k.b.store(y, k.at(p, k.b.binary(OpCode::Add, i, k.c32(1))));
+  NvvmModuleText t = k.lower();
+  auto count = [&](const std::string& s) {
+    size_t n = 0;
+    for (size_t at = t.text.find(s); at != std::string::npos; at = t.text.find(s, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("= getelementptr float, float addrspace(1)* %v"), 2u) << t.text;  // p + i, p + (i + 1)
+  EXPECT_EQ(count("= add i32 %v"), 1u) << t.text;
+  EXPECT_EQ(count("= load float"), 2u) << t.text;
+  COMPILE_OR_SKIP(t, ptx);
+}
+
 TEST(LowerToNvvm, EveryComparePredicate) {
   Kernel k("compares");
   Value* out = k.arg(gptr(ir::bool_type()));
