@@ -1,5 +1,6 @@
 #include "cute/atom/mma_sm80.h"
 
+#include "cute/pointer.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -104,8 +105,29 @@ std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int cou
     throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) + " has " +
                                                (n.is_static() ? std::to_string(n.value()) : "a dynamic number of") +
                                                " values; the MMA atom takes " + std::to_string(count));
+  // 16-bit values go to mma.sync in pairs, one 32-bit register each: a pair stored side by side
+  // is read as one <2 x T> (LLVM then keeps the fragment as 32-bit registers across the main
+  // loop instead of 16-bit pieces that ptxas re-packs with PRMTs before every mma).
+  const bool pairs = want->width == 16 && t.space() == ir::AddrSpace::Rmem && !t.swizzle;
   std::vector<dsl::Num> out;
-  for (int i = 0; i < count; ++i) out.push_back(load_element(t, IntTuple(i)));
+  for (int i = 0; i < count;) {
+    if (pairs && i + 1 < count) {
+      L::Int o0 = t.layout(IntTuple(i)).as_int(), o1 = t.layout(IntTuple(i + 1)).as_int();
+      if (o0.is_static() && o1.is_static() && o1.value() == o0.value() + 1) {
+        ir::Builder& b = trace_builder("gemm");
+        ir::Value* p = offset_pointer(b, t.ptr, o0);
+        if (p->type->align >= 4) {
+          ir::Value* v = b.load(p, ir::vector_type(want, 2));
+          out.push_back(dsl::Num::of_value(b.vec_extract(v, 0)));
+          out.push_back(dsl::Num::of_value(b.vec_extract(v, 1)));
+          i += 2;
+          continue;
+        }
+      }
+    }
+    out.push_back(load_element(t, IntTuple(i)));
+    ++i;
+  }
   return out;
 }
 
