@@ -42,8 +42,11 @@ void gemm_vmn(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tenso
   int64_t M = mode_size(a, 1, d, a, b, c), N = mode_size(b, 1, d, a, b, c);
   if (mode_size(c, 1, d, a, b, c) != M || mode_size(c, 2, d, a, b, c) != N)
     incongruent("C's (M, N) modes must match A's M and B's N", d, a, b, c);
-  const ir::Value* dbase = base_pointer(d.ptr);
-  if (dbase == base_pointer(a.ptr) || dbase == base_pointer(b.ptr)) {
+  // Reading all A and B values first is only safe when D's storage is none of theirs: all three
+  // must be distinct register arrays (a pointer of unknown origin might alias).
+  const ir::Value *dbase = base_pointer(d.ptr), *abase = base_pointer(a.ptr), *bbase = base_pointer(b.ptr);
+  auto local_array = [](const ir::Value* p) { return p->def && p->def->code == ir::OpCode::Alloca; };
+  if (!local_array(dbase) || !local_array(abase) || !local_array(bbase) || dbase == abase || dbase == bbase) {
     // D may overwrite A or B values a later atom reads: read them atom by atom, in order.
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) mma_atom_call(atom, at2(d, m, n), at1(a, m), at1(b, n), at2(c, m, n));
