@@ -8,6 +8,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "support/log.h"
 #include "transforms/dead_code.h"
 #include "runtime/compile_cache.h"
 #include "runtime/cuda_driver.h"
@@ -136,6 +137,8 @@ void CompiledProgram::generate_code(const CompileOptions& options) {
     timings_.load_ms += std::max(0.0, ms_since(t_link) - cubin.ms);
     cubin_ = std::move(cubin.cubin);
     timings_.link_ms = cubin.ms;
+    // ptxas's report (registers, spills with --ptxas-options -v) for CUTE_DSL_LOG_* users.
+    if (!cubin.log.empty()) support::log(support::LogLevel::Info, cubin.linker + ": " + cubin.log);
   } catch (const std::exception& e) {
     if (!best_effort) throw;
     ptx_error_ = e.what();

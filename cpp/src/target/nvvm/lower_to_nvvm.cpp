@@ -364,6 +364,7 @@ class KernelLowering : public OpLowering {
   struct BasicBlock {
     std::string label;
     std::vector<std::string> lines;
+    std::unordered_map<std::string, std::string> defined;  // pure instruction text -> its value
   };
 
   [[noreturn]] void fail(const Op* op, const std::string& msg) const {
@@ -403,9 +404,30 @@ class KernelLowering : public OpLowering {
     }
     debug_suffix_ = ", !dbg !" + std::to_string(ms_.location(scope, line));
   }
+  // An instruction without side effects whose text already defines a value earlier in the
+  // current basic block is that value: fragment code repeats the same address computations,
+  // bitcasts and packings for every MMA and copy (in tensorop_gemm a third of the NVVM IR),
+  // all of which libNVVM would otherwise parse and CSE itself.
+  static bool reusable(const std::string& rhs) {
+    size_t end = rhs.find(' ');
+    std::string word = rhs.substr(0, end);
+    static const std::set<std::string> pure = {
+        "add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "fadd", "fsub", "fmul", "fneg",
+        "icmp", "fcmp", "select", "bitcast", "zext", "sext", "trunc", "fpext", "fptrunc", "ptrtoint", "inttoptr",
+        "addrspacecast", "getelementptr", "extractelement", "insertelement", "shufflevector", "extractvalue",
+        "insertvalue"};
+    return pure.count(word) > 0;
+  }
   std::string def(const std::string& rhs) {
+    const bool reuse = reusable(rhs);
+    if (reuse) {
+      auto& known = blocks_[cur_].defined;
+      auto it = known.find(rhs);
+      if (it != known.end()) return it->second;
+    }
     std::string n = fresh();
     line(n + " = " + rhs);
+    if (reuse) blocks_[cur_].defined.emplace(rhs, n);
     return n;
   }
   // Allocas go to the top of the entry block so they are static and promotable.
@@ -682,6 +704,27 @@ class KernelLowering : public OpLowering {
     auto sel = [&](const std::string& c, const std::string& x, const std::string& y) {
       return def("select i1 " + c + ", " + T + " " + x + ", " + T + " " + y);
     };
+    // A constant right operand (a layout's stride, a swizzle's shift) needs none of the guards
+    // below; libNVVM would fold them, but each costs it time on kernels with hundreds of them.
+    const Value* rhs = op.operands.size() == 2 ? op.operands[1] : nullptr;
+    const bool rhs_const = rhs && !rhs->type->is_vector() && ir::is_constant(rhs);
+    const int64_t c = rhs_const ? sign_wrap(w, ir::constant_int(rhs)) : 0;
+    if (rhs_const && s && c != 0 && c != -1) {
+      switch (op.code) {
+        case OpCode::Div: return bin("sdiv", a, b);
+        case OpCode::Rem: return bin("srem", a, b);
+        case OpCode::FloorDiv: {
+          // Rounds toward -inf: one less where the remainder is nonzero with the other sign than c.
+          std::string q = bin("sdiv", a, b);
+          std::string r = bin("srem", a, b);
+          std::string adjust = bin(c > 0 ? "icmp slt" : "icmp sgt", r, L(0));
+          return sel(adjust, bin("sub", q, L(1)), q);
+        }
+        default: break;
+      }
+    }
+    if (rhs_const && (op.code == OpCode::Shl || op.code == OpCode::Shr) && c >= 0 && c < w)
+      return bin(op.code == OpCode::Shl ? "shl" : (s ? "ashr" : "lshr"), a, b);
     switch (op.code) {
       case OpCode::Add: return bin("add", a, b);
       case OpCode::Sub: return bin("sub", a, b);
@@ -937,8 +980,29 @@ class KernelLowering : public OpLowering {
     return align;
   }
 
+  // Vectors of 8- and 16-bit lanes other than f16 (bf16, fp8, small ints) are accessed as
+  // 32-bit words when the pointer allows it: NVPTX splits `<8 x i16>` into two 64-bit accesses
+  // (a bf16 epilogue then stores with STS.64 / STG.64 where f16's `<8 x half>` gets 128-bit ones).
+  static std::string word_access_type(Type ptr_type, Type value_type) {
+    if (!value_type->is_vector() || value_type->element->is_bool() || is_half(value_type->element)) return {};
+    int bits = value_type->width;
+    int lane_bits = value_type->element->width;
+    if ((lane_bits != 8 && lane_bits != 16) || bits % 32 != 0 || bits > 128) return {};
+    if (pow2_align(ptr_type->align) < 4) return {};
+    return bits == 32 ? "i32" : "<" + std::to_string(bits / 32) + " x i32>";
+  }
+
   void lower_load(const Op& op) {
     Type pt = op.operands[0]->type, rt = op.result()->type;
+    std::string words = word_access_type(pt, rt);
+    if (!words.empty()) {
+      int as = llvm_addrspace(pt->space);
+      std::string wp = words + (as ? " addrspace(" + std::to_string(as) + ")*" : "*");
+      std::string p = def("bitcast " + llvm_type(pt) + " " + use(op.operands[0]) + " to " + wp);
+      std::string w = def("load " + words + ", " + wp + " " + p + ", align " + std::to_string(access_align(pt, rt)));
+      set(op, 0, def("bitcast " + words + " " + w + " to " + llvm_type(rt)));
+      return;
+    }
     std::string p = retyped_pointer(pt, rt, use(op.operands[0]));
     std::string M = mem_type(rt);
     std::string v = def("load " + M + ", " + pointer_text(rt, pt->space) + " " + p + ", align " +
@@ -951,6 +1015,15 @@ class KernelLowering : public OpLowering {
   void lower_store(const Op& op) {
     Type vt = op.operands[0]->type, pt = op.operands[1]->type;
     std::string v = use(op.operands[0]);
+    std::string words = word_access_type(pt, vt);
+    if (!words.empty()) {
+      int as = llvm_addrspace(pt->space);
+      std::string wp = words + (as ? " addrspace(" + std::to_string(as) + ")*" : "*");
+      std::string w = def("bitcast " + llvm_type(vt) + " " + v + " to " + words);
+      std::string p = def("bitcast " + llvm_type(pt) + " " + use(op.operands[1]) + " to " + wp);
+      line("store " + words + " " + w + ", " + wp + " " + p + ", align " + std::to_string(access_align(pt, vt)));
+      return;
+    }
     std::string M = mem_type(vt);
     if (ir::scalar_of(vt)->is_bool()) v = def("zext " + llvm_type(vt) + " " + v + " to " + M);
     else if (M != llvm_type(vt)) v = def("bitcast " + llvm_type(vt) + " " + v + " to " + M);
