@@ -68,6 +68,14 @@ const char* opcode_name(OpCode code) {
     case OpCode::NamedBarrier: return "named_barrier";
     case OpCode::InlineAsm: return "inline_asm";
     case OpCode::GridDepControl: return "griddepcontrol";
+    case OpCode::ClusterSreg: return "cluster_sreg";
+    case OpCode::ClusterBarrier: return "cluster_barrier";
+    case OpCode::MapSharedRank: return "map_shared_rank";
+    case OpCode::ElectOne: return "elect_one";
+    case OpCode::SyncWarp: return "sync_warp";
+    case OpCode::SetMaxNReg: return "setmaxnreg";
+    case OpCode::Prmt: return "prmt";
+    case OpCode::WarpUniform: return "warp_uniform";
   }
   return "?";
 }
