@@ -322,3 +322,22 @@ def test_cluster_ops_need_sm90():
     with pytest.raises(cutlass.DSLUserCodeError, match=r"needs sm_90 or newer.*sm_80") as info:
         cute.compile(dsmem_host, out, options=CPU + " --gpu-arch sm_80")
     assert info.value.code == "UNSUPPORTED_ARCH"
+
+
+@cute.kernel
+def divergent_setmaxreg_kernel(out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    if tidx < 16:
+        cute.arch.setmaxregister_decrease(40)
+
+
+@cute.jit
+def divergent_setmaxreg_host(out: cute.Tensor):
+    divergent_setmaxreg_kernel(out).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_setmaxregister_in_divergent_code_is_reported():
+    out = np.zeros(1, np.int32)
+    with pytest.raises(cutlass.DSLRuntimeError, match=r"setmaxregister_decrease \(setmaxnreg.sync.aligned\) executed "
+                                                      r"by only some threads of the warp \(lanes 0x0000ffff"):
+        cute.compile(divergent_setmaxreg_host, out, options=CPU)(out)

@@ -609,7 +609,7 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
       }
       case K::Sm90Warp: {
         int bad = 0;
-        std::string e = execute_sm90_warp(i, R, m, &bad);
+        std::string e = execute_sm90_warp(i, R, m, warp.live, &bad);
         if (!e.empty()) fail_at(c, w, warp, bad, i, e);
         break;
       }

@@ -25,7 +25,7 @@ uint32_t prmt_b32(uint32_t a, uint32_t b, uint32_t selector) {
   return r;
 }
 
-std::string execute_sm90_warp(const Inst& i, Scalar* R, uint32_t m, int* lane) {
+std::string execute_sm90_warp(const Inst& i, Scalar* R, uint32_t m, uint32_t live, int* lane) {
   auto at = [R](int reg, int l) -> Scalar& { return R[size_t(reg) * kWarp + size_t(l)]; };
   if (!m) return "";
   const int l0 = __builtin_ctz(m);
@@ -60,6 +60,10 @@ std::string execute_sm90_warp(const Inst& i, Scalar* R, uint32_t m, int* lane) {
     case OpCode::SetMaxNReg:
       // .sync.aligned: the whole warp executes it together; the register budget itself does not
       // exist on the CPU.
+      if (m != live)
+        return std::string(i.imm >> 32 ? "setmaxregister_increase" : "setmaxregister_decrease") +
+               " (setmaxnreg.sync.aligned) executed by only some threads of the warp (lanes " + hex32(m) + " of " +
+               hex32(live) + ")";
       return "";
     case OpCode::Prmt:
       for (uint32_t mm = m; mm; mm &= mm - 1) {

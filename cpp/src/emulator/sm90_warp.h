@@ -12,9 +12,9 @@
 namespace opencute::emulator {
 
 // Runs a K::Sm90Warp instruction on the active lanes `mask` of a warp whose registers are `regs`
-// (SoA: register r of lane l at regs[r * 32 + l]). Returns "" or what went wrong, with the
-// offending lane in *lane.
-std::string execute_sm90_warp(const Inst& i, Scalar* regs, uint32_t mask, int* lane);
+// (SoA: register r of lane l at regs[r * 32 + l]) and whose existing threads are `live`. Returns
+// "" or what went wrong, with the offending lane in *lane.
+std::string execute_sm90_warp(const Inst& i, Scalar* regs, uint32_t mask, uint32_t live, int* lane);
 
 // PTX prmt.b32 in its default mode: byte k of the result is byte (selector nibble k & 7) of
 // {b, a} (a the low word), replicated from its sign bit when the nibble's bit 3 is set.
