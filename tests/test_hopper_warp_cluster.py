@@ -341,3 +341,27 @@ def test_setmaxregister_in_divergent_code_is_reported():
     with pytest.raises(cutlass.DSLRuntimeError, match=r"setmaxregister_decrease \(setmaxnreg.sync.aligned\) executed "
                                                       r"by only some threads of the warp \(lanes 0x0000ffff"):
         cute.compile(divergent_setmaxreg_host, out, options=CPU)(out)
+
+
+@cute.kernel
+def unaligned_arrive_kernel(out: cute.Tensor, aligned: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    if tidx < 16:
+        cute.arch.cluster_arrive(aligned=aligned)
+    else:
+        cute.arch.cluster_arrive_relaxed(aligned=aligned)
+    cute.arch.cluster_wait()
+    out[tidx] = tidx
+
+
+@cute.jit
+def unaligned_arrive_host(out: cute.Tensor, aligned: cutlass.Constexpr):
+    unaligned_arrive_kernel(out, aligned).launch(grid=(2, 1, 1), block=(32, 1, 1), cluster=(2, 1, 1))
+
+
+def test_cluster_arrive_in_divergent_code_needs_aligned_false():
+    out = np.full(32, -1, np.int32)
+    with pytest.raises(cutlass.DSLRuntimeError, match=r"cluster_arrive \(aligned\) executed by only some threads"):
+        cute.compile(unaligned_arrive_host, out, True, options=CPU)(out)
+    cute.compile(unaligned_arrive_host, out, False, options=CPU)(out)
+    np.testing.assert_array_equal(out, np.arange(32))
