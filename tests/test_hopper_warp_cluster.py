@@ -259,7 +259,7 @@ def test_cluster_barrier_deadlock_is_reported_not_a_hang():
     out = np.zeros(1, np.int32)
     with pytest.raises(cutlass.DSLRuntimeError,
                        match=r"deadlock in kernel .*cluster \(0,0,0\): no warp can proceed: block \(0,0,0\) warp 0 "
-                             r"waits at cluster_wait \(96 of 128 threads of the cluster arrived\); .*"
+                             r"waits at cluster_wait \(96 of 128 threads of the cluster arrived\) at .*test_hopper_warp_cluster.py:\d+; .*"
                              r"block \(1,0,0\) warp 0 waits at named barrier 2 \(32 of 64 threads arrived\); "
                              r"block \(1,0,0\) warp 1 waits at cluster_wait"):
         cute.compile(cluster_stuck_host, out, options=CPU)(out)

@@ -24,12 +24,12 @@ void bind_sm90(nb::module_& root) {
                                                              : throw nb::value_error(("unknown cluster register " + what).c_str());
     return dsl::cluster_sreg(k, dim);
   });
-  m.def("cluster_barrier", [](const std::string& what, bool aligned) {
+  m.def("cluster_barrier", [](const std::string& what, bool aligned, const std::string& file, int line) {
     ir::ClusterBarrierKind k = what == "arrive"           ? ir::ClusterBarrierKind::Arrive
                                : what == "arrive_relaxed" ? ir::ClusterBarrierKind::ArriveRelaxed
                                : what == "wait"           ? ir::ClusterBarrierKind::Wait
                                                           : throw nb::value_error(("unknown cluster barrier " + what).c_str());
-    dsl::cluster_barrier(k, aligned);
+    dsl::cluster_barrier(k, aligned, file, line);
   });
   m.def("map_shared_rank", [](nb::handle ptr, nb::handle rank) { return dsl::map_shared_rank(to_num(ptr), to_num(rank)); });
   m.def("elect_one", [](nb::handle mask) { return dsl::elect_one(to_num(mask)); });

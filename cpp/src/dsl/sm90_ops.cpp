@@ -48,7 +48,7 @@ Num cluster_sreg(ir::ClusterSregKind kind, int dim) {
   return Num::of_value(op->result());
 }
 
-void cluster_barrier(ir::ClusterBarrierKind kind, bool aligned) {
+void cluster_barrier(ir::ClusterBarrierKind kind, bool aligned, const std::string& file, int line) {
   const char* what = kind == ir::ClusterBarrierKind::Wait ? "cluster_wait"
                      : kind == ir::ClusterBarrierKind::Arrive ? "cluster_arrive" : "cluster_arrive_relaxed";
   ir::Builder& b = kernel_builder(what);
@@ -56,6 +56,10 @@ void cluster_barrier(ir::ClusterBarrierKind kind, bool aligned) {
   ir::Op* op = b.create(OpCode::ClusterBarrier, {}, {});
   op->int_attr = int64_t(kind);
   op->ints = {aligned ? 1 : 0};
+  if (!file.empty()) {
+    op->file = file;
+    op->line = line;
+  }
 }
 
 Num map_shared_rank(const Num& ptr, const Num& cta_rank) {

@@ -3,6 +3,8 @@
 // and distributed shared memory addressing): checks the arguments and the target architecture,
 // then emits the typed IR ops (ir.h, "Hopper warp/CTA and cluster family").
 #pragma once
+#include <string>
+
 #include "dsl/num.h"
 #include "ir/ir.h"
 
@@ -11,7 +13,8 @@ namespace opencute::dsl {
 // One of the cluster special registers (%clusterid.x, %cluster_ctarank, ...); `dim` 0..2 for the
 // per-dimension ones, ignored otherwise.
 Num cluster_sreg(ir::ClusterSregKind kind, int dim);
-void cluster_barrier(ir::ClusterBarrierKind kind, bool aligned);
+// `file` / `line`: where the user wrote it (a deadlock report names it); empty / 0 when unknown.
+void cluster_barrier(ir::ClusterBarrierKind kind, bool aligned, const std::string& file = "", int line = 0);
 // A generic pointer to the same shared-memory offset as `ptr` in the CTA of rank `cta_rank` of
 // this cluster (mapa). `ptr` must point into shared memory.
 Num map_shared_rank(const Num& ptr, const Num& cta_rank);

@@ -784,7 +784,8 @@ std::string wait_description(const LaunchCtx& c, const Worker& w, const Warp& wa
             " threads of the cluster arrived)";
       else
         s = ir::opcode_name(i.code);
-      if (i.op && i.op->line) s += " at line " + std::to_string(i.op->line);
+      if (i.op && i.op->line)
+        s += " at " + (i.op->file.empty() ? std::string("line ") : i.op->file + ":") + std::to_string(i.op->line);
       break;
     }
     default: s = "?"; break;

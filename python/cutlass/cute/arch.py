@@ -145,6 +145,13 @@ def cluster_size(*, loc=None, ip=None):
     return wrap(_core.sm90.cluster_sreg("cluster_size", 0))
 
 
+def _where():
+    """(file, line) of the user's call, for the emulator's deadlock reports."""
+    from .._dsl.errors import user_location
+    file, line = user_location()
+    return (file or "", int(line or 0))
+
+
 def _aligned(aligned):
     return True if aligned is None else bool(aligned)
 
@@ -152,17 +159,17 @@ def _aligned(aligned):
 def cluster_arrive(*, aligned=None, loc=None, ip=None):
     """barrier.cluster.arrive: count this thread at the cluster barrier (release semantics).
     Aligned (the default): every thread of the warp executes it together."""
-    _core.sm90.cluster_barrier("arrive", _aligned(aligned))
+    _core.sm90.cluster_barrier("arrive", _aligned(aligned), *_where())
 
 
 def cluster_arrive_relaxed(*, aligned=None, loc=None, ip=None):
     """barrier.cluster.arrive.relaxed: as cluster_arrive, without ordering this thread's memory accesses."""
-    _core.sm90.cluster_barrier("arrive_relaxed", _aligned(aligned))
+    _core.sm90.cluster_barrier("arrive_relaxed", _aligned(aligned), *_where())
 
 
 def cluster_wait(*, aligned=None, loc=None, ip=None):
     """barrier.cluster.wait: wait until every (non-exited) thread of the cluster arrived."""
-    _core.sm90.cluster_barrier("wait", _aligned(aligned))
+    _core.sm90.cluster_barrier("wait", _aligned(aligned), *_where())
 
 
 def cluster_sync(*, loc=None, ip=None):
