@@ -296,3 +296,73 @@ def test_gpu_tma_pipeline_matches_numpy():
     a = np.random.default_rng(3).integers(-8, 8, size=(16, 32 * k_tiles)).astype(np.float32)
     _, out, _ = _on_gpu(pipelined_host, a, np.zeros((16, 8), np.float32), k_tiles)
     np.testing.assert_array_equal(out, (a.reshape(16, k_tiles, 8, 4) * 2).sum(axis=(1, 3)))
+
+
+# ---- the shapes NVIDIA's Hopper GEMM uses: staged 128B-swizzled smem from tile_to_shape, the
+# swizzle on the smem pointer (get_tensor(outer, swizzle=inner)), group_modes + tma_partition ----
+
+BM, BK, AB_STAGES = 64, 64, 2
+
+
+def _dense_gemm_shaped(k_major):
+    # fp16 128-byte swizzle atoms, in bytes (S<3,4,3>) as the swizzle of the smem pointer
+    if k_major:
+        atom = cute.make_composed_layout(cute.make_swizzle(3, 4, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
+    else:
+        atom = cute.make_composed_layout(cute.make_swizzle(3, 4, 3), 0, cute.make_layout((64, 8), stride=(1, 64)))
+    staged = cute.tile_to_shape(atom, (BM, BK, AB_STAGES), (0, 1, 2))
+
+    @cute.struct
+    class Storage:
+        bars: cute.struct.MemRange[Int64, AB_STAGES]
+        sA: cute.struct.Align[cute.struct.MemRange[Float16, cute.cosize(staged)], 1024]
+
+    @cute.kernel
+    def kernel(atom_a: cute.CopyAtom, mA: cute.Tensor, out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, _, _ = cute.arch.block_idx()
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp_idx == 0:
+            cpasync.prefetch_descriptor(atom_a)
+        smem = cutlass.utils.SmemAllocator()
+        storage = smem.allocate(Storage)
+        bars = storage.bars.data_ptr()
+        sA = storage.sA.get_tensor(staged.outer, swizzle=staged.inner)
+        if tidx == 0:
+            for s in cutlass.range_constexpr(AB_STAGES):
+                cute.arch.mbarrier_init(bars + s, 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        gA = cute.local_tile(mA, (BM, BK), (bidx, None))  # (BM, BK, k tiles)
+        tAsA, tAgA = cpasync.tma_partition(atom_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2),
+                                           cute.group_modes(gA, 0, 2))
+        tile_bytes = cute.size_in_bytes(Float16, cute.slice_(staged, (None, None, 0)))
+        for k in cutlass.range_constexpr(AB_STAGES):
+            if warp_idx == 0:
+                if tidx == 0:
+                    cute.arch.mbarrier_arrive_and_expect_tx(bars + k, tile_bytes)
+                cute.copy(atom_a, tAgA[(None, k)], tAsA[(None, k)], tma_bar_ptr=bars + k, mcast_mask=0)
+        for k in cutlass.range_constexpr(AB_STAGES):
+            cute.arch.mbarrier_wait(bars + k, 0)
+            for i in cutlass.range(tidx, BM * BK, 128):
+                out[bidx * BM + i % BM, k * BK + i // BM] = sA[i % BM, i // BM, k]
+
+    @cute.jit
+    def host(a: cute.Tensor, out: cute.Tensor):
+        atom_a, tma_a = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
+                                                    cute.slice_(staged, (None, None, 0)), (BM, BK), num_multicast=1)
+        kernel(atom_a, tma_a, out).launch(grid=(cute.size(a, mode=[0]) // BM, 1, 1), block=(128, 1, 1))
+
+    return host
+
+
+@pytest.mark.parametrize("k_major", [True, False])
+def test_dense_gemm_shaped_staged_swizzled_loads(k_major):
+    a = (np.arange(128 * 128) % 509).astype(np.float16).reshape(128, 128)
+    if not k_major:
+        a = np.asfortranarray(a)
+    out = np.zeros((128, 128), np.float16)
+    host = _dense_gemm_shaped(k_major)
+    f = cute.compile(host, a, out, options=f"{CPU} --gpu-arch sm_90a")
+    f(a, out)
+    np.testing.assert_array_equal(out, a)

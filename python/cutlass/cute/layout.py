@@ -194,6 +194,13 @@ def group_modes(x, begin, end=None, *, loc=None, ip=None):
 def slice_(src, coord, *, loc=None, ip=None):
     if isinstance(src, _Tensor):
         return src[coord]
+    if isinstance(src, ComposedLayout):
+        # inner o (offset + outer(c)) for the sliced-away coordinates c: the outer layout sliced,
+        # the offset advanced by where the slice starts (a stage of a staged smem layout).
+        def zeros(c):
+            return tuple(zeros(x) for x in c) if isinstance(c, tuple) else (0 if c is None else c)
+        start = crd2idx(zeros(coord), src.outer)
+        return make_composed_layout(src.inner, src.offset + start, _L.slice_(src.outer, coord))
     return _L.slice_(src, coord)
 
 
