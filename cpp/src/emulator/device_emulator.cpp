@@ -16,6 +16,7 @@
 #include "emulator/sm80_mma.h"
 #include "emulator/sm80_copy.h"
 #include "emulator/sm90_warp.h"
+#include "emulator/sm90_async.h"
 
 namespace opencute::emulator {
 
@@ -39,7 +40,9 @@ struct MaskEntry {
 
 // Parked: the warp waits at the instruction at its pc (barrier.cluster.wait, ...), which runs
 // again each time the scheduler resumes the warp and parks it again while it cannot complete.
-enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, Parked, Done };
+// AtMbarrier: parked by a blocking mbarrier wait; Spinning: parked after failed try/test waits
+// while no barrier changed (emulator/sm90_async.h).
+enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, Parked, AtMbarrier, Spinning, Done };
 constexpr int kNamedBarriers = 16;
 
 struct Warp {
@@ -52,6 +55,13 @@ struct Warp {
   unsigned first_thread = 0;
   int index = 0;
   int barrier_id = -1;  // the named barrier a warp in AtNamedBarrier waits at
+  // The mbarrier (address, phase parity) a parked or spinning warp waits for, the wait
+  // instruction, and the failed try-waits in a row while the barriers' epoch stood still.
+  uintptr_t mbar = 0;
+  int64_t mbar_parity = 0;
+  const Inst* mbar_wait = nullptr;
+  uint64_t spin_epoch = 0;
+  int spins = 0;
   // barrier.cluster: the lanes that arrived and have not waited yet, and the phase they arrived in.
   uint32_t cluster_arrived = 0;
   int64_t cluster_phase = 0;
@@ -98,6 +108,7 @@ struct Worker {
   // Named barriers of the running block: threads arrived so far and the count that completes it.
   int64_t named_arrived[kNamedBarriers] = {};
   int64_t named_count[kNamedBarriers] = {};
+  MbarrierTable mbarriers;  // the block's mbarriers (emulator/sm90_async.h)
 };
 
 struct LaunchCtx {
@@ -616,6 +627,41 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
       case K::Cluster:
         if (!run_cluster_op(c, w, warp, i)) return;  // parked at barrier.cluster.wait
         break;
+      case K::Sm90Async: {
+        Sm90WarpContext ctx;
+        ctx.regs = R;
+        ctx.mask = m;
+        ctx.table = &w.mbarriers;
+        ctx.smem = w.smem;
+        ctx.smem_size = w.smem_size;
+        // The CTA of rank `rank` in this cluster (without a cluster, a block is rank 0 of one).
+        ctx.peer = [&](int64_t rank) -> std::pair<char*, MbarrierTable*> {
+          if (rank < 0 || rank >= int64_t(w.cluster->size)) return {nullptr, nullptr};
+          Worker* b = w.cluster->blocks[size_t(rank)];
+          return {b->smem, &b->mbarriers};
+        };
+        ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
+        ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
+          check_access(c, w, warp, lane, i, addr, bytes, store);
+        };
+        const AsyncStep step = execute_sm90_async(i, ctx);
+        if (step == AsyncStep::Continue) break;
+        warp.mbar = ctx.wait_addr;
+        warp.mbar_parity = ctx.wait_parity;
+        warp.mbar_wait = &i;
+        if (step == AsyncStep::Block) {  // re-runs the wait when woken
+          warp.state = WarpState::AtMbarrier;
+          return;
+        }
+        // A failed try/test wait: let the other warps run. Failing again and again while no
+        // barrier changes parks the warp until one does (a spin loop cannot hang the emulator).
+        const uint64_t epoch = w.mbarriers.epoch();
+        warp.spins = warp.spin_epoch == epoch ? warp.spins + 1 : 1;
+        warp.spin_epoch = epoch;
+        if (warp.spins >= 3) warp.state = WarpState::Spinning;
+        warp.pc++;
+        return;
+      }
       case K::Barrier:
         warp.pc++;
         warp.state = WarpState::AtBarrier;
@@ -757,6 +803,7 @@ void start_block(const LaunchCtx& c, Worker& w) {
   if (w.smem_size) std::memset(w.smem, 0, w.smem_size);
   w.async.reset(w.smem, w.smem_size, c.block_threads);
   for (int b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = w.named_count[b] = 0;
+  w.mbarriers.reset();
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;
@@ -764,6 +811,8 @@ void start_block(const LaunchCtx& c, Worker& w) {
     warp.stack.clear();
     warp.cluster_arrived = 0;
     warp.cluster_phase = 0;
+    warp.spins = 0;
+    warp.spin_epoch = 0;
   }
 }
 
@@ -793,7 +842,43 @@ std::string wait_description(const LaunchCtx& c, const Worker& w, const Warp& wa
   return s;
 }
 
+// Every warp is parked and some wait on mbarriers: name each waiting warp, the barrier and
+// where it waits, and what the other warps do (with the block of each warp in a cluster).
+std::string mbarrier_deadlock(const LaunchCtx& c, const ClusterState& cl) {
+  const Worker& first = *cl.blocks[0];
+  std::string s = "mbarrier deadlock in kernel '" + *c.kernel + "', " +
+                  (cl.size > 1 ? "cluster " + dims3(first.cluster_id) : "block " + dims3(first.block_idx)) +
+                  ": every warp waits and none can make progress:";
+  for (const Worker* w : cl.blocks)
+    for (const Warp& warp : w->warps) {
+      s += "\n  " + (cl.size > 1 ? "block " + dims3(w->block_idx) + " " : std::string()) + "warp " +
+           std::to_string(warp.index) + " ";
+      switch (warp.state) {
+        case WarpState::AtMbarrier:
+        case WarpState::Spinning: {
+          s += warp.state == WarpState::AtMbarrier ? "waits" : "spins on try_wait";
+          const ir::Op* op = warp.mbar_wait ? warp.mbar_wait->op : nullptr;
+          if (op && op->line)
+            s += " at " + (op->file.empty() ? std::string("line ") : op->file + ":") + std::to_string(op->line);
+          s += " for phase parity " + std::to_string(warp.mbar_parity) + " of " +
+               describe_mbarrier(w->mbarriers, warp.mbar, w->smem);
+          break;
+        }
+        case WarpState::AtBarrier: s += "waits at sync_threads"; break;
+        case WarpState::AtNamedBarrier: s += "waits at named barrier " + std::to_string(warp.barrier_id); break;
+        case WarpState::Parked: s += "waits at " + wait_description(c, *w, warp); break;
+        case WarpState::Done: s += "has finished"; break;
+        case WarpState::Running: s += "runs"; break;
+      }
+    }
+  return s;
+}
+
 [[noreturn]] void report_deadlock(const LaunchCtx& c, const ClusterState& cl) {
+  for (const Worker* w : cl.blocks)
+    for (const Warp& warp : w->warps)
+      if (warp.state == WarpState::AtMbarrier || warp.state == WarpState::Spinning)
+        throw ExecutionError(mbarrier_deadlock(c, cl));
   // One block waiting at named barriers only: the message names the barriers' counts.
   bool only_named = cl.size == 1;
   for (const Warp& warp : cl.blocks[0]->warps)
@@ -854,6 +939,14 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
           run_warp(c, *w, warp);
           progress = progress || warp.state != WarpState::Parked || warp.pc != pc;
         }
+      }
+    // Wake the warps whose mbarrier moved (a peer CTA's arrival or a TMA landing may do it).
+    for (Worker* w : cl.blocks)
+      for (Warp& warp : w->warps) {
+        if (warp.state == WarpState::AtMbarrier && w->mbarriers.phase_done(warp.mbar, warp.mbar_parity))
+          warp.state = WarpState::Running, progress = true;
+        else if (warp.state == WarpState::Spinning && warp.spin_epoch != w->mbarriers.epoch())
+          warp.state = WarpState::Running, warp.spins = 0, progress = true;
       }
     progress = progress || cl.epoch != epoch;
     bool running = false, unfinished = false;

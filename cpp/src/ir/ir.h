@@ -78,7 +78,25 @@ enum class OpCode : uint8_t {
                    // (inline_asm_constraints/inline_asm_text), int_attr = has side effects; the CPU emulator
                    // cannot run it
   GridDepControl,  // int_attr = GridDepControlKind: programmatic dependent launch (sm_90+)
-  // Hopper warp/CTA and cluster family (hmisc: dsl/sm90_ops, target/nvvm/lower_sm90_cluster.cpp,
+  // SM90 asynchronous machinery (hasync: ir/async_attributes.h for the kinds, dsl/mbarrier,
+  // target/nvvm/lower_sm90_async.cpp, emulator/sm90_async.cpp)
+  MbarrierInit,    // (mbarrier smem ptr, arrival count i32)
+  MbarrierArrive,  // (mbarrier ptr, value i32[, peer cta rank i32]); int_attr = MbarrierArriveKind (value = arrival
+                   // count or tx bytes); with the rank operand it signals the same offset in that CTA of the cluster
+  MbarrierWait,    // (mbarrier ptr, phase parity i32) -> nothing (Wait) or i1; int_attr = MbarrierWaitKind
+  Fence,           // int_attr = FenceKind (memory / proxy fences)
+  // TMA (cute/atom/copy_sm90): `desc` is the generic address of a CUtensorMap (a grid-constant
+  // kernel parameter); coordinates are i32 in the tensor map's dimension order (dim 0 innermost)
+  TmaLoad,    // (desc, smem dst ptr, mbarrier ptr, coords..., [i16 multicast mask]); int_attr = rank,
+              // ints = {multicast}; the bytes landing complete transactions on the mbarrier
+  TmaStore,   // (desc, smem src ptr, coords...); int_attr = rank; joins the thread's bulk group
+  BulkCommit,  // cp.async.bulk.commit_group
+  BulkWait,    // int_attr = N, ints = {read}: wait until at most N bulk groups are pending (their reads)
+  TmaDescOp,   // (desc); int_attr = TmaDescOpKind: prefetch.tensormap / fence.proxy.tensormap acquire
+  TmaEncode,   // host: (global ptr, extents i64 x rank, byte strides i64 x rank) -> param-space pointer to a
+               // TMA descriptor (the result type's element is the element type); int_attr = rank,
+               // ints = {swizzle bytes, box sizes x rank}
+  // Hopper warp/CTA and cluster family (hmisc: dsl/sm90_ops, target/nvvm/lower_sm90_warp.cpp,
   // emulator/sm90_warp.cpp; clusters are co-scheduled by device_emulator.cpp)
   ClusterSreg,     // -> i32; int_attr = ClusterSregKind, ints = {dimension 0..2}
   ClusterBarrier,  // int_attr = ClusterBarrierKind (barrier.cluster.arrive[.relaxed] / .wait); ints = {aligned}
@@ -98,6 +116,9 @@ enum class ClusterSregKind : uint8_t { ClusterIdx = 0, ClusterDim = 1, BlockInCl
 // barrier.cluster: Arrive / ArriveRelaxed count the thread at the cluster barrier (relaxed: without
 // release semantics); Wait blocks until every non-exited thread of the cluster arrived.
 enum class ClusterBarrierKind : uint8_t { Arrive = 0, ArriveRelaxed = 1, Wait = 2 };
+
+// TmaDescOp kinds.
+enum class TmaDescOpKind : uint8_t { Prefetch = 0, FenceAcquire = 1 };
 
 // griddepcontrol.wait: wait until the prerequisite grids finished and their memory is visible;
 // griddepcontrol.launch_dependents: let the dependent grid launch now (a hint; no memory ordering).

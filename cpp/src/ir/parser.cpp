@@ -125,7 +125,7 @@ class Cursor {
       expect(">");
       AddrSpace as = space == "generic" ? AddrSpace::Generic : space == "gmem" ? AddrSpace::Gmem
                    : space == "smem"    ? AddrSpace::Smem    : space == "cmem" ? AddrSpace::Cmem
-                   : space == "rmem"    ? AddrSpace::Rmem    : (fail("unknown address space '" + space + "'"), AddrSpace::Generic);
+                   : space == "rmem"    ? AddrSpace::Rmem    : space == "param" ? AddrSpace::Param : (fail("unknown address space '" + space + "'"), AddrSpace::Generic);
       return pointer_type(elem, as, int(align));
     }
     if (accept("vector<")) {
@@ -393,10 +393,12 @@ class Parser {
         return finish(o);
       }
       case OpCode::CpAsync: case OpCode::CpAsyncCommit: case OpCode::CpAsyncWait: case OpCode::LdMatrix:
-      case OpCode::StMatrix:
+      case OpCode::StMatrix: case OpCode::MbarrierInit: case OpCode::MbarrierArrive: case OpCode::MbarrierWait:
+      case OpCode::Fence: case OpCode::TmaLoad: case OpCode::TmaStore: case OpCode::BulkCommit:
+      case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform: {
-        // SM80 copies and the SM90 warp / cluster ops: `[int_attr, ints...] operands : result types`
+        // SM80 copies, the SM90 async ops and the SM90 warp / cluster ops: `[int_attr, ints...] operands : result types`
         std::vector<int64_t> attrs;
         if (c.accept("[")) {
           attrs.push_back(c.integer());

@@ -153,6 +153,16 @@ class Printer {
       case OpCode::CpAsyncWait:
       case OpCode::LdMatrix:
       case OpCode::StMatrix:
+      case OpCode::MbarrierInit:  // the SM90 async ops share the SM80 copies' form `[kind, ints] operands : types`
+      case OpCode::MbarrierArrive:
+      case OpCode::MbarrierWait:
+      case OpCode::Fence:
+      case OpCode::TmaLoad:
+      case OpCode::TmaStore:
+      case OpCode::BulkCommit:
+      case OpCode::BulkWait:
+      case OpCode::TmaDescOp:
+      case OpCode::TmaEncode:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
         if (op.code != OpCode::CpAsyncCommit) {
