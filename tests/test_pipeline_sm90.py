@@ -8,6 +8,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
+from cutlass.cute.nvgpu import cpasync
 from cutlass import Float32, Int32, Int64
 from cutlass.cute.runtime import from_dlpack
 
@@ -257,3 +258,58 @@ def test_tma_pipeline_releases_slots_across_the_cluster():
     for b in range(2):
         np.testing.assert_array_equal(res[b, 0], prod)
         np.testing.assert_array_equal(res[b, 1], cons)
+
+
+# ---- PipelineTmaAsync with TMA loads --------------------------------------------------------------
+
+TILE = (8, 32)
+STAGES = 3
+
+
+@cute.kernel
+def tma_stream_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Tensor, ktiles: cutlass.Constexpr):
+    # Warp 0 streams the (8, 32) tiles of a row panel through 3 shared-memory stages with TMA; warp 1
+    # consumes each stage once its bytes landed (the full barrier's transaction count) and
+    # writes it back doubled, releasing the stage to the producer.
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    tidx, _, _ = cute.arch.thread_idx()
+    mbar = cute.arch.alloc_smem(Int64, 2 * STAGES, alignment=8)
+    smem = cute.make_tensor(cute.arch.alloc_smem(Float32, TILE[0] * TILE[1] * STAGES, alignment=1024),
+                            cute.make_layout((TILE[0], TILE[1], STAGES), stride=(TILE[1], 1, TILE[0] * TILE[1])))
+    pipe = pipeline.PipelineTmaAsync.create(
+        num_stages=STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 1),
+        tx_count=TILE[0] * TILE[1] * 4, barrier_storage=mbar)
+    if warp == 0:
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, STAGES)
+        for k in cutlass.range(ktiles):
+            pipe.producer_acquire(state)
+            g = cute.local_tile(tma_tensor, TILE, (0, k))
+            cute.copy(atom, g, smem[None, None, state.index], tma_bar_ptr=pipe.producer_get_barrier(state))
+            pipe.producer_commit(state)
+            state.advance()
+        pipe.producer_tail(state)
+    if warp == 1:
+        state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
+        lane = tidx - 32
+        for k in cutlass.range(ktiles):
+            pipe.consumer_wait(state)
+            for r in cutlass.range_constexpr(TILE[0]):
+                out[r, k * TILE[1] + lane] = smem[r, lane, state.index] * 2.0
+            pipe.consumer_release(state)
+            state.advance()
+
+
+@cute.jit
+def tma_stream_host(a: cute.Tensor, out: cute.Tensor, ktiles: cutlass.Constexpr):
+    atom, tma_tensor = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
+                                                   cute.make_layout(TILE, stride=(TILE[1], 1)), TILE)
+    tma_stream_kernel(atom, tma_tensor, out, ktiles).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+
+def test_tma_pipeline_streams_tiles_through_the_stages():
+    ktiles = 7  # more tiles than stages: each stage is refilled after its release
+    a = np.arange(TILE[0] * TILE[1] * ktiles, dtype=np.float32).reshape(TILE[0], TILE[1] * ktiles)
+    out = np.full_like(a, -1)
+    cute.compile(tma_stream_host, a, out, ktiles, options=CPU)(a, out)
+    np.testing.assert_array_equal(out, a * 2)
