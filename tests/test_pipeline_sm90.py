@@ -313,3 +313,79 @@ def test_tma_pipeline_streams_tiles_through_the_stages():
     out = np.full_like(a, -1)
     cute.compile(tma_stream_host, a, out, ktiles, options=CPU)(a, out)
     np.testing.assert_array_equal(out, a * 2)
+
+
+# ---- PipelineTmaStore ------------------------------------------------------------------------------
+
+@cute.kernel
+def tma_store_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, ktiles: cutlass.Constexpr):
+    # One warp writes `ktiles` tiles through 2 shared-memory buffers, each stored by TMA; the
+    # pipeline makes a buffer wait until the store that read it last is done reading.
+    tidx, _, _ = cute.arch.thread_idx()
+    smem = cute.make_tensor(cute.arch.alloc_smem(Float32, TILE[0] * TILE[1] * 2, alignment=1024),
+                            cute.make_layout((TILE[0], TILE[1], 2), stride=(TILE[1], 1, TILE[0] * TILE[1])))
+    pipe = pipeline.PipelineTmaStore.create(num_stages=2,
+                                            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32))
+    for t in cutlass.range_constexpr(ktiles):
+        buf = t % 2
+        for i in cutlass.range(tidx, TILE[0] * TILE[1], 32):
+            smem[i // TILE[1], i % TILE[1], buf] = Float32(t * 1000 + i)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.sync_threads()
+        cute.copy(atom, smem[None, None, buf], cute.local_tile(tma_tensor, TILE, (0, t)))
+        pipe.producer_commit()
+        pipe.producer_acquire()
+        cute.arch.sync_threads()
+    pipe.producer_tail()
+
+
+@cute.jit
+def tma_store_host(c: cute.Tensor, ktiles: cutlass.Constexpr):
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                          cute.make_layout(TILE, stride=(TILE[1], 1)), TILE)
+    tma_store_kernel(atom, t, ktiles).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_tma_store_pipeline_writes_every_tile():
+    ktiles = 5
+    c = np.full((TILE[0], TILE[1] * ktiles), -1, np.float32)
+    f = cute.compile(tma_store_host, c, ktiles, options=CPU)
+    f(c)
+    want = np.concatenate([(t * 1000 + np.arange(TILE[0] * TILE[1])).reshape(TILE) for t in range(ktiles)], axis=1)
+    np.testing.assert_array_equal(c, want.astype(np.float32))
+    if f.__ptx__ is not None:
+        assert f.__ptx__.count("cp.async.bulk.wait_group.read 1") >= 1 and "cp.async.bulk.wait_group.read 0" in f.__ptx__
+
+
+# ---- PipelineOrder ---------------------------------------------------------------------------------
+
+@cute.kernel
+def order_kernel(out: cute.Tensor, n: Int32):
+    # Two warps take turns (CUTLASS's OrderedSequenceBarrier): each appends its id, then hands over.
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    lane = cute.arch.lane_idx()
+    mbar = cute.arch.alloc_smem(Int64, 2, alignment=8)
+    counter = cute.make_tensor(cute.arch.alloc_smem(Int32, 1), cute.make_layout(1))
+    if warp == 0 and lane == 0:
+        counter[0] = 0
+    order = pipeline.PipelineOrder.create(barrier_storage=mbar, depth=1, length=2, group_id=warp,
+                                          producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32))
+    for i in cutlass.range(n):
+        order.wait()
+        if lane == 0:
+            out[counter[0]] = warp
+            counter[0] = counter[0] + 1
+        cute.arch.sync_warp()
+        order.arrive()
+
+
+@cute.jit
+def order_host(out: cute.Tensor, n: Int32):
+    order_kernel(out, n).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+
+def test_pipeline_order_alternates_the_groups():
+    n = 5
+    out = np.full(2 * n, -1, np.int32)
+    cute.compile(order_host, out, n, options=CPU)(out, n)
+    np.testing.assert_array_equal(out, [0, 1] * n)
