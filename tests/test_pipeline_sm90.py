@@ -389,3 +389,30 @@ def test_pipeline_order_alternates_the_groups():
     out = np.full(2 * n, -1, np.int32)
     cute.compile(order_host, out, n, options=CPU)(out, n)
     np.testing.assert_array_equal(out, [0, 1] * n)
+
+
+# ---- NVIDIA's Hopper examples: every cutlass.pipeline name they use exists ----------------------------
+
+def test_the_pipeline_names_of_nvidias_hopper_examples_resolve():
+    import os
+    import re
+    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "nvidia-examples", "cute", "hopper")
+    if not os.path.isdir(root):
+        root = "/work/shared/nvidia-examples/cute/hopper"
+    if not os.path.isdir(root):
+        pytest.skip("NVIDIA's examples are not here")
+    names, methods = set(), set()
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".py"):
+                text = open(os.path.join(dirpath, f)).read()
+                names |= set(re.findall(r"\bpipeline\.([A-Z][A-Za-z]+|[a-z_]+)\b(?!\.py)", text))
+                methods |= set(re.findall(r"_pipeline\.([a-z_]+)\(", text))
+                methods |= set(re.findall(r"(?:producer|consumer)\.([a-z_]+)\(", text))
+    names.discard("py")
+    missing = sorted(n for n in names if not hasattr(pipeline, n))
+    assert not missing, missing
+    objects = [pipeline.PipelineTmaAsync, pipeline.PipelineAsync, pipeline.PipelineTmaStore, pipeline.PipelineProducer,
+               pipeline.PipelineConsumer, pipeline.PipelineOrder]
+    missing = sorted(m for m in methods if not any(hasattr(o, m) for o in objects))
+    assert not missing, missing
