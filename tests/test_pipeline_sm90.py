@@ -267,7 +267,8 @@ STAGES = 3
 
 
 @cute.kernel
-def tma_stream_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Tensor, ktiles: cutlass.Constexpr):
+def tma_stream_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Tensor, ktiles: cutlass.Constexpr,
+                      peek: cutlass.Constexpr):
     # Warp 0 streams the (8, 32) tiles of a row panel through 3 shared-memory stages with TMA; warp 1
     # consumes each stage once its bytes landed (the full barrier's transaction count) and
     # writes it back doubled, releasing the stage to the producer.
@@ -283,7 +284,10 @@ def tma_stream_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Te
     if warp == 0:
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, STAGES)
         for k in cutlass.range(ktiles):
-            pipe.producer_acquire(state)
+            if cutlass.const_expr(peek):  # NVIDIA's persistent GEMMs: try first, wait only if not ready
+                pipe.producer_acquire(state, pipe.producer_try_acquire(state))
+            else:
+                pipe.producer_acquire(state)
             g = cute.local_tile(tma_tensor, TILE, (0, k))
             cute.copy(atom, g, smem[None, None, state.index], tma_bar_ptr=pipe.producer_get_barrier(state))
             pipe.producer_commit(state)
@@ -293,7 +297,10 @@ def tma_stream_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Te
         state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
         lane = tidx - 32
         for k in cutlass.range(ktiles):
-            pipe.consumer_wait(state)
+            if cutlass.const_expr(peek):
+                pipe.consumer_wait(state, pipe.consumer_try_wait(state))
+            else:
+                pipe.consumer_wait(state)
             for r in cutlass.range_constexpr(TILE[0]):
                 out[r, k * TILE[1] + lane] = smem[r, lane, state.index] * 2.0
             pipe.consumer_release(state)
@@ -301,17 +308,18 @@ def tma_stream_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Te
 
 
 @cute.jit
-def tma_stream_host(a: cute.Tensor, out: cute.Tensor, ktiles: cutlass.Constexpr):
+def tma_stream_host(a: cute.Tensor, out: cute.Tensor, ktiles: cutlass.Constexpr, peek: cutlass.Constexpr):
     atom, tma_tensor = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
                                                    cute.make_layout(TILE, stride=(TILE[1], 1)), TILE)
-    tma_stream_kernel(atom, tma_tensor, out, ktiles).launch(grid=(1, 1, 1), block=(64, 1, 1))
+    tma_stream_kernel(atom, tma_tensor, out, ktiles, peek).launch(grid=(1, 1, 1), block=(64, 1, 1))
 
 
-def test_tma_pipeline_streams_tiles_through_the_stages():
+@pytest.mark.parametrize("peek", [False, True])
+def test_tma_pipeline_streams_tiles_through_the_stages(peek):
     ktiles = 7  # more tiles than stages: each stage is refilled after its release
     a = np.arange(TILE[0] * TILE[1] * ktiles, dtype=np.float32).reshape(TILE[0], TILE[1] * ktiles)
     out = np.full_like(a, -1)
-    cute.compile(tma_stream_host, a, out, ktiles, options=CPU)(a, out)
+    cute.compile(tma_stream_host, a, out, ktiles, peek, options=CPU)(a, out)
     np.testing.assert_array_equal(out, a * 2)
 
 
