@@ -471,3 +471,36 @@ def test_nvidias_async_pipeline_notebook_runs_unchanged(monkeypatch, tmp_path):
     for res, _ in results:
         np.testing.assert_array_equal(res, expected)
     np.testing.assert_array_equal(results[-1][1], [5, 6, 7, 3, 4])
+
+
+# ---- barrier storage the pipeline allocates itself --------------------------------------------------------
+
+@cute.kernel
+def own_storage_kernel(res: cute.Tensor):
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    staging = cute.make_tensor(cute.arch.alloc_smem(Float32, 2), cute.make_layout(2))
+    group = pipeline.CooperativeGroup(pipeline.Agent.Warp, 1)  # one arrival per warp
+    pipe = pipeline.PipelineAsync.create(num_stages=2, producer_group=group, consumer_group=group)
+    producer, consumer = pipe.make_participants()
+    if warp_idx == 0:
+        for i in cutlass.range(cute.size(res)):
+            handle = producer.acquire_and_advance()
+            staging[handle.index] = 2.0 * i
+            handle.commit()
+        producer.tail()
+    if warp_idx == 1:
+        for i in cutlass.range(cute.size(res)):
+            handle = consumer.wait_and_advance()
+            res[i] = staging[handle.index]
+            handle.release()
+
+
+@cute.jit
+def own_storage_host(res: cute.Tensor):
+    own_storage_kernel(res).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+
+def test_pipeline_allocates_its_barriers_and_warp_agents_arrive_once():
+    res = np.full(6, -1, np.float32)
+    cute.compile(own_storage_host, res, options=CPU)(res)
+    np.testing.assert_array_equal(res, 2.0 * np.arange(6))
