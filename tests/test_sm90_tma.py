@@ -366,3 +366,76 @@ def test_dense_gemm_shaped_staged_swizzled_loads(k_major):
     f = cute.compile(host, a, out, options=f"{CPU} --gpu-arch sm_90a")
     f(a, out)
     np.testing.assert_array_equal(out, a)
+
+
+# ---- clusters: TMA multicast and remote mbarrier arrives (the CTAs of a cluster co-scheduled) -----
+
+MC_TILE = (16, 32)
+
+
+@cute.kernel
+def multicast_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+    bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+    s = cute.make_tensor(cute.arch.alloc_smem(Float32, 512, alignment=1024), cute.make_layout(MC_TILE, stride=(32, 1)))
+    if tidx == 0:
+        cute.arch.mbarrier_init(bar, 1)
+        cute.arch.mbarrier_init_fence()
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()  # both CTAs' barriers are initialised before either multicasts
+    g = cute.local_tile(tma_tensor, MC_TILE, (0, 0))
+    tAsA, tAgA = cpasync.tma_partition(atom, rank, cute.make_layout(2), s, g)
+    if tidx < 32:
+        if tidx == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, 512 * 4)  # the whole tile: both CTAs' slices
+        cute.copy(atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=0b11)
+    cute.arch.mbarrier_wait(bar, 0)
+    for i in cutlass.range(tidx, 512, 64):
+        out[rank, i // 32, i % 32] = s[i // 32, i % 32]
+    # Remote arrive: CTA 1 signals a barrier of CTA 0 (same shared offset), which CTA 0 waits on.
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    if tidx == 0:
+        if rank == 0:
+            cute.arch.mbarrier_init(bar, 1)
+            cute.arch.mbarrier_init_fence()
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    if tidx == 0:
+        if rank == 1:
+            cute.arch.mbarrier_arrive(bar, 0)
+        else:
+            cute.arch.mbarrier_wait(bar, 0)
+            out[0, 0, 0] = Float32(-7)
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+@cute.jit
+def multicast_host(a: cute.Tensor, out: cute.Tensor):
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SMulticastOp(), a,
+                                          cute.make_layout(MC_TILE, stride=(32, 1)), MC_TILE, num_multicast=2)
+    multicast_kernel(atom, t, out).launch(grid=(2, 1, 1), block=(64, 1, 1), cluster=(2, 1, 1))
+
+
+def test_multicast_fills_every_cta_of_the_mask_and_remote_arrives_reach_the_peer():
+    a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32) + 1
+    out = np.zeros((2, 16, 32), np.float32)
+    f = cute.compile(multicast_host, a, out, options=f"{CPU} --gpu-arch sm_90a")
+    f(a, out)
+    want = np.stack([a, a])
+    want[0, 0, 0] = -7  # CTA 0 saw CTA 1's remote arrival
+    np.testing.assert_array_equal(out, want)
+    if f.__ptx__ is not None:
+        assert ".multicast::cluster" in f.__ptx__
+        assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in f.__ptx__
+
+
+@pytest.mark.gpu
+def test_gpu_multicast_and_remote_arrive():
+    a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32) + 1
+    _, out = _on_gpu(multicast_host, a, np.zeros((2, 16, 32), np.float32))
+    want = np.stack([a, a])
+    want[0, 0, 0] = -7
+    np.testing.assert_array_equal(out, want)

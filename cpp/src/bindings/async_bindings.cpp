@@ -97,6 +97,9 @@ void bind_async(nb::module_& root) {
       .def_prop_ro("is_multicast", [](const cute::TmaAtom& a) { return a.kind == cute::TmaKind::LoadMulticast; })
       .def_prop_ro("num_multicast", [](const cute::TmaAtom& a) { return a.num_multicast; })
       .def_prop_ro("tile_elems", [](const cute::TmaAtom& a) { return a.tile_elems; })
+      .def_prop_ro("tile_rank", [](const cute::TmaAtom& a) { return a.tile_rank; })
+      .def_prop_ro("mcast_mode", [](const cute::TmaAtom& a) { return a.mcast_mode; })
+      .def_prop_ro("mcast_step", [](const cute::TmaAtom& a) { return a.mcast_step; })
       .def_prop_ro("value_type", [](const cute::TmaAtom& a) { return dsl::dtype_name(a.element); })
       .def_prop_ro("smem_layout", [](const cute::TmaAtom& a) { return py(a.smem_layout); });
   // kind: "load", "load_multicast" or "store"; smem_layout: a Layout or a swizzled ComposedLayout.
