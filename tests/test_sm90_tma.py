@@ -304,7 +304,7 @@ def test_gpu_tma_pipeline_matches_numpy():
 BM, BK, AB_STAGES = 64, 64, 2
 
 
-def _dense_gemm_shaped(k_major):
+def _dense_gemm_shaped(k_major, mcast=False):
     # fp16 128-byte swizzle atoms, in bytes (S<3,4,3>) as the swizzle of the smem pointer
     if k_major:
         atom = cute.make_composed_layout(cute.make_swizzle(3, 4, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
@@ -332,16 +332,24 @@ def _dense_gemm_shaped(k_major):
             for s in cutlass.range_constexpr(AB_STAGES):
                 cute.arch.mbarrier_init(bars + s, 1)
         cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()
-        gA = cute.local_tile(mA, (BM, BK), (bidx, None))  # (BM, BK, k tiles)
-        tAsA, tAgA = cpasync.tma_partition(atom_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2),
-                                           cute.group_modes(gA, 0, 2))
+        if cutlass.const_expr(mcast):
+            cute.arch.cluster_arrive()
+            cute.arch.cluster_wait()
+        else:
+            cute.arch.sync_threads()
+        # With multicast both CTAs of the cluster load tile 0 together, half each.
+        gA = cute.local_tile(mA, (BM, BK), (0 if cutlass.const_expr(mcast) else bidx, None))  # (BM, BK, k tiles)
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        tAsA, tAgA = cpasync.tma_partition(atom_a, rank if cutlass.const_expr(mcast) else 0,
+                                           cute.make_layout(2 if cutlass.const_expr(mcast) else 1),
+                                           cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
         tile_bytes = cute.size_in_bytes(Float16, cute.slice_(staged, (None, None, 0)))
         for k in cutlass.range_constexpr(AB_STAGES):
             if warp_idx == 0:
                 if tidx == 0:
                     cute.arch.mbarrier_arrive_and_expect_tx(bars + k, tile_bytes)
-                cute.copy(atom_a, tAgA[(None, k)], tAsA[(None, k)], tma_bar_ptr=bars + k, mcast_mask=0)
+                cute.copy(atom_a, tAgA[(None, k)], tAsA[(None, k)], tma_bar_ptr=bars + k,
+                          mcast_mask=0b11 if cutlass.const_expr(mcast) else 0)
         for k in cutlass.range_constexpr(AB_STAGES):
             cute.arch.mbarrier_wait(bars + k, 0)
             for i in cutlass.range(tidx, BM * BK, 128):
@@ -349,23 +357,29 @@ def _dense_gemm_shaped(k_major):
 
     @cute.jit
     def host(a: cute.Tensor, out: cute.Tensor):
-        atom_a, tma_a = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
-                                                    cute.slice_(staged, (None, None, 0)), (BM, BK), num_multicast=1)
-        kernel(atom_a, tma_a, out).launch(grid=(cute.size(a, mode=[0]) // BM, 1, 1), block=(128, 1, 1))
+        op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cutlass.const_expr(mcast) else cpasync.CopyBulkTensorTileG2SOp()
+        atom_a, tma_a = cpasync.make_tiled_tma_atom(op, a, cute.slice_(staged, (None, None, 0)), (BM, BK),
+                                                    num_multicast=2 if cutlass.const_expr(mcast) else 1)
+        kernel(atom_a, tma_a, out).launch(grid=(cute.size(a, mode=[0]) // BM, 1, 1), block=(128, 1, 1),
+                                          cluster=(2, 1, 1) if cutlass.const_expr(mcast) else None)
 
     return host
 
 
 @pytest.mark.parametrize("k_major", [True, False])
-def test_dense_gemm_shaped_staged_swizzled_loads(k_major):
+@pytest.mark.parametrize("mcast", [False, True])
+def test_dense_gemm_shaped_staged_swizzled_loads(k_major, mcast):
     a = (np.arange(128 * 128) % 509).astype(np.float16).reshape(128, 128)
     if not k_major:
         a = np.asfortranarray(a)
     out = np.zeros((128, 128), np.float16)
-    host = _dense_gemm_shaped(k_major)
+    host = _dense_gemm_shaped(k_major, mcast)
     f = cute.compile(host, a, out, options=f"{CPU} --gpu-arch sm_90a")
     f(a, out)
-    np.testing.assert_array_equal(out, a)
+    want = a.copy()
+    if mcast:  # both CTAs hold tile 0 (rows 0..63), each writes it to its own rows
+        want[64:] = a[:64]
+    np.testing.assert_array_equal(out, want)
 
 
 # ---- clusters: TMA multicast and remote mbarrier arrives (the CTAs of a cluster co-scheduled) -----
@@ -438,4 +452,68 @@ def test_gpu_multicast_and_remote_arrive():
     _, out = _on_gpu(multicast_host, a, np.zeros((2, 16, 32), np.float32))
     want = np.stack([a, a])
     want[0, 0, 0] = -7
+    np.testing.assert_array_equal(out, want)
+
+
+# ---- the Hopper GEMM epilogue's TMA store: zipped_divide of the C tile by the epilogue tile,
+# tma_partition, a staged smem buffer reached through a swizzled pointer, bulk groups -------------
+
+def test_dense_gemm_shaped_epilogue_store():
+    EPI = (32, 32)
+    atom_l = cute.make_composed_layout(cute.make_swizzle(2, 4, 3), 0, cute.make_layout((8, 32), stride=(32, 1)))
+    staged = cute.tile_to_shape(atom_l, (EPI[0], EPI[1], 2), (0, 1, 2))
+
+    @cute.struct
+    class Storage:
+        sC: cute.struct.Align[cute.struct.MemRange[Float16, cute.cosize(staged)], 1024]
+
+    @cute.kernel
+    def kernel(atom_c: cute.CopyAtom, mC: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, bidy, _ = cute.arch.block_idx()
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        storage = cutlass.utils.SmemAllocator().allocate(Storage)
+        sC = storage.sC.get_tensor(staged.outer, swizzle=staged.inner)
+        gC = cute.local_tile(mC, (64, 64), (bidx, bidy))
+        gC_epi = cute.zipped_divide(gC, EPI)  # ((32, 32), (2, 2))
+        bSG_sD, bSG_gD = cpasync.tma_partition(atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)
+        for epi in cutlass.range_constexpr(4):
+            buf = epi % 2
+            for i in cutlass.range(tidx, 1024, 64):
+                r = i // 32
+                c = i % 32
+                sC[r, c, buf] = Float16((bidx * 64 + (epi % 2) * 32 + r) % 97 + (bidy * 64 + (epi // 2) * 32 + c) % 13)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.sync_threads()
+            if warp_idx == 0:
+                cute.copy(atom_c, bSG_sD[(None, buf)], bSG_gD[(None, (epi % 2, epi // 2))])
+                cute.arch.cp_async_bulk_commit_group()
+                cute.arch.cp_async_bulk_wait_group(1, read=True)
+            cute.arch.sync_threads()
+        if warp_idx == 0:
+            cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+    @cute.jit
+    def host(c: cute.Tensor):
+        atom_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                                    cute.slice_(staged, (None, None, 0)), EPI)
+        kernel(atom_c, tma_c).launch(grid=(2, 2, 1), block=(64, 1, 1))
+
+    c = np.zeros((128, 128), np.float16)
+    cute.compile(host, c, options=CPU)(c)
+    r, k = np.meshgrid(np.arange(128), np.arange(128), indexing="ij")
+    np.testing.assert_array_equal(c, (r % 97 + k % 13).astype(np.float16))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k_major", [True, False])
+@pytest.mark.parametrize("mcast", [False, True])
+def test_gpu_dense_gemm_shaped_staged_swizzled_loads(k_major, mcast):
+    a = (np.arange(128 * 128) % 509).astype(np.float16).reshape(128, 128)
+    if not k_major:
+        a = np.asfortranarray(a)
+    _, out = _on_gpu(_dense_gemm_shaped(k_major, mcast), a, np.zeros((128, 128), np.float16))
+    want = a.copy()
+    if mcast:
+        want[64:] = a[:64]
     np.testing.assert_array_equal(out, want)
