@@ -83,6 +83,12 @@ def test_mn_major_tile_split_into_two_runs():
     b = np.asfortranarray(np.zeros((200, 16), np.float32))
     with pytest.raises(cute.DSLRuntimeError, match="splits mode 0 into runs of 64"):
         f(b, np.zeros((256, 16), np.float32))
+    # A descriptor the hardware's rules refuse (a row stride of 280 bytes) names the user's line.
+    c = np.zeros((20, 70), np.float32)
+    host = _load_kernel((8, 32), cute.make_layout((8, 32), stride=(32, 1)), Float32)
+    with pytest.raises(cute.DSLRuntimeError, match=r"byte stride 280 of dimension 1 is not a multiple of 16 "
+                                                   r"\(make_tiled_tma_atom at .*test_sm90_tma.py:\d+\)"):
+        cute.compile(host, c, np.zeros((24, 96), np.float32), options=CPU)(c, np.zeros((24, 96), np.float32))
 
 
 def test_128b_swizzled_fp16_tile_reads_back_through_the_swizzled_layout():

@@ -154,8 +154,9 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     tiler = cta_tiler
     if hasattr(tiler, "shape") and not isinstance(tiler, tuple):
         tiler = tiler.shape
+    from ..arch import _user_line
     atom, desc, tma_tensor = _core.sm90.make_tiled_tma_atom(op._kind, gmem_tensor, smem_layout, tiler,
-                                                            int(num_multicast))
+                                                            int(num_multicast), *_user_line())
     return TmaInfo(TmaCopyAtom(op, atom, desc), tma_tensor, smem_layout)
 
 
