@@ -93,3 +93,29 @@ def test_pipelines_on_the_gpu(torch):
     for blk in range(2):
         np.testing.assert_array_equal(r.cpu().numpy()[blk, 0], prod)
         np.testing.assert_array_equal(r.cpu().numpy()[blk, 1], cons)
+
+
+def test_tma_pipelines_and_multicast_on_the_gpu(torch):
+    ktiles = 7
+    a = np.arange(pl.TILE[0] * pl.TILE[1] * ktiles, dtype=np.float32).reshape(pl.TILE[0], pl.TILE[1] * ktiles)
+    for peek in (False, True):
+        ta, out = on_gpu(torch, a), on_gpu(torch, np.full_like(a, -1))
+        cute.compile(pl.tma_stream_host, from_dlpack(ta), from_dlpack(out), ktiles, peek)(
+            from_dlpack(ta), from_dlpack(out))
+        torch.cuda.synchronize()
+        np.testing.assert_array_equal(out.cpu().numpy(), a * 2)
+    c = on_gpu(torch, np.full((pl.TILE[0], pl.TILE[1] * 5), -1, np.float32))
+    cute.compile(pl.tma_store_host, from_dlpack(c), 5)(from_dlpack(c))
+    torch.cuda.synchronize()
+    want = np.concatenate([(t * 1000 + np.arange(pl.TILE[0] * pl.TILE[1])).reshape(pl.TILE) for t in range(5)], axis=1)
+    np.testing.assert_array_equal(c.cpu().numpy(), want)
+    order = on_gpu(torch, np.full(10, -1, np.int32))
+    cute.compile(pl.order_host, from_dlpack(order), 5)(from_dlpack(order), 5)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(order.cpu().numpy(), [0, 1] * 5)
+    m = np.arange(wc.MC_TILE[0] * wc.MC_TILE[1], dtype=np.float32).reshape(wc.MC_TILE)
+    tm, mout = on_gpu(torch, m), on_gpu(torch, np.full((2, *wc.MC_TILE), -1, np.float32))
+    cute.compile(wc.multicast_host, from_dlpack(tm), from_dlpack(mout))(from_dlpack(tm), from_dlpack(mout))
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(mout.cpu().numpy()[0], m)
+    np.testing.assert_array_equal(mout.cpu().numpy()[1], m)

@@ -365,3 +365,50 @@ def test_cluster_arrive_in_divergent_code_needs_aligned_false():
         cute.compile(unaligned_arrive_host, out, True, options=CPU)(out)
     cute.compile(unaligned_arrive_host, out, False, options=CPU)(out)
     np.testing.assert_array_equal(out, np.arange(32))
+
+
+# ---- TMA multicast into the CTAs of a cluster ------------------------------------------------------
+
+MC_TILE = (8, 32)
+
+
+@cute.kernel
+def multicast_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Tensor):
+    # CTA rank 0 loads the tile once, multicast to both CTAs of the cluster; each CTA's barrier
+    # expects the tile's bytes, and each CTA writes back what landed in its own shared memory.
+    tidx, _, _ = cute.arch.thread_idx()
+    rank = cute.arch.block_idx_in_cluster()
+    bar = cute.arch.alloc_smem(cutlass.Int64, 1, alignment=8)
+    s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, MC_TILE[0] * MC_TILE[1], alignment=1024),
+                         cute.make_layout(MC_TILE, stride=(MC_TILE[1], 1)))
+    if tidx == 0:
+        cute.arch.mbarrier_init(bar, 1)
+        cute.arch.mbarrier_init_fence()
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()  # both barriers initialised before any multicast lands
+    if tidx < 32:
+        with cute.arch.elect_one():
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, MC_TILE[0] * MC_TILE[1] * 4)
+        if rank == 0:
+            cute.copy(atom, cute.local_tile(tma_tensor, MC_TILE, (0, 0)), s, tma_bar_ptr=bar, mcast_mask=0b11)
+    cute.arch.mbarrier_wait(bar, 0)
+    for i in cutlass.range(tidx, MC_TILE[0] * MC_TILE[1], 64):
+        out[rank, i // MC_TILE[1], i % MC_TILE[1]] = s[i // MC_TILE[1], i % MC_TILE[1]]
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+@cute.jit
+def multicast_host(a: cute.Tensor, out: cute.Tensor):
+    from cutlass.cute.nvgpu import cpasync
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SMulticastOp(), a,
+                                          cute.make_layout(MC_TILE, stride=(MC_TILE[1], 1)), MC_TILE)
+    multicast_kernel(atom, t, out).launch(grid=(2, 1, 1), block=(64, 1, 1), cluster=(2, 1, 1))
+
+
+def test_tma_multicast_lands_in_every_cta_of_the_cluster():
+    a = np.arange(MC_TILE[0] * MC_TILE[1], dtype=np.float32).reshape(MC_TILE)
+    out = np.full((2, *MC_TILE), -1, np.float32)
+    cute.compile(multicast_host, a, out, options=CPU)(a, out)
+    np.testing.assert_array_equal(out[0], a)
+    np.testing.assert_array_equal(out[1], a)

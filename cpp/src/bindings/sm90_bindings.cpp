@@ -13,7 +13,7 @@ namespace nb = nanobind;
 namespace opencute::bindings {
 
 void bind_sm90(nb::module_& root) {
-  nb::module_ m = root.def_submodule("sm90", "Hopper warp, CTA and cluster ops");
+  nb::module_ m = root.def_submodule("sm90_warp", "Hopper warp, CTA and cluster ops");
   m.def("cluster_sreg", [](const std::string& what, int dim) {
     ir::ClusterSregKind k = what == "cluster_idx"            ? ir::ClusterSregKind::ClusterIdx
                             : what == "cluster_dim"          ? ir::ClusterSregKind::ClusterDim

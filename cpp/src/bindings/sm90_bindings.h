@@ -1,4 +1,4 @@
-// cutlass._core.sm90: the Hopper warp / CTA and cluster ops of cute.arch (dsl/sm90_ops).
+// cutlass._core.sm90_warp: the Hopper warp / CTA and cluster ops of cute.arch (dsl/sm90_ops).
 #pragma once
 #include <nanobind/nanobind.h>
 

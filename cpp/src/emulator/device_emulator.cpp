@@ -15,9 +15,8 @@
 #include "emulator/device_program.h"
 #include "emulator/sm80_mma.h"
 #include "emulator/sm80_copy.h"
-#include "emulator/sm90_async.h"
 #include "emulator/sm90_warp.h"
-#include "ir/async_attributes.h"
+#include "emulator/sm90_async.h"
 
 namespace opencute::emulator {
 
@@ -41,7 +40,9 @@ struct MaskEntry {
 
 // Parked: the warp waits at the instruction at its pc (barrier.cluster.wait, ...), which runs
 // again each time the scheduler resumes the warp and parks it again while it cannot complete.
-enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, Parked, Done };
+// AtMbarrier: parked by a blocking mbarrier wait; Spinning: parked after failed try/test waits
+// while no barrier changed (emulator/sm90_async.h).
+enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, Parked, AtMbarrier, Spinning, Done };
 constexpr int kNamedBarriers = 16;
 
 struct Warp {
@@ -54,13 +55,14 @@ struct Warp {
   unsigned first_thread = 0;
   int index = 0;
   int barrier_id = -1;  // the named barrier a warp in AtNamedBarrier waits at
-  // barrier.cluster: the lanes that arrived and have not waited yet, and the phase they arrived in.
-  // The mbarrier (address, phase parity) a warp parked at an mbarrier wait waits for, and the
-  // failed try/test waits in a row while no mbarrier changed (emulator/sm90_async.h).
+  // The mbarrier (address, phase parity) a parked or spinning warp waits for, the wait
+  // instruction, and the failed try-waits in a row while the barriers' epoch stood still.
   uintptr_t mbar = 0;
   int64_t mbar_parity = 0;
+  const Inst* mbar_wait = nullptr;
   uint64_t spin_epoch = 0;
   int spins = 0;
+  // barrier.cluster: the lanes that arrived and have not waited yet, and the phase they arrived in.
   uint32_t cluster_arrived = 0;
   int64_t cluster_phase = 0;
 };
@@ -82,8 +84,6 @@ struct ClusterState {
   // Bumped at every change of a synchronisation object: a scheduling round in which no warp got
   // past a wait and this stayed the same can never make progress (a deadlock, reported).
   uint64_t epoch = 0;
-  // The mbarriers of the cluster's blocks, keyed by address (a peer's are reached by rank).
-  MbarrierTable mbarriers;
 };
 
 // One host thread's state: registers and local memory for every warp of a block, reused for
@@ -108,6 +108,7 @@ struct Worker {
   // Named barriers of the running block: threads arrived so far and the count that completes it.
   int64_t named_arrived[kNamedBarriers] = {};
   int64_t named_count[kNamedBarriers] = {};
+  MbarrierTable mbarriers;  // the block's mbarriers (emulator/sm90_async.h)
 };
 
 struct LaunchCtx {
@@ -623,50 +624,44 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         if (!e.empty()) fail_at(c, w, warp, bad, i, e);
         break;
       }
+      case K::Cluster:
+        if (!run_cluster_op(c, w, warp, i)) return;  // parked at barrier.cluster.wait
+        break;
       case K::Sm90Async: {
-        ClusterState& cl = *w.cluster;
         Sm90WarpContext ctx;
         ctx.regs = R;
         ctx.mask = m;
-        ctx.table = &cl.mbarriers;
+        ctx.table = &w.mbarriers;
         ctx.smem = w.smem;
         ctx.smem_size = w.smem_size;
+        // The CTA of rank `rank` in this cluster (without a cluster, a block is rank 0 of one).
         ctx.peer = [&](int64_t rank) -> std::pair<char*, MbarrierTable*> {
-          if (rank < 0 || rank >= int64_t(cl.size)) return {nullptr, nullptr};
-          return {cl.blocks[size_t(rank)]->smem, &cl.mbarriers};
+          if (rank < 0 || rank >= int64_t(w.cluster->size)) return {nullptr, nullptr};
+          Worker* b = w.cluster->blocks[size_t(rank)];
+          return {b->smem, &b->mbarriers};
         };
         ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
         ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
           check_access(c, w, warp, lane, i, addr, bytes, store);
         };
-        const uint64_t before = cl.mbarriers.epoch();
         const AsyncStep step = execute_sm90_async(i, ctx);
-        // A change to an mbarrier is progress (a warp may pass a wait and park at the same wait
-        // of the next iteration: its pc alone does not show it moved).
-        if (cl.mbarriers.epoch() != before) ++cl.epoch;
         if (step == AsyncStep::Continue) break;
         warp.mbar = ctx.wait_addr;
         warp.mbar_parity = ctx.wait_parity;
-        if (step == AsyncStep::Block) {  // parked: the wait runs again each round until its phase completes
-          warp.state = WarpState::Parked;
+        warp.mbar_wait = &i;
+        if (step == AsyncStep::Block) {  // re-runs the wait when woken
+          warp.state = WarpState::AtMbarrier;
           return;
         }
-        // A failed try/test wait returns false and lets the other warps run. Failing again and
-        // again while no mbarrier changes parks the warp on the try (it may suspend), so that a
-        // spin loop cannot keep the scheduler busy forever; a change lets it go on.
-        const uint64_t epoch = cl.mbarriers.epoch();
+        // A failed try/test wait: let the other warps run. Failing again and again while no
+        // barrier changes parks the warp until one does (a spin loop cannot hang the emulator).
+        const uint64_t epoch = w.mbarriers.epoch();
         warp.spins = warp.spin_epoch == epoch ? warp.spins + 1 : 1;
         warp.spin_epoch = epoch;
-        if (warp.spins > 3) {
-          warp.state = WarpState::Parked;
-          return;
-        }
+        if (warp.spins >= 3) warp.state = WarpState::Spinning;
         warp.pc++;
         return;
       }
-      case K::Cluster:
-        if (!run_cluster_op(c, w, warp, i)) return;  // parked at barrier.cluster.wait
-        break;
       case K::Barrier:
         warp.pc++;
         warp.state = WarpState::AtBarrier;
@@ -808,6 +803,7 @@ void start_block(const LaunchCtx& c, Worker& w) {
   if (w.smem_size) std::memset(w.smem, 0, w.smem_size);
   w.async.reset(w.smem, w.smem_size, c.block_threads);
   for (int b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = w.named_count[b] = 0;
+  w.mbarriers.reset();
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;
@@ -846,41 +842,43 @@ std::string wait_description(const LaunchCtx& c, const Worker& w, const Warp& wa
   return s;
 }
 
-bool parked_at_mbarrier(const LaunchCtx& c, const Warp& warp) {
-  if (warp.state != WarpState::Parked) return false;
-  const Inst& i = c.prog->code[size_t(warp.pc)];
-  return i.kind == K::Sm90Async && i.code == OpCode::MbarrierWait;
-}
-
-// Every warp waits and some wait on mbarriers: each warp of the cluster, the barrier it waits for
-// (shared offset, the line that initialised it, what its phase still needs) and where it waits.
-[[noreturn]] void report_mbarrier_deadlock(const LaunchCtx& c, const ClusterState& cl) {
+// Every warp is parked and some wait on mbarriers: name each waiting warp, the barrier and
+// where it waits, and what the other warps do (with the block of each warp in a cluster).
+std::string mbarrier_deadlock(const LaunchCtx& c, const ClusterState& cl) {
+  const Worker& first = *cl.blocks[0];
   std::string s = "mbarrier deadlock in kernel '" + *c.kernel + "', " +
-                  (cl.size > 1 ? "cluster " + dims3(cl.blocks[0]->cluster_id) : "block " + dims3(cl.blocks[0]->block_idx)) +
-                  ": every warp waits (at mbarriers or barriers) and none can make progress:";
+                  (cl.size > 1 ? "cluster " + dims3(first.cluster_id) : "block " + dims3(first.block_idx)) +
+                  ": every warp waits and none can make progress:";
   for (const Worker* w : cl.blocks)
     for (const Warp& warp : w->warps) {
       s += "\n  " + (cl.size > 1 ? "block " + dims3(w->block_idx) + " " : std::string()) + "warp " +
            std::to_string(warp.index) + " ";
-      if (parked_at_mbarrier(c, warp)) {
-        const Inst& i = c.prog->code[size_t(warp.pc)];
-        s += i.imm == int64_t(ir::MbarrierWaitKind::Wait) ? "waits" : "spins on try_wait";
-        if (i.op && i.op->line) s += " at " + (i.op->file.empty() ? std::string("line ") : i.op->file + ":") + std::to_string(i.op->line);
-        s += " for phase parity " + std::to_string(warp.mbar_parity) + " of " +
-             describe_mbarrier(cl.mbarriers, warp.mbar, w->smem);
-      } else if (warp.state == WarpState::Done) {
-        s += "has finished";
-      } else {
-        s += "waits at " + wait_description(c, *w, warp);
+      switch (warp.state) {
+        case WarpState::AtMbarrier:
+        case WarpState::Spinning: {
+          s += warp.state == WarpState::AtMbarrier ? "waits" : "spins on try_wait";
+          const ir::Op* op = warp.mbar_wait ? warp.mbar_wait->op : nullptr;
+          if (op && op->line)
+            s += " at " + (op->file.empty() ? std::string("line ") : op->file + ":") + std::to_string(op->line);
+          s += " for phase parity " + std::to_string(warp.mbar_parity) + " of " +
+               describe_mbarrier(w->mbarriers, warp.mbar, w->smem);
+          break;
+        }
+        case WarpState::AtBarrier: s += "waits at sync_threads"; break;
+        case WarpState::AtNamedBarrier: s += "waits at named barrier " + std::to_string(warp.barrier_id); break;
+        case WarpState::Parked: s += "waits at " + wait_description(c, *w, warp); break;
+        case WarpState::Done: s += "has finished"; break;
+        case WarpState::Running: s += "runs"; break;
       }
     }
-  throw ExecutionError(s);
+  return s;
 }
 
 [[noreturn]] void report_deadlock(const LaunchCtx& c, const ClusterState& cl) {
   for (const Worker* w : cl.blocks)
     for (const Warp& warp : w->warps)
-      if (parked_at_mbarrier(c, warp)) report_mbarrier_deadlock(c, cl);
+      if (warp.state == WarpState::AtMbarrier || warp.state == WarpState::Spinning)
+        throw ExecutionError(mbarrier_deadlock(c, cl));
   // One block waiting at named barriers only: the message names the barriers' counts.
   bool only_named = cl.size == 1;
   for (const Warp& warp : cl.blocks[0]->warps)
@@ -927,7 +925,6 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
   cl.barrier_arrived = cl.barrier_phase = 0;
   cl.live_threads = int64_t(cl.size) * c.block_threads;
   cl.epoch = 0;
-  cl.mbarriers.reset();
   for (;;) {
     bool progress = false;
     const uint64_t epoch = cl.epoch;
@@ -942,6 +939,14 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
           run_warp(c, *w, warp);
           progress = progress || warp.state != WarpState::Parked || warp.pc != pc;
         }
+      }
+    // Wake the warps whose mbarrier moved (a peer CTA's arrival or a TMA landing may do it).
+    for (Worker* w : cl.blocks)
+      for (Warp& warp : w->warps) {
+        if (warp.state == WarpState::AtMbarrier && w->mbarriers.phase_done(warp.mbar, warp.mbar_parity))
+          warp.state = WarpState::Running, progress = true;
+        else if (warp.state == WarpState::Spinning && warp.spin_epoch != w->mbarriers.epoch())
+          warp.state = WarpState::Running, warp.spins = 0, progress = true;
       }
     progress = progress || cl.epoch != epoch;
     bool running = false, unfinished = false;

@@ -96,7 +96,7 @@ enum class OpCode : uint8_t {
   TmaEncode,   // host: (global ptr, extents i64 x rank, byte strides i64 x rank) -> param-space pointer to a
                // TMA descriptor (the result type's element is the element type); int_attr = rank,
                // ints = {swizzle bytes, box sizes x rank}
-  // Hopper warp/CTA and cluster family (hmisc: dsl/sm90_ops, target/nvvm/lower_sm90_cluster.cpp,
+  // Hopper warp/CTA and cluster family (hmisc: dsl/sm90_ops, target/nvvm/lower_sm90_warp.cpp,
   // emulator/sm90_warp.cpp; clusters are co-scheduled by device_emulator.cpp)
   ClusterSreg,     // -> i32; int_attr = ClusterSregKind, ints = {dimension 0..2}
   ClusterBarrier,  // int_attr = ClusterBarrierKind (barrier.cluster.arrive[.relaxed] / .wait); ints = {aligned}
@@ -109,9 +109,6 @@ enum class OpCode : uint8_t {
   WarpUniform,     // (value) -> value: the value is the same in every active lane (the emulator checks it)
 };
 
-// TmaDescOp kinds.
-enum class TmaDescOpKind : uint8_t { Prefetch = 0, FenceAcquire = 1 };
-
 // The cluster special registers: %clusterid, %nclusterid, %cluster_ctaid, %cluster_nctaid (per
 // dimension), %cluster_ctarank, %cluster_nctarank.
 enum class ClusterSregKind : uint8_t { ClusterIdx = 0, ClusterDim = 1, BlockInCluster = 2, BlockInClusterDim = 3,
@@ -119,6 +116,9 @@ enum class ClusterSregKind : uint8_t { ClusterIdx = 0, ClusterDim = 1, BlockInCl
 // barrier.cluster: Arrive / ArriveRelaxed count the thread at the cluster barrier (relaxed: without
 // release semantics); Wait blocks until every non-exited thread of the cluster arrived.
 enum class ClusterBarrierKind : uint8_t { Arrive = 0, ArriveRelaxed = 1, Wait = 2 };
+
+// TmaDescOp kinds.
+enum class TmaDescOpKind : uint8_t { Prefetch = 0, FenceAcquire = 1 };
 
 // griddepcontrol.wait: wait until the prerequisite grids finished and their memory is visible;
 // griddepcontrol.launch_dependents: let the dependent grid launch now (a hint; no memory ordering).

@@ -398,7 +398,7 @@ class Parser {
       case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform: {
-        // SM80 copies and the SM90 async / warp / cluster ops: `[int_attr, ints...] operands : result types`
+        // SM80 copies, the SM90 async ops and the SM90 warp / cluster ops: `[int_attr, ints...] operands : result types`
         std::vector<int64_t> attrs;
         if (c.accept("[")) {
           attrs.push_back(c.integer());

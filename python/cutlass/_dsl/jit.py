@@ -714,7 +714,7 @@ class KernelLauncher:
                 tracer.set_reqntid(*block3)
             if min_blocks:
                 from .. import _core
-                _core.sm90.set_minctasm(min_blocks)
+                _core.sm90_warp.set_minctasm(min_blocks)
             ctx.kernel_depth += 1
             outer_smem, ctx.kernel_smem = getattr(ctx, "kernel_smem", None), _KernelSmemUsage()
             try:

@@ -49,7 +49,7 @@ def make_warp_uniform(value, *, loc=None, ip=None):
     n = as_numeric(value)
     if n.is_static():
         return Int32(n)
-    return wrap(_core.sm90.warp_uniform(num_of(Int32(n))))
+    return wrap(_core.sm90_warp.warp_uniform(num_of(Int32(n))))
 
 
 def sync_threads(*, loc=None, ip=None):
@@ -58,7 +58,7 @@ def sync_threads(*, loc=None, ip=None):
 
 def sync_warp(mask=FULL_MASK, *, loc=None, ip=None):
     """`__syncwarp(mask)` (bar.warp.sync): the lanes of `mask` meet before going on."""
-    _core.sm90.sync_warp(num_of(_u32(mask)))
+    _core.sm90_warp.sync_warp(num_of(_u32(mask)))
 
 
 def _u32(mask):
@@ -104,7 +104,7 @@ def _if_region(pred):
 def elect_one(*, loc=None, ip=None):
     """A context manager whose body one lane of the (converged) warp executes: `with elect_one(): ...`.
     Values assigned inside the body are not visible after it."""
-    return _IfRegion(lambda: _core.sm90.elect_one(num_of(_u32(FULL_MASK))))
+    return _IfRegion(lambda: _core.sm90_warp.elect_one(num_of(_u32(FULL_MASK))))
 
 
 # ---- clusters (sm_90+) --------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def elect_one(*, loc=None, ip=None):
 # for each other at the cluster barrier and reach each other's shared memory.
 
 def _cluster3(what):
-    return tuple(wrap(_core.sm90.cluster_sreg(what, d)) for d in range(3))
+    return tuple(wrap(_core.sm90_warp.cluster_sreg(what, d)) for d in range(3))
 
 
 def cluster_idx(*, loc=None, ip=None):
@@ -137,12 +137,12 @@ def block_in_cluster_dim(*, loc=None, ip=None):
 
 def block_idx_in_cluster(*, loc=None, ip=None):
     """This CTA's linear rank in its cluster, x fastest (%cluster_ctarank)."""
-    return wrap(_core.sm90.cluster_sreg("cta_rank", 0))
+    return wrap(_core.sm90_warp.cluster_sreg("cta_rank", 0))
 
 
 def cluster_size(*, loc=None, ip=None):
     """CTAs in the cluster (%cluster_nctarank)."""
-    return wrap(_core.sm90.cluster_sreg("cluster_size", 0))
+    return wrap(_core.sm90_warp.cluster_sreg("cluster_size", 0))
 
 
 def _where():
@@ -159,17 +159,17 @@ def _aligned(aligned):
 def cluster_arrive(*, aligned=None, loc=None, ip=None):
     """barrier.cluster.arrive: count this thread at the cluster barrier (release semantics).
     Aligned (the default): every thread of the warp executes it together."""
-    _core.sm90.cluster_barrier("arrive", _aligned(aligned), *_where())
+    _core.sm90_warp.cluster_barrier("arrive", _aligned(aligned), *_where())
 
 
 def cluster_arrive_relaxed(*, aligned=None, loc=None, ip=None):
     """barrier.cluster.arrive.relaxed: as cluster_arrive, without ordering this thread's memory accesses."""
-    _core.sm90.cluster_barrier("arrive_relaxed", _aligned(aligned), *_where())
+    _core.sm90_warp.cluster_barrier("arrive_relaxed", _aligned(aligned), *_where())
 
 
 def cluster_wait(*, aligned=None, loc=None, ip=None):
     """barrier.cluster.wait: wait until every (non-exited) thread of the cluster arrived."""
-    _core.sm90.cluster_barrier("wait", _aligned(aligned), *_where())
+    _core.sm90_warp.cluster_barrier("wait", _aligned(aligned), *_where())
 
 
 def cluster_sync(*, loc=None, ip=None):
@@ -181,7 +181,7 @@ def map_dsmem_ptr(smem_ptr, cta_rank, *, loc=None, ip=None):
     """A pointer to the same shared-memory offset as `smem_ptr` in the CTA of rank `cta_rank` of
     this cluster (mapa; distributed shared memory). Loads, stores and atomics through it reach that CTA."""
     from .._dsl.numeric import Int32
-    return _core.cute.pointer_from_value(_core.sm90.map_shared_rank(_pointer_value(smem_ptr),
+    return _core.cute.pointer_from_value(_core.sm90_warp.map_shared_rank(_pointer_value(smem_ptr),
                                                                     num_of(Int32(as_numeric(cta_rank)))))
 
 
@@ -199,12 +199,12 @@ def _reg_count(reg_count, what):
 
 def setmaxregister_increase(reg_count, *, loc=None, ip=None):
     """setmaxnreg.inc: raise this warpgroup's per-thread register budget to `reg_count`."""
-    _core.sm90.setmaxnreg(_reg_count(reg_count, "setmaxregister_increase"), True)
+    _core.sm90_warp.setmaxnreg(_reg_count(reg_count, "setmaxregister_increase"), True)
 
 
 def setmaxregister_decrease(reg_count, *, loc=None, ip=None):
     """setmaxnreg.dec: lower this warpgroup's per-thread register budget to `reg_count`."""
-    _core.sm90.setmaxnreg(_reg_count(reg_count, "setmaxregister_decrease"), False)
+    _core.sm90_warp.setmaxnreg(_reg_count(reg_count, "setmaxregister_decrease"), False)
 
 
 warpgroup_reg_alloc = setmaxregister_increase
@@ -215,7 +215,7 @@ def prmt(src, src_reg_shifted, indices, *, loc=None, ip=None):
     """PTX prmt.b32 (`__byte_perm`): byte k of the result is byte `(indices >> 4k) & 7` of the
     8 bytes {src_reg_shifted, src} (src the low four); the result has the type of `src`."""
     a = as_numeric(src)
-    r = wrap(_core.sm90.prmt(num_of(a), num_of(as_numeric(src_reg_shifted)), num_of(as_numeric(indices))))
+    r = wrap(_core.sm90_warp.prmt(num_of(a), num_of(as_numeric(src_reg_shifted)), num_of(as_numeric(indices))))
     return r if type(r) is type(a) or not hasattr(type(a), "mlir_type") else type(a)(r)
 
 

@@ -277,6 +277,14 @@ class PipelineOrder:
     def wait(self):
         self.barriers.wait(self.state.index * self.length + self.group_id, self.state.phase)
 
+    # Carried through dynamic loops by its state (the barriers and the group are fixed).
+    def __extract_mlir_values__(self):
+        return self.state.__extract_mlir_values__()
+
+    def __new_from_mlir_values__(self, values):
+        return PipelineOrder(self.barriers, self.depth, self.length, self.group_id,
+                             self.state.__new_from_mlir_values__(values))
+
 
 class PipelineProducer:
     """The producer's handle on a pipeline, with its own PipelineState."""
