@@ -273,7 +273,8 @@ def _on_gpu(run, *arrays):
     arrays' contents afterwards."""
     torch = pytest.importorskip("torch")
     cutlass.cuda.initialize_cuda_context()
-    args = [torch.from_numpy(a.copy()).cuda() if isinstance(a, np.ndarray) else a for a in arrays]
+    # order="K": a Fortran-order array stays column-major (ndarray.copy() would make it C-order)
+    args = [torch.from_numpy(a.copy(order="K")).cuda() if isinstance(a, np.ndarray) else a for a in arrays]
     run(*args)
     torch.cuda.synchronize()
     return [t.cpu().numpy() if isinstance(a, np.ndarray) else t for a, t in zip(arrays, args)]
