@@ -14,6 +14,7 @@
 
 #include "dsl/arch_ops.h"
 #include "dsl/named_barrier.h"
+#include "bindings/async_bindings.h"
 #include "dsl/launch_control.h"
 #include "dsl/dtype.h"
 #include "dsl/num.h"
@@ -318,4 +319,5 @@ NB_MODULE(_core, m) {
   bindings::bind_smem(m);
   bindings::bind_tensor_ssa(m);
   bindings::bind_carry(m);
+  bindings::bind_async(m);
 }

@@ -16,6 +16,7 @@
 #include "emulator/sm80_mma.h"
 #include "emulator/sm80_copy.h"
 #include "emulator/sm90_mma.h"
+#include "emulator/sm90_async.h"
 
 namespace opencute::emulator {
 
@@ -37,7 +38,9 @@ struct MaskEntry {
   uint32_t other;  // the else-side mask of an if
 };
 
-enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, Done };
+// AtMbarrier: parked by a blocking mbarrier wait; Spinning: parked after failed try/test waits
+// while no barrier changed (emulator/sm90_async.h).
+enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, AtMbarrier, Spinning, Done };
 constexpr int kNamedBarriers = 16;
 
 struct Warp {
@@ -50,6 +53,13 @@ struct Warp {
   unsigned first_thread = 0;
   int index = 0;
   int barrier_id = -1;  // the named barrier a warp in AtNamedBarrier waits at
+  // The mbarrier (address, phase parity) a parked or spinning warp waits for, the wait
+  // instruction, and the failed try-waits in a row while the barriers' epoch stood still.
+  uintptr_t mbar = 0;
+  int64_t mbar_parity = 0;
+  const Inst* mbar_wait = nullptr;
+  uint64_t spin_epoch = 0;
+  int spins = 0;
 };
 
 // One host thread's state: registers and local memory for every warp of a block, reused for
@@ -71,6 +81,7 @@ struct Worker {
   // Named barriers of the running block: threads arrived so far and the count that completes it.
   int64_t named_arrived[kNamedBarriers] = {};
   int64_t named_count[kNamedBarriers] = {};
+  MbarrierTable mbarriers;  // the block's mbarriers (emulator/sm90_async.h)
 };
 
 struct LaunchCtx {
@@ -493,6 +504,40 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         execute_sm80_copy(i, ctx);
         break;
       }
+      case K::Sm90Async: {
+        Sm90WarpContext ctx;
+        ctx.regs = R;
+        ctx.mask = m;
+        ctx.table = &w.mbarriers;
+        ctx.smem = w.smem;
+        ctx.smem_size = w.smem_size;
+        // Without clusters a block is CTA rank 0 of a cluster of one.
+        ctx.peer = [&](int64_t rank) -> std::pair<char*, MbarrierTable*> {
+          if (rank == 0) return {w.smem, &w.mbarriers};
+          return {nullptr, nullptr};
+        };
+        ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
+        ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
+          check_access(c, w, warp, lane, i, addr, bytes, store);
+        };
+        const AsyncStep step = execute_sm90_async(i, ctx);
+        if (step == AsyncStep::Continue) break;
+        warp.mbar = ctx.wait_addr;
+        warp.mbar_parity = ctx.wait_parity;
+        warp.mbar_wait = &i;
+        if (step == AsyncStep::Block) {  // re-runs the wait when woken
+          warp.state = WarpState::AtMbarrier;
+          return;
+        }
+        // A failed try/test wait: let the other warps run. Failing again and again while no
+        // barrier changes parks the warp until one does (a spin loop cannot hang the emulator).
+        const uint64_t epoch = w.mbarriers.epoch();
+        warp.spins = warp.spin_epoch == epoch ? warp.spins + 1 : 1;
+        warp.spin_epoch = epoch;
+        if (warp.spins >= 3) warp.state = WarpState::Spinning;
+        warp.pc++;
+        return;
+      }
       case K::Barrier:
         warp.pc++;
         warp.state = WarpState::AtBarrier;
@@ -628,6 +673,32 @@ void prepare_worker(const LaunchCtx& c, Worker& w) {
   }
 }
 
+// Every warp is parked and some wait on mbarriers: name each waiting warp, the barrier and
+// where it waits, and what the other warps do.
+std::string mbarrier_deadlock(const LaunchCtx& c, const Worker& w) {
+  std::string s = "mbarrier deadlock in kernel '" + *c.kernel + "', block " + dims3(w.block_idx) +
+                  ": every warp waits and none can make progress:";
+  for (const Warp& warp : w.warps) {
+    s += "\n  warp " + std::to_string(warp.index) + " ";
+    switch (warp.state) {
+      case WarpState::AtMbarrier:
+      case WarpState::Spinning: {
+        s += warp.state == WarpState::AtMbarrier ? "waits" : "spins on try_wait";
+        const ir::Op* op = warp.mbar_wait ? warp.mbar_wait->op : nullptr;
+        if (op && op->line) s += " at " + (op->file.empty() ? std::string("line ") : op->file + ":") + std::to_string(op->line);
+        s += " for phase parity " + std::to_string(warp.mbar_parity) + " of " +
+             describe_mbarrier(w.mbarriers, warp.mbar, w.smem);
+        break;
+      }
+      case WarpState::AtBarrier: s += "waits at sync_threads"; break;
+      case WarpState::AtNamedBarrier: s += "waits at named barrier " + std::to_string(warp.barrier_id); break;
+      case WarpState::Done: s += "has finished"; break;
+      case WarpState::Running: s += "runs"; break;
+    }
+  }
+  return s;
+}
+
 void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
   const unsigned* g = c.req->grid;
   w.block_idx[0] = unsigned(linear_block % g[0]);
@@ -637,23 +708,34 @@ void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
   w.async.reset(w.smem, w.smem_size, c.block_threads);
   w.wgmma_reads.reset(reinterpret_cast<uintptr_t>(w.smem), w.smem_size, (c.block_threads + kWarp - 1) / kWarp);
   for (int b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = w.named_count[b] = 0;
+  w.mbarriers.reset();
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;
     warp.state = WarpState::Running;
     warp.stack.clear();
+    warp.spins = 0;
+    warp.spin_epoch = 0;
   }
   for (;;) {
-    int waiting = 0, done = 0, running = 0, named = 0;
+    int waiting = 0, done = 0, running = 0, named = 0, mbar = 0;
     for (Warp& warp : w.warps)
       if (warp.state == WarpState::Running) run_warp(c, w, warp);
+    for (Warp& warp : w.warps) {  // wake the warps whose mbarrier moved
+      if (warp.state == WarpState::AtMbarrier && w.mbarriers.phase_done(warp.mbar, warp.mbar_parity))
+        warp.state = WarpState::Running;
+      else if (warp.state == WarpState::Spinning && warp.spin_epoch != w.mbarriers.epoch())
+        warp.state = WarpState::Running, warp.spins = 0;
+    }
     for (const Warp& warp : w.warps) {
       if (warp.state == WarpState::AtBarrier) ++waiting;
       else if (warp.state == WarpState::AtNamedBarrier) ++named;
+      else if (warp.state == WarpState::AtMbarrier || warp.state == WarpState::Spinning) ++mbar;
       else if (warp.state == WarpState::Running) ++running;  // released by a named barrier
       else ++done;
     }
     if (running) continue;
+    if (mbar) throw ExecutionError(mbarrier_deadlock(c, w));
     if (named) {
       std::string stuck;
       for (const Warp& warp : w.warps)

@@ -86,7 +86,28 @@ enum class OpCode : uint8_t {
   WgmmaFence,   // wgmma.fence: register writes before it are seen by the following wgmma
   WgmmaCommit,  // closes the warpgroup's current group of wgmma
   WgmmaWait,    // int_attr = N: waits until at most N of the committed wgmma groups are pending
+  // SM90 asynchronous machinery (hasync: ir/async_attributes.h for the kinds, dsl/mbarrier,
+  // target/nvvm/lower_sm90_async.cpp, emulator/sm90_async.cpp)
+  MbarrierInit,    // (mbarrier smem ptr, arrival count i32)
+  MbarrierArrive,  // (mbarrier ptr, value i32[, peer cta rank i32]); int_attr = MbarrierArriveKind (value = arrival
+                   // count or tx bytes); with the rank operand it signals the same offset in that CTA of the cluster
+  MbarrierWait,    // (mbarrier ptr, phase parity i32) -> nothing (Wait) or i1; int_attr = MbarrierWaitKind
+  Fence,           // int_attr = FenceKind (memory / proxy fences)
+  // TMA (cute/atom/copy_sm90): `desc` is the generic address of a CUtensorMap (a grid-constant
+  // kernel parameter); coordinates are i32 in the tensor map's dimension order (dim 0 innermost)
+  TmaLoad,    // (desc, smem dst ptr, mbarrier ptr, coords..., [i16 multicast mask]); int_attr = rank,
+              // ints = {multicast}; the bytes landing complete transactions on the mbarrier
+  TmaStore,   // (desc, smem src ptr, coords...); int_attr = rank; joins the thread's bulk group
+  BulkCommit,  // cp.async.bulk.commit_group
+  BulkWait,    // int_attr = N, ints = {read}: wait until at most N bulk groups are pending (their reads)
+  TmaDescOp,   // (desc); int_attr = TmaDescOpKind: prefetch.tensormap / fence.proxy.tensormap acquire
+  TmaEncode,   // host: (global ptr, extents i64 x rank, byte strides i64 x rank) -> param-space pointer to a
+               // TMA descriptor (the result type's element is the element type); int_attr = rank,
+               // ints = {swizzle bytes, box sizes x rank}
 };
+
+// TmaDescOp kinds.
+enum class TmaDescOpKind : uint8_t { Prefetch = 0, FenceAcquire = 1 };
 
 // griddepcontrol.wait: wait until the prerequisite grids finished and their memory is visible;
 // griddepcontrol.launch_dependents: let the dependent grid launch now (a hint; no memory ordering).

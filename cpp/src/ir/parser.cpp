@@ -125,7 +125,7 @@ class Cursor {
       expect(">");
       AddrSpace as = space == "generic" ? AddrSpace::Generic : space == "gmem" ? AddrSpace::Gmem
                    : space == "smem"    ? AddrSpace::Smem    : space == "cmem" ? AddrSpace::Cmem
-                   : space == "rmem"    ? AddrSpace::Rmem    : (fail("unknown address space '" + space + "'"), AddrSpace::Generic);
+                   : space == "rmem"    ? AddrSpace::Rmem    : space == "param" ? AddrSpace::Param : (fail("unknown address space '" + space + "'"), AddrSpace::Generic);
       return pointer_type(elem, as, int(align));
     }
     if (accept("vector<")) {
@@ -390,7 +390,9 @@ class Parser {
       }
       case OpCode::CpAsync: case OpCode::CpAsyncCommit: case OpCode::CpAsyncWait: case OpCode::LdMatrix:
       case OpCode::StMatrix: case OpCode::Wgmma: case OpCode::WgmmaFence: case OpCode::WgmmaCommit:
-      case OpCode::WgmmaWait: {
+      case OpCode::WgmmaWait: case OpCode::MbarrierInit: case OpCode::MbarrierArrive: case OpCode::MbarrierWait:
+      case OpCode::Fence: case OpCode::TmaLoad: case OpCode::TmaStore: case OpCode::BulkCommit:
+      case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode: {
         // SM80 copies: `[int_attr, ints...] operands : result types`
         std::vector<int64_t> attrs;
         if (c.accept("[")) {

@@ -164,6 +164,16 @@ class Printer {
       case OpCode::CpAsyncWait:
       case OpCode::LdMatrix:
       case OpCode::StMatrix:
+      case OpCode::MbarrierInit:  // the SM90 async ops share the SM80 copies' form `[kind, ints] operands : types`
+      case OpCode::MbarrierArrive:
+      case OpCode::MbarrierWait:
+      case OpCode::Fence:
+      case OpCode::TmaLoad:
+      case OpCode::TmaStore:
+      case OpCode::BulkCommit:
+      case OpCode::BulkWait:
+      case OpCode::TmaDescOp:
+      case OpCode::TmaEncode:
         if (op.code != OpCode::CpAsyncCommit) {
           os << " [" << op.int_attr;
           for (int64_t v : op.ints) os << ", " << v;

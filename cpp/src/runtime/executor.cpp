@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "runtime/tma_descriptor.h"
+
 #include <algorithm>
 
 #include <chrono>
@@ -258,6 +260,10 @@ std::vector<ir::Scalar> CompiledProgram::run(const ir::Scalar* args, size_t num_
   for (void* s : recorder.streams)
     if (!drv.stream_is_capturing(s)) drv.stream_synchronize(s);
   return results;
+}
+
+void CompiledProgram::encode_tma(emulator::TmaDescriptor& d, ir::Type element) {
+  if (!runs_on_emulator() && !discard_launches_) encode_tma_descriptor(d, element);
 }
 
 void CompiledProgram::launch(const emulator::LaunchRequest& r) {

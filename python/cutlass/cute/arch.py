@@ -274,3 +274,156 @@ import sys as _sys  # noqa: E402
 
 nvvm_wrappers = _sys.modules[__name__]
 _sys.modules[__name__ + ".nvvm_wrappers"] = nvvm_wrappers
+
+
+# ---- mbarrier (SM90 transaction barriers) and fences -----------------------------------------
+# An mbarrier is an 8-byte object in shared memory (a Pointer to Int64): mbarrier_init gives it
+# the number of arrivals that complete a phase; a phase completes when that many arrivals were
+# counted and every expected transaction byte (TMA copies) landed. Waits name the phase by its
+# parity (0 or 1). Each call emits one typed IR op (cpp/src/dsl/mbarrier.cpp).
+
+def _peer_rank(rank):
+    return None if rank is None else num_of(as_numeric(rank))
+
+
+def _user_line():
+    """(file, line) of the innermost caller outside the cutlass package: the emulator names it
+    when a wait never completes."""
+    import sys
+    from .._dsl.source_lines import _is_user_code
+    f = sys._getframe(2)
+    while f is not None and not _is_user_code(f.f_code.co_filename):
+        f = f.f_back
+    return ("", 0) if f is None else (f.f_code.co_filename, f.f_lineno)
+
+
+def mbarrier_init(mbar_ptr, cnt, *, loc=None, ip=None):
+    """Initialise the mbarrier: phase 0, `cnt` arrivals per phase (one thread should do it)."""
+    _core.sm90.mbarrier_init(_pointer_value(mbar_ptr), num_of(as_numeric(cnt)), *_user_line())
+
+
+def mbarrier_init_fence(*, loc=None, ip=None):
+    """Make the mbarrier inits visible to the cluster (and the TMA unit) before they are used."""
+    _core.sm90.fence("mbarrier_init")
+
+
+def mbarrier_arrive(mbar_ptr, peer_cta_rank_in_cluster=None, arrive_count=1, *, scope=None, loc=None, ip=None):
+    """Count `arrive_count` arrivals; with a peer rank, on the barrier at the same shared offset
+    in that CTA of the cluster."""
+    _core.sm90.mbarrier_arrive("arrive", _pointer_value(mbar_ptr), num_of(as_numeric(arrive_count)),
+                               _peer_rank(peer_cta_rank_in_cluster), *_user_line())
+
+
+def mbarrier_arrive_and_expect_tx(mbar_ptr, bytes, peer_cta_rank_in_cluster=None, relaxed=False, scope=None,  # noqa: A002
+                                  *, loc=None, ip=None):
+    """Expect `bytes` more transaction bytes in the current phase, then arrive once."""
+    _core.sm90.mbarrier_arrive("arrive_expect_tx", _pointer_value(mbar_ptr), num_of(as_numeric(bytes)),
+                               _peer_rank(peer_cta_rank_in_cluster), *_user_line())
+
+
+def mbarrier_expect_tx(mbar_ptr, bytes, peer_cta_rank_in_cluster=None, *, scope=None, loc=None, ip=None):  # noqa: A002
+    """Expect `bytes` more transaction bytes in the current phase (no arrival)."""
+    _core.sm90.mbarrier_arrive("expect_tx", _pointer_value(mbar_ptr), num_of(as_numeric(bytes)),
+                               _peer_rank(peer_cta_rank_in_cluster), *_user_line())
+
+
+def mbarrier_wait(mbar_ptr, phase, *, loc=None, ip=None):
+    """Block until the phase with parity `phase` of the mbarrier completed."""
+    _core.sm90.mbarrier_wait("wait", _pointer_value(mbar_ptr), num_of(as_numeric(phase)), *_user_line())
+
+
+def mbarrier_try_wait(mbar_ptr, phase, *, loc=None, ip=None):
+    """Whether the phase with parity `phase` completed (may suspend the thread a while): a Boolean."""
+    return wrap(_core.sm90.mbarrier_wait("try_wait", _pointer_value(mbar_ptr), num_of(as_numeric(phase)), *_user_line()))
+
+
+def mbarrier_test_wait(mbar_ptr, phase, *, loc=None, ip=None):
+    """Whether the phase with parity `phase` completed, without suspending: a Boolean."""
+    return wrap(_core.sm90.mbarrier_wait("test_wait", _pointer_value(mbar_ptr), num_of(as_numeric(phase)), *_user_line()))
+
+
+def mbarrier_conditional_try_wait(cond, mbar_ptr, phase, *, loc=None, ip=None):
+    """try_wait when `cond` holds; True (nothing to wait for) when it does not, as CUTLASS's
+    pipelines skip a wait. The barrier is not touched when `cond` is false."""
+    return wrap(_core.sm90.mbarrier_conditional_try_wait(num_of(as_numeric(cond)), _pointer_value(mbar_ptr),
+                                                         num_of(as_numeric(phase)), *_user_line()))
+
+
+_FENCE_PROXY_KINDS = {
+    "alias": "proxy_alias",
+    "async": "proxy_async",
+    "async.global": "proxy_async_global",
+    "async.shared": None,  # by space
+}
+
+
+def _kind_text(v):
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    name = getattr(v, "value", None)
+    if isinstance(name, str):
+        return name
+    return getattr(v, "name", str(v)).replace("_", ".").lower()
+
+
+def fence_proxy(kind, *, space=None, use_intrinsic=None, loc=None, ip=None):
+    """A proxy fence: `kind` in "alias", "async", "async.global", "async.shared" (with
+    space="cta" or "cluster"); orders generic-proxy accesses (ordinary loads and stores) with the
+    async proxy (TMA, wgmma operands) before a barrier hands the data over."""
+    k = _kind_text(kind)
+    sp = _kind_text(space)
+    if sp is not None:
+        sp = sp.split("::")[-1].replace("shared.", "")
+    if k == "async.shared" or k == "async.shared.cta" or k == "async.shared.cluster":
+        if k != "async.shared":
+            sp = k.rsplit(".", 1)[1]
+        if sp not in (None, "cta", "cluster"):
+            raise ValueError(f"fence_proxy: space must be 'cta' or 'cluster', got {space!r}")
+        _core.sm90.fence("proxy_async_shared_cluster" if sp == "cluster" else "proxy_async_shared_cta")
+        return
+    if k not in _FENCE_PROXY_KINDS:
+        raise ValueError(f"fence_proxy: unknown proxy kind {kind!r} (expected one of "
+                         f"{', '.join(repr(x) for x in _FENCE_PROXY_KINDS)})")
+    _core.sm90.fence(_FENCE_PROXY_KINDS[k])
+
+
+def fence_view_async_shared(*, loc=None, ip=None):
+    """fence.proxy.async.shared::cta: shared memory written by threads becomes visible to the
+    async proxy (TMA stores, wgmma)."""
+    _core.sm90.fence("proxy_async_shared_cta")
+
+
+def fence_acq_rel_cta(*, loc=None, ip=None):
+    _core.sm90.fence("acq_rel_cta")
+
+
+def fence_acq_rel_cluster(*, loc=None, ip=None):
+    _core.sm90.fence("acq_rel_cluster")
+
+
+def fence_acq_rel_gpu(*, loc=None, ip=None):
+    _core.sm90.fence("acq_rel_gpu")
+
+
+def fence_acq_rel_sys(*, loc=None, ip=None):
+    _core.sm90.fence("acq_rel_sys")
+
+
+# ---- bulk (TMA store) groups --------------------------------------------------------------------
+
+def cp_async_bulk_commit_group(*, loc=None, ip=None):
+    """Close this thread's current group of TMA stores (cp.async.bulk.commit_group)."""
+    _core.sm90.bulk_commit_group()
+
+
+def cp_async_bulk_wait_group(group, *, read=None, loc=None, ip=None):
+    """Wait until at most `group` of this thread's bulk groups are pending; with read=True only
+    until their shared-memory reads are done (the buffer may be reused)."""
+    try:
+        n = operator.index(group)
+    except TypeError:
+        raise TypeError(f"cp_async_bulk_wait_group needs a static int number of groups, got {type(group).__name__}") \
+            from None
+    _core.sm90.bulk_wait_group(n, bool(read))

@@ -54,6 +54,7 @@ int llvm_addrspace(AddrSpace s) {
     case AddrSpace::Smem: return 3;
     case AddrSpace::Cmem: return 4;
     case AddrSpace::Rmem: return 0;  // allocas are reached through generic pointers
+    case AddrSpace::Param: return 0;  // a grid-constant parameter is reached through its generic address
   }
   return 0;
 }
@@ -303,13 +304,20 @@ class KernelLowering : public OpLowering {
     if (!fn_.result_types.empty()) fail(nullptr, "a kernel cannot return values");
     start_block("entry");
     std::vector<std::string> params, param_types;
-    std::vector<std::pair<const Value*, std::string>> bool_args;
+    std::vector<std::pair<const Value*, std::string>> bool_args, grid_constant_args;
     for (auto& a : fn_.args()) {
       std::string n = fresh();
       if (a->type->is_bool()) {
         // The host packs a bool argument as one byte.
         param_types.push_back("i8");
         bool_args.emplace_back(a.get(), n);
+      } else if (a->type->is_pointer() && a->type->space == AddrSpace::Param) {
+        // A 128-byte CUtensorMap passed by value (__grid_constant__, see the annotations): the
+        // kernel uses its generic address.
+        param_types.push_back("[16 x i64]*");
+        params.push_back("[16 x i64]* byval align 64 " + n);
+        grid_constant_args.emplace_back(a.get(), n);
+        continue;
       } else {
         if (a->type->kind == TypeKind::Void) fail(nullptr, "void kernel argument");
         param_types.push_back(llvm_type(a->type));
@@ -336,6 +344,7 @@ class KernelLowering : public OpLowering {
       set_debug_location(nullptr);
     }
     for (auto& [v, n] : bool_args) vals_[v] = def("icmp ne i8 " + n + ", 0");
+    for (auto& [v, n] : grid_constant_args) vals_[v] = def("bitcast [16 x i64]* " + n + " to " + llvm_type(v->type));
     const Op* term = lower_block(*fn_.body);
     current_op_ = nullptr;
     if (!term || term->code != OpCode::Return) fail(nullptr, "kernel body must end with return");
@@ -1500,7 +1509,7 @@ class KernelLowering : public OpLowering {
       case OpCode::Launch: fail(&op, "kernel launches are only valid in host code");
       default:
         if (lower_sm80_copy(op, *this) || lower_sm80_mma(op, *this) || lower_launch_control(op, *this) ||
-            lower_sm90_mma(op, *this))
+            lower_sm90_mma(op, *this) || lower_sm90_async(op, *this))
           return;
         fail(&op, "no NVVM lowering for this operation");
     }
@@ -1541,6 +1550,15 @@ NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info) {
   for (auto& [fn_type, f] : kernels) {
     std::string ref = fn_type + " " + global_ref(f->name);
     annotations.push_back(ms.add_metadata("!{" + ref + ", !\"kernel\", i32 1}"));
+    std::string grid_constant;  // 1-based indices of the by-value TMA descriptor parameters
+    for (size_t i = 0; i < f->args().size(); ++i) {
+      Type t = f->args()[i]->type;
+      if (t->is_pointer() && t->space == AddrSpace::Param)
+        grid_constant += (grid_constant.empty() ? "" : ", ") + std::string("i32 ") + std::to_string(i + 1);
+    }
+    if (!grid_constant.empty())
+      annotations.push_back(ms.add_metadata("!{" + ref + ", !\"grid_constant\", !" +
+                                            std::to_string(ms.add_metadata("!{" + grid_constant + "}")) + "}"));
     if (f->reqntid[0] != 0) {
       std::string body = "!{" + ref;
       for (int d = 0; d < 3; ++d)
