@@ -82,6 +82,14 @@ const char* opcode_name(OpCode code) {
     case OpCode::BulkWait: return "bulk_wait";
     case OpCode::TmaDescOp: return "tma_desc_op";
     case OpCode::TmaEncode: return "tma_encode";
+    case OpCode::ClusterSreg: return "cluster_sreg";
+    case OpCode::ClusterBarrier: return "cluster_barrier";
+    case OpCode::MapSharedRank: return "map_shared_rank";
+    case OpCode::ElectOne: return "elect_one";
+    case OpCode::SyncWarp: return "sync_warp";
+    case OpCode::SetMaxNReg: return "setmaxnreg";
+    case OpCode::Prmt: return "prmt";
+    case OpCode::WarpUniform: return "warp_uniform";
   }
   return "?";
 }

@@ -237,6 +237,10 @@ class Parser {
       }
       c.expect(")");
     }
+    if (c.accept("minctasm(")) {
+      f->minctasm = int(c.integer());
+      c.expect(")");
+    }
     c.expect("{");
     if (!c.at_end()) c.fail("unexpected text after '{'");
     ++at_;
@@ -392,8 +396,10 @@ class Parser {
       case OpCode::StMatrix: case OpCode::Wgmma: case OpCode::WgmmaFence: case OpCode::WgmmaCommit:
       case OpCode::WgmmaWait: case OpCode::MbarrierInit: case OpCode::MbarrierArrive: case OpCode::MbarrierWait:
       case OpCode::Fence: case OpCode::TmaLoad: case OpCode::TmaStore: case OpCode::BulkCommit:
-      case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode: {
-        // SM80 copies: `[int_attr, ints...] operands : result types`
+      case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode:
+      case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
+      case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform: {
+        // SM80 copies, the SM90 async ops and the SM90 warp / cluster ops: `[int_attr, ints...] operands : result types`
         std::vector<int64_t> attrs;
         if (c.accept("[")) {
           attrs.push_back(c.integer());

@@ -46,6 +46,55 @@ class Verifier {
     if (!cond) fail(&op, msg);
   }
 
+  // The Hopper warp / cluster family (ir.h).
+  void verify_sm90_warp_op(const Op& op) {
+    const auto& o = op.operands;
+    const std::string name = opcode_name(op.code);
+    auto one_result = [&](Type t) { return op.results.size() == 1 && (!t || op.results[0]->type == t); };
+    switch (op.code) {
+      case OpCode::ClusterSreg:
+        expect(op, o.empty() && one_result(i32()) && op.int_attr >= 0 &&
+                       op.int_attr <= int64_t(ClusterSregKind::ClusterSize) && op.ints.size() == 1 &&
+                       op.ints[0] >= 0 && op.ints[0] < 3,
+               "cluster_sreg yields i32 and names a register kind and a dimension");
+        break;
+      case OpCode::ClusterBarrier:
+        expect(op, o.empty() && op.results.empty() && op.int_attr >= 0 &&
+                       op.int_attr <= int64_t(ClusterBarrierKind::Wait) && op.ints.size() == 1,
+               "cluster_barrier takes no operands and names its kind and alignment");
+        break;
+      case OpCode::MapSharedRank:
+        expect(op, o.size() == 2 && o[0]->type->is_pointer() && o[1]->type == i32() && one_result(nullptr) &&
+                       op.results[0]->type->is_pointer() && op.results[0]->type->space == AddrSpace::Generic &&
+                       op.results[0]->type->element == o[0]->type->element,
+               "map_shared_rank takes (pointer, i32 rank) and yields a generic pointer to the same element type");
+        break;
+      case OpCode::ElectOne:
+        expect(op, o.size() == 1 && o[0]->type == i32() && one_result(bool_type()), "elect_one takes an i32 mask, yields i1");
+        break;
+      case OpCode::SyncWarp:
+        expect(op, o.size() == 1 && o[0]->type == i32() && op.results.empty(), "sync_warp takes an i32 mask");
+        break;
+      case OpCode::SetMaxNReg:
+        expect(op, o.empty() && op.results.empty() && op.int_attr >= 24 && op.int_attr <= 256 && op.int_attr % 8 == 0 &&
+                       op.ints.size() == 1,
+               "setmaxnreg takes a register count in [24, 256], a multiple of 8");
+        break;
+      case OpCode::Prmt:
+        expect(op, o.size() == 3 && o[0]->type == i32() && o[1]->type == i32() && o[2]->type == i32() &&
+                       one_result(i32()),
+               "prmt takes three i32 and yields i32");
+        break;
+      case OpCode::WarpUniform:
+        expect(op, o.size() == 1 && one_result(o[0]->type) && o[0]->type->is_scalar(),
+               "warp_uniform yields its scalar operand");
+        break;
+      default:
+        break;
+    }
+    expect(op, fn_->kind == FunctionKind::Kernel, name + " is only valid in a kernel");
+  }
+
   void yield_matches(const Op& op, const Block* b, size_t skip_first) {
     const Op* t = b->terminator();
     if (!t || (t->code != OpCode::Yield && t->code != OpCode::Condition)) {
@@ -271,6 +320,10 @@ class Verifier {
         expect(op, fn_->kind == FunctionKind::Host, "tma_encode is only valid in host code");
         break;
       }
+      case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
+      case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
+        verify_sm90_warp_op(op);
+        break;
       default:
         break;
     }

@@ -329,6 +329,13 @@ void CudaDriver::set_max_dynamic_smem(FunctionHandle f, int bytes) {
         a.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
 }
 
+void CudaDriver::allow_non_portable_cluster_size(FunctionHandle f) {
+  const Api& a = initialized();
+  constexpr int kNonPortableClusterSizeAllowed = 14;  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (cuda.h)
+  check(a, "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
+        a.FuncSetAttribute(f, kNonPortableClusterSizeAllowed, 1));
+}
+
 void CudaDriver::launch(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned smem_bytes, StreamHandle stream,
                         void** params) {

@@ -57,6 +57,8 @@ class CudaDriver {
   void unload_module(ModuleHandle module);
   FunctionHandle get_function(ModuleHandle module, const std::string& name);
   void set_max_dynamic_smem(FunctionHandle f, int bytes);
+  // Lets `f` launch with clusters of more than the portable 8 CTAs (up to 16 on sm_90).
+  void allow_non_portable_cluster_size(FunctionHandle f);
 
   // params: one pointer per kernel parameter, pointing at the argument's value.
   void launch(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,

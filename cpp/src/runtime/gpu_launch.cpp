@@ -31,6 +31,7 @@ void launch_on_gpu(void* fn, const emulator::LaunchRequest& r, bool discard) {
   }
   CudaDriver& drv = CudaDriver::get();
   if (r.smem > 48 * 1024) drv.set_max_dynamic_smem(fn, int(r.smem));
+  if (r.has_cluster && uint64_t(r.cluster[0]) * r.cluster[1] * r.cluster[2] > 8) drv.allow_non_portable_cluster_size(fn);
   CudaDriver::LaunchAttributes la;
   la.has_cluster = r.has_cluster;
   for (int i = 0; i < 3; ++i) la.cluster[i] = r.cluster[i];

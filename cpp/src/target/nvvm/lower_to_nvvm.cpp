@@ -1509,7 +1509,7 @@ class KernelLowering : public OpLowering {
       case OpCode::Launch: fail(&op, "kernel launches are only valid in host code");
       default:
         if (lower_sm80_copy(op, *this) || lower_sm80_mma(op, *this) || lower_launch_control(op, *this) ||
-            lower_sm90_mma(op, *this) || lower_sm90_async(op, *this))
+            lower_sm90_mma(op, *this) || lower_sm90_async(op, *this) || lower_sm90_warp(op, *this))
           return;
         fail(&op, "no NVVM lowering for this operation");
     }
@@ -1565,6 +1565,8 @@ NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info) {
         body += std::string(", !\"reqntid") + "xyz"[d] + "\", i32 " + std::to_string(std::max(f->reqntid[d], 1));
       annotations.push_back(ms.add_metadata(body + "}"));
     }
+    if (f->minctasm > 0)
+      annotations.push_back(ms.add_metadata("!{" + ref + ", !\"minctasm\", i32 " + std::to_string(f->minctasm) + "}"));
   }
   // With debug info the version node also carries the debug-metadata version (3.1), as the
   // NVVM IR spec requires; without it libNVVM rejects the module as mismatched.
