@@ -83,6 +83,12 @@ def test_mn_major_tile_split_into_two_runs():
     b = np.asfortranarray(np.zeros((200, 16), np.float32))
     with pytest.raises(cute.DSLRuntimeError, match="splits mode 0 into runs of 64"):
         f(b, np.zeros((256, 16), np.float32))
+    # A descriptor the hardware's rules refuse (a row stride of 280 bytes) names the user's line.
+    c = np.zeros((20, 70), np.float32)
+    host = _load_kernel((8, 32), cute.make_layout((8, 32), stride=(32, 1)), Float32)
+    with pytest.raises(cute.DSLRuntimeError, match=r"byte stride 280 of dimension 1 is not a multiple of 16 "
+                                                   r"\(make_tiled_tma_atom at .*test_sm90_tma.py:\d+\)"):
+        cute.compile(host, c, np.zeros((24, 96), np.float32), options=CPU)(c, np.zeros((24, 96), np.float32))
 
 
 def test_128b_swizzled_fp16_tile_reads_back_through_the_swizzled_layout():
@@ -304,7 +310,7 @@ def test_gpu_tma_pipeline_matches_numpy():
 BM, BK, AB_STAGES = 64, 64, 2
 
 
-def _dense_gemm_shaped(k_major):
+def _dense_gemm_shaped(k_major, mcast=False):
     # fp16 128-byte swizzle atoms, in bytes (S<3,4,3>) as the swizzle of the smem pointer
     if k_major:
         atom = cute.make_composed_layout(cute.make_swizzle(3, 4, 3), 0, cute.make_layout((8, 64), stride=(64, 1)))
@@ -332,16 +338,24 @@ def _dense_gemm_shaped(k_major):
             for s in cutlass.range_constexpr(AB_STAGES):
                 cute.arch.mbarrier_init(bars + s, 1)
         cute.arch.mbarrier_init_fence()
-        cute.arch.sync_threads()
-        gA = cute.local_tile(mA, (BM, BK), (bidx, None))  # (BM, BK, k tiles)
-        tAsA, tAgA = cpasync.tma_partition(atom_a, 0, cute.make_layout(1), cute.group_modes(sA, 0, 2),
-                                           cute.group_modes(gA, 0, 2))
+        if cutlass.const_expr(mcast):
+            cute.arch.cluster_arrive()
+            cute.arch.cluster_wait()
+        else:
+            cute.arch.sync_threads()
+        # With multicast both CTAs of the cluster load tile 0 together, half each.
+        gA = cute.local_tile(mA, (BM, BK), (0 if cutlass.const_expr(mcast) else bidx, None))  # (BM, BK, k tiles)
+        rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+        tAsA, tAgA = cpasync.tma_partition(atom_a, rank if cutlass.const_expr(mcast) else 0,
+                                           cute.make_layout(2 if cutlass.const_expr(mcast) else 1),
+                                           cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
         tile_bytes = cute.size_in_bytes(Float16, cute.slice_(staged, (None, None, 0)))
         for k in cutlass.range_constexpr(AB_STAGES):
             if warp_idx == 0:
                 if tidx == 0:
                     cute.arch.mbarrier_arrive_and_expect_tx(bars + k, tile_bytes)
-                cute.copy(atom_a, tAgA[(None, k)], tAsA[(None, k)], tma_bar_ptr=bars + k, mcast_mask=0)
+                cute.copy(atom_a, tAgA[(None, k)], tAsA[(None, k)], tma_bar_ptr=bars + k,
+                          mcast_mask=0b11 if cutlass.const_expr(mcast) else 0)
         for k in cutlass.range_constexpr(AB_STAGES):
             cute.arch.mbarrier_wait(bars + k, 0)
             for i in cutlass.range(tidx, BM * BK, 128):
@@ -349,20 +363,163 @@ def _dense_gemm_shaped(k_major):
 
     @cute.jit
     def host(a: cute.Tensor, out: cute.Tensor):
-        atom_a, tma_a = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
-                                                    cute.slice_(staged, (None, None, 0)), (BM, BK), num_multicast=1)
-        kernel(atom_a, tma_a, out).launch(grid=(cute.size(a, mode=[0]) // BM, 1, 1), block=(128, 1, 1))
+        op = cpasync.CopyBulkTensorTileG2SMulticastOp() if cutlass.const_expr(mcast) else cpasync.CopyBulkTensorTileG2SOp()
+        atom_a, tma_a = cpasync.make_tiled_tma_atom(op, a, cute.slice_(staged, (None, None, 0)), (BM, BK),
+                                                    num_multicast=2 if cutlass.const_expr(mcast) else 1)
+        kernel(atom_a, tma_a, out).launch(grid=(cute.size(a, mode=[0]) // BM, 1, 1), block=(128, 1, 1),
+                                          cluster=(2, 1, 1) if cutlass.const_expr(mcast) else None)
 
     return host
 
 
 @pytest.mark.parametrize("k_major", [True, False])
-def test_dense_gemm_shaped_staged_swizzled_loads(k_major):
+@pytest.mark.parametrize("mcast", [False, True])
+def test_dense_gemm_shaped_staged_swizzled_loads(k_major, mcast):
     a = (np.arange(128 * 128) % 509).astype(np.float16).reshape(128, 128)
     if not k_major:
         a = np.asfortranarray(a)
     out = np.zeros((128, 128), np.float16)
-    host = _dense_gemm_shaped(k_major)
+    host = _dense_gemm_shaped(k_major, mcast)
     f = cute.compile(host, a, out, options=f"{CPU} --gpu-arch sm_90a")
     f(a, out)
-    np.testing.assert_array_equal(out, a)
+    want = a.copy()
+    if mcast:  # both CTAs hold tile 0 (rows 0..63), each writes it to its own rows
+        want[64:] = a[:64]
+    np.testing.assert_array_equal(out, want)
+
+
+# ---- clusters: TMA multicast and remote mbarrier arrives (the CTAs of a cluster co-scheduled) -----
+
+MC_TILE = (16, 32)
+
+
+@cute.kernel
+def multicast_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+    bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+    s = cute.make_tensor(cute.arch.alloc_smem(Float32, 512, alignment=1024), cute.make_layout(MC_TILE, stride=(32, 1)))
+    if tidx == 0:
+        cute.arch.mbarrier_init(bar, 1)
+        cute.arch.mbarrier_init_fence()
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()  # both CTAs' barriers are initialised before either multicasts
+    g = cute.local_tile(tma_tensor, MC_TILE, (0, 0))
+    tAsA, tAgA = cpasync.tma_partition(atom, rank, cute.make_layout(2), s, g)
+    if tidx < 32:
+        if tidx == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, 512 * 4)  # the whole tile: both CTAs' slices
+        cute.copy(atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=0b11)
+    cute.arch.mbarrier_wait(bar, 0)
+    for i in cutlass.range(tidx, 512, 64):
+        out[rank, i // 32, i % 32] = s[i // 32, i % 32]
+    # Remote arrive: CTA 1 signals a barrier of CTA 0 (same shared offset), which CTA 0 waits on.
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    if tidx == 0:
+        if rank == 0:
+            cute.arch.mbarrier_init(bar, 1)
+            cute.arch.mbarrier_init_fence()
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    if tidx == 0:
+        if rank == 1:
+            cute.arch.mbarrier_arrive(bar, 0)
+        else:
+            cute.arch.mbarrier_wait(bar, 0)
+            out[0, 0, 0] = Float32(-7)
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+@cute.jit
+def multicast_host(a: cute.Tensor, out: cute.Tensor):
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SMulticastOp(), a,
+                                          cute.make_layout(MC_TILE, stride=(32, 1)), MC_TILE, num_multicast=2)
+    multicast_kernel(atom, t, out).launch(grid=(2, 1, 1), block=(64, 1, 1), cluster=(2, 1, 1))
+
+
+def test_multicast_fills_every_cta_of_the_mask_and_remote_arrives_reach_the_peer():
+    a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32) + 1
+    out = np.zeros((2, 16, 32), np.float32)
+    f = cute.compile(multicast_host, a, out, options=f"{CPU} --gpu-arch sm_90a")
+    f(a, out)
+    want = np.stack([a, a])
+    want[0, 0, 0] = -7  # CTA 0 saw CTA 1's remote arrival
+    np.testing.assert_array_equal(out, want)
+    if f.__ptx__ is not None:
+        assert ".multicast::cluster" in f.__ptx__
+        assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in f.__ptx__
+
+
+@pytest.mark.gpu
+def test_gpu_multicast_and_remote_arrive():
+    a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32) + 1
+    _, out = _on_gpu(multicast_host, a, np.zeros((2, 16, 32), np.float32))
+    want = np.stack([a, a])
+    want[0, 0, 0] = -7
+    np.testing.assert_array_equal(out, want)
+
+
+# ---- the Hopper GEMM epilogue's TMA store: zipped_divide of the C tile by the epilogue tile,
+# tma_partition, a staged smem buffer reached through a swizzled pointer, bulk groups -------------
+
+def test_dense_gemm_shaped_epilogue_store():
+    EPI = (32, 32)
+    atom_l = cute.make_composed_layout(cute.make_swizzle(2, 4, 3), 0, cute.make_layout((8, 32), stride=(32, 1)))
+    staged = cute.tile_to_shape(atom_l, (EPI[0], EPI[1], 2), (0, 1, 2))
+
+    @cute.struct
+    class Storage:
+        sC: cute.struct.Align[cute.struct.MemRange[Float16, cute.cosize(staged)], 1024]
+
+    @cute.kernel
+    def kernel(atom_c: cute.CopyAtom, mC: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        bidx, bidy, _ = cute.arch.block_idx()
+        warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        storage = cutlass.utils.SmemAllocator().allocate(Storage)
+        sC = storage.sC.get_tensor(staged.outer, swizzle=staged.inner)
+        gC = cute.local_tile(mC, (64, 64), (bidx, bidy))
+        gC_epi = cute.zipped_divide(gC, EPI)  # ((32, 32), (2, 2))
+        bSG_sD, bSG_gD = cpasync.tma_partition(atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)
+        for epi in cutlass.range_constexpr(4):
+            buf = epi % 2
+            for i in cutlass.range(tidx, 1024, 64):
+                r = i // 32
+                c = i % 32
+                sC[r, c, buf] = Float16((bidx * 64 + (epi % 2) * 32 + r) % 97 + (bidy * 64 + (epi // 2) * 32 + c) % 13)
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.sync_threads()
+            if warp_idx == 0:
+                cute.copy(atom_c, bSG_sD[(None, buf)], bSG_gD[(None, (epi % 2, epi // 2))])
+                cute.arch.cp_async_bulk_commit_group()
+                cute.arch.cp_async_bulk_wait_group(1, read=True)
+            cute.arch.sync_threads()
+        if warp_idx == 0:
+            cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+    @cute.jit
+    def host(c: cute.Tensor):
+        atom_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                                    cute.slice_(staged, (None, None, 0)), EPI)
+        kernel(atom_c, tma_c).launch(grid=(2, 2, 1), block=(64, 1, 1))
+
+    c = np.zeros((128, 128), np.float16)
+    cute.compile(host, c, options=CPU)(c)
+    r, k = np.meshgrid(np.arange(128), np.arange(128), indexing="ij")
+    np.testing.assert_array_equal(c, (r % 97 + k % 13).astype(np.float16))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("k_major", [True, False])
+@pytest.mark.parametrize("mcast", [False, True])
+def test_gpu_dense_gemm_shaped_staged_swizzled_loads(k_major, mcast):
+    a = (np.arange(128 * 128) % 509).astype(np.float16).reshape(128, 128)
+    if not k_major:
+        a = np.asfortranarray(a)
+    _, out = _on_gpu(_dense_gemm_shaped(k_major, mcast), a, np.zeros((128, 128), np.float16))
+    want = a.copy()
+    if mcast:
+        want[64:] = a[:64]
+    np.testing.assert_array_equal(out, want)

@@ -97,11 +97,14 @@ void bind_async(nb::module_& root) {
       .def_prop_ro("is_multicast", [](const cute::TmaAtom& a) { return a.kind == cute::TmaKind::LoadMulticast; })
       .def_prop_ro("num_multicast", [](const cute::TmaAtom& a) { return a.num_multicast; })
       .def_prop_ro("tile_elems", [](const cute::TmaAtom& a) { return a.tile_elems; })
+      .def_prop_ro("tile_rank", [](const cute::TmaAtom& a) { return a.tile_rank; })
+      .def_prop_ro("mcast_mode", [](const cute::TmaAtom& a) { return a.mcast_mode; })
+      .def_prop_ro("mcast_step", [](const cute::TmaAtom& a) { return a.mcast_step; })
       .def_prop_ro("value_type", [](const cute::TmaAtom& a) { return dsl::dtype_name(a.element); })
       .def_prop_ro("smem_layout", [](const cute::TmaAtom& a) { return py(a.smem_layout); });
   // kind: "load", "load_multicast" or "store"; smem_layout: a Layout or a swizzled ComposedLayout.
   m.def("make_tiled_tma_atom", [](const std::string& kind, nb::handle gmem, nb::handle smem_layout, nb::handle tiler,
-                                  int num_multicast) {
+                                  int num_multicast, const std::string& file, int line) {
     Scope scope;
     cute::TmaKind k = kind == "store" ? cute::TmaKind::Store
                     : kind == "load_multicast" ? cute::TmaKind::LoadMulticast : cute::TmaKind::Load;
@@ -116,10 +119,14 @@ void bind_async(nb::module_& root) {
     } else {
       outer = require_layout(smem_layout, "make_tiled_tma_atom");
     }
-    cute::TmaAtomResult r = cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle,
-                                                      to_tuple(tiler), num_multicast);
+    // The user's line on the descriptor op: a descriptor the driver or the checks refuse when the
+    // call runs is reported there.
+    cute::TmaAtomResult r = located(file, line, [&] {
+      return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tuple(tiler), num_multicast);
+    });
     return nb::make_tuple(r.atom, r.descriptor, r.tma_tensor);
-  });
+  }, nb::arg("kind"), nb::arg("gmem"), nb::arg("smem_layout"), nb::arg("tiler"), nb::arg("num_multicast"),
+     nb::arg("file") = "", nb::arg("line") = 0);
   m.def("tma_copy", [](const cute::TmaAtom& atom, nb::handle desc, nb::handle src, nb::handle dst, nb::handle mbar,
                        nb::handle mask) {
     Scope scope;

@@ -70,9 +70,6 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   if (kind != TmaKind::LoadMulticast && num_multicast != 1)
     tma_error("INVALID_VALUE", name + ": num_multicast=" + std::to_string(num_multicast) +
                                    " needs CopyBulkTensorTileG2SMulticastOp");
-  if (num_multicast != 1)
-    tma_error("NOT_SUPPORTED", name + ": multicast across " + std::to_string(num_multicast) +
-                                   " CTAs is not supported yet (clusters of one CTA only)");
   const int r = cta_tiler.rank();
   const L::Layout& g = gmem.layout;
   if (g.rank() < r)
@@ -116,6 +113,20 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     else
       dims.push_back(run);
   }
+  // Multicast: the outermost run is split between the CTAs of the group, one slice each.
+  const size_t run_dims = dims.size();
+  int mcast_mode = -1;
+  int64_t mcast_step = 0;
+  if (num_multicast > 1) {
+    if (run_dims == 0 || dims.back().size % num_multicast != 0)
+      tma_error("TMA_LAYOUT", name + ": the tile's outermost smem run (" +
+                                  std::to_string(run_dims ? dims.back().size : 1) + " elements of mode " +
+                                  std::to_string(run_dims ? dims.back().mode : 0) + ") cannot be split between " +
+                                  std::to_string(num_multicast) + " CTAs");
+    dims.back().size /= num_multicast;
+    mcast_mode = dims.back().mode;
+    mcast_step = dims.back().size * dims.back().tile_stride;
+  }
   // Tile modes of size 1 and global modes outside the tile: a dimension with a box of 1 each.
   for (int i = 0; i < g.rank(); ++i) {
     bool present = std::any_of(dims.begin(), dims.end(), [&](const Run& d) { return d.mode == i; });
@@ -133,6 +144,9 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   a.smem_layout = s;
   a.tile_elems = tile_elems;
   a.num_multicast = num_multicast;
+  a.mcast_mode = mcast_mode;
+  a.mcast_step = mcast_step;
+  a.tile_rank = r;
   const int elem_bytes = a.element->byte_size();
   if (a.element->width < 8) tma_error("TMA_LAYOUT", name + ": TMA moves whole bytes; sub-byte types are not supported");
   // The swizzle must be TMA's byte swizzle S<B,4,3> (B = 1, 2, 3: 32, 64, 128 bytes), written in

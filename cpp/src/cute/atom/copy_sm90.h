@@ -37,6 +37,12 @@ struct TmaAtom {
   layout::Layout smem_layout;    // the tile's smem layout (outer, no stage mode)
   int64_t tile_elems = 0;
   int num_multicast = 1;
+  // Multicast: each of the num_multicast CTAs loads one slice of the tile (along the outermost
+  // run of smem, tile mode `mcast_mode`) into every CTA of the mask; CTA i's slice starts at
+  // position i * mcast_step of that mode (tma_partition offsets the tensors there).
+  int mcast_mode = -1;
+  int64_t mcast_step = 0;
+  int tile_rank = 0;
   std::string op_name;
 };
 

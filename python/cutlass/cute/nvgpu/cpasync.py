@@ -154,22 +154,39 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     tiler = cta_tiler
     if hasattr(tiler, "shape") and not isinstance(tiler, tuple):
         tiler = tiler.shape
+    from ..arch import _user_line
     atom, desc, tma_tensor = _core.sm90.make_tiled_tma_atom(op._kind, gmem_tensor, smem_layout, tiler,
-                                                            int(num_multicast))
+                                                            int(num_multicast), *_user_line())
     return TmaInfo(TmaCopyAtom(op, atom, desc), tma_tensor, smem_layout)
 
 
 def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, *, loc=None, ip=None):
     """(smem, gmem) views for this CTA's TMA copies: mode 0 is one copy (one whole tile), the
-    other modes index stages / tiles (`tAsA[(None, stage)]`, `tAgA[(None, k)]`). With a
-    multicast group (`cta_layout` of more than one CTA) each CTA would issue its slice; only
-    groups of one CTA are supported so far."""
-    from ..layout import size
+    other modes index stages / tiles (`tAsA[(None, stage)]`, `tAgA[(None, k)]`). With a multicast
+    group (`cta_layout` of num_multicast CTAs) this CTA issues the slice `cta_layout(cta_coord)`
+    of each tile, which lands in every CTA of the mask: both views start at that slice."""
+    from ..layout import size, rank, crd2idx
+    from ..tensor import domain_offset
+    a = atom._atom
     n = size(cta_layout)
-    if not isinstance(n, int) or n != 1:
-        raise user_error("tma_partition: multicast across a cta_layout of more than one CTA is not supported yet",
-                         code="NOT_SUPPORTED")
-    return smem_tensor, gmem_tensor
+    if not isinstance(n, int):
+        raise user_error("tma_partition: the cta_layout must be static", code="TMA_LAYOUT")
+    if n == 1:
+        return smem_tensor, gmem_tensor
+    if n != a.num_multicast:
+        raise user_error(f"tma_partition: the cta_layout has {n} CTAs but the atom was made with "
+                         f"num_multicast={a.num_multicast}", code="TMA_LAYOUT")
+    index = crd2idx(cta_coord, cta_layout)
+    offs = tuple(index * a.mcast_step if m == a.mcast_mode else 0 for m in range(a.tile_rank))
+
+    def start(t):
+        # The tile modes are grouped in mode 0 (group_modes(x, 0, 2)), or are the tensor's first modes.
+        shape0 = t.shape[0] if rank(t) > 1 else t.shape
+        if isinstance(shape0, tuple) and len(shape0) == a.tile_rank:
+            return (offs,) + (0,) * (rank(t) - 1)
+        return offs + (0,) * (rank(t) - a.tile_rank)
+
+    return domain_offset(start(smem_tensor), smem_tensor), domain_offset(start(gmem_tensor), gmem_tensor)
 
 
 def prefetch_descriptor(tma_atom, *, loc=None, ip=None):
