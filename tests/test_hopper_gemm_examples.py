@@ -1,0 +1,111 @@
+"""NVIDIA's Hopper GEMM examples (cute/hopper/kernel/dense_gemm/*.py, BSD-3), loaded at run time when
+the examples are present next to the repository. Their kernel classes are driven as each example's
+`run()` does (tensors made as its `create_and_permute_tensor` makes them), with numpy arrays on the
+CPU emulator at the smallest problem the example accepts, and checked against numpy; the PTX of the
+same compile is checked for what makes them fast on an H100 (wgmma, TMA, mbarrier pipelines, no
+local memory) and linked by nvJitLink for sm_90a."""
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import from_dlpack, make_fake_stream
+
+from test_ampere_extras import E4M3
+from test_ampere_gemm_examples import _default_stream, _small_ints, load_example
+
+DENSE_GEMM = "cute/hopper/kernel/dense_gemm/dense_gemm.py"
+OPTIONS = "--target cpu --gpu-arch sm_90a"
+
+
+def _operand(rng, l, mode0, mode1, mode0_major, dtype, values=True):
+    """What the examples' create_and_permute_tensor makes: storage (l, mode1, mode0) read as
+    (mode0, mode1, l) when mode0 is the major mode, else storage (l, mode0, mode1); the tensor's
+    layout marked dynamic with the major mode as leading dimension. Returns (float32 values in
+    (mode0, mode1, l) order, the numpy storage view, the cute tensor)."""
+    shape = (l, mode1, mode0) if mode0_major else (l, mode0, mode1)
+    order = (2, 1, 0) if mode0_major else (1, 2, 0)
+    x32 = _small_ints(rng, shape) if values else np.zeros(shape, np.float32)
+    if dtype is cutlass.Float8E4M3FN:  # numpy has no fp8: the codes, from the format's definition
+        codes = {v: c for c, v in enumerate(E4M3[:128])}
+        storage = np.vectorize(lambda v: codes[abs(v)] | (0x80 if v < 0 else 0))(x32).astype(np.uint8)
+        storage = storage.transpose(order)
+    else:
+        storage = x32.astype(dtype).transpose(order)
+    t = from_dlpack(storage, assumed_align=16)
+    t.element_type = dtype if dtype is cutlass.Float8E4M3FN else {np.float16: cutlass.Float16}[dtype]
+    t = t.mark_layout_dynamic(leading_dim=0 if mode0_major else 1)
+    return x32.transpose(order), storage, t
+
+
+def _check_hopper_ptx(f, compile_for_gpu, mma):
+    ptx = f.__ptx__
+    if ptx is None:
+        return  # no libNVVM here
+    assert ".target sm_90a" in ptx
+    for want in (f"wgmma.mma_async.sync.aligned.{mma}", "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
+                 "wgmma.wait_group.sync.aligned",
+                 # (M|N, K, L) tensors: 3-d tensor maps; loads complete on the pipeline's mbarriers
+                 "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes",
+                 "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
+                 "mbarrier.init.shared.b64", "mbarrier.arrive.expect_tx", "mbarrier.try_wait.parity",
+                 "fence.proxy.async.shared::cta", "prefetch.tensormap", "stmatrix.sync.aligned"):
+        assert want in ptx, want
+    # Accumulators and fragments live in registers: no local memory anywhere in the kernel.
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    assert compile_for_gpu().__cubin__  # the same program for a GPU: nvJitLink links it for sm_90a
+
+
+@pytest.mark.parametrize("a_major,b_major", [("k", "k"), ("m", "n")])
+def test_dense_gemm_example_on_the_emulator(monkeypatch, a_major, b_major):
+    dg = load_example(monkeypatch, DENSE_GEMM)
+    # The smallest tile the example accepts (64x64, one warpgroup); two k-tiles of 64 so the
+    # mainloop runs after the prologue MMA. Eight CTAs along M: the example's CTA swizzle groups 8
+    # clusters along M and divides by (clusters along M) // 8, which must not be 0 (on a GPU the
+    # quotient of a division by zero is discarded by its tail path; the emulator reports it).
+    m, n, k, l = 512, 64, 128, 1
+    rng = np.random.default_rng(13)
+    a32, _, a = _operand(rng, l, m, k, a_major == "m", np.float16)
+    b32, _, b = _operand(rng, l, n, k, b_major == "n", np.float16)
+    _, c_storage, c = _operand(rng, l, m, n, False, np.float16, values=False)
+    gemm = dg.HopperWgmmaGemmKernel(cutlass.Float32, (64, 64), (1, 1))
+    f = cute.compile(gemm, a, b, c, make_fake_stream(), options=OPTIONS)
+    f(a, b, c, _default_stream())
+    np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
+    _check_hopper_ptx(f, lambda: cute.compile(gemm, a, b, c, make_fake_stream(), options="--gpu-arch sm_90a"),
+                      "m64n64k16.f32.f16.f16")
+
+
+def test_dense_gemm_example_fp8_on_the_emulator(monkeypatch):
+    dg = load_example(monkeypatch, DENSE_GEMM)
+    # e4m3 A and B (k-major, as the example requires for 8-bit types), f16 C: k-tiles of 128.
+    m, n, k, l = 512, 64, 256, 1
+    rng = np.random.default_rng(15)
+    a32, _, a = _operand(rng, l, m, k, False, cutlass.Float8E4M3FN)
+    b32, _, b = _operand(rng, l, n, k, False, cutlass.Float8E4M3FN)
+    _, c_storage, c = _operand(rng, l, m, n, False, np.float16, values=False)
+    gemm = dg.HopperWgmmaGemmKernel(cutlass.Float32, (64, 64), (1, 1))
+    f = cute.compile(gemm, a, b, c, make_fake_stream(), options=OPTIONS)
+    f(a, b, c, _default_stream())
+    # Integers in [-2, 2] are exact in e4m3, their sums in f16.
+    np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
+    _check_hopper_ptx(f, lambda: cute.compile(gemm, a, b, c, make_fake_stream(), options="--gpu-arch sm_90a"),
+                      "m64n64k32.f32.e4m3.e4m3")
+
+
+def test_dense_gemm_persistent_example_on_the_emulator(monkeypatch):
+    dg = load_example(monkeypatch, "cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py")
+    # Two 64x64 output tiles and one active cluster: the one CTA walks both tiles with the static
+    # persistent tile scheduler (its DMA warpgroup and its MMA warpgroup each loop over them).
+    m, n, k, l = 128, 64, 128, 1
+    rng = np.random.default_rng(14)
+    a32, _, a = _operand(rng, l, m, k, False, np.float16)
+    b32, _, b = _operand(rng, l, n, k, False, np.float16)
+    _, c_storage, c = _operand(rng, l, m, n, False, np.float16, values=False)
+    gemm = dg.HopperWgmmaGemmPersistentKernel(cutlass.Float32, (64, 64), (1, 1), 1, True)
+    max_active_clusters = 1
+    f = cute.compile(gemm, a, b, c, max_active_clusters, make_fake_stream(), options=OPTIONS)
+    f(a, b, c, _default_stream())
+    np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
+    _check_hopper_ptx(f, lambda: cute.compile(gemm, a, b, c, max_active_clusters, make_fake_stream(),
+                                              options="--gpu-arch sm_90a"), "m64n64k16.f32.f16.f16")
