@@ -4,6 +4,8 @@ the examples are present next to the repository. Their kernel classes are driven
 CPU emulator at the smallest problem the example accepts, and checked against numpy; the PTX of the
 same compile is checked for what makes them fast on an H100 (wgmma, TMA, mbarrier pipelines, no
 local memory) and linked by nvJitLink for sm_90a."""
+import math
+
 import numpy as np
 import pytest
 
@@ -56,22 +58,33 @@ def _check_hopper_ptx(f, compile_for_gpu, mma):
     assert compile_for_gpu().__cubin__  # the same program for a GPU: nvJitLink links it for sm_90a
 
 
-@pytest.mark.parametrize("a_major,b_major", [("k", "k"), ("m", "n")])
-def test_dense_gemm_example_on_the_emulator(monkeypatch, a_major, b_major):
+# (a major, b major, tile, cluster, M, N): the smallest tile the example accepts (64x64, one
+# warpgroup), the two-warpgroup 128x256 tile, and each cluster shape (TMA multicast of A along N,
+# of B along M). Eight clusters along M: the example's CTA swizzle groups 8 clusters along M and
+# divides by (clusters along M) // 8, which must not be 0 (on a GPU the quotient of a division by
+# zero is discarded by its tail path; the emulator reports it). K = 128: two k-tiles of 64, so the
+# mainloop runs after the prologue MMA.
+DENSE_CASES = [("k", "k", (64, 64), (1, 1), 512, 64), ("m", "n", (64, 64), (1, 1), 512, 64),
+               ("k", "k", (64, 64), (2, 1), 1024, 64), ("k", "k", (64, 64), (1, 2), 512, 128),
+               ("m", "n", (64, 64), (2, 2), 1024, 128), ("k", "k", (128, 256), (1, 1), 1024, 256)]
+
+
+@pytest.mark.parametrize("a_major,b_major,tile,cluster,m,n", DENSE_CASES)
+def test_dense_gemm_example_on_the_emulator(monkeypatch, a_major, b_major, tile, cluster, m, n):
     dg = load_example(monkeypatch, DENSE_GEMM)
-    # The smallest tile the example accepts (64x64, one warpgroup); two k-tiles of 64 so the
-    # mainloop runs after the prologue MMA. Eight CTAs along M: the example's CTA swizzle groups 8
-    # clusters along M and divides by (clusters along M) // 8, which must not be 0 (on a GPU the
-    # quotient of a division by zero is discarded by its tail path; the emulator reports it).
-    m, n, k, l = 512, 64, 128, 1
+    k, l = 128, 1
     rng = np.random.default_rng(13)
     a32, _, a = _operand(rng, l, m, k, a_major == "m", np.float16)
     b32, _, b = _operand(rng, l, n, k, b_major == "n", np.float16)
     _, c_storage, c = _operand(rng, l, m, n, False, np.float16, values=False)
-    gemm = dg.HopperWgmmaGemmKernel(cutlass.Float32, (64, 64), (1, 1))
+    gemm = dg.HopperWgmmaGemmKernel(cutlass.Float32, tile, cluster)
     f = cute.compile(gemm, a, b, c, make_fake_stream(), options=OPTIONS)
     f(a, b, c, _default_stream())
     np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
+    if cluster != (1, 1) or tile != (64, 64):
+        if f.__ptx__ is not None and cluster != (1, 1):
+            assert ".multicast::cluster" in f.__ptx__ and "barrier.cluster.arrive" in f.__ptx__
+        return  # the rest of the PTX is checked once, below
     _check_hopper_ptx(f, lambda: cute.compile(gemm, a, b, c, make_fake_stream(), options="--gpu-arch sm_90a"),
                       "m64n64k16.f32.f16.f16")
 
@@ -93,19 +106,63 @@ def test_dense_gemm_example_fp8_on_the_emulator(monkeypatch):
                       "m64n64k32.f32.e4m3.e4m3")
 
 
-def test_dense_gemm_persistent_example_on_the_emulator(monkeypatch):
+@pytest.mark.parametrize("tile,cluster,m,n", [((64, 64), (1, 1), 128, 64), ((64, 64), (1, 2), 128, 128),
+                                               ((64, 64), (2, 1), 256, 64), ((128, 256), (1, 1), 256, 256)])
+def test_dense_gemm_persistent_example_on_the_emulator(monkeypatch, tile, cluster, m, n):
     dg = load_example(monkeypatch, "cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py")
-    # Two 64x64 output tiles and one active cluster: the one CTA walks both tiles with the static
-    # persistent tile scheduler (its DMA warpgroup and its MMA warpgroup each loop over them).
-    m, n, k, l = 128, 64, 128, 1
+    # Two output tiles (clusters) and one active cluster: the one cluster walks both with the
+    # static persistent tile scheduler (its DMA warpgroup and its MMA warpgroups each loop).
+    k, l = 128, 1
     rng = np.random.default_rng(14)
     a32, _, a = _operand(rng, l, m, k, False, np.float16)
     b32, _, b = _operand(rng, l, n, k, False, np.float16)
     _, c_storage, c = _operand(rng, l, m, n, False, np.float16, values=False)
-    gemm = dg.HopperWgmmaGemmPersistentKernel(cutlass.Float32, (64, 64), (1, 1), 1, True)
+    gemm = dg.HopperWgmmaGemmPersistentKernel(cutlass.Float32, tile, cluster, 1, True)
     max_active_clusters = 1
     f = cute.compile(gemm, a, b, c, max_active_clusters, make_fake_stream(), options=OPTIONS)
     f(a, b, c, _default_stream())
     np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
+    if cluster != (1, 1) or tile != (64, 64):
+        return  # the PTX is checked once
+    if f.__ptx__ is not None:  # the DMA warpgroup gives registers to the MMA warpgroup
+        assert "setmaxnreg.dec.sync.aligned.u32 40" in f.__ptx__ and "setmaxnreg.inc.sync.aligned.u32 232" in f.__ptx__
     _check_hopper_ptx(f, lambda: cute.compile(gemm, a, b, c, max_active_clusters, make_fake_stream(),
                                               options="--gpu-arch sm_90a"), "m64n64k16.f32.f16.f16")
+
+
+def test_dense_gemm_fp8_2xacc_example_on_the_emulator(monkeypatch):
+    dg = load_example(monkeypatch, "cute/hopper/kernel/dense_gemm/dense_gemm_fp8_2xacc.py")
+    # K = 512: four k-tiles of 128, promoted into the second accumulator every 4 MMAs; scales
+    # 0.5 and 2 (their product is exact).
+    m, n, k, l = 128, 64, 512, 1
+    rng = np.random.default_rng(16)
+    a32, _, a = _operand(rng, l, m, k, False, cutlass.Float8E4M3FN)
+    b32, _, b = _operand(rng, l, n, k, False, cutlass.Float8E4M3FN)
+    _, d_storage, d = _operand(rng, l, m, n, False, np.float16, values=False)
+    scales = [np.array([0.5], np.float32), np.array([2.0], np.float32)]
+    sa, sb = (from_dlpack(x, assumed_align=16).mark_layout_dynamic() for x in scales)
+    gemm = dg.HopperFP8WarpSpecialized2xAccGemmKernel((64, 64), (1, 1), 1, True, 4)
+    f = cute.compile(gemm, a, b, d, sa, sb, 1, make_fake_stream(), options=OPTIONS)
+    f(a, b, d, sa, sb, _default_stream())
+    np.testing.assert_array_equal(d_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
+    if f.__ptx__ is not None:
+        assert "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3" in f.__ptx__
+        assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
+
+
+def test_dense_gemm_fp8_gelu_persistent_example_on_the_emulator(monkeypatch):
+    dg = load_example(monkeypatch, "cute/hopper/kernel/dense_gemm/dense_gemm_fp8_gelu_persistent.py")
+    m, n, k, l = 128, 64, 256, 1
+    rng = np.random.default_rng(17)
+    a32, _, a = _operand(rng, l, m, k, False, cutlass.Float8E4M3FN)
+    b32, _, b = _operand(rng, l, n, k, False, cutlass.Float8E4M3FN)
+    _, c_storage, c = _operand(rng, l, m, n, False, np.float16, values=False)
+    gemm = dg.HopperFP8GeluPersistentGemmKernel(cutlass.Float32, (64, 64), (1, 1), 1, True)
+    scale_ab = 0.25
+    f = cute.compile(gemm, a, b, c, scale_ab, True, 1, make_fake_stream(), dg.erf_gelu, options=OPTIONS)
+    f(a, b, c, scale_ab, _default_stream())
+    x = np.einsum("mkl,nkl->mnl", a32, b32).astype(np.float64) * scale_ab
+    gelu = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))  # GELU, erf form
+    np.testing.assert_allclose(c_storage.astype(np.float64), gelu, atol=2e-3, rtol=2e-3)
+    if f.__ptx__ is not None:
+        assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
