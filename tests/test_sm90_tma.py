@@ -523,3 +523,36 @@ def test_gpu_dense_gemm_shaped_staged_swizzled_loads(k_major, mcast):
     if mcast:
         want[64:] = a[:64]
     np.testing.assert_array_equal(out, want)
+
+
+def test_reading_a_tile_before_waiting_for_its_tma_load_is_reported():
+    # On the GPU the bytes arrive some time before the phase completes; the emulator's copy lands
+    # at once, so reading before the wait would silently work here: it is reported instead.
+    a = np.arange(8 * 32, dtype=np.float32).reshape(8, 32)
+    out = np.zeros_like(a)
+
+    @cute.kernel
+    def kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+        s = cute.make_tensor(cute.arch.alloc_smem(Float32, 256, alignment=128), cute.make_layout((8, 32), stride=(32, 1)))
+        if tidx == 0:
+            cute.arch.mbarrier_init(bar, 1)
+        cute.arch.sync_threads()
+        if tidx == 0:
+            cute.arch.mbarrier_expect_tx(bar, 1024)
+        cute.copy(atom, cute.local_tile(tma_tensor, (8, 32), (0, 0)), s, tma_bar_ptr=bar)
+        out[0, tidx] = s[0, tidx]  # no wait: the phase still needs its arrival
+        if tidx == 0:
+            cute.arch.mbarrier_arrive(bar)
+        cute.arch.mbarrier_wait(bar, 0)
+
+    @cute.jit
+    def host(a: cute.Tensor, out: cute.Tensor):
+        atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
+                                              cute.make_layout((8, 32), stride=(32, 1)), (8, 32))
+        kernel(atom, t, out).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    with pytest.raises(cute.DSLRuntimeError, match=r"which a TMA load \(line \d+\) is still filling: its bytes complete phase 0 "
+                                                   r"of the mbarrier at shared offset 0"):
+        cute.compile(host, a, out, options=CPU)(a, out)

@@ -128,13 +128,16 @@ void bind_async(nb::module_& root) {
   }, nb::arg("kind"), nb::arg("gmem"), nb::arg("smem_layout"), nb::arg("tiler"), nb::arg("num_multicast"),
      nb::arg("file") = "", nb::arg("line") = 0);
   m.def("tma_copy", [](const cute::TmaAtom& atom, nb::handle desc, nb::handle src, nb::handle dst, nb::handle mbar,
-                       nb::handle mask) {
+                       nb::handle mask, const std::string& file, int line) {
     Scope scope;
     std::optional<dsl::Num> bar, msk;
     if (!mbar.is_none()) bar = to_num(mbar);
     if (!mask.is_none()) msk = to_num(mask);
-    cute::tma_copy(atom, to_num(desc), nb::cast<cute::Tensor>(src), nb::cast<cute::Tensor>(dst), bar, msk);
-  }, nb::arg("atom"), nb::arg("desc"), nb::arg("src"), nb::arg("dst"), nb::arg("mbar").none(), nb::arg("mask").none());
+    located(file, line, [&] {
+      cute::tma_copy(atom, to_num(desc), nb::cast<cute::Tensor>(src), nb::cast<cute::Tensor>(dst), bar, msk);
+    });
+  }, nb::arg("atom"), nb::arg("desc"), nb::arg("src"), nb::arg("dst"), nb::arg("mbar").none(), nb::arg("mask").none(),
+     nb::arg("file") = "", nb::arg("line") = 0);
   m.def("tma_descriptor_op", [](nb::handle desc, bool prefetch) { cute::tma_descriptor_op(to_num(desc), prefetch); });
   m.def("bulk_commit_group", &cute::bulk_commit_group);
   m.def("bulk_wait_group", &cute::bulk_wait_group);

@@ -196,6 +196,10 @@ inline Worker* cluster_block_holding(const Worker& w, uintptr_t addr, size_t byt
 inline void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
                          uintptr_t addr, size_t bytes, bool store) {
   if (addr == 0) fail_at(c, w, warp, lane, i, std::string("a ") + (store ? "store" : "load") + " through a null pointer");
+  if (w.mbarriers.any_filling() && in_smem(w, addr, bytes)) {  // TMA bytes not yet waited for (sm90_async.h)
+    std::string race = const_cast<Worker&>(w).mbarriers.check_filling(addr, bytes, w.smem);
+    if (!race.empty()) fail_at(c, w, warp, lane, i, race);
+  }
   if (w.async.active() && in_smem(w, addr, bytes)) {
     std::string race = w.async.check(warp.first_thread + unsigned(lane), addr, bytes, store);
     if (!race.empty()) fail_at(c, w, warp, lane, i, race);

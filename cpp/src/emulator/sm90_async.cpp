@@ -113,6 +113,35 @@ void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t 
         std::to_string(swizzle_bytes) + "-byte swizzle");
 }
 
+void MbarrierTable::add_filling(uintptr_t begin, uintptr_t end, uintptr_t bar, const ir::Op* op) {
+  const MbarrierState* s = find(bar);
+  if (s) filling_.push_back({begin, end, bar, s->phase, op});
+}
+
+std::string MbarrierTable::check_filling(uintptr_t addr, size_t bytes, const char* smem) {
+  for (size_t k = 0; k < filling_.size();) {
+    const Filling& f = filling_[k];
+    const MbarrierState* s = find(f.bar);
+    if (!s || s->phase > f.phase) {  // the phase completed: the bytes are there for everyone
+      filling_[k] = filling_.back();
+      filling_.pop_back();
+      continue;
+    }
+    if (addr < f.end && addr + bytes > f.begin) {
+      const uintptr_t base = reinterpret_cast<uintptr_t>(smem);
+      std::string m = "an access to shared offset " + std::to_string(int64_t(addr - base)) +
+                      ", which a TMA load" +
+                      (f.op && f.op->line ? " (line " + std::to_string(f.op->line) + ")" : std::string()) +
+                      " is still filling: its bytes complete phase " + std::to_string(f.phase) +
+                      " of the mbarrier at shared offset " + std::to_string(int64_t(f.bar - base)) +
+                      "; wait on that phase (mbarrier_wait / consumer_wait) before reading the tile";
+      return m;
+    }
+    ++k;
+  }
+  return "";
+}
+
 std::string describe_mbarrier(const MbarrierTable& t, uintptr_t addr, const char* smem) {
   std::string s = "the mbarrier at shared offset " + std::to_string(int64_t(addr - reinterpret_cast<uintptr_t>(smem)));
   auto it = t.all().find(addr);
@@ -249,6 +278,8 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
     if (!table->find(peer_bar))
       w.fail(lane, "a TMA multicast to CTA rank " + std::to_string(rank) + " whose mbarrier at shared offset " +
                        std::to_string(bar - base) + " was never initialised");
+    table->add_filling(reinterpret_cast<uintptr_t>(smem) + off, reinterpret_cast<uintptr_t>(smem) + off + bytes, peer_bar,
+                       i.op);
     table->complete_tx(peer_bar, int64_t(bytes));
   }
 }

@@ -21,6 +21,7 @@
 #include <functional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "emulator/device_program.h"
 
@@ -60,7 +61,7 @@ struct MbarrierState {
 
 class MbarrierTable {
  public:
-  void reset() { bars_.clear(), epoch_ = 0; }
+  void reset() { bars_.clear(), filling_.clear(), epoch_ = 0; }
   MbarrierState* find(uintptr_t addr) {
     auto it = bars_.find(addr);
     return it == bars_.end() ? nullptr : &it->second;
@@ -79,9 +80,23 @@ class MbarrierTable {
   uint64_t epoch() const { return epoch_; }
   const std::unordered_map<uintptr_t, MbarrierState>& all() const { return bars_; }
 
+  // TMA loads land at once on the emulator, but on the GPU the bytes arrive some time before the
+  // phase they complete: until the barrier at `bar` passes its current phase, [begin, end) of
+  // shared memory is being filled and an ordinary access to it is a race (reported).
+  void add_filling(uintptr_t begin, uintptr_t end, uintptr_t bar, const ir::Op* op);
+  bool any_filling() const { return !filling_.empty(); }
+  // "" or why an access of [addr, addr + bytes) races with a TMA load still filling it.
+  std::string check_filling(uintptr_t addr, size_t bytes, const char* smem);
+
  private:
+  struct Filling {
+    uintptr_t begin, end, bar;
+    uint64_t phase;  // the barrier's phase the bytes complete
+    const ir::Op* op;
+  };
   void maybe_complete(MbarrierState& s);
   std::unordered_map<uintptr_t, MbarrierState> bars_;
+  std::vector<Filling> filling_;
   uint64_t epoch_ = 0;
 };
 

@@ -171,6 +171,7 @@ class StreamRecorder : public emulator::LaunchHandler {
     program_->launch(r);
     streams.push_back(r.stream);
   }
+  void encode_tma(emulator::TmaDescriptor& d, ir::Type element) override { program_->encode_tma(d, element); }
   std::vector<void*> streams;
 
  private:

@@ -115,7 +115,8 @@ class TmaCopyAtom:
             if mcast_mask is None:
                 raise user_error("cute.copy: CopyBulkTensorTileG2SMulticastOp needs mcast_mask=", code="TMA_COPY")
             mask = num_of(as_numeric(mcast_mask))
-        _core.sm90.tma_copy(self._atom, self._desc, src, dst, bar, mask)
+        from ..arch import _user_line
+        _core.sm90.tma_copy(self._atom, self._desc, src, dst, bar, mask, *_user_line())
 
     def __str__(self):
         a = self._atom
