@@ -264,6 +264,7 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
       smem = s, table = t;
     }
     const uintptr_t sbase = reinterpret_cast<uintptr_t>(smem), off = dst - base;
+    if (w.check_smem_fill) w.check_smem_fill(lane, smem, sbase + off, bytes);
     for_box(d, origin, [&](uintptr_t g, uint64_t o) {
       char* p = smem + (swizzled(off + o, d.swizzle_bytes));
       (void)sbase;

@@ -128,7 +128,8 @@ std::string WgmmaReadTracker::check_store(uintptr_t addr, size_t bytes) const {
 }
 
 std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned warp, uintptr_t smem,
-                      size_t smem_size, WgmmaReadTracker& reads) {
+                      size_t smem_size, WgmmaReadTracker& reads,
+                      const std::function<std::string(uintptr_t addr, size_t bytes)>& check_read) {
   if (i.code == ir::OpCode::WgmmaCommit) reads.commit(warp);
   if (i.code == ir::OpCode::WgmmaWait) reads.wait(warp, i.imm);
   if (i.code != ir::OpCode::Wgmma) return "";
@@ -195,6 +196,16 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned w
       B[size_t(n * K + k)] = read_element(b_kind, p);
       b_addrs.push_back(p);
     }
+  if (check_read) {
+    for (uintptr_t p : a_addrs) {
+      std::string e = check_read(p, size_t(a_bits / 8));
+      if (!e.empty()) return "wgmma.mma_async reads its A operand: " + e;
+    }
+    for (uintptr_t p : b_addrs) {
+      std::string e = check_read(p, size_t(b_bits / 8));
+      if (!e.empty()) return "wgmma.mma_async reads its B operand: " + e;
+    }
+  }
   const int line = op.line;
   reads.issue(warp, a_addrs, a_bits / 8, line);
   reads.issue(warp, b_addrs, b_bits / 8, line);
