@@ -35,7 +35,7 @@ def _operand(rng, l, mode0, mode1, mode0_major, dtype, values=True):
     else:
         storage = x32.astype(dtype).transpose(order)
     t = from_dlpack(storage, assumed_align=16)
-    t.element_type = dtype if dtype is cutlass.Float8E4M3FN else {np.float16: cutlass.Float16}[dtype]
+    t.element_type = dtype if dtype is cutlass.Float8E4M3FN else {np.float16: cutlass.Float16, np.float32: cutlass.Float32}[dtype]
     t = t.mark_layout_dynamic(leading_dim=0 if mode0_major else 1)
     return x32.transpose(order), storage, t
 
@@ -87,6 +87,21 @@ def test_dense_gemm_example_on_the_emulator(monkeypatch, a_major, b_major, tile,
         return  # the rest of the PTX is checked once, below
     _check_hopper_ptx(f, lambda: cute.compile(gemm, a, b, c, make_fake_stream(), options="--gpu-arch sm_90a"),
                       "m64n64k16.f32.f16.f16")
+
+
+@pytest.mark.parametrize("c_dtype,c_major", [(np.float32, False), (np.float16, True)])
+def test_dense_gemm_example_c_variants_on_the_emulator(monkeypatch, c_dtype, c_major):
+    # An f32 C (its stmatrix atom only shapes the epilogue's tiled copy) and an m-major C, in two
+    # batches.
+    dg = load_example(monkeypatch, DENSE_GEMM)
+    m, n, k, l = 512, 64, 128, 2
+    rng = np.random.default_rng(18)
+    a32, _, a = _operand(rng, l, m, k, False, np.float16)
+    b32, _, b = _operand(rng, l, n, k, False, np.float16)
+    _, c_storage, c = _operand(rng, l, m, n, c_major, c_dtype, values=False)
+    gemm = dg.HopperWgmmaGemmKernel(cutlass.Float32, (64, 64), (1, 1))
+    cute.compile(gemm, a, b, c, make_fake_stream(), options=OPTIONS)(a, b, c, _default_stream())
+    np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
 
 
 def test_dense_gemm_example_fp8_on_the_emulator(monkeypatch):
