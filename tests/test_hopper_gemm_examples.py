@@ -5,6 +5,9 @@ CPU emulator at the smallest problem the example accepts, and checked against nu
 same compile is checked for what makes them fast on an H100 (wgmma, TMA, mbarrier pipelines, no
 local memory) and linked by nvJitLink for sm_90a."""
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -14,7 +17,7 @@ import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack, make_fake_stream
 
 from test_ampere_extras import E4M3
-from test_ampere_gemm_examples import _default_stream, _small_ints, load_example
+from test_ampere_gemm_examples import CANDIDATES, ROOT, _default_stream, _small_ints, load_example
 
 DENSE_GEMM = "cute/hopper/kernel/dense_gemm/dense_gemm.py"
 OPTIONS = "--target cpu --gpu-arch sm_90a"
@@ -181,3 +184,32 @@ def test_dense_gemm_fp8_gelu_persistent_example_on_the_emulator(monkeypatch):
     np.testing.assert_allclose(c_storage.astype(np.float64), gelu, atol=2e-3, rtol=2e-3)
     if f.__ptx__ is not None:
         assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
+
+
+# ---- on an H100: the scripts unchanged, with the flags the Hopper issue lists --------------------
+
+GPU_RUNS = [
+    ("dense_gemm.py", []),
+    ("dense_gemm.py", ["--mnkl", "8192,8192,8192,1", "--tile_shape_mn", "128,256"]),
+    ("dense_gemm.py", ["--cluster_shape_mn", "2,1"]),
+    ("dense_gemm.py", ["--a_major", "m", "--b_major", "n"]),
+    ("dense_gemm.py", ["--a_dtype", "Float8E4M3FN", "--b_dtype", "Float8E4M3FN", "--c_dtype", "Float16"]),
+    ("dense_gemm_persistent.py", []),
+    ("dense_gemm_persistent.py", ["--cluster_shape_mn", "1,2"]),
+    ("dense_gemm_persistent.py", ["--mnkl", "8192,8192,8192,1", "--tile_shape_mn", "128,256", "--cluster_shape_mn", "2,1"]),
+    ("dense_gemm_fp8_2xacc.py", []),
+    ("dense_gemm_fp8_gelu_persistent.py", []),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("script,flags", GPU_RUNS)
+def test_hopper_gemm_example_scripts_on_the_gpu(script, flags):
+    pytest.importorskip("torch")
+    path = next((os.path.join(base, "cute/hopper/kernel/dense_gemm", script) for base in CANDIDATES
+                 if base and os.path.isfile(os.path.join(base, "cute/hopper/kernel/dense_gemm", script))), None)
+    if path is None:
+        pytest.skip(f"NVIDIA's {script} is not present")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
+    done = subprocess.run([sys.executable, path, *flags], capture_output=True, text=True, env=env, timeout=900)
+    assert done.returncode == 0 and "PASS" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
