@@ -107,6 +107,26 @@ def test_dense_gemm_example_c_variants_on_the_emulator(monkeypatch, c_dtype, c_m
     np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
 
 
+@pytest.mark.parametrize("script,cluster,m,n,k", [("dense_gemm.py", (2, 1), 1024, 64, 2048),
+                                                  ("dense_gemm_persistent.py", (2, 1), 256, 128, 1024)])
+def test_pipelines_wrap_around_their_stages(monkeypatch, script, cluster, m, n, k):
+    # More k-tiles (of 64) than the 14 stages a 64x64 f16 tile gets: every stage's full and empty
+    # barriers go through more than one phase, across a 2-CTA cluster (B multicast).
+    dg = load_example(monkeypatch, "cute/hopper/kernel/dense_gemm/" + script)
+    rng = np.random.default_rng(19)
+    a32, _, a = _operand(rng, 1, m, k, False, np.float16)
+    b32, _, b = _operand(rng, 1, n, k, False, np.float16)
+    _, c_storage, c = _operand(rng, 1, m, n, False, np.float16, values=False)
+    if script == "dense_gemm.py":
+        gemm = dg.HopperWgmmaGemmKernel(cutlass.Float32, (64, 64), cluster)
+        cute.compile(gemm, a, b, c, make_fake_stream(), options=OPTIONS)(a, b, c, _default_stream())
+    else:
+        gemm = dg.HopperWgmmaGemmPersistentKernel(cutlass.Float32, (64, 64), cluster, 1, True)
+        cute.compile(gemm, a, b, c, 1, make_fake_stream(), options=OPTIONS)(a, b, c, _default_stream())
+    assert gemm.ab_stage < k // 64
+    np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
+
+
 def test_dense_gemm_example_fp8_on_the_emulator(monkeypatch):
     dg = load_example(monkeypatch, DENSE_GEMM)
     # e4m3 A and B (k-major, as the example requires for 8-bit types), f16 C: k-tiles of 128.
