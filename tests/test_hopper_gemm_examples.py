@@ -144,6 +144,32 @@ def test_dense_gemm_example_fp8_on_the_emulator(monkeypatch):
                       "m64n64k32.f32.e4m3.e4m3")
 
 
+def test_dense_gemm_example_int8_on_the_emulator(monkeypatch):
+    # Uint8 A times Int8 B into Int32 accumulators and an Int32 C (warpgroup.MmaI8Op).
+    dg = load_example(monkeypatch, DENSE_GEMM)
+    m, n, k, l = 512, 64, 256, 1
+    rng = np.random.default_rng(20)
+    a32 = rng.integers(0, 200, size=(l, m, k)).astype(np.float32)
+    b32 = rng.integers(-100, 100, size=(l, n, k)).astype(np.float32)
+    a_np, b_np = a32.astype(np.uint8).transpose(1, 2, 0), b32.astype(np.int8).transpose(1, 2, 0)
+    c_np = np.zeros((l, m, n), np.int32).transpose(1, 2, 0)
+    tensors = []
+    for x, dtype in ((a_np, cutlass.Uint8), (b_np, cutlass.Int8), (c_np, cutlass.Int32)):
+        t = from_dlpack(x, assumed_align=16)
+        t.element_type = dtype
+        tensors.append(t.mark_layout_dynamic(leading_dim=1))
+    a, b, c = tensors
+    gemm = dg.HopperWgmmaGemmKernel(cutlass.Int32, (64, 64), (1, 1))
+    f = cute.compile(gemm, a, b, c, make_fake_stream(), options=OPTIONS)
+    f(a, b, c, _default_stream())
+    ref = np.einsum("lmk,lnk->mnl", a32.astype(np.int64), b32.astype(np.int64))
+    np.testing.assert_array_equal(c_np, ref)
+    if f.__ptx__ is not None:
+        assert "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.s8" in f.__ptx__
+        assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
+        assert cute.compile(gemm, a, b, c, make_fake_stream(), options="--gpu-arch sm_90a").__cubin__
+
+
 @pytest.mark.parametrize("tile,cluster,m,n", [((64, 64), (1, 1), 128, 64), ((64, 64), (1, 2), 128, 128),
                                                ((64, 64), (2, 1), 256, 64), ((128, 256), (1, 1), 256, 256)])
 def test_dense_gemm_persistent_example_on_the_emulator(monkeypatch, tile, cluster, m, n):
@@ -214,6 +240,7 @@ GPU_RUNS = [
     ("dense_gemm.py", ["--cluster_shape_mn", "2,1"]),
     ("dense_gemm.py", ["--a_major", "m", "--b_major", "n"]),
     ("dense_gemm.py", ["--a_dtype", "Float8E4M3FN", "--b_dtype", "Float8E4M3FN", "--c_dtype", "Float16"]),
+    ("dense_gemm.py", ["--a_dtype", "Int8", "--b_dtype", "Int8", "--acc_dtype", "Int32", "--c_dtype", "Int32"]),
     ("dense_gemm_persistent.py", []),
     ("dense_gemm_persistent.py", ["--cluster_shape_mn", "1,2"]),
     ("dense_gemm_persistent.py", ["--mnkl", "8192,8192,8192,1", "--tile_shape_mn", "128,256", "--cluster_shape_mn", "2,1"]),
