@@ -354,6 +354,26 @@ def _f32(n=256):
     return np.zeros(n, np.float32), np.zeros(n, np.float32)
 
 
+def test_stmatrix_atom_of_32_bit_values_lays_out_but_does_not_copy():
+    # NVIDIA's Hopper GEMMs build StMatrix8x8x16bOp atoms of their C type, f32 included, to shape
+    # make_tiled_copy_C_atom (CuTe recasts the atom's bit layouts): four 8x8 16-bit matrices are
+    # 128 f32 values, four 32-bit registers a thread. Copying with such an atom is refused.
+    seen = {}
+
+    def body(tidx, x, y):
+        atom = cute.make_copy_atom(warp.StMatrix8x8x16bOp(False, 4), cutlass.Float32)
+        seen["tv"] = (cute.size(atom.layout_src_tv, mode=[0]), cute.size(atom.layout_src_tv, mode=[1]))
+        s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 128, alignment=16), cute.make_layout((128,)))
+        thr = cute.make_tiled_copy(atom, atom.layout_src_tv, (128,)).get_slice(tidx)
+        frag = cute.make_fragment_like(thr.partition_S(s))
+        cute.copy(atom, frag, thr.partition_D(s))
+
+    with pytest.raises(cute.DSLUserCodeError, match="moves 16-bit elements; an atom of .* only lays out") as e:
+        _trace(body, *_f32())
+    assert e.value.filename == __file__
+    assert seen["tv"] == (32, 4)
+
+
 def test_ldmatrix_needs_16_bit_elements():
     def body(tidx, x, y):
         cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), cutlass.Float32)

@@ -154,6 +154,22 @@ def test_local_tile_and_local_partition():
     assert [float(v) for v in r] == [x[6, 11], x[3, 9], x[7, 13]]
 
 
+def test_local_tile_coordinate_longer_than_the_projection():
+    # NVIDIA's Hopper GEMMs: an (M,K,L) tensor tiled by an (M,N,K) tiler at (m, n, None, l) with
+    # proj (1, None, 1) is the (bM, bK, RestK) tiles of row block m in batch l.
+    x = np.arange(8 * 12 * 2, dtype=np.float32).reshape(2, 8, 12).transpose(1, 2, 0)  # (M,K,L) = (8,12,2)
+
+    @cute.jit
+    def tiles(a: cute.Tensor):
+        t = cute.local_tile(a, (4, 2, 3), (1, 0, None, 1), proj=(1, None, 1))
+        assert str(t.layout) == "(4,3,4):(12,1,3)"
+        return t[2, 1, 3], t[0, 0, 0]
+
+    r = tiles(from_dlpack(x))
+    # block row 1 (rows 4..7), k tile 3 (cols 9..11), batch 1
+    assert [float(v) for v in r] == [x[6, 10, 1], x[4, 0, 1]]
+
+
 def test_fragment_like_layouts():
     seen = {}
 

@@ -182,6 +182,11 @@ void bind_mma(nb::module_& root) {
     return cute::make_wgmma_f8(dtype_of(a), dtype_of(b), dtype_of(acc), shape3(shape), cute::OperandSource(a_src),
                                cute::OperandMajor(a_major), cute::OperandMajor(b_major));
   });
+  m.def("make_wgmma_i8", [](nb::handle a, nb::handle b, nb::handle acc, nb::handle shape, int a_src, int a_major,
+                            int b_major) {
+    return cute::make_wgmma_i8(dtype_of(a), dtype_of(b), dtype_of(acc), shape3(shape), cute::OperandSource(a_src),
+                               cute::OperandMajor(a_major), cute::OperandMajor(b_major));
+  });
   m.def("make_smem_layout_atom", [](int kind, nb::handle dtype) {
     if (kind < 0 || kind > 7) throw nb::value_error("make_smem_layout_atom: unknown SmemLayoutAtomKind");
     return py(cute::make_smem_layout_atom(cute::SmemLayoutAtomKind(kind), dtype_of(dtype)));

@@ -452,6 +452,19 @@ Tensor local_tile(const Tensor& t, const L::Tiler& tiler, const L::IntTuple& coo
 }
 
 Tensor local_tile(const Tensor& t, const L::IntTuple& tiler, const L::IntTuple& coord, const L::IntTuple& proj) {
+  // A coordinate longer than the projection (NVIDIA's Hopper GEMMs tile an (M,K,L) tensor by an
+  // (M,N,K) tiler at (m, n, None, l) with proj (1, None, 1)): the projection dices the modes the
+  // tiler covers, and the trailing coordinates (the batch) index the rest modes past the tile.
+  if (proj.is_tuple() && coord.is_tuple() && coord.rank() > proj.rank()) {
+    std::vector<L::IntTuple> head, tail;
+    for (int i = 0; i < coord.rank(); ++i) (i < proj.rank() ? head : tail).push_back(L::get(coord, {i}));
+    L::IntTuple diced = L::dice(proj, L::IntTuple(head));
+    std::vector<L::IntTuple> modes;
+    if (diced.is_tuple()) for (int i = 0; i < diced.rank(); ++i) modes.push_back(L::get(diced, {i}));
+    else modes.push_back(diced);
+    modes.insert(modes.end(), tail.begin(), tail.end());
+    return local_tile(t, L::Tiler::from_shape(L::dice(proj, tiler)), L::IntTuple(modes));
+  }
   return local_tile(t, L::Tiler::from_shape(L::dice(proj, tiler)), L::dice(proj, coord));
 }
 

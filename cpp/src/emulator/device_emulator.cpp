@@ -552,8 +552,12 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         break;
       }
       case K::Wgmma: {
+        // Operands still being filled by a TMA load (their mbarrier phase not waited for) are a race.
+        std::function<std::string(uintptr_t, size_t)> filling;
+        if (w.mbarriers.any_filling())
+          filling = [&](uintptr_t addr, size_t bytes) { return w.mbarriers.check_filling(addr, bytes, w.smem); };
         std::string e = run_wgmma(i, m, R, warp.first_thread / kWarp, reinterpret_cast<uintptr_t>(w.smem),
-                                  w.smem_size, w.wgmma_reads);
+                                  w.smem_size, w.wgmma_reads, filling);
         if (!e.empty()) fail_at(c, w, warp, __builtin_ctz(m ? m : 1u), i, e);
         break;
       }
@@ -663,6 +667,15 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
         ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
           check_access(c, w, warp, lane, i, addr, bytes, store);
+        };
+        // A TMA load refilling shared memory that a wgmma in flight (not yet retired by its
+        // warpgroup's wait_group) still reads: on the GPU the MMA may read the new bytes.
+        ctx.check_smem_fill = [&](int lane, const char* smem, uintptr_t begin, size_t bytes) {
+          for (Worker* b : w.cluster->blocks)
+            if (b->smem == smem && b->wgmma_reads.active()) {
+              std::string race = b->wgmma_reads.check_store(begin, bytes);
+              if (!race.empty()) fail_at(c, w, warp, lane, i, "a TMA load overwrites shared memory: " + race);
+            }
         };
         const AsyncStep step = execute_sm90_async(i, ctx);
         if (step == AsyncStep::Continue) break;

@@ -89,6 +89,13 @@ void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t 
     d.strides[k] = k < rank ? strides_bytes[k] : 0;
     d.box[k] = k < rank ? box[k] : 1;
   }
+  // A dimension of extent 1 is only ever read at coordinate 0, so its stride never moves an
+  // address; callers may hand any stride for it (the runtime normalises size-1 modes' strides, as
+  // DLPack producers do, e.g. the batch mode of an L = 1 GEMM), while the tensor map insists on a
+  // multiple of 16 bytes: give it the span of the dimensions inside it.
+  for (int k = 1; k < rank; ++k)
+    if (d.dims[k] == 1 && d.strides[k] % 16)
+      d.strides[k] = (d.strides[k - 1] * d.dims[k - 1] + 15) / 16 * 16;
   for (int k = 0; k < rank; ++k) {
     if (d.dims[k] == 0 || d.dims[k] > (uint64_t(1) << 32))
       bad("extent " + std::to_string(d.dims[k]) + " of dimension " + std::to_string(k) + " is outside [1, 2^32]");
@@ -257,6 +264,7 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
       smem = s, table = t;
     }
     const uintptr_t sbase = reinterpret_cast<uintptr_t>(smem), off = dst - base;
+    if (w.check_smem_fill) w.check_smem_fill(lane, smem, sbase + off, bytes);
     for_box(d, origin, [&](uintptr_t g, uint64_t o) {
       char* p = smem + (swizzled(off + o, d.swizzle_bytes));
       (void)sbase;

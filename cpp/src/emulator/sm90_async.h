@@ -116,6 +116,9 @@ struct Sm90WarpContext {
   int64_t wait_parity = 0;
   // Global-memory bounds check of a TMA access (raises), as for ordinary loads and stores.
   std::function<void(int lane, uintptr_t addr, size_t bytes, bool store)> check_global;
+  // Optional: checks that a TMA load may write [begin, begin + bytes) of the shared memory `smem`
+  // (this CTA's or a peer's) now, e.g. that no wgmma still in flight reads it (raises).
+  std::function<void(int lane, const char* smem, uintptr_t begin, size_t bytes)> check_smem_fill;
 };
 
 enum class AsyncStep : uint8_t { Continue, Block, Yield };

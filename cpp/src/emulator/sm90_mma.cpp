@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ir/scalar_semantics.h"
+#include "ir/wgmma_element.h"
 #include "support/fp8.h"
 #include "support/half.h"
 
@@ -22,9 +23,11 @@ int swizzle_bits(uint64_t desc) {
   }
 }
 
-double read_element(ir::FloatKind kind, uintptr_t addr) {
+double read_element(int64_t code, uintptr_t addr) {
   const void* p = reinterpret_cast<const void*>(addr);
-  switch (kind) {
+  if (code == ir::kWgmmaElementS8) return double(*static_cast<const int8_t*>(p));
+  if (code == ir::kWgmmaElementU8) return double(*static_cast<const uint8_t*>(p));
+  switch (ir::FloatKind(code)) {
     case ir::FloatKind::F16: { uint16_t h; std::memcpy(&h, p, 2); return support::half_bits_to_float(h); }
     case ir::FloatKind::BF16: { uint16_t h; std::memcpy(&h, p, 2); return support::bf16_bits_to_float(h); }
     case ir::FloatKind::E4M3: return support::fp8_bits_to_float(*static_cast<const uint8_t*>(p), support::e4m3_format());
@@ -128,7 +131,8 @@ std::string WgmmaReadTracker::check_store(uintptr_t addr, size_t bytes) const {
 }
 
 std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned warp, uintptr_t smem,
-                      size_t smem_size, WgmmaReadTracker& reads) {
+                      size_t smem_size, WgmmaReadTracker& reads,
+                      const std::function<std::string(uintptr_t addr, size_t bytes)>& check_read) {
   if (i.code == ir::OpCode::WgmmaCommit) reads.commit(warp);
   if (i.code == ir::OpCode::WgmmaWait) reads.wait(warp, i.imm);
   if (i.code != ir::OpCode::Wgmma) return "";
@@ -141,9 +145,9 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned w
   }
   const ir::Op& op = *i.op;
   const int M = int(op.ints.at(0)), N = int(op.ints.at(1)), K = int(op.ints.at(2));
-  const auto a_kind = ir::FloatKind(op.ints.at(3)), b_kind = ir::FloatKind(op.ints.at(4));
+  const int64_t a_kind = op.ints.at(3), b_kind = op.ints.at(4);
   const bool a_mn = op.ints.at(5) != 0, b_mn = op.ints.at(6) != 0, a_regs = op.ints.at(7) != 0;
-  const int a_bits = ir::float_type(a_kind)->width, b_bits = ir::float_type(b_kind)->width;
+  const int a_bits = ir::wgmma_element_type(a_kind)->width, b_bits = ir::wgmma_element_type(b_kind)->width;
   const size_t na = a_regs ? size_t(M * K / 128) : 1, nc = i.dsts.size();
   auto at = [regs](int reg, int lane) -> ir::Scalar& { return regs[size_t(reg) * kWarp + size_t(lane)]; };
   auto uniform = [&](int reg, const char* what, uint64_t* out) -> std::string {
@@ -167,7 +171,7 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned w
       for (size_t v = 0; v < na; ++v) {
         int vi = int(v);
         int r = l / 4 + 8 * ((vi / per) % 2), k = per * (l % 4) + vi % per + 4 * per * (vi / (2 * per));
-        A[size_t(r * K + k)] = at(i.srcs[v], l).f;
+        A[size_t(r * K + k)] = a_kind >= ir::kWgmmaElementS8 ? double(at(i.srcs[v], l).i) : at(i.srcs[v], l).f;
       }
   } else {
     uint64_t desc = 0;
@@ -195,10 +199,21 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned w
       B[size_t(n * K + k)] = read_element(b_kind, p);
       b_addrs.push_back(p);
     }
+  if (check_read) {
+    for (uintptr_t p : a_addrs) {
+      std::string e = check_read(p, size_t(a_bits / 8));
+      if (!e.empty()) return "wgmma.mma_async reads its A operand: " + e;
+    }
+    for (uintptr_t p : b_addrs) {
+      std::string e = check_read(p, size_t(b_bits / 8));
+      if (!e.empty()) return "wgmma.mma_async reads its B operand: " + e;
+    }
+  }
   const int line = op.line;
   reads.issue(warp, a_addrs, a_bits / 8, line);
   reads.issue(warp, b_addrs, b_bits / 8, line);
   const ir::Type dt = op.results.at(0)->type;
+  const bool int_acc = dt->is_int();
   const int scale_reg = i.srcs[na + 1];
   // C/D fragment: ((4,8,4),(2,2,N/8)) : ((128,1,16),(64,8,512)).
   std::vector<double> D(nc * kWarp);
@@ -207,6 +222,12 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned w
     for (size_t v = 0; v < nc; ++v) {
       int vi = int(v);
       int r = l / 4 + 8 * ((vi / 2) % 2), c = 2 * (l % 4) + vi % 2 + 8 * (vi / 4);
+      if (int_acc) {  // s32: exact products and sums, wrapping as the hardware's (no .satfinite)
+        int64_t acc = add_c ? int64_t(int32_t(at(i.srcs[na + 2 + v], l).i)) : 0;
+        for (int k = 0; k < K; ++k) acc += int64_t(A[size_t(r * K + k)]) * int64_t(B[size_t(c * K + k)]);
+        D[v * kWarp + size_t(l)] = double(int32_t(uint32_t(uint64_t(acc))));
+        continue;
+      }
       double acc = add_c ? at(i.srcs[na + 2 + v], l).f : 0.0;
       for (int k = 0; k < K; ++k) acc += A[size_t(r * K + k)] * B[size_t(c * K + k)];
       D[v * kWarp + size_t(l)] = ir::round_float(dt, acc);
@@ -214,7 +235,10 @@ std::string run_wgmma(const Inst& i, uint32_t mask, ir::Scalar* regs, unsigned w
   }
   // Written after all reads: D may share registers with C.
   for (int l = 0; l < kWarp; ++l)
-    for (size_t v = 0; v < nc; ++v) at(i.dsts[v], l).f = D[v * kWarp + size_t(l)];
+    for (size_t v = 0; v < nc; ++v) {
+      if (int_acc) at(i.dsts[v], l).i = int64_t(D[v * kWarp + size_t(l)]);
+      else at(i.dsts[v], l).f = D[v * kWarp + size_t(l)];
+    }
   return "";
 }
 

@@ -13,6 +13,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -58,8 +59,11 @@ uintptr_t wgmma_operand_address(uint64_t desc, bool mn_major, int element_bits, 
 
 // Runs one warp's part of a Wgmma, or a fence / commit / wait (which retire the warp's reads in
 // `reads`). `warp` is the warp's index in the block. Returns an error message, or "".
+// `check_read` (optional) says why an operand element of shared memory may not be read now ("" when
+// it may), e.g. that a TMA load still fills it.
 std::string run_wgmma(const Inst& i, uint32_t active_mask, ir::Scalar* regs, unsigned warp, uintptr_t smem,
-                      size_t smem_size, WgmmaReadTracker& reads);
+                      size_t smem_size, WgmmaReadTracker& reads,
+                      const std::function<std::string(uintptr_t addr, size_t bytes)>& check_read = {});
 
 // Lowers one of the family's ops into the program; false when `op` is not one.
 bool lower_sm90_mma(DeviceEmulator::Program& p, const ir::Op& op);

@@ -2,7 +2,7 @@
 `cutlass.utils.sm90`): library code over the DSL that picks warpgroup MMAs, shared-memory layout
 atoms and epilogue tiles for SM90 GEMMs. Everything here composes DSL operations; the semantics
 (atoms, swizzles, descriptors) are in C++."""
-from .. import Float16, BFloat16, Float8E4M3FN, Float8E5M2, Numeric
+from .. import Float16, BFloat16, Float8E4M3FN, Float8E5M2, Int8, Numeric, Uint8
 from .. import cute
 from ..cute.nvgpu import warp, warpgroup
 from ..cute.nvgpu.common import OperandMajorMode
@@ -11,18 +11,21 @@ from ..cute.tensor import CopyUniversalOp
 from .layout import LayoutEnum
 
 _FP8 = (Float8E4M3FN, Float8E5M2)
+_INT8 = (Int8, Uint8)
 
 
 def make_trivial_tiled_mma(a_dtype, b_dtype, a_leading_mode, b_leading_mode, acc_dtype, atom_layout_mnk, tiler_mn,
                            a_source=OperandSource.SMEM, *, loc=None, ip=None):
-    """A warpgroup TiledMma: MmaF16BF16Op for Float16/BFloat16 (K = 16) or MmaF8Op for 8-bit floats
-    (K = 32), with instruction shape (*tiler_mn, K), tiled by `atom_layout_mnk`."""
+    """A warpgroup TiledMma: MmaF16BF16Op for Float16/BFloat16 (K = 16), MmaF8Op for 8-bit floats or
+    MmaI8Op for 8-bit integers (K = 32), with instruction shape (*tiler_mn, K), tiled by `atom_layout_mnk`."""
     if a_dtype in (Float16, BFloat16):
         if a_dtype != b_dtype:
             raise TypeError(f"make_trivial_tiled_mma: a_dtype {a_dtype.__name__} and b_dtype {b_dtype.__name__} differ")
         op = warpgroup.MmaF16BF16Op(a_dtype, acc_dtype, (*tiler_mn, 16), a_source, a_leading_mode, b_leading_mode)
     elif a_dtype in _FP8 and b_dtype in _FP8:
         op = warpgroup.MmaF8Op(a_dtype, b_dtype, acc_dtype, (*tiler_mn, 32), a_source, a_leading_mode, b_leading_mode)
+    elif a_dtype in _INT8 and b_dtype in _INT8:
+        op = warpgroup.MmaI8Op(a_dtype, b_dtype, acc_dtype, (*tiler_mn, 32), a_source, a_leading_mode, b_leading_mode)
     else:
         raise TypeError(f"make_trivial_tiled_mma: unsupported a_dtype/b_dtype {getattr(a_dtype, '__name__', a_dtype)}"
                         f"/{getattr(b_dtype, '__name__', b_dtype)}")

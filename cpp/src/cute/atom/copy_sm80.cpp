@@ -114,7 +114,10 @@ CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpos
 CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpose) {
   check_matrices("StMatrix8x8x16bOp", num_matrices);
   int bits = element_bits(value_type);
-  if (bits != 16)
+  // 32-bit values: the atom's layouts recast by bits, as CuTe's Copy_Atom<SM90_U32x4_STSM_N, float>
+  // (NVIDIA's Hopper GEMMs build one for an f32 C only to shape make_tiled_copy_C_atom; their
+  // stores use another atom). Copying with it is refused (cute.copy).
+  if (bits != 16 && !(bits == 32 && !transpose))
     atom_error("TYPE_MISMATCH", "StMatrix8x8x16bOp moves 16-bit elements, but the atom's value type " +
                                     dtype_text(value_type) + " has " + std::to_string(bits) + " bits");
   const std::string& arch = target_arch();
@@ -273,6 +276,10 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
           i += len;
         }
       } else {
+        if (element_bits(atom.value_type) != 16)
+          throw dsl::UserError("TYPE_MISMATCH", name + " moves 16-bit elements; an atom of " +
+                                                    dtype_text(atom.value_type) + " values only lays out a tiled copy "
+                                                    "(make_tiled_copy_C_atom) and cannot copy");
         if (!contiguous(dvm, kd, nd))
           copy_error(name + ": each thread's " + std::to_string(nd) + " destination values are one 16-byte matrix "
                      "row and must be consecutive in shared memory: " + to_string(dst));

@@ -1,5 +1,7 @@
 #include "cute/atom/mma_sm90.h"
 
+#include "ir/wgmma_element.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -23,6 +25,7 @@ bool is_f16(ir::Type t) { return is_float_kind(t, ir::FloatKind::F16); }
 bool is_bf16(ir::Type t) { return is_float_kind(t, ir::FloatKind::BF16); }
 bool is_f32(ir::Type t) { return is_float_kind(t, ir::FloatKind::F32); }
 bool is_fp8(ir::Type t) { return is_float_kind(t, ir::FloatKind::E4M3) || is_float_kind(t, ir::FloatKind::E5M2); }
+bool is_int8(ir::Type t) { return t && t->is_int() && !t->is_bool() && t->width == 8; }
 
 std::string name(ir::Type t) { return t ? dsl::dtype_name(t) : "None"; }
 
@@ -107,6 +110,23 @@ MmaAtom make_wgmma_f8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<in
     invalid(std::string("MmaF8Op: 8-bit operands must be K-major, got a_major_mode=") + major_name(a_major) +
             ", b_major_mode=" + major_name(b_major));
   int64_t n = instruction_n("MmaF8Op", shape, 32);
+  return warpgroup_atom(a, b, acc, n, 32, a_src, a_major, b_major);
+}
+
+MmaAtom make_wgmma_i8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
+                      OperandMajor a_major, OperandMajor b_major) {
+  require_sm90a("warpgroup.MmaI8Op");
+  if (!is_int8(a)) invalid("MmaI8Op: a_dtype must be Int8 or Uint8, got " + name(a));
+  if (!is_int8(b)) invalid("MmaI8Op: b_dtype must be Int8 or Uint8, got " + name(b));
+  if (!acc || !acc->is_int() || acc->width != 32 || !acc->is_signed)
+    invalid("MmaI8Op: acc_dtype must be Int32, got " + name(acc));
+  if (a_major != OperandMajor::K || b_major != OperandMajor::K)
+    invalid(std::string("MmaI8Op: 8-bit operands must be K-major, got a_major_mode=") + major_name(a_major) +
+            ", b_major_mode=" + major_name(b_major));
+  int64_t n = instruction_n("MmaI8Op", shape, 32);
+  // The integer wgmma has N = 8, 24 or a multiple of 16 (PTX ISA, wgmma .s8/.u8 shapes).
+  if (n != 8 && n != 24 && n % 16)
+    invalid("MmaI8Op: instruction N must be 8, 24 or a multiple of 16 in [16, 256], got " + std::to_string(n));
   return warpgroup_atom(a, b, acc, n, 32, a_src, a_major, b_major);
 }
 
@@ -369,7 +389,7 @@ void wgmma_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Ten
     throw dsl::UserError("SHAPE_MISMATCH", "gemm: operand D " + to_string(d) + " does not hold the atom's " +
                                                std::to_string(atom.values_c()) + " accumulator values");
   ir::Op* op = bld.create(ir::OpCode::Wgmma, ops, std::vector<ir::Type>(size_t(atom.values_c()), atom.c_type));
-  op->ints = {atom.m, atom.n, atom.k, int64_t(atom.a_type->float_kind), int64_t(atom.b_type->float_kind),
+  op->ints = {atom.m, atom.n, atom.k, ir::wgmma_element_code(atom.a_type), ir::wgmma_element_code(atom.b_type),
               int64_t(atom.a_major), int64_t(atom.b_major), a_regs ? 1 : 0};
   for (size_t i = 0; i < op->results.size(); ++i)
     store_element(d, IntTuple(int64_t(i)), dsl::Num::of_value(op->results[i].get()));

@@ -35,6 +35,9 @@ MmaAtom make_wgmma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>
                            OperandMajor a_major, OperandMajor b_major);
 // warpgroup.MmaF8Op(a_dtype, b_dtype, acc_dtype, instruction_shape, a_src, a_major_mode, b_major_mode):
 // e4m3 / e5m2 inputs (each its own), f32 or f16 accumulators, shape (64, N[, 32]), K-major only.
+// Int8/Uint8 A and B (each its own), Int32 accumulators, K = 32, K-major operands.
+MmaAtom make_wgmma_i8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
+                      OperandMajor a_major, OperandMajor b_major);
 MmaAtom make_wgmma_f8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
                       OperandMajor a_major, OperandMajor b_major);
 

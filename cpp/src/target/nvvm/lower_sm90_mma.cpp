@@ -8,6 +8,7 @@
 // The accumulators are tied in/out operands (C in, D out, the same registers), as CUTLASS's "+f".
 #include <stdexcept>
 
+#include "ir/wgmma_element.h"
 #include "target/nvvm/op_lowering.h"
 
 namespace opencute::target {
@@ -18,6 +19,11 @@ using ir::OpCode;
 using ir::Type;
 
 std::string ptx_type(Type t) {
+  if (t->is_int()) {
+    if (t->width == 8) return t->is_signed ? "s8" : "u8";
+    if (t->width == 32 && t->is_signed) return "s32";
+    throw std::runtime_error("wgmma: no PTX operand type for " + ir::to_string(t));
+  }
   switch (t->float_kind) {
     case ir::FloatKind::F16: return "f16";
     case ir::FloatKind::BF16: return "bf16";
@@ -52,23 +58,24 @@ std::vector<std::string> pack(Type t, const std::vector<std::string>& vals, OpLo
 
 void lower_wgmma(const ir::Op& op, OpLowering& k) {
   const int64_t m = op.ints.at(0), n = op.ints.at(1), kk = op.ints.at(2);
-  const Type a_t = ir::float_type(ir::FloatKind(op.ints.at(3))), b_t = ir::float_type(ir::FloatKind(op.ints.at(4)));
+  const Type a_t = ir::wgmma_element_type(op.ints.at(3)), b_t = ir::wgmma_element_type(op.ints.at(4));
   const bool tnsp_a = op.ints.at(5) != 0, tnsp_b = op.ints.at(6) != 0, a_regs = op.ints.at(7) != 0;
   const size_t nc = op.results.size();
   const size_t na = a_regs ? size_t(m * kk / 128) : 1;
   if (op.operands.size() != na + 2 + nc) k.error(op, "wgmma: operand count does not match the instruction shape");
   const Type c_t = op.result(0)->type;
   const bool packed = is_f16(c_t);  // f16 accumulators: two per 32-bit register
+  const bool int_acc = c_t->is_int();  // s32 accumulators of the integer MMA
 
   std::vector<std::string> c_vals;
   for (size_t i = 0; i < nc; ++i) c_vals.push_back(k.operand(op.operands[na + 2 + i]));
   std::vector<std::string> c_regs = packed ? pack(c_t, c_vals, k) : c_vals;
   const size_t nd = c_regs.size();
-  const std::string reg_t = packed ? "i32" : "float";
+  const std::string reg_t = packed || int_acc ? "i32" : "float";
 
   // Operands: D outputs $0..$nd-1; C inputs tied to them; then A, B, scale_d.
   std::string constraints, args;
-  for (size_t i = 0; i < nd; ++i) constraints += (i ? "," : "") + std::string(packed ? "=r" : "=f");
+  for (size_t i = 0; i < nd; ++i) constraints += (i ? "," : "") + std::string(packed || int_acc ? "=r" : "=f");
   for (size_t i = 0; i < nd; ++i) {
     constraints += "," + std::to_string(i);
     args += (i ? ", " : "") + reg_t + " " + c_regs[i];
@@ -101,7 +108,8 @@ void lower_wgmma(const ir::Op& op, OpLowering& k) {
   std::string d_list = "{";
   for (size_t i = 0; i < nd; ++i) d_list += (i ? "," : "") + std::string("$") + std::to_string(i);
   d_list += "}";
-  std::string imm = ", p, 1, 1";
+  // The integer MMA has no scale-a / scale-b (nor transpose) immediates: only scale-d.
+  std::string imm = int_acc ? ", p" : ", p, 1, 1";
   if (a_t->width == 16) imm += a_regs ? ", " + std::to_string(int(tnsp_b)) : ", " + std::to_string(int(tnsp_a)) + ", " + std::to_string(int(tnsp_b));
   std::string inst = "wgmma.mma_async.sync.aligned.m" + std::to_string(m) + "n" + std::to_string(n) + "k" +
                      std::to_string(kk) + "." + ptx_type(c_t) + "." + ptx_type(a_t) + "." + ptx_type(b_t);

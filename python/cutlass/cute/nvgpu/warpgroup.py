@@ -78,6 +78,23 @@ class MmaF8Op(MmaOp):
                 self.b_major_mode)
 
 
+class MmaI8Op(MmaOp):
+    """wgmma with Int8/Uint8 inputs (A and B each its own) and Int32 accumulators, instruction shape
+    (64, N) or (64, N, 32), N = 8, 24 or a multiple of 16 up to 256; K-major operands."""
+
+    def __init__(self, a_dtype, b_dtype, acc_dtype, instruction_shape, a_src=OperandSource.SMEM,
+                 a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K):
+        self.a_dtype, self.b_dtype, self.acc_dtype = a_dtype, b_dtype, acc_dtype
+        self.shape_mnk = tuple(instruction_shape) if len(instruction_shape) == 3 else (*instruction_shape, 32)
+        self.a_src, self.a_major_mode, self.b_major_mode = a_src, a_major_mode, b_major_mode
+        self._atom = _C.make_wgmma_i8(a_dtype, b_dtype, acc_dtype, tuple(instruction_shape), _source(a_src),
+                                      _major(a_major_mode, "a_major_mode"), _major(b_major_mode, "b_major_mode"))
+
+    def _key(self):
+        return (self.a_dtype, self.b_dtype, self.acc_dtype, self.shape_mnk, self.a_src, self.a_major_mode,
+                self.b_major_mode)
+
+
 def make_smem_layout_atom(kind, element_type, *, loc=None, ip=None):
     """The swizzle atom `S<B,4,3> o 0 o (C,8):(1,C)` (MN kinds) or `(8,C):(C,1)` (K kinds), C being
     128 << B bits of `element_type`. The swizzle acts on byte addresses: give it to the smem
@@ -106,5 +123,5 @@ def wait_group(group, *, loc=None, ip=None):
     _C.warpgroup_wait_group(count)
 
 
-__all__ = ["OperandMajorMode", "OperandSource", "Field", "SmemLayoutAtomKind", "MmaF16BF16Op", "MmaF8Op",
+__all__ = ["OperandMajorMode", "OperandSource", "Field", "SmemLayoutAtomKind", "MmaF16BF16Op", "MmaF8Op", "MmaI8Op",
            "make_smem_layout_atom", "fence", "commit_group", "wait_group"]
