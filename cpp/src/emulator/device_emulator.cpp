@@ -286,7 +286,11 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         }
         break;
       case K::PtrAdd:
-        FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + at(i.b, l).i * i.imm; }
+        if (i.imm >= 0) {
+          FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + at(i.b, l).i * i.imm; }
+        } else {  // packed sub-byte elements: -imm bits each
+          FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + ((at(i.b, l).i * -i.imm) >> 3); }
+        }
         break;
       case K::Move:
         for (int k = 0; k < i.width; ++k) FOR_LANES(m) { int l = LANE; at(i.dst + k, l) = at(i.a + k, l); }

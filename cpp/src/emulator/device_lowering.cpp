@@ -115,7 +115,10 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       }
       case OpCode::PtrAdd: {
         Inst i = base(K::PtrAdd);
-        i.imm = op.operands[0]->type->element->byte_size();
+        // imm: bytes per element; a packed sub-byte element stores -(bits), the index then being
+        // a whole number of bytes (checked when the op was built).
+        ir::Type e = op.operands[0]->type->element;
+        i.imm = e->is_sub_byte() ? -e->bit_size() : e->byte_size();
         i.a = in(0), i.b = in(1), i.dst = out();
         emit(std::move(i));
         break;

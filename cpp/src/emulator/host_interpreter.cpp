@@ -169,8 +169,8 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
       return;
     }
     case OpCode::PtrAdd: {
-      int64_t elem = s.in_types[0]->element->byte_size();
-      set(Scalar::of_int(in(0).i + in(1).i * elem));
+      int64_t bits = s.in_types[0]->element->bit_size();
+      set(Scalar::of_int(in(0).i + ((in(1).i * bits) >> 3)));
       return;
     }
     case OpCode::PtrToInt: case OpCode::IntToPtr:

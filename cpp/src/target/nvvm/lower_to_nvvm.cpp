@@ -13,6 +13,7 @@
 
 #include "ir/arch_attributes.h"
 #include "ir/scalar_semantics.h"
+#include "support/fp4.h"
 #include "support/fp8.h"
 #include "support/half.h"
 #include "target/nvvm/op_lowering.h"
@@ -44,6 +45,7 @@ bool is_fp8(Type t) { return t->is_float() && (t->float_kind == FloatKind::E4M3 
 const support::Fp8Format& fp8_format(Type t) {
   return t->float_kind == FloatKind::E4M3 ? support::e4m3_format() : support::e5m2_format();
 }
+bool is_fp4(Type t) { return t->is_float() && t->float_kind == FloatKind::E2M1; }
 bool is_f64(Type t) { return t->is_float() && t->float_kind == FloatKind::F64; }
 bool is_f32(Type t) { return t->is_float() && t->float_kind == FloatKind::F32; }
 
@@ -69,6 +71,7 @@ std::string llvm_type(Type t);
 std::string mem_type(Type t) {
   if (t->kind == TypeKind::Void) return "i8";
   if (t->is_bool()) return "i8";
+  if (t->is_sub_byte() && !t->is_vector()) return "i8";  // pointers to packed elements address bytes
   if (t->is_vector() && t->element->is_bool()) return "<" + std::to_string(t->lanes) + " x i8>";
   if (t->is_float() && t->float_kind == FloatKind::F16) return "i16";
   return llvm_type(t);
@@ -89,6 +92,7 @@ std::string llvm_type(Type t) {
         case FloatKind::BF16: return "i16";  // LLVM 7 has no bfloat
         case FloatKind::E4M3:
         case FloatKind::E5M2: return "i8";   // nor 8-bit floats
+        case FloatKind::E2M1: return "i4";   // nor 4-bit ones: the code in the low bits
         case FloatKind::F32: return "float";
         case FloatKind::F64: return "double";
       }
@@ -104,6 +108,7 @@ std::string llvm_type(Type t) {
 // by LLVM and are addressed in bytes instead.
 bool natural_layout(Type t) {
   if (t->is_int()) return t->width == 1 || t->width == 8 || t->width == 16 || t->width == 32 || t->width == 64;
+  if (t->is_sub_byte()) return false;
   if (t->is_float() || t->is_pointer()) return true;
   if (t->is_vector()) return (t->lanes & (t->lanes - 1)) == 0 && natural_layout(t->element);
   return false;
@@ -149,6 +154,7 @@ std::string float_literal(Type t, double d) {
     case FloatKind::BF16: return int_literal(16, support::float_to_bf16_bits(float(d)));
     case FloatKind::E4M3:
     case FloatKind::E5M2: return int_literal(8, support::float_to_fp8_bits(float(d), fp8_format(t)));
+    case FloatKind::E2M1: return int_literal(4, support::float_to_e2m1_bits(float(d)));
   }
   return "0";
 }
@@ -439,7 +445,70 @@ class KernelLowering : public OpLowering {
 
   // -- f16 / bf16 ---------------------------------------------------------------------------
 
-  static Type compute_type(Type t) { return (is_half(t) || is_bf16(t) || is_fp8(t)) ? ir::f32() : t; }
+  static Type compute_type(Type t) { return (is_half(t) || is_bf16(t) || is_fp8(t) || is_fp4(t)) ? ir::f32() : t; }
+
+  // e2m1 (an i4 holding the code) <-> f32 as internal helpers: support/fp4.h's algorithm. f32 ->
+  // e2m1 is one cvt.rn.satfinite.e2m1x2.f32 on sm_100 and later (__nvvm_reflect folds the
+  // choice); sm_80/sm_90 have no fp4 conversion and count the rounding midpoints m is above.
+  std::string fp4_helper(bool to_f32) {
+    std::string name = to_f32 ? "__opencute_e2m1_to_f32" : "__opencute_e2m1_from_f32";
+    if (ms_.helpers.count(name)) return name;
+    std::ostringstream s;
+    if (to_f32) {
+      s << "define internal float @" << name << "(i4 %b) alwaysinline {\n"
+        << "  %u = zext i4 %b to i32\n"
+        << "  %es = lshr i32 %u, 1\n"
+        << "  %e = and i32 %es, 3\n"
+        << "  %m = and i32 %u, 1\n"
+        << "  %zero_e = icmp eq i32 %e, 0\n"
+        << "  %half = mul i32 %m, 1056964608\n"  // 0.5 or 0
+        << "  %eb = add i32 %e, 126\n"
+        << "  %ebs = shl i32 %eb, 23\n"
+        << "  %ms = shl i32 %m, 22\n"
+        << "  %normal = or i32 %ebs, %ms\n"
+        << "  %mag = select i1 %zero_e, i32 %half, i32 %normal\n"
+        << "  %sb = and i32 %u, 8\n"
+        << "  %sign = shl i32 %sb, 28\n"
+        << "  %bits = or i32 %mag, %sign\n"
+        << "  %f = bitcast i32 %bits to float\n"
+        << "  ret float %f\n}\n";
+    } else {
+      const std::string arch = ms_.format_global("__CUDA_ARCH");
+      ms_.declare("i32", "__nvvm_reflect", "i8*");
+      s << "define internal i4 @" << name << "(float %f) alwaysinline {\n"
+        << "  %archp = addrspacecast i8 addrspace(1)* getelementptr inbounds ([12 x i8], [12 x i8] addrspace(1)* "
+        << arch << ", i64 0, i64 0) to i8*\n"
+        << "  %arch = call i32 @__nvvm_reflect(i8* %archp)\n"
+        << "  %hw = icmp sge i32 %arch, 1000\n"
+        << "  br i1 %hw, label %cvt, label %soft\n"
+        << "cvt:\n"  // the second source lands in the low nibble
+        << "  %pair = call i32 asm \"{ .reg .b8 t; cvt.rn.satfinite.e2m1x2.f32 t, $1, $2; mov.b32 $0, {t, t, t, t}; }\", "
+        << "\"=r,f,f\"(float " << hex_double(0.0) << ", float %f)\n"
+        << "  %hwcode = trunc i32 %pair to i4\n"
+        << "  ret i4 %hwcode\n"
+        << "soft:\n"
+        << "  %x = bitcast float %f to i32\n"
+        << "  %sh = lshr i32 %x, 28\n"
+        << "  %sign = and i32 %sh, 8\n"
+        << "  %magb = and i32 %x, 2147483647\n"
+        << "  %m = bitcast i32 %magb to float\n";
+      // Unordered comparisons: NaN is above every midpoint and saturates like infinity.
+      const std::pair<const char*, double> midpoints[] = {{"ugt", 0.25}, {"uge", 0.75}, {"ugt", 1.25}, {"uge", 1.75},
+                                                          {"ugt", 2.5},  {"uge", 3.5},  {"ugt", 5.0}};
+      std::string sum = "0";
+      for (int k = 0; k < 7; ++k) {
+        s << "  %c" << k << " = fcmp " << midpoints[k].first << " float %m, " << hex_double(midpoints[k].second) << "\n"
+          << "  %z" << k << " = zext i1 %c" << k << " to i32\n"
+          << "  %s" << k << " = add i32 " << sum << ", %z" << k << "\n";
+        sum = "%s" + std::to_string(k);
+      }
+      s << "  %code = or i32 " << sum << ", %sign\n"
+        << "  %r = trunc i32 %code to i4\n"
+        << "  ret i4 %r\n}\n";
+    }
+    ms_.helpers.emplace(name, s.str());
+    return name;
+  }
 
   // fp8 <-> f32 as internal helper functions: the integer algorithm of support/fp8.h.
   std::string fp8_helper(Type t, bool to_f32) {
@@ -549,6 +618,7 @@ class KernelLowering : public OpLowering {
   std::string widen(Type t, const std::string& v) {
     if (is_half(t)) return def("fpext half " + v + " to float");
     if (is_fp8(t)) return def("call float @" + fp8_helper(t, true) + "(i8 " + v + ")");
+    if (is_fp4(t)) return def("call float @" + fp4_helper(true) + "(i4 " + v + ")");
     if (is_bf16(t)) {
       std::string z = def("zext i16 " + v + " to i32");
       std::string s = def("shl i32 " + z + ", 16");
@@ -561,6 +631,7 @@ class KernelLowering : public OpLowering {
   std::string narrow(Type t, const std::string& v) {
     if (is_half(t)) return def("fptrunc float " + v + " to half");
     if (is_fp8(t)) return def("call i8 @" + fp8_helper(t, false) + "(float " + v + ")");
+    if (is_fp4(t)) return def("call i4 @" + fp4_helper(false) + "(float " + v + ")");
     if (is_bf16(t)) {
       // The hardware conversion (sm_80 and later, every target OpenCuTe compiles for): one
       // instruction where the bit-level rounding took ten, in every bf16 epilogue. It rounds to
@@ -738,6 +809,7 @@ class KernelLowering : public OpLowering {
           bool neg = op.code == OpCode::Neg;
           if (is_bf16(t)) return def(std::string(neg ? "xor" : "and") + " i16 " + a + ", " + (neg ? "-32768" : "32767"));
           if (is_fp8(t)) return def(std::string(neg ? "xor" : "and") + " i8 " + a + ", " + (neg ? "-128" : "127"));
+          if (is_fp4(t)) return def(std::string(neg ? "xor" : "and") + " i4 " + a + ", " + (neg ? "-8" : "7"));
           if (is_half(t)) {
             std::string bits = def("bitcast half " + a + " to i16");
             std::string r = def(std::string(neg ? "xor" : "and") + " i16 " + bits + ", " + (neg ? "-32768" : "32767"));
@@ -939,6 +1011,8 @@ class KernelLowering : public OpLowering {
 
   void lower_load(const Op& op) {
     Type pt = op.operands[0]->type, rt = op.result()->type;
+    if (rt->is_sub_byte())  // the DSL reads packed 4-bit data as bytes (recast_tensor to Uint8)
+      fail(&op, "a load of the packed sub-byte type " + ir::to_string(rt) + " is not supported");
     std::string p = retyped_pointer(pt, rt, use(op.operands[0]));
     std::string M = mem_type(rt);
     std::string v = def("load " + M + ", " + pointer_text(rt, pt->space) + " " + p + ", align " +
@@ -950,6 +1024,7 @@ class KernelLowering : public OpLowering {
 
   void lower_store(const Op& op) {
     Type vt = op.operands[0]->type, pt = op.operands[1]->type;
+    if (vt->is_sub_byte()) fail(&op, "a store of the packed sub-byte type " + ir::to_string(vt) + " is not supported");
     std::string v = use(op.operands[0]);
     std::string M = mem_type(vt);
     if (ir::scalar_of(vt)->is_bool()) v = def("zext " + llvm_type(vt) + " " + v + " to " + M);
@@ -979,7 +1054,9 @@ class KernelLowering : public OpLowering {
     }
     std::string bytes_ptr = pointer_text(ir::int_type(8), pt->space);
     std::string b = def("bitcast " + llvm_type(pt) + " " + p + " to " + bytes_ptr);
-    std::string off = def("mul i64 " + idx + ", " + std::to_string(pt->element->byte_size()));
+    std::string off = pt->element->is_sub_byte()  // a whole number of bytes (checked when built)
+                          ? def("ashr exact i64 " + def("mul i64 " + idx + ", " + std::to_string(pt->element->bit_size())) + ", 3")
+                          : def("mul i64 " + idx + ", " + std::to_string(pt->element->byte_size()));
     std::string g = def("getelementptr i8, " + bytes_ptr + " " + b + ", i64 " + off);
     set(op, 0, def("bitcast " + bytes_ptr + " " + g + " to " + llvm_type(op.result()->type)));
   }

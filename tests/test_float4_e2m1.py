@@ -1,0 +1,256 @@
+"""cutlass.Float4E2M1FN: the 4-bit float (1 sign, 2 exponent, 1 mantissa bit; no inf/nan; max 6)
+that torch stores two to a byte as float4_e2m1fn_x2, the first value in the low nibble. DLPack
+describes those tensors as (code 17, bits 4, lanes 2) with extents counted in pairs; a compiled
+function sees 4-bit elements: the stride-1 mode twice as long, every other stride doubled.
+CI has no torch: packed tensors come from numpy bytes, through `element_type` or the testing
+DLPack exchange table (`_core._testing_dlpack_exchange_api()`), which reports lanes 2 as torch does."""
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import _core
+from cutlass.cute.runtime import from_dlpack, make_fake_compact_tensor
+
+F4 = cutlass.Float4E2M1FN
+_E2M1_MAGNITUDES = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
+
+
+def e2m1_value(code):
+    """The value of a 4-bit code from the format: bias 1, subnormal step 0.5."""
+    s, e, m = code >> 3, (code >> 1) & 3, code & 1
+    v = m * 0.5 if e == 0 else (1 + m / 2) * 2.0 ** (e - 1)
+    return -v if s else v
+
+
+def e2m1_round(x):
+    """numpy model of f32 -> e2m1: nearest, ties to the even code, saturating at +-6; NaN -> +-6
+    with its sign (OpenCuTe's choice; the format has no NaN)."""
+    x = float(np.float32(x))
+    mag = 6.0 if np.isnan(x) else min(abs(x), 6.0)
+    best = min(range(8), key=lambda c: (abs(_E2M1_MAGNITUDES[c] - mag), c % 2))  # ties: even code
+    v = _E2M1_MAGNITUDES[best]
+    return -v if np.signbit(x) else v
+
+
+def test_all_sixteen_codes_decode_as_the_format_says():
+    assert [e2m1_value(c) for c in range(8)] == _E2M1_MAGNITUDES
+    for code in range(16):
+        v = e2m1_value(code)
+        # every representable value converts exactly, sign of zero included
+        got = F4(v).value
+        assert got == v and np.signbit(got) == bool(code & 8), (code, got)
+
+
+def test_rounding_is_nearest_even_and_saturates():
+    ties = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0]
+    assert [F4(t).value for t in ties] == [0.0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0]
+    rng = np.random.default_rng(0)
+    xs = list(rng.uniform(-8, 8, 300).astype(np.float32)) + ties + [-t for t in ties] + [
+        0.2499, 0.2501, 5.0001, 6.0, 6.5, 1e30, -1e30, float("inf"), float("-inf"), 1e-8, -1e-8]
+    for x in xs:
+        assert F4(float(x)).value == e2m1_round(x), x
+    assert F4(float("nan")).value == 6.0 and F4(-float("nan")).value == -6.0
+
+
+def test_type_properties():
+    assert F4.width == 4 and F4.bytes == 1 and F4.is_float and str(F4) == "Float4E2M1FN"
+    assert cute.Float4E2M1FN is F4
+
+
+@cute.kernel
+def _print_kernel(t_f4: cute.Tensor, t_uint8: cute.Tensor):
+    print("[Compile INFO] Float4E2M1FN:", t_f4)
+    print("[Compile INFO] Uint8:", t_uint8)
+    print("[Compile INFO] casted:", cute.recast_tensor(t_uint8, cutlass.Float4E2M1FN))
+
+
+@cute.jit
+def _print_info(t_f4: cute.Tensor, t_uint8: cute.Tensor):
+    _print_kernel(t_f4, t_uint8).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def _fake_pair():
+    m, k_f4, k_u8 = cute.sym_int(), cute.sym_int(divisibility=2), cute.sym_int()
+    a = make_fake_compact_tensor(F4, (m, k_f4), stride_order=(1, 0), assumed_align=16)
+    b = make_fake_compact_tensor(cutlass.Uint8, (m, k_u8), stride_order=(1, 0), assumed_align=16)
+    return a, b
+
+
+def test_fake_fp4_tensors_compile_and_print(capsys):
+    # the flow of NVIDIA's cute/tvm_ffi/fp4_x2_tensor.py, compile only
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    cute.compile(_print_info, *_fake_pair(), options="--enable-tvm-ffi")
+    out = capsys.readouterr().out
+    assert "Float4E2M1FN: tensor<ptr<f4E2M1FN, gmem, align<16>> o (?,?{div=2}):(?{i64 div=2},1)>" in out
+    assert "Uint8: tensor<ptr<u8, gmem, align<16>> o (?,?):(?{i64},1)>" in out
+    # recast Uint8 -> Float4E2M1FN: twice the elements along the stride-1 mode, strides doubled
+    assert "casted: tensor<ptr<f4E2M1FN, gmem, align<16>> o (?,?{div=2}):(?{i64 div=2},1)>" in out
+
+
+@cute.kernel
+def _bytes_kernel(t_f4: cute.Tensor, out: cute.Tensor, row: cute.Tensor, extent: cute.Tensor):
+    u = cute.recast_tensor(t_f4, cutlass.Uint8)
+    for i in range(u.shape[0]):
+        for j in range(u.shape[1]):
+            out[i, j] = u[i, j]
+    # a row of the fp4 tensor starts a whole number of bytes in: its pointer moves by bytes
+    r = cute.recast_tensor(t_f4[(1, None)], cutlass.Uint8)
+    for j in range(r.shape[0]):
+        row[j] = r[j]
+    extent[0] = t_f4.shape[1]
+    extent[1] = t_f4.stride[0]
+
+
+@cute.jit
+def _bytes(t_f4: cute.Tensor, out: cute.Tensor, row: cute.Tensor, extent: cute.Tensor):
+    _bytes_kernel(t_f4, out, row, extent).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def _storage():
+    return (np.arange(12, dtype=np.uint8).reshape(3, 4) * 37 + 5).astype(np.uint8)
+
+
+def test_uint8_storage_viewed_as_fp4_on_the_emulator():
+    s = _storage()
+    t = from_dlpack(s)
+    t.element_type = F4
+    assert t.shape == (3, 8) and t.stride == (8, 1)
+    out, row, extent = np.zeros((3, 4), np.uint8), np.zeros(4, np.uint8), np.zeros(2, np.int32)
+    cute.compile(_bytes, t, from_dlpack(out), from_dlpack(row), from_dlpack(extent), options="--target cpu")(
+        t, from_dlpack(out), from_dlpack(row), from_dlpack(extent))
+    np.testing.assert_array_equal(out, s)
+    np.testing.assert_array_equal(row, s[1])
+    assert list(extent) == [8, 8]
+
+
+class PackedPairs:
+    """torch's float4_e2m1fn_x2 over numpy bytes, as the DLPack exchange table reports it."""
+    __dlpack_c_exchange_api__ = _core._testing_dlpack_exchange_api()
+
+    def __init__(self, storage):
+        self._array = storage
+        self._dlpack_view = _core._DLPackView(storage.ctypes.data, list(storage.shape),
+                                              [s // storage.itemsize for s in storage.strides], 17, 4, 1, lanes=2)
+
+
+class Bytes:
+    __dlpack_c_exchange_api__ = _core._testing_dlpack_exchange_api()
+
+    def __init__(self, storage, code=1, bits=8):
+        self._array = storage
+        self._dlpack_view = _core._DLPackView(storage.ctypes.data, list(storage.shape),
+                                              [s // storage.itemsize for s in storage.strides], code, bits, 1)
+
+
+def _compiled_tvm_ffi():
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    a, _ = _fake_pair()
+    n = cute.sym_int()
+    out = make_fake_compact_tensor(cutlass.Uint8, (cute.sym_int(), n), stride_order=(1, 0))
+    row = make_fake_compact_tensor(cutlass.Uint8, (cute.sym_int(),))
+    ext = make_fake_compact_tensor(cutlass.Int32, (2,))
+    return cute.compile(_bytes, a, out, row, ext, options="--enable-tvm-ffi --target cpu")
+
+
+def test_tvm_ffi_reads_float4_e2m1fn_x2_pairs_as_elements():
+    f = _compiled_tvm_ffi()
+    s = _storage()
+    out, row, extent = np.zeros((3, 4), np.uint8), np.zeros(4, np.uint8), np.zeros(2, np.int32)
+    f(PackedPairs(s), Bytes(out), Bytes(row), Bytes(extent, code=0, bits=32))
+    np.testing.assert_array_equal(out, s)
+    np.testing.assert_array_equal(row, s[1])
+    assert list(extent) == [8, 8]  # 4 pairs per row are 8 elements; a row is 8 elements apart
+
+
+def test_tvm_ffi_refuses_bytes_for_a_float4_parameter():
+    f = _compiled_tvm_ffi()
+    s = _storage()
+    out, row, extent = np.zeros((3, 4), np.uint8), np.zeros(4, np.uint8), np.zeros(2, np.int32)
+    with pytest.raises(TypeError, match=r"Mismatched t_f4.dtype on argument #0 .* expected float4_e2m1fn_x2"):
+        f(Bytes(s), Bytes(out), Bytes(row), Bytes(extent, code=0, bits=32))
+
+
+def test_packed_pairs_need_a_stride_one_mode():
+    f = _compiled_tvm_ffi()
+    s = np.zeros((4, 6), np.uint8)[:, ::2]  # pairs 2 bytes apart: a row's values are not adjacent
+    out, row, extent = np.zeros((4, 3), np.uint8), np.zeros(3, np.uint8), np.zeros(2, np.int32)
+    with pytest.raises(ValueError, match="needs a mode of stride 1"):
+        f(PackedPairs(s), Bytes(out), Bytes(row), Bytes(extent, code=0, bits=32))
+
+
+def test_default_abi_reads_exchange_pairs_as_elements():
+    s = _storage()
+    t = from_dlpack(s)
+    t.element_type = F4
+    args = [from_dlpack(np.zeros((3, 4), np.uint8)), from_dlpack(np.zeros(4, np.uint8)), from_dlpack(np.zeros(2, np.int32))]
+    f = cute.compile(_bytes, t, *args, options="--target cpu")
+    out, row, extent = np.zeros((3, 4), np.uint8), np.zeros(4, np.uint8), np.zeros(2, np.int32)
+    f(PackedPairs(s), out, row, extent)
+    np.testing.assert_array_equal(out, s)
+    np.testing.assert_array_equal(row, s[1])
+
+
+@cute.kernel
+def _element_kernel(t_f4: cute.Tensor, out: cute.Tensor):
+    out[0] = t_f4[0, 0].to(cutlass.Float32)
+
+
+@cute.jit
+def _element(t_f4: cute.Tensor, out: cute.Tensor):
+    _element_kernel(t_f4, out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@cute.kernel
+def _odd_offset_kernel(t_f4: cute.Tensor, out: cute.Tensor):
+    r = cute.recast_tensor(t_f4[(None, 1)], cutlass.Uint8)  # column 1 starts half a byte in
+    out[0] = r[0]
+
+
+@cute.jit
+def _odd_offset(t_f4: cute.Tensor, out: cute.Tensor):
+    _odd_offset_kernel(t_f4, out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_single_fp4_elements_and_half_byte_offsets_are_refused():
+    t = from_dlpack(_storage())
+    t.element_type = F4
+    with pytest.raises(cutlass.DSLUserCodeError, match="cannot be accessed alone"):
+        cute.compile(_element, t, from_dlpack(np.zeros(1, np.float32)), options="--target cpu")
+    with pytest.raises(cutlass.DSLUserCodeError, match="must be a multiple of 2"):
+        cute.compile(_odd_offset, t, from_dlpack(np.zeros(1, np.uint8)), options="--target cpu")
+
+
+def test_element_type_view_needs_bytes():
+    t = from_dlpack(np.zeros(4, np.float16))
+    with pytest.raises(TypeError, match="widths differ"):
+        t.element_type = F4
+    t = from_dlpack(np.zeros((2, 4), np.uint8)).mark_layout_dynamic()
+    with pytest.raises(TypeError, match="before marking the layout dynamic"):
+        t.element_type = F4
+
+
+@pytest.mark.gpu
+def test_torch_float4_e2m1fn_x2_through_tvm_ffi_on_the_gpu():
+    """NVIDIA's cute/tvm_ffi/fp4_x2_tensor.py flow with torch tensors, plus the bytes checked."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("tvm_ffi")
+    if not hasattr(torch, "float4_e2m1fn_x2"):
+        pytest.skip("this torch has no float4_e2m1fn_x2")
+    f = cute.compile(_print_info, *_fake_pair(), options="--enable-tvm-ffi")
+    u8 = torch.randint(0, 256, (16, 16), dtype=torch.uint8, device="cuda")
+    f(u8.view(torch.float4_e2m1fn_x2), u8)
+    torch.cuda.synchronize()
+    a, _ = _fake_pair()
+    n = cute.sym_int()
+    g = cute.compile(_bytes, a, make_fake_compact_tensor(cutlass.Uint8, (cute.sym_int(), n), stride_order=(1, 0)),
+                     make_fake_compact_tensor(cutlass.Uint8, (cute.sym_int(),)),
+                     make_fake_compact_tensor(cutlass.Int32, (2,)), options="--enable-tvm-ffi")
+    out, row, ext = torch.zeros_like(u8), torch.zeros(16, dtype=torch.uint8, device="cuda"), \
+        torch.zeros(2, dtype=torch.int32, device="cuda")
+    g(u8.view(torch.float4_e2m1fn_x2), out, row, ext)
+    torch.cuda.synchronize()
+    assert torch.equal(out, u8) and torch.equal(row, u8[1]) and ext.tolist() == [32, 32]
+    # the default ABI through from_dlpack: the same bytes
+    t = from_dlpack(u8.view(torch.float4_e2m1fn_x2))
+    assert t.shape == (16, 32) and t.stride == (32, 1)
