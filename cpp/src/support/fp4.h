@@ -1,9 +1,10 @@
 // FP4 E2M1 (OCP MX "FP4", CuTe DSL Float4E2M1FN): 1 sign, 2 exponent (bias 1), 1 mantissa bit;
 // no infinity, no NaN; the magnitudes are 0, 0.5, 1, 1.5, 2, 3, 4, 6. Two values share a byte in
 // memory, the first in the low nibble.
-// f32 -> e2m1 rounds to nearest, ties to the even code, and saturates to +-6 (PTX
-// cvt.rn.satfinite.e2m1x2.f32). PTX leaves NaN open here; we give NaN the largest magnitude with
-// its sign, and the NVVM lowering emits the same comparisons, so the GPU and the emulator agree.
+// f32 -> e2m1 rounds to nearest, ties to the even code, and saturates to +-6 (as PTX
+// cvt.rn.satfinite.e2m1x2.f32 does); NaN, which the format lacks, becomes the largest magnitude
+// with NaN's sign. The NVVM lowering emits these same comparisons on every target, so the GPU
+// and the emulator agree bit for bit.
 #pragma once
 #include <cstdint>
 

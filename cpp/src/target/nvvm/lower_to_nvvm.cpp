@@ -447,9 +447,10 @@ class KernelLowering : public OpLowering {
 
   static Type compute_type(Type t) { return (is_half(t) || is_bf16(t) || is_fp8(t) || is_fp4(t)) ? ir::f32() : t; }
 
-  // e2m1 (an i4 holding the code) <-> f32 as internal helpers: support/fp4.h's algorithm. f32 ->
-  // e2m1 is one cvt.rn.satfinite.e2m1x2.f32 on sm_100 and later (__nvvm_reflect folds the
-  // choice); sm_80/sm_90 have no fp4 conversion and count the rounding midpoints m is above.
+  // e2m1 (an i4 holding the code) <-> f32 as internal helpers: support/fp4.h's algorithm, on
+  // every target. sm_100a's cvt.rn.satfinite.e2m1x2.f32 gives the same codes, but ptxas refuses
+  // it on plain sm_100 and __nvvm_reflect tells only __CUDA_ARCH, not the arch-specific
+  // feature set, so a module compiled for sm_100 could not use it safely.
   std::string fp4_helper(bool to_f32) {
     std::string name = to_f32 ? "__opencute_e2m1_to_f32" : "__opencute_e2m1_from_f32";
     if (ms_.helpers.count(name)) return name;
@@ -473,20 +474,7 @@ class KernelLowering : public OpLowering {
         << "  %f = bitcast i32 %bits to float\n"
         << "  ret float %f\n}\n";
     } else {
-      const std::string arch = ms_.format_global("__CUDA_ARCH");
-      ms_.declare("i32", "__nvvm_reflect", "i8*");
       s << "define internal i4 @" << name << "(float %f) alwaysinline {\n"
-        << "  %archp = addrspacecast i8 addrspace(1)* getelementptr inbounds ([12 x i8], [12 x i8] addrspace(1)* "
-        << arch << ", i64 0, i64 0) to i8*\n"
-        << "  %arch = call i32 @__nvvm_reflect(i8* %archp)\n"
-        << "  %hw = icmp sge i32 %arch, 1000\n"
-        << "  br i1 %hw, label %cvt, label %soft\n"
-        << "cvt:\n"  // the second source lands in the low nibble
-        << "  %pair = call i32 asm \"{ .reg .b8 t; cvt.rn.satfinite.e2m1x2.f32 t, $1, $2; mov.b32 $0, {t, t, t, t}; }\", "
-        << "\"=r,f,f\"(float " << hex_double(0.0) << ", float %f)\n"
-        << "  %hwcode = trunc i32 %pair to i4\n"
-        << "  ret i4 %hwcode\n"
-        << "soft:\n"
         << "  %x = bitcast float %f to i32\n"
         << "  %sh = lshr i32 %x, 28\n"
         << "  %sign = and i32 %sh, 8\n"
