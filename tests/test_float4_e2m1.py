@@ -230,6 +230,66 @@ def test_element_type_view_needs_bytes():
         t.element_type = F4
 
 
+@cute.kernel
+def _convert_kernel(t_f4: cute.Tensor, out: cute.Tensor, src: cute.Tensor, back: cute.Tensor):
+    out.store(t_f4.load().to(cutlass.Float32))     # packed nibbles -> f32
+    back.store(src.load().to(cutlass.Float4E2M1FN))  # f32 -> nibbles: nearest even, saturating
+
+
+@cute.jit
+def _convert(t_f4: cute.Tensor, out: cute.Tensor, src: cute.Tensor, back: cute.Tensor):
+    _convert_kernel(t_f4, out, src, back).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def _fp4_view(storage):
+    t = from_dlpack(storage)
+    t.element_type = F4
+    return t
+
+
+def _convert_args():
+    codes = np.arange(16, dtype=np.uint8) * 17  # byte k holds code k twice: all 16 codes
+    ties = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 7.0, -0.25, -2.5, -5.0, -100.0, 0.3, 2.7, -1e-3, 6.0]
+    src = np.array(ties + list(np.random.default_rng(1).uniform(-7, 7, 16)), np.float32)
+    return codes, np.full(32, np.nan, np.float32), src, np.zeros(16, np.uint8)
+
+
+def test_fp4_vectors_load_convert_and_store_on_the_emulator():
+    codes, out, src, back = _convert_args()
+    f = cute.compile(_convert, _fp4_view(codes), from_dlpack(out), from_dlpack(src), _fp4_view(back),
+                     options="--target cpu")
+    f(_fp4_view(codes), from_dlpack(out), from_dlpack(src), _fp4_view(back))
+    # element 2k is the low nibble of byte k, element 2k+1 the high one
+    np.testing.assert_array_equal(out, [e2m1_value(c) for k in range(16) for c in (k, k)])
+    got = [e2m1_value(int(b) >> (4 * h) & 15) for b in back for h in (0, 1)]
+    np.testing.assert_array_equal(got, [e2m1_round(x) for x in src])
+
+
+def test_fp4_conversion_kernel_compiles_to_ptx():
+    codes, out, src, back = _convert_args()
+    c = cute.compile(_convert, _fp4_view(codes), from_dlpack(out), from_dlpack(src), _fp4_view(back))
+    assert "@__opencute_e2m1_from_f32" in c.nvvm_ir and "@__opencute_e2m1_to_f32" in c.nvvm_ir
+    if c.__ptx__ is None:
+        pytest.skip("no libNVVM here: PTX was not generated")
+    assert "e2m1x2" not in c.__ptx__  # the comparison sequence runs on every architecture
+
+
+@cute.kernel
+def _row_major_load_kernel(t_f4: cute.Tensor, out: cute.Tensor):
+    out.store(t_f4.load().to(cutlass.Float32))
+
+
+@cute.jit
+def _row_major_load(t_f4: cute.Tensor, out: cute.Tensor):
+    _row_major_load_kernel(t_f4, out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_fp4_load_needs_a_unit_stride_first_mode():
+    t = _fp4_view(_storage())  # (3,8):(8,1): the first mode steps 8 elements
+    with pytest.raises(cutlass.DSLUserCodeError, match="accessed as whole bytes"):
+        cute.compile(_row_major_load, t, from_dlpack(np.zeros((3, 8), np.float32)), options="--target cpu")
+
+
 @pytest.mark.gpu
 def test_torch_float4_e2m1fn_x2_through_tvm_ffi_on_the_gpu():
     """NVIDIA's cute/tvm_ffi/fp4_x2_tensor.py flow with torch tensors, plus the bytes checked."""

@@ -321,23 +321,23 @@ int run_vector_width(ir::Type ptr_type, const L::IntTuple& s0, const L::IntTuple
                      const std::vector<L::IntTuple>& others, int max_bytes) {
   ir::Type e = ptr_type->element;
   if (e->is_bool()) return 1;  // i1 vectors are bit-packed in memory
-  if (e->is_sub_byte()) return 1;
-  int eb = e->byte_size();
+  // In bits, so that packed sub-byte elements count; their vectors must fill whole bytes.
+  const int64_t eb = e->bit_size();
   if (!s0.is_int() || !s0.as_int().is_static() || !d0.is_int() || !d0.as_int().is_static_value(1)) return 1;
   int64_t run = s0.as_int().value();
   int v = 1;
-  while (run % (2 * v) == 0 && 2 * v * eb <= max_bytes) v *= 2;
-  for (; v > 1; v /= 2) {
-    int need = v * eb;
-    bool ok = ptr_type->align % need == 0;
+  while (run % (2 * v) == 0 && 2 * v * eb <= int64_t(max_bytes) * 8) v *= 2;
+  for (; v > 1 && v * eb % 8 == 0; v /= 2) {
+    int64_t need = v * eb;
+    bool ok = (int64_t(ptr_type->align) * 8) % need == 0;
     for (size_t i = 0; ok && i < others.size(); ++i) {
       if (!others[i].is_int()) { ok = false; break; }
       int64_t d = others[i].as_int().divisibility();
       if (d != 0 && (d * eb) % need != 0) ok = false;
     }
-    if (ok) break;
+    if (ok) return v;
   }
-  return v;
+  return 1;
 }
 
 }  // namespace
@@ -391,12 +391,26 @@ int mode0_vector_width(ir::Type ptr_type, const L::Layout& layout, int max_bytes
   return run_vector_width(ptr_type, shapes[0], strides[0], others, max_bytes);
 }
 
+namespace {
+// Packed sub-byte elements are accessed as whole bytes: vectors along a unit-stride first mode.
+void require_whole_byte_vectors(const Tensor& t, int v, const char* what) {
+  ir::Type e = t.element();
+  if (!e->is_sub_byte() || (v * e->bit_size()) % 8 == 0) return;
+  throw dsl::UserError("NOT_SUPPORTED", std::string(what) + " of a " + dsl::dtype_name(e) + " tensor " + to_string(t) +
+                                            ": " + std::to_string(e->bit_size()) +
+                                            "-bit elements are accessed as whole bytes, which needs the first mode "
+                                            "(after coalescing) to have stride 1 and an extent of whole bytes, "
+                                            "in a kernel");
+}
+}  // namespace
+
 std::vector<Num> load(const Tensor& t) {
   require_memory(t, "load()");
   int64_t n = static_size(t, "load()");
   ir::Builder& b = trace_builder("load()");
   ir::Type e = t.element();
   int v = vector_width(t);
+  require_whole_byte_vectors(t, v, "load()");
   std::vector<Num> out;
   out.reserve(n);
   for (int64_t i = 0; i < n; i += v) {
@@ -421,6 +435,7 @@ void store(const Tensor& t, const std::vector<Num>& values) {
   ir::Builder& b = trace_builder("store()");
   ir::Type e = t.element();
   int v = vector_width(t);
+  require_whole_byte_vectors(t, v, "store()");
   for (int64_t i = 0; i < n; i += v) {
     ir::Value* p = element_pointer(t, L::IntTuple(i));
     if (v == 1) {

@@ -308,6 +308,16 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         break;
       }
       case K::Load: {
+        if (i.imm < 0) {  // packed sub-byte elements (whole bytes: the IR builder's vectors)
+          const size_t bytes = (size_t(-i.imm) * size_t(i.width) + 7) / 8;
+          FOR_LANES(m) {
+            int l = LANE;
+            uintptr_t p = uintptr_t(at(i.a, l).i);
+            check_access(c, w, warp, l, i, p, bytes, false);
+            for (int k = 0; k < i.width; ++k) at(i.dst + k, l) = ir::load_packed_scalar(i.type, reinterpret_cast<const void*>(p), k);
+          }
+          break;
+        }
         const size_t bytes = size_t(i.imm) * size_t(i.width);
         FOR_LANES(m) {
           int l = LANE;
@@ -319,6 +329,16 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         break;
       }
       case K::Store: {
+        if (i.imm < 0) {
+          const size_t bytes = (size_t(-i.imm) * size_t(i.width) + 7) / 8;
+          FOR_LANES(m) {
+            int l = LANE;
+            uintptr_t p = uintptr_t(at(i.b, l).i);
+            check_access(c, w, warp, l, i, p, bytes, true);
+            for (int k = 0; k < i.width; ++k) ir::store_packed_scalar(i.type, at(i.a + k, l), reinterpret_cast<void*>(p), k);
+          }
+          break;
+        }
         const size_t bytes = size_t(i.imm) * size_t(i.width);
         FOR_LANES(m) {
           int l = LANE;

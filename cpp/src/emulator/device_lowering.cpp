@@ -132,7 +132,7 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       case OpCode::Load: {
         Inst i = base(K::Load);
         i.space = op.operands[0]->type->space;
-        i.imm = i.type->byte_size();
+        i.imm = i.type->is_sub_byte() ? -i.type->bit_size() : i.type->byte_size();  // < 0: packed bits
         i.a = in(0), i.dst = out();
         emit(std::move(i));
         break;
@@ -142,7 +142,7 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
         i.space = op.operands[1]->type->space;
         i.type = ir::scalar_of(op.operands[0]->type);
         i.width = width_of(op.operands[0]);
-        i.imm = i.type->byte_size();
+        i.imm = i.type->is_sub_byte() ? -i.type->bit_size() : i.type->byte_size();  // < 0: packed bits
         i.a = in(0), i.b = in(1);
         emit(std::move(i));
         break;

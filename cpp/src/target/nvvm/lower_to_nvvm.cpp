@@ -72,6 +72,9 @@ std::string mem_type(Type t) {
   if (t->kind == TypeKind::Void) return "i8";
   if (t->is_bool()) return "i8";
   if (t->is_sub_byte() && !t->is_vector()) return "i8";  // pointers to packed elements address bytes
+  // Packed vectors are accessed as one integer of their bits (element 0 in the low bits, as a
+  // bitcast to <N x i4> reads them): LLVM's in-memory layout of <N x i4> is not relied on.
+  if (t->is_vector() && t->element->is_sub_byte()) return "i" + std::to_string(t->bit_size());
   if (t->is_vector() && t->element->is_bool()) return "<" + std::to_string(t->lanes) + " x i8>";
   if (t->is_float() && t->float_kind == FloatKind::F16) return "i16";
   return llvm_type(t);
@@ -993,14 +996,14 @@ class KernelLowering : public OpLowering {
   // full alignment.
   static int access_align(Type ptr_type, Type value_type) {
     int align = pow2_align(ptr_type->align);
-    if (!value_type->is_vector() && value_type->byte_size() < 4) align = std::min(align, 4 * value_type->byte_size());
+    if (!value_type->is_vector() && value_type->min_align() < 4) align = std::min(align, 4 * value_type->byte_size());
     return align;
   }
 
   void lower_load(const Op& op) {
     Type pt = op.operands[0]->type, rt = op.result()->type;
-    if (rt->is_sub_byte())  // the DSL reads packed 4-bit data as bytes (recast_tensor to Uint8)
-      fail(&op, "a load of the packed sub-byte type " + ir::to_string(rt) + " is not supported");
+    if (rt->is_sub_byte() && (!rt->is_vector() || rt->bit_size() % 8 != 0))  // single elements share a byte
+      fail(&op, "a load of the packed sub-byte type " + ir::to_string(rt) + " (not whole bytes) is not supported");
     std::string p = retyped_pointer(pt, rt, use(op.operands[0]));
     std::string M = mem_type(rt);
     std::string v = def("load " + M + ", " + pointer_text(rt, pt->space) + " " + p + ", align " +
@@ -1012,7 +1015,8 @@ class KernelLowering : public OpLowering {
 
   void lower_store(const Op& op) {
     Type vt = op.operands[0]->type, pt = op.operands[1]->type;
-    if (vt->is_sub_byte()) fail(&op, "a store of the packed sub-byte type " + ir::to_string(vt) + " is not supported");
+    if (vt->is_sub_byte() && (!vt->is_vector() || vt->bit_size() % 8 != 0))
+      fail(&op, "a store of the packed sub-byte type " + ir::to_string(vt) + " (not whole bytes) is not supported");
     std::string v = use(op.operands[0]);
     std::string M = mem_type(vt);
     if (ir::scalar_of(vt)->is_bool()) v = def("zext " + llvm_type(vt) + " " + v + " to " + M);
