@@ -265,7 +265,8 @@ def test_fp4_vectors_load_convert_and_store_on_the_emulator():
     np.testing.assert_array_equal(got, [e2m1_round(x) for x in src])
 
 
-def test_fp4_conversion_kernel_compiles_to_ptx():
+def test_fp4_conversion_kernel_compiles_to_ptx(monkeypatch):
+    monkeypatch.setenv("CUTE_DSL_DISABLE_FILE_CACHING", "1")  # a cache hit has no NVVM IR to read
     codes, out, src, back = _convert_args()
     c = cute.compile(_convert, _fp4_view(codes), from_dlpack(out), from_dlpack(src), _fp4_view(back))
     assert "@__opencute_e2m1_from_f32" in c.nvvm_ir and "@__opencute_e2m1_to_f32" in c.nvvm_ir
@@ -288,6 +289,28 @@ def test_fp4_load_needs_a_unit_stride_first_mode():
     t = _fp4_view(_storage())  # (3,8):(8,1): the first mode steps 8 elements
     with pytest.raises(cutlass.DSLUserCodeError, match="accessed as whole bytes"):
         cute.compile(_row_major_load, t, from_dlpack(np.zeros((3, 8), np.float32)), options="--target cpu")
+
+
+@cute.kernel
+def _print_values_kernel(t_f4: cute.Tensor):
+    cute.print_tensor(t_f4)
+
+
+@cute.jit
+def _print_values(t_f4: cute.Tensor):
+    _print_values_kernel(t_f4).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_print_tensor_shows_fp4_values(capfd):
+    storage = np.array([[0x10, 0x3F], [0xD2, 0x7E]], np.uint8)  # low nibble first
+    _print_values(_fp4_view(storage))
+    out = capfd.readouterr().out
+    rows = [[e2m1_value(int(b) >> (4 * h) & 15) for b in r for h in (0, 1)] for r in storage]
+    assert rows == [[0.0, 0.5, -6.0, 1.5], [1.0, -3.0, -4.0, 6.0]]
+    for r in rows:
+        text = ", ".join(f"{v:f}" if np.signbit(v) else f" {v:f}" for v in r)
+        assert text in out, (text, out)
+    assert "f4E2M1FN" in out
 
 
 @pytest.mark.gpu

@@ -286,6 +286,10 @@ Scalar eval_cast(Type from, Type to, Scalar a) {
 
 Scalar eval_bitcast(Type from, Type to, Scalar a) {
   unsigned char bytes[8] = {0};
+  if (from->is_sub_byte() || to->is_sub_byte()) {  // equal widths: through the packed encoding
+    store_packed_scalar(from, a, bytes, 0);
+    return load_packed_scalar(to, bytes, 0);
+  }
   store_scalar(from, a, bytes);
   return load_scalar(to, bytes);
 }
