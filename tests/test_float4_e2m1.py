@@ -303,7 +303,8 @@ def _print_values(t_f4: cute.Tensor):
 
 def test_print_tensor_shows_fp4_values(capfd):
     storage = np.array([[0x10, 0x3F], [0xD2, 0x7E]], np.uint8)  # low nibble first
-    _print_values(_fp4_view(storage))
+    t = _fp4_view(storage)
+    cute.compile(_print_values, t, options="--target cpu")(t)
     out = capfd.readouterr().out
     rows = [[e2m1_value(int(b) >> (4 * h) & 15) for b in r for h in (0, 1)] for r in storage]
     assert rows == [[0.0, 0.5, -6.0, 1.5], [1.0, -3.0, -4.0, 6.0]]
@@ -311,6 +312,25 @@ def test_print_tensor_shows_fp4_values(capfd):
         text = ", ".join(f"{v:f}" if np.signbit(v) else f" {v:f}" for v in r)
         assert text in out, (text, out)
     assert "f4E2M1FN" in out
+
+
+@cute.kernel
+def _fragment_kernel(src: cute.Tensor, out: cute.Tensor):
+    frag = cute.make_rmem_tensor((16,), cutlass.Float4E2M1FN)  # 8 bytes of registers
+    frag.store(src.load().to(cutlass.Float4E2M1FN))
+    out.store(frag.load().to(cutlass.Float32))
+
+
+@cute.jit
+def _fragment(src: cute.Tensor, out: cute.Tensor):
+    _fragment_kernel(src, out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_fp4_register_fragment_round_trip():
+    src = np.linspace(-7, 7, 16).astype(np.float32)
+    out = np.full(16, np.nan, np.float32)
+    cute.compile(_fragment, from_dlpack(src), from_dlpack(out), options="--target cpu")(from_dlpack(src), from_dlpack(out))
+    np.testing.assert_array_equal(out, [e2m1_round(x) for x in src])
 
 
 @pytest.mark.gpu

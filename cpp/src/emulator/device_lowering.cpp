@@ -150,10 +150,10 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       case OpCode::Alloca: {
         Inst i = base(K::Alloca);
         Type pt = op.results[0]->type;
-        int align = std::max(pt->align, std::max(pt->element->byte_size(), 1));
+        int align = std::max(pt->align, pt->element->min_align());
         local_bytes = (local_bytes + align - 1) / align * align;
         i.imm = local_bytes;
-        local_bytes += int(op.int_attr) * pt->element->byte_size();
+        local_bytes += int(pt->element->array_bytes(op.int_attr));
         i.dst = out();
         emit(std::move(i));
         break;
@@ -219,12 +219,12 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       }
       case OpCode::SmemAlloc: {
         Type pt = op.results[0]->type;
-        int align = std::max(pt->align, std::max(pt->element->byte_size(), 1));
+        int align = std::max(pt->align, pt->element->min_align());
         smem_align = std::max(smem_align, align);
         static_smem_bytes = (static_smem_bytes + align - 1) / align * align;
         Inst i = base(K::SmemAddr);
         i.imm = static_smem_bytes;
-        static_smem_bytes += op.int_attr * pt->element->byte_size();
+        static_smem_bytes += pt->element->array_bytes(op.int_attr);
         i.dst = out();
         emit(std::move(i));
         break;

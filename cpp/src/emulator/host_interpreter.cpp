@@ -192,7 +192,7 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
     }
     case OpCode::Alloca: {
       ir::Type pt = op.results[0]->type;
-      size_t bytes = size_t(op.int_attr) * size_t(pt->element->byte_size());
+      size_t bytes = size_t(pt->element->array_bytes(op.int_attr));
       fr.locals.push_back(std::unique_ptr<char[]>(new char[bytes + size_t(pt->align)]()));
       uintptr_t p = reinterpret_cast<uintptr_t>(fr.locals.back().get());
       p = (p + uintptr_t(pt->align) - 1) / uintptr_t(pt->align) * uintptr_t(pt->align);

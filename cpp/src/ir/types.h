@@ -44,6 +44,8 @@ struct TypeStorage {
   int bit_size() const;
   // The smallest alignment in bytes of an access to this type: 1 for packed sub-byte types.
   int min_align() const;
+  // Bytes that `count` packed elements of this type occupy (rounded up to a whole byte).
+  int64_t array_bytes(int64_t count) const { return (count * bit_size() + 7) / 8; }
 };
 
 Type void_type();

@@ -1058,14 +1058,14 @@ class KernelLowering : public OpLowering {
     if (!rt->is_pointer()) fail(&op, "alloca must produce a pointer");
     if (op.int_attr < 0) fail(&op, "negative element count");
     Type e = rt->element;
-    std::string align = std::to_string(pow2_align(std::max(rt->align, e->byte_size())));
+    std::string align = std::to_string(pow2_align(std::max(rt->align, e->min_align())));
     if (natural_layout(e)) {
       std::string arr = "[" + std::to_string(op.int_attr) + " x " + mem_type(e) + "]";
       std::string a = def_in_entry("alloca " + arr + ", align " + align);
       set(op, 0, def_in_entry("getelementptr inbounds " + arr + ", " + arr + "* " + a + ", i64 0, i64 0"));
       return;
     }
-    std::string arr = "[" + std::to_string(op.int_attr * e->byte_size()) + " x i8]";
+    std::string arr = "[" + std::to_string(e->array_bytes(op.int_attr)) + " x i8]";
     std::string a = def_in_entry("alloca " + arr + ", align " + align);
     std::string b = def_in_entry("getelementptr inbounds " + arr + ", " + arr + "* " + a + ", i64 0, i64 0");
     set(op, 0, def_in_entry("bitcast i8* " + b + " to " + mem_type(e) + "*"));
@@ -1210,10 +1210,10 @@ class KernelLowering : public OpLowering {
   void lower_smem_alloc(const Op& op) {
     Type rt = op.result()->type;
     Type e = rt->element;
-    std::string align = std::to_string(pow2_align(std::max(rt->align, e->byte_size())));
+    std::string align = std::to_string(pow2_align(std::max(rt->align, e->min_align())));
     std::string name = global_ref("__opencute_smem." + fn_.name + "." + std::to_string(ms_.next_smem_global++));
     std::string arr = natural_layout(e) ? "[" + std::to_string(op.int_attr) + " x " + mem_type(e) + "]"
-                                        : "[" + std::to_string(op.int_attr * e->byte_size()) + " x i8]";
+                                        : "[" + std::to_string(e->array_bytes(op.int_attr)) + " x i8]";
     ms_.global_lines.push_back(name + " = internal addrspace(3) global " + arr + " undef, align " + align);
     std::string first = def("getelementptr inbounds " + arr + ", " + arr + " addrspace(3)* " + name + ", i64 0, i64 0");
     std::string first_type = natural_layout(e) ? llvm_type(rt) : pointer_text(ir::int_type(8), AddrSpace::Smem);
