@@ -333,6 +333,33 @@ def test_fp4_register_fragment_round_trip():
     np.testing.assert_array_equal(out, [e2m1_round(x) for x in src])
 
 
+@cute.kernel
+def _copy_kernel(src: cute.Tensor, dst: cute.Tensor):
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float4E2M1FN, num_bits_per_copy=32)
+    cute.copy(atom, src, dst)  # 8 elements (4 bytes) per access
+
+
+@cute.jit
+def _copy(src: cute.Tensor, dst: cute.Tensor):
+    _copy_kernel(src, dst).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_fp4_copy_moves_whole_bytes(monkeypatch):
+    monkeypatch.setenv("CUTE_DSL_DISABLE_FILE_CACHING", "1")
+
+    def view(a):
+        t = from_dlpack(a, assumed_align=4)
+        t.element_type = F4
+        return t
+
+    s, d = (np.arange(16, dtype=np.uint8) * 29).astype(np.uint8), np.zeros(16, np.uint8)
+    cute.compile(_copy, view(s), view(d), options="--target cpu")(view(s), view(d))
+    np.testing.assert_array_equal(d, s)
+    c = cute.compile(_copy, view(s), view(d))
+    if c.__ptx__ is not None:  # libNVVM here: the accesses are 32-bit
+        assert "ld.global.u32" in c.__ptx__ or "ld.global.b32" in c.__ptx__, c.__ptx__
+
+
 @pytest.mark.gpu
 def test_torch_float4_e2m1fn_x2_through_tvm_ffi_on_the_gpu():
     """NVIDIA's cute/tvm_ffi/fp4_x2_tensor.py flow with torch tensors, plus the bytes checked."""
