@@ -99,21 +99,26 @@ import importlib.util, sys, time, json
 import torch, cutlass, cutlass.cute as cute
 spec = importlib.util.spec_from_file_location("tensorop_gemm", sys.argv[1])
 mod = importlib.util.module_from_spec(spec); sys.modules["tensorop_gemm"] = mod; spec.loader.exec_module(mod)
-times = []
+times, phases = [], []
 real_compile = cute.compile
 def timed(*a, **k):
-    t0 = time.perf_counter(); r = real_compile(*a, **k); times.append((time.perf_counter() - t0) * 1e3); return r
+    t0 = time.perf_counter(); r = real_compile(*a, **k); times.append((time.perf_counter() - t0) * 1e3)
+    phases.append({k: v for k, v in getattr(r, "timings_ms", {}).items() if isinstance(v, float)})
+    return r
 cute.compile = timed
-mod.run((512, 512, 64, 1), cutlass.Float16, cutlass.Float16, cutlass.Float32, "m", "n", "n", (2, 2, 1),
+dtype = getattr(cutlass, sys.argv[2])
+mod.run((512, 512, 64, 1), dtype, dtype, cutlass.Float32, "m", "n", "n", (2, 2, 1),
         warmup_iterations=0, iterations=1, skip_ref_check=True, benchmark=False)
-print(json.dumps(times))
+print(json.dumps([times, phases]))
 """
 
 
-def cold_compile_ms(ex):
+def cold_compile_ms(ex, dtype="Float16"):
+    """(times of each cute.compile of a fresh process, their phases: trace, verify, lower, nvvm
+    (libNVVM), link (nvJitLink/ptxas) ... in ms), or (None, the error)."""
     env = dict(os.environ, CUTE_DSL_DISABLE_FILE_CACHING="True")
     path = os.path.join(ex, "cute/ampere/kernel/dense_gemm/tensorop_gemm.py")
-    out = subprocess.run([sys.executable, "-c", COLD_COMPILE, path], env=env, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", COLD_COMPILE, path, dtype], env=env, capture_output=True, text=True)
     if out.returncode != 0:
         return None, out.stderr[-2000:]
     return json.loads(out.stdout.strip().splitlines()[-1]), ""
@@ -124,6 +129,7 @@ def main():
     p.add_argument("--examples", required=True)
     p.add_argument("--only", default="gemm,sgemm,attention,compile")
     p.add_argument("--sizes", default="4096,8192")
+    p.add_argument("--compile-runs", type=int, default=5, help="fresh processes for the cold-compile figure")
     args = p.parse_args()
     parts = args.only.split(",")
     rows = []
@@ -138,11 +144,22 @@ def main():
     for name, mine, ref, what in rows:
         print(f"{name:36s} {mine:17.1f} {ref:10.1f} {100 * mine / ref:6.1f}%  {what}")
     if "compile" in parts:
-        times, err = cold_compile_ms(args.examples)
-        if times is None:
-            print("cold compile failed:", err)
-        else:
-            print(f"tensorop_gemm cold compile (first cute.compile of a process, file cache off): {times[0]:.0f} ms")
+        # Several fresh processes: the first compile of each, and its phases (the median run shown).
+        for dtype in ("Float16", "BFloat16"):
+            runs = []
+            for _ in range(args.compile_runs):
+                result, err = cold_compile_ms(args.examples, dtype)
+                if result is None:
+                    print("cold compile failed:", err)
+                    break
+                runs.append((result[0][0], result[1][0] if result[1] else {}))
+            if not runs:
+                continue
+            runs.sort(key=lambda r: r[0])
+            total, phases = runs[len(runs) // 2]
+            print(f"tensorop_gemm {dtype} cold compile (first cute.compile of a process, file cache off): "
+                  f"median {total:.0f} ms of {[round(r[0]) for r in runs]}; its phases: "
+                  + ", ".join(f"{k} {v:.0f}" for k, v in phases.items()))
 
 
 if __name__ == "__main__":

@@ -107,6 +107,10 @@ def test_tensorop_gemm_example_on_the_emulator(monkeypatch, dtype_name, arch):
         # The fragments live in registers: no local memory anywhere in the kernel.
         assert "ld.local" not in ptx and "st.local" not in ptx
         assert f".target {arch}" in ptx
+        if dtype_name == "Float16":
+            # ... and in the 32-bit registers ldmatrix fills and mma.sync reads: no operand is
+            # re-packed from 16-bit halves (ptxas turned those into PRMTs in the main loop).
+            assert not re.search(r"mov\.b32\s+%r\d+, \{%rs", ptx)
 
 
 def test_tensorop_gemm_example_irregular_sizes(monkeypatch):

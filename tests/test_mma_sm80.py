@@ -3,6 +3,8 @@ partitioning, cute.gemm and the tiled copies derived from a TiledMma.
 
 References: the atoms' thread-value layouts against the PTX ISA's fragment figures (written out
 here by hand); kernels on the CPU emulator against numpy matrix products."""
+import re
+
 import numpy as np
 import pytest
 
@@ -254,6 +256,22 @@ def test_tiled_mma_gemm_multi_cta_on_the_emulator():
     compiled(A, B, C)
     ref = A.astype(np.float64) @ B.astype(np.float64).T
     np.testing.assert_allclose(C, ref, rtol=1e-5, atol=1e-4)
+
+
+def test_gemm_reads_each_a_and_b_fragment_once_per_k_block():
+    # Per thread and k-block: 2 (M) x 4 (N) m16n8k16 atoms; A holds 8 f16 values per M row of atoms
+    # and B 4 per N column. Each value is read once and feeds every atom of its row or column, so
+    # the kernel reads (2*8 + 4*4) f16 register values per 8 mma_sync, not 8 * (8 + 4); and it reads
+    # them in pairs, one 32-bit mma operand register each (the fragment stays 32-bit registers).
+    A = np.zeros((64, 32), np.float16)
+    B = np.zeros((64, 32), np.float16)
+    C = np.zeros((64, 64), np.float32)
+    ir = cute.compile(tensorop_gemm, A, B, C, options="--target cpu").__mlir__
+    mmas = ir.count("mma_sync")
+    pair_loads = len(re.findall(r"= load %\d+ : !ptr<f16, rmem, align<\d+>> -> vector<2xf16>", ir))
+    single_loads = len(re.findall(r"= load %\d+ : !ptr<f16, rmem, align<\d+>> -> f16", ir))
+    assert mmas == 16  # 2 k-blocks of 32 / 16
+    assert (pair_loads, single_loads) == (2 * (2 * 8 + 4 * 4) // 2, 0)
 
 
 @cute.kernel

@@ -397,6 +397,33 @@ TEST(LowerToNvvm, VectorLoadStoreIsOneInstruction) {
   }
 }
 
+// A bf16 (or fp8) vector of 16 bytes is one 128-bit access, as `<8 x half>` is: NVPTX would split
+// `<8 x i16>` into two 64-bit ones. An under-aligned pointer keeps the lane-typed access.
+TEST(LowerToNvvm, NarrowLaneVectorsAreWordAccesses) {
+  Kernel k("narrow_vectors");
+  Value* bsrc = k.arg(ir::pointer_type(ir::bf16(), AddrSpace::Smem, 16));
+  Value* bdst = k.arg(gptr(ir::bf16(), 16));
+  Value* fsrc = k.arg(gptr(ir::f8e4m3(), 16));
+  Value* fdst = k.arg(ir::pointer_type(ir::f8e4m3(), AddrSpace::Smem, 16));
+  Value* usrc = k.arg(gptr(ir::bf16(), 2));
+  Value* udst = k.arg(gptr(ir::bf16(), 2));
+  k.b.store(k.b.load(bsrc, ir::vector_type(ir::bf16(), 8)), bdst);
+  k.b.store(k.b.load(fsrc, ir::vector_type(ir::f8e4m3(), 16)), fdst);
+  k.b.store(k.b.load(usrc, ir::vector_type(ir::bf16(), 4)), udst);
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "load <4 x i32>, <4 x i32> addrspace(3)* %"));
+  EXPECT_TRUE(contains(t.text, "bitcast <4 x i32> %"));
+  EXPECT_TRUE(contains(t.text, "load <4 x i16>, <4 x i16> addrspace(1)* %"));  // align 2: lane-typed
+  COMPILE_OR_SKIP(t, ptx);
+  for (auto& [arch, text] : ptx) {
+    EXPECT_TRUE(contains(text, "ld.shared.v4.u32")) << arch << "\n" << text;
+    EXPECT_TRUE(contains(text, "st.global.v4.u32")) << arch << "\n" << text;
+    EXPECT_TRUE(contains(text, "ld.global.v4.u32")) << arch << "\n" << text;
+    EXPECT_TRUE(contains(text, "st.shared.v4.u32")) << arch << "\n" << text;
+    EXPECT_FALSE(contains(text, "v4.u16 [%rd")) << arch << "\n" << text;  // no 16-byte vector split in two
+  }
+}
+
 TEST(LowerToNvvm, LocalArrays) {
   Kernel k("local");
   Value* out = k.arg(gptr(ir::f32()));
@@ -475,6 +502,56 @@ TEST(LowerToNvvm, IntegerDivisionShiftsAndPow) {
   COMPILE_OR_SKIP(t, ptx);
   EXPECT_TRUE(contains(ptx["sm_90a"], "div.u32"));
   EXPECT_TRUE(contains(ptx["sm_90a"], "shr.u32"));
+}
+
+// A constant divisor or shift amount needs no guard (division by -1, out-of-range shifts): the
+// plain instruction is emitted. -1 and out-of-range constants keep the guarded sequences.
+TEST(LowerToNvvm, ConstantRightOperandsNeedNoGuards) {
+  Kernel k("const_rhs");
+  Value* p = k.arg(gptr(ir::i32()));
+  Value* a = k.b.load(p, ir::i32());
+  int slot = 1;
+  auto put = [&](Value* v) { k.b.store(v, k.at(p, k.c32(slot++))); };
+  put(k.b.binary(OpCode::FloorDiv, a, k.c32(8)));
+  put(k.b.binary(OpCode::FloorDiv, a, k.c32(-3)));
+  put(k.b.binary(OpCode::Rem, a, k.c32(7)));
+  put(k.b.binary(OpCode::Shr, a, k.c32(3)));
+  put(k.b.binary(OpCode::Shl, a, k.c32(31)));
+  put(k.b.binary(OpCode::Div, a, k.c32(-1)));  // MIN / -1 wraps: guarded
+  put(k.b.binary(OpCode::Shl, a, k.c32(40)));  // out of range: 0, guarded
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "sdiv i32 %v")) << t.text;
+  EXPECT_TRUE(contains(t.text, ", 8\n")) << t.text;
+  EXPECT_FALSE(contains(t.text, "icmp eq i32 8, -1")) << t.text;
+  EXPECT_FALSE(contains(t.text, "icmp eq i32 -3, -1")) << t.text;
+  EXPECT_FALSE(contains(t.text, "icmp ult i32 3, 32")) << t.text;
+  EXPECT_TRUE(contains(t.text, "icmp sgt i32 %v")) << t.text;  // floor toward -inf for a negative divisor
+  EXPECT_TRUE(contains(t.text, "icmp eq i32 -1, -1")) << t.text;
+  EXPECT_TRUE(contains(t.text, "icmp ult i32 40, 32")) << t.text;
+  COMPILE_OR_SKIP(t, ptx);
+  EXPECT_TRUE(contains(ptx["sm_90a"], "shr.s32")) << ptx["sm_90a"];
+}
+
+// Within a basic block an identical side-effect-free instruction is emitted once; loads are not
+// merged (memory may change between them).
+TEST(LowerToNvvm, IdenticalPureInstructionsInABlockAreEmittedOnce) {
+  Kernel k("reuse");
+  Value* p = k.arg(gptr(ir::f32()));
+  Value* i = k.b.special(OpCode::ThreadIdx);
+  Value* x = k.b.load(k.at(p, i), ir::f32());
+  k.b.store(k.b.binary(OpCode::Add, x, x), k.at(p, k.b.binary(OpCode::Add, i, k.c32(1))));
+  Value* y = k.b.load(k.at(p, i), ir::f32());  // the same address again, after a store
+  k.b.store(y, k.at(p, k.b.binary(OpCode::Add, i, k.c32(1))));
+  NvvmModuleText t = k.lower();
+  auto count = [&](const std::string& s) {
+    size_t n = 0;
+    for (size_t at = t.text.find(s); at != std::string::npos; at = t.text.find(s, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_EQ(count("= getelementptr float, float addrspace(1)* %v"), 2u) << t.text;  // p + i, p + (i + 1)
+  EXPECT_EQ(count("= add i32 %v"), 1u) << t.text;
+  EXPECT_EQ(count("= load float"), 2u) << t.text;
+  COMPILE_OR_SKIP(t, ptx);
 }
 
 TEST(LowerToNvvm, EveryComparePredicate) {

@@ -14,6 +14,7 @@
 
 #include "dsl/arch_ops.h"
 #include "dsl/named_barrier.h"
+#include "bindings/async_bindings.h"
 #include "dsl/launch_control.h"
 #include "dsl/dtype.h"
 #include "dsl/num.h"
@@ -35,6 +36,7 @@
 #include "bindings/num_convert.h"
 #include "bindings/python_errors.h"
 #include "bindings/runtime_bindings.h"
+#include "bindings/sm90_bindings.h"
 #include "bindings/smem_bindings.h"
 #include "runtime/tensor_spec.h"
 #include "bindings/tensor_argument.h"
@@ -317,6 +319,8 @@ NB_MODULE(_core, m) {
   bindings::bind_mma(m);
   bindings::bind_runtime(m);
   bindings::bind_smem(m);
+  bindings::bind_sm90(m);
   bindings::bind_tensor_ssa(m);
   bindings::bind_carry(m);
+  bindings::bind_async(m);
 }

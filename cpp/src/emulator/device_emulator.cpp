@@ -16,6 +16,8 @@
 #include "emulator/sm80_mma.h"
 #include "emulator/sm80_copy.h"
 #include "emulator/sm90_mma.h"
+#include "emulator/sm90_warp.h"
+#include "emulator/sm90_async.h"
 
 namespace opencute::emulator {
 
@@ -37,7 +39,11 @@ struct MaskEntry {
   uint32_t other;  // the else-side mask of an if
 };
 
-enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, Done };
+// Parked: the warp waits at the instruction at its pc (barrier.cluster.wait, ...), which runs
+// again each time the scheduler resumes the warp and parks it again while it cannot complete.
+// AtMbarrier: parked by a blocking mbarrier wait; Spinning: parked after failed try/test waits
+// while no barrier changed (emulator/sm90_async.h).
+enum class WarpState : uint8_t { Running, AtBarrier, AtNamedBarrier, Parked, AtMbarrier, Spinning, Done };
 constexpr int kNamedBarriers = 16;
 
 struct Warp {
@@ -50,6 +56,35 @@ struct Warp {
   unsigned first_thread = 0;
   int index = 0;
   int barrier_id = -1;  // the named barrier a warp in AtNamedBarrier waits at
+  // The mbarrier (address, phase parity) a parked or spinning warp waits for, the wait
+  // instruction, and the failed try-waits in a row while the barriers' epoch stood still.
+  uintptr_t mbar = 0;
+  int64_t mbar_parity = 0;
+  const Inst* mbar_wait = nullptr;
+  uint64_t spin_epoch = 0;
+  int spins = 0;
+  // barrier.cluster: the lanes that arrived and have not waited yet, and the phase they arrived in.
+  uint32_t cluster_arrived = 0;
+  int64_t cluster_phase = 0;
+};
+
+struct Worker;
+
+// The blocks of one cluster run together on one host thread (interleaved warp by warp), so that
+// they can wait for each other (barrier.cluster, mbarriers) and reach each other's shared memory.
+// A launch without a cluster runs clusters of one block.
+struct ClusterState {
+  unsigned shape[3] = {1, 1, 1};      // CTAs per cluster in each dimension
+  unsigned size = 1;
+  unsigned nclusters[3] = {1, 1, 1};  // clusters in the grid in each dimension
+  std::vector<Worker*> blocks;        // by rank in the cluster (x fastest)
+  // barrier.cluster: threads arrived in the current phase, phases completed, threads not exited.
+  int64_t barrier_arrived = 0;
+  int64_t barrier_phase = 0;
+  int64_t live_threads = 0;
+  // Bumped at every change of a synchronisation object: a scheduling round in which no warp got
+  // past a wait and this stayed the same can never make progress (a deadlock, reported).
+  uint64_t epoch = 0;
 };
 
 // One host thread's state: registers and local memory for every warp of a block, reused for
@@ -66,11 +101,16 @@ struct Worker {
   std::vector<Scalar> printf_vals;
   std::string text;
   unsigned block_idx[3] = {0, 0, 0};
+  ClusterState* cluster = nullptr;
+  unsigned rank = 0;                        // in the cluster
+  unsigned cluster_id[3] = {0, 0, 0};       // %clusterid
+  unsigned in_cluster[3] = {0, 0, 0};       // %cluster_ctaid
   AsyncCopyTracker async;  // cp.async in flight in the block (emulator/sm80_copy.h)
   WgmmaReadTracker wgmma_reads;  // shared memory that wgmma in flight still read (emulator/sm90_mma.h)
   // Named barriers of the running block: threads arrived so far and the count that completes it.
   int64_t named_arrived[kNamedBarriers] = {};
   int64_t named_count[kNamedBarriers] = {};
+  MbarrierTable mbarriers;  // the block's mbarriers (emulator/sm90_async.h)
 };
 
 struct LaunchCtx {
@@ -146,9 +186,20 @@ inline bool in_smem(const Worker& w, uintptr_t addr, size_t bytes) {
   return w.smem_size && addr >= sb && addr + bytes <= sb + w.smem_size;
 }
 
+// The block of the cluster whose shared memory holds [addr, addr + bytes), or null.
+inline Worker* cluster_block_holding(const Worker& w, uintptr_t addr, size_t bytes) {
+  for (Worker* b : w.cluster->blocks)
+    if (in_smem(*b, addr, bytes)) return b;
+  return nullptr;
+}
+
 inline void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
                          uintptr_t addr, size_t bytes, bool store) {
   if (addr == 0) fail_at(c, w, warp, lane, i, std::string("a ") + (store ? "store" : "load") + " through a null pointer");
+  if (w.mbarriers.any_filling() && in_smem(w, addr, bytes)) {  // TMA bytes not yet waited for (sm90_async.h)
+    std::string race = const_cast<Worker&>(w).mbarriers.check_filling(addr, bytes, w.smem);
+    if (!race.empty()) fail_at(c, w, warp, lane, i, race);
+  }
   if (w.async.active() && in_smem(w, addr, bytes)) {
     std::string race = w.async.check(warp.first_thread + unsigned(lane), addr, bytes, store);
     if (!race.empty()) fail_at(c, w, warp, lane, i, race);
@@ -177,11 +228,105 @@ inline void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, 
   for (const MemoryRegion& r : *c.cfg->regions)
     if (addr >= r.begin && addr + bytes <= r.end) return;
   if (in_smem(w, addr, bytes)) return;
+  if (w.cluster->size > 1 && cluster_block_holding(w, addr, bytes)) return;  // distributed shared memory
   if (c.cfg->strict) bad_access(c, w, warp, lane, i, addr, bytes, store, false);
 }
 
 #define FOR_LANES(m) for (uint32_t mm_ = (m); mm_; mm_ &= mm_ - 1)
 #define LANE __builtin_ctz(mm_)
+
+// ---- clusters: special registers, barrier.cluster, mapa ------------------------------------
+
+void complete_cluster_barrier_if_done(ClusterState& cl) {
+  if (cl.barrier_arrived > 0 && cl.barrier_arrived >= cl.live_threads) {
+    ++cl.barrier_phase;
+    cl.barrier_arrived = 0;
+    ++cl.epoch;
+  }
+}
+
+// Exited threads no longer count at the cluster barrier (PTX: it waits for the non-exited threads).
+void warp_exits(Worker& w, Warp& warp) {
+  ClusterState& cl = *w.cluster;
+  cl.live_threads -= __builtin_popcount(warp.live);
+  if (warp.cluster_arrived && warp.cluster_phase == cl.barrier_phase)
+    cl.barrier_arrived -= __builtin_popcount(warp.cluster_arrived);
+  warp.cluster_arrived = 0;
+  ++cl.epoch;
+  complete_cluster_barrier_if_done(cl);
+}
+
+// False when the warp parks (barrier.cluster.wait before the phase completed).
+bool run_cluster_op(const LaunchCtx& c, Worker& w, Warp& warp, const Inst& i) {
+  ClusterState& cl = *w.cluster;
+  const uint32_t m = warp.mask;
+  const int64_t attr = i.imm & 0xffffffff, extra = i.imm >> 32;
+  Scalar* R = warp.regs;
+  auto at = [R](int reg, int lane) -> Scalar& { return R[size_t(reg) * kWarp + size_t(lane)]; };
+  if (!m) return true;
+  const int l0 = __builtin_ctz(m);
+  switch (i.code) {
+    case OpCode::ClusterSreg: {
+      const int d = int(extra);
+      int64_t v = 0;
+      switch (ir::ClusterSregKind(attr)) {
+        case ir::ClusterSregKind::ClusterIdx: v = w.cluster_id[d]; break;
+        case ir::ClusterSregKind::ClusterDim: v = cl.nclusters[d]; break;
+        case ir::ClusterSregKind::BlockInCluster: v = w.in_cluster[d]; break;
+        case ir::ClusterSregKind::BlockInClusterDim: v = cl.shape[d]; break;
+        case ir::ClusterSregKind::CtaRank: v = w.rank; break;
+        case ir::ClusterSregKind::ClusterSize: v = cl.size; break;
+      }
+      FOR_LANES(m) at(i.dst, LANE).i = v;
+      return true;
+    }
+    case OpCode::ClusterBarrier: {
+      const bool aligned = extra != 0;
+      if (aligned && m != warp.live)
+        fail_at(c, w, warp, l0, i, std::string(ir::ClusterBarrierKind(attr) == ir::ClusterBarrierKind::Wait
+                                                   ? "cluster_wait" : "cluster_arrive") +
+                                       " (aligned) executed by only some threads of the warp (lanes " + hex(m) +
+                                       " of " + hex(warp.live) + "); every thread of the warp must execute it together");
+      if (ir::ClusterBarrierKind(attr) != ir::ClusterBarrierKind::Wait) {
+        if (warp.cluster_arrived & m)
+          fail_at(c, w, warp, __builtin_ctz(warp.cluster_arrived & m), i,
+                  "cluster_arrive twice without a cluster_wait in between");
+        warp.cluster_arrived |= m;
+        warp.cluster_phase = cl.barrier_phase;
+        cl.barrier_arrived += __builtin_popcount(m);
+        ++cl.epoch;
+        complete_cluster_barrier_if_done(cl);
+        return true;
+      }
+      if ((warp.cluster_arrived & m) != m)
+        fail_at(c, w, warp, __builtin_ctz(m & ~warp.cluster_arrived), i,
+                "cluster_wait by a thread that did not cluster_arrive first");
+      if (cl.barrier_phase > warp.cluster_phase) {
+        warp.cluster_arrived &= ~m;
+        return true;
+      }
+      warp.state = WarpState::Parked;
+      return false;
+    }
+    case OpCode::MapSharedRank:
+      FOR_LANES(m) {
+        int l = LANE;
+        const uintptr_t p = uintptr_t(at(i.a, l).i);
+        const int64_t rank = at(i.b, l).i;
+        if (rank < 0 || rank >= int64_t(cl.size))
+          fail_at(c, w, warp, l, i, "map_dsmem_ptr to CTA rank " + std::to_string(rank) + ", but the cluster has " +
+                                        std::to_string(cl.size) + " CTA(s)");
+        const Worker* from = in_smem(w, p, 1) ? &w : cluster_block_holding(w, p, 1);
+        if (!from)
+          fail_at(c, w, warp, l, i, "map_dsmem_ptr of address " + hex(p) + ", which is not in shared memory");
+        const Worker* to = cl.blocks[size_t(rank)];
+        at(i.dst, l).i = int64_t(reinterpret_cast<uintptr_t>(to->smem) + (p - reinterpret_cast<uintptr_t>(from->smem)));
+      }
+      return true;
+    default:
+      fail_at(c, w, warp, l0, i, std::string("not a cluster op: ") + ir::opcode_name(i.code));
+  }
+}
 
 // Runs a warp until it reaches a barrier or returns.
 void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
@@ -517,6 +662,50 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         execute_sm80_copy(i, ctx);
         break;
       }
+      case K::Sm90Warp: {
+        int bad = 0;
+        std::string e = execute_sm90_warp(i, R, m, warp.live, &bad);
+        if (!e.empty()) fail_at(c, w, warp, bad, i, e);
+        break;
+      }
+      case K::Cluster:
+        if (!run_cluster_op(c, w, warp, i)) return;  // parked at barrier.cluster.wait
+        break;
+      case K::Sm90Async: {
+        Sm90WarpContext ctx;
+        ctx.regs = R;
+        ctx.mask = m;
+        ctx.table = &w.mbarriers;
+        ctx.smem = w.smem;
+        ctx.smem_size = w.smem_size;
+        // The CTA of rank `rank` in this cluster (without a cluster, a block is rank 0 of one).
+        ctx.peer = [&](int64_t rank) -> std::pair<char*, MbarrierTable*> {
+          if (rank < 0 || rank >= int64_t(w.cluster->size)) return {nullptr, nullptr};
+          Worker* b = w.cluster->blocks[size_t(rank)];
+          return {b->smem, &b->mbarriers};
+        };
+        ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
+        ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
+          check_access(c, w, warp, lane, i, addr, bytes, store);
+        };
+        const AsyncStep step = execute_sm90_async(i, ctx);
+        if (step == AsyncStep::Continue) break;
+        warp.mbar = ctx.wait_addr;
+        warp.mbar_parity = ctx.wait_parity;
+        warp.mbar_wait = &i;
+        if (step == AsyncStep::Block) {  // re-runs the wait when woken
+          warp.state = WarpState::AtMbarrier;
+          return;
+        }
+        // A failed try/test wait: let the other warps run. Failing again and again while no
+        // barrier changes parks the warp until one does (a spin loop cannot hang the emulator).
+        const uint64_t epoch = w.mbarriers.epoch();
+        warp.spins = warp.spin_epoch == epoch ? warp.spins + 1 : 1;
+        warp.spin_epoch = epoch;
+        if (warp.spins >= 3) warp.state = WarpState::Spinning;
+        warp.pc++;
+        return;
+      }
       case K::Barrier:
         warp.pc++;
         warp.state = WarpState::AtBarrier;
@@ -610,6 +799,7 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         continue;
       case K::Return:
         warp.state = WarpState::Done;
+        warp_exits(w, warp);
         return;
     }
     warp.pc++;
@@ -652,55 +842,187 @@ void prepare_worker(const LaunchCtx& c, Worker& w) {
   }
 }
 
-void run_block(const LaunchCtx& c, Worker& w, uint64_t linear_block) {
-  const unsigned* g = c.req->grid;
-  w.block_idx[0] = unsigned(linear_block % g[0]);
-  w.block_idx[1] = unsigned((linear_block / g[0]) % g[1]);
-  w.block_idx[2] = unsigned(linear_block / (uint64_t(g[0]) * g[1]));
+// A block's state at its start: zeroed shared memory, no copies in flight, every warp at pc 0.
+void start_block(const LaunchCtx& c, Worker& w) {
   if (w.smem_size) std::memset(w.smem, 0, w.smem_size);
   w.async.reset(w.smem, w.smem_size, c.block_threads);
   w.wgmma_reads.reset(reinterpret_cast<uintptr_t>(w.smem), w.smem_size, (c.block_threads + kWarp - 1) / kWarp);
   for (int b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = w.named_count[b] = 0;
+  w.mbarriers.reset();
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;
     warp.state = WarpState::Running;
     warp.stack.clear();
+    warp.cluster_arrived = 0;
+    warp.cluster_phase = 0;
+    warp.spins = 0;
+    warp.spin_epoch = 0;
   }
-  for (;;) {
-    int waiting = 0, done = 0, running = 0, named = 0;
-    for (Warp& warp : w.warps)
-      if (warp.state == WarpState::Running) run_warp(c, w, warp);
-    for (const Warp& warp : w.warps) {
-      if (warp.state == WarpState::AtBarrier) ++waiting;
-      else if (warp.state == WarpState::AtNamedBarrier) ++named;
-      else if (warp.state == WarpState::Running) ++running;  // released by a named barrier
-      else ++done;
+}
+
+// What a waiting warp waits for, for the deadlock report.
+std::string wait_description(const LaunchCtx& c, const Worker& w, const Warp& warp) {
+  const ClusterState& cl = *w.cluster;
+  std::string s;
+  switch (warp.state) {
+    case WarpState::AtBarrier: s = "sync_threads"; break;
+    case WarpState::AtNamedBarrier:
+      s = "named barrier " + std::to_string(warp.barrier_id) + " (" + std::to_string(w.named_arrived[warp.barrier_id]) +
+          " of " + std::to_string(w.named_count[warp.barrier_id]) + " threads arrived)";
+      break;
+    case WarpState::Parked: {
+      const Inst& i = c.prog->code[size_t(warp.pc)];
+      if (i.kind == K::Cluster && i.code == OpCode::ClusterBarrier)
+        s = "cluster_wait (" + std::to_string(cl.barrier_arrived) + " of " + std::to_string(cl.live_threads) +
+            " threads of the cluster arrived)";
+      else
+        s = ir::opcode_name(i.code);
+      if (i.op && i.op->line)
+        s += " at " + (i.op->file.empty() ? std::string("line ") : i.op->file + ":") + std::to_string(i.op->line);
+      break;
     }
-    if (running) continue;
-    if (named) {
-      std::string stuck;
-      for (const Warp& warp : w.warps)
-        if (warp.state == WarpState::AtNamedBarrier)
-          stuck += (stuck.empty() ? "" : ", ") + std::to_string(warp.index) + " at barrier " +
-                   std::to_string(warp.barrier_id) + " (" + std::to_string(w.named_arrived[warp.barrier_id]) + " of " +
-                   std::to_string(w.named_count[warp.barrier_id]) + " threads arrived)";
-      throw ExecutionError("named barrier deadlock in kernel '" + *c.kernel + "', block " + dims3(w.block_idx) +
-                           ": warp(s) " + stuck + " wait, and no other warp can arrive");
-    }
-    if (!waiting) return;
-    if (done) {
-      std::string finished, stuck;
-      for (const Warp& warp : w.warps) {
-        std::string& s = warp.state == WarpState::Done ? finished : stuck;
-        s += (s.empty() ? "" : ",") + std::to_string(warp.index);
+    default: s = "?"; break;
+  }
+  return s;
+}
+
+// Every warp is parked and some wait on mbarriers: name each waiting warp, the barrier and
+// where it waits, and what the other warps do (with the block of each warp in a cluster).
+std::string mbarrier_deadlock(const LaunchCtx& c, const ClusterState& cl) {
+  const Worker& first = *cl.blocks[0];
+  std::string s = "mbarrier deadlock in kernel '" + *c.kernel + "', " +
+                  (cl.size > 1 ? "cluster " + dims3(first.cluster_id) : "block " + dims3(first.block_idx)) +
+                  ": every warp waits and none can make progress:";
+  for (const Worker* w : cl.blocks)
+    for (const Warp& warp : w->warps) {
+      s += "\n  " + (cl.size > 1 ? "block " + dims3(w->block_idx) + " " : std::string()) + "warp " +
+           std::to_string(warp.index) + " ";
+      switch (warp.state) {
+        case WarpState::AtMbarrier:
+        case WarpState::Spinning: {
+          s += warp.state == WarpState::AtMbarrier ? "waits" : "spins on try_wait";
+          const ir::Op* op = warp.mbar_wait ? warp.mbar_wait->op : nullptr;
+          if (op && op->line)
+            s += " at " + (op->file.empty() ? std::string("line ") : op->file + ":") + std::to_string(op->line);
+          s += " for phase parity " + std::to_string(warp.mbar_parity) + " of " +
+               describe_mbarrier(w->mbarriers, warp.mbar, w->smem);
+          break;
+        }
+        case WarpState::AtBarrier: s += "waits at sync_threads"; break;
+        case WarpState::AtNamedBarrier: s += "waits at named barrier " + std::to_string(warp.barrier_id); break;
+        case WarpState::Parked: s += "waits at " + wait_description(c, *w, warp); break;
+        case WarpState::Done: s += "has finished"; break;
+        case WarpState::Running: s += "runs"; break;
       }
-      throw ExecutionError("sync_threads deadlock in kernel '" + *c.kernel + "', block " + dims3(w.block_idx) +
-                           ": warp(s) " + finished + " finished while warp(s) " + stuck +
-                           " wait at a barrier (a barrier inside divergent control flow?)");
     }
-    w.async.barrier();
-    for (Warp& warp : w.warps) warp.state = WarpState::Running;
+  return s;
+}
+
+[[noreturn]] void report_deadlock(const LaunchCtx& c, const ClusterState& cl) {
+  for (const Worker* w : cl.blocks)
+    for (const Warp& warp : w->warps)
+      if (warp.state == WarpState::AtMbarrier || warp.state == WarpState::Spinning)
+        throw ExecutionError(mbarrier_deadlock(c, cl));
+  // One block waiting at named barriers only: the message names the barriers' counts.
+  bool only_named = cl.size == 1;
+  for (const Warp& warp : cl.blocks[0]->warps)
+    only_named = only_named && (warp.state == WarpState::AtNamedBarrier || warp.state == WarpState::Done);
+  if (only_named) {
+    const Worker& w = *cl.blocks[0];
+    std::string stuck;
+    for (const Warp& warp : w.warps)
+      if (warp.state == WarpState::AtNamedBarrier)
+        stuck += (stuck.empty() ? "" : ", ") + std::to_string(warp.index) + " at barrier " +
+                 std::to_string(warp.barrier_id) + " (" + std::to_string(w.named_arrived[warp.barrier_id]) + " of " +
+                 std::to_string(w.named_count[warp.barrier_id]) + " threads arrived)";
+    throw ExecutionError("named barrier deadlock in kernel '" + *c.kernel + "', block " + dims3(w.block_idx) +
+                         ": warp(s) " + stuck + " wait, and no other warp can arrive");
+  }
+  std::string stuck;
+  for (const Worker* w : cl.blocks)
+    for (const Warp& warp : w->warps)
+      if (warp.state != WarpState::Done)
+        stuck += std::string(stuck.empty() ? "" : "; ") + "block " + dims3(w->block_idx) + " warp " +
+                 std::to_string(warp.index) + " waits at " + wait_description(c, *w, warp);
+  std::string where = cl.size > 1 ? "', cluster " + dims3(cl.blocks[0]->cluster_id) : "'";
+  throw ExecutionError("deadlock in kernel '" + *c.kernel + where + ": no warp can proceed: " + stuck);
+}
+
+// Runs the blocks of one cluster to completion, their warps interleaved round-robin: a warp runs
+// until it reaches a barrier, parks at a wait or ends.
+void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) {
+  const unsigned cc[3] = {unsigned(linear_cluster % cl.nclusters[0]),
+                          unsigned((linear_cluster / cl.nclusters[0]) % cl.nclusters[1]),
+                          unsigned(linear_cluster / (uint64_t(cl.nclusters[0]) * cl.nclusters[1]))};
+  for (unsigned rank = 0; rank < cl.size; ++rank) {
+    Worker& w = *cl.blocks[rank];
+    w.rank = rank;
+    w.in_cluster[0] = rank % cl.shape[0];
+    w.in_cluster[1] = (rank / cl.shape[0]) % cl.shape[1];
+    w.in_cluster[2] = rank / (cl.shape[0] * cl.shape[1]);
+    for (int d = 0; d < 3; ++d) {
+      w.cluster_id[d] = cc[d];
+      w.block_idx[d] = cc[d] * cl.shape[d] + w.in_cluster[d];
+    }
+    start_block(c, w);
+  }
+  cl.barrier_arrived = cl.barrier_phase = 0;
+  cl.live_threads = int64_t(cl.size) * c.block_threads;
+  cl.epoch = 0;
+  for (;;) {
+    bool progress = false;
+    const uint64_t epoch = cl.epoch;
+    for (Worker* w : cl.blocks)
+      for (Warp& warp : w->warps) {
+        if (warp.state == WarpState::Running) {
+          run_warp(c, *w, warp);
+          progress = true;
+        } else if (warp.state == WarpState::Parked) {
+          const int pc = warp.pc;
+          warp.state = WarpState::Running;
+          run_warp(c, *w, warp);
+          progress = progress || warp.state != WarpState::Parked || warp.pc != pc;
+        }
+      }
+    // Wake the warps whose mbarrier moved (a peer CTA's arrival or a TMA landing may do it).
+    for (Worker* w : cl.blocks)
+      for (Warp& warp : w->warps) {
+        if (warp.state == WarpState::AtMbarrier && w->mbarriers.phase_done(warp.mbar, warp.mbar_parity))
+          warp.state = WarpState::Running, progress = true;
+        else if (warp.state == WarpState::Spinning && warp.spin_epoch != w->mbarriers.epoch())
+          warp.state = WarpState::Running, warp.spins = 0, progress = true;
+      }
+    progress = progress || cl.epoch != epoch;
+    bool running = false, unfinished = false;
+    for (Worker* w : cl.blocks) {
+      int at_barrier = 0, done = 0, other = 0;
+      for (const Warp& warp : w->warps) {
+        if (warp.state == WarpState::AtBarrier) ++at_barrier;
+        else if (warp.state == WarpState::Done) ++done;
+        else ++other;
+        running = running || warp.state == WarpState::Running;  // released by a named barrier
+      }
+      unfinished = unfinished || done != int(w->warps.size());
+      if (!at_barrier || other) continue;
+      if (done) {
+        std::string finished, stuck;
+        for (const Warp& warp : w->warps) {
+          std::string& s = warp.state == WarpState::Done ? finished : stuck;
+          s += (s.empty() ? "" : ",") + std::to_string(warp.index);
+        }
+        throw ExecutionError("sync_threads deadlock in kernel '" + *c.kernel + "', block " + dims3(w->block_idx) +
+                             ": warp(s) " + finished + " finished while warp(s) " + stuck +
+                             " wait at a barrier (a barrier inside divergent control flow?)");
+      }
+      // Every warp of the block is at sync_threads: release them.
+      w->async.barrier();
+      for (Warp& warp : w->warps) warp.state = WarpState::Running;
+      running = progress = true;
+    }
+    if (!unfinished) return;
+    if (running) continue;
+    if (!progress) report_deadlock(c, cl);
   }
 }
 
@@ -726,29 +1048,67 @@ void DeviceEmulator::launch(const LaunchRequest& r, const EmulatorConfig& cfg) c
   c.block_threads = unsigned(threads);
   c.num_warps = int((threads + kWarp - 1) / kWarp);
   c.local_stride = size_t((program_->local_bytes + 15) / 16 * 16);
-  const uint64_t blocks = uint64_t(r.grid[0]) * r.grid[1] * r.grid[2];
+  // Clusters: the grid must be a whole number of clusters of at most 16 CTAs (H100's non-portable
+  // limit; the GPU launch allows sizes above the portable 8).
+  unsigned shape[3] = {1, 1, 1};
+  if (r.has_cluster) {
+    uint64_t size = 1;
+    for (int d = 0; d < 3; ++d) {
+      shape[d] = r.cluster[d];
+      size *= shape[d];
+      if (shape[d] == 0 || r.grid[d] % shape[d] != 0)
+        throw ExecutionError("kernel '" + kernel_.name + "' launched with cluster " + dims3(r.cluster) +
+                             ", which does not divide the grid " + dims3(r.grid) +
+                             ": each grid dimension must be a multiple of the cluster's");
+    }
+    if (size > 16)
+      throw ExecutionError("kernel '" + kernel_.name + "' launched with cluster " + dims3(r.cluster) + " of " +
+                           std::to_string(size) + " CTAs; a cluster has at most 16 (8 portably)");
+  }
+  const unsigned cluster_size = shape[0] * shape[1] * shape[2];
+  const unsigned nclusters3[3] = {r.grid[0] / shape[0], r.grid[1] / shape[1], r.grid[2] / shape[2]};
+  const uint64_t clusters = uint64_t(nclusters3[0]) * nclusters3[1] * nclusters3[2];
+
+  // One host thread's blocks: a cluster's worth, reused for each cluster the thread runs.
+  struct ClusterRunner {
+    std::vector<Worker> blocks;
+    ClusterState state;
+  };
+  auto prepare = [&](ClusterRunner& runner) {
+    runner.blocks.resize(cluster_size);
+    for (int d = 0; d < 3; ++d) {
+      runner.state.shape[d] = shape[d];
+      runner.state.nclusters[d] = nclusters3[d];
+    }
+    runner.state.size = cluster_size;
+    for (Worker& w : runner.blocks) {
+      prepare_worker(c, w);
+      w.cluster = &runner.state;
+      runner.state.blocks.push_back(&w);
+    }
+  };
 
   int nthreads = cfg.threads > 0 ? cfg.threads : default_emulator_threads();
   if (has_printf_) nthreads = 1;  // output in block order
   // A cooperative grid is co-resident on the GPU (the launch checked its size): blocks may wait
-  // for each other, so each gets its own host thread and none waits for another to finish.
-  if (r.cooperative) nthreads = int(blocks);
-  nthreads = int(std::min<uint64_t>(uint64_t(nthreads), blocks));
+  // for each other, so each cluster gets its own host thread and none waits for another to finish.
+  if (r.cooperative) nthreads = int(clusters);
+  nthreads = int(std::min<uint64_t>(uint64_t(nthreads), clusters));
   if (nthreads <= 1) {
-    Worker w;
-    prepare_worker(c, w);
-    for (uint64_t b = 0; b < blocks; ++b) run_block(c, w, b);
+    ClusterRunner runner;
+    prepare(runner);
+    for (uint64_t k = 0; k < clusters; ++k) run_cluster(c, runner.state, k);
     return;
   }
   std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex err_mu;
   std::exception_ptr first_error;
-  uint64_t first_error_block = ~uint64_t(0);
+  uint64_t first_error_cluster = ~uint64_t(0);
   auto body = [&]() {
-    Worker w;
+    ClusterRunner runner;
     try {
-      prepare_worker(c, w);
+      prepare(runner);
     } catch (...) {
       std::lock_guard<std::mutex> lock(err_mu);
       if (!first_error) first_error = std::current_exception();
@@ -757,14 +1117,14 @@ void DeviceEmulator::launch(const LaunchRequest& r, const EmulatorConfig& cfg) c
     }
     for (;;) {
       if (failed.load(std::memory_order_relaxed)) return;
-      uint64_t b = next.fetch_add(1, std::memory_order_relaxed);
-      if (b >= blocks) return;
+      uint64_t k = next.fetch_add(1, std::memory_order_relaxed);
+      if (k >= clusters) return;
       try {
-        run_block(c, w, b);
+        run_cluster(c, runner.state, k);
       } catch (...) {
         std::lock_guard<std::mutex> lock(err_mu);
-        // Report the lowest failing block seen, for stable messages.
-        if (b < first_error_block) first_error_block = b, first_error = std::current_exception();
+        // Report the lowest failing cluster seen, for stable messages.
+        if (k < first_error_cluster) first_error_cluster = k, first_error = std::current_exception();
         failed = true;
         return;
       }

@@ -11,8 +11,14 @@
 // run each side with its mask, loops iterate while any lane is active). A block's warps run
 // round-robin, each until it reaches sync_threads or ends; when every live warp waits at the
 // barrier, all are released. Warps that end while others wait is an error naming the kernel and
-// block. Blocks are independent and are spread over a pool of host threads; a race-free kernel
-// gives the same result for any thread count. Kernels that call printf run their blocks in
+// block. The blocks of one thread-block cluster (launch(cluster=...); without one, each block is
+// its own cluster) run together on one host thread, their warps interleaved, so they can wait for
+// each other (barrier.cluster; mbarriers) and reach each other's shared memory (mapa). A warp
+// that waits parks at the waiting instruction, which runs again whenever the warp is resumed; a
+// scheduling round in which no warp got further and no synchronisation object changed is a
+// deadlock, reported with what each warp waits for, never a hang. Clusters are independent and
+// are spread over a pool of host threads; a race-free kernel gives the same result for any
+// thread count. Kernels that call printf run their blocks in
 // order on one thread so that output is deterministic.
 //
 // Memory: global memory is host memory. Each load and store is checked for natural alignment

@@ -4,6 +4,8 @@
 #include "emulator/device_program.h"
 #include "emulator/sm90_mma.h"
 #include "emulator/sm80_copy.h"
+#include "emulator/sm90_async.h"
+#include "emulator/sm90_warp.h"
 
 namespace opencute::emulator {
 
@@ -367,7 +369,9 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
                 "use the cute.arch operation that does the same",
             op.file, op.line);
       default:
-        if (!lower_sm80_copy(*this, op) && !lower_sm90_mma(*this, op)) unsupported(op, kname);
+        if (!lower_sm80_copy(*this, op) && !lower_sm90_mma(*this, op) && !lower_sm90_async(*this, op) &&
+            !lower_sm90_warp(*this, op))
+          unsupported(op, kname);
     }
   }
 }

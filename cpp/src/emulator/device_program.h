@@ -27,6 +27,9 @@ enum class K : uint8_t {
   MmaSync,  // emulator/sm80_mma.cpp
   Sm80Copy,  // cp.async / commit / wait / ldmatrix / stmatrix (emulator/sm80_copy.cpp); code says which
   Wgmma,     // wgmma.mma_async / fence / commit / wait (emulator/sm90_mma.cpp); code says which
+  Sm90Async,  // mbarrier ops, fences, TMA (emulator/sm90_async.cpp); code says which
+  Sm90Warp,  // elect / sync_warp / setmaxnreg / prmt / warp_uniform (emulator/sm90_warp.cpp); code says which
+  Cluster,   // cluster registers, barrier.cluster, mapa (device_emulator.cpp: they need the cluster's blocks)
   // control
   Barrier, NamedBarrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
 };

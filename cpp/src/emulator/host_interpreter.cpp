@@ -1,8 +1,11 @@
 #include "emulator/host_interpreter.h"
 
+#include "emulator/sm90_async.h"
+
 #include <cstdio>
 #include <algorithm>
 #include <memory>
+#include <new>
 #include <cstring>
 
 #include "dsl/printf_format.h"
@@ -197,6 +200,31 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
       uintptr_t p = reinterpret_cast<uintptr_t>(fr.locals.back().get());
       p = (p + uintptr_t(pt->align) - 1) / uintptr_t(pt->align) * uintptr_t(pt->align);
       set(Scalar::of_int(int64_t(p)));
+      return;
+    }
+    case OpCode::TmaEncode: {
+      // The descriptor lives as long as the call: launches copy it (the driver, as a kernel
+      // parameter) or finish with it (the emulator) before the host program returns.
+      const int rank = int(op.int_attr);
+      fr.locals.push_back(std::unique_ptr<char[]>(new char[sizeof(TmaDescriptor) + 64]()));
+      uintptr_t raw = reinterpret_cast<uintptr_t>(fr.locals.back().get());
+      auto* storage = new (reinterpret_cast<void*>((raw + 63) / 64 * 64)) TmaDescriptor();  // trivially destructible
+      uint64_t dims[5], strides[5];
+      uint32_t box[5];
+      for (int k = 0; k < rank; ++k) {
+        dims[k] = uint64_t(in(size_t(1 + k)).i);
+        strides[k] = uint64_t(in(size_t(1 + rank + k)).i);
+        box[k] = uint32_t(op.ints[size_t(1 + k)]);
+      }
+      ir::Type elem = op.results[0]->type->element;
+      try {
+        fill_tma_descriptor(*storage, elem, rank, uint64_t(in(0).i), dims, strides, box, int(op.ints[0]));
+      } catch (const std::invalid_argument& e) {
+        fail(op, std::string(e.what()) + " (make_tiled_tma_atom" +
+                     (op.line ? " at " + op.file + ":" + std::to_string(op.line) : std::string()) + ")");
+      }
+      if (fr.launcher) fr.launcher->encode_tma(*storage, elem);
+      set(Scalar::of_int(int64_t(reinterpret_cast<uintptr_t>(storage))));
       return;
     }
     case OpCode::Printf: {

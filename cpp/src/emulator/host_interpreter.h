@@ -37,10 +37,15 @@ struct LaunchRequest {
   const std::string& kernel() const { return op->str_attr; }
 };
 
+struct TmaDescriptor;
+
 class LaunchHandler {
  public:
   virtual ~LaunchHandler() = default;
   virtual void launch(const LaunchRequest& request) = 0;
+  // A TMA descriptor the host program made (tma_encode): kernels running on a GPU need the
+  // driver's encoding in d.tensor_map; the emulator reads the other fields.
+  virtual void encode_tma(TmaDescriptor& d, ir::Type element) { (void)d, (void)element; }
 };
 
 struct ExecutionError : std::runtime_error {

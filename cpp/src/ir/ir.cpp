@@ -72,6 +72,24 @@ const char* opcode_name(OpCode code) {
     case OpCode::WgmmaFence: return "wgmma_fence";
     case OpCode::WgmmaCommit: return "wgmma_commit";
     case OpCode::WgmmaWait: return "wgmma_wait";
+    case OpCode::MbarrierInit: return "mbarrier_init";
+    case OpCode::MbarrierArrive: return "mbarrier_arrive";
+    case OpCode::MbarrierWait: return "mbarrier_wait";
+    case OpCode::Fence: return "fence";
+    case OpCode::TmaLoad: return "tma_load";
+    case OpCode::TmaStore: return "tma_store";
+    case OpCode::BulkCommit: return "bulk_commit";
+    case OpCode::BulkWait: return "bulk_wait";
+    case OpCode::TmaDescOp: return "tma_desc_op";
+    case OpCode::TmaEncode: return "tma_encode";
+    case OpCode::ClusterSreg: return "cluster_sreg";
+    case OpCode::ClusterBarrier: return "cluster_barrier";
+    case OpCode::MapSharedRank: return "map_shared_rank";
+    case OpCode::ElectOne: return "elect_one";
+    case OpCode::SyncWarp: return "sync_warp";
+    case OpCode::SetMaxNReg: return "setmaxnreg";
+    case OpCode::Prmt: return "prmt";
+    case OpCode::WarpUniform: return "warp_uniform";
   }
   return "?";
 }

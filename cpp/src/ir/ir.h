@@ -86,7 +86,47 @@ enum class OpCode : uint8_t {
   WgmmaFence,   // wgmma.fence: register writes before it are seen by the following wgmma
   WgmmaCommit,  // closes the warpgroup's current group of wgmma
   WgmmaWait,    // int_attr = N: waits until at most N of the committed wgmma groups are pending
+  // SM90 asynchronous machinery (hasync: ir/async_attributes.h for the kinds, dsl/mbarrier,
+  // target/nvvm/lower_sm90_async.cpp, emulator/sm90_async.cpp)
+  MbarrierInit,    // (mbarrier smem ptr, arrival count i32)
+  MbarrierArrive,  // (mbarrier ptr, value i32[, peer cta rank i32]); int_attr = MbarrierArriveKind (value = arrival
+                   // count or tx bytes); with the rank operand it signals the same offset in that CTA of the cluster
+  MbarrierWait,    // (mbarrier ptr, phase parity i32) -> nothing (Wait) or i1; int_attr = MbarrierWaitKind
+  Fence,           // int_attr = FenceKind (memory / proxy fences)
+  // TMA (cute/atom/copy_sm90): `desc` is the generic address of a CUtensorMap (a grid-constant
+  // kernel parameter); coordinates are i32 in the tensor map's dimension order (dim 0 innermost)
+  TmaLoad,    // (desc, smem dst ptr, mbarrier ptr, coords..., [i16 multicast mask]); int_attr = rank,
+              // ints = {multicast}; the bytes landing complete transactions on the mbarrier
+  TmaStore,   // (desc, smem src ptr, coords...); int_attr = rank; joins the thread's bulk group
+  BulkCommit,  // cp.async.bulk.commit_group
+  BulkWait,    // int_attr = N, ints = {read}: wait until at most N bulk groups are pending (their reads)
+  TmaDescOp,   // (desc); int_attr = TmaDescOpKind: prefetch.tensormap / fence.proxy.tensormap acquire
+  TmaEncode,   // host: (global ptr, extents i64 x rank, byte strides i64 x rank) -> param-space pointer to a
+               // TMA descriptor (the result type's element is the element type); int_attr = rank,
+               // ints = {swizzle bytes, box sizes x rank}
+  // Hopper warp/CTA and cluster family (hmisc: dsl/sm90_ops, target/nvvm/lower_sm90_warp.cpp,
+  // emulator/sm90_warp.cpp; clusters are co-scheduled by device_emulator.cpp)
+  ClusterSreg,     // -> i32; int_attr = ClusterSregKind, ints = {dimension 0..2}
+  ClusterBarrier,  // int_attr = ClusterBarrierKind (barrier.cluster.arrive[.relaxed] / .wait); ints = {aligned}
+  MapSharedRank,   // (ptr to shared memory, i32 CTA rank) -> generic ptr to the same offset in that CTA's shared
+                   // memory (mapa: distributed shared memory)
+  ElectOne,        // (i32 member mask) -> i1: true in exactly one active lane of the mask (elect.sync)
+  SyncWarp,        // (i32 member mask): bar.warp.sync
+  SetMaxNReg,      // int_attr = register count per thread; ints = {1: setmaxnreg.inc, 0: .dec} (sm_90a)
+  Prmt,            // (a i32, b i32, selector i32) -> i32: prmt.b32 (the default mode)
+  WarpUniform,     // (value) -> value: the value is the same in every active lane (the emulator checks it)
 };
+
+// The cluster special registers: %clusterid, %nclusterid, %cluster_ctaid, %cluster_nctaid (per
+// dimension), %cluster_ctarank, %cluster_nctarank.
+enum class ClusterSregKind : uint8_t { ClusterIdx = 0, ClusterDim = 1, BlockInCluster = 2, BlockInClusterDim = 3,
+                                       CtaRank = 4, ClusterSize = 5 };
+// barrier.cluster: Arrive / ArriveRelaxed count the thread at the cluster barrier (relaxed: without
+// release semantics); Wait blocks until every non-exited thread of the cluster arrived.
+enum class ClusterBarrierKind : uint8_t { Arrive = 0, ArriveRelaxed = 1, Wait = 2 };
+
+// TmaDescOp kinds.
+enum class TmaDescOpKind : uint8_t { Prefetch = 0, FenceAcquire = 1 };
 
 // griddepcontrol.wait: wait until the prerequisite grids finished and their memory is visible;
 // griddepcontrol.launch_dependents: let the dependent grid launch now (a hint; no memory ordering).
@@ -165,6 +205,7 @@ struct Function {
   std::unique_ptr<Block> body;
   std::vector<Type> result_types;
   int reqntid[3] = {0, 0, 0};  // static block size when known (nvvm.reqntid)
+  int minctasm = 0;            // launch(min_blocks_per_mp=): blocks per SM to fit (nvvm.minctasm); 0: no hint
 
   Function();
   const std::vector<std::unique_ptr<Value>>& args() const { return body->args; }

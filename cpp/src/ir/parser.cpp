@@ -125,7 +125,7 @@ class Cursor {
       expect(">");
       AddrSpace as = space == "generic" ? AddrSpace::Generic : space == "gmem" ? AddrSpace::Gmem
                    : space == "smem"    ? AddrSpace::Smem    : space == "cmem" ? AddrSpace::Cmem
-                   : space == "rmem"    ? AddrSpace::Rmem    : (fail("unknown address space '" + space + "'"), AddrSpace::Generic);
+                   : space == "rmem"    ? AddrSpace::Rmem    : space == "param" ? AddrSpace::Param : (fail("unknown address space '" + space + "'"), AddrSpace::Generic);
       return pointer_type(elem, as, int(align));
     }
     if (accept("vector<")) {
@@ -236,6 +236,10 @@ class Parser {
         if (i) c.expect(",");
         f->reqntid[i] = int(c.integer());
       }
+      c.expect(")");
+    }
+    if (c.accept("minctasm(")) {
+      f->minctasm = int(c.integer());
       c.expect(")");
     }
     c.expect("{");
@@ -391,8 +395,12 @@ class Parser {
       }
       case OpCode::CpAsync: case OpCode::CpAsyncCommit: case OpCode::CpAsyncWait: case OpCode::LdMatrix:
       case OpCode::StMatrix: case OpCode::Wgmma: case OpCode::WgmmaFence: case OpCode::WgmmaCommit:
-      case OpCode::WgmmaWait: {
-        // SM80 copies: `[int_attr, ints...] operands : result types`
+      case OpCode::WgmmaWait: case OpCode::MbarrierInit: case OpCode::MbarrierArrive: case OpCode::MbarrierWait:
+      case OpCode::Fence: case OpCode::TmaLoad: case OpCode::TmaStore: case OpCode::BulkCommit:
+      case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode:
+      case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
+      case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform: {
+        // SM80 copies, wgmma, the SM90 async ops and the SM90 warp / cluster ops: `[int_attr, ints...] operands : result types`
         std::vector<int64_t> attrs;
         if (c.accept("[")) {
           attrs.push_back(c.integer());

@@ -47,6 +47,7 @@ class Printer {
       os << ")";
     }
     if (f.reqntid[0]) os << " reqntid(" << f.reqntid[0] << ", " << f.reqntid[1] << ", " << f.reqntid[2] << ")";
+    if (f.minctasm) os << " minctasm(" << f.minctasm << ")";
     os << " {\n";
     block_ops(*f.body, 1, os);
     os << "}\n";
@@ -164,6 +165,18 @@ class Printer {
       case OpCode::CpAsyncWait:
       case OpCode::LdMatrix:
       case OpCode::StMatrix:
+      case OpCode::MbarrierInit:  // the SM90 async ops share the SM80 copies' form `[kind, ints] operands : types`
+      case OpCode::MbarrierArrive:
+      case OpCode::MbarrierWait:
+      case OpCode::Fence:
+      case OpCode::TmaLoad:
+      case OpCode::TmaStore:
+      case OpCode::BulkCommit:
+      case OpCode::BulkWait:
+      case OpCode::TmaDescOp:
+      case OpCode::TmaEncode:
+      case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
+      case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
         if (op.code != OpCode::CpAsyncCommit) {
           os << " [" << op.int_attr;
           for (int64_t v : op.ints) os << ", " << v;

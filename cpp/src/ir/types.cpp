@@ -106,6 +106,7 @@ std::string to_string(AddrSpace s) {
     case AddrSpace::Smem: return "smem";
     case AddrSpace::Cmem: return "cmem";
     case AddrSpace::Rmem: return "rmem";
+    case AddrSpace::Param: return "param";
   }
   return "?";
 }

@@ -10,8 +10,10 @@ enum class TypeKind : uint8_t { Void, Int, Float, Vector, Pointer };
 // E4M3 / E5M2: the 8-bit floats Float8E4M3FN and Float8E5M2 (support/fp8.h).
 // E2M1: the 4-bit float Float4E2M1FN (support/fp4.h), two to a byte, the first in the low nibble.
 enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2, E2M1 };
-// Numeric values follow the CuTe DSL / NVVM address-space numbering.
-enum class AddrSpace : uint8_t { Generic = 0, Gmem = 1, Smem = 3, Cmem = 4, Rmem = 5 };
+// Numeric values follow the CuTe DSL / NVVM address-space numbering. Param: a kernel parameter
+// passed by value as a __grid_constant__ (a TMA descriptor), reached through its generic address;
+// on the host, the pointer to the parameter's bytes.
+enum class AddrSpace : uint8_t { Generic = 0, Gmem = 1, Smem = 3, Cmem = 4, Rmem = 5, Param = 101 };
 
 struct TypeStorage;
 using Type = const TypeStorage*;

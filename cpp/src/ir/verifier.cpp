@@ -1,5 +1,7 @@
 #include "ir/verifier.h"
 
+#include "ir/async_attributes.h"
+
 #include <stdexcept>
 
 #include "ir/arch_attributes.h"
@@ -42,6 +44,55 @@ class Verifier {
 
   void expect(const Op& op, bool cond, const std::string& msg) {
     if (!cond) fail(&op, msg);
+  }
+
+  // The Hopper warp / cluster family (ir.h).
+  void verify_sm90_warp_op(const Op& op) {
+    const auto& o = op.operands;
+    const std::string name = opcode_name(op.code);
+    auto one_result = [&](Type t) { return op.results.size() == 1 && (!t || op.results[0]->type == t); };
+    switch (op.code) {
+      case OpCode::ClusterSreg:
+        expect(op, o.empty() && one_result(i32()) && op.int_attr >= 0 &&
+                       op.int_attr <= int64_t(ClusterSregKind::ClusterSize) && op.ints.size() == 1 &&
+                       op.ints[0] >= 0 && op.ints[0] < 3,
+               "cluster_sreg yields i32 and names a register kind and a dimension");
+        break;
+      case OpCode::ClusterBarrier:
+        expect(op, o.empty() && op.results.empty() && op.int_attr >= 0 &&
+                       op.int_attr <= int64_t(ClusterBarrierKind::Wait) && op.ints.size() == 1,
+               "cluster_barrier takes no operands and names its kind and alignment");
+        break;
+      case OpCode::MapSharedRank:
+        expect(op, o.size() == 2 && o[0]->type->is_pointer() && o[1]->type == i32() && one_result(nullptr) &&
+                       op.results[0]->type->is_pointer() && op.results[0]->type->space == AddrSpace::Generic &&
+                       op.results[0]->type->element == o[0]->type->element,
+               "map_shared_rank takes (pointer, i32 rank) and yields a generic pointer to the same element type");
+        break;
+      case OpCode::ElectOne:
+        expect(op, o.size() == 1 && o[0]->type == i32() && one_result(bool_type()), "elect_one takes an i32 mask, yields i1");
+        break;
+      case OpCode::SyncWarp:
+        expect(op, o.size() == 1 && o[0]->type == i32() && op.results.empty(), "sync_warp takes an i32 mask");
+        break;
+      case OpCode::SetMaxNReg:
+        expect(op, o.empty() && op.results.empty() && op.int_attr >= 24 && op.int_attr <= 256 && op.int_attr % 8 == 0 &&
+                       op.ints.size() == 1,
+               "setmaxnreg takes a register count in [24, 256], a multiple of 8");
+        break;
+      case OpCode::Prmt:
+        expect(op, o.size() == 3 && o[0]->type == i32() && o[1]->type == i32() && o[2]->type == i32() &&
+                       one_result(i32()),
+               "prmt takes three i32 and yields i32");
+        break;
+      case OpCode::WarpUniform:
+        expect(op, o.size() == 1 && one_result(o[0]->type) && o[0]->type->is_scalar(),
+               "warp_uniform yields its scalar operand");
+        break;
+      default:
+        break;
+    }
+    expect(op, fn_->kind == FunctionKind::Kernel, name + " is only valid in a kernel");
   }
 
   void yield_matches(const Op& op, const Block* b, size_t skip_first) {
@@ -211,6 +262,68 @@ class Verifier {
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
         break;
       }
+      case OpCode::MbarrierInit: case OpCode::MbarrierArrive: case OpCode::MbarrierWait: {
+        const bool arrive = op.code == OpCode::MbarrierArrive, wait = op.code == OpCode::MbarrierWait;
+        bool ok = (o.size() == 2 || (arrive && o.size() == 3)) && o[0]->type->is_pointer() &&
+                  o[0]->type->element->byte_size() == 8 && o[1]->type == i32() && (o.size() < 3 || o[2]->type == i32());
+        if (arrive) ok = ok && op.int_attr >= 0 && op.int_attr <= int64_t(MbarrierArriveKind::ExpectTx);
+        if (wait) {
+          bool blocking = op.int_attr == int64_t(MbarrierWaitKind::Wait);
+          ok = ok && op.int_attr >= 0 && op.int_attr <= int64_t(MbarrierWaitKind::TestWait) &&
+               (blocking ? op.results.empty() : op.results.size() == 1 && op.results[0]->type->is_bool());
+        } else {
+          ok = ok && op.results.empty();
+        }
+        expect(op, ok, std::string(opcode_name(op.code)) +
+                           " takes (pointer to an 8-byte mbarrier, i32[, i32 peer rank]); only try/test waits have a "
+                           "(boolean) result");
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      }
+      case OpCode::Fence:
+        expect(op, o.empty() && op.results.empty() && op.int_attr >= 0 && op.int_attr < int64_t(FenceKind::NumKinds),
+               "fence takes no operands and a known fence kind");
+        expect(op, fn_->kind == FunctionKind::Kernel, "fence is only valid in a kernel");
+        break;
+      case OpCode::TmaLoad: case OpCode::TmaStore: {
+        const bool load = op.code == OpCode::TmaLoad;
+        const bool mcast = load && !op.ints.empty() && op.ints[0];
+        const size_t fixed = load ? 3 : 2, rank = size_t(op.int_attr);
+        bool ok = rank >= 1 && rank <= 5 && o.size() == fixed + rank + (mcast ? 1 : 0) && op.results.empty();
+        for (size_t k = 0; ok && k < fixed; ++k) ok = o[k]->type->is_pointer();
+        for (size_t k = fixed; ok && k < fixed + rank; ++k) ok = o[k]->type == i32();
+        if (ok && mcast) ok = o.back()->type->is_int();
+        expect(op, ok, std::string(opcode_name(op.code)) + " takes (descriptor, shared pointer" +
+                           (load ? ", mbarrier pointer" : "") + ", 1 to 5 i32 coordinates" +
+                           (load ? "[, multicast mask]" : "") + ")");
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      }
+      case OpCode::BulkCommit: case OpCode::BulkWait:
+        expect(op, o.empty() && op.results.empty() && op.int_attr >= 0, std::string(opcode_name(op.code)) + " takes no operands");
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      case OpCode::TmaDescOp:
+        expect(op, o.size() == 1 && o[0]->type->is_pointer() && op.results.empty() &&
+                       (op.int_attr == int64_t(TmaDescOpKind::Prefetch) || op.int_attr == int64_t(TmaDescOpKind::FenceAcquire)),
+               "tma_desc_op takes the descriptor pointer and a known kind");
+        expect(op, fn_->kind == FunctionKind::Kernel, "tma_desc_op is only valid in a kernel");
+        break;
+      case OpCode::TmaEncode: {
+        const size_t rank = size_t(op.int_attr);
+        bool ok = rank >= 1 && rank <= 5 && o.size() == 1 + 2 * rank && op.ints.size() == 1 + rank &&
+                  op.results.size() == 1 && op.results[0]->type->is_pointer() &&
+                  op.results[0]->type->space == AddrSpace::Param && (o[0]->type->is_pointer() || o[0]->type == i64());
+        for (size_t k = 1; ok && k < o.size(); ++k) ok = o[k]->type == i64();
+        expect(op, ok, "tma_encode takes (global pointer, rank i64 extents, rank i64 byte strides) and gives a "
+                       "param-space descriptor pointer");
+        expect(op, fn_->kind == FunctionKind::Host, "tma_encode is only valid in host code");
+        break;
+      }
+      case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
+      case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
+        verify_sm90_warp_op(op);
+        break;
       default:
         break;
     }

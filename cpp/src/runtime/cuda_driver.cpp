@@ -114,6 +114,8 @@ struct CudaDriver::Api {
   CUresult (*GraphLaunch)(CUgraphExec, CUstream);
   CUresult (*GraphExecDestroy)(CUgraphExec);
   CUresult (*GraphDestroy)(CUgraph);
+  CUresult (*TensorMapEncodeTiled)(void*, int, unsigned, void*, const uint64_t*, const uint64_t*, const uint32_t*,
+                                   const uint32_t*, int, int, int, int);  // optional: CUDA 12.0+
 };
 
 namespace {
@@ -206,6 +208,7 @@ const CudaDriver::Api& CudaDriver::api() {
       bind(a->GraphLaunch, "cuGraphLaunch");
       bind(a->GraphExecDestroy, "cuGraphExecDestroy");
       bind(a->GraphDestroy, "cuGraphDestroy");
+      bind(a->TensorMapEncodeTiled, "cuTensorMapEncodeTiled", /*required=*/false);
       if (missing) {
         load_error_ = "the CUDA driver at " + support::loaded_library_path(lib) +
                       " lacks " + missing + "; the driver is too old";
@@ -324,6 +327,13 @@ void CudaDriver::set_max_dynamic_smem(FunctionHandle f, int bytes) {
   const Api& a = initialized();
   check(a, "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)",
         a.FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
+}
+
+void CudaDriver::allow_non_portable_cluster_size(FunctionHandle f) {
+  const Api& a = initialized();
+  constexpr int kNonPortableClusterSizeAllowed = 14;  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED (cuda.h)
+  check(a, "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)",
+        a.FuncSetAttribute(f, kNonPortableClusterSizeAllowed, 1));
 }
 
 void CudaDriver::launch(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -504,6 +514,18 @@ void CudaDriver::graph_exec_destroy(GraphExecHandle exec) {
 void CudaDriver::graph_destroy(GraphHandle graph) {
   const Api& a = initialized();
   check(a, "cuGraphDestroy", a.GraphDestroy(graph));
+}
+
+void CudaDriver::encode_tensor_map_tiled(void* map, int data_type, unsigned rank, void* global_address,
+                                         const uint64_t* dims, const uint64_t* strides, const uint32_t* box,
+                                         const uint32_t* element_strides, int swizzle, int l2_promotion) {
+  const Api& a = initialized();
+  if (!a.TensorMapEncodeTiled)
+    throw CudaError("cuTensorMapEncodeTiled is missing from the CUDA driver (TMA needs CUDA 12.0 or newer)", 0);
+  constexpr int kInterleaveNone = 0, kOobFillZero = 0;
+  check(a, "cuTensorMapEncodeTiled",
+        a.TensorMapEncodeTiled(map, data_type, rank, global_address, dims, strides, box, element_strides, kInterleaveNone,
+                               swizzle, l2_promotion, kOobFillZero));
 }
 
 }  // namespace opencute::runtime

@@ -57,6 +57,8 @@ class CudaDriver {
   void unload_module(ModuleHandle module);
   FunctionHandle get_function(ModuleHandle module, const std::string& name);
   void set_max_dynamic_smem(FunctionHandle f, int bytes);
+  // Lets `f` launch with clusters of more than the portable 8 CTAs (up to 16 on sm_90).
+  void allow_non_portable_cluster_size(FunctionHandle f);
 
   // params: one pointer per kernel parameter, pointing at the argument's value.
   void launch(FunctionHandle f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -109,6 +111,13 @@ class CudaDriver {
   void mem_free(void* ptr);
   void memcpy_htod(void* dst_device, const void* src_host, size_t bytes);
   void memcpy_dtoh(void* dst_host, const void* src_device, size_t bytes);
+
+  // cuTensorMapEncodeTiled (CUDA 12.0+): writes the 128-byte CUtensorMap at `map` (64-byte
+  // aligned). `strides` holds rank - 1 byte strides (of dims 1..rank-1); enums as cuda.h's
+  // CUtensorMapDataType / Swizzle / L2promotion; no interleave, out-of-bounds elements read zero.
+  void encode_tensor_map_tiled(void* map, int data_type, unsigned rank, void* global_address, const uint64_t* dims,
+                               const uint64_t* strides, const uint32_t* box, const uint32_t* element_strides,
+                               int swizzle, int l2_promotion);
 
   struct Api;  // resolved driver entry points; defined in the .cpp
 

@@ -1,5 +1,7 @@
 #include "runtime/executor.h"
 
+#include "runtime/tma_descriptor.h"
+
 #include <algorithm>
 
 #include <chrono>
@@ -8,6 +10,7 @@
 
 #include "ir/printer.h"
 #include "ir/verifier.h"
+#include "support/log.h"
 #include "transforms/dead_code.h"
 #include "runtime/compile_cache.h"
 #include "runtime/cuda_driver.h"
@@ -136,6 +139,8 @@ void CompiledProgram::generate_code(const CompileOptions& options) {
     timings_.load_ms += std::max(0.0, ms_since(t_link) - cubin.ms);
     cubin_ = std::move(cubin.cubin);
     timings_.link_ms = cubin.ms;
+    // ptxas's report (registers, spills with --ptxas-options -v) for CUTE_DSL_LOG_* users.
+    if (!cubin.log.empty()) support::log(support::LogLevel::Info, cubin.linker + ": " + cubin.log);
   } catch (const std::exception& e) {
     if (!best_effort) throw;
     ptx_error_ = e.what();
@@ -169,6 +174,7 @@ class StreamRecorder : public emulator::LaunchHandler {
     program_->launch(r);
     streams.push_back(r.stream);
   }
+  void encode_tma(emulator::TmaDescriptor& d, ir::Type element) override { program_->encode_tma(d, element); }
   std::vector<void*> streams;
 
  private:
@@ -258,6 +264,10 @@ std::vector<ir::Scalar> CompiledProgram::run(const ir::Scalar* args, size_t num_
   for (void* s : recorder.streams)
     if (!drv.stream_is_capturing(s)) drv.stream_synchronize(s);
   return results;
+}
+
+void CompiledProgram::encode_tma(emulator::TmaDescriptor& d, ir::Type element) {
+  if (!runs_on_emulator() && !discard_launches_) encode_tma_descriptor(d, element);
 }
 
 void CompiledProgram::launch(const emulator::LaunchRequest& r) {

@@ -61,6 +61,8 @@ class CompiledProgram : public emulator::LaunchHandler {
   std::vector<ir::Scalar> run(const ir::Scalar* args, size_t num_args,
                               const std::vector<emulator::MemoryRegion>& regions, bool strict);
   void launch(const emulator::LaunchRequest& request) override;
+  // Kernels that run on a GPU get the driver's encoding of a TMA descriptor (runtime/tma_descriptor).
+  void encode_tma(emulator::TmaDescriptor& d, ir::Type element) override;
   // True when kernels of this program run (or will run) on the CPU emulator.
   bool runs_on_emulator() const;
   CompileOptions::Target target() const { return target_; }

@@ -9,6 +9,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/gpu_launch.h"
 #include "runtime/tensor_spec.h"
+#include "runtime/tma_descriptor.h"
 
 namespace opencute::runtime {
 
@@ -204,6 +205,8 @@ void ExportedProgram::load_gpu_code() {
   for (const ir::Op* op : launches) launch_targets_.emplace_back(op, drv.get_function(m, op->str_attr));
   cu_module_.store(m, std::memory_order_release);
 }
+
+void ExportedProgram::encode_tma(emulator::TmaDescriptor& d, ir::Type element) { encode_tma_descriptor(d, element); }
 
 void ExportedProgram::launch(const emulator::LaunchRequest& r) {
   if (!cu_module_.load(std::memory_order_acquire)) {

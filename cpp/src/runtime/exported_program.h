@@ -43,6 +43,8 @@ class ExportedProgram : public emulator::LaunchHandler {
   const ir::Function& host() const { return *host_; }
 
   void launch(const emulator::LaunchRequest& request) override;
+  // Exported programs launch on the GPU: TMA descriptors get the driver's encoding.
+  void encode_tma(emulator::TmaDescriptor& d, ir::Type element) override;
 
  private:
   void load_gpu_code();

@@ -13,7 +13,10 @@ void launch_on_gpu(void* fn, const emulator::LaunchRequest& r, bool discard) {
   void* params[kMaxParams];
   for (size_t i = 0; i < r.num_args; ++i) {
     ir::Type t = r.arg_types[i];
-    if (!t->is_float() && t->byte_size() <= 8) {
+    if (t->is_pointer() && t->space == ir::AddrSpace::Param) {
+      // A by-value parameter (a TMA descriptor): the argument points at its bytes.
+      params[i] = reinterpret_cast<void*>(uintptr_t(r.args[i].i));
+    } else if (!t->is_float() && t->byte_size() <= 8) {
       // Pointers and integers: the low bytes of the 64-bit value (little endian) are the
       // parameter, so the driver reads them in place; it copies them before returning.
       params[i] = const_cast<int64_t*>(&r.args[i].i);
@@ -28,6 +31,7 @@ void launch_on_gpu(void* fn, const emulator::LaunchRequest& r, bool discard) {
   }
   CudaDriver& drv = CudaDriver::get();
   if (r.smem > 48 * 1024) drv.set_max_dynamic_smem(fn, int(r.smem));
+  if (r.has_cluster && uint64_t(r.cluster[0]) * r.cluster[1] * r.cluster[2] > 8) drv.allow_non_portable_cluster_size(fn);
   CudaDriver::LaunchAttributes la;
   la.has_cluster = r.has_cluster;
   for (int i = 0; i < 3; ++i) la.cluster[i] = r.cluster[i];

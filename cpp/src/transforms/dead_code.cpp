@@ -15,6 +15,11 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::LdMatrix: case ir::OpCode::StMatrix:
     case ir::OpCode::NamedBarrier: case ir::OpCode::GridDepControl:
     case ir::OpCode::Wgmma: case ir::OpCode::WgmmaFence: case ir::OpCode::WgmmaCommit: case ir::OpCode::WgmmaWait:
+    case ir::OpCode::MbarrierInit: case ir::OpCode::MbarrierArrive: case ir::OpCode::MbarrierWait:
+    case ir::OpCode::Fence: case ir::OpCode::TmaLoad: case ir::OpCode::TmaStore: case ir::OpCode::BulkCommit:
+    case ir::OpCode::BulkWait: case ir::OpCode::TmaDescOp: case ir::OpCode::TmaEncode:
+    case ir::OpCode::ClusterBarrier: case ir::OpCode::ElectOne: case ir::OpCode::SyncWarp: case ir::OpCode::SetMaxNReg:
+    case ir::OpCode::WarpUniform:
       // loads stay: removing them would hide faulting accesses; shuffles and votes synchronise the warp
       return false;
     case ir::OpCode::InlineAsm:

@@ -586,6 +586,25 @@ def _dims(value, what):
     return value + [1] * (3 - len(value))
 
 
+# A cluster has at most 16 CTAs on sm_90 (8 portably; the launch allows the non-portable sizes).
+_MAX_CLUSTER_SIZE = 16
+
+
+def _check_cluster(cluster, grid):
+    """Static cluster shapes: at most 16 CTAs, and each dividing the grid's dimension where known."""
+    static = [c.value if isinstance(c, Numeric) and c.is_static() else c for c in cluster]
+    if all(isinstance(c, int) for c in static):
+        size = static[0] * static[1] * static[2]
+        if size > _MAX_CLUSTER_SIZE:
+            raise DSLUserCodeError(f"cluster {tuple(static)} has {size} CTAs; a cluster has at most "
+                                   f"{_MAX_CLUSTER_SIZE} (8 portably)", code="LAUNCH_INVALID_CLUSTER")
+    for d, (c, g) in enumerate(zip(static, grid)):
+        g = g.value if isinstance(g, Numeric) and g.is_static() else g
+        if isinstance(c, int) and isinstance(g, int) and g % c:
+            raise DSLUserCodeError(f"cluster {tuple(static)} does not divide the grid {tuple(grid)}: grid dimension "
+                                   f"{d} ({g}) is not a multiple of the cluster's ({c})", code="LAUNCH_INVALID_CLUSTER")
+
+
 def _kernel_value(tracer, pname, value, host_values):
     """The kernel-side stand-in for a structured launch argument: static parts stay Python
     values, each dynamic leaf becomes a kernel parameter (its host value goes to host_values)."""
@@ -682,6 +701,11 @@ class KernelLauncher:
                 raise DSLUserCodeError(f"cluster must have exactly 3 dimensions, got {len(cluster)}",
                                        code="LAUNCH_INVALID_CLUSTER")
             cluster = _dims(cluster, "cluster")
+            _check_cluster(cluster, grid3)
+        min_blocks = _compile_time_int(other.pop("min_blocks_per_mp", 0) or 0, "min_blocks_per_mp")
+        if min_blocks < 0:
+            raise DSLUserCodeError(f"launch: min_blocks_per_mp must not be negative, got {min_blocks}",
+                                   code="LAUNCH_INVALID_ATTRIBUTE")
         fn = self._kernel._fn
         name = tracer.unique_kernel_name(fn.__name__)
         if self._kernel._name_prefix:
@@ -716,6 +740,9 @@ class KernelLauncher:
                     call[pname] = _kernel_value(tracer, pname, value, host_values)
             if all(isinstance(b, int) for b in block3):
                 tracer.set_reqntid(*block3)
+            if min_blocks:
+                from .. import _core
+                _core.sm90_warp.set_minctasm(min_blocks)
             ctx.kernel_depth += 1
             outer_smem, ctx.kernel_smem = getattr(ctx, "kernel_smem", None), _KernelSmemUsage()
             try:

@@ -43,11 +43,180 @@ def warp_idx(*, loc=None, ip=None):
 
 
 def make_warp_uniform(value, *, loc=None, ip=None):
-    return value
+    """`value` (an integer the same in every lane of the warp) as an Int32 the compiler may keep in a
+    uniform register. The emulator checks that the lanes agree."""
+    from .._dsl.numeric import Int32
+    n = as_numeric(value)
+    if n.is_static():
+        return Int32(n)
+    return wrap(_core.sm90_warp.warp_uniform(num_of(Int32(n))))
 
 
 def sync_threads(*, loc=None, ip=None):
     context.tracer().barrier()
+
+
+def sync_warp(mask=FULL_MASK, *, loc=None, ip=None):
+    """`__syncwarp(mask)` (bar.warp.sync): the lanes of `mask` meet before going on."""
+    _core.sm90_warp.sync_warp(num_of(_u32(mask)))
+
+
+def _u32(mask):
+    """A member mask as an Int32 with the same bits (0xFFFFFFFF does not fit a signed Int32)."""
+    from .._dsl.numeric import Int32
+    if isinstance(mask, int):
+        return Int32(mask - (1 << 32) if mask >= 1 << 31 else mask)
+    return as_numeric(mask)
+
+
+class _IfRegion:
+    """A `with` block whose body is traced inside a dynamic `if pred:` (it yields no values: names
+    assigned inside the body are not visible after it)."""
+
+    def __init__(self, make_pred):
+        self._make_pred = make_pred
+        self._op = None
+
+    def __enter__(self):
+        t = context.tracer()
+        self._op = t.if_begin(self._make_pred())
+        t.enter_region(self._op, 0)
+        return None
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            return False
+        t = context.tracer()
+        t.yield_([])
+        t.enter_region(self._op, 1)
+        t.yield_([])
+        t.exit_to_parent(self._op)
+        t.set_results(self._op, [])
+        return False
+
+
+def _if_region(pred):
+    """`with _if_region(pred):` — a dynamic `if` for library code, which the preprocessor does not
+    rewrite (a static pred becomes an `if` on a constant)."""
+    return _IfRegion(lambda: num_of(as_numeric(pred)))
+
+
+def elect_one(*, loc=None, ip=None):
+    """A context manager whose body one lane of the (converged) warp executes: `with elect_one(): ...`.
+    Values assigned inside the body are not visible after it."""
+    return _IfRegion(lambda: _core.sm90_warp.elect_one(num_of(_u32(FULL_MASK))))
+
+
+# ---- clusters (sm_90+) --------------------------------------------------------------------------
+# A launch with cluster=(x, y, z) groups that many CTAs, which are scheduled together, can wait
+# for each other at the cluster barrier and reach each other's shared memory.
+
+def _cluster3(what):
+    return tuple(wrap(_core.sm90_warp.cluster_sreg(what, d)) for d in range(3))
+
+
+def cluster_idx(*, loc=None, ip=None):
+    """The cluster's coordinates in the grid of clusters (%clusterid)."""
+    return _cluster3("cluster_idx")
+
+
+def cluster_dim(*, loc=None, ip=None):
+    """Clusters in the grid in each dimension (%nclusterid)."""
+    return _cluster3("cluster_dim")
+
+
+def block_in_cluster_idx(*, loc=None, ip=None):
+    """This CTA's coordinates inside its cluster (%cluster_ctaid)."""
+    return _cluster3("block_in_cluster_idx")
+
+
+def block_in_cluster_dim(*, loc=None, ip=None):
+    """The cluster's shape in CTAs (%cluster_nctaid)."""
+    return _cluster3("block_in_cluster_dim")
+
+
+def block_idx_in_cluster(*, loc=None, ip=None):
+    """This CTA's linear rank in its cluster, x fastest (%cluster_ctarank)."""
+    return wrap(_core.sm90_warp.cluster_sreg("cta_rank", 0))
+
+
+def cluster_size(*, loc=None, ip=None):
+    """CTAs in the cluster (%cluster_nctarank)."""
+    return wrap(_core.sm90_warp.cluster_sreg("cluster_size", 0))
+
+
+def _where():
+    """(file, line) of the user's call, for the emulator's deadlock reports."""
+    from .._dsl.errors import user_location
+    file, line = user_location()
+    return (file or "", int(line or 0))
+
+
+def _aligned(aligned):
+    return True if aligned is None else bool(aligned)
+
+
+def cluster_arrive(*, aligned=None, loc=None, ip=None):
+    """barrier.cluster.arrive: count this thread at the cluster barrier (release semantics).
+    Aligned (the default): every thread of the warp executes it together."""
+    _core.sm90_warp.cluster_barrier("arrive", _aligned(aligned), *_where())
+
+
+def cluster_arrive_relaxed(*, aligned=None, loc=None, ip=None):
+    """barrier.cluster.arrive.relaxed: as cluster_arrive, without ordering this thread's memory accesses."""
+    _core.sm90_warp.cluster_barrier("arrive_relaxed", _aligned(aligned), *_where())
+
+
+def cluster_wait(*, aligned=None, loc=None, ip=None):
+    """barrier.cluster.wait: wait until every (non-exited) thread of the cluster arrived."""
+    _core.sm90_warp.cluster_barrier("wait", _aligned(aligned), *_where())
+
+
+def cluster_sync(*, loc=None, ip=None):
+    cluster_arrive()
+    cluster_wait()
+
+
+def map_dsmem_ptr(smem_ptr, cta_rank, *, loc=None, ip=None):
+    """A pointer to the same shared-memory offset as `smem_ptr` in the CTA of rank `cta_rank` of
+    this cluster (mapa; distributed shared memory). Loads, stores and atomics through it reach that CTA."""
+    from .._dsl.numeric import Int32
+    return _core.cute.pointer_from_value(_core.sm90_warp.map_shared_rank(_pointer_value(smem_ptr),
+                                                                    num_of(Int32(as_numeric(cta_rank)))))
+
+
+# ---- register allocation of warp-specialised kernels (sm_90a) --------------------------------------
+
+def _reg_count(reg_count, what):
+    try:
+        return operator.index(reg_count)
+    except TypeError:
+        n = as_numeric(reg_count)
+        if n.is_static():
+            return int(n.value)
+        raise TypeError(f"{what} needs a static int register count, got a dynamic value") from None
+
+
+def setmaxregister_increase(reg_count, *, loc=None, ip=None):
+    """setmaxnreg.inc: raise this warpgroup's per-thread register budget to `reg_count`."""
+    _core.sm90_warp.setmaxnreg(_reg_count(reg_count, "setmaxregister_increase"), True)
+
+
+def setmaxregister_decrease(reg_count, *, loc=None, ip=None):
+    """setmaxnreg.dec: lower this warpgroup's per-thread register budget to `reg_count`."""
+    _core.sm90_warp.setmaxnreg(_reg_count(reg_count, "setmaxregister_decrease"), False)
+
+
+warpgroup_reg_alloc = setmaxregister_increase
+warpgroup_reg_dealloc = setmaxregister_decrease
+
+
+def prmt(src, src_reg_shifted, indices, *, loc=None, ip=None):
+    """PTX prmt.b32 (`__byte_perm`): byte k of the result is byte `(indices >> 4k) & 7` of the
+    8 bytes {src_reg_shifted, src} (src the low four); the result has the type of `src`."""
+    a = as_numeric(src)
+    r = wrap(_core.sm90_warp.prmt(num_of(a), num_of(as_numeric(src_reg_shifted)), num_of(as_numeric(indices))))
+    return r if type(r) is type(a) or not hasattr(type(a), "mlir_type") else type(a)(r)
 
 
 barrier = sync_threads
@@ -93,6 +262,12 @@ def shuffle_sync_down(value, offset, mask=FULL_MASK, mask_and_clamp=31, *, loc=N
 def shuffle_sync_bfly(value, offset, mask=FULL_MASK, mask_and_clamp=31, *, loc=None, ip=None):
     """The value of lane `lane_idx ^ offset`."""
     return _shuffle("bfly", value, offset, mask, mask_and_clamp)
+
+
+def shuffle_sync_op(value, offset, mask=FULL_MASK, mask_and_clamp=31, kind="idx", *, loc=None, ip=None):
+    """A shuffle of any kind ("idx", "up", "down", "bfly", or an enum member with that name)."""
+    k = kind if isinstance(kind, str) else getattr(kind, "name", str(kind))
+    return _shuffle(k.lower(), value, offset, mask, mask_and_clamp)
 
 
 def warp_reduction(val, op, *, threads_in_group=32, loc=None, ip=None):
@@ -274,3 +449,156 @@ import sys as _sys  # noqa: E402
 
 nvvm_wrappers = _sys.modules[__name__]
 _sys.modules[__name__ + ".nvvm_wrappers"] = nvvm_wrappers
+
+
+# ---- mbarrier (SM90 transaction barriers) and fences -----------------------------------------
+# An mbarrier is an 8-byte object in shared memory (a Pointer to Int64): mbarrier_init gives it
+# the number of arrivals that complete a phase; a phase completes when that many arrivals were
+# counted and every expected transaction byte (TMA copies) landed. Waits name the phase by its
+# parity (0 or 1). Each call emits one typed IR op (cpp/src/dsl/mbarrier.cpp).
+
+def _peer_rank(rank):
+    return None if rank is None else num_of(as_numeric(rank))
+
+
+def _user_line():
+    """(file, line) of the innermost caller outside the cutlass package: the emulator names it
+    when a wait never completes."""
+    import sys
+    from .._dsl.source_lines import _is_user_code
+    f = sys._getframe(2)
+    while f is not None and not _is_user_code(f.f_code.co_filename):
+        f = f.f_back
+    return ("", 0) if f is None else (f.f_code.co_filename, f.f_lineno)
+
+
+def mbarrier_init(mbar_ptr, cnt, *, loc=None, ip=None):
+    """Initialise the mbarrier: phase 0, `cnt` arrivals per phase (one thread should do it)."""
+    _core.sm90.mbarrier_init(_pointer_value(mbar_ptr), num_of(as_numeric(cnt)), *_user_line())
+
+
+def mbarrier_init_fence(*, loc=None, ip=None):
+    """Make the mbarrier inits visible to the cluster (and the TMA unit) before they are used."""
+    _core.sm90.fence("mbarrier_init")
+
+
+def mbarrier_arrive(mbar_ptr, peer_cta_rank_in_cluster=None, arrive_count=1, *, scope=None, loc=None, ip=None):
+    """Count `arrive_count` arrivals; with a peer rank, on the barrier at the same shared offset
+    in that CTA of the cluster."""
+    _core.sm90.mbarrier_arrive("arrive", _pointer_value(mbar_ptr), num_of(as_numeric(arrive_count)),
+                               _peer_rank(peer_cta_rank_in_cluster), *_user_line())
+
+
+def mbarrier_arrive_and_expect_tx(mbar_ptr, bytes, peer_cta_rank_in_cluster=None, relaxed=False, scope=None,  # noqa: A002
+                                  *, loc=None, ip=None):
+    """Expect `bytes` more transaction bytes in the current phase, then arrive once."""
+    _core.sm90.mbarrier_arrive("arrive_expect_tx", _pointer_value(mbar_ptr), num_of(as_numeric(bytes)),
+                               _peer_rank(peer_cta_rank_in_cluster), *_user_line())
+
+
+def mbarrier_expect_tx(mbar_ptr, bytes, peer_cta_rank_in_cluster=None, *, scope=None, loc=None, ip=None):  # noqa: A002
+    """Expect `bytes` more transaction bytes in the current phase (no arrival)."""
+    _core.sm90.mbarrier_arrive("expect_tx", _pointer_value(mbar_ptr), num_of(as_numeric(bytes)),
+                               _peer_rank(peer_cta_rank_in_cluster), *_user_line())
+
+
+def mbarrier_wait(mbar_ptr, phase, *, loc=None, ip=None):
+    """Block until the phase with parity `phase` of the mbarrier completed."""
+    _core.sm90.mbarrier_wait("wait", _pointer_value(mbar_ptr), num_of(as_numeric(phase)), *_user_line())
+
+
+def mbarrier_try_wait(mbar_ptr, phase, *, loc=None, ip=None):
+    """Whether the phase with parity `phase` completed (may suspend the thread a while): a Boolean."""
+    return wrap(_core.sm90.mbarrier_wait("try_wait", _pointer_value(mbar_ptr), num_of(as_numeric(phase)), *_user_line()))
+
+
+def mbarrier_test_wait(mbar_ptr, phase, *, loc=None, ip=None):
+    """Whether the phase with parity `phase` completed, without suspending: a Boolean."""
+    return wrap(_core.sm90.mbarrier_wait("test_wait", _pointer_value(mbar_ptr), num_of(as_numeric(phase)), *_user_line()))
+
+
+def mbarrier_conditional_try_wait(cond, mbar_ptr, phase, *, loc=None, ip=None):
+    """try_wait when `cond` holds; True (nothing to wait for) when it does not, as CUTLASS's
+    pipelines skip a wait. The barrier is not touched when `cond` is false."""
+    return wrap(_core.sm90.mbarrier_conditional_try_wait(num_of(as_numeric(cond)), _pointer_value(mbar_ptr),
+                                                         num_of(as_numeric(phase)), *_user_line()))
+
+
+_FENCE_PROXY_KINDS = {
+    "alias": "proxy_alias",
+    "async": "proxy_async",
+    "async.global": "proxy_async_global",
+    "async.shared": None,  # by space
+}
+
+
+def _kind_text(v):
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return v
+    name = getattr(v, "value", None)
+    if isinstance(name, str):
+        return name
+    return getattr(v, "name", str(v)).replace("_", ".").lower()
+
+
+def fence_proxy(kind, *, space=None, use_intrinsic=None, loc=None, ip=None):
+    """A proxy fence: `kind` in "alias", "async", "async.global", "async.shared" (with
+    space="cta" or "cluster"); orders generic-proxy accesses (ordinary loads and stores) with the
+    async proxy (TMA, wgmma operands) before a barrier hands the data over."""
+    k = _kind_text(kind)
+    sp = _kind_text(space)
+    if sp is not None:
+        sp = sp.split("::")[-1].replace("shared.", "")
+    if k == "async.shared" or k == "async.shared.cta" or k == "async.shared.cluster":
+        if k != "async.shared":
+            sp = k.rsplit(".", 1)[1]
+        if sp not in (None, "cta", "cluster"):
+            raise ValueError(f"fence_proxy: space must be 'cta' or 'cluster', got {space!r}")
+        _core.sm90.fence("proxy_async_shared_cluster" if sp == "cluster" else "proxy_async_shared_cta")
+        return
+    if k not in _FENCE_PROXY_KINDS:
+        raise ValueError(f"fence_proxy: unknown proxy kind {kind!r} (expected one of "
+                         f"{', '.join(repr(x) for x in _FENCE_PROXY_KINDS)})")
+    _core.sm90.fence(_FENCE_PROXY_KINDS[k])
+
+
+def fence_view_async_shared(*, loc=None, ip=None):
+    """fence.proxy.async.shared::cta: shared memory written by threads becomes visible to the
+    async proxy (TMA stores, wgmma)."""
+    _core.sm90.fence("proxy_async_shared_cta")
+
+
+def fence_acq_rel_cta(*, loc=None, ip=None):
+    _core.sm90.fence("acq_rel_cta")
+
+
+def fence_acq_rel_cluster(*, loc=None, ip=None):
+    _core.sm90.fence("acq_rel_cluster")
+
+
+def fence_acq_rel_gpu(*, loc=None, ip=None):
+    _core.sm90.fence("acq_rel_gpu")
+
+
+def fence_acq_rel_sys(*, loc=None, ip=None):
+    _core.sm90.fence("acq_rel_sys")
+
+
+# ---- bulk (TMA store) groups --------------------------------------------------------------------
+
+def cp_async_bulk_commit_group(*, loc=None, ip=None):
+    """Close this thread's current group of TMA stores (cp.async.bulk.commit_group)."""
+    _core.sm90.bulk_commit_group()
+
+
+def cp_async_bulk_wait_group(group, *, read=None, loc=None, ip=None):
+    """Wait until at most `group` of this thread's bulk groups are pending; with read=True only
+    until their shared-memory reads are done (the buffer may be reused)."""
+    try:
+        n = operator.index(group)
+    except TypeError:
+        raise TypeError(f"cp_async_bulk_wait_group needs a static int number of groups, got {type(group).__name__}") \
+            from None
+    _core.sm90.bulk_wait_group(n, bool(read))

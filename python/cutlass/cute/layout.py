@@ -198,6 +198,13 @@ def group_modes(x, begin, end=None, *, loc=None, ip=None):
 def slice_(src, coord, *, loc=None, ip=None):
     if isinstance(src, _Tensor):
         return src[coord]
+    if isinstance(src, ComposedLayout):
+        # inner o (offset + outer(c)) for the sliced-away coordinates c: the outer layout sliced,
+        # the offset advanced by where the slice starts (a stage of a staged smem layout).
+        def zeros(c):
+            return tuple(zeros(x) for x in c) if isinstance(c, tuple) else (0 if c is None else c)
+        start = crd2idx(zeros(coord), src.outer)
+        return make_composed_layout(src.inner, src.offset + start, _L.slice_(src.outer, coord))
     return _L.slice_(src, coord)
 
 
@@ -354,7 +361,30 @@ def max_common_vector(a, b, *, loc=None, ip=None):
     return _L.max_common_vector(_alg(a), _alg(b))
 
 
+def make_layout_image_mask(layout, coord, mode, *, loc=None, ip=None):
+    """Bit mask (an Int16) of the codomain points `layout` reaches from `coord` when mode `mode`
+    runs over its whole extent and the other modes stay at `coord`: the CTAs of a cluster that
+    share a TMA multicast. `layout` must be static with a cosize of at most 16; `coord` may hold
+    dynamic values (the mask is then computed at run time)."""
+    from .. import Int16
+    if not isinstance(layout, Layout) or not layout.is_static():
+        raise ValueError("make_layout_image_mask: the layout must be a static Layout")
+    if cosize(layout) > 16:
+        raise ValueError(f"make_layout_image_mask: the layout's cosize {cosize(layout)} exceeds 16 (a 16-bit mask)")
+    coords = list(coord) if isinstance(coord, (tuple, list)) else [coord]
+    if not 0 <= mode < len(coords) or len(coords) != rank(layout):
+        raise ValueError(f"make_layout_image_mask: mode {mode} of a coordinate with {len(coords)} modes for a layout "
+                         f"of rank {rank(layout)}")
+    mask = 0
+    for i in range(size(layout, mode=[mode])):
+        c = list(coords)
+        c[mode] = i
+        mask = mask | (1 << crd2idx(tuple(c), layout))
+    return Int16(mask)
+
+
 __all__ = [
+    "make_layout_image_mask",
     "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "IntValue", "LayoutError", "E",
     "size_in_bytes", "make_layout", "make_ordered_layout", "make_identity_layout", "make_swizzle", "make_composed_layout",
     "make_layout_tv", "tile_to_shape", "recast_layout",

@@ -205,6 +205,9 @@ def make_tiled_copy_D(atom, tiled_copy, *, loc=None, ip=None):
 
 
 def copy(atom, src, dst, *, pred=None, unroll_factor=None, loc=None, ip=None, **kwargs):
+    if getattr(atom, "_is_tma_atom", False):  # cpasync TMA atoms take tma_bar_ptr= / mcast_mask=
+        atom._copy(src, dst, **kwargs)
+        return
     _C.copy(atom, src, dst, pred)
 
 

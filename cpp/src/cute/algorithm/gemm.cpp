@@ -33,13 +33,34 @@ Tensor at2(const Tensor& t, int64_t i, int64_t j) {
 }
 Tensor at1(const Tensor& t, int64_t i) { return slice(t, IntTuple{IntTuple::underscore(), IntTuple(i)}); }
 
+// The local array (or other base pointer) a tensor's pointer was derived from.
+const ir::Value* base_pointer(const ir::Value* p) {
+  while (p->def && p->def->code == ir::OpCode::PtrAdd) p = p->def->operands[0];
+  return p;
+}
+
 // Dispatch [4]: (V,M) x (V,N) => (V,M,N).
 void gemm_vmn(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c) {
   int64_t M = mode_size(a, 1, d, a, b, c), N = mode_size(b, 1, d, a, b, c);
   if (mode_size(c, 1, d, a, b, c) != M || mode_size(c, 2, d, a, b, c) != N)
     incongruent("C's (M, N) modes must match A's M and B's N", d, a, b, c);
+  // Reading all A and B values first is only safe when D's storage is none of theirs: all three
+  // must be distinct register arrays (a pointer of unknown origin might alias).
+  const ir::Value *dbase = base_pointer(d.ptr), *abase = base_pointer(a.ptr), *bbase = base_pointer(b.ptr);
+  auto local_array = [](const ir::Value* p) { return p->def && p->def->code == ir::OpCode::Alloca; };
+  if (!local_array(dbase) || !local_array(abase) || !local_array(bbase) || dbase == abase || dbase == bbase) {
+    // D may overwrite A or B values a later atom reads: read them atom by atom, in order.
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) mma_atom_call(atom, at2(d, m, n), at1(a, m), at1(b, n), at2(c, m, n));
+    return;
+  }
+  // Each A value feeds N atoms and each B value M: read each once (the NVVM IR of a 4x8 tile of
+  // atoms otherwise reads every A register 8 times and every B register 4 times).
+  std::vector<std::vector<dsl::Num>> av, bv;
+  for (int64_t m = 0; m < M; ++m) av.push_back(mma_operand_values(at1(a, m), atom.a_type, atom.values_a(), "A"));
+  for (int64_t n = 0; n < N; ++n) bv.push_back(mma_operand_values(at1(b, n), atom.b_type, atom.values_b(), "B"));
   for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) mma_atom_call(atom, at2(d, m, n), at1(a, m), at1(b, n), at2(c, m, n));
+    for (int64_t n = 0; n < N; ++n) mma_atom_call(atom, at2(d, m, n), av[size_t(m)], bv[size_t(n)], at2(c, m, n));
 }
 
 // Dispatch [5]: (V,M,K) x (V,N,K) => (V,M,N), K outermost. The first k-block adds C, the

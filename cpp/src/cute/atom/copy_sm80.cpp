@@ -257,10 +257,20 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
         op->int_attr = atom.num_matrices;
         op->ints = {atom.transpose ? 1 : 0};
         ir::Value* v = op->result();
-        for (int i = 0; i < nd; ++i) {
-          ir::Value* x = b.vec_extract(v, i);
-          if (dst.element() != atom.value_type) x = b.bitcast(x, dst.element());
-          b.store(x, element_pointer(b, dst, dv, kd + i, r));
+        // Runs of consecutive register values are stored as one vector (up to 16 bytes), so that
+        // LLVM splits the fragment into the registers ldmatrix filled, not 16-bit pieces.
+        const bool vectorize = dst.space() == ir::AddrSpace::Rmem && !dst.swizzle;
+        for (int i = 0; i < nd;) {
+          int len = 1;
+          while (vectorize && i + 2 * len <= nd && 2 * len * vbits <= 128 && contiguous(dvm, kd + i, 2 * len)) len *= 2;
+          ir::Value* run = nullptr;
+          for (int j = 0; j < len; ++j) {
+            ir::Value* x = b.vec_extract(v, i + j);
+            if (dst.element() != atom.value_type) x = b.bitcast(x, dst.element());
+            run = len == 1 ? x : j == 0 ? b.vec_splat(x, len) : b.vec_insert(run, x, j);
+          }
+          b.store(run, element_pointer(b, dst, dv, kd + i, r));
+          i += len;
         }
       } else {
         if (!contiguous(dvm, kd, nd))

@@ -2,6 +2,7 @@
 
 #include "cute/atom/mma_sm90.h"
 
+#include "cute/pointer.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -94,9 +95,7 @@ MmaAtom make_mma_universal(ir::Type t) {
   return a;
 }
 
-namespace {
-
-std::vector<dsl::Num> fragment_values(const Tensor& t, ir::Type want, int count, const char* which) {
+std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int count, const char* which) {
   if (!t.is_memory())
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " must be a register fragment, got " +
                                               to_string(t));
@@ -108,17 +107,40 @@ std::vector<dsl::Num> fragment_values(const Tensor& t, ir::Type want, int count,
     throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) + " has " +
                                                (n.is_static() ? std::to_string(n.value()) : "a dynamic number of") +
                                                " values; the MMA atom takes " + std::to_string(count));
+  // 16-bit values go to mma.sync in pairs, one 32-bit register each: a pair stored side by side
+  // is read as one <2 x T> (LLVM then keeps the fragment as 32-bit registers across the main
+  // loop instead of 16-bit pieces that ptxas re-packs with PRMTs before every mma).
+  const bool pairs = want->width == 16 && t.space() == ir::AddrSpace::Rmem && !t.swizzle;
   std::vector<dsl::Num> out;
-  for (int i = 0; i < count; ++i) out.push_back(load_element(t, IntTuple(i)));
+  for (int i = 0; i < count;) {
+    if (pairs && i + 1 < count) {
+      L::Int o0 = t.layout(IntTuple(i)).as_int(), o1 = t.layout(IntTuple(i + 1)).as_int();
+      if (o0.is_static() && o1.is_static() && o1.value() == o0.value() + 1) {
+        ir::Builder& b = trace_builder("gemm");
+        ir::Value* p = offset_pointer(b, t.ptr, o0);
+        if (p->type->align >= 4) {
+          ir::Value* v = b.load(p, ir::vector_type(want, 2));
+          out.push_back(dsl::Num::of_value(b.vec_extract(v, 0)));
+          out.push_back(dsl::Num::of_value(b.vec_extract(v, 1)));
+          i += 2;
+          continue;
+        }
+      }
+    }
+    out.push_back(load_element(t, IntTuple(i)));
+    ++i;
+  }
   return out;
 }
 
-}  // namespace
-
 void mma_atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c) {
-  std::vector<dsl::Num> av = fragment_values(a, atom.a_type, atom.values_a(), "A");
-  std::vector<dsl::Num> bv = fragment_values(b, atom.b_type, atom.values_b(), "B");
-  std::vector<dsl::Num> cv = fragment_values(c, atom.c_type, atom.values_c(), "C");
+  mma_atom_call(atom, d, mma_operand_values(a, atom.a_type, atom.values_a(), "A"),
+                mma_operand_values(b, atom.b_type, atom.values_b(), "B"), c);
+}
+
+void mma_atom_call(const MmaAtom& atom, const Tensor& d, const std::vector<dsl::Num>& av,
+                   const std::vector<dsl::Num>& bv, const Tensor& c) {
+  std::vector<dsl::Num> cv = mma_operand_values(c, atom.c_type, atom.values_c(), "C");
   if (!d.is_memory() || d.element() != atom.c_type)
     throw dsl::UserError("TYPE_MISMATCH", "gemm: operand D must be a register fragment of " + name(atom.c_type) +
                                               ", got " + to_string(d));
@@ -128,7 +150,7 @@ void mma_atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const 
     results.push_back(bld.fma(dsl::materialize(av[0]), dsl::materialize(bv[0]), dsl::materialize(cv[0])));
   } else {
     std::vector<ir::Value*> operands;
-    for (auto* vals : {&av, &bv, &cv})
+    for (const std::vector<dsl::Num>* vals : {&av, &bv, static_cast<const std::vector<dsl::Num>*>(&cv)})
       for (const dsl::Num& v : *vals) operands.push_back(dsl::materialize(v));
     ir::Op* op = bld.create(ir::OpCode::MmaSync, operands,
                             std::vector<ir::Type>(size_t(atom.values_c()), atom.c_type));

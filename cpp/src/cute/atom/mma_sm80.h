@@ -60,6 +60,12 @@ MmaAtom make_mma_universal(ir::Type abacc);
 // exactly the atom's A, B, C and D values (in value order). Emits one MmaSync op (or an FMA).
 // Errors: element types that differ from the atom's, wrong value counts.
 void mma_atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c);
+// The same call with the A and B values already read (gemm reads each A and B fragment once for
+// all the atoms that use it, instead of once per atom).
+void mma_atom_call(const MmaAtom& atom, const Tensor& d, const std::vector<dsl::Num>& a_values,
+                   const std::vector<dsl::Num>& b_values, const Tensor& c);
+// The values of an A ("A"), B or C operand fragment, checked against what the atom takes.
+std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int count, const char* which);
 
 // "warp-level F16/BF16 MMA Operation" ... (the Op's text) and the MMA Atom block.
 std::string op_string(const MmaAtom& a);

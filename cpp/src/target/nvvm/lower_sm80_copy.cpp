@@ -71,19 +71,19 @@ void lower_ldmatrix(const Op& op, OpLowering& k) {
   std::string text = "ldmatrix" + matrix_suffix(op) + " " + reg_list(0, num) + ", [$" + std::to_string(num) + "];";
   std::string call = k.emit_def("call " + ret + " asm sideeffect \"" + text + "\", \"" + cons + "r,~{memory}\"(i32 " +
                                 row + ")");
-  std::string et = k.type_text(vt->element), vtt = k.type_text(vt);
-  std::string reg_vec = "<" + std::to_string(per_reg) + " x " + et + ">";
-  std::string acc = "undef";
-  for (int j = 0; j < num; ++j) {
-    std::string r = num > 1 ? k.emit_def("extractvalue " + ret + " " + call + ", " + std::to_string(j)) : call;
-    std::string parts = k.emit_def("bitcast i32 " + r + " to " + reg_vec);
-    for (int e = 0; e < per_reg; ++e) {
-      std::string x = k.emit_def("extractelement " + reg_vec + " " + parts + ", i32 " + std::to_string(e));
-      acc = k.emit_def("insertelement " + vtt + " " + acc + ", " + et + " " + x + ", i32 " +
-                       std::to_string(j * per_reg + e));
-    }
+  // The registers, in order, are the vector's bits: one bitcast of <num x i32>.
+  if (per_reg * vt->element->width != 32) k.error(op, "ldmatrix: each register holds 32 bits of the result");
+  std::string vtt = k.type_text(vt);
+  if (num == 1) {
+    k.define(op, 0, k.emit_def("bitcast i32 " + call + " to " + vtt));
+    return;
   }
-  k.define(op, 0, acc);
+  std::string words = "<" + std::to_string(num) + " x i32>", acc = "undef";
+  for (int j = 0; j < num; ++j) {
+    std::string r = k.emit_def("extractvalue " + ret + " " + call + ", " + std::to_string(j));
+    acc = k.emit_def("insertelement " + words + " " + acc + ", i32 " + r + ", i32 " + std::to_string(j));
+  }
+  k.define(op, 0, k.emit_def("bitcast " + words + " " + acc + " to " + vtt));
 }
 
 void lower_stmatrix(const Op& op, OpLowering& k) {
@@ -91,17 +91,13 @@ void lower_stmatrix(const Op& op, OpLowering& k) {
   Type vt = op.operands[1]->type;
   const int per_reg = vt->lanes / num;
   std::string row = address(k, op, op.operands[0], AddrSpace::Smem);
-  std::string et = k.type_text(vt->element), vtt = k.type_text(vt), v = k.operand(op.operands[1]);
-  std::string reg_vec = "<" + std::to_string(per_reg) + " x " + et + ">";
+  if (per_reg * vt->element->width != 32) k.error(op, "stmatrix: each register holds 32 bits of the value");
+  std::string vtt = k.type_text(vt), v = k.operand(op.operands[1]);
+  std::string words = "<" + std::to_string(num) + " x i32>";
+  std::string w = k.emit_def("bitcast " + vtt + " " + v + " to " + (num == 1 ? std::string("i32") : words));
   std::string args = "i32 " + row;
-  for (int j = 0; j < num; ++j) {
-    std::string acc = "undef";
-    for (int e = 0; e < per_reg; ++e) {
-      std::string x = k.emit_def("extractelement " + vtt + " " + v + ", i32 " + std::to_string(j * per_reg + e));
-      acc = k.emit_def("insertelement " + reg_vec + " " + acc + ", " + et + " " + x + ", i32 " + std::to_string(e));
-    }
-    args += ", i32 " + k.emit_def("bitcast " + reg_vec + " " + acc + " to i32");
-  }
+  for (int j = 0; j < num; ++j)
+    args += ", i32 " + (num == 1 ? w : k.emit_def("extractelement " + words + " " + w + ", i32 " + std::to_string(j)));
   std::string cons = "r";
   for (int j = 0; j < num; ++j) cons += ",r";
   std::string text = "stmatrix" + matrix_suffix(op) + " [$0], " + reg_list(1, num) + ";";

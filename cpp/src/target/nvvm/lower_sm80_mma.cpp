@@ -42,6 +42,17 @@ std::vector<std::string> pack(Type t, const std::vector<std::string>& vals,
   int per = 32 / bits;
   std::string it = "i" + std::to_string(bits);
   std::vector<std::string> regs;
+  if (per == 2) {
+    // A pair of 16-bit values as a <2 x T> register: when both come from one <2 x T> read of the
+    // fragment, LLVM folds this back to that value and the register needs no packing.
+    std::string et = is_f16(t) ? "half" : "i16", pair = "<2 x " + et + ">";
+    for (size_t r = 0; 2 * r < vals.size(); ++r) {
+      std::string v = def("insertelement " + pair + " undef, " + et + " " + vals[2 * r] + ", i32 0");
+      v = def("insertelement " + pair + " " + v + ", " + et + " " + vals[2 * r + 1] + ", i32 1");
+      regs.push_back(def("bitcast " + pair + " " + v + " to i32"));
+    }
+    return regs;
+  }
   for (size_t r = 0; r * size_t(per) < vals.size(); ++r) {
     std::string acc;
     for (int j = 0; j < per; ++j) {

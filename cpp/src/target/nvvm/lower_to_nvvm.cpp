@@ -56,6 +56,7 @@ int llvm_addrspace(AddrSpace s) {
     case AddrSpace::Smem: return 3;
     case AddrSpace::Cmem: return 4;
     case AddrSpace::Rmem: return 0;  // allocas are reached through generic pointers
+    case AddrSpace::Param: return 0;  // a grid-constant parameter is reached through its generic address
   }
   return 0;
 }
@@ -312,13 +313,20 @@ class KernelLowering : public OpLowering {
     if (!fn_.result_types.empty()) fail(nullptr, "a kernel cannot return values");
     start_block("entry");
     std::vector<std::string> params, param_types;
-    std::vector<std::pair<const Value*, std::string>> bool_args;
+    std::vector<std::pair<const Value*, std::string>> bool_args, grid_constant_args;
     for (auto& a : fn_.args()) {
       std::string n = fresh();
       if (a->type->is_bool()) {
         // The host packs a bool argument as one byte.
         param_types.push_back("i8");
         bool_args.emplace_back(a.get(), n);
+      } else if (a->type->is_pointer() && a->type->space == AddrSpace::Param) {
+        // A 128-byte CUtensorMap passed by value (__grid_constant__, see the annotations): the
+        // kernel uses its generic address.
+        param_types.push_back("[16 x i64]*");
+        params.push_back("[16 x i64]* byval align 64 " + n);
+        grid_constant_args.emplace_back(a.get(), n);
+        continue;
       } else {
         if (a->type->kind == TypeKind::Void) fail(nullptr, "void kernel argument");
         param_types.push_back(llvm_type(a->type));
@@ -345,6 +353,7 @@ class KernelLowering : public OpLowering {
       set_debug_location(nullptr);
     }
     for (auto& [v, n] : bool_args) vals_[v] = def("icmp ne i8 " + n + ", 0");
+    for (auto& [v, n] : grid_constant_args) vals_[v] = def("bitcast [16 x i64]* " + n + " to " + llvm_type(v->type));
     const Op* term = lower_block(*fn_.body);
     current_op_ = nullptr;
     if (!term || term->code != OpCode::Return) fail(nullptr, "kernel body must end with return");
@@ -373,6 +382,7 @@ class KernelLowering : public OpLowering {
   struct BasicBlock {
     std::string label;
     std::vector<std::string> lines;
+    std::unordered_map<std::string, std::string> defined;  // pure instruction text -> its value
   };
 
   [[noreturn]] void fail(const Op* op, const std::string& msg) const {
@@ -412,9 +422,30 @@ class KernelLowering : public OpLowering {
     }
     debug_suffix_ = ", !dbg !" + std::to_string(ms_.location(scope, line));
   }
+  // An instruction without side effects whose text already defines a value earlier in the
+  // current basic block is that value: fragment code repeats the same address computations,
+  // bitcasts and packings for every MMA and copy (in tensorop_gemm a third of the NVVM IR),
+  // all of which libNVVM would otherwise parse and CSE itself.
+  static bool reusable(const std::string& rhs) {
+    size_t end = rhs.find(' ');
+    std::string word = rhs.substr(0, end);
+    static const std::set<std::string> pure = {
+        "add", "sub", "mul", "shl", "lshr", "ashr", "and", "or", "xor", "fadd", "fsub", "fmul", "fneg",
+        "icmp", "fcmp", "select", "bitcast", "zext", "sext", "trunc", "fpext", "fptrunc", "ptrtoint", "inttoptr",
+        "addrspacecast", "getelementptr", "extractelement", "insertelement", "shufflevector", "extractvalue",
+        "insertvalue"};
+    return pure.count(word) > 0;
+  }
   std::string def(const std::string& rhs) {
+    const bool reuse = reusable(rhs);
+    if (reuse) {
+      auto& known = blocks_[cur_].defined;
+      auto it = known.find(rhs);
+      if (it != known.end()) return it->second;
+    }
     std::string n = fresh();
     line(n + " = " + rhs);
+    if (reuse) blocks_[cur_].defined.emplace(rhs, n);
     return n;
   }
   // Allocas go to the top of the entry block so they are static and promotable.
@@ -744,6 +775,27 @@ class KernelLowering : public OpLowering {
     auto sel = [&](const std::string& c, const std::string& x, const std::string& y) {
       return def("select i1 " + c + ", " + T + " " + x + ", " + T + " " + y);
     };
+    // A constant right operand (a layout's stride, a swizzle's shift) needs none of the guards
+    // below; libNVVM would fold them, but each costs it time on kernels with hundreds of them.
+    const Value* rhs = op.operands.size() == 2 ? op.operands[1] : nullptr;
+    const bool rhs_const = rhs && !rhs->type->is_vector() && ir::is_constant(rhs);
+    const int64_t c = rhs_const ? sign_wrap(w, ir::constant_int(rhs)) : 0;
+    if (rhs_const && s && c != 0 && c != -1) {
+      switch (op.code) {
+        case OpCode::Div: return bin("sdiv", a, b);
+        case OpCode::Rem: return bin("srem", a, b);
+        case OpCode::FloorDiv: {
+          // Rounds toward -inf: one less where the remainder is nonzero with the other sign than c.
+          std::string q = bin("sdiv", a, b);
+          std::string r = bin("srem", a, b);
+          std::string adjust = bin(c > 0 ? "icmp slt" : "icmp sgt", r, L(0));
+          return sel(adjust, bin("sub", q, L(1)), q);
+        }
+        default: break;
+      }
+    }
+    if (rhs_const && (op.code == OpCode::Shl || op.code == OpCode::Shr) && c >= 0 && c < w)
+      return bin(op.code == OpCode::Shl ? "shl" : (s ? "ashr" : "lshr"), a, b);
     switch (op.code) {
       case OpCode::Add: return bin("add", a, b);
       case OpCode::Sub: return bin("sub", a, b);
@@ -1000,10 +1052,31 @@ class KernelLowering : public OpLowering {
     return align;
   }
 
+  // Vectors of 8- and 16-bit lanes other than f16 (bf16, fp8, small ints) are accessed as
+  // 32-bit words when the pointer allows it: NVPTX splits `<8 x i16>` into two 64-bit accesses
+  // (a bf16 epilogue then stores with STS.64 / STG.64 where f16's `<8 x half>` gets 128-bit ones).
+  static std::string word_access_type(Type ptr_type, Type value_type) {
+    if (!value_type->is_vector() || value_type->element->is_bool() || is_half(value_type->element)) return {};
+    int bits = value_type->width;
+    int lane_bits = value_type->element->width;
+    if ((lane_bits != 8 && lane_bits != 16) || bits % 32 != 0 || bits > 128) return {};
+    if (pow2_align(ptr_type->align) < 4) return {};
+    return bits == 32 ? "i32" : "<" + std::to_string(bits / 32) + " x i32>";
+  }
+
   void lower_load(const Op& op) {
     Type pt = op.operands[0]->type, rt = op.result()->type;
     if (rt->is_sub_byte() && (!rt->is_vector() || rt->bit_size() % 8 != 0))  // single elements share a byte
       fail(&op, "a load of the packed sub-byte type " + ir::to_string(rt) + " (not whole bytes) is not supported");
+    std::string words = word_access_type(pt, rt);
+    if (!words.empty()) {
+      int as = llvm_addrspace(pt->space);
+      std::string wp = words + (as ? " addrspace(" + std::to_string(as) + ")*" : "*");
+      std::string p = def("bitcast " + llvm_type(pt) + " " + use(op.operands[0]) + " to " + wp);
+      std::string w = def("load " + words + ", " + wp + " " + p + ", align " + std::to_string(access_align(pt, rt)));
+      set(op, 0, def("bitcast " + words + " " + w + " to " + llvm_type(rt)));
+      return;
+    }
     std::string p = retyped_pointer(pt, rt, use(op.operands[0]));
     std::string M = mem_type(rt);
     std::string v = def("load " + M + ", " + pointer_text(rt, pt->space) + " " + p + ", align " +
@@ -1018,6 +1091,15 @@ class KernelLowering : public OpLowering {
     if (vt->is_sub_byte() && (!vt->is_vector() || vt->bit_size() % 8 != 0))
       fail(&op, "a store of the packed sub-byte type " + ir::to_string(vt) + " (not whole bytes) is not supported");
     std::string v = use(op.operands[0]);
+    std::string words = word_access_type(pt, vt);
+    if (!words.empty()) {
+      int as = llvm_addrspace(pt->space);
+      std::string wp = words + (as ? " addrspace(" + std::to_string(as) + ")*" : "*");
+      std::string w = def("bitcast " + llvm_type(vt) + " " + v + " to " + words);
+      std::string p = def("bitcast " + llvm_type(pt) + " " + use(op.operands[1]) + " to " + wp);
+      line("store " + words + " " + w + ", " + wp + " " + p + ", align " + std::to_string(access_align(pt, vt)));
+      return;
+    }
     std::string M = mem_type(vt);
     if (ir::scalar_of(vt)->is_bool()) v = def("zext " + llvm_type(vt) + " " + v + " to " + M);
     else if (M != llvm_type(vt)) v = def("bitcast " + llvm_type(vt) + " " + v + " to " + M);
@@ -1569,7 +1651,7 @@ class KernelLowering : public OpLowering {
       case OpCode::Launch: fail(&op, "kernel launches are only valid in host code");
       default:
         if (lower_sm80_copy(op, *this) || lower_sm80_mma(op, *this) || lower_launch_control(op, *this) ||
-            lower_sm90_mma(op, *this))
+            lower_sm90_mma(op, *this) || lower_sm90_async(op, *this) || lower_sm90_warp(op, *this))
           return;
         fail(&op, "no NVVM lowering for this operation");
     }
@@ -1610,12 +1692,23 @@ NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info) {
   for (auto& [fn_type, f] : kernels) {
     std::string ref = fn_type + " " + global_ref(f->name);
     annotations.push_back(ms.add_metadata("!{" + ref + ", !\"kernel\", i32 1}"));
+    std::string grid_constant;  // 1-based indices of the by-value TMA descriptor parameters
+    for (size_t i = 0; i < f->args().size(); ++i) {
+      Type t = f->args()[i]->type;
+      if (t->is_pointer() && t->space == AddrSpace::Param)
+        grid_constant += (grid_constant.empty() ? "" : ", ") + std::string("i32 ") + std::to_string(i + 1);
+    }
+    if (!grid_constant.empty())
+      annotations.push_back(ms.add_metadata("!{" + ref + ", !\"grid_constant\", !" +
+                                            std::to_string(ms.add_metadata("!{" + grid_constant + "}")) + "}"));
     if (f->reqntid[0] != 0) {
       std::string body = "!{" + ref;
       for (int d = 0; d < 3; ++d)
         body += std::string(", !\"reqntid") + "xyz"[d] + "\", i32 " + std::to_string(std::max(f->reqntid[d], 1));
       annotations.push_back(ms.add_metadata(body + "}"));
     }
+    if (f->minctasm > 0)
+      annotations.push_back(ms.add_metadata("!{" + ref + ", !\"minctasm\", i32 " + std::to_string(f->minctasm) + "}"));
   }
   // With debug info the version node also carries the debug-metadata version (3.1), as the
   // NVVM IR spec requires; without it libNVVM rejects the module as mismatched.

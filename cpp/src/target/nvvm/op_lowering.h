@@ -31,4 +31,11 @@ bool lower_sm90_mma(const ir::Op& op, OpLowering& k);
 // griddepcontrol.wait / launch_dependents. False when `op` is not one.
 bool lower_launch_control(const ir::Op& op, OpLowering& k);
 
+// SM90 asynchronous machinery (mbarrier ops, fences, TMA): lower_sm90_async.cpp.
+bool lower_sm90_async(const ir::Op& op, OpLowering& k);
+
+// The Hopper warp / CTA and cluster ops (elect, setmaxnreg, cluster registers and barrier, mapa,
+// ...): lower_sm90_warp.cpp.
+bool lower_sm90_warp(const ir::Op& op, OpLowering& k);
+
 }  // namespace opencute::target

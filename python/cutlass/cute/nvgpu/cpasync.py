@@ -1,5 +1,6 @@
-"""Asynchronous copies (`cute.nvgpu.cpasync`): cp.async (SM80) global -> shared memory copies.
-The atom's table, checks and IR live in C++ (cpp/src/cute/atom/copy_sm80)."""
+"""Asynchronous copies (`cute.nvgpu.cpasync`): cp.async (SM80) global -> shared memory copies and
+the SM90 TMA bulk tensor copies. The atoms' tables, checks and IR live in C++
+(cpp/src/cute/atom/copy_sm80, copy_sm90)."""
 import enum
 
 from ... import _core
@@ -38,4 +39,186 @@ class CopyG2SOp:
         return _core.cute.make_cp_async_atom(dtype, int(num_bits or 0), 1 if mode is LoadCacheMode.GLOBAL else 0)
 
 
-__all__ = ["LoadCacheMode", "CopyG2SOp"]
+# ---- TMA (SM90 bulk tensor copies) ---------------------------------------------------------------
+
+class _TmaOp:
+    _kind = "load"
+
+    def __init__(self, cta_group=None):
+        self.cta_group = cta_group
+
+    def __repr__(self):
+        return f"{type(self).__name__}()"
+
+
+class CopyBulkTensorTileG2SOp(_TmaOp):
+    """TMA tile load, global -> shared memory, completing its bytes on an mbarrier
+    (`cute.copy(atom, gsrc, sdst, tma_bar_ptr=)`). Atoms come from make_tiled_tma_atom."""
+    _kind = "load"
+
+    def __str__(self):
+        return "cp.async GMEM -> SMEM bulk tensor copy Operation"
+
+
+class CopyBulkTensorTileG2SMulticastOp(_TmaOp):
+    """TMA tile load multicast to the CTAs of the cluster in `mcast_mask=`."""
+    _kind = "load_multicast"
+
+    def __str__(self):
+        return "cp.async GMEM -> SMEM bulk tensor multicast copy Operation"
+
+
+class CopyBulkTensorTileS2GOp(_TmaOp):
+    """TMA tile store, shared -> global memory; completes through bulk groups
+    (cute.arch.cp_async_bulk_commit_group / wait_group)."""
+    _kind = "store"
+
+    def __str__(self):
+        return "cp.async SMEM -> GMEM bulk tensor copy Operation"
+
+
+class TmaCopyAtom:
+    """A TMA copy atom: the C++ atom (box, swizzle, the smem tile layout) and the TMA descriptor
+    value. It travels into a kernel as one argument: the descriptor, passed by value as a
+    64-byte-aligned __grid_constant__ parameter."""
+    _is_tma_atom = True
+
+    def __init__(self, op, atom, desc):
+        self.op = op
+        self._atom = atom
+        self._desc = desc
+
+    @property
+    def value_type(self):
+        import cutlass
+        return getattr(cutlass, self._atom.value_type)
+
+    @property
+    def smem_layout(self):
+        return self._atom.smem_layout
+
+    def __extract_mlir_values__(self):
+        return [self._desc]
+
+    def __new_from_mlir_values__(self, values):
+        return TmaCopyAtom(self.op, self._atom, values[0])
+
+    def _copy(self, src, dst, tma_bar_ptr=None, mcast_mask=None, tma_desc_ptr=None, cache_policy=None, **kwargs):
+        from ..arch import _pointer_value
+        from ..._dsl.numeric import as_numeric, num_of
+        if tma_desc_ptr is not None:
+            raise user_error("cute.copy: tma_desc_ptr= (a descriptor in global memory) is not supported yet; the "
+                             "atom's own descriptor is used", code="NOT_SUPPORTED")
+        bar = None if tma_bar_ptr is None else _pointer_value(tma_bar_ptr)
+        mask = None
+        if self._atom.is_multicast:
+            if mcast_mask is None:
+                raise user_error("cute.copy: CopyBulkTensorTileG2SMulticastOp needs mcast_mask=", code="TMA_COPY")
+            mask = num_of(as_numeric(mcast_mask))
+        from ..arch import _user_line
+        _core.sm90.tma_copy(self._atom, self._desc, src, dst, bar, mask, *_user_line())
+
+    def __str__(self):
+        a = self._atom
+        return (f"Copy Atom\n  ThrID: 1:0\n  {a.op_name}: box {tuple(a.box)}, swizzle {a.swizzle_bytes} B, "
+                f"{a.value_type}")
+
+
+class TmaInfo:
+    """What make_tiled_tma_atom returns: `.atom`, `.tma_tensor`, `.smem_layout`; unpacks as
+    (atom, tma_tensor)."""
+
+    def __init__(self, atom, tma_tensor, smem_layout):
+        self.atom = atom
+        self.tma_tensor = tma_tensor
+        self.smem_layout = smem_layout
+
+    def __iter__(self):
+        return iter((self.atom, self.tma_tensor))
+
+    def __len__(self):
+        return 2
+
+    def __getitem__(self, i):
+        return (self.atom, self.tma_tensor)[i]
+
+
+def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1, *, internal_type=None,
+                        loc=None, ip=None):
+    """A TMA atom copying `cta_tiler`-shaped tiles of `gmem_tensor` into (or out of) a shared
+    buffer laid out as `smem_layout` (a trailing stage mode is ignored), and the TMA tensor: the
+    coordinate tensor to tile and partition like `gmem_tensor`."""
+    if not isinstance(op, _TmaOp):
+        raise ValueError(f"make_tiled_tma_atom: expected a TMA copy op (CopyBulkTensorTile*Op), got {op!r}")
+    if internal_type is not None:
+        raise user_error("make_tiled_tma_atom: internal_type= is not supported yet", code="NOT_SUPPORTED")
+    tiler = cta_tiler
+    if hasattr(tiler, "shape") and not isinstance(tiler, tuple):
+        tiler = tiler.shape
+    from ..arch import _user_line
+    atom, desc, tma_tensor = _core.sm90.make_tiled_tma_atom(op._kind, gmem_tensor, smem_layout, tiler,
+                                                            int(num_multicast), *_user_line())
+    return TmaInfo(TmaCopyAtom(op, atom, desc), tma_tensor, smem_layout)
+
+
+def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, *, loc=None, ip=None):
+    """(smem, gmem) views for this CTA's TMA copies: mode 0 is one copy (one whole tile), the
+    other modes index stages / tiles (`tAsA[(None, stage)]`, `tAgA[(None, k)]`). With a multicast
+    group (`cta_layout` of num_multicast CTAs) this CTA issues the slice `cta_layout(cta_coord)`
+    of each tile, which lands in every CTA of the mask: both views start at that slice."""
+    from ..layout import size, rank, crd2idx
+    from ..tensor import domain_offset
+    a = atom._atom
+    n = size(cta_layout)
+    if not isinstance(n, int):
+        raise user_error("tma_partition: the cta_layout must be static", code="TMA_LAYOUT")
+    if n == 1:
+        return smem_tensor, gmem_tensor
+    if n != a.num_multicast:
+        raise user_error(f"tma_partition: the cta_layout has {n} CTAs but the atom was made with "
+                         f"num_multicast={a.num_multicast}", code="TMA_LAYOUT")
+    index = crd2idx(cta_coord, cta_layout)
+    offs = tuple(index * a.mcast_step if m == a.mcast_mode else 0 for m in range(a.tile_rank))
+
+    def start(t):
+        # The tile modes are grouped in mode 0 (group_modes(x, 0, 2)), or are the tensor's first modes.
+        shape0 = t.shape[0] if rank(t) > 1 else t.shape
+        if isinstance(shape0, tuple) and len(shape0) == a.tile_rank:
+            return (offs,) + (0,) * (rank(t) - 1)
+        return offs + (0,) * (rank(t) - a.tile_rank)
+
+    return domain_offset(start(smem_tensor), smem_tensor), domain_offset(start(gmem_tensor), gmem_tensor)
+
+
+def prefetch_descriptor(tma_atom, *, loc=None, ip=None):
+    """Prefetch the atom's TMA descriptor into the cache (prefetch.tensormap)."""
+    _core.sm90.tma_descriptor_op(tma_atom._desc, True)
+
+
+def fence_tma_desc_acquire(tma_desc, *, loc=None, ip=None):
+    """fence.proxy.tensormap::generic.acquire.gpu on the descriptor (after it was modified)."""
+    desc = tma_desc._desc if isinstance(tma_desc, TmaCopyAtom) else tma_desc
+    from ..arch import _pointer_value
+    _core.sm90.tma_descriptor_op(_pointer_value(desc), False)
+
+
+def fence_tma_desc_release(*, loc=None, ip=None):
+    """fence.proxy.tensormap::generic.release.gpu: descriptor writes become visible to TMA."""
+    _core.sm90.fence("tensormap_release")
+
+
+def update_tma_descriptor(tma_atom, gmem_tensor, tma_desc_ptr, *, loc=None, ip=None):
+    raise user_error("update_tma_descriptor: rewriting a TMA descriptor in device memory is not supported yet",
+                     code="NOT_SUPPORTED")
+
+
+def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, loc=None, ip=None):
+    """The CTAs (bits) of the cluster sharing a multicast along `mcast_mode` (make_layout_image_mask)."""
+    from ..layout import make_layout_image_mask
+    return make_layout_image_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode)
+
+
+__all__ = ["LoadCacheMode", "CopyG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
+           "CopyBulkTensorTileS2GOp", "TmaCopyAtom", "TmaInfo", "make_tiled_tma_atom", "tma_partition",
+           "prefetch_descriptor", "fence_tma_desc_acquire", "fence_tma_desc_release", "update_tma_descriptor",
+           "create_tma_multicast_mask"]

@@ -1,0 +1,291 @@
+#include "cute/atom/copy_sm90.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "cute/atom/copy_sm80.h"
+#include "dsl/dtype.h"
+#include "dsl/mbarrier.h"
+#include "dsl/tracer.h"
+
+namespace opencute::cute {
+namespace L = layout;
+
+namespace {
+
+[[noreturn]] void tma_error(const std::string& code, const std::string& msg) { throw dsl::UserError(code, msg); }
+
+const char* op_name(TmaKind k) {
+  switch (k) {
+    case TmaKind::Load: return "CopyBulkTensorTileG2SOp";
+    case TmaKind::LoadMulticast: return "CopyBulkTensorTileG2SMulticastOp";
+    case TmaKind::Store: return "CopyBulkTensorTileS2GOp";
+  }
+  return "?";
+}
+
+void require_sm90(const std::string& what) {
+  const std::string& arch = target_arch();
+  int n = dsl::arch_number(arch);
+  if (n && n < 90)
+    tma_error("UNSUPPORTED_ARCH", what + " needs sm_90 or newer (TMA), but the program is compiled for " + arch);
+}
+
+int64_t static_int(const L::IntTuple& t, const std::string& what) {
+  if (!t.is_int() || !t.as_int().is_static()) tma_error("TMA_LAYOUT", what + " must be a static integer");
+  return t.as_int().value();
+}
+
+struct Run {
+  int mode;
+  int64_t size, sstride, tile_stride;
+};
+
+// The leaves of mode i of a static layout, with their position strides inside the mode.
+void mode_runs(const L::Layout& s, int i, std::vector<Run>& out) {
+  L::Layout m = s[i];
+  std::vector<L::IntTuple> shapes = L::flatten_to_vector(m.shape), strides = L::flatten_to_vector(m.stride);
+  int64_t pos = 1;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    int64_t n = static_int(shapes[k], "the smem layout's shape");
+    if (n > 1) out.push_back({i, n, static_int(strides[k], "the smem layout's stride"), pos});
+    pos *= n;
+  }
+}
+
+}  // namespace
+
+TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Layout& smem_outer,
+                                  const std::optional<L::Swizzle>& smem_swizzle, const L::IntTuple& cta_tiler,
+                                  int num_multicast) {
+  const std::string name = std::string("make_tiled_tma_atom(") + op_name(kind) + ")";
+  dsl::Tracer& t = dsl::Tracer::require(name.c_str());
+  if (t.in_kernel())
+    tma_error("TMA_IN_KERNEL", name + " builds a TMA descriptor on the host: call it in the @cute.jit function and "
+                                      "pass the atom to the kernel");
+  require_sm90(name);
+  if (!gmem.is_memory() || gmem.space() == ir::AddrSpace::Smem || gmem.space() == ir::AddrSpace::Rmem)
+    tma_error("TMA_LAYOUT", name + ": the tensor must be a global-memory tensor");
+  if (num_multicast < 1) tma_error("INVALID_VALUE", name + ": num_multicast must be at least 1");
+  if (kind != TmaKind::LoadMulticast && num_multicast != 1)
+    tma_error("INVALID_VALUE", name + ": num_multicast=" + std::to_string(num_multicast) +
+                                   " needs CopyBulkTensorTileG2SMulticastOp");
+  const int r = cta_tiler.rank();
+  const L::Layout& g = gmem.layout;
+  if (g.rank() < r)
+    tma_error("TMA_LAYOUT", name + ": the CTA tiler has " + std::to_string(r) + " modes but the tensor only " +
+                                std::to_string(g.rank()));
+  // The smem layout of one tile: drop a trailing stage mode.
+  L::Layout s = smem_outer;
+  if (s.rank() == r + 1) {
+    std::vector<L::Layout> modes;
+    for (int i = 0; i < r; ++i) modes.push_back(s[i]);
+    s = L::make_layout(modes);
+  }
+  if (s.rank() != r || !s.is_static())
+    tma_error("TMA_LAYOUT", name + ": the smem layout must be static with one mode per tiler mode (plus an optional "
+                                   "stage mode)");
+  std::vector<Run> runs;
+  int64_t tile_elems = 1;
+  for (int i = 0; i < r; ++i) {
+    int64_t want = static_int(r == 1 ? cta_tiler : cta_tiler[i], "the CTA tiler");
+    int64_t have = L::size(s[i]).value();
+    if (want != have)
+      tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(i) + " of the smem layout has " + std::to_string(have) +
+                                  " elements but the CTA tiler asks for " + std::to_string(want));
+    tile_elems *= want;
+    mode_runs(s, i, runs);
+  }
+  std::stable_sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.sstride < b.sstride; });
+  // TMA writes a box densely, dimension 0 fastest: the smem layout must be such an arrangement.
+  int64_t dense = 1;
+  for (const Run& run : runs) {
+    if (run.sstride != dense)
+      tma_error("TMA_LAYOUT", name + ": the smem layout does not lay the tile out densely (a stride of " +
+                                  std::to_string(run.sstride) + " where " + std::to_string(dense) +
+                                  " was expected); TMA fills a box without gaps");
+    dense *= run.size;
+  }
+  std::vector<Run> dims;
+  for (const Run& run : runs) {
+    if (!dims.empty() && dims.back().mode == run.mode && dims.back().tile_stride * dims.back().size == run.tile_stride)
+      dims.back().size *= run.size;  // the next run of the same mode: one dimension
+    else
+      dims.push_back(run);
+  }
+  // Multicast: the outermost run is split between the CTAs of the group, one slice each.
+  const size_t run_dims = dims.size();
+  int mcast_mode = -1;
+  int64_t mcast_step = 0;
+  if (num_multicast > 1) {
+    if (run_dims == 0 || dims.back().size % num_multicast != 0)
+      tma_error("TMA_LAYOUT", name + ": the tile's outermost smem run (" +
+                                  std::to_string(run_dims ? dims.back().size : 1) + " elements of mode " +
+                                  std::to_string(run_dims ? dims.back().mode : 0) + ") cannot be split between " +
+                                  std::to_string(num_multicast) + " CTAs");
+    dims.back().size /= num_multicast;
+    mcast_mode = dims.back().mode;
+    mcast_step = dims.back().size * dims.back().tile_stride;
+  }
+  // Tile modes of size 1 and global modes outside the tile: a dimension with a box of 1 each.
+  for (int i = 0; i < g.rank(); ++i) {
+    bool present = std::any_of(dims.begin(), dims.end(), [&](const Run& d) { return d.mode == i; });
+    if (!present) dims.push_back({i, 1, 0, 1});
+  }
+  if (dims.size() > 5)
+    tma_error("TMA_LAYOUT", name + ": the copy needs " + std::to_string(dims.size()) +
+                                " tensor-map dimensions; TMA has at most 5");
+  TmaAtomResult res;
+  TmaAtom& a = res.atom;
+  a.kind = kind;
+  a.op_name = op_name(kind);
+  a.element = gmem.element();
+  a.rank = int(dims.size());
+  a.smem_layout = s;
+  a.tile_elems = tile_elems;
+  a.num_multicast = num_multicast;
+  a.mcast_mode = mcast_mode;
+  a.mcast_step = mcast_step;
+  a.tile_rank = r;
+  if (a.element->width < 8) tma_error("TMA_LAYOUT", name + ": TMA moves whole bytes; sub-byte types are not supported");
+  const int elem_bytes = a.element->byte_size();
+  // The swizzle must be TMA's byte swizzle S<B,4,3> (B = 1, 2, 3: 32, 64, 128 bytes), written in
+  // bytes (a swizzle the smem pointer applies to byte addresses, as get_tensor(swizzle=) does) or
+  // in elements (S<B, 4 - log2(element bytes), 3> on element offsets).
+  if (smem_swizzle && !smem_swizzle->is_identity()) {
+    const L::Swizzle& sw = *smem_swizzle;
+    int log2b = 0;
+    while ((1 << log2b) < elem_bytes) ++log2b;
+    if (sw.shift != 3 || (sw.base != 4 && sw.base + log2b != 4) || sw.bits < 1 || sw.bits > 3)
+      tma_error("TMA_LAYOUT", name + ": the smem swizzle S<" + std::to_string(sw.bits) + "," + std::to_string(sw.base) +
+                                  "," + std::to_string(sw.shift) + "> of " + dsl::dtype_name(a.element) +
+                                  " elements is none of TMA's 32, 64 or 128-byte swizzles");
+    a.swizzle_bytes = 16 << sw.bits;
+  }
+  // Global extents and byte strides of each dimension (host values).
+  std::vector<ir::Value*> extents, strides;
+  std::vector<int64_t> last_run_stride(size_t(g.rank()), 0);
+  for (const Run& d : dims) last_run_stride[size_t(d.mode)] = std::max(last_run_stride[size_t(d.mode)], d.tile_stride);
+  ir::Builder& b = t.builder();
+  L::BuilderScope scope(&b);
+  for (size_t k = 0; k < dims.size(); ++k) {
+    const Run& d = dims[k];
+    const L::IntTuple& gs = g.shape[d.mode];
+    const L::IntTuple& gd = g.stride[d.mode];
+    if (!gs.is_int() || !gd.is_int())
+      tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(d.mode) + " of the global tensor is hierarchical; "
+                                     "TMA needs one extent and stride per mode");
+    a.gmode[k] = d.mode;
+    a.tile_stride[k] = d.tile_stride;
+    a.box[k] = d.size;
+    a.outermost[k] = d.tile_stride == last_run_stride[size_t(d.mode)];
+    const int64_t run = last_run_stride[size_t(d.mode)];
+    if (a.outermost[k] && run > 1 && gs.as_int().divisibility() % run != 0) {
+      // A split mode: the inner runs address whole runs, so the extent must be a multiple of
+      // them (else the last run would read past the mode's end). Checked now when the extent is
+      // static, else when the host program runs.
+      const std::string msg = name + ": the smem layout splits mode " + std::to_string(d.mode) + " into runs of " +
+                              std::to_string(run) + " elements, which must divide the tensor's extent there";
+      if (gs.as_int().is_static()) tma_error("TMA_LAYOUT", msg);
+      L::Int rem = gs.as_int() % L::Int(run);
+      b.assertion(L::eq(rem, L::Int(0)).materialize(ir::bool_type()), msg, "", 0);
+    }
+    L::Int stride = gd.as_int() * L::Int(d.tile_stride);
+    if (k == 0 && !stride.is_static_value(1))
+      tma_error("TMA_LAYOUT", name + ": the smem tile's innermost run (mode " + std::to_string(d.mode) +
+                                  ") is not contiguous in global memory; TMA needs its innermost box dimension to be");
+    L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(d.tile_stride)) : L::Int(d.size);
+    extents.push_back(extent.materialize(ir::i64()));
+    strides.push_back((stride * L::Int(elem_bytes)).materialize(ir::i64()));
+  }
+  std::vector<ir::Value*> ops = {gmem.ptr};
+  ops.insert(ops.end(), extents.begin(), extents.end());
+  ops.insert(ops.end(), strides.begin(), strides.end());
+  ir::Op* op = b.create(ir::OpCode::TmaEncode, ops, {ir::pointer_type(a.element, ir::AddrSpace::Param, 64)});
+  op->int_attr = a.rank;
+  op->ints = {a.swizzle_bytes};
+  for (int k = 0; k < a.rank; ++k) op->ints.push_back(a.box[k]);
+  res.descriptor = dsl::Num::of_value(op->result());
+  res.tma_tensor = make_identity_tensor(g.shape);
+  return res;
+}
+
+void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, const Tensor& dst,
+              const std::optional<dsl::Num>& mbar, const std::optional<dsl::Num>& mcast_mask) {
+  const std::string what = "cute.copy(" + a.op_name + ")";
+  dsl::Tracer& t = dsl::Tracer::require(what.c_str());
+  if (!t.in_kernel()) tma_error("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
+  const bool load = a.kind != TmaKind::Store;
+  const Tensor& g = load ? src : dst;
+  const Tensor& s = load ? dst : src;
+  if (g.is_memory())
+    tma_error("TMA_COPY", what + ": the global side must be the TMA tensor of make_tiled_tma_atom (a coordinate "
+                                 "tensor) as tma_partition gives it, not a memory tensor");
+  if (!s.is_memory() || (s.space() != ir::AddrSpace::Smem && s.space() != ir::AddrSpace::Generic))
+    tma_error("TMA_COPY", what + ": the " + (load ? "destination" : "source") + " must be a shared-memory tensor");
+  if (s.element() != a.element)
+    tma_error("TYPE_MISMATCH", what + ": the shared tile holds " + dsl::dtype_name(s.element()) + ", the atom copies " +
+                                   dsl::dtype_name(a.element));
+  if (!s.layout.is_static() || !(L::coalesce(s.layout) == L::coalesce(a.smem_layout)))
+    tma_error("TMA_COPY", what + ": the shared tile's layout is not the smem layout the atom was made for (one "
+                                 "TMA box is one whole tile: index the stage / tile modes first)");
+  if (L::size(g.layout).is_static() && L::size(g.layout).value() != a.tile_elems)
+    tma_error("TMA_COPY", what + ": the global tile has " + std::to_string(L::size(g.layout).value()) +
+                               " coordinates, the atom's box " + std::to_string(a.tile_elems));
+  if (load && !mbar) tma_error("TMA_COPY", what + " needs tma_bar_ptr= (the mbarrier the loaded bytes complete on)");
+  if (a.kind == TmaKind::LoadMulticast && !mcast_mask)
+    tma_error("TMA_COPY", what + " needs mcast_mask= (the CTAs of the cluster that receive the tile)");
+  ir::Builder& b = t.builder();
+  L::BuilderScope scope(&b);
+  // The tile's first coordinate, in global modes, becomes the tensor map's coordinates.
+  std::vector<L::IntTuple> origin = L::flatten_to_vector(coordinate_at(g, L::IntTuple(0)));
+  std::vector<ir::Value*> coords;
+  for (int k = 0; k < a.rank; ++k) {
+    if (size_t(a.gmode[k]) >= origin.size())
+      tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
+    L::Int x = origin[size_t(a.gmode[k])].as_int();
+    L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
+    if (!a.outermost[k]) c = c % L::Int(a.box[k]);
+    coords.push_back(c.materialize(ir::i32()));
+  }
+  ir::Value* smem_ptr = element_address(s, L::IntTuple(0));
+  std::vector<ir::Value*> ops = {dsl::materialize(descriptor), smem_ptr};
+  if (load) {
+    if (!mbar->type->is_pointer()) tma_error("TYPE_MISMATCH", what + ": tma_bar_ptr must be an mbarrier pointer");
+    ops.push_back(dsl::materialize(*mbar));
+  }
+  ops.insert(ops.end(), coords.begin(), coords.end());
+  const bool mcast = a.kind == TmaKind::LoadMulticast;
+  if (mcast) ops.push_back(dsl::materialize(dsl::convert(*mcast_mask, ir::i32())));
+  ir::Op* op = b.create(load ? ir::OpCode::TmaLoad : ir::OpCode::TmaStore, ops, {});
+  op->int_attr = a.rank;
+  if (load) op->ints = {mcast ? 1 : 0};
+}
+
+void tma_descriptor_op(const dsl::Num& descriptor, bool prefetch) {
+  const char* what = prefetch ? "prefetch_descriptor" : "fence_tma_desc_acquire";
+  dsl::Tracer& t = dsl::Tracer::require(what);
+  if (!t.in_kernel()) tma_error("ARCH_OUTSIDE_KERNEL", std::string(what) + " is only available inside a @cute.kernel");
+  require_sm90(what);
+  t.builder().create(ir::OpCode::TmaDescOp, {dsl::materialize(descriptor)}, {})->int_attr =
+      int64_t(prefetch ? ir::TmaDescOpKind::Prefetch : ir::TmaDescOpKind::FenceAcquire);
+}
+
+void bulk_commit_group() {
+  dsl::Tracer& t = dsl::Tracer::require("cp_async_bulk_commit_group");
+  if (!t.in_kernel()) tma_error("ARCH_OUTSIDE_KERNEL", "cp_async_bulk_commit_group is only available inside a @cute.kernel");
+  require_sm90("cp_async_bulk_commit_group");
+  t.builder().create(ir::OpCode::BulkCommit, {}, {});
+}
+
+void bulk_wait_group(int64_t n, bool read) {
+  dsl::Tracer& t = dsl::Tracer::require("cp_async_bulk_wait_group");
+  if (!t.in_kernel()) tma_error("ARCH_OUTSIDE_KERNEL", "cp_async_bulk_wait_group is only available inside a @cute.kernel");
+  require_sm90("cp_async_bulk_wait_group");
+  if (n < 0 || n > 63) tma_error("INVALID_VALUE", "cp_async_bulk_wait_group: the group count must be in [0, 63]");
+  ir::Op* op = t.builder().create(ir::OpCode::BulkWait, {}, {});
+  op->int_attr = n;
+  op->ints = {read ? 1 : 0};
+}
+
+}  // namespace opencute::cute

@@ -1,0 +1,71 @@
+// The SM90 TMA copy atoms (CuTe's copy_traits_sm90_tma.hpp): CopyBulkTensorTileG2SOp (load),
+// ...G2SMulticastOp and ...S2GOp (store). make_tiled_tma_atom derives the tensor map from the
+// global tensor and the shared-memory layout of one CTA tile:
+//   - the smem layout (the outer layout of a swizzled ComposedLayout, a trailing stage mode
+//     dropped) must lay the tile out densely; sorting its leaves by smem stride gives the box
+//     dimensions, innermost first, each a contiguous run of one tile mode (a mode may be split:
+//     an MN-major 128B-swizzle atom of 64 elements tiled to 128 makes two dimensions);
+//   - box dimension 0 must be contiguous in global memory; each dimension's global stride is the
+//     mode's stride times the run's position in the mode; global modes outside the tile become
+//     dimensions with a box of 1 (batch modes), so one box is one CTA tile;
+//   - the swizzle S<B,M,3> (element units) must be TMA's 32/64/128-byte swizzle in bytes.
+// The TMA tensor is the identity coordinate tensor over the global shape: it tiles and
+// partitions like the global tensor, and a copy turns its first coordinate into the tensor
+// map's coordinates. (NVIDIA's TMA tensor uses basis strides in the map's dimension order; the
+// coordinates each copy gets are the same.)
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "cute/tensor.h"
+#include "dsl/num.h"
+
+namespace opencute::cute {
+
+enum class TmaKind : uint8_t { Load, LoadMulticast, Store };
+
+struct TmaAtom {
+  TmaKind kind = TmaKind::Load;
+  ir::Type element = nullptr;
+  int rank = 0;                  // tensor-map dimensions
+  int gmode[5] = {};             // the global mode of each dimension
+  int64_t tile_stride[5] = {};   // position stride of the dimension inside its mode (1: innermost run)
+  int64_t box[5] = {};
+  bool outermost[5] = {};        // the last run of its mode (takes the coordinate's quotient whole)
+  int swizzle_bytes = 0;
+  layout::Layout smem_layout;    // the tile's smem layout (outer, no stage mode)
+  int64_t tile_elems = 0;
+  int num_multicast = 1;
+  // Multicast: each of the num_multicast CTAs loads one slice of the tile (along the outermost
+  // run of smem, tile mode `mcast_mode`) into every CTA of the mask; CTA i's slice starts at
+  // position i * mcast_step of that mode (tma_partition offsets the tensors there).
+  int mcast_mode = -1;
+  int64_t mcast_step = 0;
+  int tile_rank = 0;
+  std::string op_name;
+};
+
+struct TmaAtomResult {
+  TmaAtom atom;
+  dsl::Num descriptor;  // the host program's pointer to the TMA descriptor (param space)
+  Tensor tma_tensor;
+};
+
+// `smem_swizzle`: the swizzle of a ComposedLayout smem layout (or none). Emits the descriptor's
+// tma_encode op in the host program being traced.
+TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const layout::Layout& smem_outer,
+                                  const std::optional<layout::Swizzle>& smem_swizzle, const layout::IntTuple& cta_tiler,
+                                  int num_multicast);
+
+// cute.copy with a TMA atom: src/dst are the global coordinate tile and the shared tile of one
+// CTA (loads: global -> shared, completing on `mbar`; stores: shared -> global).
+void tma_copy(const TmaAtom& atom, const dsl::Num& descriptor, const Tensor& src, const Tensor& dst,
+              const std::optional<dsl::Num>& mbar, const std::optional<dsl::Num>& mcast_mask);
+
+// cpasync.prefetch_descriptor / fence_tma_desc_acquire, cp_async_bulk_commit_group / wait_group.
+void tma_descriptor_op(const dsl::Num& descriptor, bool prefetch);
+void bulk_commit_group();
+void bulk_wait_group(int64_t n, bool read);
+
+}  // namespace opencute::cute

@@ -1,0 +1,25 @@
+// The DSL side of cute.arch's mbarrier ops and fences (SM90 asynchronous machinery): checks the
+// user's operands (an 8-byte shared-memory barrier, integer counts and parities) and the target
+// architecture, and emits the typed IR ops of ir/async_attributes.h.
+#pragma once
+#include <optional>
+
+#include "dsl/num.h"
+#include "ir/async_attributes.h"
+
+namespace opencute::dsl {
+
+void mbarrier_init(const Num& bar, const Num& count);
+// `value`: the arrival count (Arrive) or the transaction bytes; `peer_rank`: the CTA of the
+// cluster whose barrier at the same shared offset is signalled (remote arrive, sm_90).
+void mbarrier_arrive(ir::MbarrierArriveKind kind, const Num& bar, const Num& value, const std::optional<Num>& peer_rank);
+// Wait returns nothing (an empty Num type); TryWait / TestWait return a Boolean.
+std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, const Num& phase);
+// try_wait when `cond` holds, else true (nothing to wait for); the barrier is untouched then.
+Num mbarrier_conditional_try_wait(const Num& cond, const Num& bar, const Num& phase);
+void fence(ir::FenceKind kind);
+
+// The numeric part of an "sm_XY[a|f]" architecture name (0 when unknown or empty).
+int arch_number(const std::string& arch);
+
+}  // namespace opencute::dsl

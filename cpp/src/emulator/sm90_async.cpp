@@ -1,0 +1,407 @@
+#include "emulator/sm90_async.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "ir/async_attributes.h"
+
+namespace opencute::emulator {
+
+void MbarrierTable::init(uintptr_t addr, int64_t count, const ir::Op* op) {
+  MbarrierState& s = bars_[addr];
+  s = MbarrierState{};
+  s.expected = s.pending = count;
+  s.init_op = op;
+  ++epoch_;
+}
+
+void MbarrierTable::maybe_complete(MbarrierState& s) {
+  if (s.pending == 0 && s.tx == 0) {
+    ++s.phase;
+    s.pending = s.expected;
+  }
+}
+
+std::string MbarrierTable::arrive(uintptr_t addr, int64_t count) {
+  MbarrierState& s = bars_.at(addr);
+  if (count > s.pending)
+    return std::to_string(count) + " arrival(s) on an mbarrier whose current phase has only " +
+           std::to_string(s.pending) + " of " + std::to_string(s.expected) +
+           " outstanding (more arrivals than its mbarrier_init count)";
+  s.pending -= count;
+  ++epoch_;
+  maybe_complete(s);
+  return "";
+}
+
+void MbarrierTable::expect_tx(uintptr_t addr, int64_t bytes) {
+  MbarrierState& s = bars_.at(addr);
+  s.tx += bytes;
+  ++epoch_;
+}
+
+void MbarrierTable::complete_tx(uintptr_t addr, int64_t bytes) {
+  MbarrierState& s = bars_.at(addr);
+  s.tx -= bytes;
+  ++epoch_;
+  maybe_complete(s);
+}
+
+int tensor_map_data_type(ir::Type t) {
+  // cuda.h CUtensorMapDataType: UINT8 0, UINT16 1, UINT32 2, INT32 3, UINT64 4, INT64 5,
+  // FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9. 8-bit floats travel as UINT8 (CuTe does too).
+  if (t->is_float()) {
+    switch (t->float_kind) {
+      case ir::FloatKind::F16: return 6;
+      case ir::FloatKind::BF16: return 9;
+      case ir::FloatKind::F32: return 7;
+      case ir::FloatKind::F64: return 8;
+      case ir::FloatKind::E4M3: case ir::FloatKind::E5M2: return 0;
+    }
+  }
+  if (t->is_int() && !t->is_bool()) {
+    switch (t->width) {
+      case 8: return 0;
+      case 16: return 1;
+      case 32: return t->is_signed ? 3 : 2;
+      case 64: return t->is_signed ? 5 : 4;
+    }
+  }
+  return -1;
+}
+
+void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t global_address,
+                         const uint64_t* dims, const uint64_t* strides_bytes, const uint32_t* box, int swizzle_bytes) {
+  auto bad = [](const std::string& m) { throw std::invalid_argument("TMA descriptor: " + m); };
+  if (tensor_map_data_type(element) < 0) bad("TMA cannot copy elements of type " + ir::to_string(element));
+  if (rank < 1 || rank > 5) bad("a tensor map has 1 to 5 dimensions, got " + std::to_string(rank));
+  if (swizzle_bytes != 0 && swizzle_bytes != 32 && swizzle_bytes != 64 && swizzle_bytes != 128)
+    bad("the swizzle must be 0, 32, 64 or 128 bytes, got " + std::to_string(swizzle_bytes));
+  d.magic = kTmaDescriptorMagic;
+  d.rank = rank;
+  d.elem_bytes = element->byte_size();
+  d.swizzle_bytes = swizzle_bytes;
+  d.global_address = global_address;
+  if (global_address % 16) bad("the global tensor's address must be 16-byte aligned");
+  for (int k = 0; k < 5; ++k) {
+    d.dims[k] = k < rank ? dims[k] : 1;
+    d.strides[k] = k < rank ? strides_bytes[k] : 0;
+    d.box[k] = k < rank ? box[k] : 1;
+  }
+  for (int k = 0; k < rank; ++k) {
+    if (d.dims[k] == 0 || d.dims[k] > (uint64_t(1) << 32))
+      bad("extent " + std::to_string(d.dims[k]) + " of dimension " + std::to_string(k) + " is outside [1, 2^32]");
+    if (d.box[k] == 0 || d.box[k] > 256)
+      bad("box size " + std::to_string(d.box[k]) + " of dimension " + std::to_string(k) + " is outside [1, 256]");
+    if (k > 0 && d.strides[k] % 16)
+      bad("the byte stride " + std::to_string(d.strides[k]) + " of dimension " + std::to_string(k) +
+          " is not a multiple of 16");
+  }
+  if (d.strides[0] != uint64_t(d.elem_bytes)) bad("dimension 0 must be contiguous in global memory");
+  const uint64_t inner = uint64_t(d.box[0]) * uint64_t(d.elem_bytes);
+  if (inner % 16) bad("the innermost box dimension spans " + std::to_string(inner) + " bytes, not a multiple of 16");
+  if (swizzle_bytes && inner > uint64_t(swizzle_bytes))
+    bad("the innermost box dimension spans " + std::to_string(inner) + " bytes, more than the " +
+        std::to_string(swizzle_bytes) + "-byte swizzle");
+}
+
+void MbarrierTable::add_filling(uintptr_t begin, uintptr_t end, uintptr_t bar, const ir::Op* op) {
+  const MbarrierState* s = find(bar);
+  if (s) filling_.push_back({begin, end, bar, s->phase, op});
+}
+
+std::string MbarrierTable::check_filling(uintptr_t addr, size_t bytes, const char* smem) {
+  for (size_t k = 0; k < filling_.size();) {
+    const Filling& f = filling_[k];
+    const MbarrierState* s = find(f.bar);
+    if (!s || s->phase > f.phase) {  // the phase completed: the bytes are there for everyone
+      filling_[k] = filling_.back();
+      filling_.pop_back();
+      continue;
+    }
+    if (addr < f.end && addr + bytes > f.begin) {
+      const uintptr_t base = reinterpret_cast<uintptr_t>(smem);
+      std::string m = "an access to shared offset " + std::to_string(int64_t(addr - base)) +
+                      ", which a TMA load" +
+                      (f.op && f.op->line ? " (line " + std::to_string(f.op->line) + ")" : std::string()) +
+                      " is still filling: its bytes complete phase " + std::to_string(f.phase) +
+                      " of the mbarrier at shared offset " + std::to_string(int64_t(f.bar - base)) +
+                      "; wait on that phase (mbarrier_wait / consumer_wait) before reading the tile";
+      return m;
+    }
+    ++k;
+  }
+  return "";
+}
+
+std::string describe_mbarrier(const MbarrierTable& t, uintptr_t addr, const char* smem) {
+  std::string s = "the mbarrier at shared offset " + std::to_string(int64_t(addr - reinterpret_cast<uintptr_t>(smem)));
+  auto it = t.all().find(addr);
+  if (it == t.all().end()) return s + " (never initialised)";
+  const MbarrierState& b = it->second;
+  if (b.init_op && b.init_op->line)
+    s += " (mbarrier_init at " + (b.init_op->file.empty() ? std::string("line ") : b.init_op->file + ":") +
+         std::to_string(b.init_op->line) + ")";
+  s += ": phase " + std::to_string(b.phase) + " (parity " + std::to_string(b.phase & 1) + ") still needs " +
+       std::to_string(b.pending) + " of " + std::to_string(b.expected) + " arrival(s)";
+  if (b.tx > 0) s += " and " + std::to_string(b.tx) + " transaction byte(s)";
+  return s;
+}
+
+namespace {
+
+using ir::OpCode;
+
+Scalar& at(Sm90WarpContext& w, int reg, int lane) { return w.regs[size_t(reg) * kWarp + size_t(lane)]; }
+
+// The barrier of `lane` and its table: the block's own, or a cluster peer's for a remote op.
+std::pair<uintptr_t, MbarrierTable*> barrier_of(const Inst& i, Sm90WarpContext& w, int lane, bool remote, bool must_exist) {
+  uintptr_t addr = uintptr_t(at(w, i.a, lane).i);
+  uintptr_t base = reinterpret_cast<uintptr_t>(w.smem);
+  if (addr < base || addr + 8 > base + w.smem_size)
+    w.fail(lane, std::string("the mbarrier pointer of ") + ir::opcode_name(i.code) + " lies outside the block's shared memory");
+  if (addr % 8) w.fail(lane, "misaligned mbarrier at shared offset " + std::to_string(addr - base) + ": not a multiple of 8");
+  const size_t offset = addr - base;
+  MbarrierTable* table = w.table;
+  if (remote) {
+    int64_t rank = at(w, i.c, lane).i;
+    auto [peer_smem, peer_table] = w.peer(rank);
+    if (!peer_smem) w.fail(lane, "an mbarrier arrive on CTA rank " + std::to_string(rank) + ", which is not in the cluster");
+    addr = reinterpret_cast<uintptr_t>(peer_smem) + offset;
+    table = peer_table;
+  }
+  if (must_exist && !table->find(addr))
+    w.fail(lane, std::string(ir::opcode_name(i.code)) + " on the mbarrier at shared offset " +
+                     std::to_string(offset) + (remote ? " of CTA rank " + std::to_string(at(w, i.c, lane).i) : std::string()) +
+                     ", which was never initialised (mbarrier_init)");
+  return {addr, table};
+}
+
+// Byte offset of box element `linear` in shared memory: the box is dense, dimension 0 fastest;
+// a swizzle of S bytes (32/64/128) XORs the 16-byte chunk index (address bits 4..) with the
+// 128-byte row index (bits 7..), over log2(S/16) bits, on the shared-window address.
+uintptr_t swizzled(uintptr_t addr, int swizzle_bytes) {
+  if (!swizzle_bytes) return addr;
+  const int bits = swizzle_bytes == 32 ? 1 : swizzle_bytes == 64 ? 2 : 3;
+  const uintptr_t mask = (uintptr_t(1) << bits) - 1;
+  return addr ^ (((addr >> 7) & mask) << 4);
+}
+
+const TmaDescriptor& descriptor_of(const Inst& i, Sm90WarpContext& w, int lane) {
+  auto* d = reinterpret_cast<const TmaDescriptor*>(uintptr_t(at(w, i.a, lane).i));
+  if (!d || d->magic != kTmaDescriptorMagic)
+    w.fail(lane, std::string(ir::opcode_name(i.code)) + " through a pointer that is not a TMA descriptor made by "
+                                                        "make_tiled_tma_atom");
+  if (d->rank != int(i.imm))
+    w.fail(lane, std::string(ir::opcode_name(i.code)) + " with " + std::to_string(i.imm) +
+                     " coordinates through a descriptor of rank " + std::to_string(d->rank));
+  return *d;
+}
+
+// Visits every element of the box at `origin`: f(global address or 0 when out of bounds,
+// shared byte offset of the element before swizzling).
+template <class F>
+void for_box(const TmaDescriptor& d, const int64_t* origin, F&& f) {
+  int64_t c[5] = {0, 0, 0, 0, 0};
+  uint64_t total = 1;
+  for (int k = 0; k < d.rank; ++k) total *= d.box[k];
+  for (uint64_t lin = 0; lin < total; ++lin) {
+    uint64_t r = lin;
+    bool inside = true;
+    uintptr_t g = uintptr_t(d.global_address);
+    for (int k = 0; k < d.rank; ++k) {
+      c[k] = int64_t(r % d.box[k]);
+      r /= d.box[k];
+      int64_t x = origin[k] + c[k];
+      if (x < 0 || uint64_t(x) >= d.dims[k]) inside = false;
+      else g += uintptr_t(x) * uintptr_t(d.strides[k]);
+    }
+    f(inside ? g : uintptr_t(0), lin * uint64_t(d.elem_bytes));
+  }
+}
+
+void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
+  const TmaDescriptor& d = descriptor_of(i, w, lane);
+  int64_t origin[5] = {0, 0, 0, 0, 0};
+  for (int k = 0; k < d.rank; ++k) origin[k] = int32_t(at(w, i.srcs[size_t(k)], lane).i);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem);
+  const uintptr_t dst = uintptr_t(at(w, i.b, lane).i), bar = uintptr_t(at(w, i.c, lane).i);
+  uint64_t bytes = uint64_t(d.elem_bytes);
+  for (int k = 0; k < d.rank; ++k) bytes *= d.box[k];
+  if (dst < base || dst + bytes > base + w.smem_size)
+    w.fail(lane, "a TMA load of " + std::to_string(bytes) + " bytes to shared offset " + std::to_string(int64_t(dst - base)) +
+                     " runs outside the block's " + std::to_string(w.smem_size) + " bytes of shared memory");
+  const int align = d.swizzle_bytes ? d.swizzle_bytes * 8 : 128;
+  if ((dst - base) % uintptr_t(align))
+    w.fail(lane, "a TMA load to shared offset " + std::to_string(dst - base) + ", which is not " + std::to_string(align) +
+                     "-byte aligned" + (d.swizzle_bytes ? " (the swizzle pattern repeats every " + std::to_string(align) + " bytes)" : ""));
+  if (bar < base || bar + 8 > base + w.smem_size || !w.table->find(bar))
+    w.fail(lane, "a TMA load completing on an mbarrier that is not an initialised shared-memory mbarrier");
+  // Multicast: every CTA in the mask receives the box at the same offset and its own mbarrier
+  // (at the same offset) is credited; without a mask, this CTA only.
+  std::vector<int64_t> ranks;
+  if (i.dsts.empty()) {
+    ranks.push_back(-1);
+  } else {
+    const uint32_t mask = uint32_t(at(w, i.dsts[0], lane).i) & 0xffff;
+    for (int r = 0; r < 16; ++r)
+      if ((mask >> r) & 1) ranks.push_back(r);
+  }
+  for (int64_t rank : ranks) {
+    char* smem = w.smem;
+    MbarrierTable* table = w.table;
+    if (rank >= 0) {
+      auto [s, t] = w.peer(rank);
+      if (!s) w.fail(lane, "a TMA multicast to CTA rank " + std::to_string(rank) + ", which is not in the cluster");
+      smem = s, table = t;
+    }
+    const uintptr_t sbase = reinterpret_cast<uintptr_t>(smem), off = dst - base;
+    for_box(d, origin, [&](uintptr_t g, uint64_t o) {
+      char* p = smem + (swizzled(off + o, d.swizzle_bytes));
+      (void)sbase;
+      if (g) {
+        w.check_global(lane, g, size_t(d.elem_bytes), false);
+        std::memcpy(p, reinterpret_cast<const void*>(g), size_t(d.elem_bytes));
+      } else {
+        std::memset(p, 0, size_t(d.elem_bytes));  // out-of-bounds elements are zero-filled
+      }
+    });
+    const uintptr_t peer_bar = reinterpret_cast<uintptr_t>(smem) + (bar - base);
+    if (!table->find(peer_bar))
+      w.fail(lane, "a TMA multicast to CTA rank " + std::to_string(rank) + " whose mbarrier at shared offset " +
+                       std::to_string(bar - base) + " was never initialised");
+    table->add_filling(reinterpret_cast<uintptr_t>(smem) + off, reinterpret_cast<uintptr_t>(smem) + off + bytes, peer_bar,
+                       i.op);
+    table->complete_tx(peer_bar, int64_t(bytes));
+  }
+}
+
+void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
+  const TmaDescriptor& d = descriptor_of(i, w, lane);
+  int64_t origin[5] = {0, 0, 0, 0, 0};
+  for (int k = 0; k < d.rank; ++k) origin[k] = int32_t(at(w, i.srcs[size_t(k)], lane).i);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem), src = uintptr_t(at(w, i.b, lane).i);
+  uint64_t bytes = uint64_t(d.elem_bytes);
+  for (int k = 0; k < d.rank; ++k) bytes *= d.box[k];
+  if (src < base || src + bytes > base + w.smem_size)
+    w.fail(lane, "a TMA store of " + std::to_string(bytes) + " bytes from shared offset " +
+                     std::to_string(int64_t(src - base)) + " runs outside the block's shared memory");
+  for_box(d, origin, [&](uintptr_t g, uint64_t o) {
+    if (!g) return;  // elements outside the tensor are not written
+    w.check_global(lane, g, size_t(d.elem_bytes), true);
+    std::memcpy(reinterpret_cast<void*>(g), w.smem + swizzled(src - base + o, d.swizzle_bytes), size_t(d.elem_bytes));
+  });
+}
+
+}  // namespace
+
+AsyncStep execute_sm90_async(const Inst& i, Sm90WarpContext& w) {
+  switch (i.code) {
+    case OpCode::MbarrierInit:
+      for (uint32_t m = w.mask; m; m &= m - 1) {
+        int l = __builtin_ctz(m);
+        int64_t count = at(w, i.b, l).i;
+        if (count < 1 || count >= (1 << 20))
+          w.fail(l, "mbarrier_init with arrival count " + std::to_string(count) + " outside [1, 2^20 - 1]");
+        w.table->init(barrier_of(i, w, l, false, false).first, count, i.op);
+      }
+      return AsyncStep::Continue;
+    case OpCode::MbarrierArrive: {
+      const auto kind = ir::MbarrierArriveKind(i.imm);
+      const bool remote = i.c >= 0;
+      for (uint32_t m = w.mask; m; m &= m - 1) {
+        int l = __builtin_ctz(m);
+        auto [addr, table] = barrier_of(i, w, l, remote, true);
+        int64_t v = at(w, i.b, l).i;
+        if (v < 0) w.fail(l, std::string(ir::opcode_name(i.code)) + " with a negative count " + std::to_string(v));
+        std::string err;
+        switch (kind) {
+          case ir::MbarrierArriveKind::Arrive: err = table->arrive(addr, v); break;
+          case ir::MbarrierArriveKind::ArriveExpectTx:
+            table->expect_tx(addr, v);
+            err = table->arrive(addr, 1);
+            break;
+          case ir::MbarrierArriveKind::ExpectTx: table->expect_tx(addr, v); break;
+        }
+        if (!err.empty()) w.fail(l, err);
+      }
+      return AsyncStep::Continue;
+    }
+    case OpCode::MbarrierWait: {
+      const auto kind = ir::MbarrierWaitKind(i.imm);
+      bool all_done = true;
+      for (uint32_t m = w.mask; m; m &= m - 1) {
+        int l = __builtin_ctz(m);
+        auto [addr, table] = barrier_of(i, w, l, false, true);
+        int64_t parity = at(w, i.b, l).i;
+        bool done = table->phase_done(addr, parity);
+        if (kind != ir::MbarrierWaitKind::Wait) at(w, i.dst, l).i = done;
+        if (!done && all_done) w.wait_addr = addr, w.wait_parity = parity;
+        all_done = all_done && done;
+      }
+      if (all_done) return AsyncStep::Continue;
+      return kind == ir::MbarrierWaitKind::Wait ? AsyncStep::Block : AsyncStep::Yield;
+    }
+    case OpCode::TmaLoad:
+    case OpCode::TmaStore:
+      // One elected lane of the warp issues the copy (the lowering's elect.sync). It lands at
+      // once: the bytes are in shared (global) memory and credited to the mbarrier when issued.
+      if (w.mask) {
+        const int l = __builtin_ctz(w.mask);
+        if (i.code == OpCode::TmaLoad) tma_load(i, w, l);
+        else tma_store(i, w, l);
+      }
+      return AsyncStep::Continue;
+    case OpCode::BulkCommit:
+    case OpCode::BulkWait:
+    case OpCode::TmaDescOp:
+      // Stores complete when issued, so no bulk group is ever pending; descriptors need no
+      // prefetch or proxy fence on the CPU.
+      return AsyncStep::Continue;
+    case OpCode::Fence:
+      // The emulator runs one instruction at a time and every copy lands when it is issued:
+      // all memory is already ordered, for every proxy.
+      return AsyncStep::Continue;
+    default:
+      w.fail(0, std::string("not an SM90 async op: ") + ir::opcode_name(i.code));
+  }
+  return AsyncStep::Continue;
+}
+
+bool lower_sm90_async(DeviceEmulator::Program& p, const ir::Op& op) {
+  Inst i(K::Sm90Async);
+  i.op = &op;
+  i.code = op.code;
+  i.imm = op.int_attr;
+  switch (op.code) {
+    case OpCode::MbarrierInit:
+      i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]);
+      break;
+    case OpCode::MbarrierArrive:
+      i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]);
+      if (op.operands.size() == 3) i.c = p.reg(op.operands[2]);
+      break;
+    case OpCode::MbarrierWait:
+      i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]);
+      if (!op.results.empty()) i.dst = p.reg(op.result());
+      break;
+    case OpCode::Fence: break;
+    case OpCode::TmaLoad: case OpCode::TmaStore: {
+      const bool load = op.code == OpCode::TmaLoad;
+      const size_t fixed = load ? 3 : 2;
+      i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]);
+      if (load) i.c = p.reg(op.operands[2]);
+      for (int64_t k = 0; k < op.int_attr; ++k) i.srcs.push_back(p.reg(op.operands[fixed + size_t(k)]));
+      if (load && !op.ints.empty() && op.ints[0]) i.dsts.push_back(p.reg(op.operands.back()));
+      break;
+    }
+    case OpCode::BulkCommit: case OpCode::BulkWait: break;
+    case OpCode::TmaDescOp: i.a = p.reg(op.operands[0]); break;
+    default: return false;
+  }
+  p.emit(std::move(i));
+  return true;
+}
+
+}  // namespace opencute::emulator

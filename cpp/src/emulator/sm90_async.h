@@ -1,0 +1,132 @@
+// CPU semantics of the SM90 asynchronous machinery: mbarriers (phases, arrival and transaction
+// counts) and fences. Private to the emulator: device_lowering.cpp calls lower_sm90_async,
+// device_emulator.cpp runs Inst K::Sm90Async through execute_sm90_async and parks warps whose
+// wait cannot complete yet.
+//
+// Where an mbarrier's state lives: in an emulator-side table keyed by the barrier's address,
+// not in its 8 bytes of shared memory. The table holds more than 64 bits can: the arrival count
+// of each phase, the pending arrivals and transaction bytes, the completed phases, and the op
+// that initialised it (its user line for reports); the key, an address, works alike for a
+// CTA's own barriers and a cluster peer's (distributed shared memory), and a use before
+// mbarrier_init is caught instead of reading whatever the bytes hold.
+//
+// Waiting: a blocking wait whose phase has not completed parks the warp at that barrier (the
+// instruction re-runs when it is woken). A failed try_wait / test_wait returns false and yields
+// the warp so that the others run; a warp that keeps failing while nothing changes on any
+// barrier is parked until something does. When every warp of the block is parked or at a
+// barrier that cannot complete, the launch fails with an ExecutionError naming each barrier (its
+// shared-memory offset and the line that initialised it) and the waiting warps: never a hang.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "emulator/device_program.h"
+
+namespace opencute::emulator {
+
+// What a TMA op reads through its descriptor pointer: the CUtensorMap the driver encoded (128
+// opaque bytes, zero without a driver) followed by the same fields for the emulator, written by
+// runtime/tma_descriptor. Dimension 0 is the innermost (contiguous) one.
+constexpr uint32_t kTmaDescriptorMagic = 0x544d4131;  // "TMA1"
+struct TmaDescriptor {
+  alignas(64) unsigned char tensor_map[128];
+  uint32_t magic = kTmaDescriptorMagic;
+  int32_t rank = 0;
+  int32_t elem_bytes = 0;
+  int32_t swizzle_bytes = 0;  // 0 (none), 32, 64 or 128
+  uint64_t global_address = 0;
+  uint64_t dims[5] = {1, 1, 1, 1, 1};
+  uint64_t strides[5] = {0, 0, 0, 0, 0};  // bytes
+  uint32_t box[5] = {1, 1, 1, 1, 1};
+};
+
+// CUtensorMapDataType of an element type; -1 when TMA cannot move it.
+int tensor_map_data_type(ir::Type element);
+// Fills `d` (everything but tensor_map) and checks it; throws std::invalid_argument naming the
+// broken rule (16-byte aligned address and strides, extents in [1, 2^32], box 1..256 per dim,
+// dimension 0 contiguous, the inner box within the swizzle span).
+void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t global_address, const uint64_t* dims,
+                         const uint64_t* strides_bytes, const uint32_t* box, int swizzle_bytes);
+
+struct MbarrierState {
+  int64_t expected = 0;  // arrivals that complete a phase (the init count)
+  int64_t pending = 0;   // arrivals still missing in the current phase
+  int64_t tx = 0;        // transaction bytes still missing (negative while bytes land before expect_tx)
+  uint64_t phase = 0;    // phases completed so far; the current phase's parity is phase & 1
+  const ir::Op* init_op = nullptr;
+};
+
+class MbarrierTable {
+ public:
+  void reset() { bars_.clear(), filling_.clear(), epoch_ = 0; }
+  MbarrierState* find(uintptr_t addr) {
+    auto it = bars_.find(addr);
+    return it == bars_.end() ? nullptr : &it->second;
+  }
+  void init(uintptr_t addr, int64_t count, const ir::Op* op);
+  // "" or why the update is wrong (more arrivals than the phase has outstanding).
+  std::string arrive(uintptr_t addr, int64_t count);
+  void expect_tx(uintptr_t addr, int64_t bytes);
+  void complete_tx(uintptr_t addr, int64_t bytes);
+  // True when the phase of parity `parity` completed: the current phase has the other parity.
+  bool phase_done(uintptr_t addr, int64_t parity) {
+    MbarrierState* s = find(addr);
+    return s && int64_t(s->phase & 1) != (parity & 1);
+  }
+  // Bumped by every change to any barrier: a spinning warp waits for it to move.
+  uint64_t epoch() const { return epoch_; }
+  const std::unordered_map<uintptr_t, MbarrierState>& all() const { return bars_; }
+
+  // TMA loads land at once on the emulator, but on the GPU the bytes arrive some time before the
+  // phase they complete: until the barrier at `bar` passes its current phase, [begin, end) of
+  // shared memory is being filled and an ordinary access to it is a race (reported).
+  void add_filling(uintptr_t begin, uintptr_t end, uintptr_t bar, const ir::Op* op);
+  bool any_filling() const { return !filling_.empty(); }
+  // "" or why an access of [addr, addr + bytes) races with a TMA load still filling it.
+  std::string check_filling(uintptr_t addr, size_t bytes, const char* smem);
+
+ private:
+  struct Filling {
+    uintptr_t begin, end, bar;
+    uint64_t phase;  // the barrier's phase the bytes complete
+    const ir::Op* op;
+  };
+  void maybe_complete(MbarrierState& s);
+  std::unordered_map<uintptr_t, MbarrierState> bars_;
+  std::vector<Filling> filling_;
+  uint64_t epoch_ = 0;
+};
+
+// What execute_sm90_async needs of the warp it runs on.
+struct Sm90WarpContext {
+  Scalar* regs = nullptr;  // SoA: register r of lane l at regs[r * 32 + l]
+  uint32_t mask = 0;       // active lanes
+  MbarrierTable* table = nullptr;
+  char* smem = nullptr;    // the block's shared memory
+  size_t smem_size = 0;
+  // The shared memory of the CTA of the cluster with rank `rank` and its table (null smem when
+  // there is no such CTA); the block itself for its own rank.
+  std::function<std::pair<char*, MbarrierTable*>(int64_t rank)> peer;
+  std::function<void(int lane, const std::string& what)> fail;  // raises
+  // Out: the barrier and parity a parked warp waits for.
+  uintptr_t wait_addr = 0;
+  int64_t wait_parity = 0;
+  // Global-memory bounds check of a TMA access (raises), as for ordinary loads and stores.
+  std::function<void(int lane, uintptr_t addr, size_t bytes, bool store)> check_global;
+};
+
+enum class AsyncStep : uint8_t { Continue, Block, Yield };
+// Continue: the warp goes on. Block: a blocking wait must park the warp (its pc stays on the
+// instruction). Yield: a try/test wait failed for some lane; the warp should let others run.
+AsyncStep execute_sm90_async(const Inst& i, Sm90WarpContext& w);
+
+// Lowers one of the SM90 async ops into the program; false when `op` is not one.
+bool lower_sm90_async(DeviceEmulator::Program& p, const ir::Op& op);
+
+// One line describing a barrier for deadlock reports: its shared offset and state.
+std::string describe_mbarrier(const MbarrierTable& t, uintptr_t addr, const char* smem);
+
+}  // namespace opencute::emulator

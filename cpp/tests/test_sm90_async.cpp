@@ -1,0 +1,248 @@
+// The SM90 asynchronous machinery: mbarrier ops and fences lowered to NVVM IR, compiled by
+// libNVVM and linked by nvJitLink for sm_90a (and sm_80 for the ops it has); printed IR that
+// parses back; the emulator's mbarrier phases and its deadlock report.
+#include <gtest/gtest.h>
+
+#include "nvvm_test_support.h"
+
+#include <string>
+
+#include "emulator/device_emulator.h"
+#include "ir/async_attributes.h"
+#include "ir/builder.h"
+#include "ir/parser.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
+#include "target/nvvm/lower_to_nvvm.h"
+
+namespace {
+
+using namespace opencute;
+using nvvm_test::compile_for;
+using nvvm_test::contains;
+using nvvm_test::have_libnvvm;
+using ir::AddrSpace;
+using ir::OpCode;
+using ir::Type;
+using ir::Value;
+
+struct Kernel {
+  ir::Module m;
+  ir::Function* f;
+  ir::Builder b;
+  explicit Kernel(const std::string& name) : f(m.add_function(name, ir::FunctionKind::Kernel)), b(f->body.get()) {}
+  Value* arg(Type t) { return f->body->add_arg(t); }
+  Value* c32(int64_t v) { return b.const_int(ir::i32(), v); }
+  Value* bar(int index = 0) {
+    if (!bars) bars = b.smem_alloc(ir::i64(), 4, 8);
+    return index ? b.ptr_add(bars, c32(index)) : bars;
+  }
+  void init(Value* p, int64_t count) { b.create(OpCode::MbarrierInit, {p, c32(count)}, {}); }
+  void arrive(ir::MbarrierArriveKind kind, Value* p, Value* v, Value* rank = nullptr) {
+    std::vector<Value*> ops = {p, v};
+    if (rank) ops.push_back(rank);
+    b.create(OpCode::MbarrierArrive, ops, {})->int_attr = int64_t(kind);
+  }
+  Value* wait(ir::MbarrierWaitKind kind, Value* p, Value* parity, bool sm80 = false) {
+    bool blocking = kind == ir::MbarrierWaitKind::Wait;
+    ir::Op* op = b.create(OpCode::MbarrierWait, {p, parity}, blocking ? std::vector<Type>{} : std::vector<Type>{ir::bool_type()});
+    op->int_attr = int64_t(kind);
+    if (sm80) op->ints = {1};
+    return blocking ? nullptr : op->result();
+  }
+  void fence(ir::FenceKind k) { b.create(OpCode::Fence, {}, {})->int_attr = int64_t(k); }
+  void finish() {
+    b.set_block(f->body.get());
+    b.ret({});
+    ir::verify_or_throw(m);
+  }
+  target::NvvmModuleText lower() {
+    finish();
+    return target::lower_kernels_to_nvvm(m);
+  }
+  Value* bars = nullptr;
+};
+
+Type gptr(Type t) { return ir::pointer_type(t, AddrSpace::Gmem, 0); }
+
+TEST(Mbarrier, EveryOpAndFenceCompilesForSm90a) {
+  Kernel k("mbar_all");
+  Value* out = k.arg(gptr(ir::i32()));
+  Value* n = k.arg(ir::i32());
+  k.init(k.bar(), 1);
+  k.init(k.bar(1), 128);
+  for (int f = 0; f < int(ir::FenceKind::NumKinds); ++f) k.fence(ir::FenceKind(f));
+  k.arrive(ir::MbarrierArriveKind::Arrive, k.bar(), k.c32(1));
+  k.arrive(ir::MbarrierArriveKind::Arrive, k.bar(1), n);
+  k.arrive(ir::MbarrierArriveKind::ArriveExpectTx, k.bar(), k.c32(4096));
+  k.arrive(ir::MbarrierArriveKind::ExpectTx, k.bar(), n);
+  k.arrive(ir::MbarrierArriveKind::Arrive, k.bar(1), k.c32(1), n);
+  k.arrive(ir::MbarrierArriveKind::ArriveExpectTx, k.bar(1), k.c32(64), k.c32(1));
+  k.arrive(ir::MbarrierArriveKind::ExpectTx, k.bar(1), k.c32(64), k.c32(1));
+  Value* t = k.wait(ir::MbarrierWaitKind::TryWait, k.bar(), k.c32(0));
+  Value* s = k.wait(ir::MbarrierWaitKind::TestWait, k.bar(), n);
+  k.wait(ir::MbarrierWaitKind::Wait, k.bar(1), k.c32(1));
+  k.b.store(k.b.cast(t, ir::i32()), out);
+  k.b.store(k.b.cast(s, ir::i32()), k.b.ptr_add(out, k.c32(1)));
+  auto text = k.lower();
+  if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
+  auto ptx = compile_for(text, {"sm_90a"});
+  const std::string& p = ptx["sm_90a"];
+  for (const char* want : {"mbarrier.init.shared.b64", "mbarrier.arrive.shared.b64", "mbarrier.arrive.shared::cta.b64",
+                           "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
+                           "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64",
+                           "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64",
+                           "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.test_wait.parity.shared.b64",
+                           "fence.mbarrier_init.release.cluster", "fence.proxy.async.shared::cta",
+                           "fence.proxy.async.shared::cluster", "fence.proxy.async.global", "fence.proxy.alias",
+                           "fence.acq_rel.cluster", "fence.proxy.tensormap::generic.release.gpu"})
+    EXPECT_TRUE(contains(p, want)) << want << "\n" << p;
+}
+
+// TMA ops through a by-value (grid-constant) tensor-map parameter, linked by nvJitLink for sm_90a.
+TEST(Tma, LoadsStoresAndDescriptorOpsCompileForSm90a) {
+  Kernel k("tma_all");
+  Value* desc = k.arg(ir::pointer_type(ir::f32(), AddrSpace::Param, 64));
+  Value* x = k.arg(ir::i32());
+  Value* tile = k.b.smem_alloc(ir::f32(), 1024, 1024);
+  Value* bar = k.bar();
+  k.init(bar, 1);
+  k.b.create(OpCode::TmaDescOp, {desc}, {})->int_attr = int64_t(ir::TmaDescOpKind::Prefetch);
+  k.b.create(OpCode::TmaDescOp, {desc}, {})->int_attr = int64_t(ir::TmaDescOpKind::FenceAcquire);
+  ir::Op* load = k.b.create(OpCode::TmaLoad, {desc, tile, bar, x, k.c32(0)}, {});
+  load->int_attr = 2;
+  load->ints = {0};
+  ir::Op* mcast = k.b.create(OpCode::TmaLoad, {desc, tile, bar, x, k.c32(8), k.c32(0), k.c32(3)}, {});
+  mcast->int_attr = 3;
+  mcast->ints = {1};
+  k.b.create(OpCode::TmaStore, {desc, tile, k.c32(0), x}, {})->int_attr = 2;
+  k.b.create(OpCode::BulkCommit, {}, {});
+  ir::Op* wait = k.b.create(OpCode::BulkWait, {}, {});
+  wait->int_attr = 1;
+  wait->ints = {1};
+  k.b.create(OpCode::BulkWait, {}, {})->int_attr = 0;
+  auto text = k.lower();
+  EXPECT_TRUE(contains(text.text, "byval align 64")) << text.text;
+  EXPECT_TRUE(contains(text.text, "!\"grid_constant\"")) << text.text;
+  if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
+  auto ptx = compile_for(text, {"sm_90a"});
+  const std::string& p = ptx["sm_90a"];
+  for (const char* want : {"cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes",
+                           "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster",
+                           "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
+                           "cp.async.bulk.wait_group.read 1", "cp.async.bulk.wait_group 0", "prefetch.tensormap",
+                           "fence.proxy.tensormap::generic.acquire.gpu", "elect.sync", ".param .align 64 .b8"})
+    EXPECT_TRUE(contains(p, want)) << want << "\n" << p;
+}
+
+TEST(Mbarrier, TheSm80FormsCompileForSm80) {
+  Kernel k("mbar_sm80");
+  Value* out = k.arg(gptr(ir::i32()));
+  k.init(k.bar(), 1);
+  k.fence(ir::FenceKind::AcqRelCta);
+  k.arrive(ir::MbarrierArriveKind::Arrive, k.bar(), k.c32(1));
+  k.wait(ir::MbarrierWaitKind::Wait, k.bar(), k.c32(0), /*sm80=*/true);
+  Value* s = k.wait(ir::MbarrierWaitKind::TestWait, k.bar(), k.c32(1));
+  k.b.store(k.b.cast(s, ir::i32()), out);
+  auto text = k.lower();
+  if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
+  for (auto& [arch, p] : compile_for(text, {"sm_80", "sm_90a"})) {
+    EXPECT_TRUE(contains(p, "mbarrier.test_wait.parity.shared.b64")) << arch;
+    EXPECT_FALSE(contains(p, "try_wait")) << arch;
+  }
+}
+
+TEST(Mbarrier, PrintedIrParsesBack) {
+  Kernel k("mbar_text");
+  Value* n = k.arg(ir::i32());
+  k.init(k.bar(), 2);
+  k.arrive(ir::MbarrierArriveKind::ArriveExpectTx, k.bar(), n, k.c32(1));
+  k.wait(ir::MbarrierWaitKind::TryWait, k.bar(), n);
+  k.wait(ir::MbarrierWaitKind::Wait, k.bar(), n, true);
+  k.fence(ir::FenceKind::ProxyAsyncSharedCta);
+  k.finish();
+  std::string text = ir::print_module(k.m);
+  auto parsed = ir::parse_module(text);
+  EXPECT_EQ(ir::print_module(*parsed), text);
+  EXPECT_TRUE(contains(text, "mbarrier_arrive [1]")) << text;
+}
+
+TEST(Mbarrier, VerifierRejectsABarrierThatIsNotEightBytes) {
+  Kernel k("mbar_bad");
+  Value* p = k.b.smem_alloc(ir::i32(), 4, 8);
+  k.b.create(OpCode::MbarrierInit, {p, k.c32(1)}, {});
+  k.b.set_block(k.f->body.get());
+  k.b.ret({});
+  auto errors = ir::verify_module(k.m);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_TRUE(contains(errors[0], "8-byte mbarrier")) << errors[0];
+}
+
+// The emulator: 2 warps; warp 1 waits on a barrier that warp 0 completes after a store, and
+// warp 0 then waits for warp 1's arrival on the second barrier (one phase each way).
+TEST(MbarrierEmulator, PhasesHandOverDataBetweenWarps) {
+  Kernel k("mbar_handover");
+  Value* out = k.arg(gptr(ir::i32()));
+  Value* data = k.b.smem_alloc(ir::i32(), 1, 4);
+  Value* tid = k.b.special(OpCode::ThreadIdx, 0);
+  Value* warp = k.b.binary(OpCode::Div, tid, k.c32(32));
+  Value* bar0 = k.bar(), *bar1 = k.bar(1);
+  ir::Op* first = k.b.create_if(k.b.cmp(ir::CmpPredicate::Eq, tid, k.c32(0)));
+  k.b.set_block(first->region_block(0));
+  k.init(bar0, 1);
+  k.init(bar1, 32);
+  k.b.yield({});
+  k.b.set_block(first->region_block(1));
+  k.b.yield({});
+  k.b.set_block(k.f->body.get());
+  k.b.barrier();
+  ir::Op* role = k.b.create_if(k.b.cmp(ir::CmpPredicate::Eq, warp, k.c32(0)));
+  k.b.set_block(role->region_block(0));
+  {
+    ir::Op* one = k.b.create_if(k.b.cmp(ir::CmpPredicate::Eq, tid, k.c32(0)));
+    k.b.set_block(one->region_block(0));
+    k.b.store(k.c32(42), data);
+    k.arrive(ir::MbarrierArriveKind::Arrive, bar0, k.c32(1));
+    k.b.yield({});
+    k.b.set_block(one->region_block(1));
+    k.b.yield({});
+    k.b.set_block(role->region_block(0));
+    k.wait(ir::MbarrierWaitKind::Wait, bar1, k.c32(0));
+    k.b.store(k.b.load(data, ir::i32()), k.b.ptr_add(out, tid));
+    k.b.yield({});
+  }
+  k.b.set_block(role->region_block(1));
+  {
+    k.wait(ir::MbarrierWaitKind::Wait, bar0, k.c32(0));
+    Value* v = k.b.load(data, ir::i32());
+    k.b.store(k.b.binary(OpCode::Add, v, tid), k.b.ptr_add(out, tid));
+    ir::Op* last = k.b.create_if(k.b.cmp(ir::CmpPredicate::Eq, tid, k.c32(63)));
+    k.b.set_block(last->region_block(0));
+    k.b.store(k.c32(7), data);
+    k.b.yield({});
+    k.b.set_block(last->region_block(1));
+    k.b.yield({});
+    k.b.set_block(role->region_block(1));
+    k.arrive(ir::MbarrierArriveKind::Arrive, bar1, k.c32(1));
+    k.b.yield({});
+  }
+  k.finish();
+  emulator::DeviceEmulator emu(*k.f);
+  std::vector<int32_t> host(64, -1);
+  ir::Scalar args[1];
+  args[0].i = int64_t(reinterpret_cast<uintptr_t>(host.data()));
+  Type types[1] = {gptr(ir::i32())};
+  emulator::LaunchRequest r{nullptr, {1, 1, 1}, {64, 1, 1}, {1, 1, 1}, false};
+  r.smem = 0;
+  r.stream = nullptr;
+  r.num_args = 1;
+  r.arg_types = types;
+  r.args = args;
+  emulator::EmulatorConfig cfg;
+  cfg.threads = 1;
+  emu.launch(r, cfg);
+  for (int t = 0; t < 32; ++t) EXPECT_EQ(host[size_t(t)], 7) << t;   // after warp 1's phase
+  for (int t = 32; t < 64; ++t) EXPECT_EQ(host[size_t(t)], 42 + t) << t;
+}
+
+}  // namespace
