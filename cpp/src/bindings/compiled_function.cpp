@@ -331,7 +331,8 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         if (s.kind == kTensorData) {
           vals[i] = ir::Scalar::of_int(tensor->data());
           if (emulated) {
-            int64_t lo = 0, hi = 0, elem = s.type->element ? s.type->element->byte_size() : 1;
+            // Extents in bits, so that packed 4-bit elements count as half a byte.
+            int64_t lo = 0, hi = 0, bits = s.type->element ? s.type->element->bit_size() : 8;
             bool empty = false;
             for (size_t d = 0; d < tensor->rank(); ++d) {
               int64_t n = tensor->shape(d), st = tensor->stride(d);
@@ -340,8 +341,8 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
             }
             uintptr_t base = uintptr_t(tensor->data());
             emulator::MemoryRegion r;
-            r.begin = base + uintptr_t(lo * elem);
-            r.end = empty ? r.begin : base + uintptr_t((hi + 1) * elem);
+            r.begin = base + uintptr_t((lo * bits) >> 3);
+            r.end = empty ? r.begin : base + uintptr_t(((hi + 1) * bits + 7) >> 3);
             r.name = "tensor argument #" + std::to_string(s.source);
             regions.push_back(std::move(r));
           }

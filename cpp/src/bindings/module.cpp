@@ -100,7 +100,8 @@ NB_MODULE(_core, m) {
   });
   m.def("dtype_info", [](const std::string& name) {
     ir::Type t = dsl::dtype_from_name(name);
-    return nb::make_tuple(t->width, t->is_float(), t->is_signed, t->byte_size());
+    // `bytes` is the CuTe DSL's max(1, ceil(width / 8)): a 4-bit type reports 1.
+    return nb::make_tuple(t->width, t->is_float(), t->is_signed, (t->bit_size() + 7) / 8);
   });
 
   nb::class_<Num>(m, "Num")

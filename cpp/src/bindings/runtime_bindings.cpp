@@ -1,7 +1,9 @@
 #include "bindings/runtime_bindings.h"
 #include "bindings/python_errors.h"
+#include "bindings/tensor_argument.h"
 
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -74,6 +76,14 @@ void bind_runtime(nb::module_& root) {
       .def("value_string", &TensorSpec::value_string);
 
   m.def("cosize", &runtime::cosize);
+  // (shape, stride) of packed fp4 pairs (torch's float4_e2m1fn_x2, or bytes viewed as
+  // Float4E2M1FN) -> the same in 4-bit elements.
+  m.def("unpack_fp4_pairs", [](std::vector<int64_t> shape, std::vector<int64_t> stride) {
+    if (shape.size() != stride.size()) throw std::invalid_argument("unpack_fp4_pairs: shape and stride ranks differ");
+    std::vector<int64_t> out(stride.size());
+    bindings::unpack_fp4_pairs(int(shape.size()), shape.data(), stride.data(), out.data());
+    return std::make_pair(shape, out);
+  });
   m.def("max_active_clusters", &runtime::max_active_clusters, nb::arg("device"), nb::arg("cluster_size"));
   m.def("resolve_alignment", &runtime::resolve_alignment, nb::arg("assumed_align").none(), nb::arg("element_bytes"));
   m.def("check_address_alignment", &runtime::check_address_alignment);

@@ -171,11 +171,46 @@ const DLPackExchangeFunctions* dlpack_exchange_functions(PyTypeObject* type) {
   return e.has ? &cache[last].functions : nullptr;
 }
 
+void unpack_fp4_pairs(int ndim, int64_t* shape, const int64_t* stride, int64_t* stride_out) {
+  std::vector<int64_t> st(size_t(ndim > 0 ? ndim : 0));
+  int64_t compact = 1;
+  for (int i = ndim - 1; i >= 0; --i) {
+    st[size_t(i)] = stride ? stride[i] : compact;
+    compact *= shape[i];
+  }
+  int packed = -1;  // the pairs' mode: the last of stride 1 (a size-1 mode of stride 1 only if no other)
+  for (int i = ndim - 1; i >= 0 && packed < 0; --i)
+    if (st[size_t(i)] == 1 && shape[i] != 1) packed = i;
+  for (int i = ndim - 1; i >= 0 && packed < 0; --i)
+    if (st[size_t(i)] == 1 || shape[i] == 1) packed = i;
+  if (packed < 0)
+    throw dsl::UserError("ARG_UNSUPPORTED_TYPE",
+                         "a float4_e2m1fn_x2 tensor needs a mode of stride 1 (its packed pairs); make it contiguous");
+  for (int i = 0; i < ndim; ++i) {
+    if (i == packed) {
+      shape[i] *= 2;
+      stride_out[i] = 1;
+    } else {
+      stride_out[i] = st[size_t(i)] * 2;
+    }
+  }
+}
+
 TensorArgument::TensorArgument(nb::handle obj) : obj_(obj) {
   TypeInfo info = classify(obj);
   kind_ = info.kind;
   if (kind_ == Kind::DLPackExchange) {
     if (info.to_dltensor(obj.ptr(), &dl_) != 0) throw nb::python_error();
+    if (is_packed_fp4_pairs(dl_.dtype_code, dl_.dtype_bits, dl_.dtype_lanes)) {
+      // Copies: dl_'s arrays belong to the framework's tensor.
+      const size_t n = size_t(dl_.ndim);
+      unpacked_.assign(dl_.shape, dl_.shape + n);
+      unpacked_.resize(2 * n);
+      unpack_fp4_pairs(dl_.ndim, unpacked_.data(), dl_.strides, unpacked_.data() + n);
+      dl_.shape = unpacked_.data();
+      dl_.strides = unpacked_.data() + n;
+      dl_.dtype_lanes = 1;
+    }
   } else if (kind_ == Kind::Buffer) {
     if (PyObject_GetBuffer(obj.ptr(), &buffer_, PyBUF_STRIDES | PyBUF_FORMAT) != 0) throw nb::python_error();
     has_buffer_ = true;
@@ -214,10 +249,29 @@ void TensorArgument::need_layout() {
       shape_ = get_attr(obj_, n.dl_shape);
       stride_ = get_attr(obj_, n.dl_stride);
       break;
-    case Kind::Torch:
+    case Kind::Torch: {
       shape_ = get_attr(obj_, n.shape);
       stride_ = call_method(obj_, n.stride);
+      ir::Type e = element_type();
+      if (e && e->is_sub_byte()) {  // float4_e2m1fn_x2: torch counts pairs
+        nb::tuple sh(shape_), st(stride_);
+        const int nd = int(nb::len(sh));
+        std::vector<int64_t> ext(static_cast<size_t>(nd)), str(ext), out(ext);
+        for (int i = 0; i < nd; ++i) {
+          ext[size_t(i)] = to_int64(sh[size_t(i)].ptr());
+          str[size_t(i)] = to_int64(st[size_t(i)].ptr());
+        }
+        unpack_fp4_pairs(nd, ext.data(), str.data(), out.data());
+        nb::list a, b;
+        for (int i = 0; i < nd; ++i) {
+          a.append(nb::int_(ext[size_t(i)]));
+          b.append(nb::int_(out[size_t(i)]));
+        }
+        shape_ = nb::tuple(a);
+        stride_ = nb::tuple(b);
+      }
       break;
+    }
     case Kind::Buffer: {
       nb::tuple shape = nb::steal<nb::tuple>(PyTuple_New(buffer_.ndim));
       nb::tuple stride = nb::steal<nb::tuple>(PyTuple_New(buffer_.ndim));
@@ -443,6 +497,7 @@ struct DLPackView {
   std::vector<int64_t> shape, strides;
   uint8_t code, bits;
   int32_t device_type;
+  uint16_t lanes = 1;
 };
 
 // How often each conversion ran, for tests that tell which path a call took.
@@ -466,7 +521,7 @@ int view_from_py_object(void* py_object, TensorArgument::DLTensorView* out) {
   out->ndim = int32_t(view->shape.size());
   out->dtype_code = view->code;
   out->dtype_bits = view->bits;
-  out->dtype_lanes = 1;
+  out->dtype_lanes = view->lanes;
   out->shape = view->shape.data();
   out->strides = view->strides.empty() ? nullptr : view->strides.data();
   out->byte_offset = 0;
@@ -524,9 +579,11 @@ void bind_dlpack_exchange_testing(nb::module_& m) {
   nb::class_<DLPackView>(m, "_DLPackView")
       .def(nb::init<>())
       .def("__init__", [](DLPackView* v, int64_t data, std::vector<int64_t> shape, std::vector<int64_t> strides,
-                          int code, int bits, int device_type) {
-        new (v) DLPackView{data, std::move(shape), std::move(strides), uint8_t(code), uint8_t(bits), device_type};
-      });
+                          int code, int bits, int device_type, int lanes) {
+        new (v) DLPackView{data, std::move(shape), std::move(strides), uint8_t(code), uint8_t(bits), device_type,
+                           uint16_t(lanes)};
+      }, nb::arg("data"), nb::arg("shape"), nb::arg("strides"), nb::arg("code"), nb::arg("bits"),
+         nb::arg("device_type"), nb::arg("lanes") = 1);
   // (dltensor_from_py_object_no_sync calls, managed_tensor_from_py_object_no_sync calls) so far
   m.def("_testing_dlpack_exchange_counts", []() {
     return std::make_pair(dltensor_conversions, managed_conversions);

@@ -9,12 +9,24 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ir/types.h"
 
 namespace opencute::bindings {
 
 namespace nb = nanobind;
+
+// torch's float4_e2m1fn_x2 reaches DLPack as (code 17 kDLFloat4_e2m1fn, bits 4, lanes 2) with
+// shapes and strides counted in packed pairs (bytes). A compiled function sees 4-bit elements:
+// the stride-1 mode holds twice as many and every other stride doubles.
+inline bool is_packed_fp4_pairs(uint8_t code, uint8_t bits, uint16_t lanes) {
+  return code == 17 && bits == 4 && lanes == 2;
+}
+// Rewrites `ndim` extents and strides from pairs to elements in place (`stride` may be null:
+// compact row-major, then `stride_out` receives them). Throws dsl::UserError when no mode has
+// stride 1 (the pairs of a row would not be adjacent, which one stride cannot describe).
+void unpack_fp4_pairs(int ndim, int64_t* shape, const int64_t* stride, int64_t* stride_out);
 
 class TensorArgument {
  public:
@@ -67,6 +79,7 @@ class TensorArgument {
   nb::handle obj_;
   Kind kind_;
   DLTensorView dl_{};
+  std::vector<int64_t> unpacked_;  // a packed fp4-pair tensor's extents then strides, in elements
   nb::object shape_, stride_;  // tuples of Python ints
   Py_buffer buffer_{};
   bool has_buffer_ = false;

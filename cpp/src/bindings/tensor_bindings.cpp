@@ -202,7 +202,7 @@ void bind_tensors(nb::module_& root) {
     ir::Type e = dtype_of(dtype);
     ir::Builder& b = cute::trace_builder("make_ptr");
     ir::Value* addr = dsl::materialize(dsl::convert(to_num(address), ir::i64()));
-    return PointerValue{b.bitcast(addr, ir::pointer_type(e, ir::AddrSpace(space), align > 0 ? align : e->byte_size())),
+    return PointerValue{b.bitcast(addr, ir::pointer_type(e, ir::AddrSpace(space), align > 0 ? align : e->min_align())),
                         std::nullopt};
   });
   m.def("recast_ptr", [](const PointerValue& p, nb::handle swizzle, nb::handle dtype) {

@@ -245,6 +245,10 @@ struct CallScratch {
   std::vector<const FfiAny*> values, items;
   std::vector<ir::Scalar> vals;
   std::vector<std::vector<FfiAny>> shape_items;  // tvm_ffi.Shape arguments as ints
+  // float4_e2m1fn_x2 tensors (packed pairs) seen as 4-bit elements, by source; see unpack_fp4_pairs.
+  std::vector<DLTensorView> unpacked_views;
+  std::vector<std::vector<int64_t>> unpacked_layouts;
+  std::vector<char> has_unpacked;
 };
 
 // This thread's scratch, through a call that is not inlined: each use of a thread-local in a
@@ -334,6 +338,30 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     if (src.kind == kLeafTensor && !as_dltensor(*values[s]))
       fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
   }
+  sc.has_unpacked.assign(f.sources.size(), 0);
+  for (size_t s = 0; s < f.sources.size(); ++s) {
+    if (f.sources[s].kind != kLeafTensor || !values[s]) continue;
+    const DLTensorView* t = as_dltensor(*values[s]);
+    if (!is_packed_fp4_pairs(t->dtype_code, t->dtype_bits, t->dtype_lanes)) continue;
+    if (sc.unpacked_views.size() < f.sources.size()) {
+      sc.unpacked_views.resize(f.sources.size());
+      sc.unpacked_layouts.resize(f.sources.size());
+    }
+    DLTensorView& v = sc.unpacked_views[s];
+    std::vector<int64_t>& layout = sc.unpacked_layouts[s];
+    v = *t;
+    const size_t n = size_t(t->ndim);
+    layout.assign(t->shape, t->shape + n);
+    layout.resize(2 * n);
+    unpack_fp4_pairs(t->ndim, layout.data(), t->strides, layout.data() + n);
+    v.shape = layout.data();
+    v.strides = layout.data() + n;
+    v.dtype_lanes = 1;
+    sc.has_unpacked[s] = 1;
+  }
+  auto tensor_of = [&](int source, const FfiAny& a) -> const DLTensorView& {
+    return sc.has_unpacked[size_t(source)] ? sc.unpacked_views[size_t(source)] : *as_dltensor(a);
+  };
   const bool emulated = ex.program->runs_on_emulator();
   const Memory memory = !ex.program->has_kernels() || ex.program->discards_launches() ? Memory::Any
                         : emulated                                                     ? Memory::Host
@@ -371,13 +399,14 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
       case kTensorData:
       case kTensorShape:
       case kTensorStride: {
-        const DLTensorView& t = *as_dltensor(*a);
+        const DLTensorView& t = tensor_of(slot.source, *a);
         if (slot.check >= 0) check_tensor(f, ex.checks[size_t(slot.check)], t, memory, vals);
         if (slot.kind == kTensorData) {
           uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + uintptr_t(t.byte_offset);
           vals[i] = ir::Scalar::of_int(int64_t(base));
           if (emulated) {
-            int64_t lo = 0, hi = 0, elem = slot.type->element ? slot.type->element->byte_size() : 1;
+            // Extents in bits, so that packed 4-bit elements count as half a byte.
+            int64_t lo = 0, hi = 0, bits = slot.type->element ? slot.type->element->bit_size() : 8;
             bool empty = false;
             for (int d = 0; d < t.ndim; ++d) {
               int64_t n = t.shape[d], st = dl_stride(t, d);
@@ -385,8 +414,8 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
               else (st > 0 ? hi : lo) += (n - 1) * st;
             }
             emulator::MemoryRegion r;
-            r.begin = base + uintptr_t(lo * elem);
-            r.end = empty ? r.begin : base + uintptr_t((hi + 1) * elem);
+            r.begin = base + uintptr_t((lo * bits) >> 3);
+            r.end = empty ? r.begin : base + uintptr_t(((hi + 1) * bits + 7) >> 3);
             r.name = "tensor argument " + src.label;
             regions.push_back(std::move(r));
           }

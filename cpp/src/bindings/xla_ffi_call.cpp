@@ -150,6 +150,9 @@ int64_t register_call(Executor ex, const std::string& name, int stream_source, c
     BufferSource& src = c->buffers[size_t(b)];
     src.check = int(k);
     src.dtype = xla_dtype_of(t.element);
+    if (t.element && t.element->is_sub_byte())
+      throw dsl::UserError("ARG_UNSUPPORTED_TYPE", name + ": " + src.label + " has the packed 4-bit element type " +
+                                                       dsl::dtype_name(t.element) + ", which the XLA path does not support");
     src.element_bytes = t.element ? std::max<int64_t>(1, t.element->byte_size()) : 1;
     if (src.dtype == x::kInvalid)
       throw dsl::UserError("ARG_UNSUPPORTED_TYPE", name + ": " + src.label + " has element type " +

@@ -217,7 +217,10 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std:
       ir::Value* dp = element_address(with_layout(dst, dv), coord);
       if (width > 1) {
         // The atom asks for `width` elements per access: the pointers carry that alignment.
-        int bytes = width * se->byte_size();
+        if ((width * se->bit_size()) % 8 != 0)
+          throw dsl::UserError("NOT_SUPPORTED", "a copy of " + std::to_string(width) + " " + ir::to_string(se) +
+                                                    " elements at once is not a whole number of bytes");
+        int bytes = int(se->array_bytes(width));
         if (sp->type->align < bytes) sp = b.bitcast(sp, ir::pointer_type(se, sp->type->space, bytes));
         if (dp->type->align < bytes) dp = b.bitcast(dp, ir::pointer_type(de, dp->type->space, bytes));
       }

@@ -9,7 +9,7 @@ namespace opencute::cute {
 
 // Alignment in bytes known for `base + index` elements of `element_bytes`, given `base_align`:
 // the largest power of two dividing both base_align and the offset's known byte divisibility.
-int offset_alignment(int base_align, const layout::Int& index, int element_bytes);
+int offset_alignment(int base_align, const layout::Int& index, int element_bits);
 
 // `ptr + index` elements, typed with the alignment that survives the offset.
 ir::Value* offset_pointer(ir::Builder& b, ir::Value* ptr, const layout::Int& index);

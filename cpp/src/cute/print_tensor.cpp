@@ -95,6 +95,28 @@ ir::Value* extent(const L::Layout& l, int mode) {
   return L::size(l, {mode}).materialize(ir::i32());
 }
 
+// A packed sub-byte element, read through its byte: a dsl load of one 4-bit element is refused
+// (it shares its byte), but printing only reads. Element 2k is the low nibble of byte k.
+ir::Value* load_packed_element(ir::Builder& b, const Tensor& t, const L::IntTuple& coord) {
+  if (t.swizzle) throw dsl::UserError("NOT_SUPPORTED", "print_tensor of a swizzled tensor of packed " +
+                                                           ir::to_string(t.element()) + " elements");
+  L::IntTuple off = t.layout(coord);
+  if (!off.is_int()) throw dsl::UserError("TYPE_MISMATCH", "print_tensor: " + to_string(t) + " has no element offset at " +
+                                                              L::to_string(coord));
+  const int bits = t.element()->bit_size(), per_byte = 8 / bits;
+  const L::Int& index = off.as_int();
+  ir::Value* i = index.is_static() ? b.const_int(ir::i64(), index.value()) : b.cast(index.ir_value(), ir::i64());
+  ir::Value* byte_index = b.binary(ir::OpCode::Div, i, b.const_int(ir::i64(), per_byte));
+  ir::Value* in_byte = b.binary(ir::OpCode::Rem, i, b.const_int(ir::i64(), per_byte));
+  ir::Type u8 = ir::int_type(8, false);
+  ir::Value* bytes = recast_pointer(b, t.ptr, u8);
+  ir::Value* byte = b.cast(b.load(b.ptr_add(bytes, byte_index), u8), ir::int_type(32, false));
+  ir::Value* shift = b.cast(b.binary(ir::OpCode::Mul, in_byte, b.const_int(ir::i64(), bits)), ir::int_type(32, false));
+  ir::Value* code = b.binary(ir::OpCode::Shr, byte, shift);
+  ir::Value* narrow = b.cast(code, ir::int_type(bits, false));  // keeps the low bits
+  return b.bitcast(narrow, t.element());
+}
+
 // One element followed by `suffix`: numbers as %f / %d with a space where the sign would go,
 // coordinates in CuTe's tuple form.
 void print_element(Emitter& e, const Tensor& t, const L::IntTuple& coord, const std::string& suffix) {
@@ -106,7 +128,7 @@ void print_element(Emitter& e, const Tensor& t, const L::IntTuple& coord, const 
   }
   ir::Builder& b = e.builder();
   ir::Type type = t.element();
-  ir::Value* v = dsl::materialize(load_element(t, coord));
+  ir::Value* v = type->is_sub_byte() ? load_packed_element(b, t, coord) : dsl::materialize(load_element(t, coord));
   ir::Value* zero = nullptr;
   if (type->is_float()) {
     v = b.cast(v, ir::f64());

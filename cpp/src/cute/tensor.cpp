@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cute/pointer.h"
+#include "dsl/dtype.h"
 #include "dsl/arch_ops.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -283,14 +284,27 @@ void check_bounds(const Tensor& t, const L::IntTuple& coord, const std::string& 
   dsl::assertion(Num::of_value(ok.ir_value()), what, file, line);
 }
 
+namespace {
+// The CuTe DSL does not dereference a single element narrower than a byte.
+void require_whole_byte_element(const Tensor& t, const char* what) {
+  if (t.element()->is_sub_byte())
+    throw dsl::UserError("NOT_SUPPORTED", std::string(what) + " of " + dsl::dtype_name(t.element()) + ": a " +
+                                              std::to_string(t.element()->width) +
+                                              "-bit element shares its byte and cannot be accessed alone; "
+                                              "recast_tensor the tensor to Uint8 to read or write its bytes");
+}
+}  // namespace
+
 Num load_element(const Tensor& t, const L::IntTuple& coord) {
   require_memory(t, "loading an element");
+  require_whole_byte_element(t, "loading an element");
   ir::Builder& b = trace_builder("tensor indexing");
   return Num::of_value(b.load(element_pointer(t, coord), t.element()));
 }
 
 void store_element(const Tensor& t, const L::IntTuple& coord, const Num& value) {
   require_memory(t, "storing an element");
+  require_whole_byte_element(t, "storing an element");
   ir::Builder& b = trace_builder("tensor indexing");
   b.store(dsl::materialize(dsl::convert(value, t.element())), element_pointer(t, coord));
 }
@@ -307,22 +321,23 @@ int run_vector_width(ir::Type ptr_type, const L::IntTuple& s0, const L::IntTuple
                      const std::vector<L::IntTuple>& others, int max_bytes) {
   ir::Type e = ptr_type->element;
   if (e->is_bool()) return 1;  // i1 vectors are bit-packed in memory
-  int eb = e->byte_size();
+  // In bits, so that packed sub-byte elements count; their vectors must fill whole bytes.
+  const int64_t eb = e->bit_size();
   if (!s0.is_int() || !s0.as_int().is_static() || !d0.is_int() || !d0.as_int().is_static_value(1)) return 1;
   int64_t run = s0.as_int().value();
   int v = 1;
-  while (run % (2 * v) == 0 && 2 * v * eb <= max_bytes) v *= 2;
-  for (; v > 1; v /= 2) {
-    int need = v * eb;
-    bool ok = ptr_type->align % need == 0;
+  while (run % (2 * v) == 0 && 2 * v * eb <= int64_t(max_bytes) * 8) v *= 2;
+  for (; v > 1 && v * eb % 8 == 0; v /= 2) {
+    int64_t need = v * eb;
+    bool ok = (int64_t(ptr_type->align) * 8) % need == 0;
     for (size_t i = 0; ok && i < others.size(); ++i) {
       if (!others[i].is_int()) { ok = false; break; }
       int64_t d = others[i].as_int().divisibility();
       if (d != 0 && (d * eb) % need != 0) ok = false;
     }
-    if (ok) break;
+    if (ok) return v;
   }
-  return v;
+  return 1;
 }
 
 }  // namespace
@@ -339,7 +354,7 @@ int swizzle_vector_cap(const Tensor& t, std::vector<L::IntTuple>& others) {
   if (!t.swizzle) return 1 << 30;
   if (t.swizzle_in_address) {
     if (t.swizzle->is_identity()) return 1 << 30;
-    return std::max(1, (1 << t.swizzle->base) / std::max(1, t.element()->byte_size()));
+    return std::max(1, (1 << t.swizzle->base) * 8 / t.element()->bit_size());
   }
   others.push_back(L::IntTuple(t.swizzle_offset));
   return t.swizzle->is_identity() ? 1 << 30 : 1 << t.swizzle->base;
@@ -376,12 +391,26 @@ int mode0_vector_width(ir::Type ptr_type, const L::Layout& layout, int max_bytes
   return run_vector_width(ptr_type, shapes[0], strides[0], others, max_bytes);
 }
 
+namespace {
+// Packed sub-byte elements are accessed as whole bytes: vectors along a unit-stride first mode.
+void require_whole_byte_vectors(const Tensor& t, int v, const char* what) {
+  ir::Type e = t.element();
+  if (!e->is_sub_byte() || (v * e->bit_size()) % 8 == 0) return;
+  throw dsl::UserError("NOT_SUPPORTED", std::string(what) + " of a " + dsl::dtype_name(e) + " tensor " + to_string(t) +
+                                            ": " + std::to_string(e->bit_size()) +
+                                            "-bit elements are accessed as whole bytes, which needs the first mode "
+                                            "(after coalescing) to have stride 1 and an extent of whole bytes, "
+                                            "in a kernel");
+}
+}  // namespace
+
 std::vector<Num> load(const Tensor& t) {
   require_memory(t, "load()");
   int64_t n = static_size(t, "load()");
   ir::Builder& b = trace_builder("load()");
   ir::Type e = t.element();
   int v = vector_width(t);
+  require_whole_byte_vectors(t, v, "load()");
   std::vector<Num> out;
   out.reserve(n);
   for (int64_t i = 0; i < n; i += v) {
@@ -406,6 +435,7 @@ void store(const Tensor& t, const std::vector<Num>& values) {
   ir::Builder& b = trace_builder("store()");
   ir::Type e = t.element();
   int v = vector_width(t);
+  require_whole_byte_vectors(t, v, "store()");
   for (int64_t i = 0; i < n; i += v) {
     ir::Value* p = element_pointer(t, L::IntTuple(i));
     if (v == 1) {
@@ -503,7 +533,7 @@ std::string type_string(const Tensor& t) {
     return "!cute.coord_tensor<\"" + L::to_string(t.coord) + "\", \"" + L::to_string(t.layout) + "\">";
   ir::Type pt = t.ptr->type;
   std::string s = "!cute.memref<" + memory_element_string(pt->element) + ", " + ir::to_string(pt->space);
-  if (pt->align > pt->element->byte_size()) s += ", align<" + std::to_string(pt->align) + ">";
+  if (pt->align > pt->element->min_align()) s += ", align<" + std::to_string(pt->align) + ">";
   if (t.swizzle_in_address) s += ", " + L::to_string(*t.swizzle);
   std::string l = t.swizzle && !t.swizzle_in_address ? L::to_string(t.composed_layout()) : L::to_string(t.layout);
   return s + ", \"" + l + "\">";

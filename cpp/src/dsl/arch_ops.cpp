@@ -21,7 +21,7 @@ Tracer& kernel_tracer(const std::string& what) {
 Value* as_i32(const Num& n) { return materialize(convert(n, ir::i32())); }
 
 int checked_align(Type element, int align) {
-  if (align == 0) return std::max(element->byte_size(), 1);
+  if (align == 0) return element->min_align();
   if (align < 0 || (align & (align - 1)) != 0)
     throw std::invalid_argument("shared-memory alignment must be a positive power of two, got " + std::to_string(align));
   return align;

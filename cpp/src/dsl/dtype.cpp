@@ -15,7 +15,7 @@ struct DTypeRow {
 
 // DLPack type codes (dlpack.h, DLDataTypeCode).
 constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6, kDLFloat8_e4m3fn = 10,
-                  kDLFloat8_e5m2 = 12;
+                  kDLFloat8_e5m2 = 12, kDLFloat4_e2m1fn = 17;
 
 const std::vector<DTypeRow>& rows() {
   static const std::vector<DTypeRow> t = {
@@ -34,6 +34,8 @@ const std::vector<DTypeRow>& rows() {
       {"Float64", ir::f64(), "float64", kDLFloat},
       {"Float8E4M3FN", ir::f8e4m3(), "float8_e4m3fn", kDLFloat8_e4m3fn},
       {"Float8E5M2", ir::f8e5m2(), "float8_e5m2", kDLFloat8_e5m2},
+      // torch has only the packed pair type; DLPack describes it as bits 4, lanes 2.
+      {"Float4E2M1FN", ir::f4e2m1(), "float4_e2m1fn_x2", kDLFloat4_e2m1fn},
   };
   return t;
 }
@@ -46,6 +48,7 @@ int float_rank(ir::Type t) {
     case ir::FloatKind::BF16: return 0;
     case ir::FloatKind::E4M3: return -1;  // the 8-bit floats promote to any wider float
     case ir::FloatKind::E5M2: return -2;
+    case ir::FloatKind::E2M1: return -3;
   }
   return 0;
 }

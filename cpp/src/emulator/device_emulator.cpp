@@ -431,7 +431,11 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         }
         break;
       case K::PtrAdd:
-        FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + at(i.b, l).i * i.imm; }
+        if (i.imm >= 0) {
+          FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + at(i.b, l).i * i.imm; }
+        } else {  // packed sub-byte elements: -imm bits each
+          FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + ((at(i.b, l).i * -i.imm) >> 3); }
+        }
         break;
       case K::Move:
         for (int k = 0; k < i.width; ++k) FOR_LANES(m) { int l = LANE; at(i.dst + k, l) = at(i.a + k, l); }
@@ -449,6 +453,16 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         break;
       }
       case K::Load: {
+        if (i.imm < 0) {  // packed sub-byte elements (whole bytes: the IR builder's vectors)
+          const size_t bytes = (size_t(-i.imm) * size_t(i.width) + 7) / 8;
+          FOR_LANES(m) {
+            int l = LANE;
+            uintptr_t p = uintptr_t(at(i.a, l).i);
+            check_access(c, w, warp, l, i, p, bytes, false);
+            for (int k = 0; k < i.width; ++k) at(i.dst + k, l) = ir::load_packed_scalar(i.type, reinterpret_cast<const void*>(p), k);
+          }
+          break;
+        }
         const size_t bytes = size_t(i.imm) * size_t(i.width);
         FOR_LANES(m) {
           int l = LANE;
@@ -460,6 +474,16 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
         break;
       }
       case K::Store: {
+        if (i.imm < 0) {
+          const size_t bytes = (size_t(-i.imm) * size_t(i.width) + 7) / 8;
+          FOR_LANES(m) {
+            int l = LANE;
+            uintptr_t p = uintptr_t(at(i.b, l).i);
+            check_access(c, w, warp, l, i, p, bytes, true);
+            for (int k = 0; k < i.width; ++k) ir::store_packed_scalar(i.type, at(i.a + k, l), reinterpret_cast<void*>(p), k);
+          }
+          break;
+        }
         const size_t bytes = size_t(i.imm) * size_t(i.width);
         FOR_LANES(m) {
           int l = LANE;

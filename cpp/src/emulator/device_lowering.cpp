@@ -117,7 +117,10 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       }
       case OpCode::PtrAdd: {
         Inst i = base(K::PtrAdd);
-        i.imm = op.operands[0]->type->element->byte_size();
+        // imm: bytes per element; a packed sub-byte element stores -(bits), the index then being
+        // a whole number of bytes (checked when the op was built).
+        ir::Type e = op.operands[0]->type->element;
+        i.imm = e->is_sub_byte() ? -e->bit_size() : e->byte_size();
         i.a = in(0), i.b = in(1), i.dst = out();
         emit(std::move(i));
         break;
@@ -131,7 +134,7 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       case OpCode::Load: {
         Inst i = base(K::Load);
         i.space = op.operands[0]->type->space;
-        i.imm = i.type->byte_size();
+        i.imm = i.type->is_sub_byte() ? -i.type->bit_size() : i.type->byte_size();  // < 0: packed bits
         i.a = in(0), i.dst = out();
         emit(std::move(i));
         break;
@@ -141,7 +144,7 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
         i.space = op.operands[1]->type->space;
         i.type = ir::scalar_of(op.operands[0]->type);
         i.width = width_of(op.operands[0]);
-        i.imm = i.type->byte_size();
+        i.imm = i.type->is_sub_byte() ? -i.type->bit_size() : i.type->byte_size();  // < 0: packed bits
         i.a = in(0), i.b = in(1);
         emit(std::move(i));
         break;
@@ -149,10 +152,10 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       case OpCode::Alloca: {
         Inst i = base(K::Alloca);
         Type pt = op.results[0]->type;
-        int align = std::max(pt->align, std::max(pt->element->byte_size(), 1));
+        int align = std::max(pt->align, pt->element->min_align());
         local_bytes = (local_bytes + align - 1) / align * align;
         i.imm = local_bytes;
-        local_bytes += int(op.int_attr) * pt->element->byte_size();
+        local_bytes += int(pt->element->array_bytes(op.int_attr));
         i.dst = out();
         emit(std::move(i));
         break;
@@ -218,12 +221,12 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
       }
       case OpCode::SmemAlloc: {
         Type pt = op.results[0]->type;
-        int align = std::max(pt->align, std::max(pt->element->byte_size(), 1));
+        int align = std::max(pt->align, pt->element->min_align());
         smem_align = std::max(smem_align, align);
         static_smem_bytes = (static_smem_bytes + align - 1) / align * align;
         Inst i = base(K::SmemAddr);
         i.imm = static_smem_bytes;
-        static_smem_bytes += op.int_attr * pt->element->byte_size();
+        static_smem_bytes += pt->element->array_bytes(op.int_attr);
         i.dst = out();
         emit(std::move(i));
         break;

@@ -172,8 +172,8 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
       return;
     }
     case OpCode::PtrAdd: {
-      int64_t elem = s.in_types[0]->element->byte_size();
-      set(Scalar::of_int(in(0).i + in(1).i * elem));
+      int64_t bits = s.in_types[0]->element->bit_size();
+      set(Scalar::of_int(in(0).i + ((in(1).i * bits) >> 3)));
       return;
     }
     case OpCode::PtrToInt: case OpCode::IntToPtr:
@@ -195,7 +195,7 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
     }
     case OpCode::Alloca: {
       ir::Type pt = op.results[0]->type;
-      size_t bytes = size_t(op.int_attr) * size_t(pt->element->byte_size());
+      size_t bytes = size_t(pt->element->array_bytes(op.int_attr));
       fr.locals.push_back(std::unique_ptr<char[]>(new char[bytes + size_t(pt->align)]()));
       uintptr_t p = reinterpret_cast<uintptr_t>(fr.locals.back().get());
       p = (p + uintptr_t(pt->align) - 1) / uintptr_t(pt->align) * uintptr_t(pt->align);

@@ -171,11 +171,17 @@ Value* Builder::ptr_add(Value* ptr, Value* index) {
   if (!index->type->is_int()) throw TypeError("ptr_add index must be an integer");
   if (is_constant(index) && constant_int(index) == 0) return ptr;
   Type pt = ptr->type;
-  int elem = pt->element->byte_size();
+  // Packed sub-byte elements: the index must land on a byte (cute::offset_pointer checks the
+  // layout's proof; a constant is checked here), and the byte offset is index * bits / 8.
+  const int64_t bits = pt->element->bit_size();
+  if (pt->element->is_sub_byte() && is_constant(index) && constant_int(index) * bits % 8 != 0)
+    throw TypeError("ptr_add of " + std::to_string(constant_int(index)) + " elements of " + to_string(pt->element) +
+                    " does not land on a byte");
+  int elem = pt->element->min_align();
   int align = elem;
   if (is_constant(index)) {
     // The alignment survives when the byte offset is a multiple of it.
-    int64_t off = constant_int(index) * elem;
+    int64_t off = constant_int(index) * bits / 8;
     align = pt->align;
     while (align > elem && off % align != 0) align /= 2;
   }

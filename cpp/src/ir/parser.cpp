@@ -144,6 +144,7 @@ class Cursor {
     if (w == "bf16") return bf16();
     if (w == "f8E4M3FN") return f8e4m3();
     if (w == "f8E5M2") return f8e5m2();
+    if (w == "f4E2M1FN") return f4e2m1();
     if (w == "f32") return f32();
     if (w == "f64") return f64();
     if (w == "void") return void_type();

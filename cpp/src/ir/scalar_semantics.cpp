@@ -4,7 +4,9 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
+#include "support/fp4.h"
 #include "support/fp8.h"
 #include "support/half.h"
 
@@ -36,6 +38,7 @@ double round_float(Type t, double v) {
       const support::Fp8Format& f = t->float_kind == FloatKind::E4M3 ? support::e4m3_format() : support::e5m2_format();
       return double(support::fp8_bits_to_float(support::float_to_fp8_bits(float(v), f), f));
     }
+    case FloatKind::E2M1: return double(support::e2m1_bits_to_float(support::float_to_e2m1_bits(float(v))));
   }
   return v;
 }
@@ -53,6 +56,7 @@ void store_scalar(Type t, Scalar s, void* dst) {
       case FloatKind::E5M2:
         *static_cast<uint8_t*>(dst) = support::float_to_fp8_bits(float(s.f), support::e5m2_format());
         return;
+      case FloatKind::E2M1: break;  // packed: see store_packed_scalar
     }
   }
   int64_t v = s.i;
@@ -70,12 +74,41 @@ Scalar load_scalar(Type t, const void* src) {
         return Scalar::of_float(support::fp8_bits_to_float(*static_cast<const uint8_t*>(src), support::e4m3_format()));
       case FloatKind::E5M2:
         return Scalar::of_float(support::fp8_bits_to_float(*static_cast<const uint8_t*>(src), support::e5m2_format()));
+      case FloatKind::E2M1: break;  // packed: see load_packed_scalar
     }
   }
   int64_t v = 0;
   std::memcpy(&v, src, size_t(t->byte_size()));
   if (t->is_bool()) v = v != 0;
   return Scalar::of_int(wrap_int(t, v));
+}
+
+namespace {
+
+uint32_t packed_bits(Type t, Scalar s) {
+  if (t->is_float() && t->float_kind == FloatKind::E2M1) return support::float_to_e2m1_bits(float(s.f));
+  if (t->is_int()) return uint32_t(s.i) & ((1u << t->width) - 1u);
+  throw std::domain_error("no packed storage for " + to_string(t));
+}
+
+}  // namespace
+
+void store_packed_scalar(Type t, Scalar s, void* base, int64_t index) {
+  const int w = t->width;  // 4 (a power of two below 8, so no element straddles bytes)
+  const int64_t bit = index * w;
+  uint8_t* byte = static_cast<uint8_t*>(base) + (bit >> 3);
+  const int shift = int(bit & 7);
+  const uint8_t mask = uint8_t(((1u << w) - 1u) << shift);
+  *byte = uint8_t((*byte & ~mask) | ((packed_bits(t, s) << shift) & mask));
+}
+
+Scalar load_packed_scalar(Type t, const void* base, int64_t index) {
+  const int w = t->width;
+  const int64_t bit = index * w;
+  const uint32_t v = (static_cast<const uint8_t*>(base)[bit >> 3] >> (bit & 7)) & ((1u << w) - 1u);
+  if (t->is_float() && t->float_kind == FloatKind::E2M1) return Scalar::of_float(support::e2m1_bits_to_float(uint8_t(v)));
+  if (t->is_int()) return Scalar::of_int(wrap_int(t, int64_t(v)));
+  throw std::domain_error("no packed storage for " + to_string(t));
 }
 
 namespace {
@@ -253,6 +286,10 @@ Scalar eval_cast(Type from, Type to, Scalar a) {
 
 Scalar eval_bitcast(Type from, Type to, Scalar a) {
   unsigned char bytes[8] = {0};
+  if (from->is_sub_byte() || to->is_sub_byte()) {  // equal widths: through the packed encoding
+    store_packed_scalar(from, a, bytes, 0);
+    return load_packed_scalar(to, bytes, 0);
+  }
   store_scalar(from, a, bytes);
   return load_scalar(to, bytes);
 }

@@ -24,6 +24,10 @@ double round_float(Type t, double v);
 // Memory encodings (little endian) of a scalar of type t.
 void store_scalar(Type t, Scalar s, void* dst);
 Scalar load_scalar(Type t, const void* src);
+// Sub-byte scalars (is_sub_byte): element `index` of a packed array at `base`, element 0 in the
+// low bits of the first byte; the other bits of the byte are kept.
+void store_packed_scalar(Type t, Scalar s, void* base, int64_t index);
+Scalar load_packed_scalar(Type t, const void* base, int64_t index);
 
 // Returns false (and sets *error) when the operation has no defined result, e.g. integer
 // division by zero; the caller then reports or leaves the op for run time.

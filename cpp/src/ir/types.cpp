@@ -1,6 +1,8 @@
 #include "ir/types.h"
 
+#include <algorithm>
 #include <map>
+#include <stdexcept>
 #include <memory>
 #include <mutex>
 #include <tuple>
@@ -24,15 +26,26 @@ Type intern(const TypeStorage& proto) {
 }  // namespace
 
 int TypeStorage::byte_size() const {
+  if (is_sub_byte() && width % 8 != 0)
+    throw std::domain_error(to_string(this) + " is narrower than a byte (" + std::to_string(width) +
+                            " bits) and has no byte size");
   switch (kind) {
     case TypeKind::Void: return 0;
     case TypeKind::Int: return width == 1 ? 1 : (width + 7) / 8;
     case TypeKind::Float: return width / 8;
-    case TypeKind::Vector: return lanes * element->byte_size();
+    case TypeKind::Vector: return element->is_sub_byte() ? width / 8 : lanes * element->byte_size();
     case TypeKind::Pointer: return 8;
   }
   return 0;
 }
+
+int TypeStorage::bit_size() const {
+  if (kind == TypeKind::Vector) return lanes * element->bit_size();
+  if (is_sub_byte()) return width;
+  return byte_size() * 8;
+}
+
+int TypeStorage::min_align() const { return is_sub_byte() ? 1 : std::max(1, byte_size()); }
 
 Type void_type() { return intern(TypeStorage{}); }
 
@@ -53,7 +66,7 @@ Type float_type(FloatKind kind) {
   t.kind = TypeKind::Float;
   t.float_kind = kind;
   t.width = kind == FloatKind::F64 ? 64 : kind == FloatKind::F32 ? 32
-          : (kind == FloatKind::E4M3 || kind == FloatKind::E5M2) ? 8 : 16;
+          : (kind == FloatKind::E4M3 || kind == FloatKind::E5M2) ? 8 : kind == FloatKind::E2M1 ? 4 : 16;
   return intern(t);
 }
 
@@ -63,6 +76,7 @@ Type f32() { return float_type(FloatKind::F32); }
 Type f64() { return float_type(FloatKind::F64); }
 Type f8e4m3() { return float_type(FloatKind::E4M3); }
 Type f8e5m2() { return float_type(FloatKind::E5M2); }
+Type f4e2m1() { return float_type(FloatKind::E2M1); }
 
 Type vector_type(Type element, int lanes) {
   TypeStorage t;
@@ -78,7 +92,7 @@ Type pointer_type(Type element, AddrSpace space, int align) {
   t.kind = TypeKind::Pointer;
   t.element = element;
   t.space = space;
-  t.align = align > 0 ? align : element->byte_size();
+  t.align = align > 0 ? align : element->min_align();
   t.width = 64;
   return intern(t);
 }
@@ -109,6 +123,7 @@ std::string to_string(Type t) {
         case FloatKind::BF16: return "bf16";
         case FloatKind::E4M3: return "f8E4M3FN";
         case FloatKind::E5M2: return "f8E5M2";
+        case FloatKind::E2M1: return "f4E2M1FN";
         case FloatKind::F32: return "f32";
         case FloatKind::F64: return "f64";
       }

@@ -8,7 +8,8 @@ namespace opencute::ir {
 
 enum class TypeKind : uint8_t { Void, Int, Float, Vector, Pointer };
 // E4M3 / E5M2: the 8-bit floats Float8E4M3FN and Float8E5M2 (support/fp8.h).
-enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2 };
+// E2M1: the 4-bit float Float4E2M1FN (support/fp4.h), two to a byte, the first in the low nibble.
+enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2, E2M1 };
 // Numeric values follow the CuTe DSL / NVVM address-space numbering. Param: a kernel parameter
 // passed by value as a __grid_constant__ (a TMA descriptor), reached through its generic address;
 // on the host, the pointer to the parameter's bytes.
@@ -33,8 +34,20 @@ struct TypeStorage {
   bool is_vector() const { return kind == TypeKind::Vector; }
   bool is_pointer() const { return kind == TypeKind::Pointer; }
   bool is_scalar() const { return is_int() || is_float(); }
-  // Size in memory; booleans occupy one byte.
+  // Narrower than a byte and packed in memory (booleans are not: each takes a byte).
+  bool is_sub_byte() const {
+    return (is_scalar() && width < 8 && !is_bool()) || (is_vector() && element->is_sub_byte());
+  }
+  // Size in memory; booleans occupy one byte. A sub-byte scalar, or a vector of them that does not
+  // fill whole bytes, has no byte size: this throws (std::domain_error) rather than round, so a
+  // caller that forgot the packed case fails loudly; such callers use bit_size() instead.
   int byte_size() const;
+  // Bits in memory (booleans: 8).
+  int bit_size() const;
+  // The smallest alignment in bytes of an access to this type: 1 for packed sub-byte types.
+  int min_align() const;
+  // Bytes that `count` packed elements of this type occupy (rounded up to a whole byte).
+  int64_t array_bytes(int64_t count) const { return (count * bit_size() + 7) / 8; }
 };
 
 Type void_type();
@@ -47,6 +60,7 @@ Type f32();
 Type f64();
 Type f8e4m3();
 Type f8e5m2();
+Type f4e2m1();
 Type i32();
 Type i64();
 Type vector_type(Type element, int lanes);

@@ -255,6 +255,7 @@ Float32 = _make("Float32", Float)
 Float64 = _make("Float64", Float)
 Float8E4M3FN = _make("Float8E4M3FN", Float)
 Float8E5M2 = _make("Float8E5M2", Float)
+Float4E2M1FN = _make("Float4E2M1FN", Float)
 
 NUMERIC_TYPES = tuple(_CLASSES.values())
 

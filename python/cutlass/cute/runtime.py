@@ -28,7 +28,8 @@ _rt._set_error_class(TensorSpecError)
 _DTYPE_NAMES = {"bool": "Boolean", "int8": "Int8", "int16": "Int16", "int32": "Int32", "int64": "Int64",
                 "uint8": "Uint8", "uint16": "Uint16", "uint32": "Uint32", "uint64": "Uint64",
                 "float16": "Float16", "float32": "Float32", "float64": "Float64", "bfloat16": "BFloat16",
-                "float8_e4m3fn": "Float8E4M3FN", "float8_e5m2": "Float8E5M2", "float8_e8m0fnu": "Float8E8M0FNU"}
+                "float8_e4m3fn": "Float8E4M3FN", "float8_e5m2": "Float8E5M2", "float8_e8m0fnu": "Float8E8M0FNU",
+                "float4_e2m1fn_x2": "Float4E2M1FN"}
 
 
 def _element_type_of(name):
@@ -96,16 +97,23 @@ class Tensor:
         self._dl_stride = stride
         self.is_cuda = is_cuda
         self._element_type = _element_type_of(dtype_name)
+        if dtype_name == "float4_e2m1fn_x2":  # torch counts packed pairs; the tensor holds 4-bit elements
+            shape, stride = (tuple(x) for x in _rt.unpack_fp4_pairs(list(shape), list(stride)))
+            self._dl_shape, self._dl_stride = shape, stride
         self.assumed_align = _rt.resolve_alignment(assumed_align, self._element_type.bytes)
         _rt.check_address_alignment(data, self.assumed_align, "The tensor's data pointer")
+        self._use_32bit_stride = bool(use_32bit_stride)
+        self._marked = False
         self._spec = _rt.TensorSpec(list(shape), list(stride), bool(use_32bit_stride))
 
     def mark_layout_dynamic(self, leading_dim=None):
+        self._marked = True
         self._spec.mark_layout_dynamic(leading_dim)
         return self
 
     def mark_compact_shape_dynamic(self, mode, stride_order=None, divisibility=1):
         order = None if stride_order is None else [int(m) for m in stride_order]
+        self._marked = True
         self._spec.mark_compact_shape_dynamic(int(mode), order, int(divisibility))
         return self
 
@@ -117,7 +125,16 @@ class Tensor:
     def element_type(self, value):
         if not isinstance(value, NumericMeta):
             raise TypeError(f"element_type must be a cutlass numeric type, got {value!r}")
-        if value.width != self._element_type.width:
+        if value.width == 4 and self._element_type.width == 8:
+            # Bytes seen as packed pairs of 4-bit values (the first in the low nibble), as torch's
+            # uint8.view(float4_e2m1fn_x2): the stride-1 mode holds twice as many elements.
+            if getattr(self, "_marked", False):
+                raise TypeError(f"set element_type to {value} before marking the layout dynamic: the view "
+                                "doubles the extent of the stride-1 mode")
+            shape, stride = _rt.unpack_fp4_pairs(list(self._dl_shape), list(self._dl_stride))
+            self._dl_shape, self._dl_stride = tuple(shape), tuple(stride)
+            self._spec = _rt.TensorSpec(list(shape), list(stride), self._spec.use_32bit_stride)
+        elif value.width != self._element_type.width:
             raise TypeError(f"cannot view {self._element_type} storage ({self._element_type.width} bits) as "
                             f"{value} ({value.width} bits): the widths differ")
         self._element_type = value

@@ -165,8 +165,8 @@ ir::Value* call_pointer(ir::Builder& b, const Tensor& t, const L::Layout& l, int
   // element access (the swizzle keeps runs of 2^base aligned, so the rest of the call follows).
   ir::Value* p = t.swizzle ? element_address(with_layout(t, l), L::IntTuple{L::IntTuple(k), L::IntTuple(r)})
                            : offset_pointer(b, t.ptr, off);
-  int esize = t.element()->is_bool() ? 1 : t.element()->byte_size();
-  if (off.is_static() && t.ptr->type->align % bytes == 0 && (off.value() * esize) % bytes != 0)
+  const int64_t ebits = t.element()->bit_size();  // booleans: 8; packed elements count in bits
+  if (off.is_static() && t.ptr->type->align % bytes == 0 && (off.value() * ebits) % (int64_t(bytes) * 8) != 0)
     throw dsl::UserError("MISALIGNED_COPY", what + " moves " + std::to_string(bytes) +
                                                 " bytes at once, but its address is misaligned: element offset " +
                                                 std::to_string(off.value()) + " of " + to_string(t) +

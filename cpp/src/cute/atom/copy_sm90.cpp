@@ -147,8 +147,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   a.mcast_mode = mcast_mode;
   a.mcast_step = mcast_step;
   a.tile_rank = r;
-  const int elem_bytes = a.element->byte_size();
   if (a.element->width < 8) tma_error("TMA_LAYOUT", name + ": TMA moves whole bytes; sub-byte types are not supported");
+  const int elem_bytes = a.element->byte_size();
   // The swizzle must be TMA's byte swizzle S<B,4,3> (B = 1, 2, 3: 32, 64, 128 bytes), written in
   // bytes (a swizzle the smem pointer applies to byte addresses, as get_tensor(swizzle=) does) or
   // in elements (S<B, 4 - log2(element bytes), 3> on element offsets).

@@ -13,6 +13,7 @@
 
 #include "ir/arch_attributes.h"
 #include "ir/scalar_semantics.h"
+#include "support/fp4.h"
 #include "support/fp8.h"
 #include "support/half.h"
 #include "target/nvvm/op_lowering.h"
@@ -44,6 +45,7 @@ bool is_fp8(Type t) { return t->is_float() && (t->float_kind == FloatKind::E4M3 
 const support::Fp8Format& fp8_format(Type t) {
   return t->float_kind == FloatKind::E4M3 ? support::e4m3_format() : support::e5m2_format();
 }
+bool is_fp4(Type t) { return t->is_float() && t->float_kind == FloatKind::E2M1; }
 bool is_f64(Type t) { return t->is_float() && t->float_kind == FloatKind::F64; }
 bool is_f32(Type t) { return t->is_float() && t->float_kind == FloatKind::F32; }
 
@@ -70,6 +72,10 @@ std::string llvm_type(Type t);
 std::string mem_type(Type t) {
   if (t->kind == TypeKind::Void) return "i8";
   if (t->is_bool()) return "i8";
+  if (t->is_sub_byte() && !t->is_vector()) return "i8";  // pointers to packed elements address bytes
+  // Packed vectors are accessed as one integer of their bits (element 0 in the low bits, as a
+  // bitcast to <N x i4> reads them): LLVM's in-memory layout of <N x i4> is not relied on.
+  if (t->is_vector() && t->element->is_sub_byte()) return "i" + std::to_string(t->bit_size());
   if (t->is_vector() && t->element->is_bool()) return "<" + std::to_string(t->lanes) + " x i8>";
   if (t->is_float() && t->float_kind == FloatKind::F16) return "i16";
   return llvm_type(t);
@@ -90,6 +96,7 @@ std::string llvm_type(Type t) {
         case FloatKind::BF16: return "i16";  // LLVM 7 has no bfloat
         case FloatKind::E4M3:
         case FloatKind::E5M2: return "i8";   // nor 8-bit floats
+        case FloatKind::E2M1: return "i4";   // nor 4-bit ones: the code in the low bits
         case FloatKind::F32: return "float";
         case FloatKind::F64: return "double";
       }
@@ -105,6 +112,7 @@ std::string llvm_type(Type t) {
 // by LLVM and are addressed in bytes instead.
 bool natural_layout(Type t) {
   if (t->is_int()) return t->width == 1 || t->width == 8 || t->width == 16 || t->width == 32 || t->width == 64;
+  if (t->is_sub_byte()) return false;
   if (t->is_float() || t->is_pointer()) return true;
   if (t->is_vector()) return (t->lanes & (t->lanes - 1)) == 0 && natural_layout(t->element);
   return false;
@@ -150,6 +158,7 @@ std::string float_literal(Type t, double d) {
     case FloatKind::BF16: return int_literal(16, support::float_to_bf16_bits(float(d)));
     case FloatKind::E4M3:
     case FloatKind::E5M2: return int_literal(8, support::float_to_fp8_bits(float(d), fp8_format(t)));
+    case FloatKind::E2M1: return int_literal(4, support::float_to_e2m1_bits(float(d)));
   }
   return "0";
 }
@@ -470,7 +479,58 @@ class KernelLowering : public OpLowering {
 
   // -- f16 / bf16 ---------------------------------------------------------------------------
 
-  static Type compute_type(Type t) { return (is_half(t) || is_bf16(t) || is_fp8(t)) ? ir::f32() : t; }
+  static Type compute_type(Type t) { return (is_half(t) || is_bf16(t) || is_fp8(t) || is_fp4(t)) ? ir::f32() : t; }
+
+  // e2m1 (an i4 holding the code) <-> f32 as internal helpers: support/fp4.h's algorithm, on
+  // every target. sm_100a's cvt.rn.satfinite.e2m1x2.f32 gives the same codes, but ptxas refuses
+  // it on plain sm_100 and __nvvm_reflect tells only __CUDA_ARCH, not the arch-specific
+  // feature set, so a module compiled for sm_100 could not use it safely.
+  std::string fp4_helper(bool to_f32) {
+    std::string name = to_f32 ? "__opencute_e2m1_to_f32" : "__opencute_e2m1_from_f32";
+    if (ms_.helpers.count(name)) return name;
+    std::ostringstream s;
+    if (to_f32) {
+      s << "define internal float @" << name << "(i4 %b) alwaysinline {\n"
+        << "  %u = zext i4 %b to i32\n"
+        << "  %es = lshr i32 %u, 1\n"
+        << "  %e = and i32 %es, 3\n"
+        << "  %m = and i32 %u, 1\n"
+        << "  %zero_e = icmp eq i32 %e, 0\n"
+        << "  %half = mul i32 %m, 1056964608\n"  // 0.5 or 0
+        << "  %eb = add i32 %e, 126\n"
+        << "  %ebs = shl i32 %eb, 23\n"
+        << "  %ms = shl i32 %m, 22\n"
+        << "  %normal = or i32 %ebs, %ms\n"
+        << "  %mag = select i1 %zero_e, i32 %half, i32 %normal\n"
+        << "  %sb = and i32 %u, 8\n"
+        << "  %sign = shl i32 %sb, 28\n"
+        << "  %bits = or i32 %mag, %sign\n"
+        << "  %f = bitcast i32 %bits to float\n"
+        << "  ret float %f\n}\n";
+    } else {
+      s << "define internal i4 @" << name << "(float %f) alwaysinline {\n"
+        << "  %x = bitcast float %f to i32\n"
+        << "  %sh = lshr i32 %x, 28\n"
+        << "  %sign = and i32 %sh, 8\n"
+        << "  %magb = and i32 %x, 2147483647\n"
+        << "  %m = bitcast i32 %magb to float\n";
+      // Unordered comparisons: NaN is above every midpoint and saturates like infinity.
+      const std::pair<const char*, double> midpoints[] = {{"ugt", 0.25}, {"uge", 0.75}, {"ugt", 1.25}, {"uge", 1.75},
+                                                          {"ugt", 2.5},  {"uge", 3.5},  {"ugt", 5.0}};
+      std::string sum = "0";
+      for (int k = 0; k < 7; ++k) {
+        s << "  %c" << k << " = fcmp " << midpoints[k].first << " float %m, " << hex_double(midpoints[k].second) << "\n"
+          << "  %z" << k << " = zext i1 %c" << k << " to i32\n"
+          << "  %s" << k << " = add i32 " << sum << ", %z" << k << "\n";
+        sum = "%s" + std::to_string(k);
+      }
+      s << "  %code = or i32 " << sum << ", %sign\n"
+        << "  %r = trunc i32 %code to i4\n"
+        << "  ret i4 %r\n}\n";
+    }
+    ms_.helpers.emplace(name, s.str());
+    return name;
+  }
 
   // fp8 <-> f32 as internal helper functions: the integer algorithm of support/fp8.h.
   std::string fp8_helper(Type t, bool to_f32) {
@@ -580,6 +640,7 @@ class KernelLowering : public OpLowering {
   std::string widen(Type t, const std::string& v) {
     if (is_half(t)) return def("fpext half " + v + " to float");
     if (is_fp8(t)) return def("call float @" + fp8_helper(t, true) + "(i8 " + v + ")");
+    if (is_fp4(t)) return def("call float @" + fp4_helper(true) + "(i4 " + v + ")");
     if (is_bf16(t)) {
       std::string z = def("zext i16 " + v + " to i32");
       std::string s = def("shl i32 " + z + ", 16");
@@ -592,6 +653,7 @@ class KernelLowering : public OpLowering {
   std::string narrow(Type t, const std::string& v) {
     if (is_half(t)) return def("fptrunc float " + v + " to half");
     if (is_fp8(t)) return def("call i8 @" + fp8_helper(t, false) + "(float " + v + ")");
+    if (is_fp4(t)) return def("call i4 @" + fp4_helper(false) + "(float " + v + ")");
     if (is_bf16(t)) {
       // The hardware conversion (sm_80 and later, every target OpenCuTe compiles for): one
       // instruction where the bit-level rounding took ten, in every bf16 epilogue. It rounds to
@@ -790,6 +852,7 @@ class KernelLowering : public OpLowering {
           bool neg = op.code == OpCode::Neg;
           if (is_bf16(t)) return def(std::string(neg ? "xor" : "and") + " i16 " + a + ", " + (neg ? "-32768" : "32767"));
           if (is_fp8(t)) return def(std::string(neg ? "xor" : "and") + " i8 " + a + ", " + (neg ? "-128" : "127"));
+          if (is_fp4(t)) return def(std::string(neg ? "xor" : "and") + " i4 " + a + ", " + (neg ? "-8" : "7"));
           if (is_half(t)) {
             std::string bits = def("bitcast half " + a + " to i16");
             std::string r = def(std::string(neg ? "xor" : "and") + " i16 " + bits + ", " + (neg ? "-32768" : "32767"));
@@ -985,7 +1048,7 @@ class KernelLowering : public OpLowering {
   // full alignment.
   static int access_align(Type ptr_type, Type value_type) {
     int align = pow2_align(ptr_type->align);
-    if (!value_type->is_vector() && value_type->byte_size() < 4) align = std::min(align, 4 * value_type->byte_size());
+    if (!value_type->is_vector() && value_type->min_align() < 4) align = std::min(align, 4 * value_type->byte_size());
     return align;
   }
 
@@ -1003,6 +1066,8 @@ class KernelLowering : public OpLowering {
 
   void lower_load(const Op& op) {
     Type pt = op.operands[0]->type, rt = op.result()->type;
+    if (rt->is_sub_byte() && (!rt->is_vector() || rt->bit_size() % 8 != 0))  // single elements share a byte
+      fail(&op, "a load of the packed sub-byte type " + ir::to_string(rt) + " (not whole bytes) is not supported");
     std::string words = word_access_type(pt, rt);
     if (!words.empty()) {
       int as = llvm_addrspace(pt->space);
@@ -1023,6 +1088,8 @@ class KernelLowering : public OpLowering {
 
   void lower_store(const Op& op) {
     Type vt = op.operands[0]->type, pt = op.operands[1]->type;
+    if (vt->is_sub_byte() && (!vt->is_vector() || vt->bit_size() % 8 != 0))
+      fail(&op, "a store of the packed sub-byte type " + ir::to_string(vt) + " (not whole bytes) is not supported");
     std::string v = use(op.operands[0]);
     std::string words = word_access_type(pt, vt);
     if (!words.empty()) {
@@ -1061,7 +1128,9 @@ class KernelLowering : public OpLowering {
     }
     std::string bytes_ptr = pointer_text(ir::int_type(8), pt->space);
     std::string b = def("bitcast " + llvm_type(pt) + " " + p + " to " + bytes_ptr);
-    std::string off = def("mul i64 " + idx + ", " + std::to_string(pt->element->byte_size()));
+    std::string off = pt->element->is_sub_byte()  // a whole number of bytes (checked when built)
+                          ? def("ashr exact i64 " + def("mul i64 " + idx + ", " + std::to_string(pt->element->bit_size())) + ", 3")
+                          : def("mul i64 " + idx + ", " + std::to_string(pt->element->byte_size()));
     std::string g = def("getelementptr i8, " + bytes_ptr + " " + b + ", i64 " + off);
     set(op, 0, def("bitcast " + bytes_ptr + " " + g + " to " + llvm_type(op.result()->type)));
   }
@@ -1071,14 +1140,14 @@ class KernelLowering : public OpLowering {
     if (!rt->is_pointer()) fail(&op, "alloca must produce a pointer");
     if (op.int_attr < 0) fail(&op, "negative element count");
     Type e = rt->element;
-    std::string align = std::to_string(pow2_align(std::max(rt->align, e->byte_size())));
+    std::string align = std::to_string(pow2_align(std::max(rt->align, e->min_align())));
     if (natural_layout(e)) {
       std::string arr = "[" + std::to_string(op.int_attr) + " x " + mem_type(e) + "]";
       std::string a = def_in_entry("alloca " + arr + ", align " + align);
       set(op, 0, def_in_entry("getelementptr inbounds " + arr + ", " + arr + "* " + a + ", i64 0, i64 0"));
       return;
     }
-    std::string arr = "[" + std::to_string(op.int_attr * e->byte_size()) + " x i8]";
+    std::string arr = "[" + std::to_string(e->array_bytes(op.int_attr)) + " x i8]";
     std::string a = def_in_entry("alloca " + arr + ", align " + align);
     std::string b = def_in_entry("getelementptr inbounds " + arr + ", " + arr + "* " + a + ", i64 0, i64 0");
     set(op, 0, def_in_entry("bitcast i8* " + b + " to " + mem_type(e) + "*"));
@@ -1223,10 +1292,10 @@ class KernelLowering : public OpLowering {
   void lower_smem_alloc(const Op& op) {
     Type rt = op.result()->type;
     Type e = rt->element;
-    std::string align = std::to_string(pow2_align(std::max(rt->align, e->byte_size())));
+    std::string align = std::to_string(pow2_align(std::max(rt->align, e->min_align())));
     std::string name = global_ref("__opencute_smem." + fn_.name + "." + std::to_string(ms_.next_smem_global++));
     std::string arr = natural_layout(e) ? "[" + std::to_string(op.int_attr) + " x " + mem_type(e) + "]"
-                                        : "[" + std::to_string(op.int_attr * e->byte_size()) + " x i8]";
+                                        : "[" + std::to_string(e->array_bytes(op.int_attr)) + " x i8]";
     ms_.global_lines.push_back(name + " = internal addrspace(3) global " + arr + " undef, align " + align);
     std::string first = def("getelementptr inbounds " + arr + ", " + arr + " addrspace(3)* " + name + ", i64 0, i64 0");
     std::string first_type = natural_layout(e) ? llvm_type(rt) : pointer_text(ir::int_type(8), AddrSpace::Smem);
