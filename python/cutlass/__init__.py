@@ -14,6 +14,9 @@ from ._dsl.jit import Constexpr
 from ._dsl.address_space import AddressSpace
 from ._dsl.control import const_expr, dynamic_expr, range, range_constexpr, range_dynamic, min, max
 from . import cuda
+from ._dsl import stale_import_paths as _stale_import_paths
+
+_stale_import_paths.install()
 
 
 def dsl_user_op(fn):
