@@ -6,14 +6,17 @@ import subprocess
 import sys
 import textwrap
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import cutlass
+
+# Where this test process imports cutlass from (the source tree or the installed package).
+PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__)))
 
 
 def _run(tmp_path, with_cutlass):
     later = tmp_path / "later"
     script = textwrap.dedent(f"""
         import sys
-        sys.path.insert(0, {os.path.join(ROOT, 'python')!r})
+        sys.path.insert(0, {PACKAGE_PARENT!r})
         {'import cutlass' if with_cutlass else ''}
         sys.path.append({str(later)!r})
         try:
