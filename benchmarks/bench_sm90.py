@@ -100,7 +100,9 @@ def main():
     parts = set(args.only.split(","))
     rows = []
     if "gemm" in parts:
-        rows += persistent_rows(args.examples, args.size, ["Float16", "BFloat16"], [(1, 1), (2, 1)])
+        # dense_gemm_persistent.py's own run() accepts Float16 and 8-bit types only (its
+        # is_valid_dtypes refuses BFloat16), so bf16 is not timed through it.
+        rows += persistent_rows(args.examples, args.size, ["Float16"], [(1, 1), (2, 1)])
     if "fp8" in parts:
         try:
             rows += fp8_rows(args.examples, args.size, [(1, 1), (2, 1)])

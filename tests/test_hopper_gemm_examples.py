@@ -257,7 +257,9 @@ def test_hopper_gemm_example_scripts_on_the_gpu(script, flags):
                  if base and os.path.isfile(os.path.join(base, "cute/hopper/kernel/dense_gemm", script))), None)
     if path is None:
         pytest.skip(f"NVIDIA's {script} is not present")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
+    # The scripts import cutlass from where this process does (the source tree or the installed package).
+    package_parent = os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([package_parent, os.environ.get("PYTHONPATH", "")]))
     done = subprocess.run([sys.executable, path, *flags], capture_output=True, text=True, env=env, timeout=900)
     assert done.returncode == 0 and "PASS" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
 
