@@ -286,22 +286,48 @@ class PipelineOrder:
                              self.state.__new_from_mlir_values__(values))
 
 
-class PipelineProducer:
+class _OnPipelineState:
+    """A pipeline and one PipelineState over it; carried through dynamic loops by the state."""
+
+    def __init__(self, pipeline, state):
+        self._pipeline = pipeline
+        self._state = state
+
+    @property
+    def index(self):
+        return self._state.index
+
+    @property
+    def count(self):
+        return self._state.count
+
+    def __extract_mlir_values__(self):
+        return self._state.__extract_mlir_values__()
+
+    def __new_from_mlir_values__(self, values):
+        return type(self)(self._pipeline, self._state.__new_from_mlir_values__(values))
+
+
+class _PipelineRole(_OnPipelineState):
+    """The common part of the producer's and the consumer's handles on a pipeline."""
+    _user_type = None
+
+    @property
+    def state(self):
+        return self._state
+
+    def reset(self):
+        self._state = make_pipeline_state(self._user_type, self._pipeline.num_stages)
+
+    def advance(self):
+        self._state.advance()
+
+
+class PipelineProducer(_PipelineRole):
     """The producer's handle on a pipeline, with its own PipelineState."""
+    _user_type = PipelineUserType.Producer
 
-    class ImmutableResourceHandle:
-        def __init__(self, pipeline, state):
-            self._pipeline = pipeline
-            self._state = state
-
-        @property
-        def index(self):
-            return self._state.index
-
-        @property
-        def count(self):
-            return self._state.count
-
+    class ImmutableResourceHandle(_OnPipelineState):
         def get_barrier(self):
             return self._pipeline.producer_get_barrier(self._state)
 
@@ -313,32 +339,12 @@ class PipelineProducer:
         def commit(self):
             self._pipeline.producer_commit(self._state)
 
-        def __extract_mlir_values__(self):
-            return self._state.__extract_mlir_values__()
-
-        def __new_from_mlir_values__(self, values):
-            return type(self)(self._pipeline, self._state.__new_from_mlir_values__(values))
-
-    def __init__(self, pipeline, state):
-        self._pipeline = pipeline
-        self._state = state
-
-    @property
-    def state(self):
-        return self._state
-
-    def reset(self):
-        self._state = make_pipeline_state(PipelineUserType.Producer, self._pipeline.num_stages)
-
     def acquire(self, try_acquire_token=None):
         self._pipeline.producer_acquire(self._state, try_acquire_token)
         return self.ImmutableResourceHandle(self._pipeline, self._state.clone())
 
     def try_acquire(self):
         return self._pipeline.producer_try_acquire(self._state)
-
-    def advance(self):
-        self._state.advance()
 
     def acquire_and_advance(self, try_acquire_token=None):
         handle = self.acquire(try_acquire_token)
@@ -351,48 +357,14 @@ class PipelineProducer:
     def tail(self):
         self._pipeline.producer_tail(self._state)
 
-    def __extract_mlir_values__(self):
-        return self._state.__extract_mlir_values__()
 
-    def __new_from_mlir_values__(self, values):
-        return type(self)(self._pipeline, self._state.__new_from_mlir_values__(values))
-
-
-class PipelineConsumer:
+class PipelineConsumer(_PipelineRole):
     """The consumer's handle on a pipeline, with its own PipelineState."""
+    _user_type = PipelineUserType.Consumer
 
-    class ImmutableResourceHandle:
-        def __init__(self, pipeline, state):
-            self._pipeline = pipeline
-            self._state = state
-
-        @property
-        def index(self):
-            return self._state.index
-
-        @property
-        def count(self):
-            return self._state.count
-
+    class ImmutableResourceHandle(_OnPipelineState):
         def release(self):
             self._pipeline.consumer_release(self._state)
-
-        def __extract_mlir_values__(self):
-            return self._state.__extract_mlir_values__()
-
-        def __new_from_mlir_values__(self, values):
-            return type(self)(self._pipeline, self._state.__new_from_mlir_values__(values))
-
-    def __init__(self, pipeline, state):
-        self._pipeline = pipeline
-        self._state = state
-
-    @property
-    def state(self):
-        return self._state
-
-    def reset(self):
-        self._state = make_pipeline_state(PipelineUserType.Consumer, self._pipeline.num_stages)
 
     def wait(self, try_wait_token=None):
         self._pipeline.consumer_wait(self._state, try_wait_token)
@@ -401,9 +373,6 @@ class PipelineConsumer:
     def try_wait(self):
         return self._pipeline.consumer_try_wait(self._state)
 
-    def advance(self):
-        self._state.advance()
-
     def wait_and_advance(self, try_wait_token=None):
         handle = self.wait(try_wait_token)
         self._state.advance()
@@ -411,9 +380,3 @@ class PipelineConsumer:
 
     def release(self, handle=None):
         self._pipeline.consumer_release(handle._state if handle is not None else self._state)
-
-    def __extract_mlir_values__(self):
-        return self._state.__extract_mlir_values__()
-
-    def __new_from_mlir_values__(self, values):
-        return type(self)(self._pipeline, self._state.__new_from_mlir_values__(values))
