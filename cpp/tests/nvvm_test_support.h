@@ -10,11 +10,24 @@
 #include <map>
 #include <string>
 
+#include "ir/builder.h"
+#include "ir/ir.h"
 #include "support/cuda_paths.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
 
 namespace opencute::nvvm_test {
+
+// A kernel being built by a test: its module, the kernel function and a builder at its body.
+struct KernelUnderTest {
+  ir::Module m;
+  ir::Function* f;
+  ir::Builder b;
+  explicit KernelUnderTest(const std::string& name)
+      : f(m.add_function(name, ir::FunctionKind::Kernel)), b(f->body.get()) {}
+  ir::Value* arg(ir::Type t) { return f->body->add_arg(t); }
+  ir::Value* c32(int64_t v) { return b.const_int(ir::i32(), v); }
+};
 
 inline bool have_libnvvm() {
   static const bool found = [] {

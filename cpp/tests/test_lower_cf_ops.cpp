@@ -29,13 +29,8 @@ using ir::OpCode;
 using ir::Type;
 using ir::Value;
 
-struct Kernel {
-  ir::Module m;
-  ir::Function* f;
-  ir::Builder b;
-  explicit Kernel(const std::string& name) : f(m.add_function(name, ir::FunctionKind::Kernel)), b(f->body.get()) {}
-  Value* arg(Type t) { return f->body->add_arg(t); }
-  Value* c32(int64_t v) { return b.const_int(ir::i32(), v); }
+struct Kernel : nvvm_test::KernelUnderTest {
+  using KernelUnderTest::KernelUnderTest;
   target::NvvmModuleText lower() {
     b.set_block(f->body.get());
     b.ret({});

@@ -28,12 +28,8 @@ using ir::OpCode;
 using ir::Type;
 using ir::Value;
 
-struct Kernel {
-  ir::Module m;
-  ir::Function* f;
-  ir::Builder b;
-  explicit Kernel(const std::string& name) : f(m.add_function(name, ir::FunctionKind::Kernel)), b(f->body.get()) {}
-  Value* arg(Type t) { return f->body->add_arg(t); }
+struct Kernel : nvvm_test::KernelUnderTest {
+  using KernelUnderTest::KernelUnderTest;
   ir::Op* op(OpCode code, std::vector<Value*> operands, std::vector<Type> results, int64_t attr,
              std::vector<int64_t> ints = {}) {
     ir::Op* o = b.create(code, operands, results);

@@ -34,13 +34,8 @@ using nvvm_test::compile_for;
 using nvvm_test::contains;
 using nvvm_test::have_libnvvm;
 
-struct Kernel {
-  ir::Module m;
-  ir::Function* f;
-  ir::Builder b;
-  explicit Kernel(const std::string& name) : f(m.add_function(name, ir::FunctionKind::Kernel)), b(f->body.get()) {}
-  Value* arg(Type t) { return f->body->add_arg(t); }
-  Value* c32(int64_t v) { return b.const_int(ir::i32(), v); }
+struct Kernel : nvvm_test::KernelUnderTest {
+  using KernelUnderTest::KernelUnderTest;
   Value* sreg(ir::ClusterSregKind k, int dim) {
     ir::Op* op = b.create(OpCode::ClusterSreg, {}, {ir::i32()});
     op->int_attr = int64_t(k);
