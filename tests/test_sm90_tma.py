@@ -450,7 +450,7 @@ def test_multicast_fills_every_cta_of_the_mask_and_remote_arrives_reach_the_peer
     np.testing.assert_array_equal(out, want)
     if f.__ptx__ is not None:
         assert ".multicast::cluster" in f.__ptx__
-        assert "mbarrier.arrive.release.cluster.shared::cluster.b64" in f.__ptx__
+        assert "mbarrier.arrive.shared::cluster.b64" in f.__ptx__
 
 
 @pytest.mark.gpu

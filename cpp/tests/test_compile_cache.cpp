@@ -73,3 +73,12 @@ TEST(DiskCache, EmptyDirectoryDisablesIt) {
   cache.store("key", sample());
   EXPECT_FALSE(cache.load("key").has_value());
 }
+
+// The cache key names the build of the library the lowering runs in (opencute_core is linked
+// statically into this test program): its file's size leads the identity.
+TEST(DiskCache, BuildIdentityNamesTheRunningLibraryFile) {
+  const std::string& id = opencute::runtime::library_build_identity();
+  auto size = std::filesystem::file_size(std::filesystem::read_symlink("/proc/self/exe"));
+  EXPECT_EQ(id.substr(0, id.find('.')), std::to_string(size)) << id;
+  EXPECT_EQ(&id, &opencute::runtime::library_build_identity());  // computed once per process
+}

@@ -85,8 +85,8 @@ TEST(Mbarrier, EveryOpAndFenceCompilesForSm90a) {
   const std::string& p = ptx["sm_90a"];
   for (const char* want : {"mbarrier.init.shared.b64", "mbarrier.arrive.shared.b64", "mbarrier.arrive.shared::cta.b64",
                            "mbarrier.arrive.expect_tx.shared::cta.b64", "mbarrier.expect_tx.relaxed.cta.shared::cta.b64",
-                           "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64",
-                           "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64",
+                           "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64",
+                           "mbarrier.arrive.expect_tx.shared::cluster.b64",
                            "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.test_wait.parity.shared.b64",
                            "fence.mbarrier_init.release.cluster", "fence.proxy.async.shared::cta",
                            "fence.proxy.async.shared::cluster", "fence.proxy.async.global", "fence.proxy.alias",

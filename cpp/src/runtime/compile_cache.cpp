@@ -1,6 +1,8 @@
 #include "runtime/compile_cache.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <pwd.h>
 #include <unistd.h>
 
@@ -165,6 +167,19 @@ void DiskCache::store(const std::string& key, const CachedCode& code) {
     return;
   }
   support::log(support::LogLevel::Debug, "compile cache stored: " + path);
+}
+
+const std::string& library_build_identity() {
+  static const std::string identity = [] {
+    Dl_info info{};
+    struct stat st{};
+    if (!dladdr(reinterpret_cast<void*>(&cache_dir_from_environment), &info) || !info.dli_fname ||
+        stat(info.dli_fname, &st) != 0)
+      return std::string("unknown");
+    return std::to_string(st.st_size) + "." + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
+  }();
+  return identity;
 }
 
 }  // namespace opencute::runtime

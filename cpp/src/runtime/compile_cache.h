@@ -43,6 +43,11 @@ class DiskCache {
   std::set<std::string> reported_;
 };
 
+// Which build of OpenCuTe's own library is running (its file's size and modification time), for
+// cache keys: a rebuilt or reinstalled library may lower the same IR differently under the same
+// package version, and must not be handed the previous build's code.
+const std::string& library_build_identity();
+
 // The folder the environment asks for: "" when file caching is disabled.
 std::string cache_dir_from_environment();
 

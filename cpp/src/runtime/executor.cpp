@@ -103,7 +103,7 @@ void append_locations(const ir::Block& b, std::string* out) {
 std::string CompiledProgram::disk_cache_key(const CompileOptions& o) const {
   // Everything that decides the PTX and cubin, and nothing else (the function's Python name
   // does not: two functions tracing to the same IR share an entry).
-  std::string key = "opencute " + o.version + "\narch " + arch_ + "\nopt-level " + std::to_string(o.opt_level) +
+  std::string key = "opencute " + o.version + "\nbuild " + library_build_identity() + "\narch " + arch_ + "\nopt-level " + std::to_string(o.opt_level) +
                     "\nline-info " + (o.generate_line_info ? "1" : "0") + "\nptxas-options " + o.ptxas_options +
                     "\n";
   if (o.generate_line_info) {

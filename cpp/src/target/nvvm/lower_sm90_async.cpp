@@ -5,7 +5,10 @@
 //                   mbarrier.arrive.expect_tx.shared::cta.b64 st, [bar], bytes;
 //                   mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bar], bytes;
 //                   with a peer rank: mapa.shared::cluster.u32 remote, bar, rank; then the
-//                   .release.cluster.shared::cluster form on `remote` (sink `_` as the state)
+//                   .shared::cluster form on `remote` (sink `_` as the state) with PTX's default
+//                   .release.cta semantics, as CUTLASS's ClusterBarrier::arrive(cta_id): a
+//                   .release.cluster arrive costs a MEMBAR.ALL.GPU per call in SASS, which stalled
+//                   the multicast GEMM's consumers on every k-block
 //   MbarrierWait    try_wait.parity in a loop (wait), once (try_wait), test_wait.parity (test)
 //   Fence           the instruction of ir::fence_ptx
 //   TmaLoad         cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes[.multicast::cluster]
@@ -51,9 +54,9 @@ void lower_arrive(const Op& op, OpLowering& k) {
     // The same offset in the peer CTA's shared memory, as a shared::cluster address.
     std::string insn;
     switch (kind) {
-      case ir::MbarrierArriveKind::Arrive: insn = "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remAddr32], $1;"; break;
+      case ir::MbarrierArriveKind::Arrive: insn = "mbarrier.arrive.shared::cluster.b64 _, [remAddr32], $1;"; break;
       case ir::MbarrierArriveKind::ArriveExpectTx:
-        insn = "mbarrier.arrive.expect_tx.release.cluster.shared::cluster.b64 _, [remAddr32], $1;";
+        insn = "mbarrier.arrive.expect_tx.shared::cluster.b64 _, [remAddr32], $1;";
         break;
       case ir::MbarrierArriveKind::ExpectTx: insn = "mbarrier.expect_tx.relaxed.cluster.shared::cluster.b64 [remAddr32], $1;"; break;
     }
