@@ -8,6 +8,7 @@ dense_gemm_persistent (the first `cute.compile` of a fresh process with the file
 The example files stay outside the repository (they are NVIDIA's); they are imported by path.
 """
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -20,7 +21,28 @@ from bench_sm80 import load, time_torch_us  # noqa: E402
 GEMM_DIR = "cute/hopper/kernel/dense_gemm"
 
 
+@contextlib.contextmanager
+def gaussian_operands(mod):
+    """The example fills A and B with small integers (`cutlass.torch.matrix`'s default); inside
+    this block it fills them with N(0, 1) values, the data cuBLAS is timed on, because a GEMM's
+    clock (and so its rate) depends on how much power its data draws."""
+    import cutlass.torch as cutlass_torch
+    original = mod.cutlass_torch.matrix
+
+    def gaussian(l, mode0, mode1, is_mode0_major, dtype, *args, **kwargs):
+        return original(l, mode0, mode1, is_mode0_major, dtype, cutlass_torch.TensorInitType.GAUSSIAN,
+                        cutlass_torch.GaussianInitConfig(0.0, 1.0, 1.0))
+
+    mod.cutlass_torch.matrix = gaussian
+    try:
+        yield
+    finally:
+        mod.cutlass_torch.matrix = original
+
+
 def persistent_rows(ex, n, dtypes, clusters, tile=(128, 256)):
+    """fp16 on N(0, 1) data for both; fp8 (e4m3 in, fp16 out) on the example's small integers
+    (-2..1) for both, against torch._scaled_mm."""
     import torch
     import cutlass
     mod = load(os.path.join(ex, GEMM_DIR, "dense_gemm_persistent.py"), "dense_gemm_persistent")
@@ -28,25 +50,37 @@ def persistent_rows(ex, n, dtypes, clusters, tile=(128, 256)):
     flops = 2.0 * n * n * n
     for name in dtypes:
         dt = getattr(cutlass, name)
-        tdt = {"Float16": torch.float16, "BFloat16": torch.bfloat16}[name]
-        a = torch.randn(n, n, device="cuda", dtype=tdt)
-        b = torch.randn(n, n, device="cuda", dtype=tdt)
-        ref_us = time_torch_us(lambda: torch.matmul(a, b))
+        if dt.width == 8:
+            a = torch.randint(-2, 2, (n, n), device="cuda").to(torch.float8_e4m3fn)
+            b = torch.randint(-2, 2, (n, n), device="cuda").to(torch.float8_e4m3fn).t()  # column-major
+            one = torch.tensor(1.0, device="cuda")
+            ref_us = time_torch_us(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16))
+            what, c_dt, data = "torch._scaled_mm", cutlass.Float16, contextlib.nullcontext
+        else:
+            tdt = {"Float16": torch.float16, "BFloat16": torch.bfloat16}[name]
+            a = torch.randn(n, n, device="cuda", dtype=tdt)
+            b = torch.randn(n, n, device="cuda", dtype=tdt)
+            ref_us = time_torch_us(lambda: torch.matmul(a, b))
+            what, c_dt, data = "cuBLAS (torch.matmul)", dt, lambda: gaussian_operands(mod)
         for cluster in clusters:
-            us = mod.run((n, n, n, 1), dt, dt, dt, cutlass.Float32, "k", "k", "n", tile, cluster,
-                         warmup_iterations=5, iterations=50, skip_ref_check=True)
+            with data():
+                us = mod.run((n, n, n, 1), dt, dt, c_dt, cutlass.Float32, "k", "k", "n", tile, cluster,
+                             warmup_iterations=5, iterations=50, skip_ref_check=True)
             rows.append((f"dense_gemm_persistent {name} {n}^3 tile {tile[0]}x{tile[1]} cluster "
-                         f"{cluster[0]}x{cluster[1]}", flops / us / 1e6, flops / ref_us / 1e6, "cuBLAS"))
+                         f"{cluster[0]}x{cluster[1]}", flops / us / 1e6, flops / ref_us / 1e6, what))
     return rows
 
 
-def fp8_rows(ex, n, clusters, tile=(128, 256)):
+def fp8_2xacc_rows(ex, n, clusters, tile=(128, 128)):
+    """The 2x-accumulator fp8 kernel at the example's default tile: 128x128 is one MMA warpgroup
+    with 128 fp32 accumulators per thread and 128 more for the promoted sum, which already fills
+    the register file (ptxas spills a little); 128x256 spills heavily and is not timed."""
     import torch
     import cutlass
     mod = load(os.path.join(ex, GEMM_DIR, "dense_gemm_fp8_2xacc.py"), "dense_gemm_fp8_2xacc")
     flops = 2.0 * n * n * n
-    a = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn)
-    b = torch.randn(n, n, device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
+    a = torch.randint(-2, 2, (n, n), device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randint(-2, 2, (n, n), device="cuda").to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
     one = torch.tensor(1.0, device="cuda")
     ref_us = time_torch_us(lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16))
     rows = []
@@ -102,10 +136,11 @@ def main():
     if "gemm" in parts:
         # dense_gemm_persistent.py's own run() accepts Float16 and 8-bit types only (its
         # is_valid_dtypes refuses BFloat16), so bf16 is not timed through it.
-        rows += persistent_rows(args.examples, args.size, ["Float16"], [(1, 1), (2, 1)])
+        rows += persistent_rows(args.examples, args.size, ["Float16"], [(1, 1), (2, 1), (1, 2)])
     if "fp8" in parts:
         try:
-            rows += fp8_rows(args.examples, args.size, [(1, 1), (2, 1)])
+            rows += persistent_rows(args.examples, args.size, ["Float8E4M3FN"], [(1, 1), (2, 1)])
+            rows += fp8_2xacc_rows(args.examples, args.size, [(1, 1)])
         except Exception as e:  # noqa: BLE001 - report and go on to the other rows
             print("fp8 rows failed:", type(e).__name__, str(e)[-500:])
     print()

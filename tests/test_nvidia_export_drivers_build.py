@@ -10,12 +10,14 @@ import subprocess
 
 import pytest
 
+import nvidia_examples
+
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLES = os.path.join(ROOT, "..", "..", "shared", "nvidia-examples", "dsl_tutorials", "export")
+EXAMPLES = nvidia_examples.path("dsl_tutorials", "export")
 CUDA_HOME = os.environ.get("CUDA_HOME", "/usr/local/cuda")
 CXX = shutil.which(os.environ.get("CXX", "g++")) or shutil.which("c++")
 

@@ -5,6 +5,8 @@ producer_commit reported as a deadlock naming the barrier."""
 import numpy as np
 import pytest
 
+import nvidia_examples
+
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
@@ -404,9 +406,7 @@ def test_pipeline_order_alternates_the_groups():
 def test_the_pipeline_names_of_nvidias_hopper_examples_resolve():
     import os
     import re
-    root = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "nvidia-examples", "cute", "hopper")
-    if not os.path.isdir(root):
-        root = "/work/shared/nvidia-examples/cute/hopper"
+    root = nvidia_examples.path("cute", "hopper")
     if not os.path.isdir(root):
         pytest.skip("NVIDIA's examples are not here")
     names, methods = set(), set()
@@ -445,10 +445,7 @@ class _HostTorch:
 def test_nvidias_async_pipeline_notebook_runs_unchanged(monkeypatch, tmp_path):
     import json
     import os
-    path = "/work/shared/nvidia-examples/cute/notebooks/async_pipeline.ipynb"
-    here = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "nvidia-examples", "cute", "notebooks",
-                        "async_pipeline.ipynb")
-    path = here if os.path.exists(here) else path
+    path = nvidia_examples.path("cute", "notebooks", "async_pipeline.ipynb")
     if not os.path.exists(path):
         pytest.skip("NVIDIA's notebook is not here")
     monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
