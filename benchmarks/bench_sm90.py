@@ -22,22 +22,22 @@ GEMM_DIR = "cute/hopper/kernel/dense_gemm"
 
 
 @contextlib.contextmanager
-def gaussian_operands(mod):
+def gaussian_operands():
     """The example fills A and B with small integers (`cutlass.torch.matrix`'s default); inside
     this block it fills them with N(0, 1) values, the data cuBLAS is timed on, because a GEMM's
     clock (and so its rate) depends on how much power its data draws."""
-    import cutlass.torch as cutlass_torch
-    original = mod.cutlass_torch.matrix
+    import cutlass.torch as cutlass_torch  # the example imports it inside run()
+    original = cutlass_torch.matrix
 
     def gaussian(l, mode0, mode1, is_mode0_major, dtype, *args, **kwargs):
         return original(l, mode0, mode1, is_mode0_major, dtype, cutlass_torch.TensorInitType.GAUSSIAN,
                         cutlass_torch.GaussianInitConfig(0.0, 1.0, 1.0))
 
-    mod.cutlass_torch.matrix = gaussian
+    cutlass_torch.matrix = gaussian
     try:
         yield
     finally:
-        mod.cutlass_torch.matrix = original
+        cutlass_torch.matrix = original
 
 
 def persistent_rows(ex, n, dtypes, clusters, tile=(128, 256)):
@@ -61,7 +61,7 @@ def persistent_rows(ex, n, dtypes, clusters, tile=(128, 256)):
             a = torch.randn(n, n, device="cuda", dtype=tdt)
             b = torch.randn(n, n, device="cuda", dtype=tdt)
             ref_us = time_torch_us(lambda: torch.matmul(a, b))
-            what, c_dt, data = "cuBLAS (torch.matmul)", dt, lambda: gaussian_operands(mod)
+            what, c_dt, data = "cuBLAS (torch.matmul)", dt, gaussian_operands
         for cluster in clusters:
             with data():
                 us = mod.run((n, n, n, 1), dt, dt, c_dt, cutlass.Float32, "k", "k", "n", tile, cluster,
