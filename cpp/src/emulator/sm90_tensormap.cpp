@@ -20,10 +20,14 @@ TmaDescriptorImage image_of(const TmaDescriptor& d) {
 }
 
 // The 128 bytes of a slot at `addr`: inside the block's shared memory or checked as a global access.
-char* slot_bytes(Sm90WarpContext& w, int lane, uintptr_t addr, bool store, const char* what) {
+char* slot_bytes(Sm90WarpContext& w, int lane, uintptr_t addr, bool store, const char* what, bool shared) {
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem);
   if (!addr) w.fail(lane, std::string(what) + " through a null tensor map pointer");
   if (addr % 64) w.fail(lane, std::string(what) + ": the tensor map at " + std::to_string(addr) + " is not 64-byte aligned");
+  if (shared && (addr < base || addr >= base + w.smem_size))
+    w.fail(lane, std::string(what) + ": the shared-memory tensor map pointer lies outside the block's " +
+                     std::to_string(w.smem_size) + " bytes of shared memory (offset " +
+                     std::to_string(int64_t(addr - base)) + ")");
   if (addr >= base && addr < base + w.smem_size) {
     if (addr + sizeof(TmaDescriptorImage) > base + w.smem_size)
       w.fail(lane, std::string(what) + ": the 128-byte tensor map runs past the block's shared memory");
@@ -34,7 +38,7 @@ char* slot_bytes(Sm90WarpContext& w, int lane, uintptr_t addr, bool store, const
 }
 
 void replace(const Inst& i, Sm90WarpContext& w, int lane) {
-  char* p = slot_bytes(w, lane, uintptr_t(at(w, i.a, lane).i), true, "update_tma_descriptor");
+  char* p = slot_bytes(w, lane, uintptr_t(at(w, i.a, lane).i), true, "update_tma_descriptor", i.space == ir::AddrSpace::Smem);
   TmaDescriptorImage m;
   std::memcpy(&m, p, sizeof m);
   if (m.magic != kTmaImageMagic)
@@ -98,13 +102,14 @@ void execute_sm90_tensormap(const Inst& i, Sm90WarpContext& w) {
         if (!tma_descriptor_at(uintptr_t(at(w, i.a, l).i), &d))
           w.fail(l, "copy_tensormap from a pointer that is not a TMA descriptor made by make_tiled_tma_atom");
         const TmaDescriptorImage img = image_of(d);
-        std::memcpy(slot_bytes(w, l, uintptr_t(at(w, i.b, l).i), true, "copy_tensormap"), &img, sizeof img);
+        std::memcpy(slot_bytes(w, l, uintptr_t(at(w, i.b, l).i), true, "copy_tensormap", i.space == ir::AddrSpace::Smem), &img,
+                    sizeof img);
         break;
       }
       case OpCode::TmaDescReplace: replace(i, w, l); break;
       case OpCode::TmaDescCpFenceRelease: {
-        const char* src = slot_bytes(w, l, uintptr_t(at(w, i.b, l).i), false, "cp_fence_tma_desc_release");
-        char* dst = slot_bytes(w, l, uintptr_t(at(w, i.a, l).i), true, "cp_fence_tma_desc_release");
+        const char* src = slot_bytes(w, l, uintptr_t(at(w, i.b, l).i), false, "cp_fence_tma_desc_release", true);
+        char* dst = slot_bytes(w, l, uintptr_t(at(w, i.a, l).i), true, "cp_fence_tma_desc_release", false);
         std::memmove(dst, src, sizeof(TmaDescriptorImage));
         break;
       }
@@ -135,6 +140,8 @@ bool lower_sm90_tensormap(DeviceEmulator::Program& p, const ir::Op& op) {
   i.imm = op.int_attr;
   i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]);
   if (op.code == OpCode::TmaDescReplace) i.imm = op.int_attr * 8 + op.ints.at(0);  // field and ordinal
+  // The slot's declared space: a shared slot must lie in the block's shared memory.
+  i.space = (op.code == OpCode::TmaDescCopy ? op.operands[1] : op.operands[0])->type->space;
   p.emit(std::move(i));
   return true;
 }
