@@ -78,6 +78,14 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
     if (!gs.is_int() || !gd.is_int())
       fail("TMA_LAYOUT", what + ": mode " + std::to_string(a.gmode[k]) + " of the tensor is hierarchical; TMA needs "
                                 "one extent and stride per mode");
+    // A split mode (an MN-major swizzle atom tiled past its 64 elements): the inner runs read
+    // whole runs, so the extent must be a multiple of them, which make_tiled_tma_atom checks
+    // when the host encodes; here nobody could check a dynamic extent before the TMA reads.
+    if (a.outermost[k] && a.tile_stride[k] > 1 && gs.as_int().divisibility() % a.tile_stride[k] != 0)
+      fail("NOT_SUPPORTED", what + ": the atom splits mode " + std::to_string(a.gmode[k]) + " into runs of " +
+                                std::to_string(a.tile_stride[k]) + " elements; the new tensor's extent there is not "
+                                "known to be a multiple of " + std::to_string(a.tile_stride[k]) +
+                                " (make its layout with a divisibility, or use a K-major operand)");
     // The same extents and strides make_tiled_tma_atom encodes (copy_sm90.cpp).
     L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.box[k]);
     L::Int stride = gd.as_int() * L::Int(a.tile_stride[k]);
