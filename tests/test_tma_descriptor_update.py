@@ -116,7 +116,7 @@ def test_updating_memory_that_holds_no_tensor_map_is_reported():
 
     a, b, slots, _ = _inputs()
     f = cute.compile(host, a, b, slots, options=CPU)
-    with pytest.raises(cutlass.DSLRuntimeError, match="holds no tensor map"):
+    with pytest.raises(cutlass.DSLRuntimeError, match=r"holds no tensor map.*\(line \d+\)"):
         f(a, b, slots)
 
 
@@ -314,3 +314,53 @@ def test_a_jit_method_may_name_its_own_class():
     out = np.zeros(4, np.int32)
     cute.compile(_KernelNamingItsOwnClass(), out, options=CPU)(out)
     np.testing.assert_array_equal(out, np.arange(4) * 3)
+
+
+@pytest.mark.parametrize("mode", ["GMEM", "SMEM"])
+def test_tensormap_manager_re_points_a_descriptor(mode):
+    # cutlass.utils.TensorMapManager as NVIDIA's grouped GEMMs drive it: GMEM mode initialises and
+    # updates the global slot; SMEM mode initialises a shared copy, updates it and publishes it.
+    from cutlass.utils import TensorMapManager, TensorMapUpdateMode
+    update_mode = getattr(TensorMapUpdateMode, mode)
+    tm, tk = TILE
+    elems = tm * tk
+
+    @cute.kernel
+    def kernel(atom: cute.CopyAtom, b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor):
+        bidx, bidy, _ = cute.arch.block_idx()
+        tidx, _, _ = cute.arch.thread_idx()
+        bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+        s = cute.make_tensor(cute.arch.alloc_smem(Float32, elems, alignment=1024), cute.make_layout(TILE, stride=(tk, 1)))
+        sslot = cute.arch.alloc_smem(Int64, 16, alignment=128)
+        manager = TensorMapManager(update_mode, 128)
+        gslot = manager.get_tensormap_ptr(slots[(bidx * cute.arch.grid_dim()[1] + bidy, None)].iterator)
+        if tidx == 0:
+            cute.arch.mbarrier_init(bar, 1)
+            cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if tidx < 32:
+            if cutlass.const_expr(mode == "SMEM"):
+                manager.init_tensormap_from_atom(atom, sslot, 0)
+            else:
+                manager.init_tensormap_from_atom(atom, gslot, 0)
+            manager.fence_tensormap_initialization()
+            manager.update_tensormap((b,), (atom,), (gslot,), 0, (sslot,))
+            manager.fence_tensormap_update(gslot)
+            g = cute.local_tile(cute.make_identity_tensor(b.shape), TILE, (bidx, bidy))
+            if tidx == 0:
+                cute.arch.mbarrier_arrive_and_expect_tx(bar, elems * 4)
+            cute.copy(atom, g, s, tma_bar_ptr=bar,
+                      tma_desc_ptr=manager.get_tensormap_ptr(gslot, cute.AddressSpace.generic))
+        cute.arch.mbarrier_wait(bar, 0)
+        for i in cutlass.range(tidx, elems, 64):
+            out[bidx * tm + i // tk, bidy * tk + i % tk] = s[i // tk, i % tk]
+
+    @cute.jit
+    def host(a: cute.Tensor, b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor):
+        atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, cute.make_layout(TILE, stride=(tk, 1)),
+                                              TILE)
+        kernel(atom, b, slots, out).launch(grid=(3, 3, 1), block=(64, 1, 1))
+
+    a, b, slots, out = _inputs()
+    cute.compile(host, a, b, slots, out, options=CPU)(a, b, slots, out)
+    np.testing.assert_array_equal(out, _padded(b))

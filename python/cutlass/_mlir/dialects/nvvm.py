@@ -58,6 +58,7 @@ def CpAsyncBulkTensorGlobalToSharedClusterOp(dstMem, tmaDescriptor, coordinates,
     if multicastMask is not None or l2CacheHint is not None:
         raise DSLUserCodeError("nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: multicastMask / l2CacheHint are not "
                                "supported; use cute.copy with a multicast TMA atom", code="NOT_SUPPORTED")
+    from ...cute.arch import _user_line
     pred = _core.as_num(True) if predicate is None else _ir(predicate)
     _core.sm90_tensormap.tma_load_predicated(_ir(dstMem), _ir(tmaDescriptor), [_ir(c) for c in coordinates],
-                                             _ir(mbar), pred)
+                                             _ir(mbar), pred, *_user_line())

@@ -210,24 +210,25 @@ def fence_tma_desc_release(*, loc=None, ip=None):
 def copy_tensormap(tma_atom, tensormap_ptr, *, loc=None, ip=None):
     """Copies the atom's TMA descriptor (128 bytes) into the slot at `tensormap_ptr` (global or
     shared memory, 128-byte aligned). Every calling lane copies: call it from one elected lane."""
-    from ..arch import _pointer_value
-    _core.sm90_tensormap.copy_tensormap(tma_atom._desc, _pointer_value(tensormap_ptr))
+    from ..arch import _pointer_value, _user_line
+    _core.sm90_tensormap.copy_tensormap(tma_atom._desc, _pointer_value(tensormap_ptr), *_user_line())
 
 
 def update_tma_descriptor(tma_atom, gmem_tensor, tma_desc_ptr, *, loc=None, ip=None):
     """Re-points the tensor map at `tma_desc_ptr` (a copy of the atom's descriptor) at
     `gmem_tensor`: its address, extents and byte strides (tensormap.replace, sm_90a). The tensor
     must have the atom's modes, with the same innermost contiguous mode."""
-    from ..arch import _pointer_value
-    _core.sm90_tensormap.update_tma_descriptor(tma_atom._atom, gmem_tensor, _pointer_value(tma_desc_ptr))
+    from ..arch import _pointer_value, _user_line
+    _core.sm90_tensormap.update_tma_descriptor(tma_atom._atom, gmem_tensor, _pointer_value(tma_desc_ptr),
+                                               *_user_line())
 
 
 def cp_fence_tma_desc_release(tma_desc_global_ptr, tma_desc_shared_ptr, *, loc=None, ip=None):
     """Copies the tensor map in shared memory to its global slot and releases it to the TMA unit
     (tensormap.cp_fenceproxy ... release.gpu; the whole warp executes it)."""
-    from ..arch import _pointer_value
+    from ..arch import _pointer_value, _user_line
     _core.sm90_tensormap.cp_fence_tma_desc_release(_pointer_value(tma_desc_global_ptr),
-                                                   _pointer_value(tma_desc_shared_ptr))
+                                                   _pointer_value(tma_desc_shared_ptr), *_user_line())
 
 
 def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, loc=None, ip=None):
