@@ -364,3 +364,19 @@ def test_tensormap_manager_re_points_a_descriptor(mode):
     a, b, slots, out = _inputs()
     cute.compile(host, a, b, slots, out, options=CPU)(a, b, slots, out)
     np.testing.assert_array_equal(out, _padded(b))
+
+
+def test_a_pointer_rebuilt_from_an_argument_s_address_is_still_bounds_checked():
+    @cute.kernel
+    def kernel(x: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        p = cute.make_ptr(Float32, x.iterator.toint(), cute.AddressSpace.gmem, assumed_align=4)
+        cute.make_tensor(p, cute.make_layout(64))[tidx + 32] = Float32(1)  # 32 past x's end
+
+    @cute.jit
+    def host(x: cute.Tensor):
+        kernel(x).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+    x = np.zeros(32, np.float32)
+    with pytest.raises(cutlass.DSLRuntimeError, match="out-of-bounds store"):
+        cute.compile(host, x, options=CPU)(x)

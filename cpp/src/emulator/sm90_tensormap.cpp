@@ -118,12 +118,36 @@ void execute_sm90_tensormap(const Inst& i, Sm90WarpContext& w) {
   }
 }
 
+namespace {
+
+// True when the integer `v` is computed from a pointer's address (ptr.toint() plus offsets, made
+// warp-uniform ...): a pointer rebuilt from it points into the same buffer. Integers read from
+// memory, kernel arguments and loop-carried values are of unknown origin.
+bool derived_from_pointer(const ir::Value* v, int depth = 0) {
+  const ir::Op* d = v->def;
+  if (!d || depth > 64) return false;
+  switch (d->code) {
+    case OpCode::Bitcast: case OpCode::PtrToInt:
+      return d->operands[0]->type->is_pointer() || derived_from_pointer(d->operands[0], depth + 1);
+    case OpCode::Add: case OpCode::Sub: case OpCode::And: case OpCode::Or: case OpCode::Cast: case OpCode::WarpUniform:
+      for (const ir::Value* o : d->operands)
+        if (derived_from_pointer(o, depth + 1)) return true;
+      return false;
+    default: return false;
+  }
+}
+
+}  // namespace
+
 bool forges_global_pointers(const ir::Block& body) {
   for (const auto& op : body.ops) {
-    if (op->code == OpCode::TmaDescReplace && op->int_attr == int64_t(ir::TmaDescField::GlobalAddress)) return true;
+    if (op->code == OpCode::TmaDescReplace && op->int_attr == int64_t(ir::TmaDescField::GlobalAddress) &&
+        !derived_from_pointer(op->operands[1]))
+      return true;
     if ((op->code == OpCode::Bitcast || op->code == OpCode::IntToPtr) && !op->results.empty() &&
         op->result()->type->is_pointer() && !op->operands[0]->type->is_pointer() &&
-        op->result()->type->space != ir::AddrSpace::Smem && op->result()->type->space != ir::AddrSpace::Rmem)
+        op->result()->type->space != ir::AddrSpace::Smem && op->result()->type->space != ir::AddrSpace::Rmem &&
+        !derived_from_pointer(op->operands[0]))
       return true;
     for (const auto& r : op->regions)
       if (forges_global_pointers(*r.block)) return true;

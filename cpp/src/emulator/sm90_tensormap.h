@@ -31,8 +31,9 @@ bool tma_descriptor_at(uintptr_t addr, TmaDescriptor* out);
 // the PTX instructions are; a whole-warp op writes the same bytes from each lane).
 void execute_sm90_tensormap(const Inst& i, Sm90WarpContext& w);
 
-// True when `body` turns integers into global (or generic) pointers, or points a tensor map at an
-// integer address: the kernel then reaches buffers that no argument describes.
+// True when `body` turns integers of unknown origin (read from memory, passed in) into global or
+// generic pointers, or points a tensor map at such an address: the kernel then reaches buffers
+// that no argument describes. A pointer rebuilt from another's address (ptr.toint()) is not one.
 bool forges_global_pointers(const ir::Block& body);
 
 // Lowers one of the tensor-map ops into the program (as K::Sm90Async); false when `op` is not one.
