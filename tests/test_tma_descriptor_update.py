@@ -316,10 +316,9 @@ def test_a_jit_method_may_name_its_own_class():
     np.testing.assert_array_equal(out, np.arange(4) * 3)
 
 
-@pytest.mark.parametrize("mode", ["GMEM", "SMEM"])
-def test_tensormap_manager_re_points_a_descriptor(mode):
-    # cutlass.utils.TensorMapManager as NVIDIA's grouped GEMMs drive it: GMEM mode initialises and
-    # updates the global slot; SMEM mode initialises a shared copy, updates it and publishes it.
+def _manager_host(mode):
+    """cutlass.utils.TensorMapManager as NVIDIA's grouped GEMMs drive it: GMEM mode initialises and
+    updates the global slot; SMEM mode initialises a shared copy, updates it and publishes it."""
     from cutlass.utils import TensorMapManager, TensorMapUpdateMode
     update_mode = getattr(TensorMapUpdateMode, mode)
     tm, tk = TILE
@@ -361,8 +360,13 @@ def test_tensormap_manager_re_points_a_descriptor(mode):
                                               TILE)
         kernel(atom, b, slots, out).launch(grid=(3, 3, 1), block=(64, 1, 1))
 
+    return host
+
+
+@pytest.mark.parametrize("mode", ["GMEM", "SMEM"])
+def test_tensormap_manager_re_points_a_descriptor(mode):
     a, b, slots, out = _inputs()
-    cute.compile(host, a, b, slots, out, options=CPU)(a, b, slots, out)
+    cute.compile(_manager_host(mode), a, b, slots, out, options=CPU)(a, b, slots, out)
     np.testing.assert_array_equal(out, _padded(b))
 
 
@@ -380,3 +384,52 @@ def test_a_pointer_rebuilt_from_an_argument_s_address_is_still_bounds_checked():
     x = np.zeros(32, np.float32)
     with pytest.raises(cutlass.DSLRuntimeError, match="out-of-bounds store"):
         cute.compile(host, x, options=CPU)(x)
+
+
+# ---- the same kernels on an sm_90 GPU (skipped without one) -------------------------------------
+
+@pytest.fixture(scope="module")
+def torch():
+    t = pytest.importorskip("torch")
+    if not t.cuda.is_available() or t.cuda.get_device_capability()[0] < 9:
+        pytest.skip("needs an sm_90 GPU")
+    return t
+
+
+def _gpu(torch, x):
+    from cutlass.cute.runtime import from_dlpack
+    d = torch.from_numpy(np.ascontiguousarray(x)).cuda()
+    return d, from_dlpack(d, assumed_align=16)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("slot_space", ["gmem", "smem"])
+def test_tiles_load_through_a_re_pointed_descriptor_on_the_gpu(torch, slot_space):
+    a, b, slots, out = _inputs()
+    (_, ta), (_, tb), (_, ts), (dout, tout) = (_gpu(torch, x) for x in (a, b, slots, out))
+    cute.compile(_tiles_through_slot(slot_space), ta, tb, ts, tout)(ta, tb, ts, tout)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(dout.cpu().numpy(), _padded(b))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("predicate_kind", ["lanes", "elect_sync"])
+def test_nvvm_tma_load_with_a_predicate_on_the_gpu(torch, predicate_kind):
+    a = np.arange(24 * 32, dtype=np.float32).reshape(24, 32) - 100
+    (_, ta), (_, ts), (dout, tout) = (_gpu(torch, x) for x in (a, np.zeros((1, 16), np.int64),
+                                                                 np.full(3 * 8 * 32, -1, np.float32)))
+    cute.compile(_predicated_kernel(predicate_kind), ta, ts, tout)(ta, ts, tout)
+    torch.cuda.synchronize()
+    want = a.reshape(-1).copy()
+    want[2 * 8 * 32:] = 0
+    np.testing.assert_array_equal(dout.cpu().numpy(), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["GMEM", "SMEM"])
+def test_tensormap_manager_on_the_gpu(torch, mode):
+    a, b, slots, out = _inputs()
+    (_, ta), (_, tb), (_, ts), (dout, tout) = (_gpu(torch, x) for x in (a, b, slots, out))
+    cute.compile(_manager_host(mode), ta, tb, ts, tout)(ta, tb, ts, tout)
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(dout.cpu().numpy(), _padded(b))
