@@ -72,6 +72,7 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
   const int64_t elem_bytes = a.element->byte_size();
   std::vector<std::pair<ir::TmaDescField, std::pair<int64_t, ir::Value*>>> fields;
   fields.push_back({ir::TmaDescField::GlobalAddress, {0, b.bitcast(g.ptr, ir::i64())}});
+  L::Int prev_stride_bytes(elem_bytes), prev_extent(1);
   for (int k = 0; k < a.rank; ++k) {
     const L::IntTuple& gs = gl.shape[a.gmode[k]];
     const L::IntTuple& gd = gl.stride[a.gmode[k]];
@@ -95,9 +96,22 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
                                   std::to_string(stride.value()) + ", but the atom's innermost box dimension needs it "
                                   "contiguous (stride 1)");
     } else {
-      fields.push_back({ir::TmaDescField::GlobalStride,
-                        {k - 1, (stride * L::Int(elem_bytes)).materialize(ir::i64())}});
+      // A dimension of extent 1 is only read at coordinate 0: its stride (0 for the examples'
+      // L = 1 batch mode) never moves an address, but a tensor map wants a multiple of 16 bytes,
+      // so it gets the span of the dimension inside it, as the host encoding does.
+      // (The examples write that extent as Int32(1), a dynamic value: the choice is then made
+      // when the kernel runs.)
+      L::Int natural = stride * L::Int(elem_bytes);
+      L::Int span = L::ceil_div(prev_stride_bytes * prev_extent, L::Int(16)) * L::Int(16);
+      L::Int bytes = extent.is_static_value(1) ? span : natural;
+      if (!extent.is_static())
+        bytes = L::Int::dynamic(b.select(b.cmp(ir::CmpPredicate::Eq, extent.materialize(ir::i32()),
+                                               b.const_int(ir::i32(), 1)),
+                                         span.materialize(ir::i64()), natural.materialize(ir::i64())), 16);
+      fields.push_back({ir::TmaDescField::GlobalStride, {k - 1, bytes.materialize(ir::i64())}});
+      prev_stride_bytes = bytes;
     }
+    prev_extent = extent;
     fields.push_back({ir::TmaDescField::GlobalDim, {k, extent.materialize(ir::i32())}});
   }
   for (auto& [field, ord_value] : fields) {
