@@ -15,6 +15,7 @@
 #include "dsl/arch_ops.h"
 #include "dsl/named_barrier.h"
 #include "bindings/async_bindings.h"
+#include "bindings/tensormap_bindings.h"
 #include "dsl/launch_control.h"
 #include "dsl/dtype.h"
 #include "dsl/num.h"
@@ -323,4 +324,5 @@ NB_MODULE(_core, m) {
   bindings::bind_tensor_ssa(m);
   bindings::bind_carry(m);
   bindings::bind_async(m);
+  bindings::bind_tensormap(m);
 }

@@ -82,6 +82,7 @@ class DeviceEmulator {
   std::unique_ptr<Program> program_;
   int num_regs_ = 0;
   bool has_printf_ = false;
+  bool forges_pointers_ = false;  // makes global pointers from integers (see forges_global_pointers)
 };
 
 }  // namespace opencute::emulator

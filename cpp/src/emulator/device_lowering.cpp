@@ -5,6 +5,7 @@
 #include "emulator/sm90_mma.h"
 #include "emulator/sm80_copy.h"
 #include "emulator/sm90_async.h"
+#include "emulator/sm90_tensormap.h"
 #include "emulator/sm90_warp.h"
 
 namespace opencute::emulator {
@@ -370,7 +371,7 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
             op.file, op.line);
       default:
         if (!lower_sm80_copy(*this, op) && !lower_sm90_mma(*this, op) && !lower_sm90_async(*this, op) &&
-            !lower_sm90_warp(*this, op))
+            !lower_sm90_warp(*this, op) && !lower_sm90_tensormap(*this, op))
           unsupported(op, kname);
     }
   }
@@ -385,6 +386,7 @@ DeviceEmulator::DeviceEmulator(const ir::Function& kernel) : kernel_(kernel), pr
   }
   Program::Term t;
   p.lower_block(*kernel.body, t, kernel.name, &has_printf_);
+  forges_pointers_ = forges_global_pointers(*kernel.body);
   if (p.code.empty() || p.code.back().kind != K::Return) p.emit(Inst(K::Return));
   p.dyn_smem_offset = (p.static_smem_bytes + p.dyn_smem_align - 1) / p.dyn_smem_align * p.dyn_smem_align;
   for (Inst& i : p.code)

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "emulator/sm90_tensormap.h"
 #include "ir/async_attributes.h"
 
 namespace opencute::emulator {
@@ -195,15 +196,16 @@ uintptr_t swizzled(uintptr_t addr, int swizzle_bytes) {
   return addr ^ (((addr >> 7) & mask) << 4);
 }
 
-const TmaDescriptor& descriptor_of(const Inst& i, Sm90WarpContext& w, int lane) {
-  auto* d = reinterpret_cast<const TmaDescriptor*>(uintptr_t(at(w, i.a, lane).i));
-  if (!d || d->magic != kTmaDescriptorMagic)
+// The host's descriptor (a kernel parameter) or a tensor map a kernel copied into memory (sm90_tensormap).
+TmaDescriptor descriptor_of(const Inst& i, Sm90WarpContext& w, int lane) {
+  TmaDescriptor d;
+  if (!tma_descriptor_at(uintptr_t(at(w, i.a, lane).i), &d))
     w.fail(lane, std::string(ir::opcode_name(i.code)) + " through a pointer that is not a TMA descriptor made by "
-                                                        "make_tiled_tma_atom");
-  if (d->rank != int(i.imm))
+                                                        "make_tiled_tma_atom (nor a copy of one: copy_tensormap)");
+  if (d.rank != int(i.imm))
     w.fail(lane, std::string(ir::opcode_name(i.code)) + " with " + std::to_string(i.imm) +
-                     " coordinates through a descriptor of rank " + std::to_string(d->rank));
-  return *d;
+                     " coordinates through a descriptor of rank " + std::to_string(d.rank));
+  return d;
 }
 
 // Visits every element of the box at `origin`: f(global address or 0 when out of bounds,
@@ -229,7 +231,7 @@ void for_box(const TmaDescriptor& d, const int64_t* origin, F&& f) {
 }
 
 void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
-  const TmaDescriptor& d = descriptor_of(i, w, lane);
+  const TmaDescriptor d = descriptor_of(i, w, lane);
   int64_t origin[5] = {0, 0, 0, 0, 0};
   for (int k = 0; k < d.rank; ++k) origin[k] = int32_t(at(w, i.srcs[size_t(k)], lane).i);
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem);
@@ -286,7 +288,7 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
 }
 
 void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
-  const TmaDescriptor& d = descriptor_of(i, w, lane);
+  const TmaDescriptor d = descriptor_of(i, w, lane);
   int64_t origin[5] = {0, 0, 0, 0, 0};
   for (int k = 0; k < d.rank; ++k) origin[k] = int32_t(at(w, i.srcs[size_t(k)], lane).i);
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem), src = uintptr_t(at(w, i.b, lane).i);
@@ -355,7 +357,13 @@ AsyncStep execute_sm90_async(const Inst& i, Sm90WarpContext& w) {
     case OpCode::TmaStore:
       // One elected lane of the warp issues the copy (the lowering's elect.sync). It lands at
       // once: the bytes are in shared (global) memory and credited to the mbarrier when issued.
-      if (w.mask) {
+      // A predicated load (i.dst: its i1 predicate) is issued by every lane where it holds.
+      if (i.dst >= 0) {
+        for (uint32_t m = w.mask; m; m &= m - 1) {
+          const int l = __builtin_ctz(m);
+          if (at(w, i.dst, l).i) tma_load(i, w, l);
+        }
+      } else if (w.mask) {
         const int l = __builtin_ctz(w.mask);
         if (i.code == OpCode::TmaLoad) tma_load(i, w, l);
         else tma_store(i, w, l);
@@ -370,6 +378,9 @@ AsyncStep execute_sm90_async(const Inst& i, Sm90WarpContext& w) {
     case OpCode::Fence:
       // The emulator runs one instruction at a time and every copy lands when it is issued:
       // all memory is already ordered, for every proxy.
+      return AsyncStep::Continue;
+    case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease:
+      execute_sm90_tensormap(i, w);
       return AsyncStep::Continue;
     default:
       w.fail(0, std::string("not an SM90 async op: ") + ir::opcode_name(i.code));
@@ -401,7 +412,8 @@ bool lower_sm90_async(DeviceEmulator::Program& p, const ir::Op& op) {
       i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]);
       if (load) i.c = p.reg(op.operands[2]);
       for (int64_t k = 0; k < op.int_attr; ++k) i.srcs.push_back(p.reg(op.operands[fixed + size_t(k)]));
-      if (load && !op.ints.empty() && op.ints[0]) i.dsts.push_back(p.reg(op.operands.back()));
+      if (load && !op.ints.empty() && op.ints[0]) i.dsts.push_back(p.reg(op.operands[fixed + size_t(op.int_attr)]));
+      if (load && op.ints.size() > 1 && op.ints[1]) i.dst = p.reg(op.operands.back());  // the predicate
       break;
     }
     case OpCode::BulkCommit: case OpCode::BulkWait: break;

@@ -82,6 +82,9 @@ const char* opcode_name(OpCode code) {
     case OpCode::BulkWait: return "bulk_wait";
     case OpCode::TmaDescOp: return "tma_desc_op";
     case OpCode::TmaEncode: return "tma_encode";
+    case OpCode::TmaDescCopy: return "tma_desc_copy";
+    case OpCode::TmaDescReplace: return "tma_desc_replace";
+    case OpCode::TmaDescCpFenceRelease: return "tma_desc_cp_fence_release";
     case OpCode::ClusterSreg: return "cluster_sreg";
     case OpCode::ClusterBarrier: return "cluster_barrier";
     case OpCode::MapSharedRank: return "map_shared_rank";

@@ -115,7 +115,17 @@ enum class OpCode : uint8_t {
   SetMaxNReg,      // int_attr = register count per thread; ints = {1: setmaxnreg.inc, 0: .dec} (sm_90a)
   Prmt,            // (a i32, b i32, selector i32) -> i32: prmt.b32 (the default mode)
   WarpUniform,     // (value) -> value: the value is the same in every active lane (the emulator checks it)
+  // SM90 tensor maps in device memory (gg: cute/atom/tensormap_sm90, target/nvvm/lower_sm90_tensormap.cpp,
+  // emulator/sm90_tensormap.cpp): a kernel copies a TMA descriptor into a 128-byte slot of global or shared
+  // memory, re-points it at another tensor and publishes it; TMA copies may then name the slot
+  TmaDescCopy,           // (descriptor ptr, dst ptr to global or shared memory): the 128-byte tensor map
+  TmaDescReplace,        // (tensor map ptr, value i64/i32); int_attr = TmaDescField, ints = {ordinal}
+  TmaDescCpFenceRelease, // (global ptr, shared ptr): tensormap.cp_fenceproxy ... release.gpu, 128 bytes
 };
+
+// TmaDescReplace fields: tensormap.replace.tile.{global_address (i64), global_dim (ordinal = dimension,
+// i32 extent), global_stride (ordinal k = the byte stride of dimension k + 1, i64)}.
+enum class TmaDescField : uint8_t { GlobalAddress = 0, GlobalDim = 1, GlobalStride = 2 };
 
 // The cluster special registers: %clusterid, %nclusterid, %cluster_ctaid, %cluster_nctaid (per
 // dimension), %cluster_ctarank, %cluster_nctarank.

@@ -398,6 +398,7 @@ class Parser {
       case OpCode::WgmmaWait: case OpCode::MbarrierInit: case OpCode::MbarrierArrive: case OpCode::MbarrierWait:
       case OpCode::Fence: case OpCode::TmaLoad: case OpCode::TmaStore: case OpCode::BulkCommit:
       case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode:
+      case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform: {
         // SM80 copies, wgmma, the SM90 async ops and the SM90 warp / cluster ops: `[int_attr, ints...] operands : result types`

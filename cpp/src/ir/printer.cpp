@@ -175,6 +175,7 @@ class Printer {
       case OpCode::BulkWait:
       case OpCode::TmaDescOp:
       case OpCode::TmaEncode:
+      case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
         if (op.code != OpCode::CpAsyncCommit) {

@@ -289,13 +289,17 @@ class Verifier {
         const bool load = op.code == OpCode::TmaLoad;
         const bool mcast = load && !op.ints.empty() && op.ints[0];
         const size_t fixed = load ? 3 : 2, rank = size_t(op.int_attr);
-        bool ok = rank >= 1 && rank <= 5 && o.size() == fixed + rank + (mcast ? 1 : 0) && op.results.empty();
+        // ints[1] (loads): a trailing i1 predicate; the lanes where it holds issue the copy (no election).
+        const bool pred = load && op.ints.size() > 1 && op.ints[1];
+        bool ok = rank >= 1 && rank <= 5 && o.size() == fixed + rank + (mcast ? 1 : 0) + (pred ? 1 : 0) &&
+                  op.results.empty();
         for (size_t k = 0; ok && k < fixed; ++k) ok = o[k]->type->is_pointer();
         for (size_t k = fixed; ok && k < fixed + rank; ++k) ok = o[k]->type == i32();
-        if (ok && mcast) ok = o.back()->type->is_int();
+        if (ok && mcast) ok = o[fixed + rank]->type->is_int();
+        if (ok && pred) ok = o.back()->type->is_bool();
         expect(op, ok, std::string(opcode_name(op.code)) + " takes (descriptor, shared pointer" +
                            (load ? ", mbarrier pointer" : "") + ", 1 to 5 i32 coordinates" +
-                           (load ? "[, multicast mask]" : "") + ")");
+                           (load ? "[, multicast mask][, i1 predicate]" : "") + ")");
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
         break;
       }
@@ -324,6 +328,27 @@ class Verifier {
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
         verify_sm90_warp_op(op);
         break;
+      case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease: {
+        bool ok = o.size() == 2 && op.results.empty() && o[0]->type->is_pointer();
+        if (ok && op.code == OpCode::TmaDescCopy) ok = o[1]->type->is_pointer();
+        if (ok && op.code == OpCode::TmaDescCpFenceRelease)
+          ok = o[1]->type->is_pointer() && o[1]->type->space == AddrSpace::Smem && o[0]->type->space != AddrSpace::Smem;
+        if (ok && op.code == OpCode::TmaDescReplace) {
+          const auto f = TmaDescField(op.int_attr);
+          const int64_t ord = op.ints.empty() ? 0 : op.ints[0];
+          ok = op.int_attr >= 0 && op.int_attr <= int64_t(TmaDescField::GlobalStride) && op.ints.size() == 1 &&
+               o[1]->type == (f == TmaDescField::GlobalDim ? i32() : i64()) &&
+               (f == TmaDescField::GlobalAddress ? ord == 0 : ord >= 0 && ord < (f == TmaDescField::GlobalDim ? 5 : 4));
+        }
+        expect(op, ok, std::string(opcode_name(op.code)) +
+                           (op.code == OpCode::TmaDescCopy ? " takes (descriptor pointer, destination pointer)"
+                            : op.code == OpCode::TmaDescReplace
+                                ? " takes (tensor map pointer, value: i64 address / i32 extent / i64 byte stride) "
+                                  "and a field ordinal (dimension < 5, stride < 4)"
+                                : " takes (global tensor map pointer, shared tensor map pointer)"));
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
+      }
       default:
         break;
     }

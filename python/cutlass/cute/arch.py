@@ -44,12 +44,16 @@ def warp_idx(*, loc=None, ip=None):
 
 def make_warp_uniform(value, *, loc=None, ip=None):
     """`value` (an integer the same in every lane of the warp) as an Int32 the compiler may keep in a
-    uniform register. The emulator checks that the lanes agree."""
-    from .._dsl.numeric import Int32
+    uniform register. The emulator checks that the lanes agree. A 64-bit integer stays 64-bit: it
+    may be an address (`ptr.toint()` of a shared-memory pointer is the 64-bit host address on the
+    emulator, where the GPU's is a 32-bit shared-window offset), which must survive the round trip
+    back through make_ptr."""
+    from .._dsl.numeric import Int32, Int64, Uint64
     n = as_numeric(value)
+    wide = isinstance(n, (Int64, Uint64))
     if n.is_static():
-        return Int32(n)
-    return wrap(_core.sm90_warp.warp_uniform(num_of(Int32(n))))
+        return n if wide else Int32(n)
+    return wrap(_core.sm90_warp.warp_uniform(num_of(n if wide else Int32(n))))
 
 
 def sync_threads(*, loc=None, ip=None):

@@ -130,18 +130,30 @@ void lower_tma(const Op& op, OpLowering& k) {
   std::string smem = shared_address(k, op, op.operands[1]);
   if (op.code == OpCode::TmaLoad) {
     const bool mcast = !op.ints.empty() && op.ints[0];
+    // ints[1]: a trailing i1 predicate (the NVVM dialect op's predicate=): the lanes where it
+    // holds issue the copy, no election. Its operands are computed by every lane, outside the
+    // predicated instruction.
+    const bool predicated = op.ints.size() > 1 && op.ints[1];
     std::string bar = shared_address(k, op, op.operands[2]);
     std::string args = "i32 " + smem + ", i64 " + desc + ", i32 " + bar, cons = "r,l,r";
     for (int d = 0; d < rank; ++d) args += ", i32 " + k.operand(op.operands[size_t(3 + d)]), cons += ",r";
     std::string text = "cp.async.bulk.tensor." + dims + ".shared::cluster.global.mbarrier::complete_tx::bytes" +
                        (mcast ? ".multicast::cluster" : "") + " [$0], [$1, " + coord_list(3, rank) + "], [$2]";
     if (mcast) {
-      const ir::Value* m = op.operands.back();
+      const ir::Value* m = op.operands[size_t(3 + rank)];
       std::string mask = k.operand(m);
       if (m->type->width != 16)
         mask = k.emit_def((m->type->width > 16 ? "trunc " : "zext ") + k.type_text(m->type) + " " + mask + " to i16");
       args += ", i16 " + mask, cons += ",h";
       text += ", $" + std::to_string(3 + rank);
+    }
+    if (predicated) {
+      const int n = 3 + rank + (mcast ? 1 : 0);
+      std::string p = k.emit_def("zext i1 " + k.operand(op.operands.back()) + " to i32");
+      args += ", i32 " + p, cons += ",r";
+      asm_void(k, "{\\0A\\09.reg .pred tp;\\0A\\09setp.ne.b32 tp, $" + std::to_string(n) + ", 0;\\0A\\09@tp " + text +
+                      ";\\0A\\09}", cons, args);
+      return;
     }
     asm_void(k, elected(text + ";"), cons, args);
     return;

@@ -1651,7 +1651,8 @@ class KernelLowering : public OpLowering {
       case OpCode::Launch: fail(&op, "kernel launches are only valid in host code");
       default:
         if (lower_sm80_copy(op, *this) || lower_sm80_mma(op, *this) || lower_launch_control(op, *this) ||
-            lower_sm90_mma(op, *this) || lower_sm90_async(op, *this) || lower_sm90_warp(op, *this))
+            lower_sm90_mma(op, *this) || lower_sm90_async(op, *this) || lower_sm90_warp(op, *this) ||
+            lower_sm90_tensormap(op, *this))
           return;
         fail(&op, "no NVVM lowering for this operation");
     }

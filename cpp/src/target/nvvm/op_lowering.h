@@ -38,4 +38,7 @@ bool lower_sm90_async(const ir::Op& op, OpLowering& k);
 // ...): lower_sm90_warp.cpp.
 bool lower_sm90_warp(const ir::Op& op, OpLowering& k);
 
+// TMA descriptors in device memory (copy, tensormap.replace, cp_fenceproxy): lower_sm90_tensormap.cpp.
+bool lower_sm90_tensormap(const ir::Op& op, OpLowering& k);
+
 }  // namespace opencute::target

@@ -189,3 +189,16 @@ def extractvalue(res, container, position, *, loc=None, ip=None):
         if res != t:
             raise DSLUserCodeError(f"llvm.extractvalue: the field is {t!r}, not {res!r}", code="TYPE_MISMATCH")
     return rebuild_value(t, leaves)
+
+
+# ---- grouped_gemm.py (gg): address-space casts of pointers -----------------------------------------
+
+def addrspacecast(res, arg, *, loc=None, ip=None):
+    """`arg` (a pointer value: `Pointer.llvm_ptr`, or a traced pointer) as a pointer into the
+    address space of the PointerType `res` (generic <-> one specific space). Returns the IR value."""
+    from ..._dsl.errors import DSLUserCodeError as _Err
+    if not isinstance(res, PointerType):
+        raise _Err(f"llvm.addrspacecast: the result type must be an llvm.PointerType, got {res!r}", code="TYPE_MISMATCH")
+    if isinstance(arg, _core.cute._Pointer):
+        arg = arg._value
+    return _core.sm90_tensormap.address_space_cast(arg, res.address_space)

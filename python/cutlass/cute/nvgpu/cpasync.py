@@ -106,9 +106,9 @@ class TmaCopyAtom:
     def _copy(self, src, dst, tma_bar_ptr=None, mcast_mask=None, tma_desc_ptr=None, cache_policy=None, **kwargs):
         from ..arch import _pointer_value
         from ..._dsl.numeric import as_numeric, num_of
-        if tma_desc_ptr is not None:
-            raise user_error("cute.copy: tma_desc_ptr= (a descriptor in global memory) is not supported yet; the "
-                             "atom's own descriptor is used", code="NOT_SUPPORTED")
+        # tma_desc_ptr=: a copy of the atom's descriptor in memory (copy_tensormap), maybe re-pointed
+        # at another tensor (update_tma_descriptor); the box and swizzle stay the atom's.
+        desc = self._desc if tma_desc_ptr is None else _pointer_value(tma_desc_ptr)
         bar = None if tma_bar_ptr is None else _pointer_value(tma_bar_ptr)
         mask = None
         if self._atom.is_multicast:
@@ -116,7 +116,7 @@ class TmaCopyAtom:
                 raise user_error("cute.copy: CopyBulkTensorTileG2SMulticastOp needs mcast_mask=", code="TMA_COPY")
             mask = num_of(as_numeric(mcast_mask))
         from ..arch import _user_line
-        _core.sm90.tma_copy(self._atom, self._desc, src, dst, bar, mask, *_user_line())
+        _core.sm90.tma_copy(self._atom, desc, src, dst, bar, mask, *_user_line())
 
     def __str__(self):
         a = self._atom
@@ -207,9 +207,28 @@ def fence_tma_desc_release(*, loc=None, ip=None):
     _core.sm90.fence("tensormap_release")
 
 
+def copy_tensormap(tma_atom, tensormap_ptr, *, loc=None, ip=None):
+    """Copies the atom's TMA descriptor (128 bytes) into the slot at `tensormap_ptr` (global or
+    shared memory, 128-byte aligned). Every calling lane copies: call it from one elected lane."""
+    from ..arch import _pointer_value, _user_line
+    _core.sm90_tensormap.copy_tensormap(tma_atom._desc, _pointer_value(tensormap_ptr), *_user_line())
+
+
 def update_tma_descriptor(tma_atom, gmem_tensor, tma_desc_ptr, *, loc=None, ip=None):
-    raise user_error("update_tma_descriptor: rewriting a TMA descriptor in device memory is not supported yet",
-                     code="NOT_SUPPORTED")
+    """Re-points the tensor map at `tma_desc_ptr` (a copy of the atom's descriptor) at
+    `gmem_tensor`: its address, extents and byte strides (tensormap.replace, sm_90a). The tensor
+    must have the atom's modes, with the same innermost contiguous mode."""
+    from ..arch import _pointer_value, _user_line
+    _core.sm90_tensormap.update_tma_descriptor(tma_atom._atom, gmem_tensor, _pointer_value(tma_desc_ptr),
+                                               *_user_line())
+
+
+def cp_fence_tma_desc_release(tma_desc_global_ptr, tma_desc_shared_ptr, *, loc=None, ip=None):
+    """Copies the tensor map in shared memory to its global slot and releases it to the TMA unit
+    (tensormap.cp_fenceproxy ... release.gpu; the whole warp executes it)."""
+    from ..arch import _pointer_value, _user_line
+    _core.sm90_tensormap.cp_fence_tma_desc_release(_pointer_value(tma_desc_global_ptr),
+                                                   _pointer_value(tma_desc_shared_ptr), *_user_line())
 
 
 def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, loc=None, ip=None):
@@ -221,4 +240,5 @@ def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, lo
 __all__ = ["LoadCacheMode", "CopyG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
            "CopyBulkTensorTileS2GOp", "TmaCopyAtom", "TmaInfo", "make_tiled_tma_atom", "tma_partition",
            "prefetch_descriptor", "fence_tma_desc_acquire", "fence_tma_desc_release", "update_tma_descriptor",
+           "copy_tensormap", "cp_fence_tma_desc_release",
            "create_tma_multicast_mask"]

@@ -1,0 +1,172 @@
+#include "cute/atom/tensormap_sm90.h"
+
+#include <algorithm>
+#include <string>
+
+#include "cute/atom/copy_sm80.h"
+#include "dsl/dtype.h"
+#include "dsl/mbarrier.h"
+#include "dsl/tracer.h"
+
+namespace opencute::cute {
+namespace L = layout;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& code, const std::string& msg) { throw dsl::UserError(code, msg); }
+
+ir::Builder& kernel_builder(const std::string& what) {
+  dsl::Tracer& t = dsl::Tracer::require(what.c_str());
+  if (!t.in_kernel()) fail("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
+  const int n = dsl::arch_number(target_arch());
+  if (n && n < 90) fail("UNSUPPORTED_ARCH", what + " needs sm_90a (tensormap.replace), but the program is compiled for " +
+                                                target_arch());
+  return t.builder();
+}
+
+ir::Value* pointer_operand(const dsl::Num& p, const std::string& what, const std::string& name) {
+  if (p.is_static || !p.type->is_pointer()) fail("TYPE_MISMATCH", what + ": " + name + " must be a pointer");
+  return dsl::materialize(p);
+}
+
+// A tensor map slot: global, generic or shared memory (tensormap.replace and TMA read those).
+ir::Value* slot_operand(const dsl::Num& p, const std::string& what) {
+  ir::Value* v = pointer_operand(p, what, "the tensor map pointer");
+  const ir::AddrSpace s = v->type->space;
+  if (s != ir::AddrSpace::Gmem && s != ir::AddrSpace::Generic && s != ir::AddrSpace::Smem)
+    fail("TYPE_MISMATCH", what + ": a tensor map lives in global or shared memory, not in " +
+                              ir::to_string(v->type));
+  if (v->type->align && v->type->align < 64)
+    fail("MISALIGNED", what + ": a tensor map must be 64-byte aligned (CUTLASS keeps 128), the pointer is known "
+                              "aligned to " + std::to_string(v->type->align) + " bytes only; make it with "
+                              "assumed_align=128");
+  return v;
+}
+
+}  // namespace
+
+void copy_tensormap(const dsl::Num& descriptor, const dsl::Num& dst) {
+  const std::string what = "copy_tensormap";
+  ir::Builder& b = kernel_builder(what);
+  ir::Value* d = pointer_operand(descriptor, what, "the descriptor");
+  ir::Value* slot = slot_operand(dst, what);
+  b.create(ir::OpCode::TmaDescCopy, {d, slot}, {});
+}
+
+void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& slot_ptr) {
+  const std::string what = "update_tma_descriptor";
+  ir::Builder& b = kernel_builder(what);
+  ir::Value* slot = slot_operand(slot_ptr, what);
+  if (!g.is_memory() || g.space() == ir::AddrSpace::Smem || g.space() == ir::AddrSpace::Rmem)
+    fail("TMA_LAYOUT", what + ": the new tensor must be a global-memory tensor");
+  if (g.element()->byte_size() != a.element->byte_size() || g.element()->width != a.element->width)
+    fail("TYPE_MISMATCH", what + ": the atom copies " + dsl::dtype_name(a.element) + ", the tensor holds " +
+                              dsl::dtype_name(g.element()));
+  const L::Layout& gl = g.layout;
+  int modes = 0;
+  for (int k = 0; k < a.rank; ++k) modes = std::max(modes, a.gmode[k] + 1);
+  if (gl.rank() != modes)
+    fail("TMA_LAYOUT", what + ": the atom's tensor had " + std::to_string(modes) + " modes, the new tensor has " +
+                           std::to_string(gl.rank()));
+  L::BuilderScope scope(&b);
+  const int64_t elem_bytes = a.element->byte_size();
+  std::vector<std::pair<ir::TmaDescField, std::pair<int64_t, ir::Value*>>> fields;
+  fields.push_back({ir::TmaDescField::GlobalAddress, {0, b.bitcast(g.ptr, ir::i64())}});
+  L::Int prev_stride_bytes(elem_bytes), prev_extent(1);
+  for (int k = 0; k < a.rank; ++k) {
+    const L::IntTuple& gs = gl.shape[a.gmode[k]];
+    const L::IntTuple& gd = gl.stride[a.gmode[k]];
+    if (!gs.is_int() || !gd.is_int())
+      fail("TMA_LAYOUT", what + ": mode " + std::to_string(a.gmode[k]) + " of the tensor is hierarchical; TMA needs "
+                                "one extent and stride per mode");
+    // A split mode (an MN-major swizzle atom tiled past its 64 elements): the inner runs read
+    // whole runs, so the extent must be a multiple of them, which make_tiled_tma_atom checks
+    // when the host encodes; here nobody could check a dynamic extent before the TMA reads.
+    if (a.outermost[k] && a.tile_stride[k] > 1 && gs.as_int().divisibility() % a.tile_stride[k] != 0)
+      fail("NOT_SUPPORTED", what + ": the atom splits mode " + std::to_string(a.gmode[k]) + " into runs of " +
+                                std::to_string(a.tile_stride[k]) + " elements; the new tensor's extent there is not "
+                                "known to be a multiple of " + std::to_string(a.tile_stride[k]) +
+                                " (make its layout with a divisibility, or use a K-major operand)");
+    // The same extents and strides make_tiled_tma_atom encodes (copy_sm90.cpp).
+    L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.box[k]);
+    L::Int stride = gd.as_int() * L::Int(a.tile_stride[k]);
+    if (k == 0) {
+      if (stride.is_static() && !stride.is_static_value(1))
+        fail("TMA_LAYOUT", what + ": mode " + std::to_string(a.gmode[0]) + " of the new tensor has stride " +
+                                  std::to_string(stride.value()) + ", but the atom's innermost box dimension needs it "
+                                  "contiguous (stride 1)");
+    } else {
+      // A dimension of extent 1 is only read at coordinate 0: its stride (0 for the examples'
+      // L = 1 batch mode) never moves an address, but a tensor map wants a multiple of 16 bytes,
+      // so it gets the span of the dimension inside it, as the host encoding does.
+      // (The examples write that extent as Int32(1), a dynamic value: the choice is then made
+      // when the kernel runs.)
+      L::Int natural = stride * L::Int(elem_bytes);
+      L::Int span = L::ceil_div(prev_stride_bytes * prev_extent, L::Int(16)) * L::Int(16);
+      L::Int bytes = extent.is_static_value(1) ? span : natural;
+      if (!extent.is_static())
+        bytes = L::Int::dynamic(b.select(b.cmp(ir::CmpPredicate::Eq, extent.materialize(ir::i32()),
+                                               b.const_int(ir::i32(), 1)),
+                                         span.materialize(ir::i64()), natural.materialize(ir::i64())), 16);
+      fields.push_back({ir::TmaDescField::GlobalStride, {k - 1, bytes.materialize(ir::i64())}});
+      prev_stride_bytes = bytes;
+    }
+    prev_extent = extent;
+    fields.push_back({ir::TmaDescField::GlobalDim, {k, extent.materialize(ir::i32())}});
+  }
+  for (auto& [field, ord_value] : fields) {
+    ir::Op* op = b.create(ir::OpCode::TmaDescReplace, {slot, ord_value.second}, {});
+    op->int_attr = int64_t(field);
+    op->ints = {ord_value.first};
+  }
+}
+
+void cp_fence_tma_desc_release(const dsl::Num& global_slot, const dsl::Num& shared_slot) {
+  const std::string what = "cp_fence_tma_desc_release";
+  ir::Builder& b = kernel_builder(what);
+  ir::Value* g = slot_operand(global_slot, what);
+  ir::Value* s = slot_operand(shared_slot, what);
+  if (g->type->space == ir::AddrSpace::Smem) fail("TYPE_MISMATCH", what + ": the first pointer is the global slot");
+  if (s->type->space != ir::AddrSpace::Smem)
+    fail("TYPE_MISMATCH", what + ": the second pointer must be a shared-memory pointer (the updated copy)");
+  b.create(ir::OpCode::TmaDescCpFenceRelease, {g, s}, {});
+}
+
+void tma_load_predicated(const dsl::Num& smem, const dsl::Num& descriptor, const std::vector<dsl::Num>& coords,
+                         const dsl::Num& mbar, const dsl::Num& predicate) {
+  const std::string what = "nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp";
+  ir::Builder& b = kernel_builder(what);
+  if (coords.empty() || coords.size() > 5)
+    fail("VALUE_INVALID", what + ": a tensor map has 1 to 5 coordinates, got " + std::to_string(coords.size()));
+  ir::Value* d = pointer_operand(descriptor, what, "tmaDescriptor");
+  ir::Value* s = pointer_operand(smem, what, "dstMem");
+  ir::Value* bar = pointer_operand(mbar, what, "mbar");
+  for (ir::Value* p : {s, bar})
+    if (p->type->space != ir::AddrSpace::Smem && p->type->space != ir::AddrSpace::Generic)
+      fail("TYPE_MISMATCH", what + ": dstMem and mbar must point into shared memory");
+  if (predicate.type != ir::bool_type())
+    fail("TYPE_MISMATCH", what + ": the predicate must be a Boolean (i1), e.g. nvvm.elect_sync()");
+  std::vector<ir::Value*> ops = {d, s, bar};
+  for (const dsl::Num& c : coords) {
+    if (!c.type->is_int() || c.type->is_bool())
+      fail("TYPE_MISMATCH", what + ": coordinates must be Int32 values");
+    ops.push_back(dsl::materialize(dsl::convert(c, ir::i32())));
+  }
+  ops.push_back(dsl::materialize(predicate));
+  ir::Op* op = b.create(ir::OpCode::TmaLoad, ops, {});
+  op->int_attr = int64_t(coords.size());
+  op->ints = {0, 1};
+}
+
+dsl::Num address_space_cast(const dsl::Num& ptr, ir::AddrSpace space) {
+  dsl::Tracer& t = dsl::Tracer::require("llvm.addrspacecast");
+  if (ptr.is_static || !ptr.type->is_pointer()) fail("TYPE_MISMATCH", "llvm.addrspacecast needs a pointer value");
+  ir::Value* v = dsl::materialize(ptr);
+  if (v->type->space == space) return ptr;
+  if (v->type->space != ir::AddrSpace::Generic && space != ir::AddrSpace::Generic)
+    fail("TYPE_MISMATCH", "llvm.addrspacecast converts between the generic space and one specific space, not from " +
+                              ir::to_string(v->type) + " to address space " + std::to_string(int(space)));
+  return dsl::Num::of_value(t.builder().bitcast(v, ir::pointer_type(v->type->element, space, v->type->align)));
+}
+
+}  // namespace opencute::cute

@@ -1,0 +1,64 @@
+"""`cutlass._mlir.dialects.nvvm`: the NVVM dialect ops NVIDIA's examples call directly, mapped onto
+OpenCuTe's typed IR ops (no MLIR here). Operands are what the examples pass: IR values from
+`.ir_value()` and `Pointer.llvm_ptr`, or DSL numbers and pointers."""
+import enum
+
+from ... import _core
+from ..._dsl.errors import DSLUserCodeError
+from ..._dsl.numeric import Numeric, wrap
+
+# ---- grouped_gemm.py (hopper/kernel/grouped_gemm): elect.sync and the predicated TMA load --------
+
+
+def _ir(x):
+    """The C++ value (Num) of an IR value, a DSL number or a traced pointer."""
+    if isinstance(x, Numeric):
+        return x._n
+    if isinstance(x, _core.cute._Pointer):
+        return x._value
+    if isinstance(x, bool):
+        return _core.as_num(x)
+    return x
+
+
+class TMALoadMode(enum.Enum):
+    """cp.async.bulk.tensor's load modes (the NVVM dialect's attribute). OpenCuTe issues TILE."""
+    TILE = 0
+    IM2COL = 1
+    IM2COL_W = 2
+    IM2COL_W_128 = 3
+    TILE_GATHER4 = 4
+
+
+# The attribute's older name (CUTLASS DSL releases before the TMALoadMode rename).
+CpAsyncBulkTensorLoadMode = TMALoadMode
+
+
+def elect_sync(membermask=None, *, loc=None, ip=None):
+    """elect.sync over the warp (all 32 lanes unless `membermask`): a Boolean true in exactly one
+    active lane."""
+    mask = 0xFFFFFFFF if membermask is None else membermask
+    return wrap(_core.sm90_warp.elect_one(_ir(mask) if not isinstance(mask, int) else _core.as_num(mask)))
+
+
+def CpAsyncBulkTensorGlobalToSharedClusterOp(dstMem, tmaDescriptor, coordinates, mbar, im2colOffsets=(), *,  # noqa: N802,N803
+                                             multicastMask=None, l2CacheHint=None, predicate=None, mode=None,  # noqa: N803
+                                             loadMode=None, useIntrinsic=None, loc=None, ip=None):  # noqa: N803
+    """cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes (tile mode):
+    the box at `coordinates` (tensor-map order, innermost first) through the tensor map at
+    `tmaDescriptor` into `dstMem`, its bytes completing on `mbar`. With `predicate` (an i1, e.g.
+    elect_sync()) the lanes where it holds issue the copy; without, every calling lane does."""
+    for name, value in (("mode", mode), ("loadMode", loadMode)):
+        if value is not None and value is not TMALoadMode.TILE:
+            raise DSLUserCodeError(f"nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: {name}={value} is not supported; "
+                                   "only TMALoadMode.TILE", code="NOT_SUPPORTED")
+    if im2colOffsets:
+        raise DSLUserCodeError("nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: im2colOffsets need an im2col load "
+                               "mode, which is not supported (pass [])", code="NOT_SUPPORTED")
+    if multicastMask is not None or l2CacheHint is not None:
+        raise DSLUserCodeError("nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: multicastMask / l2CacheHint are not "
+                               "supported; use cute.copy with a multicast TMA atom", code="NOT_SUPPORTED")
+    from ...cute.arch import _user_line
+    pred = _core.as_num(True) if predicate is None else _ir(predicate)
+    _core.sm90_tensormap.tma_load_predicated(_ir(dstMem), _ir(tmaDescriptor), [_ir(c) for c in coordinates],
+                                             _ir(mbar), pred, *_user_line())
