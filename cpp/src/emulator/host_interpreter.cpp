@@ -267,15 +267,17 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
       }
       const size_t kFirstArg = at;
       req.num_args = s.in.size() - kFirstArg;
-      // Kernel arguments are gathered on the stack; only unusually long lists allocate.
-      Scalar small[32];
-      std::vector<Scalar> large;
-      Scalar* args = small;
-      if (req.num_args > 32) {
-        large.resize(req.num_args);
-        args = large.data();
+      // Kernel arguments are gathered on the stack, in raw storage (Scalar's initialisers would
+      // zero it first); only lists longer than a kernel takes (256 parameters) allocate.
+      constexpr size_t kStackArgs = 256;
+      alignas(Scalar) unsigned char small[kStackArgs * sizeof(Scalar)];
+      std::unique_ptr<Scalar[]> large;
+      Scalar* args = reinterpret_cast<Scalar*>(small);
+      if (req.num_args > kStackArgs) {
+        large.reset(new Scalar[req.num_args]);
+        args = large.get();
       }
-      for (size_t i = 0; i < req.num_args; ++i) args[i] = in(kFirstArg + i);
+      for (size_t i = 0; i < req.num_args; ++i) new (&args[i]) Scalar(in(kFirstArg + i));
       req.args = args;
       req.arg_types = s.in_types.data() + kFirstArg;
       fr.launcher->launch(req);

@@ -16,6 +16,9 @@ void launch_on_gpu(void* fn, const emulator::LaunchRequest& r, bool discard) {
     if (t->is_pointer() && t->space == ir::AddrSpace::Param) {
       // A by-value parameter (a TMA descriptor): the argument points at its bytes.
       params[i] = reinterpret_cast<void*>(uintptr_t(r.args[i].i));
+    } else if (t->is_pointer() || (t->is_int() && t->width <= 64)) {
+      // The common parameters (tensors' pointers and extents), decided without byte_size()'s call.
+      params[i] = const_cast<int64_t*>(&r.args[i].i);
     } else if (!t->is_float() && t->byte_size() <= 8) {
       // Pointers and integers: the low bytes of the 64-bit value (little endian) are the
       // parameter, so the driver reads them in place; it copies them before returning.
