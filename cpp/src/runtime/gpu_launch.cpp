@@ -11,7 +11,8 @@ void launch_on_gpu(void* fn, const emulator::LaunchRequest& r, bool discard) {
   if (r.num_args > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
   alignas(8) unsigned char storage[kMaxParams][8];
   void* params[kMaxParams];
-  for (size_t i = 0; i < r.num_args; ++i) {
+  for (size_t i = 0; r.args_in_place && i < r.num_args; ++i) params[i] = const_cast<int64_t*>(&r.args[i].i);
+  for (size_t i = 0; !r.args_in_place && i < r.num_args; ++i) {
     ir::Type t = r.arg_types[i];
     if (t->is_pointer() && t->space == ir::AddrSpace::Param) {
       // A by-value parameter (a TMA descriptor): the argument points at its bytes.
