@@ -13,13 +13,25 @@ Rows, each an empty kernel launched on a 1x1x1 grid of 128 threads with N tensor
   table shows how many calls traced during the timing: it should be 0).
 - Triton: an empty `@triton.jit` kernel with the same tensors; `torch.add(a, 1.0, out=b)`.
 - The driver floor: `cuLaunchKernel` from C++ of an empty kernel with the same parameters
-  (pointer and length per tensor), from `launch_floor` built with -DOPENCUTE_BUILD_BENCHMARKS=ON.
+  (pointer and int32 length per tensor: exactly what the OpenCuTe kernels here take, since their
+  tensors have a dynamic extent and a static unit stride). Measured two ways:
+  * in this process (`_core._LaunchFloor`, the same kernel text and launch loop as
+    `launch_floor.cpp`), batch by batch INTERLEAVED with the two compiled-call rows: each
+    repetition times one batch of floor launches and one batch of calls back to back (the order
+    alternating), so that both see the same clocks, the same GPU state and the same neighbours.
+    The rows "... above the floor (paired)" are the median over repetitions of (call batch - floor
+    batch), the figure to compare with the targets; "driver floor, in process" is the median of
+    all the floor batches of that column.
+  * in a process of its own, `launch_floor` (built with -DOPENCUTE_BUILD_BENCHMARKS=ON), run
+    before and after all other rows; the spread between the two runs shows how far a floor taken
+    at another moment can move (on the H100 a same-session run once read 3.79 / 3.42 / 4.07 us
+    for 0 / 3 / 19 tensors: lower at 3 than at 0).
 - First compile of a process: a fresh subprocess, CUDA already initialised by torch (as in an
   application), disk cache off, `cute.compile` of an empty kernel: the first and the second.
 
 Method (as bench_add_one.py): the median over `reps` repetitions of `iters` back-to-back calls,
 synchronised outside the timed region, so that the launch queue never fills and the figure is
-host time per call.
+host time per call. The floor is timed the same way (batches of `iters`, synchronised after).
 
     python benchmarks/bench_call_overhead.py [--launch-floor build/bench/launch_floor] [--json out.json]
     python benchmarks/bench_call_overhead.py --cpu      # no GPU: numpy arrays, reduced, a smoke test
@@ -86,6 +98,36 @@ def triton_kernel(n):
         def empty_kernel({params}):
             pass
         """)).empty_kernel
+
+
+def batch_us(fn, sync, iters):
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    t1 = time.perf_counter()
+    sync()
+    return (t1 - t0) / iters * 1e6
+
+
+def interleaved_us(fn, floor, sync, iters, reps):
+    """(median us per call, median us per floor launch, median paired difference): each repetition
+    times a batch of `fn` and a batch of floor launches back to back, alternating which goes first."""
+    for _ in range(max(iters, 50)):
+        fn()
+    sync()
+    floor.batch_us(max(iters, 50))
+    ours, floors, above = [], [], []
+    for r in range(reps):
+        if r % 2:
+            f = floor.batch_us(iters)
+            o = batch_us(fn, sync, iters)
+        else:
+            o = batch_us(fn, sync, iters)
+            f = floor.batch_us(iters)
+        ours.append(o)
+        floors.append(f)
+        above.append(o - f)
+    return statistics.median(ours), floors, statistics.median(above)
 
 
 def per_call_us(fn, sync, iters, reps):
@@ -220,11 +262,37 @@ def main():
     except ImportError:
         tvm_ffi_reason = "tvm_ffi is not installed"
 
+    floor_reason = None
+    floor_batches = {}  # count -> every in-process floor batch of that column
+
+    def in_process_floor(n):
+        nonlocal floor_reason
+        if not use_gpu or floor_reason:
+            return None
+        try:
+            from cutlass import _core
+            return _core._LaunchFloor(n)
+        except Exception as e:  # an older _core, or no driver: the separate-process floor remains
+            floor_reason = f"{type(e).__name__}: {str(e)[:120]}"
+            return None
+
+    def timed_against_floor(name, n, fn, floor):
+        if floor is None:
+            put(name, n, per_call_us(fn, sync, iters, reps))
+            return
+        ours, floors, above = interleaved_us(fn, floor, sync, iters, reps)
+        put(name, n, ours)
+        put(name + " above the floor (paired)", n, above)
+        floor_batches.setdefault(n, []).extend(floors)
+
+    separate_floor_before = launch_floor(args.launch_floor) if use_gpu else {}
+
     for n in COUNTS:
         f = opencute_kernels(n)
         ts = make_tensors(n)
+        floor = in_process_floor(n)
         compiled = cute.compile(f, *ts)
-        put("OpenCuTe compiled call", n, per_call_us(lambda: compiled(*ts), sync, iters, reps))
+        timed_against_floor("OpenCuTe compiled call", n, lambda: compiled(*ts), floor)
 
         host = cute.compile(f, *ts, options="--target gpu")
         host._discard_launches = True
@@ -235,7 +303,7 @@ def main():
             try:
                 ffi = cute.compile(f, *ts, options="--enable-tvm-ffi")
                 ffi(*ts)
-                put("OpenCuTe compiled call, TVM-FFI", n, per_call_us(lambda: ffi(*ts), sync, iters, reps))
+                timed_against_floor("OpenCuTe compiled call, TVM-FFI", n, lambda: ffi(*ts), floor)
                 xs = ts if use_gpu else exchange_tensors(n)
                 ffi_host = cute.compile(f, *ts, options="--enable-tvm-ffi --target gpu")
                 ffi_host._compiled._discard_launches = True
@@ -264,8 +332,14 @@ def main():
     if use_gpu:
         a, b = make_tensors(2)
         put("torch.add(a, 1.0, out=b) (2 tensors, in the 3 column)", 3, per_call_us(lambda: torch.add(a, 1.0, out=b), sync, iters, reps))
-        for n, us in launch_floor(args.launch_floor).items():
-            put("cuLaunchKernel from C++ (driver floor)", n, us)
+        for n in COUNTS:
+            if n in floor_batches:
+                put("cuLaunchKernel from C++ (driver floor, in process, interleaved)", n,
+                    statistics.median(floor_batches[n]))
+        separate_floor_after = launch_floor(args.launch_floor)
+        for label, floors in (("before", separate_floor_before), ("after", separate_floor_after)):
+            for n, us in floors.items():
+                put(f"cuLaunchKernel from C++ (driver floor, own process, {label} the rows above)", n, us)
 
     compiles = first_compile(use_gpu)
 
@@ -279,6 +353,8 @@ def main():
         print(f"| {name} | " + " | ".join(cells) + " |")
     if tvm_ffi_reason:
         print(f"TVM-FFI row skipped: {tvm_ffi_reason}")
+    if floor_reason:
+        print(f"in-process floor unavailable ({floor_reason}): compiled calls timed alone")
     print()
     print("| first compile of a process (cache off) | import cutlass ms | first compile ms | load ms | "
           "second compile ms |")
@@ -288,7 +364,8 @@ def main():
               f"{c['second_ms']:.1f} |")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"per_call_us": rows, "first_compile": compiles, "tvm_ffi_skipped": tvm_ffi_reason}, fh,
+            json.dump({"per_call_us": rows, "first_compile": compiles, "tvm_ffi_skipped": tvm_ffi_reason,
+                       "in_process_floor_batches_us": floor_batches, "in_process_floor_skipped": floor_reason}, fh,
                       indent=1, default=str)
 
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "runtime/cuda_driver.h"
+#include "runtime/launch_floor_kernel.h"
 #include "target/nvvm/nvvm_compiler.h"
 
 namespace {
@@ -36,26 +37,7 @@ declare i32 @llvm.nvvm.read.ptx.sreg.tid.x()
 !1 = !{i32 2, i32 0}
 )";
 
-// An empty kernel with `tensors` (pointer, i32 extent) parameter pairs: what an OpenCuTe kernel
-// taking that many 1-D framework tensors (data pointer and dynamic length) passes per launch.
-std::string empty_kernel(int tensors) {
-  std::string params, types;
-  for (int i = 0; i < tensors; ++i) {
-    params += std::string(i ? ", " : "") + "float addrspace(1)* %p" + std::to_string(i) + ", i32 %n" + std::to_string(i);
-    types += std::string(i ? ", " : "") + "float addrspace(1)*, i32";
-  }
-  return std::string(R"(target datalayout = "e-p:64:64:64-i1:8:8-i8:8:8-i16:16:16-i32:32:32-i64:64:64-i128:128:128-f32:32:32-f64:64:64-v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64"
-target triple = "nvptx64-nvidia-cuda"
-define void @empty()") + params + R"() {
-entry:
-  ret void
-}
-!nvvm.annotations = !{!0}
-!0 = !{void ()" + types + R"()* @empty, !"kernel", i32 1}
-!nvvmir.version = !{!1}
-!1 = !{i32 2, i32 0}
-)";
-}
+std::string empty_kernel(int tensors) { return opencute::runtime::launch_floor_kernel_ir(tensors); }
 
 // Same method as benchmarks/bench_add_one.py: batches well under the pending-launch queue
 // depth, synchronised outside the timed region; the median batch, in microseconds per launch.

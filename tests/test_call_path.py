@@ -70,3 +70,22 @@ def test_many_arguments_take_the_long_path():
     ts = [np.zeros(i + 1, np.float32) for i in range(n)]
     compiled = cute.compile(m.many, ts)
     assert compiled(ts) == 1 + 70
+
+
+# ---- the driver floor of benchmarks/bench_call_overhead.py, timed in process ------------------
+
+@pytest.mark.gpu
+def test_launch_floor_times_bare_launches():
+    from cutlass import _core
+    for tensors in (0, 3, 19):
+        floor = _core._LaunchFloor(tensors)
+        us = floor.batch_us(200)
+        assert 0.5 < us < 100, us  # a bare cuLaunchKernel costs microseconds, not nothing
+
+
+def test_launch_floor_without_a_gpu_says_so():
+    from cutlass import _core
+    if cutlass.cuda.is_available():
+        pytest.skip("a GPU is present")
+    with pytest.raises(RuntimeError, match="needs a CUDA device"):
+        _core._LaunchFloor(3)

@@ -102,3 +102,55 @@ def test_direct_calls_key_exchange_tensors():
     axpy(ExchangeTensor(x), ExchangeTensor(y), ExchangeTensor(out))
     np.testing.assert_array_equal(out, x * 2.0 + y)
     assert axpy.direct_call_stats["traced"] == traced + 1
+
+
+# The compiled call checks exchange tensors inline (bindings/dltensor_check.h) and only a tensor
+# that fails goes to the full check: every kind of mismatch must still raise, with the message a
+# numpy array with the same layout gets.
+def _constrained_axpy():
+    from cutlass.cute.runtime import make_fake_compact_tensor
+    n = cute.sym_int(divisibility=16)
+    fakes = [make_fake_compact_tensor(cute.Float32, (n,), assumed_align=16) for _ in range(3)]
+    return cute.compile(axpy, *fakes, options="--target cpu")
+
+
+def _raised(f, args):
+    try:
+        f(*args)  # one line for both calls: messages name the caller's line
+    except Exception as e:
+        return e
+    raise AssertionError("the call did not raise")
+
+
+@pytest.mark.parametrize("case", ["dtype", "device", "rank", "static_stride", "divisibility", "alignment",
+                                  "shared_symbol"])
+def test_every_mismatch_raises_the_numpy_message(case):
+    f = _constrained_axpy()
+    base = np.zeros(160, np.float32)
+    x, y, out = base[:64], base[64:128].copy(), np.full(64, np.nan, np.float32)
+    args = [x, y, out]
+    device_type = [1, 1, 1]
+    if case == "dtype":
+        args[1] = y.astype(np.float64)
+    elif case == "device":
+        device_type[2] = 2
+    elif case == "rank":
+        args[0] = x.reshape(4, 16)
+    elif case == "static_stride":
+        args[2] = np.zeros(128, np.float32)[::2]
+    elif case == "divisibility":
+        args = [a[:48 + 2] for a in args]
+    elif case == "alignment":
+        args[0] = base[1:65]
+    elif case == "shared_symbol":
+        args[1] = np.zeros(80, np.float32)
+    through_exchange = _raised(f, [ExchangeTensor(a, device_type=d) for a, d in zip(args, device_type)])
+    if case == "device":  # a numpy array cannot be in GPU memory: the message is the documented one
+        assert "argument #2 (out) is in GPU memory" in str(through_exchange)
+    else:
+        through_numpy = _raised(f, args)
+        assert type(through_exchange) is type(through_numpy)
+        assert str(through_exchange) == str(through_numpy)
+    assert np.isnan(out).all()  # nothing ran
+    f(*(ExchangeTensor(a) for a in (x, y, out)))  # and the good call still runs
+    np.testing.assert_array_equal(out, x * 2.0 + y)

@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include "bindings/compiled_function_plan.h"
+#include "bindings/dltensor_check.h"
 
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -281,6 +282,58 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
                                               "it with None to leave the argument out");
 }
 
+// A DLTensor read through DLPack's exchange table, with TensorArgument's accessors.
+struct DLTensorAccess {
+  const TensorArgument::DLTensorView& t;
+  int64_t data() const { return int64_t(reinterpret_cast<intptr_t>(t.data)) + int64_t(t.byte_offset); }
+  size_t rank() const { return size_t(t.ndim); }
+  int64_t shape(size_t mode) const { return mode < size_t(t.ndim) ? t.shape[mode] : 1; }
+  int64_t stride(size_t mode) const { return mode < size_t(t.ndim) ? dltensor_stride(t, int(mode)) : 0; }
+};
+
+// The host parameter of tensor slot `s` (its data pointer, one extent or one stride); for the
+// CPU emulator, a data slot also records the tensor's memory region.
+template <class Tensor>
+__attribute__((noinline)) void add_memory_region(const ArgSlot& s, Tensor& tensor,
+                                                 std::vector<emulator::MemoryRegion>& regions) {
+  // Extents in bits, so that packed 4-bit elements count as half a byte.
+  int64_t lo = 0, hi = 0, bits = s.type->element ? s.type->element->bit_size() : 8;
+  bool empty = false;
+  for (size_t d = 0; d < tensor.rank(); ++d) {
+    int64_t n = tensor.shape(d), st = tensor.stride(d);
+    if (n <= 0) empty = true;
+    else (st > 0 ? hi : lo) += (n - 1) * st;
+  }
+  uintptr_t base = uintptr_t(tensor.data());
+  emulator::MemoryRegion r;
+  r.begin = base + uintptr_t((lo * bits) >> 3);
+  r.end = empty ? r.begin : base + uintptr_t(((hi + 1) * bits + 7) >> 3);
+  r.name = "tensor argument #" + std::to_string(s.source);
+  regions.push_back(std::move(r));
+}
+
+template <class Tensor>
+inline __attribute__((always_inline)) void read_tensor_slot(const ArgSlot& s, Tensor& tensor, bool emulated,
+                                                            ir::Scalar& out,
+                                                            std::vector<emulator::MemoryRegion>& regions) {
+  if (s.kind == kTensorData) {
+    out = ir::Scalar::of_int(tensor.data());
+    if (emulated) add_memory_region(s, tensor, regions);
+    return;
+  }
+  int64_t v = s.kind == kTensorShape ? tensor.shape(size_t(s.mode)) : tensor.stride(size_t(s.mode));
+  if (s.type->width == 32) {
+    if (v < INT32_MIN || v > INT32_MAX)
+      throw dsl::UserError("ARG_LAYOUT_MISMATCH",
+                           "argument #" + std::to_string(s.source) + ": " +
+                               (s.kind == kTensorShape ? "shape" : "stride") + " mode " + std::to_string(s.mode) +
+                               " is " + std::to_string(v) + ", which does not fit the Int32 it was compiled as");
+    out = ir::Scalar::of_int(s.type->is_signed ? int64_t(int32_t(v)) : int64_t(uint32_t(v)));
+  } else {
+    out = ir::Scalar::of_int(ir::wrap_int(s.type, v));
+  }
+}
+
 nb::object call_executor(Executor& ex, nb::args call_args) {
   PyObject* arg_tuple = call_args.ptr();
   nb::object without_nones;
@@ -306,6 +359,13 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
+  TensorArgument::DLTensorView dl;  // the current tensor, when `fast`
+  bool fast = false;
+  PyTypeObject* reader_type = nullptr;  // the type `reader` reads
+  TensorArgument::DLTensorReader reader = nullptr;
+  const DLTensorMemory fast_memory = where == KernelMemory::None   ? DLTensorMemory::Any
+                                     : where == KernelMemory::Host ? DLTensorMemory::Host
+                                                                   : DLTensorMemory::Device;
   nb::object c_pointers;  // of the user object the previous C-pointer slot read (its slots are adjacent)
   int c_pointers_source = -1;
   for (size_t i = 0; i < ex.slots.size(); ++i) {
@@ -324,36 +384,34 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
       case kTensorStride: {
         if (tensor_source != s.source) {
           if (a.is_none()) none_for_a_value(ex, s.source);
-          tensor.emplace(a);
           tensor_source = s.source;
-        }
-        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, &vals[0], ex.slots);
-        if (s.kind == kTensorData) {
-          vals[i] = ir::Scalar::of_int(tensor->data());
-          if (emulated) {
-            // Extents in bits, so that packed 4-bit elements count as half a byte.
-            int64_t lo = 0, hi = 0, bits = s.type->element ? s.type->element->bit_size() : 8;
-            bool empty = false;
-            for (size_t d = 0; d < tensor->rank(); ++d) {
-              int64_t n = tensor->shape(d), st = tensor->stride(d);
-              if (n <= 0) empty = true;
-              else (st > 0 ? hi : lo) += (n - 1) * st;
-            }
-            uintptr_t base = uintptr_t(tensor->data());
-            emulator::MemoryRegion r;
-            r.begin = base + uintptr_t((lo * bits) >> 3);
-            r.end = empty ? r.begin : base + uintptr_t(((hi + 1) * bits + 7) >> 3);
-            r.name = "tensor argument #" + std::to_string(s.source);
-            regions.push_back(std::move(r));
+          // A type with DLPack's exchange table (torch) is read into `dl` with one C call; the
+          // common case is checked inline (dltensor_check.h), anything else as TensorArgument.
+          fast = false;
+          if (Py_TYPE(a.ptr()) != reader_type) {  // a call's tensors are mostly of one type
+            reader_type = Py_TYPE(a.ptr());
+            reader = TensorArgument::exchange_reader(a);
           }
+          if (TensorArgument::DLTensorReader read = reader) {
+            if (read(a.ptr(), &dl) != 0) throw nb::python_error();
+            fast = !is_packed_fp4_pairs(dl.dtype_code, dl.dtype_bits, dl.dtype_lanes);
+          }
+          if (!fast) tensor.emplace(a);
+        }
+        if (fast) {
+          if (s.check >= 0) {
+            const TensorCheck& c = ex.checks[size_t(s.check)];
+            if (!dltensor_passes(c, dl, fast_memory, &vals[0], ex.slots)) {
+              // Raises the documented error (it reads the tensor again, in full).
+              tensor.emplace(a);
+              check_tensor_argument(c, *tensor, where, &vals[0], ex.slots);
+            }
+          }
+          DLTensorAccess view{dl};
+          read_tensor_slot(s, view, emulated, vals[i], regions);
         } else {
-          int64_t v = s.kind == kTensorShape ? tensor->shape(size_t(s.mode)) : tensor->stride(size_t(s.mode));
-          if (s.type->width == 32 && (v < INT32_MIN || v > INT32_MAX))
-            throw dsl::UserError("ARG_LAYOUT_MISMATCH",
-                                 "argument #" + std::to_string(s.source) + ": " +
-                                     (s.kind == kTensorShape ? "shape" : "stride") + " mode " + std::to_string(s.mode) +
-                                     " is " + std::to_string(v) + ", which does not fit the Int32 it was compiled as");
-          vals[i] = ir::Scalar::of_int(ir::wrap_int(s.type, v));
+          if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, &vals[0], ex.slots);
+          read_tensor_slot(s, *tensor, emulated, vals[i], regions);
         }
         break;
       }
@@ -435,6 +493,13 @@ void install_plan(Executor& ex, const runtime::ArgumentPlan& plan, const std::ve
       slot.check = int(ex.checks.size());
     }
     if (!check.element) throw std::logic_error("a tensor check without a data slot");
+    for (int code = 0; code < 32 && check.dl_code == 255; ++code)
+      for (int bits = 1; bits <= 64; ++bits)
+        if (dsl::dtype_from_dlpack(uint8_t(code), uint8_t(bits)) == check.element) {
+          check.dl_code = uint8_t(code);
+          check.dl_bits = uint8_t(bits);
+          break;
+        }
     ex.checks.push_back(std::move(check));
   }
   for (const runtime::PlanPointerCheck& c : plan.pointer_checks)

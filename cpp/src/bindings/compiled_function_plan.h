@@ -36,6 +36,8 @@ struct TensorCheck {  // what a tensor argument was compiled for
   // From the data slot's pointer type:
   ir::Type element = nullptr;
   int64_t align = 1;                           // bytes the code assumes of the data pointer
+  // A DLPack (code, bits) naming `element` (none: 255), compared before any type look-up.
+  uint8_t dl_code = 255, dl_bits = 0;
   // Entries that are a symbol (cute.sym_int) first read by an earlier slot: they must equal that
   // slot's value, since the traced code uses one value for both.
   struct SameAs {

@@ -32,6 +32,7 @@
 #include "bindings/xla_ffi_call.h"
 #include "bindings/export_bindings.h"
 #include "bindings/direct_call.h"
+#include "bindings/launch_floor_bindings.h"
 #include "bindings/layout_bindings.h"
 #include "bindings/type_handle.h"
 #include "bindings/num_convert.h"
@@ -314,6 +315,7 @@ NB_MODULE(_core, m) {
   bindings::bind_export(m);
   bindings::bind_direct_calls(m);
   bindings::bind_dlpack_exchange_testing(m);
+  bindings::bind_launch_floor(m);
   bindings::bind_layouts(m);
   bindings::bind_num_convert(m);
   bindings::bind_tensors(m);

@@ -196,6 +196,11 @@ void unpack_fp4_pairs(int ndim, int64_t* shape, const int64_t* stride, int64_t* 
   }
 }
 
+TensorArgument::DLTensorReader TensorArgument::exchange_reader(nb::handle obj) {
+  TypeInfo info = classify(obj);
+  return info.kind == Kind::DLPackExchange ? info.to_dltensor : nullptr;
+}
+
 TensorArgument::TensorArgument(nb::handle obj) : obj_(obj) {
   TypeInfo info = classify(obj);
   kind_ = info.kind;

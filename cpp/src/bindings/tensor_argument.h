@@ -57,6 +57,13 @@ class TensorArgument {
 
   enum class Kind { Runtime, DLPackExchange, Torch, Buffer, ArrayInterface };
 
+  struct DLTensorView;
+  using DLTensorReader = int (*)(void* py_object, DLTensorView* out);
+  // The DLPack exchange function (dltensor_from_py_object_no_sync) that reads `obj` when its type
+  // is read through one, as the constructor decides (once per type); null otherwise. A call path
+  // may fill a DLTensorView of its own with it instead of constructing a TensorArgument.
+  static DLTensorReader exchange_reader(nb::handle obj);
+
   // DLPack's DLTensor (dlpack.h), declared here so that no DLPack header is needed.
   struct DLTensorView {
     void* data;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "bindings/compiled_function_plan.h"
+#include "bindings/dltensor_check.h"
 #include "bindings/tensor_argument.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
@@ -331,49 +332,54 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
       fail("TypeError", "Mismatched type" + where(f, int(p)) + "expected " + param.type_name);
     items[p] = static_cast<const FfiAny*>(seq->data);
   }
+  // One pass over the sources: their values, tensors' type, the first GPU tensor's device (it
+  // runs the kernels and owns the environment stream), and whether any holds packed fp4 pairs.
+  int device_id = -1;
+  bool any_packed_fp4 = false;
   for (size_t s = 0; s < f.sources.size(); ++s) {
     const Source& src = f.sources[s];
     if (src.env_stream) continue;
     values[s] = src.item < 0 ? &args[src.param] : &items[size_t(src.param)][src.item];
-    if (src.kind == kLeafTensor && !as_dltensor(*values[s]))
-      fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
-  }
-  sc.has_unpacked.assign(f.sources.size(), 0);
-  for (size_t s = 0; s < f.sources.size(); ++s) {
-    if (f.sources[s].kind != kLeafTensor || !values[s]) continue;
+    if (src.kind != kLeafTensor) continue;
     const DLTensorView* t = as_dltensor(*values[s]);
-    if (!is_packed_fp4_pairs(t->dtype_code, t->dtype_bits, t->dtype_lanes)) continue;
-    if (sc.unpacked_views.size() < f.sources.size()) {
-      sc.unpacked_views.resize(f.sources.size());
-      sc.unpacked_layouts.resize(f.sources.size());
+    if (!t) fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
+    if (device_id < 0 && (t->device_type == kDLCUDA || t->device_type == kDLCUDAManaged)) device_id = t->device_id;
+    any_packed_fp4 = any_packed_fp4 || is_packed_fp4_pairs(t->dtype_code, t->dtype_bits, t->dtype_lanes);
+  }
+  if (any_packed_fp4) {
+    sc.has_unpacked.assign(f.sources.size(), 0);
+    for (size_t s = 0; s < f.sources.size(); ++s) {
+      if (f.sources[s].kind != kLeafTensor || !values[s]) continue;
+      const DLTensorView* t = as_dltensor(*values[s]);
+      if (!is_packed_fp4_pairs(t->dtype_code, t->dtype_bits, t->dtype_lanes)) continue;
+      if (sc.unpacked_views.size() < f.sources.size()) {
+        sc.unpacked_views.resize(f.sources.size());
+        sc.unpacked_layouts.resize(f.sources.size());
+      }
+      DLTensorView& v = sc.unpacked_views[s];
+      std::vector<int64_t>& layout = sc.unpacked_layouts[s];
+      v = *t;
+      const size_t n = size_t(t->ndim);
+      layout.assign(t->shape, t->shape + n);
+      layout.resize(2 * n);
+      unpack_fp4_pairs(t->ndim, layout.data(), t->strides, layout.data() + n);
+      v.shape = layout.data();
+      v.strides = layout.data() + n;
+      v.dtype_lanes = 1;
+      sc.has_unpacked[s] = 1;
     }
-    DLTensorView& v = sc.unpacked_views[s];
-    std::vector<int64_t>& layout = sc.unpacked_layouts[s];
-    v = *t;
-    const size_t n = size_t(t->ndim);
-    layout.assign(t->shape, t->shape + n);
-    layout.resize(2 * n);
-    unpack_fp4_pairs(t->ndim, layout.data(), t->strides, layout.data() + n);
-    v.shape = layout.data();
-    v.strides = layout.data() + n;
-    v.dtype_lanes = 1;
-    sc.has_unpacked[s] = 1;
   }
   auto tensor_of = [&](int source, const FfiAny& a) -> const DLTensorView& {
-    return sc.has_unpacked[size_t(source)] ? sc.unpacked_views[size_t(source)] : *as_dltensor(a);
+    return any_packed_fp4 && sc.has_unpacked[size_t(source)] ? sc.unpacked_views[size_t(source)] : *as_dltensor(a);
   };
   const bool emulated = ex.program->runs_on_emulator();
   const Memory memory = !ex.program->has_kernels() || ex.program->discards_launches() ? Memory::Any
                         : emulated                                                     ? Memory::Host
                                                                                        : Memory::Device;
-  // The device of the first GPU tensor runs the kernels and owns the environment stream.
-  int device_id = -1;
-  for (size_t s = 0; s < f.sources.size() && device_id < 0; ++s)
-    if (f.sources[s].kind == kLeafTensor && values[s]) {
-      const DLTensorView* t = as_dltensor(*values[s]);
-      if (t->device_type == kDLCUDA || t->device_type == kDLCUDAManaged) device_id = t->device_id;
-    }
-  vals.assign(ex.slots.size(), ir::Scalar{});
+  const DLTensorMemory fast_memory = memory == Memory::Any    ? DLTensorMemory::Any
+                                     : memory == Memory::Host ? DLTensorMemory::Host
+                                                              : DLTensorMemory::Device;
+  vals.resize(ex.slots.size());  // every slot below writes its value (or the call fails)
   std::vector<emulator::MemoryRegion> regions;
   for (size_t i = 0; i < ex.slots.size(); ++i) {
     const ArgSlot& slot = ex.slots[i];
@@ -400,7 +406,11 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
       case kTensorShape:
       case kTensorStride: {
         const DLTensorView& t = tensor_of(slot.source, *a);
-        if (slot.check >= 0) check_tensor(f, ex.checks[size_t(slot.check)], t, memory, vals);
+        if (slot.check >= 0) {
+          const TensorCheck& c = ex.checks[size_t(slot.check)];
+          // The common case inline; check_tensor raises the seed's message for what fails.
+          if (!dltensor_passes(c, t, fast_memory, vals.data(), ex.slots)) check_tensor(f, c, t, memory, vals);
+        }
         if (slot.kind == kTensorData) {
           uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + uintptr_t(t.byte_offset);
           vals[i] = ir::Scalar::of_int(int64_t(base));
@@ -425,7 +435,9 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
             fail("ValueError", "Invalid " + src.label + (slot.kind == kTensorShape ? ".shape[" : ".stride[") +
                                    std::to_string(slot.mode) + "]" + where(f, src.param) +
                                    "expected to fit in int32, got " + std::to_string(v));
-          vals[i] = ir::Scalar::of_int(ir::wrap_int(slot.type, v));
+          vals[i] = ir::Scalar::of_int(slot.type->width == 32 ? slot.type->is_signed ? int64_t(int32_t(v))
+                                                                                      : int64_t(uint32_t(v))
+                                                              : ir::wrap_int(slot.type, v));
         }
         break;
       }
@@ -586,6 +598,8 @@ struct ArgumentReader {
   bool want_stream;
   EnvStream env;
   size_t next_tensor = 0, next_item = 0, next_seq = 0;
+  PyTypeObject* last_type = nullptr;  // the type last_functions reads
+  const DLPackExchangeFunctions* last_functions = nullptr;
 
   Read leaf(PyObject* o, FfiAny& out) {
     out = FfiAny{};
@@ -613,7 +627,11 @@ struct ArgumentReader {
       const char* v = std::getenv("TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API");
       return v && std::string(v) == "1";
     }();
-    const DLPackExchangeFunctions* x = skip_exchange ? nullptr : dlpack_exchange_functions(Py_TYPE(o));
+    if (Py_TYPE(o) != last_type) {  // a call's tensors are mostly of one type
+      last_type = Py_TYPE(o);
+      last_functions = skip_exchange ? nullptr : dlpack_exchange_functions(last_type);
+    }
+    const DLPackExchangeFunctions* x = last_functions;
     if (!x) return Read::Unsupported;
     DLTensorView& t = s.tensors[next_tensor++];
     if (x->to_dltensor(o, &t) != 0) return Read::Error;

@@ -43,6 +43,19 @@ void format_printf(const std::string& c_format, const std::vector<ir::Type>& typ
   }
 }
 
+namespace {
+
+// The first kernel argument among a Launch op's operands: grid, block, smem, stream, cluster,
+// then the optional events.
+size_t launch_first_argument(const ir::Op& op) {
+  size_t at = 11;
+  if (op.int_attr & ir::kLaunchCompletionEvent) ++at;
+  if (op.int_attr & ir::kLaunchProgrammaticEvent) ++at;
+  return at;
+}
+
+}  // namespace
+
 HostInterpreter::HostInterpreter(const ir::Function& fn) : fn_(fn) {
   flatten(*fn.body);
   numbering_.clear();
@@ -81,6 +94,14 @@ int HostInterpreter::flatten(const ir::Block& b) {
     }
     for (auto& r : op->results) s.out.push_back(reg(r.get()));
     for (auto& region : op->regions) s.regions.push_back(flatten(*region.block));
+    if (op->code == OpCode::Launch) {
+      s.launch_args_in_place = true;
+      for (size_t i = launch_first_argument(*op); i < s.in_types.size(); ++i) {
+        ir::Type t = s.in_types[i];
+        bool by_value = t->is_pointer() && t->space == ir::AddrSpace::Param;  // a TMA descriptor's bytes
+        if (by_value || !(t->is_pointer() || (t->is_int() && t->width <= 64))) s.launch_args_in_place = false;
+      }
+    }
     steps.push_back(std::move(s));
   }
   blocks_[size_t(index)].args = std::move(args);
@@ -255,7 +276,7 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
       req.pdl = (op.int_attr & ir::kLaunchPdl) != 0;
       req.smem = unsigned(in(6).i);
       req.stream = reinterpret_cast<void*>(in(7).i);
-      size_t at = 11;
+      size_t at = 11;  // launch_first_argument() counts the same operands
       if (op.int_attr & ir::kLaunchCompletionEvent) {
         req.completion_event = reinterpret_cast<void*>(in(at++).i);
         req.completion_event_flags = int(op.ints.at(0));
@@ -267,17 +288,20 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
       }
       const size_t kFirstArg = at;
       req.num_args = s.in.size() - kFirstArg;
-      // Kernel arguments are gathered on the stack; only unusually long lists allocate.
-      Scalar small[32];
-      std::vector<Scalar> large;
-      Scalar* args = small;
-      if (req.num_args > 32) {
-        large.resize(req.num_args);
-        args = large.data();
+      // Kernel arguments are gathered on the stack, in raw storage (Scalar's initialisers would
+      // zero it first); only lists longer than a kernel takes (256 parameters) allocate.
+      constexpr size_t kStackArgs = 256;
+      alignas(Scalar) unsigned char small[kStackArgs * sizeof(Scalar)];
+      std::unique_ptr<Scalar[]> large;
+      Scalar* args = reinterpret_cast<Scalar*>(small);
+      if (req.num_args > kStackArgs) {
+        large.reset(new Scalar[req.num_args]);
+        args = large.get();
       }
-      for (size_t i = 0; i < req.num_args; ++i) args[i] = in(kFirstArg + i);
+      for (size_t i = 0; i < req.num_args; ++i) new (&args[i]) Scalar(in(kFirstArg + i));
       req.args = args;
       req.arg_types = s.in_types.data() + kFirstArg;
+      req.args_in_place = s.launch_args_in_place;
       fr.launcher->launch(req);
       return;
     }

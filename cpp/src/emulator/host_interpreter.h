@@ -34,6 +34,9 @@ struct LaunchRequest {
   size_t num_args;
   const ir::Type* arg_types;  // num_args entries
   const ir::Scalar* args;     // num_args entries
+  // Every argument is a pointer or an integer of at most 64 bits: a GPU launch passes each in
+  // place (the low bytes of its 64-bit value) without looking at the types (decided once).
+  bool args_in_place = false;
   const std::string& kernel() const { return op->str_attr; }
 };
 
@@ -91,6 +94,7 @@ class HostInterpreter {
     std::vector<int> out;      // result registers
     std::vector<int> regions;  // indices into blocks_
     std::vector<ir::Type> in_types;
+    bool launch_args_in_place = false;  // a Launch whose kernel arguments are all pointers or integers
   };
   struct FlatBlock {
     std::vector<int> args;  // block-argument registers
