@@ -267,6 +267,10 @@ void CudaDriver::initialize_context(int device_id) {
       contexts_[device_id].store(ctx, std::memory_order_release);
     }
   }
+  // Called on every TVM-FFI call (the device of its first GPU tensor): reading the thread's
+  // current context is cheaper than setting it, and setting the one already current is a no-op.
+  CUcontext current = nullptr;
+  if (a.CtxGetCurrent(&current) == 0 && current == ctx) return;
   check(a, "cuCtxSetCurrent", a.CtxSetCurrent(ctx));
 }
 
