@@ -843,7 +843,13 @@ def _transform_code(fn):
         inner = ast.ClassDef(name=cls, bases=[], keywords=[], body=[fdef],
                              decorator_list=[],
                              **({"type_params": []} if sys.version_info >= (3, 12) else {}))
-    outer = _locate(_funcdef(_OUTER, params, [inner]), _span(fdef))
+    body = [inner]
+    if cls and cls not in params:
+        # `class <Cls>:` would bind the class name in the outer function, turning the method's
+        # references to its own class (`FusedMask.get_trip_count(...)`, a global lookup in the
+        # original) into a free variable: keep the name global.
+        body.insert(0, ast.Global(names=[cls]))
+    outer = _locate(_funcdef(_OUTER, params, body), _span(fdef))
     compiled = compile(ast.Module(body=[outer], type_ignores=[]), code.co_filename, "exec",
                        flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
     new_code = _find_code(compiled, code.co_name)
