@@ -1,10 +1,12 @@
 """NVIDIA's Hopper FMHA example (cute/hopper/kernel/attention/fmha.py with helpers/fmha_helpers.py,
-BSD-3), loaded unchanged at run time when the examples are present. Its helpers emit inline PTX
-(ex2 emulation), which the CPU emulator refuses by design, so CI compiles it for sm_90a (the PTX
-of a warp-specialized wgmma/TMA attention kernel, linked by nvJitLink) and the GPU run is its own
-script with its own reference check. The pieces it needs that the emulator can run are tested
-here against Python models: nvvm.mbarrier_try_wait_parity_timelimit in fmha.py's own wait loop,
-cute.leading_dim / round_up, and the class-name lookup of its FusedMask methods."""
+BSD-3), loaded unchanged at run time when the examples are present. Its fp16 kernel runs on the
+CPU emulator (the helpers' inline-PTX functions serve fp8 only) against a numpy softmax(QK^T)V and
+log-sum-exp; the same kernel compiles for sm_90a (a warp-specialized wgmma/TMA attention kernel,
+linked by nvJitLink); on the GPU the script runs with its own reference check. The pieces it
+needs are tested against Python models too: nvvm.mbarrier_try_wait_parity_timelimit in fmha.py's
+own wait loop, cute.leading_dim / round_up, a tiled MMA sliced by a thread index past its
+threads, a scheduler whose Python-bool validity ends its loop, and the class-name lookup of its
+FusedMask methods."""
 import os
 import subprocess
 import sys
@@ -48,26 +50,65 @@ class _TorchLike:
         return tuple(s // self._v.itemsize for s in self._v.strides)
 
 
-def _tensor(b, s, h_k, h_r, d, dtype):
+def _tensor(b, s, h_k, h_r, d, dtype, rng=None):
     # fmha.py's create_and_permute_tensor: storage (b, s, h_k, h_r, d) read as (s, d, h_r, h_k, b).
     storage = np.zeros((b, s, h_k, h_r, d), dtype)
+    if rng is not None:
+        storage[...] = rng.integers(-2, 3, size=storage.shape)
     t = from_dlpack(_TorchLike(storage.transpose(1, 4, 3, 2, 0)), assumed_align=16)
     return storage, t.mark_layout_dynamic(leading_dim=1)
 
 
-def _compile(fm, q_shape, s_k, tile, persistent, causal):
+def _fmha_case(fm, q_shape, s_k, tile, persistent, causal, options, rng=None):
+    """(compiled kernel, its arguments, the storages of q, k, v, o, lse) as run() sets them up."""
     b, s_q, h, d = q_shape
-    q = _tensor(b, s_q, h, 1, d, np.float16)[1]
-    k = _tensor(b, s_k, h, 1, d, np.float16)[1]
-    v = _tensor(b, s_k, h, 1, d, np.float16)[1]
-    o = _tensor(b, s_q, h, 1, d, np.float16)[1]
-    lse = _tensor(b, s_q, h, 1, 1, np.float32)[1]
+    (qs, q), (ks, k), (vs, v) = (_tensor(b, n, h, 1, d, np.float16, rng) for n in (s_q, s_k, s_k))
+    os_, o = _tensor(b, s_q, h, 1, d, np.float16)
+    ls, lse = _tensor(b, s_q, h, 1, 1, np.float32)
     mask = fm.fmha_utils.MaskEnum.WINDOW_MASK
     if not causal and s_k % tile[1]:
         mask = fm.fmha_utils.MaskEnum.RESIDUAL_MASK
     kernel = fm.HopperFusedMultiHeadAttentionForward(cutlass.Float32, cutlass.Float32, (*tile, d), persistent, mask)
-    return cute.compile(kernel, q, k, v, o, lse, 0.125, 0.09, 1.0, None, cutlass.Int32(0) if causal else None,
-                        make_fake_stream(), options="--gpu-arch sm_90a")
+    scale = 1.0 / np.sqrt(d)
+    args = [q, k, v, o, lse, scale * np.log2(np.e), scale, 1.0, None, cutlass.Int32(0) if causal else None]
+    f = cute.compile(kernel, *args, make_fake_stream(), options=options)
+    return f, args, (qs, ks, vs, os_, ls)
+
+
+def _compile(fm, q_shape, s_k, tile, persistent, causal):
+    return _fmha_case(fm, q_shape, s_k, tile, persistent, causal, "--gpu-arch sm_90a")[0]
+
+
+def _attention(qs, ks, vs, causal):
+    """softmax(Q K^T / sqrt(d)) V and the log-sum-exp per query row, in float64: (b, s, h, d), (b, s, h)."""
+    q, k, v = (x[:, :, :, 0].astype(np.float64) for x in (qs, ks, vs))
+    s = np.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(q.shape[-1])
+    if causal:
+        s = np.where(np.arange(k.shape[1])[None, :] > np.arange(q.shape[1])[:, None], -np.inf, s)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    l = p.sum(-1, keepdims=True)
+    return np.einsum("bhqk,bkhd->bqhd", p / l, v), (m + np.log(l))[..., 0].transpose(0, 2, 1)
+
+
+# (q shape, s_k, persistent, causal): the script's defaults (16 heads of 128: six tensor-map
+# dimensions, h_r of extent 1), a causal persistent run over two tiles of a ragged s_k, and a
+# non-causal run whose s_k needs the residual mask, in two batches.
+EMULATOR_CASES = [((1, 128, 16, 128), 128, False, False), ((1, 192, 2, 128), 256, True, True),
+                  ((2, 128, 2, 64), 200, True, False)]
+
+
+@pytest.mark.parametrize("q_shape,s_k,persistent,causal", EMULATOR_CASES)
+def test_fmha_example_on_the_emulator(monkeypatch, q_shape, s_k, persistent, causal):
+    fm = _fmha(monkeypatch)
+    monkeypatch.setattr(fm.fmha_utils.HardwareInfo, "get_device_multiprocessor_count", lambda self: 2)
+    f, args, (qs, ks, vs, os_, ls) = _fmha_case(fm, q_shape, s_k, (64, 128), persistent, causal,
+                                                "--target cpu --gpu-arch sm_90a", np.random.default_rng(7))
+    import cuda.bindings.driver as driver  # the real one or the stand-in
+    f(*args, driver.CUstream(0))
+    o_want, lse_want = _attention(qs, ks, vs, causal)
+    np.testing.assert_allclose(os_[:, :, :, 0].astype(np.float64), o_want, atol=2e-3, rtol=2e-3)
+    np.testing.assert_allclose(ls[:, :, :, 0, 0], lse_want, atol=1e-5, rtol=1e-5)
 
 
 # (q shape (b, s, h, d), s_k, tile, persistent, causal): the script's defaults, and a causal,
@@ -255,3 +296,76 @@ def test_cooperative_group_takes_a_whole_float():
     assert pipeline.CooperativeGroup(pipeline.Agent.Thread, 128 / 32).size == 4
     with pytest.raises(ValueError):
         pipeline.CooperativeGroup(pipeline.Agent.Thread, 2.5)
+
+
+def test_mma_slice_wraps_thread_indices_past_its_threads():
+    # CuTe's get_slice finds the (V, M, N, K) coordinate mode by mode, (idx / d) % s: thread 128 + t
+    # of a one-warpgroup MMA partitions as thread t (fmha.py slices with the block's thread index).
+    import cutlass.utils.hopper_helpers as sm90_utils
+    from cutlass.cute.nvgpu import warpgroup
+
+    @cute.kernel
+    def kernel(out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        mma = sm90_utils.make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16, warpgroup.OperandMajorMode.K,
+                                                warpgroup.OperandMajorMode.K, cutlass.Float32, (1, 1, 1), (64, 64))
+        c = mma.get_slice(tidx).partition_C(cute.make_identity_tensor((64, 64)))
+        out[tidx, 0] = c[0][0]
+        out[tidx, 1] = c[0][1]
+
+    @cute.jit
+    def host(out: cute.Tensor):
+        kernel(out).launch(grid=(1, 1, 1), block=(384, 1, 1))
+
+    out = np.full((384, 2), -1, np.int32)
+    cute.compile(host, out, options="--target cpu --gpu-arch sm_90a")(out)
+    # The wgmma C layout: warp w holds rows 16w.., lane l row l // 4 (+8), columns 2 (l % 4).
+    t = np.arange(128)
+    want = np.stack([16 * (t // 32) + (t % 32) // 4, 2 * (t % 4)], axis=1)
+    np.testing.assert_array_equal(out, np.concatenate([want, want, want]))
+
+
+def test_scheduler_with_python_bool_validity_ends_its_loop():
+    # fmha_helpers' non-persistent scheduler answers WorkTileInfo(coord, True), then after
+    # advance_to_next_work WorkTileInfo(coord, False), as Python bools: the dynamic while loop
+    # over work_tile.is_valid_tile runs once (it used to spin forever).
+    from cutlass.cutlass_dsl import extract_mlir_values, new_from_mlir_values
+    from cutlass.utils import WorkTileInfo
+
+    class Sched:
+        def __init__(self, idx):
+            self._first, self._idx = True, idx
+
+        def get(self):
+            return WorkTileInfo((self._idx, 0, 0), self._first)
+
+        def advance(self):
+            self._first = False
+
+        def __extract_mlir_values__(self):
+            return extract_mlir_values(self._idx)
+
+        def __new_from_mlir_values__(self, values):
+            return Sched(new_from_mlir_values(self._idx, values))
+
+    @cute.kernel
+    def kernel(out: cute.Tensor):
+        tidx, _, _ = cute.arch.thread_idx()
+        sched = Sched(tidx)
+        work = sched.get()
+        n = Int32(0)
+        while work.is_valid_tile:
+            n += 1
+            if n > 3:
+                out[1] = 99
+            sched.advance()
+            work = sched.get()
+        out[0] = n
+
+    @cute.jit
+    def host(out: cute.Tensor):
+        kernel(out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+    out = np.zeros(2, np.int32)
+    cute.compile(host, out, options="--target cpu")(out)
+    np.testing.assert_array_equal(out, [1, 0])

@@ -96,3 +96,19 @@ def test_merged_dimension_needs_stride_multiples():
     bad = np.lib.stride_tricks.as_strided(np.zeros(elems, np.float32), shape=shape, strides=tuple(strides))
     with pytest.raises(cute.DSLRuntimeError, match="must be a multiple of"):
         f(cute.runtime.from_dlpack(bad, assumed_align=16).mark_layout_dynamic(leading_dim=5), out)
+
+
+def test_modes_of_extent_one_need_no_valid_stride():
+    # torch reports stride 1 for a size-1 mode: here b1 (extent 1, stride 1 element, 4 bytes),
+    # which TMA's 16-byte stride rule would refuse, shares the fifth dimension with b2. A mode of
+    # extent 1 never moves the address, so its stride is not used.
+    shape = (B2, 1, HK, HR, 16, 64)
+    base = (np.arange(B2 * HK * HR * 16 * 64) % 1021).astype(np.float32)
+    strides = np.array([HK * HR * 1024, 1, HR * 1024, 1024, 64, 1]) * 4
+    storage = np.lib.stride_tricks.as_strided(base, shape=shape, strides=tuple(strides))
+    a = cute.runtime.from_dlpack(storage, assumed_align=16).mark_layout_dynamic(leading_dim=5)
+    heads = HR * HK * B2
+    out = np.full((16, 64, heads), -1, np.float32)
+    cute.compile(_host(False), a, out, options=CPU)(a, out)
+    want = np.stack([storage[h // (HR * HK), 0, (h // HR) % HK, h % HR] for h in range(heads)], axis=-1)
+    np.testing.assert_array_equal(out, want)

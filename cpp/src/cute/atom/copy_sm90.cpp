@@ -205,32 +205,39 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     const L::IntTuple& gd = flat_stride[size_t(d.leaf)];
     a.gmode[k] = d.leaf;
     if (k == 4 && !merged.empty()) {
-      L::Int base = gd.as_int(), extent = 1;
-      if (base.is_static_value(0))
-        tma_error("TMA_LAYOUT", name + ": the tensor's trailing modes cannot share one tensor-map dimension: the "
-                                       "first has stride 0");
+      // The shared dimension's stride is that of its first leaf whose extent is not 1 (a leaf
+      // of extent 1 never moves the address, whatever stride it was given: torch reports 1 for
+      // size-1 modes); each leaf counts in multiples of it. All of extent 1: any valid stride.
       a.merged_leaves = int(merged.size());
+      ir::Type i64 = ir::i64();
+      ir::Value* base = b.const_int(i64, std::max<int64_t>(1, 16 / elem_bytes));
+      for (size_t j = merged.size(); j-- > 0;) {
+        ir::Value* nj = flat_shape[size_t(merged[j].leaf)].as_int().materialize(i64);
+        ir::Value* sj = flat_stride[size_t(merged[j].leaf)].as_int().materialize(i64);
+        base = b.select(b.cmp(ir::CmpPredicate::Ne, nj, b.const_int(i64, 1)), sj, base);
+      }
+      ir::Value* divisor = b.select(b.cmp(ir::CmpPredicate::Eq, base, b.const_int(i64, 0)), b.const_int(i64, 1), base);
+      ir::Value* extent = b.const_int(i64, 1);
       for (size_t j = 0; j < merged.size(); ++j) {
-        const L::Int sj = flat_stride[size_t(merged[j].leaf)].as_int();
-        const L::Int nj = flat_shape[size_t(merged[j].leaf)].as_int();
         a.merged_leaf[j] = merged[j].leaf;
-        L::Int ratio = j == 0 ? L::Int(1) : sj / base;
-        if (j > 0) {
-          const std::string msg = name + ": the tensor's trailing modes share one tensor-map dimension, so the "
-                                         "stride of leaf " + std::to_string(merged[j].leaf) + " must be a multiple of "
-                                         "leaf " + std::to_string(merged[0].leaf) + "'s";
-          L::Int rem = sj % base;
-          if (rem.is_static() && rem.value() != 0) tma_error("TMA_LAYOUT", msg);
-          if (!rem.is_static()) b.assertion(L::eq(rem, L::Int(0)).materialize(ir::bool_type()), msg, "", 0);
-        }
-        extent = extent + (nj - L::Int(1)) * ratio;
-        res.merge_ratios.push_back(dsl::Num::of_value(ratio.materialize(ir::i32())));
+        ir::Value* nj = flat_shape[size_t(merged[j].leaf)].as_int().materialize(i64);
+        ir::Value* sj = flat_stride[size_t(merged[j].leaf)].as_int().materialize(i64);
+        ir::Value* unit = b.cmp(ir::CmpPredicate::Eq, nj, b.const_int(i64, 1));
+        ir::Value* multiple = b.cmp(ir::CmpPredicate::Eq, b.binary(ir::OpCode::Rem, sj, divisor), b.const_int(i64, 0));
+        b.assertion(b.binary(ir::OpCode::Or, unit, multiple),
+                    name + ": the tensor's trailing modes share one tensor-map dimension, so the stride of leaf " +
+                        std::to_string(merged[j].leaf) + " must be a multiple of the first of them whose extent is not 1",
+                    "", 0);
+        ir::Value* ratio = b.select(unit, b.const_int(i64, 0), b.binary(ir::OpCode::Div, sj, divisor));
+        extent = b.binary(ir::OpCode::Add, extent,
+                          b.binary(ir::OpCode::Mul, b.binary(ir::OpCode::Sub, nj, b.const_int(i64, 1)), ratio));
+        res.merge_ratios.push_back(dsl::Num::of_value(b.cast(ratio, ir::i32())));
       }
       a.tile_stride[k] = 1;
       a.box[k] = 1;
       a.outermost[k] = true;
-      extents.push_back(extent.materialize(ir::i64()));
-      strides.push_back((base * L::Int(elem_bytes)).materialize(ir::i64()));
+      extents.push_back(extent);
+      strides.push_back(b.binary(ir::OpCode::Mul, base, b.const_int(i64, elem_bytes)));
       continue;
     }
     a.tile_stride[k] = d.tile_stride;
@@ -253,7 +260,14 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
                                   ") is not contiguous in global memory; TMA needs its innermost box dimension to be");
     L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(d.tile_stride)) : L::Int(d.size);
     extents.push_back(extent.materialize(ir::i64()));
-    strides.push_back((stride * L::Int(elem_bytes)).materialize(ir::i64()));
+    ir::Value* byte_stride = (stride * L::Int(elem_bytes)).materialize(ir::i64());
+    if (k > 0 && d.size == 1 && !extent.is_static()) {
+      // A mode outside the tile whose extent turns out to be 1 never moves the address; its
+      // stride may be anything (torch reports 1 for size-1 modes), which TMA would refuse.
+      ir::Value* unit = b.cmp(ir::CmpPredicate::Eq, extent.materialize(ir::i64()), b.const_int(ir::i64(), 1));
+      byte_stride = b.select(unit, b.const_int(ir::i64(), 16), byte_stride);
+    }
+    strides.push_back(byte_stride);
   }
   std::vector<ir::Value*> ops = {gmem.ptr};
   ops.insert(ops.end(), extents.begin(), extents.end());
