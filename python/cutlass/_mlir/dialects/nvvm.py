@@ -62,3 +62,6 @@ def CpAsyncBulkTensorGlobalToSharedClusterOp(dstMem, tmaDescriptor, coordinates,
     pred = _core.as_num(True) if predicate is None else _ir(predicate)
     _core.sm90_tensormap.tma_load_predicated(_ir(dstMem), _ir(tmaDescriptor), [_ir(c) for c in coordinates],
                                              _ir(mbar), pred, *_user_line())
+
+
+# ==== fmha.py's names (branch fmha) ========================================================
