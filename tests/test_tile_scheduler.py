@@ -162,10 +162,13 @@ def test_bad_scheduler_parameters_raise():
 
 def test_work_tile_info_carries_through_the_value_protocol():
     from cutlass.cutlass_dsl import extract_mlir_values, new_from_mlir_values
+    # The validity is a Boolean even when given as a Python bool: a scheduler loop
+    # (`while work_tile.is_valid_tile:`) carries it as one value, so that a later False ends the loop.
     info = utils.WorkTileInfo((1, 2, 3), True)
-    assert extract_mlir_values(info) == []  # static: nothing to carry
-    again = new_from_mlir_values(info, [])
-    assert again.tile_idx == (1, 2, 3) and again.is_valid_tile is True
+    values = extract_mlir_values(info)
+    assert len(values) == 1 and bool(values[0]) is True
+    again = new_from_mlir_values(info, values)
+    assert again.tile_idx == (1, 2, 3) and bool(again.is_valid_tile) is True
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])

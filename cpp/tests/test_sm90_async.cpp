@@ -5,6 +5,7 @@
 
 #include "nvvm_test_support.h"
 
+#include <algorithm>
 #include <string>
 
 #include "emulator/device_emulator.h"
@@ -160,6 +161,43 @@ TEST(Mbarrier, PrintedIrParsesBack) {
   auto parsed = ir::parse_module(text);
   EXPECT_EQ(ir::print_module(*parsed), text);
   EXPECT_TRUE(contains(text, "mbarrier_arrive [1]")) << text;
+}
+
+// try_wait with a suspend-time hint (fmha.py's nvvm.mbarrier_try_wait_parity_timelimit): the hint
+// is PTX's fourth operand; the op prints and parses back; without the hint the verifier refuses it.
+TEST(Mbarrier, TryWaitWithATimeLimitCompilesForSm90a) {
+  Kernel k("mbar_timelimit");
+  Value* out = k.arg(gptr(ir::i32()));
+  Value* hint = k.arg(ir::i32());
+  k.init(k.bar(), 1);
+  ir::Op* op = k.b.create(OpCode::MbarrierWait, {k.bar(), k.c32(1), hint}, {ir::bool_type()});
+  op->int_attr = int64_t(ir::MbarrierWaitKind::TryWaitTimeLimit);
+  k.b.store(k.b.cast(op->result(), ir::i32()), out);
+  k.finish();
+  std::string text = ir::print_module(k.m);
+  EXPECT_TRUE(contains(text, "mbarrier_wait [3]")) << text;
+  EXPECT_EQ(ir::print_module(*ir::parse_module(text)), text);
+  EXPECT_STREQ(ir::mbarrier_wait_kind_name(ir::MbarrierWaitKind::TryWaitTimeLimit), "try_wait_timelimit");
+  auto nvvm = target::lower_kernels_to_nvvm(k.m);
+  if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
+  const std::string& p = compile_for(nvvm, {"sm_90a"})["sm_90a"];
+  // mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity, hint;
+  size_t at = p.find("mbarrier.try_wait.parity.shared::cta.b64");
+  ASSERT_NE(at, std::string::npos) << p;
+  std::string line = p.substr(at, p.find('\n', at) - at);
+  EXPECT_EQ(std::count(line.begin(), line.end(), ','), 3) << line;
+}
+
+TEST(Mbarrier, VerifierRejectsATimedTryWaitWithoutItsHint) {
+  Kernel k("mbar_timelimit_bad");
+  k.init(k.bar(), 1);
+  ir::Op* op = k.b.create(OpCode::MbarrierWait, {k.bar(), k.c32(0)}, {ir::bool_type()});
+  op->int_attr = int64_t(ir::MbarrierWaitKind::TryWaitTimeLimit);
+  k.b.set_block(k.f->body.get());
+  k.b.ret({});
+  auto errors = ir::verify_module(k.m);
+  ASSERT_FALSE(errors.empty());
+  EXPECT_TRUE(contains(errors[0], "suspend-time hint")) << errors[0];
 }
 
 TEST(Mbarrier, VerifierRejectsABarrierThatIsNotEightBytes) {

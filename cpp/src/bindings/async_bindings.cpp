@@ -71,14 +71,18 @@ void bind_async(nb::module_& root) {
   }, nb::arg("kind"), nb::arg("bar"), nb::arg("value"), nb::arg("peer_rank").none(), nb::arg("file") = "",
      nb::arg("line") = 0);
   // kind: "wait" (returns None), "try_wait" or "test_wait" (return a Boolean).
+  // "try_wait_timelimit" also takes suspend_hint (i32 nanoseconds).
   m.def("mbarrier_wait", [](const std::string& kind, nb::handle bar, nb::handle phase, const std::string& file,
-                            int line) -> nb::object {
+                            int line, nb::handle suspend_hint) -> nb::object {
+    std::optional<dsl::Num> hint;
+    if (!suspend_hint.is_none()) hint = to_num(suspend_hint);
     std::optional<dsl::Num> r = located(file, line, [&] {
-      return dsl::mbarrier_wait(ir::mbarrier_wait_kind_from_name(kind), to_num(bar), to_num(phase));
+      return dsl::mbarrier_wait(ir::mbarrier_wait_kind_from_name(kind), to_num(bar), to_num(phase), hint);
     });
     if (!r) return nb::none();
     return nb::cast(*r);
-  }, nb::arg("kind"), nb::arg("bar"), nb::arg("phase"), nb::arg("file") = "", nb::arg("line") = 0);
+  }, nb::arg("kind"), nb::arg("bar"), nb::arg("phase"), nb::arg("file") = "", nb::arg("line") = 0,
+     nb::arg("suspend_hint").none() = nb::none());
   m.def("mbarrier_conditional_try_wait", [](nb::handle cond, nb::handle bar, nb::handle phase, const std::string& file,
                                             int line) {
     return located(file, line, [&] {
@@ -124,20 +128,26 @@ void bind_async(nb::module_& root) {
     cute::TmaAtomResult r = located(file, line, [&] {
       return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tuple(tiler), num_multicast);
     });
-    return nb::make_tuple(r.atom, r.descriptor, r.tma_tensor);
+    nb::list ratios;
+    for (const dsl::Num& x : r.merge_ratios) ratios.append(nb::cast(x));
+    return nb::make_tuple(r.atom, r.descriptor, r.tma_tensor, ratios);
   }, nb::arg("kind"), nb::arg("gmem"), nb::arg("smem_layout"), nb::arg("tiler"), nb::arg("num_multicast"),
      nb::arg("file") = "", nb::arg("line") = 0);
+  // ratios: make_tiled_tma_atom's fourth result (stride ratios of a merged trailing dimension).
   m.def("tma_copy", [](const cute::TmaAtom& atom, nb::handle desc, nb::handle src, nb::handle dst, nb::handle mbar,
-                       nb::handle mask, const std::string& file, int line) {
+                       nb::handle mask, const std::string& file, int line, nb::handle ratios) {
     Scope scope;
     std::optional<dsl::Num> bar, msk;
     if (!mbar.is_none()) bar = to_num(mbar);
     if (!mask.is_none()) msk = to_num(mask);
+    std::vector<dsl::Num> rs;
+    if (!ratios.is_none())
+      for (nb::handle x : ratios) rs.push_back(to_num(x));
     located(file, line, [&] {
-      cute::tma_copy(atom, to_num(desc), nb::cast<cute::Tensor>(src), nb::cast<cute::Tensor>(dst), bar, msk);
+      cute::tma_copy(atom, to_num(desc), nb::cast<cute::Tensor>(src), nb::cast<cute::Tensor>(dst), bar, msk, rs);
     });
   }, nb::arg("atom"), nb::arg("desc"), nb::arg("src"), nb::arg("dst"), nb::arg("mbar").none(), nb::arg("mask").none(),
-     nb::arg("file") = "", nb::arg("line") = 0);
+     nb::arg("file") = "", nb::arg("line") = 0, nb::arg("ratios").none() = nb::none());
   m.def("tma_descriptor_op", [](nb::handle desc, bool prefetch) { cute::tma_descriptor_op(to_num(desc), prefetch); });
   m.def("bulk_commit_group", &cute::bulk_commit_group);
   m.def("bulk_wait_group", &cute::bulk_wait_group);

@@ -461,8 +461,19 @@ void bind_layouts(nb::module_& root) {
     L::IntTuple rhs = is_layout(b) ? L::product_each(as_layout(b).shape) : to_tuple(b);
     return to_py(L::ceil_div(to_tuple(a), rhs));
   });
+  m.def("round_up", [](nb::handle a, nb::handle b) { Scope s; return to_py(L::round_up(to_tuple(a), to_tuple(b))); });
   m.def("offset_add", [](nb::handle a, nb::handle b) { Scope s; return to_py(L::offset_add(to_tuple(a), to_tuple(b))); });
   m.def("elem_less", [](nb::handle a, nb::handle b) { Scope s; return to_bool(L::elem_less(to_tuple(a), to_tuple(b))); });
+  // None when no mode has a static unit stride; an int for a top-level mode; a path tuple below it.
+  m.def("leading_dim", [](nb::handle shape, nb::handle stride) -> nb::object {
+    Scope s;
+    std::vector<int> path = L::leading_dim(to_tuple(shape), to_tuple(stride));
+    if (path.empty()) return nb::none();
+    if (path.size() == 1) return nb::int_(path[0]);
+    nb::list out;
+    for (int i : path) out.append(i);
+    return nb::tuple(out);
+  });
   m.def("assume", [](nb::handle x, int64_t divby) {
     Scope s;
     L::Int v = to_int(x);

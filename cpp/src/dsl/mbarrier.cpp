@@ -86,12 +86,18 @@ void mbarrier_arrive(ir::MbarrierArriveKind kind, const Num& bar, const Num& val
   b.create(ir::OpCode::MbarrierArrive, ops, {})->int_attr = int64_t(kind);
 }
 
-std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, const Num& phase) {
+std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, const Num& phase,
+                                 const std::optional<Num>& suspend_hint) {
   const std::string what = std::string("mbarrier_") + ir::mbarrier_wait_kind_name(kind);
+  const bool timed = kind == ir::MbarrierWaitKind::TryWaitTimeLimit;
+  if (timed != suspend_hint.has_value())
+    throw UserError("VALUE_INVALID", what + (timed ? " needs a suspend-time hint (i32 nanoseconds)"
+                                                        : " takes no suspend-time hint"));
   ir::Builder& b = kernel_builder(what);
-  require_arch(what, kind == ir::MbarrierWaitKind::TryWait ? 90 : 80);
+  require_arch(what, kind == ir::MbarrierWaitKind::TryWait || timed ? 90 : 80);
   std::vector<ir::Value*> ops = {barrier_pointer(what, bar),
                                  int32_operand(what, "the phase parity", phase.type->is_bool() ? convert(phase, ir::i32()) : phase)};
+  if (timed) ops.push_back(int32_operand(what, "the suspend-time hint", *suspend_hint));
   const bool blocking = kind == ir::MbarrierWaitKind::Wait;
   ir::Op* op = b.create(ir::OpCode::MbarrierWait, ops, blocking ? std::vector<ir::Type>{} : std::vector<ir::Type>{ir::bool_type()});
   op->int_attr = int64_t(kind);

@@ -13,8 +13,10 @@ void mbarrier_init(const Num& bar, const Num& count);
 // `value`: the arrival count (Arrive) or the transaction bytes; `peer_rank`: the CTA of the
 // cluster whose barrier at the same shared offset is signalled (remote arrive, sm_90).
 void mbarrier_arrive(ir::MbarrierArriveKind kind, const Num& bar, const Num& value, const std::optional<Num>& peer_rank);
-// Wait returns nothing (an empty Num type); TryWait / TestWait return a Boolean.
-std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, const Num& phase);
+// Wait returns nothing (an empty Num type); TryWait / TestWait / TryWaitTimeLimit return a Boolean.
+// TryWaitTimeLimit takes `suspend_hint` (i32 nanoseconds); the other kinds take none.
+std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, const Num& phase,
+                                 const std::optional<Num>& suspend_hint = std::nullopt);
 // try_wait when `cond` holds, else true (nothing to wait for); the barrier is untouched then.
 Num mbarrier_conditional_try_wait(const Num& cond, const Num& bar, const Num& phase);
 void fence(ir::FenceKind kind);

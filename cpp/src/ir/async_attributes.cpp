@@ -27,7 +27,7 @@ const FenceInfo kFences[] = {
 static_assert(sizeof(kFences) / sizeof(kFences[0]) == size_t(FenceKind::NumKinds), "one entry per FenceKind");
 
 const char* kArrive[] = {"arrive", "arrive_expect_tx", "expect_tx"};
-const char* kWait[] = {"wait", "try_wait", "test_wait"};
+const char* kWait[] = {"wait", "try_wait", "test_wait", "try_wait_timelimit"};
 
 template <size_t N>
 int index_of(const char* const (&names)[N], const std::string& name, const char* what) {
@@ -42,7 +42,7 @@ int index_of(const char* const (&names)[N], const std::string& name, const char*
 }  // namespace
 
 const char* mbarrier_arrive_kind_name(MbarrierArriveKind k) { return kArrive[int(k) % 3]; }
-const char* mbarrier_wait_kind_name(MbarrierWaitKind k) { return kWait[int(k) % 3]; }
+const char* mbarrier_wait_kind_name(MbarrierWaitKind k) { return kWait[int(k) % 4]; }
 const char* fence_kind_name(FenceKind k) { return k < FenceKind::NumKinds ? kFences[int(k)].name : "?"; }
 const char* fence_ptx(FenceKind k) { return k < FenceKind::NumKinds ? kFences[int(k)].ptx : ""; }
 int fence_min_arch(FenceKind k) { return k < FenceKind::NumKinds ? kFences[int(k)].min_arch : 1000; }

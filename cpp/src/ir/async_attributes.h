@@ -12,7 +12,9 @@ namespace opencute::ir {
 enum class MbarrierArriveKind : uint8_t { Arrive = 0, ArriveExpectTx = 1, ExpectTx = 2 };
 // Wait: block until the phase with the given parity completed. TryWait: the same test, may
 // suspend for a while, returns whether it completed. TestWait: the test alone, never suspends.
-enum class MbarrierWaitKind : uint8_t { Wait = 0, TryWait = 1, TestWait = 2 };
+// TryWaitTimeLimit: TryWait with a third operand, the i32 suspend-time hint in nanoseconds (PTX's
+// suspendTimeHint; fmha.py's nvvm.mbarrier_try_wait_parity_timelimit).
+enum class MbarrierWaitKind : uint8_t { Wait = 0, TryWait = 1, TestWait = 2, TryWaitTimeLimit = 3 };
 
 enum class FenceKind : uint8_t {
   MbarrierInit,             // fence.mbarrier_init.release.cluster
@@ -30,7 +32,7 @@ enum class FenceKind : uint8_t {
 };
 
 const char* mbarrier_arrive_kind_name(MbarrierArriveKind k);  // "arrive", "arrive_expect_tx", "expect_tx"
-const char* mbarrier_wait_kind_name(MbarrierWaitKind k);      // "wait", "try_wait", "test_wait"
+const char* mbarrier_wait_kind_name(MbarrierWaitKind k);      // "wait", "try_wait", "test_wait", "try_wait_timelimit"
 const char* fence_kind_name(FenceKind k);                     // "mbarrier_init", "proxy_async", ...
 const char* fence_ptx(FenceKind k);                           // "fence.proxy.async;"
 int fence_min_arch(FenceKind k);                              // 70, 90 ...

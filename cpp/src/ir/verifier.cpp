@@ -264,19 +264,21 @@ class Verifier {
       }
       case OpCode::MbarrierInit: case OpCode::MbarrierArrive: case OpCode::MbarrierWait: {
         const bool arrive = op.code == OpCode::MbarrierArrive, wait = op.code == OpCode::MbarrierWait;
-        bool ok = (o.size() == 2 || (arrive && o.size() == 3)) && o[0]->type->is_pointer() &&
+        const bool timed = wait && op.int_attr == int64_t(MbarrierWaitKind::TryWaitTimeLimit);
+        bool ok = (o.size() == 2 || ((arrive || timed) && o.size() == 3)) && o[0]->type->is_pointer() &&
                   o[0]->type->element->byte_size() == 8 && o[1]->type == i32() && (o.size() < 3 || o[2]->type == i32());
         if (arrive) ok = ok && op.int_attr >= 0 && op.int_attr <= int64_t(MbarrierArriveKind::ExpectTx);
         if (wait) {
           bool blocking = op.int_attr == int64_t(MbarrierWaitKind::Wait);
-          ok = ok && op.int_attr >= 0 && op.int_attr <= int64_t(MbarrierWaitKind::TestWait) &&
+          ok = ok && op.int_attr >= 0 && op.int_attr <= int64_t(MbarrierWaitKind::TryWaitTimeLimit) &&
+               (timed == (o.size() == 3)) &&
                (blocking ? op.results.empty() : op.results.size() == 1 && op.results[0]->type->is_bool());
         } else {
           ok = ok && op.results.empty();
         }
         expect(op, ok, std::string(opcode_name(op.code)) +
-                           " takes (pointer to an 8-byte mbarrier, i32[, i32 peer rank]); only try/test waits have a "
-                           "(boolean) result");
+                           " takes (pointer to an 8-byte mbarrier, i32[, i32 peer rank or suspend-time hint]); only "
+                           "try/test waits have a (boolean) result");
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
         break;
       }

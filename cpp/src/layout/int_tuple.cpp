@@ -465,6 +465,21 @@ IntTuple shape_div(const IntTuple& a, const IntTuple& b) {
   if (b.is_tuple()) return shape_div(a, IntTuple(product(b)));
   return layout::shape_div(a.as_int(), b.as_int());
 }
+IntTuple round_up(const IntTuple& a, const IntTuple& b) {
+  if (a.is_tuple() && b.is_tuple()) {
+    if (a.rank() < b.rank()) throw LayoutError("round_up: rank mismatch " + to_string(a) + " and " + to_string(b));
+    std::vector<IntTuple> out;
+    for (int i = 0; i < a.rank(); ++i) out.push_back(i < b.rank() ? round_up(a[i], b[i]) : a[i]);
+    return IntTuple(std::move(out));
+  }
+  if (!a.is_int() || !b.is_int())
+    throw LayoutError("round_up: " + to_string(a) + " and " + to_string(b) + " are not both integers or both tuples");
+  const Int& x = a.as_int();
+  const Int& y = b.as_int();
+  if (y.is_static() && y.value() < 1) throw LayoutError("round_up: the multiple must be positive, got " + to_string(b));
+  return ((x + y - Int(1)) / y) * y;
+}
+
 IntTuple ceil_div(const IntTuple& a, const IntTuple& b) {
   if (a.is_tuple()) {
     if (b.is_tuple()) {
@@ -649,6 +664,32 @@ IntTuple crd2idx(const IntTuple& coord, const IntTuple& shape, const IntTuple& s
 }
 IntTuple crd2idx(const IntTuple& coord, const IntTuple& shape) {
   return crd2idx(coord, shape, prefix_product(shape));
+}
+
+// ---- leading dimension (cute.leading_dim, Tensor.leading_dim) ----
+namespace {
+bool find_leading(const IntTuple& shape, const IntTuple& stride, std::vector<int>& path) {
+  if (shape.is_tuple() != stride.is_tuple() || (shape.is_tuple() && shape.rank() != stride.rank()))
+    throw LayoutError("leading_dim: shape " + to_string(shape) + " and stride " + to_string(stride) +
+                      " are not congruent");
+  if (!shape.is_tuple()) {
+    const bool unit_stride = stride.is_int() && stride.as_int().is_static_value(1);
+    const bool unit_extent = shape.is_int() && shape.as_int().is_static_value(1);
+    return unit_stride && !unit_extent;
+  }
+  for (int i = 0; i < shape.rank(); ++i) {
+    path.push_back(i);
+    if (find_leading(shape[i], stride[i], path)) return true;
+    path.pop_back();
+  }
+  return false;
+}
+}  // namespace
+
+std::vector<int> leading_dim(const IntTuple& shape, const IntTuple& stride) {
+  std::vector<int> path;
+  if (!find_leading(shape, stride, path)) path.clear();
+  return path;
 }
 
 }  // namespace opencute::layout

@@ -183,11 +183,17 @@ IntTuple product_like(const IntTuple& t, const IntTuple& profile);
 Int inner_product(const IntTuple& a, const IntTuple& b);
 IntTuple shape_div(const IntTuple& a, const IntTuple& b);
 IntTuple ceil_div(const IntTuple& a, const IntTuple& b);
+// Element-wise ceil(a / b) * b (b padded with 1s to a's rank; CuTe's round_up).
+IntTuple round_up(const IntTuple& a, const IntTuple& b);
 IntTuple shape_min(const IntTuple& a, const IntTuple& b);
 IntTuple elem_scale(const IntTuple& a, const IntTuple& b);
 IntTuple prefix_product(const IntTuple& t);  // exclusive, congruent to t
 // Element-wise a < b on congruent coordinates, AND-reduced: static 0/1 or dynamic i1.
 Int elem_less(const IntTuple& a, const IntTuple& b);
+// The position (a path of mode indices, outermost first) of the first leaf, in colexicographic
+// order, whose stride is static 1 and whose shape is not static 1: the tensor's leading dimension.
+// Empty when there is none. Throws LayoutError when shape and stride are not congruent.
+std::vector<int> leading_dim(const IntTuple& shape, const IntTuple& stride);
 // Compact column-major strides for a shape: prefix products, except that static size-1 modes
 // get stride 0 (as CuTe).
 IntTuple compact_col_major(const IntTuple& shape, const Int& start = 1);

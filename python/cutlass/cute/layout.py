@@ -257,8 +257,19 @@ def ceil_div(a, tiler, *, loc=None, ip=None):
     return _L.ceil_div(a, tiler)
 
 
+def round_up(a, b, *, loc=None, ip=None):
+    """Element-wise ceil(a / b) * b; `b` is padded with 1s to the rank of `a`."""
+    return _L.round_up(a, b)
+
+
 def elem_less(lhs, rhs, *, loc=None, ip=None):
     return _L.elem_less(lhs, rhs)
+
+
+def leading_dim(shape, stride, *, loc=None, ip=None):
+    """Position (an int, or a path tuple inside a nested mode) of the first mode with a static
+    stride of 1 and a shape that is not static 1; None when there is none."""
+    return _L.leading_dim(shape, stride)
 
 
 def assume(src, divby=1, *, loc=None, ip=None):
@@ -390,7 +401,7 @@ __all__ = [
     "make_layout_tv", "tile_to_shape", "recast_layout",
     "size", "cosize", "rank", "depth", "shape", "get", "select", "group_modes", "slice_", "dice", "prepend",
     "append", "flatten", "crd2idx", "idx2crd", "product", "product_each", "product_like", "inner_product",
-    "shape_div", "ceil_div", "elem_less", "assume", "pretty_str", "repeat_like",
+    "shape_div", "ceil_div", "elem_less", "leading_dim", "round_up", "assume", "pretty_str", "repeat_like",
     "coalesce", "filter_zeros", "filter", "composition", "complement", "right_inverse", "left_inverse",
     "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product",
     "tiled_product", "flat_product", "blocked_product", "raked_product", "max_common_layout",

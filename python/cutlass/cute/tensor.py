@@ -242,3 +242,11 @@ __all__ = [
     "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "make_tiled_copy_S", "make_tiled_copy_D", "copy", "basic_copy", "autovec_copy",
     "print_tensor",
 ]
+# `ptr.llvm_ptr`: the pointer as an LLVM-level value, which code calling `cutlass._mlir.dialects`
+# ops passes (fmha.py's mbarrier wait). OpenCuTe's IR pointer is typed, so it is the pointer itself.
+_Pointer.llvm_ptr = property(lambda self: self)
+# `tensor.leading_dim`: where its unit-stride mode is (cute.leading_dim of its shape and stride).
+_Tensor.leading_dim = property(lambda self: _core.layout.leading_dim(self.shape, self.stride))
+# `tensor._dtype`: NVIDIA's examples read the element type under this name too (fmha.py's
+# make_rmem_tensor_like(s_max, s_max._dtype)).
+_Tensor._dtype = property(lambda self: self.element_type)

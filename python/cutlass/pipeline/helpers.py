@@ -28,6 +28,9 @@ class CooperativeGroup:
             if not size.is_static():
                 raise ValueError("CooperativeGroup: size must be known at compile time")
             size = size.value
+        # A whole-number float counts (fmha.py passes 128 / 32, a true division).
+        if isinstance(size, float) and size.is_integer():
+            size = int(size)
         if isinstance(size, bool) or not isinstance(size, int) or size <= 0:
             raise ValueError(f"CooperativeGroup: size must be a positive int, got {size!r}")
         if alignment is not None:

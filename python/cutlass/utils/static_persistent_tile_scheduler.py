@@ -49,7 +49,10 @@ class WorkTileInfo:
 
     def __init__(self, tile_idx, is_valid_tile):
         self._tile_idx = tuple(tile_idx)
-        self._is_valid_tile = is_valid_tile
+        # A Boolean, also when given a Python bool: it is carried through the scheduler's dynamic
+        # `while work_tile.is_valid_tile:` loop as a value, so that a scheduler answering True
+        # then False as Python bools (fmha.py's non-persistent one) ends the loop.
+        self._is_valid_tile = is_valid_tile if isinstance(is_valid_tile, Numeric) else Boolean(is_valid_tile)
 
     @property
     def tile_idx(self):

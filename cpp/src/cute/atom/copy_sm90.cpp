@@ -39,6 +39,7 @@ int64_t static_int(const L::IntTuple& t, const std::string& what) {
 struct Run {
   int mode;
   int64_t size, sstride, tile_stride;
+  int leaf = -1;  // the global layout's flattened leaf this dimension addresses (-1: leaf of `mode`)
 };
 
 // The leaves of mode i of a static layout, with their position strides inside the mode.
@@ -127,14 +128,44 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     mcast_mode = dims.back().mode;
     mcast_step = dims.back().size * dims.back().tile_stride;
   }
-  // Tile modes of size 1 and global modes outside the tile: a dimension with a box of 1 each.
+  // The global layout's leaves: a hierarchical mode outside the tile (fmha.py's ((h_r, h_k), b))
+  // addresses one tensor-map dimension per leaf.
+  const std::vector<L::IntTuple> flat_shape = L::flatten_to_vector(g.shape), flat_stride = L::flatten_to_vector(g.stride);
+  std::vector<int> leaf_start(size_t(g.rank()) + 1, 0);
+  for (int i = 0; i < g.rank(); ++i) leaf_start[size_t(i) + 1] = leaf_start[size_t(i)] + int(L::flatten_to_vector(g.shape[i]).size());
+  for (Run& d : dims) {
+    if (!g.shape[d.mode].is_int() || !g.stride[d.mode].is_int())
+      tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(d.mode) + " of the global tensor is hierarchical; "
+                                     "a mode the tile spans needs one extent and stride");
+    d.leaf = leaf_start[size_t(d.mode)];
+  }
+  // Tile modes of size 1 and global modes outside the tile: a dimension with a box of 1 per leaf,
+  // except leaves that never move the address (static extent 1 or static stride 0), as CuTe does.
   for (int i = 0; i < g.rank(); ++i) {
     bool present = std::any_of(dims.begin(), dims.end(), [&](const Run& d) { return d.mode == i; });
-    if (!present) dims.push_back({i, 1, 0, 1});
+    if (present) continue;
+    for (int f = leaf_start[size_t(i)]; f < leaf_start[size_t(i) + 1]; ++f) {
+      const L::IntTuple& fs = flat_shape[size_t(f)];
+      const L::IntTuple& fd = flat_stride[size_t(f)];
+      if ((fs.is_int() && fs.as_int().is_static_value(1)) || (fd.is_int() && fd.as_int().is_static_value(0))) continue;
+      if (!fs.is_int() || !fd.is_int())
+        tma_error("TMA_LAYOUT", name + ": leaf " + std::to_string(f) + " of the global tensor is not an integer mode");
+      dims.push_back({i, 1, 0, 1, f});
+    }
   }
-  if (dims.size() > 5)
-    tma_error("TMA_LAYOUT", name + ": the copy needs " + std::to_string(dims.size()) +
-                                " tensor-map dimensions; TMA has at most 5");
+  // More than 5: the trailing box-1 dimensions become one (CuTe groups modes 4.. the same way).
+  // Its stride is the first leaf's; each leaf's coordinate counts in multiples of it (ratio_j =
+  // stride_j / stride_0, passed to the kernel with the descriptor), so the extent is
+  // sum((extent_j - 1) * ratio_j) + 1.
+  std::vector<Run> merged;
+  if (dims.size() > 5) {
+    merged.assign(dims.begin() + 4, dims.end());
+    if (size_t(merged.size()) > sizeof(TmaAtom::merged_leaf) / sizeof(int) ||
+        std::any_of(merged.begin(), merged.end(), [](const Run& d) { return d.size != 1; }))
+      tma_error("TMA_LAYOUT", name + ": the copy needs " + std::to_string(dims.size()) +
+                                  " tensor-map dimensions; TMA has at most 5");
+    dims.resize(5);
+  }
   TmaAtomResult res;
   TmaAtom& a = res.atom;
   a.kind = kind;
@@ -170,12 +201,45 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   L::BuilderScope scope(&b);
   for (size_t k = 0; k < dims.size(); ++k) {
     const Run& d = dims[k];
-    const L::IntTuple& gs = g.shape[d.mode];
-    const L::IntTuple& gd = g.stride[d.mode];
-    if (!gs.is_int() || !gd.is_int())
-      tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(d.mode) + " of the global tensor is hierarchical; "
-                                     "TMA needs one extent and stride per mode");
-    a.gmode[k] = d.mode;
+    const L::IntTuple& gs = flat_shape[size_t(d.leaf)];
+    const L::IntTuple& gd = flat_stride[size_t(d.leaf)];
+    a.gmode[k] = d.leaf;
+    if (k == 4 && !merged.empty()) {
+      // The shared dimension's stride is that of its first leaf whose extent is not 1 (a leaf
+      // of extent 1 never moves the address, whatever stride it was given: torch reports 1 for
+      // size-1 modes); each leaf counts in multiples of it. All of extent 1: any valid stride.
+      a.merged_leaves = int(merged.size());
+      ir::Type i64 = ir::i64();
+      ir::Value* base = b.const_int(i64, std::max<int64_t>(1, 16 / elem_bytes));
+      for (size_t j = merged.size(); j-- > 0;) {
+        ir::Value* nj = flat_shape[size_t(merged[j].leaf)].as_int().materialize(i64);
+        ir::Value* sj = flat_stride[size_t(merged[j].leaf)].as_int().materialize(i64);
+        base = b.select(b.cmp(ir::CmpPredicate::Ne, nj, b.const_int(i64, 1)), sj, base);
+      }
+      ir::Value* divisor = b.select(b.cmp(ir::CmpPredicate::Eq, base, b.const_int(i64, 0)), b.const_int(i64, 1), base);
+      ir::Value* extent = b.const_int(i64, 1);
+      for (size_t j = 0; j < merged.size(); ++j) {
+        a.merged_leaf[j] = merged[j].leaf;
+        ir::Value* nj = flat_shape[size_t(merged[j].leaf)].as_int().materialize(i64);
+        ir::Value* sj = flat_stride[size_t(merged[j].leaf)].as_int().materialize(i64);
+        ir::Value* unit = b.cmp(ir::CmpPredicate::Eq, nj, b.const_int(i64, 1));
+        ir::Value* multiple = b.cmp(ir::CmpPredicate::Eq, b.binary(ir::OpCode::Rem, sj, divisor), b.const_int(i64, 0));
+        b.assertion(b.binary(ir::OpCode::Or, unit, multiple),
+                    name + ": the tensor's trailing modes share one tensor-map dimension, so the stride of leaf " +
+                        std::to_string(merged[j].leaf) + " must be a multiple of the first of them whose extent is not 1",
+                    "", 0);
+        ir::Value* ratio = b.select(unit, b.const_int(i64, 0), b.binary(ir::OpCode::Div, sj, divisor));
+        extent = b.binary(ir::OpCode::Add, extent,
+                          b.binary(ir::OpCode::Mul, b.binary(ir::OpCode::Sub, nj, b.const_int(i64, 1)), ratio));
+        res.merge_ratios.push_back(dsl::Num::of_value(b.cast(ratio, ir::i32())));
+      }
+      a.tile_stride[k] = 1;
+      a.box[k] = 1;
+      a.outermost[k] = true;
+      extents.push_back(extent);
+      strides.push_back(b.binary(ir::OpCode::Mul, base, b.const_int(i64, elem_bytes)));
+      continue;
+    }
     a.tile_stride[k] = d.tile_stride;
     a.box[k] = d.size;
     a.outermost[k] = d.tile_stride == last_run_stride[size_t(d.mode)];
@@ -196,7 +260,14 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
                                   ") is not contiguous in global memory; TMA needs its innermost box dimension to be");
     L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(d.tile_stride)) : L::Int(d.size);
     extents.push_back(extent.materialize(ir::i64()));
-    strides.push_back((stride * L::Int(elem_bytes)).materialize(ir::i64()));
+    ir::Value* byte_stride = (stride * L::Int(elem_bytes)).materialize(ir::i64());
+    if (k > 0 && d.size == 1 && !extent.is_static()) {
+      // A mode outside the tile whose extent turns out to be 1 never moves the address; its
+      // stride may be anything (torch reports 1 for size-1 modes), which TMA would refuse.
+      ir::Value* unit = b.cmp(ir::CmpPredicate::Eq, extent.materialize(ir::i64()), b.const_int(ir::i64(), 1));
+      byte_stride = b.select(unit, b.const_int(ir::i64(), 16), byte_stride);
+    }
+    strides.push_back(byte_stride);
   }
   std::vector<ir::Value*> ops = {gmem.ptr};
   ops.insert(ops.end(), extents.begin(), extents.end());
@@ -211,7 +282,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
 }
 
 void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, const Tensor& dst,
-              const std::optional<dsl::Num>& mbar, const std::optional<dsl::Num>& mcast_mask) {
+              const std::optional<dsl::Num>& mbar, const std::optional<dsl::Num>& mcast_mask,
+              const std::vector<dsl::Num>& merge_ratios) {
   const std::string what = "cute.copy(" + a.op_name + ")";
   dsl::Tracer& t = dsl::Tracer::require(what.c_str());
   if (!t.in_kernel()) tma_error("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
@@ -243,6 +315,20 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
   for (int k = 0; k < a.rank; ++k) {
     if (size_t(a.gmode[k]) >= origin.size())
       tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
+    if (k == 4 && a.merged_leaves) {
+      if (merge_ratios.size() != size_t(a.merged_leaves))
+        tma_error("TMA_COPY", what + ": the atom's stride ratios did not come with it");
+      L::Int c = 0;
+      for (int j = 0; j < a.merged_leaves; ++j) {
+        if (size_t(a.merged_leaf[j]) >= origin.size())
+          tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
+        const dsl::Num& r = merge_ratios[size_t(j)];
+        L::Int ratio = r.is_static ? L::Int(r.s.i) : L::Int::dynamic(dsl::materialize(r));
+        c = c + origin[size_t(a.merged_leaf[j])].as_int() * ratio;
+      }
+      coords.push_back(c.materialize(ir::i32()));
+      continue;
+    }
     L::Int x = origin[size_t(a.gmode[k])].as_int();
     L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
     if (!a.outermost[k]) c = c % L::Int(a.box[k]);

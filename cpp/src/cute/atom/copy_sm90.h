@@ -29,7 +29,7 @@ struct TmaAtom {
   TmaKind kind = TmaKind::Load;
   ir::Type element = nullptr;
   int rank = 0;                  // tensor-map dimensions
-  int gmode[5] = {};             // the global mode of each dimension
+  int gmode[5] = {};             // the global layout's flattened leaf of each dimension
   int64_t tile_stride[5] = {};   // position stride of the dimension inside its mode (1: innermost run)
   int64_t box[5] = {};
   bool outermost[5] = {};        // the last run of its mode (takes the coordinate's quotient whole)
@@ -43,6 +43,10 @@ struct TmaAtom {
   int mcast_mode = -1;
   int64_t mcast_step = 0;
   int tile_rank = 0;
+  // More than 5 dimensions: the last one (index 4) addresses these flattened global leaves at
+  // once, coordinate sum(c_j * ratio_j) (TmaAtomResult::merge_ratios); gmode[] are leaf indices.
+  int merged_leaves = 0;
+  int merged_leaf[8] = {};
   std::string op_name;
 };
 
@@ -50,6 +54,7 @@ struct TmaAtomResult {
   TmaAtom atom;
   dsl::Num descriptor;  // the host program's pointer to the TMA descriptor (param space)
   Tensor tma_tensor;
+  std::vector<dsl::Num> merge_ratios;  // i32 host values, one per merged leaf (see TmaAtom)
 };
 
 // `smem_swizzle`: the swizzle of a ComposedLayout smem layout (or none). Emits the descriptor's
@@ -61,7 +66,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const layout
 // cute.copy with a TMA atom: src/dst are the global coordinate tile and the shared tile of one
 // CTA (loads: global -> shared, completing on `mbar`; stores: shared -> global).
 void tma_copy(const TmaAtom& atom, const dsl::Num& descriptor, const Tensor& src, const Tensor& dst,
-              const std::optional<dsl::Num>& mbar, const std::optional<dsl::Num>& mcast_mask);
+              const std::optional<dsl::Num>& mbar, const std::optional<dsl::Num>& mcast_mask,
+              const std::vector<dsl::Num>& merge_ratios = {});
 
 // cpasync.prefetch_descriptor / fence_tma_desc_acquire, cp_async_bulk_commit_group / wait_group.
 void tma_descriptor_op(const dsl::Num& descriptor, bool prefetch);

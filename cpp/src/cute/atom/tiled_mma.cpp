@@ -145,7 +145,13 @@ Tensor partition(const TiledMma& mma, MmaOperand w, const Tensor& t, const L::In
   Layout f = mma.thrfrg(w, t.layout);
   Layout full = L::make_layout(std::vector<Layout>{thread_mode(mma, w, f[0]), f[1]});
   IntTuple rest_coord = underscores_like(L::get(f.shape, {1, 1}));
-  IntTuple coord{IntTuple(thr_index), IntTuple{IntTuple::underscore(), rest_coord}};
+  // CuTe's get_slice finds the thread's (V,M,N,K) coordinate mode by mode, (idx / d) % s, so an
+  // index past the MMA's threads wraps around: thread 128 + t of a one-warpgroup MMA is thread t
+  // (fmha.py slices its 128-thread MMAs with the block's thread index in each warpgroup).
+  const int64_t threads = mma.size().value();
+  L::Int idx = thr_index;
+  if (!(thr_index.is_static() && thr_index.value() >= 0 && thr_index.value() < threads)) idx = thr_index % L::Int(threads);
+  IntTuple coord{IntTuple(idx), IntTuple{IntTuple::underscore(), rest_coord}};
   return slice(with_layout(t, full), coord);
 }
 

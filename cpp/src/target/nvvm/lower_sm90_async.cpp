@@ -97,6 +97,15 @@ void lower_wait(const Op& op, OpLowering& k) {
              "r,r", args);
     return;
   }
+  if (kind == ir::MbarrierWaitKind::TryWaitTimeLimit) {
+    // The suspend-time hint (ns) bounds how long the thread may be suspended before try_wait
+    // returns false.
+    std::string r = k.emit_def(
+        "call i32 asm sideeffect \"{\\0A\\09.reg .pred p;\\0A\\09mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2, $3;"
+        "\\0A\\09selp.u32 $0, 1, 0, p;\\0A\\09}\", \"=r,r,r,r,~{memory}\"(" + args + ", i32 " + k.operand(op.operands[2]) + ")");
+    k.define(op, 0, k.emit_def("icmp ne i32 " + r + ", 0"));
+    return;
+  }
   const char* insn = kind == ir::MbarrierWaitKind::TryWait ? "mbarrier.try_wait.parity.shared::cta.b64"
                                                             : "mbarrier.test_wait.parity.shared.b64";
   std::string r = k.emit_def(std::string("call i32 asm sideeffect \"{\\0A\\09.reg .pred p;\\0A\\09") + insn +

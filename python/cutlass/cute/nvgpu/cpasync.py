@@ -83,10 +83,13 @@ class TmaCopyAtom:
     64-byte-aligned __grid_constant__ parameter."""
     _is_tma_atom = True
 
-    def __init__(self, op, atom, desc):
+    def __init__(self, op, atom, desc, ratios=()):
         self.op = op
         self._atom = atom
         self._desc = desc
+        # A tensor with more than 5 modes to address shares the last tensor-map dimension
+        # between its trailing modes: their stride ratios (host values) travel with the descriptor.
+        self._ratios = list(ratios)
 
     @property
     def value_type(self):
@@ -98,10 +101,10 @@ class TmaCopyAtom:
         return self._atom.smem_layout
 
     def __extract_mlir_values__(self):
-        return [self._desc]
+        return [self._desc] + self._ratios
 
     def __new_from_mlir_values__(self, values):
-        return TmaCopyAtom(self.op, self._atom, values[0])
+        return TmaCopyAtom(self.op, self._atom, values[0], values[1:1 + len(self._ratios)])
 
     def _copy(self, src, dst, tma_bar_ptr=None, mcast_mask=None, tma_desc_ptr=None, cache_policy=None, **kwargs):
         from ..arch import _pointer_value
@@ -116,7 +119,7 @@ class TmaCopyAtom:
                 raise user_error("cute.copy: CopyBulkTensorTileG2SMulticastOp needs mcast_mask=", code="TMA_COPY")
             mask = num_of(as_numeric(mcast_mask))
         from ..arch import _user_line
-        _core.sm90.tma_copy(self._atom, desc, src, dst, bar, mask, *_user_line())
+        _core.sm90.tma_copy(self._atom, desc, src, dst, bar, mask, *_user_line(), ratios=self._ratios)
 
     def __str__(self):
         a = self._atom
@@ -156,9 +159,9 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     if hasattr(tiler, "shape") and not isinstance(tiler, tuple):
         tiler = tiler.shape
     from ..arch import _user_line
-    atom, desc, tma_tensor = _core.sm90.make_tiled_tma_atom(op._kind, gmem_tensor, smem_layout, tiler,
-                                                            int(num_multicast), *_user_line())
-    return TmaInfo(TmaCopyAtom(op, atom, desc), tma_tensor, smem_layout)
+    atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._kind, gmem_tensor, smem_layout, tiler,
+                                                                    int(num_multicast), *_user_line())
+    return TmaInfo(TmaCopyAtom(op, atom, desc, ratios), tma_tensor, smem_layout)
 
 
 def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, *, loc=None, ip=None):
