@@ -62,8 +62,6 @@ _Tensor.__extract_mlir_values__ = _extract
 _Tensor.load = _load
 _Tensor.store = _store
 _Pointer.memspace = property(_memspace)
-# The pointer's IR value (what the NVVM / LLVM dialect ops of cutlass._mlir take).
-_Pointer.llvm_ptr = property(lambda self: self._value)
 
 
 # ---- construction ---------------------------------------------------------------------------

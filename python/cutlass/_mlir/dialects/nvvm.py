@@ -1,25 +1,30 @@
 """`cutlass._mlir.dialects.nvvm`: the NVVM dialect ops NVIDIA's examples call directly, mapped onto
 OpenCuTe's typed IR ops (no MLIR here). Operands are what the examples pass: IR values from
-`.ir_value()` and `Pointer.llvm_ptr`, or DSL numbers and pointers."""
+`.ir_value()` and `Pointer.llvm_ptr`, or DSL numbers, pointers and Python scalars; results come
+back as DSL numbers."""
 import enum
 
 from ... import _core
 from ..._dsl.errors import DSLUserCodeError
-from ..._dsl.numeric import Numeric, wrap
-
-# ---- grouped_gemm.py (hopper/kernel/grouped_gemm): elect.sync and the predicated TMA load --------
+from ..._dsl.numeric import Boolean, Numeric, as_numeric, num_of, wrap
 
 
 def _ir(x):
-    """The C++ value (Num) of an IR value, a DSL number or a traced pointer."""
+    """The C++ value (Num) of an operand: an `ir.Value` wrapper, a DSL number, a traced pointer,
+    a Python scalar, or already a Num."""
+    from ..ir import Value
+    while isinstance(x, Value) and x._v is not None:
+        x = x._v
     if isinstance(x, Numeric):
         return x._n
     if isinstance(x, _core.cute._Pointer):
         return x._value
-    if isinstance(x, bool):
-        return _core.as_num(x)
+    if isinstance(x, (bool, int, float)):
+        return num_of(as_numeric(x))
     return x
 
+
+# ---- grouped_gemm.py (hopper/kernel/grouped_gemm): elect.sync and the predicated TMA load --------
 
 class TMALoadMode(enum.Enum):
     """cp.async.bulk.tensor's load modes (the NVVM dialect's attribute). OpenCuTe issues TILE."""
@@ -38,7 +43,7 @@ def elect_sync(membermask=None, *, loc=None, ip=None):
     """elect.sync over the warp (all 32 lanes unless `membermask`): a Boolean true in exactly one
     active lane."""
     mask = 0xFFFFFFFF if membermask is None else membermask
-    return wrap(_core.sm90_warp.elect_one(_ir(mask) if not isinstance(mask, int) else _core.as_num(mask)))
+    return wrap(_core.sm90_warp.elect_one(_core.as_num(mask) if isinstance(mask, int) else _ir(mask)))
 
 
 def CpAsyncBulkTensorGlobalToSharedClusterOp(dstMem, tmaDescriptor, coordinates, mbar, im2colOffsets=(), *,  # noqa: N802,N803
@@ -64,23 +69,11 @@ def CpAsyncBulkTensorGlobalToSharedClusterOp(dstMem, tmaDescriptor, coordinates,
                                              _ir(mbar), pred, *_user_line())
 
 
-# ==== fmha.py's names (branch fmha) ===============================================================
-# hopper/kernel/attention/fmha.py replaces cute.arch.mbarrier_wait with a loop of try_waits that
-# each suspend for at most a time limit. The op is OpCode::MbarrierWait of kind try_wait_timelimit:
-# PTX `mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity, suspendTimeHint;` on the GPU,
+# ---- fmha.py (hopper/kernel/attention): the mbarrier wait with a time limit ------------------------
+# fmha.py replaces cute.arch.mbarrier_wait with a loop of try_waits that each suspend for at most a
+# time limit. The op is OpCode::MbarrierWait of kind try_wait_timelimit: PTX
+# `mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity, suspendTimeHint;` on the GPU,
 # try_wait's semantics on the emulator (the hint only bounds how long the hardware may suspend).
-
-from ... import _core as _fmha_core
-from ..._dsl.errors import DSLUserCodeError as _FmhaUserError
-from ..._dsl.numeric import Boolean as _FmhaBoolean, as_numeric as _fmha_as_numeric, num_of as _fmha_num_of, \
-    wrap as _fmha_wrap
-
-
-def _fmha_operand(x):
-    from ..ir import Value
-    while isinstance(x, Value) and x._v is not None:
-        x = x._v
-    return _fmha_num_of(_fmha_as_numeric(x) if isinstance(x, (bool, int, float)) else x)
 
 
 def mbarrier_try_wait_parity_timelimit(res, addr, phase, ticks, *, loc=None, ip=None):
@@ -88,11 +81,8 @@ def mbarrier_try_wait_parity_timelimit(res, addr, phase, ticks, *, loc=None, ip=
     suspending the thread for at most `ticks` nanoseconds while it has not: an i1 (`res`, as
     `IntegerType.get_signless(1)` names it) read as a Boolean."""
     from ...cute.arch import _pointer_value, _user_line
-    if res is not None and res != _FmhaBoolean.mlir_type:
-        raise _FmhaUserError(f"nvvm.mbarrier_try_wait_parity_timelimit returns an i1, not {res!r}",
-                             code="TYPE_MISMATCH")
-    return _fmha_wrap(_fmha_core.sm90.mbarrier_wait("try_wait_timelimit", _pointer_value(addr),
-                                                    _fmha_operand(phase), *_user_line(),
-                                                    suspend_hint=_fmha_operand(ticks)))
-
-# ==== end of fmha.py's names ======================================================================
+    if res is not None and res != Boolean.mlir_type:
+        raise DSLUserCodeError(f"nvvm.mbarrier_try_wait_parity_timelimit returns an i1, not {res!r}",
+                               code="TYPE_MISMATCH")
+    return wrap(_core.sm90.mbarrier_wait("try_wait_timelimit", _pointer_value(addr), _ir(phase), *_user_line(),
+                                         suspend_hint=_ir(ticks)))
