@@ -14,46 +14,12 @@
 #include "cute/atom/copy_sm90.h"
 #include "dsl/dtype.h"
 #include "dsl/mbarrier.h"
+#include "bindings/user_line.h"
 #include "dsl/tracer.h"
 
 namespace nb = nanobind;
 
 namespace opencute::bindings {
-
-namespace {
-
-void mark_ops(ir::Block& b, size_t from, const std::string& file, int line) {
-  for (size_t i = from; i < b.ops.size(); ++i) {
-    ir::Op& op = *b.ops[i];
-    if (op.line == 0) op.file = file, op.line = line;
-    for (auto& r : op.regions) mark_ops(*r.block, 0, file, line);
-  }
-}
-
-// Records the user's file and line on the ops `f` adds to the current block (the emulator names
-// them in deadlock reports, also when the trace has no line info).
-template <class F>
-auto located(const std::string& file, int line, F&& f) {
-  ir::Block* block = nullptr;
-  size_t before = 0;
-  if (dsl::Tracer* t = dsl::Tracer::current()) {
-    block = t->builder().block();
-    before = block ? block->ops.size() : 0;
-  }
-  auto mark = [&] {
-    if (block && line > 0) mark_ops(*block, before, file, line);
-  };
-  if constexpr (std::is_void_v<decltype(f())>) {
-    f();
-    mark();
-  } else {
-    auto r = f();
-    mark();
-    return r;
-  }
-}
-
-}  // namespace
 
 void bind_async(nb::module_& root) {
   nb::module_ m = root.def_submodule("sm90", "mbarrier ops and fences");
