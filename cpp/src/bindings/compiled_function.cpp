@@ -398,6 +398,14 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
           }
           if (!fast) tensor.emplace(a);
         }
+        // The tensor's slots in one step (not for the emulator, which also records its memory).
+        if (fast && s.read >= 0 && !emulated) {
+          const TensorRead& r = ex.tensor_reads[size_t(s.read)];
+          if (read_dltensor(ex, r, dl, fast_memory, &vals[0])) {
+            i += size_t(r.num_slots) - 1;
+            break;
+          }
+        }
         if (fast) {
           if (s.check >= 0) {
             const TensorCheck& c = ex.checks[size_t(s.check)];
@@ -473,6 +481,54 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   return nb::tuple(out);
 }
 
+bool is_tensor_slot(const ArgSlot& s) { return s.kind == kTensorData || s.kind == kTensorShape || s.kind == kTensorStride; }
+
+// One TensorRead per run of adjacent slots of one tensor argument, marked on the run's first slot,
+// where the compact record can say all the run needs: its slots otherwise take the per-slot path.
+void install_tensor_reads(Executor& ex) {
+  for (size_t i = 0; i < ex.slots.size();) {
+    if (!is_tensor_slot(ex.slots[i])) {
+      ++i;
+      continue;
+    }
+    const size_t first = i;
+    const int source = ex.slots[i].source;
+    while (i < ex.slots.size() && is_tensor_slot(ex.slots[i]) && ex.slots[i].source == source) ++i;
+    TensorRead r;
+    r.first_slot = int32_t(first);
+    bool fits = i - first <= size_t(TensorRead::kMaxSlots);
+    for (size_t k = first; fits && k < i; ++k) {
+      const ArgSlot& s = ex.slots[k];
+      if (s.check >= 0) r.check = s.check;
+      TensorRead::Slot out{TensorRead::kData, TensorRead::kAsIs, int16_t(s.mode)};
+      if (s.kind != kTensorData) {
+        out.what = s.kind == kTensorShape ? TensorRead::kShape : TensorRead::kStride;
+        // Extents and strides as 64-bit values or Int32 (range-checked); other widths per slot.
+        if (s.type->width == 32) out.narrow = s.type->is_signed ? TensorRead::kSigned32 : TensorRead::kUnsigned32;
+        else if (s.type->width < 64) fits = false;
+      }
+      r.slots[r.num_slots++] = out;
+    }
+    if (fits && r.check >= 0) {
+      const TensorCheck& c = ex.checks[size_t(r.check)];
+      const bool power_of_two = (c.align & (c.align - 1)) == 0;
+      fits = c.dl_code != 255 && c.shape.size() <= 255 && power_of_two;
+      r.rank = uint8_t(c.shape.size());
+      r.dl_code = c.dl_code;
+      r.dl_bits = c.dl_bits;
+      r.int32_strides = c.int32_strides;
+      r.same_as = !c.same_as.empty();
+      r.align_mask = uint64_t(c.align > 1 ? c.align - 1 : 0);
+      r.modes_at = uint32_t(ex.tensor_read_modes.size());
+      for (size_t m = 0; fits && m < c.shape.size(); ++m)
+        ex.tensor_read_modes.push_back({c.shape[m], c.stride[m], c.shape_div[m], c.stride_div[m]});
+    }
+    if (!fits) continue;
+    ex.slots[first].read = int(ex.tensor_reads.size());
+    ex.tensor_reads.push_back(r);
+  }
+}
+
 // Fills the executor's call plan from `plan` (the host parameters' types come from the program).
 void install_plan(Executor& ex, const runtime::ArgumentPlan& plan, const std::vector<ir::Type>& result_types) {
   const ir::Function& host = ex.program->host_function();
@@ -502,6 +558,7 @@ void install_plan(Executor& ex, const runtime::ArgumentPlan& plan, const std::ve
         }
     ex.checks.push_back(std::move(check));
   }
+  install_tensor_reads(ex);
   for (const runtime::PlanPointerCheck& c : plan.pointer_checks)
     ex.pointer_checks.push_back(PointerCheck{c.source, c.type_key, c.align, c.description});
   ex.num_sources = plan.num_sources;

@@ -24,6 +24,36 @@ struct ArgSlot {
   int mode;       // shape/stride mode for tensor entries
   ir::Type type;  // the host parameter's type
   int check = -1; // for a tensor's data slot: its TensorCheck
+  int read = -1;  // for a tensor's first slot: its TensorRead (Executor::tensor_reads)
+};
+
+// One tensor argument's check and host parameters (its slots, which are adjacent) in one compact
+// record, for the call paths' common case (dltensor_check.h, read_dltensor): what a call touches
+// per tensor is this record and its modes, a cache line or two, rather than the TensorCheck's
+// separate vectors. Built only where it applies (install_tensor_reads); the TensorCheck stays the
+// full rule and the source of the error messages.
+struct TensorRead {
+  static constexpr int kMaxSlots = 8;
+  struct Mode {  // as TensorCheck: -1 where dynamic, then what a dynamic entry is divisible by
+    int64_t shape, stride, shape_div, stride_div;
+  };
+  enum What : uint8_t { kData, kShape, kStride };
+  enum Narrow : uint8_t { kAsIs, kSigned32, kUnsigned32 };
+  struct Slot {
+    What what;
+    Narrow narrow;
+    int16_t mode;
+  };
+  int32_t first_slot = 0;
+  int32_t check = -1;          // its TensorCheck (-1: none)
+  uint32_t modes_at = 0;       // its first Mode in Executor::tensor_read_modes
+  uint8_t rank = 0;
+  uint8_t num_slots = 0;
+  uint8_t dl_code = 255, dl_bits = 0;
+  bool int32_strides = false;  // as TensorCheck
+  bool same_as = false;        // entries shared with earlier slots: the full dltensor_passes decides
+  uint64_t align_mask = 0;     // alignment - 1 (alignments are powers of two)
+  Slot slots[kMaxSlots];
 };
 
 struct TensorCheck {  // what a tensor argument was compiled for
@@ -59,6 +89,8 @@ struct Executor {
   std::shared_ptr<runtime::CompiledProgram> program;
   std::vector<ArgSlot> slots;
   std::vector<TensorCheck> checks;
+  std::vector<TensorRead> tensor_reads;
+  std::vector<TensorRead::Mode> tensor_read_modes;
   std::vector<PointerCheck> pointer_checks;
   int num_sources = 0;
   // Per positional argument: -1 for a single value, n for a list/tuple of n values (each a

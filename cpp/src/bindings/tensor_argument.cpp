@@ -1,5 +1,7 @@
 #include "bindings/tensor_argument.h"
 
+#include <chrono>
+
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -596,6 +598,30 @@ void bind_dlpack_exchange_testing(nb::module_& m) {
   m.def("_testing_dlpack_exchange_api", []() {
     return nb::steal(PyCapsule_New(&testing_exchange_api, "dlpack_exchange_api", nullptr));
   });
+  // Nanoseconds per DLTensor read through the tensors' own exchange table, `iters` passes over
+  // the list: the framework's share of a call's per-tensor cost (bench_call_overhead.py).
+  m.def("_time_dlpack_exchange_reads", [](nb::list tensors, int iters) {
+    std::vector<PyObject*> objects;
+    std::vector<TensorArgument::DLTensorReader> readers;
+    for (nb::handle t : tensors) {
+      TensorArgument::DLTensorReader read = TensorArgument::exchange_reader(t);
+      if (!read) throw std::invalid_argument("a tensor without DLPack's C exchange table");
+      objects.push_back(t.ptr());
+      readers.push_back(read);
+    }
+    TensorArgument::DLTensorView view{};
+    int64_t sink = 0;
+    auto t0 = std::chrono::steady_clock::now();
+    for (int k = 0; k < iters; ++k)
+      for (size_t i = 0; i < objects.size(); ++i) {
+        if (readers[i](objects[i], &view) != 0) throw nb::python_error();
+        sink += view.ndim;
+      }
+    auto t1 = std::chrono::steady_clock::now();
+    asm volatile("" : : "r"(sink));
+    const double reads = double(iters) * double(objects.empty() ? 1 : objects.size());
+    return std::chrono::duration<double, std::nano>(t1 - t0).count() / reads;
+  }, nb::arg("tensors"), nb::arg("iters"));
 }
 
 }  // namespace opencute::bindings

@@ -406,6 +406,14 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
       case kTensorShape:
       case kTensorStride: {
         const DLTensorView& t = tensor_of(slot.source, *a);
+        // The tensor's slots in one step (not for the emulator, which also records its memory).
+        if (slot.read >= 0 && !emulated) {
+          const TensorRead& r = ex.tensor_reads[size_t(slot.read)];
+          if (read_dltensor(ex, r, t, fast_memory, vals.data())) {
+            i += size_t(r.num_slots) - 1;
+            break;
+          }
+        }
         if (slot.check >= 0) {
           const TensorCheck& c = ex.checks[size_t(slot.check)];
           // The common case inline; check_tensor raises the seed's message for what fails.

@@ -59,6 +59,28 @@ size_t launch_first_argument(const ir::Op& op) {
 HostInterpreter::HostInterpreter(const ir::Function& fn) : fn_(fn) {
   flatten(*fn.body);
   numbering_.clear();
+  find_direct_launch();
+}
+
+void HostInterpreter::find_direct_launch() {
+  const FlatBlock& body = blocks_[0];
+  const std::vector<Step>& steps = body.steps;
+  const bool one_launch = (steps.size() == 1 || (steps.size() == 2 && steps[1].op->code == OpCode::Return &&
+                                                 steps[1].in.empty())) &&
+                          steps[0].op->code == OpCode::Launch;
+  if (!one_launch) return;
+  const Step& s = steps[0];
+  const size_t first = launch_first_argument(*s.op);
+  // The kernel arguments must be the host arguments themselves, in order.
+  if (s.in.size() - first != body.args.size()) return;
+  for (size_t i = first; i < s.in.size(); ++i)
+    if (s.in[i] != body.args[i - first]) return;
+  std::vector<int> operands(first, -1);
+  for (size_t i = 0; i < first; ++i)
+    for (size_t a = 0; a < body.args.size(); ++a)
+      if (s.in[i] == body.args[a]) operands[i] = int(a);
+  direct_operands_ = std::move(operands);
+  direct_launch_ = &s;
 }
 
 int HostInterpreter::reg(const ir::Value* v) {
@@ -114,6 +136,15 @@ std::vector<Scalar> HostInterpreter::run(const Scalar* args, size_t num_args, La
   if (num_args != body.args.size())
     throw ExecutionError("host function expects " + std::to_string(body.args.size()) + " arguments, got " +
                          std::to_string(num_args));
+  if (direct_launch_ && launcher) {
+    const Step& s = *direct_launch_;
+    auto in = [&](size_t i) -> const Scalar& {
+      const int a = direct_operands_[i];
+      return a >= 0 ? args[a] : initial_regs_[size_t(s.in[i])];
+    };
+    launch(s, in, args, launcher);
+    return {};
+  }
   // The register file: on the stack when it is small (the usual host program), else the heap.
   // Raw storage, filled by the copy below (Scalar's member initialisers would zero it first).
   constexpr size_t kStackRegs = 256;
@@ -145,6 +176,57 @@ namespace {
 }
 
 }  // namespace
+
+template <class Operand>
+void HostInterpreter::launch(const Step& s, const Operand& in, const Scalar* kernel_args, LaunchHandler* launcher) const {
+  const ir::Op& op = *s.op;
+  LaunchRequest req;
+  req.op = &op;
+  for (int i = 0; i < 3; ++i) {
+    req.grid[i] = unsigned(in(size_t(i)).i);
+    req.block[i] = unsigned(in(size_t(3 + i)).i);
+    req.cluster[i] = unsigned(in(size_t(8 + i)).i);
+  }
+  req.has_cluster = (op.int_attr & ir::kLaunchCluster) != 0;
+  req.cooperative = (op.int_attr & ir::kLaunchCooperative) != 0;
+  req.pdl = (op.int_attr & ir::kLaunchPdl) != 0;
+  req.smem = unsigned(in(6).i);
+  req.stream = reinterpret_cast<void*>(in(7).i);
+  size_t at = 11;  // launch_first_argument() counts the same operands
+  if (op.int_attr & ir::kLaunchCompletionEvent) {
+    req.completion_event = reinterpret_cast<void*>(in(at++).i);
+    req.completion_event_flags = int(op.ints.at(0));
+  }
+  if (op.int_attr & ir::kLaunchProgrammaticEvent) {
+    req.programmatic_event = reinterpret_cast<void*>(in(at++).i);
+    req.programmatic_event_flags = int(op.ints.at(1));
+    req.programmatic_trigger_at_block_start = int(op.ints.at(2));
+  }
+  const size_t kFirstArg = at;
+  req.num_args = s.in.size() - kFirstArg;
+  if (kernel_args) {
+    req.args = kernel_args;
+    req.arg_types = s.in_types.data() + kFirstArg;
+    req.args_in_place = s.launch_args_in_place;
+    launcher->launch(req);
+    return;
+  }
+  // Kernel arguments are gathered on the stack, in raw storage (Scalar's initialisers would
+  // zero it first); only lists longer than a kernel takes (256 parameters) allocate.
+  constexpr size_t kStackArgs = 256;
+  alignas(Scalar) unsigned char small[kStackArgs * sizeof(Scalar)];
+  std::unique_ptr<Scalar[]> large;
+  Scalar* args = reinterpret_cast<Scalar*>(small);
+  if (req.num_args > kStackArgs) {
+    large.reset(new Scalar[req.num_args]);
+    args = large.get();
+  }
+  for (size_t i = 0; i < req.num_args; ++i) new (&args[i]) Scalar(in(kFirstArg + i));
+  req.args = args;
+  req.arg_types = s.in_types.data() + kFirstArg;
+  req.args_in_place = s.launch_args_in_place;
+  launcher->launch(req);
+}
 
 void HostInterpreter::exec(const Step& s, Frame& fr) const {
   const ir::Op& op = *s.op;
@@ -262,49 +344,10 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
         throw AssertionFailure("host assertion failed: " + op.str_attr + " (" + op.file + ":" + std::to_string(op.line) + ")",
                                op.file, op.line);
       return;
-    case OpCode::Launch: {
+    case OpCode::Launch:
       if (!fr.launcher) fail(op, "a kernel launch without a launcher");
-      LaunchRequest req;
-      req.op = &op;
-      for (int i = 0; i < 3; ++i) {
-        req.grid[i] = unsigned(in(size_t(i)).i);
-        req.block[i] = unsigned(in(size_t(3 + i)).i);
-        req.cluster[i] = unsigned(in(size_t(8 + i)).i);
-      }
-      req.has_cluster = (op.int_attr & ir::kLaunchCluster) != 0;
-      req.cooperative = (op.int_attr & ir::kLaunchCooperative) != 0;
-      req.pdl = (op.int_attr & ir::kLaunchPdl) != 0;
-      req.smem = unsigned(in(6).i);
-      req.stream = reinterpret_cast<void*>(in(7).i);
-      size_t at = 11;  // launch_first_argument() counts the same operands
-      if (op.int_attr & ir::kLaunchCompletionEvent) {
-        req.completion_event = reinterpret_cast<void*>(in(at++).i);
-        req.completion_event_flags = int(op.ints.at(0));
-      }
-      if (op.int_attr & ir::kLaunchProgrammaticEvent) {
-        req.programmatic_event = reinterpret_cast<void*>(in(at++).i);
-        req.programmatic_event_flags = int(op.ints.at(1));
-        req.programmatic_trigger_at_block_start = int(op.ints.at(2));
-      }
-      const size_t kFirstArg = at;
-      req.num_args = s.in.size() - kFirstArg;
-      // Kernel arguments are gathered on the stack, in raw storage (Scalar's initialisers would
-      // zero it first); only lists longer than a kernel takes (256 parameters) allocate.
-      constexpr size_t kStackArgs = 256;
-      alignas(Scalar) unsigned char small[kStackArgs * sizeof(Scalar)];
-      std::unique_ptr<Scalar[]> large;
-      Scalar* args = reinterpret_cast<Scalar*>(small);
-      if (req.num_args > kStackArgs) {
-        large.reset(new Scalar[req.num_args]);
-        args = large.get();
-      }
-      for (size_t i = 0; i < req.num_args; ++i) new (&args[i]) Scalar(in(kFirstArg + i));
-      req.args = args;
-      req.arg_types = s.in_types.data() + kFirstArg;
-      req.args_in_place = s.launch_args_in_place;
-      fr.launcher->launch(req);
+      launch(s, in, nullptr, fr.launcher);
       return;
-    }
     case OpCode::For: {
       const FlatBlock& body = blocks_[size_t(s.regions[0])];
       ir::Type it = s.in_types[0];

@@ -106,6 +106,11 @@ class HostInterpreter {
   int reg(const ir::Value* v);
   void exec_block(int block, Frame& fr) const;
   void exec(const Step& s, Frame& fr) const;
+  // Launch step `s` with its operands read through `in(i)`; `kernel_args`, when given, are its
+  // kernel arguments already in operand order (else they are gathered through `in`).
+  template <class Operand>
+  void launch(const Step& s, const Operand& in, const ir::Scalar* kernel_args, LaunchHandler* launcher) const;
+  void find_direct_launch();
 
   const ir::Function& fn_;
   std::vector<FlatBlock> blocks_;        // blocks_[0] is the body
@@ -113,6 +118,12 @@ class HostInterpreter {
   std::unordered_map<const ir::Value*, int> numbering_;  // emptied after construction
   bool has_printf_ = false;
   bool has_loops_ = false;
+  // A body that is one launch of the host arguments, in order, and constants (the usual @jit
+  // wrapper of a kernel) runs that launch without a register file: `direct_launch_` is its step
+  // and `direct_operands_` says, per launch operand before the kernel arguments, which host
+  // argument it is (-1: a constant, in initial_regs_).
+  const Step* direct_launch_ = nullptr;
+  std::vector<int> direct_operands_;
 };
 
 }  // namespace opencute::emulator
