@@ -26,6 +26,14 @@ Rows, each an empty kernel launched on a 1x1x1 grid of 128 threads with N tensor
     before and after all other rows; the spread between the two runs shows how far a floor taken
     at another moment can move (on the H100 a same-session run once read 3.79 / 3.42 / 4.07 us
     for 0 / 3 / 19 tensors: lower at 3 than at 0).
+- "cuLaunchKernel through a one-line Python binding": the in-process floor's kernel launched by a
+  nanobind method that takes the call's tensors and ignores them, timed like the compiled calls:
+  the floor plus what any Python call of a launcher costs (the call, its argument tuple, the
+  interpreter's cache traffic between launches). The compiled calls minus this row are what
+  OpenCuTe's own argument reading, checks and host program cost.
+- "torch's DLPack exchange read": torch's `dltensor_from_py_object_no_sync` over the call's
+  tensors, timed in a C++ loop (`_core._time_dlpack_exchange_reads`): the framework's share of the
+  per-tensor cost, which no caller of torch's table can avoid.
 - First compile of a process: a fresh subprocess, CUDA already initialised by torch (as in an
   application), disk cache off, `cute.compile` of an empty kernel: the first and the second.
 
@@ -293,6 +301,15 @@ def main():
         floor = in_process_floor(n)
         compiled = cute.compile(f, *ts)
         timed_against_floor("OpenCuTe compiled call", n, lambda: compiled(*ts), floor)
+        if floor is not None and hasattr(floor, "launch"):
+            timed_against_floor("cuLaunchKernel through a one-line Python binding (tensors passed, ignored)", n,
+                                lambda: floor.launch(*ts), floor)
+        if use_gpu and n:
+            from cutlass import _core
+            if hasattr(_core, "_time_dlpack_exchange_reads"):
+                reads = [_core._time_dlpack_exchange_reads(ts, 2000) for _ in range(21)]
+                put("torch's DLPack exchange read (dltensor_from_py_object_no_sync), all tensors of the call", n,
+                    statistics.median(reads) * n / 1000)
 
         host = cute.compile(f, *ts, options="--target gpu")
         host._discard_launches = True

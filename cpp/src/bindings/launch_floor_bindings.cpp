@@ -45,6 +45,11 @@ class LaunchFloor {
   LaunchFloor(const LaunchFloor&) = delete;
   LaunchFloor& operator=(const LaunchFloor&) = delete;
 
+  // One launch, for a Python call per launch (the floor plus the cost of any Python call).
+  void launch() {
+    runtime::CudaDriver::get().launch(function_, 1, 1, 1, 128, 1, 1, 0, nullptr, params_.empty() ? nullptr : params_.data());
+  }
+
   // Microseconds per launch of `iters` back-to-back launches on the null stream, synchronised
   // after the timed region (bench_call_overhead.py's method for every row).
   double batch_us(int iters) {
@@ -74,7 +79,9 @@ void bind_launch_floor(nb::module_& m) {
                           "(benchmarks/bench_call_overhead.py's driver floor, in the benchmark's process)")
       .def(nb::init<int>(), nb::arg("tensors"))
       .def("batch_us", &LaunchFloor::batch_us, nb::arg("iters"),
-           "Microseconds per launch of `iters` back-to-back launches, synchronised after the timing");
+           "Microseconds per launch of `iters` back-to-back launches, synchronised after the timing")
+      .def("launch", [](LaunchFloor& f, nb::args) { f.launch(); },
+           "One launch; the arguments are ignored (a Python call passing what a compiled call passes)");
 }
 
 }  // namespace opencute::bindings
