@@ -43,6 +43,10 @@ host time per call. The floor is timed the same way (batches of `iters`, synchro
 
     python benchmarks/bench_call_overhead.py [--launch-floor build/bench/launch_floor] [--json out.json]
     python benchmarks/bench_call_overhead.py --cpu      # no GPU: numpy arrays, reduced, a smoke test
+    python benchmarks/bench_call_overhead.py --processes 9   # the target rows, median and range over 9 processes
+
+On the H100 machine one process's 19-tensor rows can move by a microsecond from one process to the
+next (host noise the pairing cannot remove), so the targets are read from --processes runs.
 
 --cpu runs the same rows on the CPU emulator with numpy arrays (Triton, torch and the floor are
 skipped) and the "launch discarded" rows compiled for the GPU: the figures are this machine's host
@@ -212,6 +216,42 @@ def launch_floor(path):
     return floors
 
 
+def over_processes(args):
+    """--processes K: --targets-only in K fresh processes (one at a time); each row's median and range."""
+    runs = []
+    for k in range(args.processes):
+        out = os.path.join(tempfile.mkdtemp(prefix="bench-call-"), "rows.json")
+        cmd = [sys.executable, os.path.abspath(__file__), "--targets-only", "--json", out]
+        if args.cpu:
+            cmd.append("--cpu")
+        for flag, value in (("--iters", args.iters), ("--reps", args.reps)):
+            if value:
+                cmd += [flag, str(value)]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(p.stderr[-2000:])
+        with open(out) as fh:
+            runs.append(json.load(fh)["per_call_us"])
+    print(f"| host time per call, us: median [min-max] of {len(runs)} processes | " +
+          " | ".join(f"{n} tensors" for n in COUNTS) + " |")
+    print("|---|" + "---|" * len(COUNTS))
+    summary = {}
+    for name in runs[0]:
+        cells = []
+        for n in COUNTS:
+            values = [r.get(name, {}).get(str(n)) for r in runs]
+            values = [v for v in values if isinstance(v, (int, float))]
+            if not values:
+                cells.append("")
+                continue
+            summary.setdefault(name, {})[n] = {"median": statistics.median(values), "all": values}
+            cells.append(f"{statistics.median(values):.2f} [{min(values):.2f}-{max(values):.2f}]")
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"over_processes": summary}, fh, indent=1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cpu", action="store_true", help="no GPU: emulator, numpy arrays, reduced repetitions")
@@ -219,7 +259,14 @@ def main():
     ap.add_argument("--json", default=None, help="also write the figures to this file")
     ap.add_argument("--iters", type=int, default=None)
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--targets-only", action="store_true",
+                    help="only the rows the targets are read from (paired calls, their host paths, torch's reads)")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="run --targets-only in this many fresh processes, one after another, and print the "
+                         "median and range of each row over them")
     args = ap.parse_args()
+    if args.processes > 1:
+        return over_processes(args)
     use_gpu = not args.cpu
     iters = args.iters or (400 if use_gpu else 50)
     reps = args.reps or (101 if use_gpu else 5)
@@ -326,13 +373,16 @@ def main():
                 ffi_host._compiled._discard_launches = True
                 put("OpenCuTe compiled call, TVM-FFI, launch discarded (host path only)", n,
                     per_call_us(lambda: ffi_host(*xs), sync, iters, reps))
-                state = ffi_host.__dict__.pop("_opencute_state", None)  # tvm-ffi's own conversion
-                put("OpenCuTe compiled call, TVM-FFI through tvm-ffi's own conversion, launch discarded", n,
-                    per_call_us(lambda: ffi_host(*xs), sync, iters, reps))
-                ffi_host._opencute_state = state
+                if not args.targets_only:
+                    state = ffi_host.__dict__.pop("_opencute_state", None)  # tvm-ffi's own conversion
+                    put("OpenCuTe compiled call, TVM-FFI through tvm-ffi's own conversion, launch discarded", n,
+                        per_call_us(lambda: ffi_host(*xs), sync, iters, reps))
+                    ffi_host._opencute_state = state
             except Exception as e:  # the option may not be implemented on this branch
                 tvm_ffi_reason = f"--enable-tvm-ffi failed: {type(e).__name__}: {str(e)[:120]}"
 
+        if args.targets_only:
+            continue
         f(*ts)  # traces and compiles; later calls must not trace
         before = f.direct_call_stats["traced"]
         put("OpenCuTe direct @cute.jit call", n, per_call_us(lambda: f(*ts), sync, iters, reps))
@@ -346,6 +396,14 @@ def main():
             except Exception as e:  # Triton missing or failing is reported, not fatal
                 put("Triton empty kernel", n, f"{type(e).__name__}")
 
+    if args.targets_only:
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump({"per_call_us": rows}, fh, indent=1, default=str)
+        for name, values in rows.items():
+            print(f"| {name} | " + " | ".join(f"{values[n]:.2f}" if isinstance(values.get(n), float) else ""
+                                             for n in COUNTS) + " |")
+        return
     if use_gpu:
         a, b = make_tensors(2)
         put("torch.add(a, 1.0, out=b) (2 tensors, in the 3 column)", 3, per_call_us(lambda: torch.add(a, 1.0, out=b), sync, iters, reps))

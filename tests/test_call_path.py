@@ -89,3 +89,32 @@ def test_launch_floor_without_a_gpu_says_so():
         pytest.skip("a GPU is present")
     with pytest.raises(RuntimeError, match="needs a CUDA device"):
         _core._LaunchFloor(3)
+
+
+# A host program that is one launch of its own arguments, in order, launches without its register
+# file (HostInterpreter's direct launch); any other order goes through the interpreter. Both
+# must hand the kernel the arguments it was traced with.
+@cute.kernel
+def _difference(first: cute.Tensor, second: cute.Tensor, out: cute.Tensor):
+    t, _, _ = cute.arch.thread_idx()
+    out[t] = first[t] - second[t]
+
+
+@cute.jit
+def _in_order(a: cute.Tensor, b: cute.Tensor, out: cute.Tensor):
+    _difference(a, b, out).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+@cute.jit
+def _swapped(a: cute.Tensor, b: cute.Tensor, out: cute.Tensor):
+    _difference(b, a, out).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+@pytest.mark.parametrize("program, sign", [(_in_order, 1.0), (_swapped, -1.0)])
+def test_launch_arguments_keep_their_order(program, sign):
+    a = np.arange(8, dtype=np.float32) * 3
+    b = np.arange(8, dtype=np.float32)
+    out = np.zeros(8, np.float32)
+    compiled = cute.compile(program, a, b, out, options="--target cpu")
+    compiled(a, b, out)
+    np.testing.assert_array_equal(out, sign * (a - b))

@@ -154,3 +154,65 @@ def test_every_mismatch_raises_the_numpy_message(case):
     assert np.isnan(out).all()  # nothing ran
     f(*(ExchangeTensor(a) for a in (x, y, out)))  # and the good call still runs
     np.testing.assert_array_equal(out, x * 2.0 + y)
+
+
+# A GPU-target program reads an exchange tensor's check and parameters in one step
+# (TensorRead, dltensor_check.h: read_dltensor), which the emulator's path above does not take.
+# Launches discarded, the same bad arguments must raise what the emulator's path raises, in both
+# ABIs, and good ones must reach the (discarded) launch.
+@pytest.mark.parametrize("abi", ["default", "tvm-ffi"])
+@pytest.mark.parametrize("case", ["dtype", "rank", "static_stride", "divisibility", "alignment", "shared_symbol"])
+def test_the_gpu_path_raises_what_the_emulator_path_raises(case, abi):
+    from cutlass.cute.runtime import make_fake_compact_tensor
+    if abi == "tvm-ffi":
+        pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    # One symbol shared by the three extents only where the case is about it: a shared entry
+    # takes the full check (dltensor_passes), the others the compact one.
+    one = cute.sym_int(divisibility=16)
+    symbols = [one] * 3 if case == "shared_symbol" else [cute.sym_int(divisibility=16) for _ in range(3)]
+    fakes = [make_fake_compact_tensor(cute.Float32, (s,), assumed_align=16) for s in symbols]
+    ffi = " --enable-tvm-ffi" if abi == "tvm-ffi" else ""
+    on_cpu = cute.compile(axpy, *fakes, options="--target cpu" + ffi)
+    try:
+        on_gpu = cute.compile(axpy, *fakes, options="--target gpu" + ffi)
+    except Exception as e:  # noqa: BLE001 - a machine without libNVVM/nvJitLink
+        if "could not be loaded" in str(e) or "not found" in str(e):
+            pytest.skip("this machine cannot produce a cubin (no libNVVM / nvJitLink)")
+        raise
+    program = on_gpu._compiled if abi == "tvm-ffi" else on_gpu
+    program._discard_launches = True
+    base = np.zeros(160, np.float32)
+    x, y, out = base[:64], base[64:128].copy(), np.zeros(64, np.float32)
+    args = [x, y, out]
+    if case == "dtype":
+        args[1] = y.astype(np.float64)
+    elif case == "rank":
+        args[0] = x.reshape(4, 16)
+    elif case == "static_stride":
+        args[2] = np.zeros(128, np.float32)[::2]
+    elif case == "divisibility":
+        args = [a[:48 + 2] for a in args]
+    elif case == "alignment":
+        args[0] = base[1:65]
+    elif case == "shared_symbol":
+        args[1] = np.zeros(80, np.float32)
+    bad = [ExchangeTensor(a) for a in args]
+    from_gpu_path, from_cpu_path = _raised(on_gpu, bad), _raised(on_cpu, bad)
+    assert type(from_gpu_path) is type(from_cpu_path)
+    assert str(from_gpu_path) == str(from_cpu_path)
+    assert program._discarded_launches == 0
+    good = [ExchangeTensor(a) for a in (x, y, out)]
+    on_gpu(*good)
+    assert program._discarded_launches == 1
+
+
+def test_exchange_reads_are_timed_through_the_table():
+    arrays = _arrays(8)
+    tensors = [ExchangeTensor(a) for a in arrays]
+    before, _ = _core._testing_dlpack_exchange_counts()
+    ns = _core._time_dlpack_exchange_reads(tensors, 10)
+    after, _ = _core._testing_dlpack_exchange_counts()
+    assert after - before == 30  # every tensor, every pass, through the table's function
+    assert ns > 0
+    with pytest.raises(ValueError, match="without DLPack's C exchange table"):
+        _core._time_dlpack_exchange_reads([np.zeros(4, np.float32)], 1)
