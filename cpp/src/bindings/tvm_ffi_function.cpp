@@ -134,6 +134,7 @@ struct TvmFfiFunction {
   // positional call may leave them out.
   std::vector<FfiAny> defaults;
   size_t num_none_params = 0;  // parameters of arity kNoneParamArity
+  bool single_values = true;   // every parameter one value (no tuples, no None parameters)
   bool uses_env_stream = false;  // a source read from TVM-FFI's environment stream
 };
 
@@ -260,8 +261,16 @@ __attribute__((noinline)) CallScratch* call_scratch() {
   return &scratch;
 }
 
+// What the Python call slot learnt while reading the arguments (fast_call): the first GPU
+// tensor's device and whether any tensor holds packed fp4 pairs, so that call() need not look
+// at every tensor twice.
+struct TensorSummary {
+  int device_id = -1;
+  bool any_packed_fp4 = false;
+};
+
 void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* result,
-          const EnvStream* env = nullptr) {
+          const EnvStream* env = nullptr, const TensorSummary* summary = nullptr) {
   const Executor& ex = f.ex;
   // Scratch reused across calls of this thread: a call allocates nothing when sizes repeat.
   CallScratch& sc = *call_scratch();
@@ -300,7 +309,7 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
   // The value of each source: arguments, and items of tuple arguments.
   values.assign(f.sources.size(), nullptr);
   items.assign(f.params.size(), nullptr);
-  for (size_t p = 0; p < f.params.size(); ++p) {
+  for (size_t p = 0; p < f.params.size() && !f.single_values; ++p) {
     const Param& param = f.params[p];
     if (param.arity == kNoneParamArity) {
       if (args[p].type_index != kNone)
@@ -334,13 +343,13 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
   }
   // One pass over the sources: their values, tensors' type, the first GPU tensor's device (it
   // runs the kernels and owns the environment stream), and whether any holds packed fp4 pairs.
-  int device_id = -1;
-  bool any_packed_fp4 = false;
+  int device_id = summary ? summary->device_id : -1;
+  bool any_packed_fp4 = summary && summary->any_packed_fp4;
   for (size_t s = 0; s < f.sources.size(); ++s) {
     const Source& src = f.sources[s];
     if (src.env_stream) continue;
     values[s] = src.item < 0 ? &args[src.param] : &items[size_t(src.param)][src.item];
-    if (src.kind != kLeafTensor) continue;
+    if (src.kind != kLeafTensor || summary) continue;  // the slot loop checks the type then
     const DLTensorView* t = as_dltensor(*values[s]);
     if (!t) fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
     if (device_id < 0 && (t->device_type == kDLCUDA || t->device_type == kDLCUDAManaged)) device_id = t->device_id;
@@ -351,7 +360,7 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     for (size_t s = 0; s < f.sources.size(); ++s) {
       if (f.sources[s].kind != kLeafTensor || !values[s]) continue;
       const DLTensorView* t = as_dltensor(*values[s]);
-      if (!is_packed_fp4_pairs(t->dtype_code, t->dtype_bits, t->dtype_lanes)) continue;
+      if (!t || !is_packed_fp4_pairs(t->dtype_code, t->dtype_bits, t->dtype_lanes)) continue;
       if (sc.unpacked_views.size() < f.sources.size()) {
         sc.unpacked_views.resize(f.sources.size());
         sc.unpacked_layouts.resize(f.sources.size());
@@ -370,7 +379,13 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     }
   }
   auto tensor_of = [&](int source, const FfiAny& a) -> const DLTensorView& {
-    return any_packed_fp4 && sc.has_unpacked[size_t(source)] ? sc.unpacked_views[size_t(source)] : *as_dltensor(a);
+    if (any_packed_fp4 && sc.has_unpacked[size_t(source)]) return sc.unpacked_views[size_t(source)];
+    const DLTensorView* t = as_dltensor(a);
+    if (!t) {
+      const Source& src = f.sources[size_t(source)];
+      fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
+    }
+    return *t;
   };
   const bool emulated = ex.program->runs_on_emulator();
   const Memory memory = !ex.program->has_kernels() || ex.program->discards_launches() ? Memory::Any
@@ -542,6 +557,7 @@ void* tvm_ffi_new_function_state(const Executor& ex, nb::handle description) {
     nb::tuple t = nb::cast<nb::tuple>(h);
     f->params.push_back(Param{nb::cast<int>(t[0]), nb::cast<std::string>(t[1])});
     if (f->params.back().arity == kNoneParamArity) ++f->num_none_params;
+    if (f->params.back().arity != -1) f->single_values = false;
   }
   for (nb::handle h : description.attr("sources")) {
     nb::tuple t = nb::cast<nb::tuple>(h);
@@ -608,6 +624,7 @@ struct ArgumentReader {
   size_t next_tensor = 0, next_item = 0, next_seq = 0;
   PyTypeObject* last_type = nullptr;  // the type last_functions reads
   const DLPackExchangeFunctions* last_functions = nullptr;
+  TensorSummary tensors;  // of the tensors read so far
 
   Read leaf(PyObject* o, FfiAny& out) {
     out = FfiAny{};
@@ -645,6 +662,9 @@ struct ArgumentReader {
     if (x->to_dltensor(o, &t) != 0) return Read::Error;
     out.type_index = kDLTensorPtr;
     out.v_ptr = &t;
+    if (tensors.device_id < 0 && (t.device_type == kDLCUDA || t.device_type == kDLCUDAManaged))
+      tensors.device_id = t.device_id;
+    tensors.any_packed_fp4 = tensors.any_packed_fp4 || is_packed_fp4_pairs(t.dtype_code, t.dtype_bits, t.dtype_lanes);
     if (want_stream && env.device_type == -1 && t.device_type != kDLCPU && x->current_work_stream) {
       void* stream = nullptr;
       if (x->current_work_stream(t.device_type, t.device_id, &stream) == 0) env = {t.device_type, t.device_id, stream};
@@ -724,7 +744,8 @@ PyObject* fast_call(TvmFfiFunction& f, PyObject* args, bool* handled) {
   // A kernel on the emulator may run long: let other threads run, as tvm-ffi's call does.
   PyThreadState* released = f.ex.program->runs_on_emulator() ? PyEval_SaveThread() : nullptr;
   try {
-    call(f, scratch.args.data(), int32_t(num_args), &result, reader.env.device_type == -1 ? nullptr : &reader.env);
+    call(f, scratch.args.data(), int32_t(num_args), &result, reader.env.device_type == -1 ? nullptr : &reader.env,
+         &reader.tensors);
   } catch (...) {
     failed = true;
     error = call_error(std::current_exception());
