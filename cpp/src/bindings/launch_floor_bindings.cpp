@@ -52,12 +52,21 @@ class LaunchFloor {
 
   // Microseconds per launch of `iters` back-to-back launches on the null stream, synchronised
   // after the timed region (bench_call_overhead.py's method for every row).
-  double batch_us(int iters) {
+  // `spin_ns`: a busy wait before each launch that touches no memory, for telling how much a
+  // launch costs more when launches are spaced out (as host work between them spaces them).
+  double batch_us(int iters, int spin_ns) {
     runtime::CudaDriver& drv = runtime::CudaDriver::get();
     void** params = params_.empty() ? nullptr : params_.data();
     nb::gil_scoped_release release;
     auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < iters; ++i) drv.launch(function_, 1, 1, 1, 128, 1, 1, 0, nullptr, params);
+    for (int i = 0; i < iters; ++i) {
+      if (spin_ns > 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(spin_ns);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+      drv.launch(function_, 1, 1, 1, 128, 1, 1, 0, nullptr, params);
+    }
     auto t1 = std::chrono::steady_clock::now();
     drv.stream_synchronize(nullptr);
     return std::chrono::duration<double, std::micro>(t1 - t0).count() / (iters > 0 ? iters : 1);
@@ -78,8 +87,9 @@ void bind_launch_floor(nb::module_& m) {
                           "An empty kernel with N (pointer, int32) parameter pairs and its bare cuLaunchKernel "
                           "(benchmarks/bench_call_overhead.py's driver floor, in the benchmark's process)")
       .def(nb::init<int>(), nb::arg("tensors"))
-      .def("batch_us", &LaunchFloor::batch_us, nb::arg("iters"),
-           "Microseconds per launch of `iters` back-to-back launches, synchronised after the timing")
+      .def("batch_us", &LaunchFloor::batch_us, nb::arg("iters"), nb::arg("spin_ns") = 0,
+           "Microseconds per launch of `iters` back-to-back launches, synchronised after the timing "
+           "(with `spin_ns` of busy waiting before each launch, included)")
       .def("launch", [](LaunchFloor& f, nb::args) { f.launch(); },
            "One launch; the arguments are ignored (a Python call passing what a compiled call passes)");
 }
