@@ -31,6 +31,13 @@ Rows, each an empty kernel launched on a 1x1x1 grid of 128 threads with N tensor
   the floor plus what any Python call of a launcher costs (the call, its argument tuple, the
   interpreter's cache traffic between launches). The compiled calls minus this row are what
   OpenCuTe's own argument reading, checks and host program cost.
+- Launch spacing: back-to-back bare launches keep the GPU busy, and a launch after the GPU has gone
+  idle costs more. On the H100 a busy wait of S ns before each floor launch changed the launch
+  itself by -0.4 us at S = 2000 (no back-pressure from the queue) and by +0.5 to +0.7 us at
+  S = 3000-4000 (the GPU idle), at 3 and 19 tensors alike. So "... above the floor spaced by its
+  host path (paired)" compares the call with floor launches preceded by a busy wait as long as the
+  call's own host path (the "launch discarded" row): what the call costs beyond a bare launch made
+  at the same pace.
 - "torch's DLPack exchange read": torch's `dltensor_from_py_object_no_sync` over the call's
   tensors, timed in a C++ loop (`_core._time_dlpack_exchange_reads`): the framework's share of the
   per-tensor cost, which no caller of torch's table can avoid.
@@ -121,21 +128,22 @@ def batch_us(fn, sync, iters):
     return (t1 - t0) / iters * 1e6
 
 
-def interleaved_us(fn, floor, sync, iters, reps):
+def interleaved_us(fn, floor, sync, iters, reps, spin_ns=0):
     """(median us per call, median us per floor launch, median paired difference): each repetition
-    times a batch of `fn` and a batch of floor launches back to back, alternating which goes first."""
+    times a batch of `fn` and a batch of floor launches back to back, alternating which goes first.
+    With `spin_ns`, each floor launch follows a busy wait of that long (counted in the floor)."""
     for _ in range(max(iters, 50)):
         fn()
     sync()
-    floor.batch_us(max(iters, 50))
+    floor.batch_us(max(iters, 50), spin_ns) if spin_ns else floor.batch_us(max(iters, 50))
     ours, floors, above = [], [], []
     for r in range(reps):
         if r % 2:
-            f = floor.batch_us(iters)
+            f = floor.batch_us(iters, spin_ns) if spin_ns else floor.batch_us(iters)
             o = batch_us(fn, sync, iters)
         else:
             o = batch_us(fn, sync, iters)
-            f = floor.batch_us(iters)
+            f = floor.batch_us(iters, spin_ns) if spin_ns else floor.batch_us(iters)
         ours.append(o)
         floors.append(f)
         above.append(o - f)
@@ -340,6 +348,18 @@ def main():
         put(name + " above the floor (paired)", n, above)
         floor_batches.setdefault(n, []).extend(floors)
 
+    def timed_against_spaced_floor(name, n, fn, floor, host_us):
+        # The floor's launches spaced by the call's own host path (a busy wait): what the call
+        # costs beyond launching at the same pace (see "Launch spacing" above).
+        if floor is None:
+            return
+        try:
+            floor.batch_us(1, 1)
+        except TypeError:  # an older _core without spin_ns
+            return
+        _, _, above = interleaved_us(fn, floor, sync, iters, reps, spin_ns=int(host_us * 1000))
+        put(name + " above the floor spaced by its host path (paired)", n, above)
+
     separate_floor_before = launch_floor(args.launch_floor) if use_gpu else {}
 
     for n in COUNTS:
@@ -360,8 +380,10 @@ def main():
 
         host = cute.compile(f, *ts, options="--target gpu")
         host._discard_launches = True
-        put("OpenCuTe compiled call, launch discarded (host path only)", n,
-            per_call_us(lambda: host(*ts), sync, iters, reps))
+        host_us = per_call_us(lambda: host(*ts), sync, iters, reps)
+        put("OpenCuTe compiled call, launch discarded (host path only)", n, host_us)
+        if use_gpu:
+            timed_against_spaced_floor("OpenCuTe compiled call", n, lambda: compiled(*ts), floor, host_us)
 
         if tvm_ffi_reason is None:
             try:
@@ -371,8 +393,11 @@ def main():
                 xs = ts if use_gpu else exchange_tensors(n)
                 ffi_host = cute.compile(f, *ts, options="--enable-tvm-ffi --target gpu")
                 ffi_host._compiled._discard_launches = True
-                put("OpenCuTe compiled call, TVM-FFI, launch discarded (host path only)", n,
-                    per_call_us(lambda: ffi_host(*xs), sync, iters, reps))
+                ffi_host_us = per_call_us(lambda: ffi_host(*xs), sync, iters, reps)
+                put("OpenCuTe compiled call, TVM-FFI, launch discarded (host path only)", n, ffi_host_us)
+                if use_gpu:
+                    timed_against_spaced_floor("OpenCuTe compiled call, TVM-FFI", n, lambda: ffi(*ts), floor,
+                                               ffi_host_us)
                 if not args.targets_only:
                     state = ffi_host.__dict__.pop("_opencute_state", None)  # tvm-ffi's own conversion
                     put("OpenCuTe compiled call, TVM-FFI through tvm-ffi's own conversion, launch discarded", n,
