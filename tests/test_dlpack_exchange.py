@@ -166,8 +166,8 @@ def test_the_gpu_path_raises_what_the_emulator_path_raises(case, abi):
     from cutlass.cute.runtime import make_fake_compact_tensor
     if abi == "tvm-ffi":
         pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
-    # One symbol shared by the three extents only where the case is about it: a shared entry
-    # takes the full check (dltensor_passes), the others the compact one.
+    # One symbol shared by the three extents only where the case is about it, so that each other
+    # case fails on its own rule alone.
     one = cute.sym_int(divisibility=16)
     symbols = [one] * 3 if case == "shared_symbol" else [cute.sym_int(divisibility=16) for _ in range(3)]
     fakes = [make_fake_compact_tensor(cute.Float32, (s,), assumed_align=16) for s in symbols]

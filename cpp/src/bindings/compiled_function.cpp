@@ -282,19 +282,9 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
                                               "it with None to leave the argument out");
 }
 
-// A DLTensor read through DLPack's exchange table, with TensorArgument's accessors.
-struct DLTensorAccess {
-  const TensorArgument::DLTensorView& t;
-  int64_t data() const { return int64_t(reinterpret_cast<intptr_t>(t.data)) + int64_t(t.byte_offset); }
-  size_t rank() const { return size_t(t.ndim); }
-  int64_t shape(size_t mode) const { return mode < size_t(t.ndim) ? t.shape[mode] : 1; }
-  int64_t stride(size_t mode) const { return mode < size_t(t.ndim) ? dltensor_stride(t, int(mode)) : 0; }
-};
-
 // The host parameter of tensor slot `s` (its data pointer, one extent or one stride); for the
 // CPU emulator, a data slot also records the tensor's memory region.
-template <class Tensor>
-__attribute__((noinline)) void add_memory_region(const ArgSlot& s, Tensor& tensor,
+__attribute__((noinline)) void add_memory_region(const ArgSlot& s, TensorArgument& tensor,
                                                  std::vector<emulator::MemoryRegion>& regions) {
   // Extents in bits, so that packed 4-bit elements count as half a byte.
   int64_t lo = 0, hi = 0, bits = s.type->element ? s.type->element->bit_size() : 8;
@@ -312,8 +302,7 @@ __attribute__((noinline)) void add_memory_region(const ArgSlot& s, Tensor& tenso
   regions.push_back(std::move(r));
 }
 
-template <class Tensor>
-inline __attribute__((always_inline)) void read_tensor_slot(const ArgSlot& s, Tensor& tensor, bool emulated,
+inline __attribute__((always_inline)) void read_tensor_slot(const ArgSlot& s, TensorArgument& tensor, bool emulated,
                                                             ir::Scalar& out,
                                                             std::vector<emulator::MemoryRegion>& regions) {
   if (s.kind == kTensorData) {
@@ -359,8 +348,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
-  TensorArgument::DLTensorView dl;  // the current tensor, when `fast`
-  bool fast = false;
+  TensorArgument::DLTensorView dl;  // the current tensor, when read through an exchange table
   PyTypeObject* reader_type = nullptr;  // the type `reader` reads
   TensorArgument::DLTensorReader reader = nullptr;
   const DLTensorMemory fast_memory = where == KernelMemory::None   ? DLTensorMemory::Any
@@ -385,42 +373,29 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         if (tensor_source != s.source) {
           if (a.is_none()) none_for_a_value(ex, s.source);
           tensor_source = s.source;
-          // A type with DLPack's exchange table (torch) is read into `dl` with one C call; the
-          // common case is checked inline (dltensor_check.h), anything else as TensorArgument.
-          fast = false;
-          if (Py_TYPE(a.ptr()) != reader_type) {  // a call's tensors are mostly of one type
-            reader_type = Py_TYPE(a.ptr());
-            reader = TensorArgument::exchange_reader(a);
-          }
-          if (TensorArgument::DLTensorReader read = reader) {
-            if (read(a.ptr(), &dl) != 0) throw nb::python_error();
-            fast = !is_packed_fp4_pairs(dl.dtype_code, dl.dtype_bits, dl.dtype_lanes);
-          }
-          if (!fast) tensor.emplace(a);
-        }
-        // The tensor's slots in one step (not for the emulator, which also records its memory).
-        if (fast && s.read >= 0 && !emulated) {
-          const TensorRead& r = ex.tensor_reads[size_t(s.read)];
-          if (read_dltensor(ex, r, dl, fast_memory, &vals[0])) {
-            i += size_t(r.num_slots) - 1;
-            break;
-          }
-        }
-        if (fast) {
-          if (s.check >= 0) {
-            const TensorCheck& c = ex.checks[size_t(s.check)];
-            if (!dltensor_passes(c, dl, fast_memory, &vals[0], ex.slots)) {
-              // Raises the documented error (it reads the tensor again, in full).
-              tensor.emplace(a);
-              check_tensor_argument(c, *tensor, where, &vals[0], ex.slots);
+          // A type with DLPack's exchange table (torch) is read into `dl` with one C call, and its
+          // check and slots come from the tensor's compact record in one step (dltensor_check.h);
+          // anything else, and what the record cannot decide, is read in full as TensorArgument.
+          // (Not on the emulator, which also records each tensor's memory.)
+          if (s.read >= 0 && !emulated) {
+            if (Py_TYPE(a.ptr()) != reader_type) {  // a call's tensors are mostly of one type
+              reader_type = Py_TYPE(a.ptr());
+              reader = TensorArgument::exchange_reader(a);
+            }
+            if (reader) {
+              if (reader(a.ptr(), &dl) != 0) throw nb::python_error();
+              const TensorRead& r = ex.tensor_reads[size_t(s.read)];
+              if (!is_packed_fp4_pairs(dl.dtype_code, dl.dtype_bits, dl.dtype_lanes) &&
+                  read_dltensor(ex, r, dl, fast_memory, &vals[0])) {
+                i += size_t(r.num_slots) - 1;
+                break;
+              }
             }
           }
-          DLTensorAccess view{dl};
-          read_tensor_slot(s, view, emulated, vals[i], regions);
-        } else {
-          if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, &vals[0], ex.slots);
-          read_tensor_slot(s, *tensor, emulated, vals[i], regions);
+          tensor.emplace(a);
         }
+        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, &vals[0], ex.slots);
+        read_tensor_slot(s, *tensor, emulated, vals[i], regions);
         break;
       }
       case kStream: {
@@ -517,11 +492,20 @@ void install_tensor_reads(Executor& ex) {
       r.dl_code = c.dl_code;
       r.dl_bits = c.dl_bits;
       r.int32_strides = c.int32_strides;
-      r.same_as = !c.same_as.empty();
       r.align_mask = uint64_t(c.align > 1 ? c.align - 1 : 0);
-      r.modes_at = uint32_t(ex.tensor_read_modes.size());
-      for (size_t m = 0; fits && m < c.shape.size(); ++m)
-        ex.tensor_read_modes.push_back({c.shape[m], c.stride[m], c.shape_div[m], c.stride_div[m]});
+      fits = fits && c.same_as.size() <= 255;
+      if (fits) {
+        r.modes_at = uint32_t(ex.tensor_read_modes.size());
+        for (size_t m = 0; m < c.shape.size(); ++m)
+          ex.tensor_read_modes.push_back({c.shape[m], c.stride[m], c.shape_div[m], c.stride_div[m]});
+        r.same_as_at = uint32_t(ex.tensor_read_same_as.size());
+        r.num_same_as = uint8_t(c.same_as.size());
+        for (const TensorCheck::SameAs& e : c.same_as) {
+          const ArgSlot& first = ex.slots[size_t(e.slot)];
+          ex.tensor_read_same_as.push_back({e.stride, int16_t(e.mode), first.source == c.source,
+                                            first.kind == kTensorStride, int16_t(first.mode), int32_t(e.slot)});
+        }
+      }
     }
     if (!fits) continue;
     ex.slots[first].read = int(ex.tensor_reads.size());

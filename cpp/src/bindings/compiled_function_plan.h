@@ -33,9 +33,17 @@ struct ArgSlot {
 // separate vectors. Built only where it applies (install_tensor_reads); the TensorCheck stays the
 // full rule and the source of the error messages.
 struct TensorRead {
-  static constexpr int kMaxSlots = 8;
+  static constexpr int kMaxSlots = 16;
   struct Mode {  // as TensorCheck: -1 where dynamic, then what a dynamic entry is divisible by
     int64_t shape, stride, shape_div, stride_div;
+  };
+  struct SameAs {  // TensorCheck::SameAs, resolved: an entry that must equal an earlier value
+    bool stride;       // this tensor's stride entry (else its shape entry)
+    int16_t mode;
+    bool within;       // the earlier value is this tensor's own entry (`first_stride`, `first_mode`)
+    bool first_stride;
+    int16_t first_mode;
+    int32_t slot;      // else: the host parameter holding it
   };
   enum What : uint8_t { kData, kShape, kStride };
   enum Narrow : uint8_t { kAsIs, kSigned32, kUnsigned32 };
@@ -47,11 +55,12 @@ struct TensorRead {
   int32_t first_slot = 0;
   int32_t check = -1;          // its TensorCheck (-1: none)
   uint32_t modes_at = 0;       // its first Mode in Executor::tensor_read_modes
+  uint32_t same_as_at = 0;     // its first SameAs in Executor::tensor_read_same_as
+  uint8_t num_same_as = 0;
   uint8_t rank = 0;
   uint8_t num_slots = 0;
   uint8_t dl_code = 255, dl_bits = 0;
   bool int32_strides = false;  // as TensorCheck
-  bool same_as = false;        // entries shared with earlier slots: the full dltensor_passes decides
   uint64_t align_mask = 0;     // alignment - 1 (alignments are powers of two)
   Slot slots[kMaxSlots];
 };
@@ -91,6 +100,7 @@ struct Executor {
   std::vector<TensorCheck> checks;
   std::vector<TensorRead> tensor_reads;
   std::vector<TensorRead::Mode> tensor_read_modes;
+  std::vector<TensorRead::SameAs> tensor_read_same_as;
   std::vector<PointerCheck> pointer_checks;
   int num_sources = 0;
   // Per positional argument: -1 for a single value, n for a list/tuple of n values (each a

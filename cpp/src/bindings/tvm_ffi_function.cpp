@@ -431,8 +431,8 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
         }
         if (slot.check >= 0) {
           const TensorCheck& c = ex.checks[size_t(slot.check)];
-          // The common case inline; check_tensor raises the seed's message for what fails.
-          if (!dltensor_passes(c, t, fast_memory, vals.data(), ex.slots)) check_tensor(f, c, t, memory, vals);
+          // What the compact record did not decide: check_tensor raises the seed's message for what fails.
+          check_tensor(f, c, t, memory, vals);
         }
         if (slot.kind == kTensorData) {
           uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + uintptr_t(t.byte_offset);
