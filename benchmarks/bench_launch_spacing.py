@@ -5,30 +5,33 @@ H100 figures in RESULTS.md ("Launch spacing").
 
     python3 benchmarks/bench_launch_spacing.py
 """
-import os, sys, json, statistics, importlib.util, tempfile, textwrap, time
+import os
+import statistics
+import sys
+
 import torch
-import cutlass, cutlass.cute as cute
+
+import cutlass.cute as cute
 from cutlass import _core
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import bench_call_overhead as b
-def batch(fn, iters=400):
-    t0 = time.perf_counter()
-    for _ in range(iters): fn()
-    t1 = time.perf_counter(); torch.cuda.synchronize(); return (t1 - t0) / iters * 1e6
+import bench_call_overhead as bench  # noqa: E402  (its kernels and timing, not its package path)
+
+ITERS = 400
+sync = torch.cuda.synchronize
 for n in (3, 19):
-    f = b.opencute_kernels(n); ts = [torch.randn(1024, device="cuda") for _ in range(n)]
-    fl = _core._LaunchFloor(n)
-    c = cute.compile(f, *ts); h = cute.compile(f, *ts, options="--target gpu"); h._discard_launches = True
-    host = statistics.median(batch(lambda: h(*ts)) for _ in range(31))
-    rows = {}
-    for _ in range(3): batch(lambda: c(*ts)); fl.batch_us(400)
+    f = bench.opencute_kernels(n)
+    ts = [torch.randn(1024, device="cuda") for _ in range(n)]
+    floor = _core._LaunchFloor(n)
+    compiled = cute.compile(f, *ts)
+    host = cute.compile(f, *ts, options="--target gpu")
+    host._discard_launches = True
+    host_us = bench.per_call_us(lambda: host(*ts), sync, ITERS, 31)
+    _, _, above = bench.interleaved_us(lambda: compiled(*ts), floor, sync, ITERS, 41)
+    spaced = {}
     for spin in (0, 500, 1000, 2000, 3000, 4000):
-        d = []
-        for r in range(41):
-            base = fl.batch_us(400); spaced = fl.batch_us(400, spin)
-            d.append(spaced - spin / 1000 - base)
-        rows[spin] = statistics.median(d)
-    above = statistics.median(batch(lambda: c(*ts)) - fl.batch_us(400) for _ in range(41))
-    print(f"n={n}: host path only {host:.2f} us; call above floor {above:.2f} us; "
+        d = [floor.batch_us(ITERS, spin) - spin / 1000 - floor.batch_us(ITERS) for _ in range(41)]
+        spaced[spin] = statistics.median(d)
+    print(f"n={n}: host path only {host_us:.2f} us; call above floor {above:.2f} us; "
           "floor with a busy wait of S ns before each launch, minus S, above the floor: " +
-          ", ".join(f"S={k}: {v:.2f}" for k, v in rows.items()), flush=True)
+          ", ".join(f"S={k}: {v:.2f}" for k, v in spaced.items()), flush=True)

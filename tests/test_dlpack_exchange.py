@@ -122,18 +122,12 @@ def _raised(f, args):
     raise AssertionError("the call did not raise")
 
 
-@pytest.mark.parametrize("case", ["dtype", "device", "rank", "static_stride", "divisibility", "alignment",
-                                  "shared_symbol"])
-def test_every_mismatch_raises_the_numpy_message(case):
-    f = _constrained_axpy()
-    base = np.zeros(160, np.float32)
-    x, y, out = base[:64], base[64:128].copy(), np.full(64, np.nan, np.float32)
+def _mismatched(case, base, x, y, out):
+    """axpy's arguments (x and y views of `base`) with the one mismatch `case` names (x, y, out
+    themselves for "device", which the caller marks on the exchange tensor)."""
     args = [x, y, out]
-    device_type = [1, 1, 1]
     if case == "dtype":
         args[1] = y.astype(np.float64)
-    elif case == "device":
-        device_type[2] = 2
     elif case == "rank":
         args[0] = x.reshape(4, 16)
     elif case == "static_stride":
@@ -144,6 +138,17 @@ def test_every_mismatch_raises_the_numpy_message(case):
         args[0] = base[1:65]
     elif case == "shared_symbol":
         args[1] = np.zeros(80, np.float32)
+    return args
+
+
+@pytest.mark.parametrize("case", ["dtype", "device", "rank", "static_stride", "divisibility", "alignment",
+                                  "shared_symbol"])
+def test_every_mismatch_raises_the_numpy_message(case):
+    f = _constrained_axpy()
+    base = np.zeros(160, np.float32)
+    x, y, out = base[:64], base[64:128].copy(), np.full(64, np.nan, np.float32)
+    args = _mismatched(case, base, x, y, out)
+    device_type = [1, 1, 2] if case == "device" else [1, 1, 1]
     through_exchange = _raised(f, [ExchangeTensor(a, device_type=d) for a, d in zip(args, device_type)])
     if case == "device":  # a numpy array cannot be in GPU memory: the message is the documented one
         assert "argument #2 (out) is in GPU memory" in str(through_exchange)
@@ -183,19 +188,7 @@ def test_the_gpu_path_raises_what_the_emulator_path_raises(case, abi):
     program._discard_launches = True
     base = np.zeros(160, np.float32)
     x, y, out = base[:64], base[64:128].copy(), np.zeros(64, np.float32)
-    args = [x, y, out]
-    if case == "dtype":
-        args[1] = y.astype(np.float64)
-    elif case == "rank":
-        args[0] = x.reshape(4, 16)
-    elif case == "static_stride":
-        args[2] = np.zeros(128, np.float32)[::2]
-    elif case == "divisibility":
-        args = [a[:48 + 2] for a in args]
-    elif case == "alignment":
-        args[0] = base[1:65]
-    elif case == "shared_symbol":
-        args[1] = np.zeros(80, np.float32)
+    args = _mismatched(case, base, x, y, out)
     bad = [ExchangeTensor(a) for a in args]
     from_gpu_path, from_cpu_path = _raised(on_gpu, bad), _raised(on_cpu, bad)
     assert type(from_gpu_path) is type(from_cpu_path)

@@ -149,6 +149,14 @@ std::string where(const TvmFfiFunction& f, int param) {
   return " on argument #" + std::to_string(param) + " when calling: `" + f.signature + "`, ";
 }
 
+// An argument of the wrong kind for its parameter (the seed's message).
+[[noreturn]] void mismatched_type(const TvmFfiFunction& f, const Source& src) {
+  fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
+}
+
+// Whether a tensor is in GPU memory, as the device that runs the kernels is chosen.
+bool on_gpu(const DLTensorView& t) { return t.device_type == kDLCUDA || t.device_type == kDLCUDAManaged; }
+
 const DLTensorView* as_dltensor(const FfiAny& a) {
   if (a.type_index == kTensor) return reinterpret_cast<const DLTensorView*>(reinterpret_cast<const char*>(a.v_obj) +
                                                                           sizeof(FfiObject));
@@ -175,7 +183,7 @@ void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorV
     fail("TypeError", "Mismatched " + src.label + ".dtype" + at() + "expected " + dsl::framework_dtype_name(c.element));
   if (size_t(t.ndim) != c.shape.size())
     fail("ValueError", "Mismatched " + src.label + ".ndim" + at() + "expected " + std::to_string(c.shape.size()));
-  if (memory == Memory::Device && t.device_type != kDLCUDA && t.device_type != kDLCUDAManaged)
+  if (memory == Memory::Device && !on_gpu(t))
     fail("ValueError", "Mismatched " + src.label + ".device_type" + at() + "expected cuda");
   if (memory == Memory::Host && t.device_type != kDLCPU && t.device_type != kDLCUDAHost)
     fail("ValueError", "Mismatched " + src.label + ".device_type" + at() +
@@ -223,7 +231,7 @@ ir::Scalar scalar_argument(const TvmFfiFunction& f, const Source& src, const Ffi
       if (to->is_float()) return ir::eval_cast(ir::f64(), to, ir::Scalar::of_float(a.v_float64));
       break;
   }
-  fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
+  mismatched_type(f, src);
 }
 
 int64_t handle_argument(const TvmFfiFunction& f, const Source& src, const FfiAny& a) {
@@ -232,7 +240,7 @@ int64_t handle_argument(const TvmFfiFunction& f, const Source& src, const FfiAny
     case kOpaquePtr: return int64_t(reinterpret_cast<intptr_t>(a.v_ptr));
     case kInt: return a.v_int64;
   }
-  fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
+  mismatched_type(f, src);
 }
 
 // The stream TVM-FFI's Python binding would have made the environment stream for the call: the
@@ -351,8 +359,8 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     values[s] = src.item < 0 ? &args[src.param] : &items[size_t(src.param)][src.item];
     if (src.kind != kLeafTensor || summary) continue;  // the slot loop checks the type then
     const DLTensorView* t = as_dltensor(*values[s]);
-    if (!t) fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
-    if (device_id < 0 && (t->device_type == kDLCUDA || t->device_type == kDLCUDAManaged)) device_id = t->device_id;
+    if (!t) mismatched_type(f, src);
+    if (device_id < 0 && on_gpu(*t)) device_id = t->device_id;
     any_packed_fp4 = any_packed_fp4 || is_packed_fp4_pairs(t->dtype_code, t->dtype_bits, t->dtype_lanes);
   }
   if (any_packed_fp4) {
@@ -381,10 +389,7 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
   auto tensor_of = [&](int source, const FfiAny& a) -> const DLTensorView& {
     if (any_packed_fp4 && sc.has_unpacked[size_t(source)]) return sc.unpacked_views[size_t(source)];
     const DLTensorView* t = as_dltensor(a);
-    if (!t) {
-      const Source& src = f.sources[size_t(source)];
-      fail("TypeError", "Mismatched type" + where(f, src.param) + "expected " + src.type_name);
-    }
+    if (!t) mismatched_type(f, f.sources[size_t(source)]);
     return *t;
   };
   const bool emulated = ex.program->runs_on_emulator();
@@ -662,8 +667,7 @@ struct ArgumentReader {
     if (x->to_dltensor(o, &t) != 0) return Read::Error;
     out.type_index = kDLTensorPtr;
     out.v_ptr = &t;
-    if (tensors.device_id < 0 && (t.device_type == kDLCUDA || t.device_type == kDLCUDAManaged))
-      tensors.device_id = t.device_id;
+    if (tensors.device_id < 0 && on_gpu(t)) tensors.device_id = t.device_id;
     tensors.any_packed_fp4 = tensors.any_packed_fp4 || is_packed_fp4_pairs(t.dtype_code, t.dtype_bits, t.dtype_lanes);
     if (want_stream && env.device_type == -1 && t.device_type != kDLCPU && x->current_work_stream) {
       void* stream = nullptr;
