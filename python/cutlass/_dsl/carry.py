@@ -61,11 +61,11 @@ class Protocol:
 
 
 class Native:
-    """A C++ value; `ssa` when it is wrapped in a cute.TensorSSA."""
-    __slots__ = ("s", "ssa")
+    """A C++ value; `wrapper` is the Python class around it (cute.TensorSSA), or None when bare."""
+    __slots__ = ("s", "wrapper")
 
-    def __init__(self, s, ssa):
-        self.s, self.ssa = s, ssa
+    def __init__(self, s, wrapper):
+        self.s, self.wrapper = s, wrapper
 
     def __str__(self):
         return str(self.s)
@@ -85,9 +85,12 @@ class Static:
 _PY_SCALARS = (bool, int, float)
 
 
-def _tensor_ssa_class():
-    from ..cute.tensor_ssa import TensorSSA
-    return TensorSSA
+def _native_wrapper(value):
+    """The class of `value` when it is a Python wrapper around one C++ value (it declares
+    `__dsl_native_wrapper__`, keeps the value in `_t` and rebuilds with `_from_native`), else None.
+    A protocol rather than an import: cute's classes sit above this front end."""
+    cls = type(value)
+    return cls if getattr(cls, "__dsl_native_wrapper__", False) else None
 
 
 def _nums(values):
@@ -103,12 +106,12 @@ def structure_of(value, literals_static=False):
         return Static(value) if literals_static else Scalar(type(as_numeric(value)), True)
     if isinstance(value, (tuple, list)):
         return Sequence(type(value), [structure_of(v, literals_static) for v in value])
-    ssa = _tensor_ssa_class()
-    if isinstance(value, ssa):
-        return Native(_core.carry.flatten(value._t)[0], True)
+    wrapper = _native_wrapper(value)
+    if wrapper is not None:
+        return Native(_core.carry.flatten(value._t)[0], wrapper)
     flat = _core.carry.flatten(value)
     if flat is not None:
-        return Native(flat[0], False)
+        return Native(flat[0], None)
     if hasattr(value, "__extract_mlir_values__") and hasattr(value, "__new_from_mlir_values__") \
             and not isinstance(value, type):
         return Protocol(value, [v.ir_type for v in _nums(value.__extract_mlir_values__())])
@@ -140,11 +143,11 @@ def join(a, b):
             items.append(j)
             widened |= w
         return Sequence(a.kind, items), widened
-    if isinstance(a, Native) and isinstance(b, Native) and a.ssa == b.ssa:
+    if isinstance(a, Native) and isinstance(b, Native) and a.wrapper is b.wrapper:
         s, widened, why = a.s.join(b.s)
         if s is None:
             raise Mismatch(f"from {why.replace(' and ', ' to ', 1) if ' and ' in why else why}")
-        return Native(s, a.ssa), widened
+        return Native(s, a.wrapper), widened
     if isinstance(a, Protocol) and isinstance(b, Protocol) and type(a.template) is type(b.template):
         if a.types != b.types:
             raise Mismatch(f"{type(a.template).__name__} with IR values of types "
@@ -174,7 +177,7 @@ def values_for(node, value):
             out.extend(values_for(n, v))
         return out
     if isinstance(node, Native):
-        _, vals = _core.carry.flatten(value._t if node.ssa else value)
+        _, vals = _core.carry.flatten(value._t if node.wrapper else value)
         return node.s.conform(vals)
     if isinstance(node, Protocol):
         return _nums(value.__extract_mlir_values__())
@@ -215,9 +218,8 @@ def _rebuild(node, values):
     mine, rest = values[:k], values[k:]
     if isinstance(node, Native):
         obj = node.s.rebuild(mine)
-        if node.ssa:
-            from ..cute.tensor_ssa import _wrap
-            obj = _wrap(obj)
+        if node.wrapper is not None:
+            obj = node.wrapper._from_native(obj)
         return obj, rest
     if isinstance(node, Protocol):
         return node.template.__new_from_mlir_values__(mine), rest

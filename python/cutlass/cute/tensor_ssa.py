@@ -84,6 +84,9 @@ class TensorSSA:
     __slots__ = ("_t",)
     # Numeric operators defer to TensorSSA's reflected forms (see numeric.py).
     __dsl_elementwise__ = True
+    # Carried through dynamic control flow as its C++ value `_t` (see _dsl/carry.py).
+    __dsl_native_wrapper__ = True
+    _from_native = staticmethod(_wrap)
 
     def __init__(self, values, shape, dtype=None):
         if isinstance(values, _core.TensorSSA):
