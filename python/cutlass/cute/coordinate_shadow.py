@@ -4,6 +4,7 @@ a coordinate tensor derived the same way from an identity tensor of the argument
 shadow says, for every element, its coordinate in the argument, which is what
 `cute.experimental.copy` predicates on. Outside such a trace nothing is recorded (`active` is
 False and each hook is one flag test)."""
+from .. import _core
 
 active = False
 _shadows = {}  # id(tensor) -> (tensor, shadow, root shape); the tensor is kept so ids stay unique
@@ -29,8 +30,7 @@ class scope:
 
 def register_root(tensor):
     """`tensor` is a kernel argument: its shadow is the identity tensor of its shape."""
-    from .tensor import make_identity_tensor
-    _shadows[id(tensor)] = (tensor, make_identity_tensor(tensor.shape), tensor.shape)
+    _shadows[id(tensor)] = (tensor, _core.cute.make_identity_tensor(tensor.shape), tensor.shape)
 
 
 def lookup(tensor):

@@ -377,7 +377,6 @@ def make_layout_image_mask(layout, coord, mode, *, loc=None, ip=None):
     runs over its whole extent and the other modes stay at `coord`: the CTAs of a cluster that
     share a TMA multicast. `layout` must be static with a cosize of at most 16; `coord` may hold
     dynamic values (the mask is then computed at run time)."""
-    from .. import Int16
     if not isinstance(layout, Layout) or not layout.is_static():
         raise ValueError("make_layout_image_mask: the layout must be a static Layout")
     if cosize(layout) > 16:
@@ -391,7 +390,7 @@ def make_layout_image_mask(layout, coord, mode, *, loc=None, ip=None):
         c = list(coords)
         c[mode] = i
         mask = mask | (1 << crd2idx(tuple(c), layout))
-    return Int16(mask)
+    return _numeric.Int16(mask)
 
 
 __all__ = [

@@ -4,8 +4,11 @@ few Python additions wrap results in Python-level types (AddressSpace, TensorSSA
 from .. import _core
 from .._dsl import numeric as _numeric
 from .._dsl.address_space import AddressSpace
+from .._dsl.extracted_values import ExtractedValues
 from .._dsl.tensor import Pointer, Tensor
 from . import coordinate_shadow as _coordinate_shadow
+from .layout import ComposedLayout, Layout, composition, make_composed_layout, make_layout, size
+from .tensor_ssa import TensorSSA
 
 _C = _core.cute
 _Tensor = _C._Tensor
@@ -22,12 +25,10 @@ def _memspace(self):
 
 
 def _load(self):
-    from .tensor_ssa import TensorSSA
     return TensorSSA._from_values(self.shape, self.element_type, self._load_values())
 
 
 def _store(self, value):
-    from .tensor_ssa import TensorSSA
     if isinstance(value, TensorSSA):
         value = value._values()
     self._store_values(value)
@@ -38,7 +39,6 @@ _core_extract = _Tensor.__extract_mlir_values__
 
 
 def _extract(self):
-    from .._dsl.extracted_values import ExtractedValues
     return ExtractedValues(_core_extract(self), self)
 _core_getitem = _Tensor.__getitem__
 
@@ -51,7 +51,6 @@ def _getitem(self, key):
 
 
 def _setitem(self, key, value):
-    from .tensor_ssa import TensorSSA
     _core_setitem(self, key, value._t if isinstance(value, TensorSSA) else value)
 
 
@@ -133,12 +132,10 @@ make_fragment = make_rmem_tensor
 
 
 def make_fragment_like(src, dtype=None, *, loc=None, ip=None):
-    from .layout import ComposedLayout
     if isinstance(src, ComposedLayout):
         # A register fragment of a swizzled layout: the outer layout's fragment (registers are
         # not swizzled); the layout alone keeps its swizzle.
         if dtype is None:
-            from .layout import make_composed_layout
             return make_composed_layout(src.inner, src.offset, _C.make_fragment_like(src.outer, None))
         src = src.outer
     result = _C.make_fragment_like(src, dtype)
@@ -148,8 +145,6 @@ def make_fragment_like(src, dtype=None, *, loc=None, ip=None):
 
 
 def make_rmem_tensor_like(src, dtype=None, *, loc=None, ip=None):
-    from .layout import ComposedLayout, Layout
-    from .tensor_ssa import TensorSSA
     if isinstance(src, TensorSSA):
         return make_rmem_tensor(src.shape, dtype or src.dtype)
     if isinstance(src, (Layout, ComposedLayout)) and dtype is None:
@@ -219,7 +214,6 @@ def basic_copy(src, dst, *, loc=None, ip=None):
 
 def _as_vector(t):
     """t viewed as (size, 1): one value mode holding every element."""
-    from .layout import make_layout, composition, size
     return t._with_layout(composition(t.layout, make_layout((size(t), 1))))
 
 
@@ -229,7 +223,6 @@ def autovec_copy(src, dst, *, loc=None, ip=None):
 
 def print_tensor(tensor, *, verbose=False, loc=None, ip=None):
     """Prints a memory or coordinate tensor, or a TensorSSA, when the program runs."""
-    from .tensor_ssa import TensorSSA
     _C.print_tensor(tensor._t if isinstance(tensor, TensorSSA) else tensor, verbose)
 
 
