@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from . import _core
 from ._dsl.numeric import NumericMeta
+from .cuda import make_stream
 from .cute.runtime import from_dlpack  # noqa: F401 - examples call cutlass.torch.from_dlpack
 
 
@@ -31,12 +32,10 @@ def dtype(ty):
 
 def current_stream():
     """torch's current CUDA stream as a CUstream."""
-    from .cuda import make_stream
     return make_stream(_torch().cuda.current_stream().cuda_stream)
 
 
 def default_stream():
-    from .cuda import make_stream
     return make_stream(_torch().cuda.default_stream().cuda_stream)
 
 

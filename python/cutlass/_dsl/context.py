@@ -1,6 +1,8 @@
 """The trace in progress: the C++ tracer plus what the front end needs to know about it."""
 import threading
 
+from .errors import DSLUserCodeError
+
 _state = threading.local()
 
 
@@ -29,7 +31,6 @@ class Trace:
 def tracer():
     t = current()
     if t is None:
-        from .errors import DSLUserCodeError
         raise DSLUserCodeError("this operation is only available while a @cute.jit function is traced",
                                code="PHASE_OUTSIDE_JIT")
     return t.tracer

@@ -2,6 +2,7 @@
 dynamic; every operator forwards to C++, which applies promotion and folding."""
 from .. import _core
 from .errors import DSLUserCodeError
+from .extracted_values import ExtractedValues
 
 # Order must match opencute::dsl::BinOp.
 ADD, SUB, MUL, TRUEDIV, FLOORDIV, MOD, POW, AND, OR, XOR, SHL, SHR, MIN, MAX = range(14)
@@ -133,7 +134,6 @@ class Numeric(metaclass=NumericMeta):
 
     # The value protocol, as user classes call it on their parts (see extracted_values.py).
     def __extract_mlir_values__(self):
-        from .extracted_values import ExtractedValues
         return ExtractedValues([self._n], self)
 
     def __new_from_mlir_values__(self, values):

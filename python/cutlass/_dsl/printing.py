@@ -1,6 +1,7 @@
 """cute.printf: a run-time print from host or device code."""
 from .. import _core
 from . import context
+from .address_space import AddressSpace
 from .numeric import Numeric, as_numeric
 
 # Layout-algebra values print in CuTe notation with their run-time leaves (C++ builds the format).
@@ -70,7 +71,6 @@ def _printf_with_memory(fmt, values):
 
 
 def _space_name(ptr):
-    from .address_space import AddressSpace
     return str(AddressSpace(ptr._memspace))
 
 

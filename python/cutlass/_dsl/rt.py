@@ -3,10 +3,11 @@ these functions, which run Python control flow at trace time when everything is 
 emit structured IR (for / if / while) otherwise."""
 import builtins
 
+from .. import _core
 from . import carry, context
 from .assertions import check_assert as assert_  # noqa: F401 - `assert` statements of jit code
 from .errors import DSLUserCodeError
-from .numeric import Boolean, Numeric, as_numeric, is_dynamic, wrap
+from .numeric import MAX, MIN, Boolean, Numeric, as_numeric, is_dynamic, wrap
 
 
 class _Undefined:
@@ -365,8 +366,6 @@ def _reduce(op, args, builtin, kwargs):
     if kwargs:
         raise DSLUserCodeError(f"{builtin.__name__}() with dynamic values takes no keyword arguments",
                                code="CALL_BUILTIN_KWARGS_UNSUPPORTED")
-    from .. import _core
-    from .numeric import MAX, MIN
     acc = as_numeric(items[0])
     for v in items[1:]:
         acc = wrap(_core.binary(MIN if op == "min" else MAX, acc._n, as_numeric(v)._n))

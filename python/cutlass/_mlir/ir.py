@@ -4,6 +4,7 @@ A "type" here is what `cutlass.Int32.mlir_type` is (the C++ IR type handle); an 
 number's `.ir_value()`. `Location` / `InsertionPoint` exist for signatures only: OpenCuTe tracks
 the user's line itself and inserts at the tracer's current point."""
 from .. import _core
+from .._dsl.carry import extract_mlir_values, new_from_mlir_values
 from .._dsl.numeric import NumericMeta
 
 
@@ -16,11 +17,9 @@ class Value:
     # The value protocol: a wrapper passes to kernels and across dynamic control flow as the
     # value it wraps (a DSL number, a struct value ...), rebuilt as the same wrapper class.
     def __extract_mlir_values__(self):
-        from .._dsl.carry import extract_mlir_values
         return extract_mlir_values(self._v)
 
     def __new_from_mlir_values__(self, values):
-        from .._dsl.carry import new_from_mlir_values
         new = type(self).__new__(type(self))
         new.__dict__.update(self.__dict__)
         new._v = new_from_mlir_values(self._v, values)

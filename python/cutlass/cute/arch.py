@@ -4,8 +4,10 @@ import operator
 
 from .. import _core
 from .._dsl import context
-from .._dsl.numeric import as_numeric, num_of, wrap
+from .._dsl.errors import user_location
+from .._dsl.numeric import MAX, MIN, Float32, Int32, Int64, Uint64, as_numeric, num_of, wrap
 from .._dsl.rt import max as _dsl_max
+from .._dsl.source_lines import _is_user_code
 
 WARP_SIZE = 32
 WARPS_PER_WARPGROUP = 4
@@ -48,7 +50,6 @@ def make_warp_uniform(value, *, loc=None, ip=None):
     may be an address (`ptr.toint()` of a shared-memory pointer is the 64-bit host address on the
     emulator, where the GPU's is a 32-bit shared-window offset), which must survive the round trip
     back through make_ptr."""
-    from .._dsl.numeric import Int32, Int64, Uint64
     n = as_numeric(value)
     wide = isinstance(n, (Int64, Uint64))
     if n.is_static():
@@ -67,7 +68,6 @@ def sync_warp(mask=FULL_MASK, *, loc=None, ip=None):
 
 def _u32(mask):
     """A member mask as an Int32 with the same bits (0xFFFFFFFF does not fit a signed Int32)."""
-    from .._dsl.numeric import Int32
     if isinstance(mask, int):
         return Int32(mask - (1 << 32) if mask >= 1 << 31 else mask)
     return as_numeric(mask)
@@ -151,7 +151,6 @@ def cluster_size(*, loc=None, ip=None):
 
 def _where():
     """(file, line) of the user's call, for the emulator's deadlock reports."""
-    from .._dsl.errors import user_location
     file, line = user_location()
     return (file or "", int(line or 0))
 
@@ -184,7 +183,6 @@ def cluster_sync(*, loc=None, ip=None):
 def map_dsmem_ptr(smem_ptr, cta_rank, *, loc=None, ip=None):
     """A pointer to the same shared-memory offset as `smem_ptr` in the CTA of rank `cta_rank` of
     this cluster (mapa; distributed shared memory). Loads, stores and atomics through it reach that CTA."""
-    from .._dsl.numeric import Int32
     return _core.cute.pointer_from_value(_core.sm90_warp.map_shared_rank(_pointer_value(smem_ptr),
                                                                     num_of(Int32(as_numeric(cta_rank)))))
 
@@ -418,13 +416,11 @@ def cp_async_wait_group(n, *, loc=None, ip=None):
 # ---- Float32 fast paths ---------------------------------------------------------------------
 
 def _f32(x):
-    from .._dsl.numeric import Float32
     return Float32(x)._n
 
 
 def fmax(a, b, *, abs=False, nan=False, ftz=False, loc=None, ip=None):  # noqa: A002 - the DSL's keyword
     """PTX max.f32 of two Float32 values (a NaN operand is ignored, as fmaxf does)."""
-    from .._dsl.numeric import MAX
     if abs or nan:
         raise NotImplementedError("cute.arch.fmax: the abs and nan variants are not supported yet")
     return wrap(_core.binary(MAX, _f32(a), _f32(b)))
@@ -432,7 +428,6 @@ def fmax(a, b, *, abs=False, nan=False, ftz=False, loc=None, ip=None):  # noqa: 
 
 def fmin(a, b, *, abs=False, nan=False, ftz=False, loc=None, ip=None):  # noqa: A002
     """PTX min.f32 of two Float32 values."""
-    from .._dsl.numeric import MIN
     if abs or nan:
         raise NotImplementedError("cute.arch.fmin: the abs and nan variants are not supported yet")
     return wrap(_core.binary(MIN, _f32(a), _f32(b)))
@@ -469,7 +464,6 @@ def _user_line():
     """(file, line) of the innermost caller outside the cutlass package: the emulator names it
     when a wait never completes."""
     import sys
-    from .._dsl.source_lines import _is_user_code
     f = sys._getframe(2)
     while f is not None and not _is_user_code(f.f_code.co_filename):
         f = f.f_back

@@ -3,7 +3,7 @@ definitions in the emulators). Arguments may be DSL scalars, Python scalars or T
 with a TensorSSA the function applies element-wise (operands broadcast) and returns a TensorSSA.
 The `fastmath`/`approx`/`ftz` variants are accepted and not yet specialised."""
 from .. import _core
-from .._dsl.numeric import num_of, wrap
+from .._dsl.numeric import Float32, num_of, wrap
 from .tensor_ssa import TensorSSA, apply_math
 
 
@@ -42,7 +42,6 @@ def exp2(x, *, fastmath=False, approx=False, ftz=False, rounding=None, loc=None,
 
 
 def _is_f32(x):
-    from .._dsl.numeric import Float32
     if isinstance(x, TensorSSA):
         return x.dtype is Float32
     return isinstance(x, (Float32, float))

@@ -12,6 +12,7 @@ from .. import _core
 from .._dsl.address_space import AddressSpace
 from .._dsl.errors import DSLUserCodeError
 from .._dsl.numeric import NumericMeta, dtype as _dtype_by_name
+from .._dsl.tvm_ffi import import_tvm_ffi
 
 _rt = _core.runtime
 
@@ -186,7 +187,6 @@ class Tensor:
         """The tvm_ffi.Tensor a TVM-FFI function receives for this tensor (made once)."""
         t = self.__dict__.get("_tvm_ffi_tensor")
         if t is None:
-            from .._dsl.tvm_ffi import import_tvm_ffi
             t = self._tvm_ffi_tensor = import_tvm_ffi().from_dlpack(self._source)
         return t
 

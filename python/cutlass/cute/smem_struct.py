@@ -9,7 +9,10 @@ gives a view whose attributes are the fields.
 from .. import _core
 import operator
 
+from .._dsl.errors import DSLUserCodeError
 from .._dsl.numeric import Integer, Numeric, NumericMeta, Int8
+from . import layout as _layout
+from . import tensor as _tensor
 
 _S = _core.smem
 
@@ -177,8 +180,6 @@ class _MemRangeData:
         return self._ptr
 
     def get_tensor(self, layout, swizzle=None, dtype=None):
-        from . import layout as _layout
-        from . import tensor as _tensor
         ptr = self._ptr if dtype is None else _tensor.recast_ptr(self._ptr, dtype=dtype)
         elem = dtype or self.dtype
         if isinstance(layout, int):
@@ -190,7 +191,6 @@ class _MemRangeData:
             ptr = _tensor.recast_ptr(ptr, swizzle, None)
         cosize = _layout.cosize(layout)
         if isinstance(cosize, int) and (cosize * elem.width + 7) // 8 > self.count * _byte_size(self.dtype):
-            from .._dsl.errors import DSLUserCodeError
             raise DSLUserCodeError(f"get_tensor: layout {layout} spans {cosize} elements of {elem.__name__}, more "
                                    f"than the MemRange[{self.dtype.__name__}, {self.count}] holds",
                                    code="SHAPE_MISMATCH")
@@ -214,7 +214,6 @@ class _StructView:
         object.__setattr__(self, "_base", base)
 
     def _field_ptr(self, name, dtype):
-        from . import tensor as _tensor
         p = self._base + self._type._offsets[name]
         return p if dtype is Int8 else _tensor.recast_ptr(p, dtype=dtype)
 

@@ -3,10 +3,13 @@
 `benchmark` times with CUDA events on the stream the work runs on; on the CPU emulator (no GPU)
 it measures wall-clock time instead, which is all there is to measure there.
 """
+import inspect
 import itertools
 import time
 
 from .. import _core, cuda as _cuda
+from .._dsl.jit import JitFunction
+from .._dsl.options import CompileOptions
 
 try:  # the device assertion lives with the other DSL operations when present
     from .._dsl.assertions import assert_  # noqa: F401
@@ -175,11 +178,6 @@ def autotune_jit(params_dict=None, update_on_change=None, warmup_iterations=10, 
     is compiled and timed, and the fastest is used from then on. `cute.compile` of the decorated
     function compiles the @cute.jit function with the parameters it is given (as `testing.tune`
     callers do), those not given taking the function's defaults."""
-    import inspect
-
-    from .._dsl.jit import JitFunction
-    from .._dsl.options import CompileOptions
-
     def decorate(jit_fn):
         if not isinstance(jit_fn, JitFunction):
             raise TypeError("autotune_jit decorates a @cute.jit function (put it above @cute.jit)")

@@ -2,26 +2,28 @@
 (fmha.py checks its fp8/fp16 output this way). One elementwise kernel over the tensors' common
 shape, on the GPU or the CPU emulator like any other kernel; compiled once per argument kind."""
 from .._dsl.errors import DSLUserCodeError
+from .._dsl.jit import jit, kernel
+from .._dsl.numeric import Int32
+from . import arch
+from .layout import size
+from .typing import Tensor
 
 _THREADS = 256
 _convert_fn = None
 
 
 def _build():
-    import cutlass
-    from .. import cute
-
-    @cute.kernel
-    def convert_kernel(src: cute.Tensor, dst: cute.Tensor, n: cutlass.Int32):
-        tid, _, _ = cute.arch.thread_idx()
-        bid, _, _ = cute.arch.block_idx()
+    @kernel
+    def convert_kernel(src: Tensor, dst: Tensor, n: Int32):
+        tid, _, _ = arch.thread_idx()
+        bid, _, _ = arch.block_idx()
         i = bid * _THREADS + tid
         if i < n:
             dst[i] = src[i].to(dst.element_type)
 
-    @cute.jit
-    def convert_tensor(src: cute.Tensor, dst: cute.Tensor):
-        n = cute.size(src)
+    @jit
+    def convert_tensor(src: Tensor, dst: Tensor):
+        n = size(src)
         convert_kernel(src, dst, n).launch(grid=((n + _THREADS - 1) // _THREADS, 1, 1), block=(_THREADS, 1, 1))
 
     return convert_tensor

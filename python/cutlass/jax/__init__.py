@@ -10,7 +10,7 @@ This package imports without JAX; its functions raise `JaxNotAvailableError` whe
 from .errors import JaxNotAvailableError
 from .spec import TensorSpec
 from .dtypes import cutlass_to_jax_dtype, jax_to_cutlass_dtype
-from .call import cutlass_call, get_export_disabled_safety_checks, CUSTOM_CALL_TARGET
+from .call import cutlass_call, get_export_disabled_safety_checks, CUSTOM_CALL_TARGET, _register_targets
 from . import testing
 
 
@@ -21,7 +21,6 @@ def _register_if_jax_is_installed():
         import jax.ffi  # noqa: F401
     except ImportError:
         return
-    from .call import _register_targets
     import jax
     _register_targets(jax)
 

@@ -12,6 +12,8 @@ import threading
 
 from .. import _core
 from .._dsl.errors import DSLUserCodeError
+from .._dsl.jit import JitFunction, compile as cute_compile
+from ..cute.runtime import make_fake_stream, make_fake_tensor, sym_int
 from .errors import import_jax
 from .spec import TensorSpec
 from .dtypes import jax_to_cutlass_dtype
@@ -124,7 +126,6 @@ class _ArrayDesc:
                 self.mode, self.static, self.divisibility)
 
     def fake_tensor(self):
-        from ..cute.runtime import make_fake_tensor, sym_int
         element = jax_to_cutlass_dtype(self.dtype)
         rank = len(self.shape)
         if self.static:
@@ -157,8 +158,6 @@ def _target_option(jax):
 
 
 def _compile(fn, kwargs, in_tree, num_inputs, descs, options, name):
-    from ..cute.runtime import make_fake_stream
-    from .._dsl.jit import JitFunction, compile as cute_compile
     jax = import_jax()
 
     def entry(stream, tensors):

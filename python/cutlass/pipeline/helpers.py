@@ -6,6 +6,8 @@ import enum
 
 from .. import _core
 from .._dsl.numeric import Boolean, Int32, Int64, Numeric, as_numeric, wrap
+from ..cute import arch as _cute_arch
+from .named_barrier import NamedBarrier
 
 
 class Agent(enum.Enum):
@@ -125,8 +127,7 @@ def make_pipeline_state(type, stages):  # noqa: A002 - NVIDIA's parameter name
 
 
 def _arch():
-    from ..cute import arch
-    return arch
+    return _cute_arch
 
 
 def _warp_idx():
@@ -226,13 +227,11 @@ def sync(barrier_id=0):
     if isinstance(barrier_id, int) and barrier_id == 0:
         a.sync_threads()
     else:
-        from .named_barrier import NamedBarrier
         x, y, z = a.block_dim()
         NamedBarrier(barrier_id, x * y * z).arrive_and_wait()
 
 
 def arrive(barrier_id, num_threads):
-    from .named_barrier import NamedBarrier
     NamedBarrier(barrier_id, num_threads).arrive()
 
 
@@ -240,7 +239,6 @@ arrive_unaligned = arrive
 
 
 def arrive_and_wait(barrier_id, num_threads):
-    from .named_barrier import NamedBarrier
     NamedBarrier(barrier_id, num_threads).arrive_and_wait()
 
 

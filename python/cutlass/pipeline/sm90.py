@@ -4,9 +4,12 @@ count; consumers release the slot to every CTA that multicast into it), Pipeline
 stores throttled through bulk groups), and the handle API (PipelineProducer / PipelineConsumer).
 Semantics follow CUTLASS's include/cutlass/pipeline/sm90_pipeline.hpp."""
 import enum
+import itertools
 
 from .. import _core
-from .._dsl.numeric import Boolean, Int32, Numeric, as_numeric
+from .._dsl.numeric import Boolean, Int32, Int64, Numeric, as_numeric
+from .. import cute
+from ..utils.smem_allocator import SmemAllocator
 from .helpers import (Agent, CooperativeGroup, MbarrierArray, PipelineState, PipelineUserType, _arch, _select,
                       make_pipeline_state)
 
@@ -25,8 +28,6 @@ def _barrier_storage(barrier_storage, num_stages, name):
     """The Int64 slots of the pipeline's barriers: the caller's, or 2 * num_stages new ones."""
     if barrier_storage is not None:
         return barrier_storage
-    from .. import Int64
-    from ..utils.smem_allocator import SmemAllocator
     return SmemAllocator().allocate_array(Int64, 2 * num_stages, byte_alignment=8)
 
 
@@ -147,8 +148,6 @@ class PipelineTmaAsync(PipelineAsync):
     @staticmethod
     def _signalling(cta_layout_vmnk, tidx, mcast_mode_mn):
         """(is this thread a signalling one, the CTA rank it releases to)."""
-        import itertools
-        from .. import cute
         a = _arch()
         cluster_size = cute.size(cta_layout_vmnk)
         lane = tidx % 32
@@ -179,7 +178,6 @@ class PipelineTmaAsync(PipelineAsync):
     def create(cls, *, num_stages, producer_group, consumer_group, tx_count, barrier_storage=None,
                cta_layout_vmnk=None, tidx=None, mcast_mode_mn=(1, 1), enable_multicast_signaling=False,
                defer_sync=False, name=""):
-        from .. import cute
         num_stages = _static_int(num_stages, "PipelineTmaAsync.create: num_stages")
         if num_stages <= 0:
             raise ValueError(f"PipelineTmaAsync.create: num_stages must be positive, got {num_stages}")

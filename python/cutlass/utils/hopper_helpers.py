@@ -2,7 +2,7 @@
 `cutlass.utils.sm90`): library code over the DSL that picks warpgroup MMAs, shared-memory layout
 atoms and epilogue tiles for SM90 GEMMs. Everything here composes DSL operations; the semantics
 (atoms, swizzles, descriptors) are in C++."""
-from .. import Float16, BFloat16, Float8E4M3FN, Float8E5M2, Int8, Numeric, Uint8
+from .._dsl.numeric import BFloat16, Float16, Float8E4M3FN, Float8E5M2, Int8, Numeric, Uint8
 from .. import cute
 from ..cute.nvgpu import warp, warpgroup
 from ..cute.nvgpu.common import OperandMajorMode

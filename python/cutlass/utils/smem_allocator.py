@@ -11,7 +11,13 @@ import operator
 from .. import _core
 from .._dsl import context
 from .._dsl.errors import DSLUserCodeError
-from .._dsl.numeric import Int8, NumericMeta
+from .._dsl.jit import _arch_for_compile
+from .._dsl.numeric import Int8, Integer, NumericMeta
+from .._dsl.options import CompileOptions
+from ..cute import arch as _cute_arch
+from ..cute import layout as _layout
+from ..cute import smem_struct as _struct
+from ..cute import tensor as _tensor
 
 _S = _core.smem
 _BASE_ALIGNMENT = 1024
@@ -27,8 +33,6 @@ def _current_arch():
     arch = getattr(ctx, "arch", None) if ctx is not None else None
     if arch:
         return arch
-    from .._dsl.jit import _arch_for_compile
-    from .._dsl.options import CompileOptions
     return _arch_for_compile(CompileOptions())
 
 
@@ -51,7 +55,6 @@ def kernel_smem_usage():
 
 
 def _static_int(value, what):
-    from .._dsl.numeric import Integer
     if isinstance(value, Integer):
         return operator.index(value)  # a static DSL integer; a dynamic one raises at the user's line
     if isinstance(value, bool) or not isinstance(value, int):
@@ -62,9 +65,8 @@ def _static_int(value, what):
 
 class SmemAllocator:
     def __init__(self):
-        from ..cute import arch
         self._usage = kernel_smem_usage()
-        self._base = arch.get_dyn_smem(Int8, alignment=_BASE_ALIGNMENT)
+        self._base = _cute_arch.get_dyn_smem(Int8, alignment=_BASE_ALIGNMENT)
 
     def _reserve(self, nbytes, byte_alignment, what):
         nbytes = _static_int(nbytes, what)
@@ -93,8 +95,6 @@ class SmemAllocator:
     def allocate(self, size_or_type, byte_alignment=1, *, partition=SmemPartition.USER):
         """int bytes -> byte pointer; Numeric class -> a pointer to one element; @cute.struct ->
         the struct laid over the allocation."""
-        from ..cute import smem_struct as _struct
-        from ..cute import tensor as _tensor
         if isinstance(size_or_type, _struct.struct):
             align = max(byte_alignment, size_or_type.__alignof__())
             return size_or_type(self._reserve(size_or_type.size_in_bytes(), align, "allocate"))
@@ -105,15 +105,12 @@ class SmemAllocator:
         return self._reserve(size_or_type, byte_alignment, "allocate")
 
     def allocate_array(self, element_type, num_elems=1, *, byte_alignment=1, partition=SmemPartition.USER):
-        from ..cute import tensor as _tensor
         es = max(1, element_type.width // 8)
         p = self._reserve(_static_int(num_elems, "allocate_array") * es, max(byte_alignment, es), "allocate_array")
         return _tensor.recast_ptr(p, dtype=element_type)
 
     def allocate_tensor(self, element_type, layout, byte_alignment=1, swizzle=None, *,
                         partition=SmemPartition.USER):
-        from ..cute import layout as _layout
-        from ..cute import tensor as _tensor
         if isinstance(layout, int):
             layout = _layout.make_layout(layout)
         if swizzle is not None and isinstance(layout, _layout.ComposedLayout):

@@ -2,7 +2,9 @@
 `create_cute_tensor_for_fp8` views it as the FP8 type and, given an f32 source, fills it with the
 DSL's own f32 -> FP8 conversion (round to nearest even, saturating to the largest finite value),
 run as a kernel where the storage lives (GPU, or the CPU emulator for host arrays)."""
+from .. import cute
 from .._dsl import numeric as _numeric
+from ..cute.runtime import from_dlpack
 
 _FP8_NAMES = ("Float8E4M3FN", "Float8E5M2")
 
@@ -12,8 +14,6 @@ def is_fp8_dtype(dtype):
 
 
 def _convert(source, target, dtype):
-    from .. import cute
-    from ..cute.runtime import from_dlpack
 
     @cute.kernel
     def convert_kernel(src: cute.Tensor, dst: cute.Tensor, n: _numeric.Int32):
@@ -39,7 +39,6 @@ def create_cute_tensor_for_fp8(storage, dtype, leading_dim, source_f32_tensor=No
                                mark_dynamic_layout=True):
     """A cute tensor over `storage` (a framework tensor; uint8 storage for FP8 types) with element
     type `dtype`; for FP8 types, `source_f32_tensor` (same shape) is converted into the storage."""
-    from ..cute.runtime import from_dlpack
     tensor = from_dlpack(storage, assumed_align=assumed_align)
     if is_fp8_dtype(dtype):
         tensor.element_type = dtype

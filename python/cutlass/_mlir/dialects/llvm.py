@@ -8,7 +8,8 @@ import enum
 from ... import _core
 from ..._dsl import context
 from ..._dsl.errors import DSLUserCodeError, user_location
-from ..._dsl.numeric import Numeric, wrap
+from ..._dsl.carry import extract_mlir_values, new_from_mlir_values
+from ..._dsl.numeric import _CLASSES, Int64, Numeric, wrap
 from ..ir import Value, as_type
 
 
@@ -95,7 +96,6 @@ class StructType:
 
 
 def _scalar_class(t):
-    from ..._dsl.numeric import _CLASSES
     for cls in set(_CLASSES.values()):
         if cls.mlir_type == t:
             return cls
@@ -119,7 +119,6 @@ def _size_align(t):
 
 def flatten_type(t):
     """[(leaf IR type, byte offset)] of a value of type `t` in C memory (a pointer leaf reads as Int64)."""
-    from ..._dsl.numeric import Int64
     if isinstance(t, PointerType):
         return [(Int64.mlir_type, 0)]
     if not isinstance(t, StructType):
@@ -144,11 +143,9 @@ class StructValue(Value):
         self.leaves = list(leaves)
 
     def __extract_mlir_values__(self):
-        from ..._dsl.carry import extract_mlir_values
         return extract_mlir_values(tuple(self.leaves))
 
     def __new_from_mlir_values__(self, values):
-        from ..._dsl.carry import new_from_mlir_values
         return StructValue(self.type, new_from_mlir_values(tuple(self.leaves), values))
 
 
@@ -158,7 +155,6 @@ def _leaf_count(t):
 
 def rebuild_value(t, leaves):
     """The traced value of type `t` from its flattened leaves (see flatten_type)."""
-    from ..._dsl.numeric import Numeric, wrap
     leaves = [x if isinstance(x, Numeric) else wrap(x) for x in leaves]
     if len(leaves) != _leaf_count(t):
         raise DSLUserCodeError(f"{t!r} has {_leaf_count(t)} leaves, got {len(leaves)} values", code="TYPE_MISMATCH")
@@ -196,9 +192,8 @@ def extractvalue(res, container, position, *, loc=None, ip=None):
 def addrspacecast(res, arg, *, loc=None, ip=None):
     """`arg` (a pointer value: `Pointer.llvm_ptr`, or a traced pointer) as a pointer into the
     address space of the PointerType `res` (generic <-> one specific space). Returns the IR value."""
-    from ..._dsl.errors import DSLUserCodeError as _Err
     if not isinstance(res, PointerType):
-        raise _Err(f"llvm.addrspacecast: the result type must be an llvm.PointerType, got {res!r}", code="TYPE_MISMATCH")
+        raise DSLUserCodeError(f"llvm.addrspacecast: the result type must be an llvm.PointerType, got {res!r}", code="TYPE_MISMATCH")
     if isinstance(arg, _core.cute._Pointer):
         arg = arg._value
     return _core.sm90_tensormap.address_space_cast(arg, res.address_space)

@@ -7,12 +7,13 @@ import enum
 from ... import _core
 from ..._dsl.errors import DSLUserCodeError
 from ..._dsl.numeric import Boolean, Numeric, as_numeric, num_of, wrap
+from ...cute.arch import _pointer_value, _user_line
+from ..ir import Value
 
 
 def _ir(x):
     """The C++ value (Num) of an operand: an `ir.Value` wrapper, a DSL number, a traced pointer,
     a Python scalar, or already a Num."""
-    from ..ir import Value
     while isinstance(x, Value) and x._v is not None:
         x = x._v
     if isinstance(x, Numeric):
@@ -63,7 +64,6 @@ def CpAsyncBulkTensorGlobalToSharedClusterOp(dstMem, tmaDescriptor, coordinates,
     if multicastMask is not None or l2CacheHint is not None:
         raise DSLUserCodeError("nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp: multicastMask / l2CacheHint are not "
                                "supported; use cute.copy with a multicast TMA atom", code="NOT_SUPPORTED")
-    from ...cute.arch import _user_line
     pred = _core.as_num(True) if predicate is None else _ir(predicate)
     _core.sm90_tensormap.tma_load_predicated(_ir(dstMem), _ir(tmaDescriptor), [_ir(c) for c in coordinates],
                                              _ir(mbar), pred, *_user_line())
@@ -80,7 +80,6 @@ def mbarrier_try_wait_parity_timelimit(res, addr, phase, ticks, *, loc=None, ip=
     """Whether the mbarrier at `addr` (shared memory) completed the phase of parity `phase`,
     suspending the thread for at most `ticks` nanoseconds while it has not: an i1 (`res`, as
     `IntegerType.get_signless(1)` names it) read as a Boolean."""
-    from ...cute.arch import _pointer_value, _user_line
     if res is not None and res != Boolean.mlir_type:
         raise DSLUserCodeError(f"nvvm.mbarrier_try_wait_parity_timelimit returns an i1, not {res!r}",
                                code="TYPE_MISMATCH")

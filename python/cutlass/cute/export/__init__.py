@@ -15,6 +15,7 @@ import tempfile
 
 from ... import _core
 from ..._dsl.errors import DSLRuntimeError, DSLUserCodeError
+from ..._dsl.tvm_ffi import import_tvm_ffi
 
 _RUNTIME_LIBRARY = "libcute_dsl_runtime.so"
 _C_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -132,7 +133,6 @@ class ExportedFunction:
         if self._tvm_ffi_function is None:
             if self._tvm_ffi_library is None:
                 raise TypeError(f"{self.__name__} was not loaded from a shared library with enable_tvm_ffi=True")
-            from ..._dsl.tvm_ffi import import_tvm_ffi
             self._tvm_ffi_function = import_tvm_ffi().load_module(self._tvm_ffi_library)[self.__name__]
         return self._tvm_ffi_function
 

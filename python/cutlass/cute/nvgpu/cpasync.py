@@ -4,7 +4,12 @@ the SM90 TMA bulk tensor copies. The atoms' tables, checks and IR live in C++
 import enum
 
 from ... import _core
+from ..._dsl import numeric as _numeric
 from ..._dsl.errors import user_error
+from ..._dsl.numeric import as_numeric, num_of
+from ..arch import _pointer_value, _user_line
+from ..layout import crd2idx, make_layout_image_mask, rank, size
+from ..tensor import domain_offset
 
 
 class LoadCacheMode(enum.Enum):
@@ -93,8 +98,7 @@ class TmaCopyAtom:
 
     @property
     def value_type(self):
-        import cutlass
-        return getattr(cutlass, self._atom.value_type)
+        return getattr(_numeric, self._atom.value_type)
 
     @property
     def smem_layout(self):
@@ -107,8 +111,6 @@ class TmaCopyAtom:
         return TmaCopyAtom(self.op, self._atom, values[0], values[1:1 + len(self._ratios)])
 
     def _copy(self, src, dst, tma_bar_ptr=None, mcast_mask=None, tma_desc_ptr=None, cache_policy=None, **kwargs):
-        from ..arch import _pointer_value
-        from ..._dsl.numeric import as_numeric, num_of
         # tma_desc_ptr=: a copy of the atom's descriptor in memory (copy_tensormap), maybe re-pointed
         # at another tensor (update_tma_descriptor); the box and swizzle stay the atom's.
         desc = self._desc if tma_desc_ptr is None else _pointer_value(tma_desc_ptr)
@@ -118,7 +120,6 @@ class TmaCopyAtom:
             if mcast_mask is None:
                 raise user_error("cute.copy: CopyBulkTensorTileG2SMulticastOp needs mcast_mask=", code="TMA_COPY")
             mask = num_of(as_numeric(mcast_mask))
-        from ..arch import _user_line
         _core.sm90.tma_copy(self._atom, desc, src, dst, bar, mask, *_user_line(), ratios=self._ratios)
 
     def __str__(self):
@@ -158,7 +159,6 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     tiler = cta_tiler
     if hasattr(tiler, "shape") and not isinstance(tiler, tuple):
         tiler = tiler.shape
-    from ..arch import _user_line
     atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._kind, gmem_tensor, smem_layout, tiler,
                                                                     int(num_multicast), *_user_line())
     return TmaInfo(TmaCopyAtom(op, atom, desc, ratios), tma_tensor, smem_layout)
@@ -169,8 +169,6 @@ def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, *, loc=
     other modes index stages / tiles (`tAsA[(None, stage)]`, `tAgA[(None, k)]`). With a multicast
     group (`cta_layout` of num_multicast CTAs) this CTA issues the slice `cta_layout(cta_coord)`
     of each tile, which lands in every CTA of the mask: both views start at that slice."""
-    from ..layout import size, rank, crd2idx
-    from ..tensor import domain_offset
     a = atom._atom
     n = size(cta_layout)
     if not isinstance(n, int):
@@ -201,7 +199,6 @@ def prefetch_descriptor(tma_atom, *, loc=None, ip=None):
 def fence_tma_desc_acquire(tma_desc, *, loc=None, ip=None):
     """fence.proxy.tensormap::generic.acquire.gpu on the descriptor (after it was modified)."""
     desc = tma_desc._desc if isinstance(tma_desc, TmaCopyAtom) else tma_desc
-    from ..arch import _pointer_value
     _core.sm90.tma_descriptor_op(_pointer_value(desc), False)
 
 
@@ -213,7 +210,6 @@ def fence_tma_desc_release(*, loc=None, ip=None):
 def copy_tensormap(tma_atom, tensormap_ptr, *, loc=None, ip=None):
     """Copies the atom's TMA descriptor (128 bytes) into the slot at `tensormap_ptr` (global or
     shared memory, 128-byte aligned). Every calling lane copies: call it from one elected lane."""
-    from ..arch import _pointer_value, _user_line
     _core.sm90_tensormap.copy_tensormap(tma_atom._desc, _pointer_value(tensormap_ptr), *_user_line())
 
 
@@ -221,7 +217,6 @@ def update_tma_descriptor(tma_atom, gmem_tensor, tma_desc_ptr, *, loc=None, ip=N
     """Re-points the tensor map at `tma_desc_ptr` (a copy of the atom's descriptor) at
     `gmem_tensor`: its address, extents and byte strides (tensormap.replace, sm_90a). The tensor
     must have the atom's modes, with the same innermost contiguous mode."""
-    from ..arch import _pointer_value, _user_line
     _core.sm90_tensormap.update_tma_descriptor(tma_atom._atom, gmem_tensor, _pointer_value(tma_desc_ptr),
                                                *_user_line())
 
@@ -229,14 +224,12 @@ def update_tma_descriptor(tma_atom, gmem_tensor, tma_desc_ptr, *, loc=None, ip=N
 def cp_fence_tma_desc_release(tma_desc_global_ptr, tma_desc_shared_ptr, *, loc=None, ip=None):
     """Copies the tensor map in shared memory to its global slot and releases it to the TMA unit
     (tensormap.cp_fenceproxy ... release.gpu; the whole warp executes it)."""
-    from ..arch import _pointer_value, _user_line
     _core.sm90_tensormap.cp_fence_tma_desc_release(_pointer_value(tma_desc_global_ptr),
                                                    _pointer_value(tma_desc_shared_ptr), *_user_line())
 
 
 def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, loc=None, ip=None):
     """The CTAs (bits) of the cluster sharing a multicast along `mcast_mode` (make_layout_image_mask)."""
-    from ..layout import make_layout_image_mask
     return make_layout_image_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode)
 
 
