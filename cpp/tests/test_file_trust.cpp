@@ -18,6 +18,26 @@ using opencute::support::why_not_trusted_install;
 
 namespace {
 
+// Sets (or unsets, for nullptr) an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    had_old_ = old != nullptr;
+    if (had_old_) old_ = old;
+    set(value);
+  }
+  void set(const char* value) {
+    if (value) ::setenv(name_.c_str(), value, 1);
+    else ::unsetenv(name_.c_str());
+  }
+  ~ScopedEnv() { set(had_old_ ? old_.c_str() : nullptr); }
+
+ private:
+  std::string name_, old_;
+  bool had_old_ = false;
+};
+
 // A fresh folder under /tmp (root-owned and sticky on the machines the tests run on).
 fs::path fresh_dir(const std::string& name) {
   fs::path d = fs::temp_directory_path() / ("opencute_trust_test_" + name + "_" + std::to_string(::getpid()));
@@ -92,10 +112,7 @@ TEST(FileTrust, TheToolkitSearchSkipsUntrustedDefaultPlaces) {
   fs::path root = fresh_dir("toolkit");
   fs::path lib = touch(root / "nvvm" / "lib64" / "libnvvm.so");
   ::chmod((root / "nvvm" / "lib64").c_str(), 0777);
-  const char* old_home = std::getenv("CUDA_HOME");
-  std::string saved = old_home ? old_home : "";
-  ::unsetenv("CUDA_HOME");
-  ::unsetenv("OPENCUTE_LIBNVVM");
+  ScopedEnv home("CUDA_HOME", nullptr), path("CUDA_PATH", nullptr), nvvm("OPENCUTE_LIBNVVM", nullptr);
   opencute::support::add_cuda_search_root(root.string());
   testing::internal::CaptureStderr();
   auto candidates = opencute::support::libnvvm_candidates();
@@ -106,10 +123,31 @@ TEST(FileTrust, TheToolkitSearchSkipsUntrustedDefaultPlaces) {
                      "CUDA_HOME or OPENCUTE_LIBNVVM to use it anyway)\n"),
             std::string::npos)
       << err;
-  ::setenv("CUDA_HOME", root.c_str(), 1);
+  home.set(root.c_str());
   candidates = opencute::support::libnvvm_candidates();
   EXPECT_EQ(std::count(candidates.begin(), candidates.end(), lib.string()), 1);
-  if (old_home) ::setenv("CUDA_HOME", saved.c_str(), 1);
-  else ::unsetenv("CUDA_HOME");
   fs::remove_all(root);  // the registered root stays, empty, for the rest of the process
+}
+
+TEST(FileTrust, APtxasOthersCouldHaveWrittenIsNotRun) {
+  fs::path root = fresh_dir("ptxas");
+  fs::path ptxas = touch(root / "bin" / "ptxas");
+  ::chmod(ptxas.c_str(), 0777);  // the file itself is writable by everyone
+  ScopedEnv home("CUDA_HOME", nullptr), path("CUDA_PATH", nullptr), forced("OPENCUTE_PTXAS", nullptr);
+  opencute::support::add_cuda_search_root(root.string());
+  testing::internal::CaptureStderr();
+  std::string found;
+  try {
+    found = opencute::support::find_ptxas();
+  } catch (const opencute::support::CudaNotFoundError& e) {
+    EXPECT_NE(std::string(e.what()).find(ptxas.string() + ": not used: it is writable by others (mode 0777)"),
+              std::string::npos)
+        << e.what();
+  }
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(found, ptxas.string());
+  EXPECT_NE(err.find("opencute: not using " + ptxas.string() + ": it is writable by others (mode 0777);"),
+            std::string::npos)
+      << err;
+  fs::remove_all(root);
 }

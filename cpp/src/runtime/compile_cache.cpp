@@ -172,13 +172,14 @@ std::optional<CachedCode> DiskCache::load(const std::string& key) {
                                            : support::why_not_private(st);
   std::string data;
   bool read_ok = why.empty() && read_all(fd, &data);
+  int read_errno = errno;
   ::close(fd);
   if (!why.empty()) {
     refuse(path, why);
     return std::nullopt;
   }
   if (!read_ok) {
-    support::log(support::LogLevel::Warning, "compile cache: cannot read " + path + ": " + std::strerror(errno));
+    support::log(support::LogLevel::Warning, "compile cache: cannot read " + path + ": " + std::strerror(read_errno));
     return std::nullopt;
   }
   auto corrupt = [&](const std::string& why) -> std::optional<CachedCode> {
