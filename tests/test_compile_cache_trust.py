@@ -101,3 +101,52 @@ def _has_user(uid):
         return True
     except KeyError:
         return False
+
+
+GPU_PROGRAM = '''
+import json, sys
+import torch
+import cutlass, cutlass.cute as cute
+
+@cute.kernel
+def triple_kernel(a: cute.Tensor):
+    tid, _, _ = cute.arch.thread_idx()
+    if tid < a.shape[0]:
+        a[tid] = a[tid] * 3.0
+
+@cute.jit
+def triple(a: cute.Tensor):
+    triple_kernel(a).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+a = torch.arange(20, device="cuda", dtype=torch.float32)
+compiled = cute.compile(triple, cute.runtime.from_dlpack(a))
+compiled(a)
+torch.cuda.synchronize()
+ok = torch.equal(a, torch.arange(20, device="cuda", dtype=torch.float32) * 3)
+print(json.dumps({"hit": compiled.timings_ms["cache_hit"], "ok": bool(ok)}))
+'''
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_cached_kernel_runs_and_a_refused_folder_still_runs(tmp_path):
+    pytest.importorskip("torch")
+    import json
+    import subprocess
+    import sys
+    from test_compile_cache import child_env
+    script = tmp_path / "gpu_program.py"
+    script.write_text(GPU_PROGRAM)
+
+    def run_gpu():
+        p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=child_env(tmp_path),
+                           cwd=str(tmp_path))
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout.strip().splitlines()[-1]), p.stderr
+
+    first, _ = run_gpu()
+    second, _ = run_gpu()
+    assert first == {"hit": False, "ok": True} and second == {"hit": True, "ok": True}
+    os.chmod(tmp_path / "cache", 0o777)
+    third, err = run_gpu()
+    assert third == {"hit": False, "ok": True}
+    assert warning(tmp_path / "cache", "is writable by its group or by others (mode 0777)") in err
