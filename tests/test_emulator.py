@@ -177,8 +177,64 @@ def test_out_of_bounds_access_is_an_error():
     assert "unchecked_copy" in msg
     assert "block (0,0,0) thread (100,0,0)" in msg
     assert hex(b.ctypes.data + 400) in msg
-    assert "tensor argument #1" in msg
+    assert "0 bytes past the end of tensor argument `b` (#1), 400 bytes at " in msg
+    assert msg.startswith("error: out-of-bounds store of 4 bytes at address ")  # no blank line first
     np.testing.assert_array_equal(b, a[:100])
+
+
+@cute.kernel
+def unchecked_gather(xs: cute.Tensor, index: cute.Tensor, out: cute.Tensor):
+    t, _, _ = cute.arch.thread_idx()
+    out[t] = xs[index[t]]
+
+
+@cute.jit
+def gather_host(xs: cute.Tensor, index: cute.Tensor, out: cute.Tensor):
+    unchecked_gather(xs, index, out).launch(grid=(1, 1, 1), block=(4, 1, 1))
+
+
+def test_out_of_bounds_load_names_the_argument_it_ran_past():
+    xs = np.arange(8, dtype=np.float32)
+    index = np.array([0, 1, 2, 10], dtype=np.int32)  # 10 is two elements past the end of xs
+    out = np.zeros(4, dtype=np.float32)
+    compiled = cute.compile(gather_host, xs, index, out, options="--target cpu")
+    with pytest.raises(cutlass.DSLRuntimeError) as info:
+        compiled(xs, index, out)
+    msg = str(info.value)
+    assert msg.startswith("error: out-of-bounds load of 4 bytes at address " + hex(xs.ctypes.data + 40))
+    assert "block (0,0,0) thread (3,0,0)" in msg
+    assert "(8 bytes past the end of tensor argument `xs` (#0), 32 bytes at " + hex(xs.ctypes.data) + ")" in msg
+
+
+@cute.kernel
+def unchecked_pair_copy(pair, n: cutlass.Int32):
+    t, _, _ = cute.arch.thread_idx()
+    pair[1][t] = pair[0][t]
+
+
+@cute.jit
+def pair_host(pair, n: cutlass.Int32):
+    unchecked_pair_copy(pair, n).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+def test_a_tensor_in_a_list_is_named_by_its_item():
+    src = np.arange(8, dtype=np.float32)
+    dst = np.zeros(6, dtype=np.float32)
+    compiled = cute.compile(pair_host, [src, dst], 6, options="--target cpu")
+    with pytest.raises(cutlass.DSLRuntimeError) as info:
+        compiled([src, dst], 6)
+    assert "past the end of tensor argument `pair[1]` (#1)" in str(info.value)
+
+
+def test_tvm_ffi_calls_name_the_argument_too():
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    a = np.arange(128, dtype=np.float32)
+    b = np.zeros(100, dtype=np.float32)
+    compiled = cute.compile(unchecked_host, a, b, options="--target cpu --enable-tvm-ffi")
+    with pytest.raises(Exception) as info:
+        compiled(a, b)
+    msg = str(info.value)
+    assert "0 bytes past the end of tensor argument `b` (#1), 400 bytes at " in msg, msg
 
 
 def test_device_printf_output(tmp_path):

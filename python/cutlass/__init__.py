@@ -5,7 +5,7 @@ from ._dsl.errors import (DSLRuntimeError, DSLUserCodeError, DSLUserCodeRuntimeE
                           DSLBaseError, DSLNotImplemented, DSLCudaRuntimeError, CompilerDiagnosticError)
 
 _core._set_user_error_class(_errors.from_core)
-_core._set_runtime_error_class(_errors.DSLRuntimeError)
+_core._set_runtime_error_class(_errors.runtime_error_from_core)
 _core._set_cuda_error_class(_errors.cuda_error_from_core)
 
 from ._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16,

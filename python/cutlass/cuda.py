@@ -6,9 +6,11 @@ from . import _core
 
 
 def _register_wheel_roots():
-    # pip's nvidia-* wheels put toolkit pieces under site-packages/nvidia/...
+    # pip's nvidia-* wheels put toolkit pieces under site-packages/nvidia/... The roots are made
+    # absolute ('' on sys.path is the current folder): the C++ side checks who could have written
+    # a library under them before loading it (support/file_trust.h).
     for base in sys.path:
-        nv = os.path.join(base, "nvidia")
+        nv = os.path.join(os.path.abspath(base or os.curdir), "nvidia")
         if not os.path.isdir(nv):
             continue
         for sub in ("cuda_nvcc", "nvjitlink", "cu13", "cuda_runtime"):

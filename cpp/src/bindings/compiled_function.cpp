@@ -284,7 +284,7 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
 
 // The host parameter of tensor slot `s` (its data pointer, one extent or one stride); for the
 // CPU emulator, a data slot also records the tensor's memory region.
-__attribute__((noinline)) void add_memory_region(const ArgSlot& s, TensorArgument& tensor,
+__attribute__((noinline)) void add_memory_region(const Executor& ex, const ArgSlot& s, TensorArgument& tensor,
                                                  std::vector<emulator::MemoryRegion>& regions) {
   // Extents in bits, so that packed 4-bit elements count as half a byte.
   int64_t lo = 0, hi = 0, bits = s.type->element ? s.type->element->bit_size() : 8;
@@ -298,16 +298,17 @@ __attribute__((noinline)) void add_memory_region(const ArgSlot& s, TensorArgumen
   emulator::MemoryRegion r;
   r.begin = base + uintptr_t((lo * bits) >> 3);
   r.end = empty ? r.begin : base + uintptr_t(((hi + 1) * bits + 7) >> 3);
-  r.name = "tensor argument #" + std::to_string(s.source);
+  r.name = s.check >= 0 ? ex.checks[size_t(s.check)].region_name : tensor_region_name(s.source, "");
   regions.push_back(std::move(r));
 }
 
-inline __attribute__((always_inline)) void read_tensor_slot(const ArgSlot& s, TensorArgument& tensor, bool emulated,
+inline __attribute__((always_inline)) void read_tensor_slot(const Executor& ex, const ArgSlot& s,
+                                                            TensorArgument& tensor, bool emulated,
                                                             ir::Scalar& out,
                                                             std::vector<emulator::MemoryRegion>& regions) {
   if (s.kind == kTensorData) {
     out = ir::Scalar::of_int(tensor.data());
-    if (emulated) add_memory_region(s, tensor, regions);
+    if (emulated) add_memory_region(ex, s, tensor, regions);
     return;
   }
   int64_t v = s.kind == kTensorShape ? tensor.shape(size_t(s.mode)) : tensor.stride(size_t(s.mode));
@@ -395,7 +396,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
           tensor.emplace(a);
         }
         if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, &vals[0], ex.slots);
-        read_tensor_slot(s, *tensor, emulated, vals[i], regions);
+        read_tensor_slot(ex, s, *tensor, emulated, vals[i], regions);
         break;
       }
       case kStream: {
@@ -523,7 +524,8 @@ void install_plan(Executor& ex, const runtime::ArgumentPlan& plan, const std::ve
     if (ex.slots.back().kind == kPointer || ex.slots.back().kind == kCPointer) ex.strict_regions = false;
   }
   for (const runtime::PlanTensorCheck& c : plan.checks) {
-    TensorCheck check{c.source, c.shape, c.stride, c.shape_div, c.stride_div, c.int32_strides, c.description, c.name};
+    TensorCheck check{c.source, c.shape, c.stride, c.shape_div, c.stride_div, c.int32_strides, c.description, c.name,
+                      tensor_region_name(c.source, c.name)};
     for (const runtime::PlanSameAs& e : c.same_as) check.same_as.push_back({e.stride, e.mode, e.slot});
     // Every tensor has one data slot; its pointer type says what the code assumes.
     for (ArgSlot& slot : ex.slots) {

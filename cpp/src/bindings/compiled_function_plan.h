@@ -65,6 +65,13 @@ struct TensorRead {
   Slot slots[kMaxSlots];
 };
 
+// How the CPU emulator's diagnostics name a tensor argument's memory: by its Python name where
+// known, with its position among the call's runtime arguments ("tensor argument `b` (#1)").
+inline std::string tensor_region_name(int source, const std::string& name) {
+  if (name.empty()) return "tensor argument #" + std::to_string(source);
+  return "tensor argument `" + name + "` (#" + std::to_string(source) + ")";
+}
+
 struct TensorCheck {  // what a tensor argument was compiled for
   int source;
   std::vector<int64_t> shape, stride;          // -1 where dynamic
@@ -72,6 +79,7 @@ struct TensorCheck {  // what a tensor argument was compiled for
   bool int32_strides;                          // dynamic strides are Int32: the layout must fit
   std::string description;
   std::string name;                            // the parameter, for messages
+  std::string region_name;                     // its memory, in the CPU emulator's messages
   // From the data slot's pointer type:
   ir::Type element = nullptr;
   int64_t align = 1;                           // bytes the code assumes of the data pointer

@@ -26,7 +26,7 @@ nb::object& user_error_class() {
 }
 
 nb::object& runtime_error_class() {
-  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.DSLRuntimeError, set from Python
+  static nb::object* cls = new nb::object();  // cutlass._dsl.errors.runtime_error_from_core, set from Python
   return *cls;
 }
 
@@ -44,7 +44,7 @@ void raise_runtime_error(const char* what, const std::string& file, int line) {
     return;
   }
   nb::object exc = file.empty() ? cls(what) : cls(what, nb::arg("line") = line, nb::arg("filename") = file);
-  PyErr_SetObject(cls.ptr(), exc.ptr());
+  PyErr_SetObject((PyObject*)Py_TYPE(exc.ptr()), exc.ptr());
 }
 
 void raise_user_error(const char* what, const char* code, PyObject* fallback) {

@@ -12,7 +12,7 @@ namespace opencute::bindings {
 void raise_python_error(const nanobind::object& cls, const char* what, const char* code, PyObject* fallback);
 
 // The classes registered from Python: cutlass._dsl.errors.from_core (picks the class by the
-// error's code) and DSLRuntimeError (errors of a running program).
+// error's code) and runtime_error_from_core (errors of a running program, as DSLRuntimeError).
 nanobind::object& user_error_class();
 nanobind::object& runtime_error_class();
 // cutlass._dsl.errors.cuda_error_from_core(message, code): CUDA driver failures as DSLCudaRuntimeError.

@@ -454,7 +454,7 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
             emulator::MemoryRegion r;
             r.begin = base + uintptr_t((lo * bits) >> 3);
             r.end = empty ? r.begin : base + uintptr_t(((hi + 1) * bits + 7) >> 3);
-            r.name = "tensor argument " + src.label;
+            r.name = tensor_region_name(slot.source, src.label);
             regions.push_back(std::move(r));
           }
         } else {

@@ -42,7 +42,7 @@ namespace opencute::emulator {
 struct MemoryRegion {
   uintptr_t begin = 0;
   uintptr_t end = 0;
-  std::string name;  // e.g. "tensor argument #0", for error messages
+  std::string name;  // e.g. "tensor argument `a` (#0)", for error messages
 };
 
 struct EmulatorConfig {

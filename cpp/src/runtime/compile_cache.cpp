@@ -11,12 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "ir/printer.h"
 #include "support/env.h"
+#include "support/file_trust.h"
 #include "support/log.h"
 
 namespace opencute::runtime {
@@ -40,6 +38,28 @@ bool get_u64(const std::string& in, size_t* pos, uint64_t* v) {
   for (int i = 0; i < 8; ++i) *v |= uint64_t(static_cast<unsigned char>(in[*pos + size_t(i)])) << (8 * i);
   *pos += 8;
   return true;
+}
+
+// Creates the folders of `dir` that do not exist yet, each with mode 0700 (umask may only take
+// bits away): a folder OpenCuTe makes is the user's alone from its first moment.
+void make_private_folders(const std::string& dir) {
+  for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    std::string part = end == std::string::npos ? dir : dir.substr(0, end);
+    if (!part.empty()) ::mkdir(part.c_str(), 0700);  // EEXIST and the like: opening it will tell
+    if (end == std::string::npos) break;
+  }
+}
+
+// Reads all of an open file; false on a read error.
+bool read_all(int fd, std::string* out) {
+  char buf[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return false;
+    if (n == 0) return true;
+    out->append(buf, size_t(n));
+  }
 }
 
 bool get_bytes(const std::string& in, size_t* pos, std::string* out) {
@@ -67,13 +87,57 @@ DiskCache::DiskCache(std::string dir) : dir_(std::move(dir)) {
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
 }
 
-std::string DiskCache::path_for(const std::string& key) const {
+DiskCache::~DiskCache() {
+  if (dir_fd_ >= 0) ::close(dir_fd_);
+}
+
+namespace {
+std::string entry_name(const std::string& key) {
   // Two independent 64-bit hashes name the file; the key stored inside settles collisions.
   char name[48];
   std::snprintf(name, sizeof name, "%016llx%016llx.ocache", (unsigned long long)ir::fnv1a64(key),
                 (unsigned long long)ir::fnv1a64(key, 0x9e3779b97f4a7c15ull));
-  return dir_ + "/" + name;
+  return name;
 }
+}  // namespace
+
+std::string DiskCache::path_for(const std::string& key) const { return dir_ + "/" + entry_name(key); }
+
+void DiskCache::refuse(const std::string& path, const std::string& why) {
+  if (refused_.exchange(true)) return;
+  std::string line = kUntrustedWarning + path + " " + why +
+                     "; this process compiles without it (the cache must be a folder you own that group and "
+                     "others cannot write; see CUTE_DSL_CACHE_DIR)";
+  std::fprintf(stderr, "%s\n", line.c_str());
+  support::log(support::LogLevel::Warning, line);
+}
+
+int DiskCache::folder() {
+  if (!enabled()) return -1;
+  std::call_once(folder_checked_, [this] {
+    make_private_folders(dir_);
+    int fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+      // A folder that cannot be made or opened (read-only file system, no permission) is not a
+      // threat, only no cache: the log says so, as for entries that cannot be written.
+      support::log(support::LogLevel::Warning, "compile cache: cannot open " + dir_ + ": " + std::strerror(errno));
+      refused_ = true;
+      return;
+    }
+    struct stat st{};
+    std::string why = ::fstat(fd, &st) != 0 ? std::string("cannot be checked: ") + std::strerror(errno)
+                                            : support::why_not_private(st);
+    if (!why.empty()) {
+      ::close(fd);
+      refuse(dir_, why);
+      return;
+    }
+    dir_fd_ = fd;
+  });
+  return refused_ ? -1 : dir_fd_;
+}
+
+bool DiskCache::usable() { return folder() >= 0; }
 
 void DiskCache::report_corrupt_once(const std::string& path, const std::string& why) {
   {
@@ -86,17 +150,41 @@ void DiskCache::report_corrupt_once(const std::string& path, const std::string& 
 }
 
 std::optional<CachedCode> DiskCache::load(const std::string& key) {
-  if (!enabled()) return std::nullopt;
-  std::string path = path_for(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    support::log(support::LogLevel::Debug, "compile cache miss: " + path);
+  int dir_fd = folder();
+  if (dir_fd < 0) return std::nullopt;
+  const std::string name = entry_name(key);
+  const std::string path = dir_ + "/" + name;
+  // O_NOFOLLOW: a link planted under an entry's name could lead anywhere; O_NONBLOCK: nor may a
+  // FIFO hang the process (a regular file ignores it).
+  int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ELOOP) {
+      refuse(path, "is a symbolic link");
+    } else {
+      support::log(support::LogLevel::Debug, "compile cache miss: " + path);
+    }
     return std::nullopt;
   }
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // The checks read the opened file itself, so it cannot be swapped between check and read.
+  struct stat st{};
+  std::string why = ::fstat(fd, &st) != 0 ? std::string("cannot be checked: ") + std::strerror(errno)
+                    : !S_ISREG(st.st_mode) ? std::string("is not a regular file")
+                                           : support::why_not_private(st);
+  std::string data;
+  bool read_ok = why.empty() && read_all(fd, &data);
+  int read_errno = errno;
+  ::close(fd);
+  if (!why.empty()) {
+    refuse(path, why);
+    return std::nullopt;
+  }
+  if (!read_ok) {
+    support::log(support::LogLevel::Warning, "compile cache: cannot read " + path + ": " + std::strerror(read_errno));
+    return std::nullopt;
+  }
   auto corrupt = [&](const std::string& why) -> std::optional<CachedCode> {
     report_corrupt_once(path, why);
-    ::unlink(path.c_str());
+    ::unlinkat(dir_fd, name.c_str(), 0);
     return std::nullopt;
   };
   const size_t magic_len = sizeof(kMagic) - 1;
@@ -124,13 +212,8 @@ std::optional<CachedCode> DiskCache::load(const std::string& key) {
 }
 
 void DiskCache::store(const std::string& key, const CachedCode& code) {
-  if (!enabled()) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir_, ec);
-  if (ec) {
-    support::log(support::LogLevel::Warning, "compile cache: cannot create " + dir_ + ": " + ec.message());
-    return;
-  }
+  int dir_fd = folder();
+  if (dir_fd < 0) return;
   std::string data = kMagic;
   put_u64(&data, key.size());
   data += key;
@@ -141,11 +224,13 @@ void DiskCache::store(const std::string& key, const CachedCode& code) {
   put_u64(&data, ir::fnv1a64(data));
 
   static std::atomic<unsigned> counter{0};
-  std::string path = path_for(key);
-  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const std::string name = entry_name(key);
+  const std::string path = dir_ + "/" + name;
+  const std::string tmp = name + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  int fd = ::openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    support::log(support::LogLevel::Warning, "compile cache: cannot write " + tmp + ": " + std::strerror(errno));
+    support::log(support::LogLevel::Warning,
+                 "compile cache: cannot write " + dir_ + "/" + tmp + ": " + std::strerror(errno));
     return;
   }
   size_t done = 0;
@@ -161,8 +246,8 @@ void DiskCache::store(const std::string& key, const CachedCode& code) {
   }
   ok = ::close(fd) == 0 && ok;
   // rename() replaces atomically: a concurrent reader sees the old entry or the new one.
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    ::unlink(tmp.c_str());
+  if (!ok || ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
     support::log(support::LogLevel::Warning, "compile cache: cannot store " + path);
     return;
   }

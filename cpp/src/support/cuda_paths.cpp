@@ -5,11 +5,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <system_error>
+
+#include "support/file_trust.h"
+#include "support/log.h"
 
 namespace fs = std::filesystem;
 
@@ -68,6 +73,45 @@ std::vector<std::string> versioned_files(const std::string& dir, const std::stri
   for (const auto& p : versioned)
     if (is_regular_file(p)) files.push_back(p);  // drops dangling symlinks
   return files;
+}
+
+// Whether `path` lies under a toolkit root the user named ($CUDA_HOME, $CUDA_PATH) or beside a
+// library the user named (`named_file`, e.g. $OPENCUTE_LIBNVVM for the libdevice next to it).
+bool named_by_user(const std::string& path, const std::string& named_file = "") {
+  std::error_code ec;
+  fs::path real = fs::weakly_canonical(path, ec);
+  if (ec) return false;
+  std::vector<std::string> roots = {env_or_empty("CUDA_HOME"), env_or_empty("CUDA_PATH")};
+  if (!named_file.empty()) roots.push_back(fs::path(named_file).parent_path().parent_path().string());
+  for (const auto& root : roots) {
+    if (root.empty()) continue;
+    fs::path r = fs::weakly_canonical(root, ec);
+    if (ec) continue;
+    auto [r_end, p_end] = std::mismatch(r.begin(), r.end(), real.begin(), real.end());
+    if (r_end == r.end()) return true;
+  }
+  return false;
+}
+
+// Whether a piece found in a default place may be used; when not, says why on stderr (once per
+// file) and in `probed`. `hint` names the switch that makes OpenCuTe use it anyway.
+bool trusted_default(const std::string& path, const char* hint, std::string* probed,
+                     const std::string& named_file = "") {
+  if (named_by_user(path, named_file)) return true;
+  std::string why = why_not_trusted_install(path);
+  if (why.empty()) return true;
+  if (probed) *probed += "  " + path + ": not used: it " + why + "\n";
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!warned.insert(path).second) return false;
+  }
+  std::string line = "opencute: not using " + path + ": it " + why +
+                     "; another user could have put it there (set CUDA_HOME or " + hint + " to use it anyway)";
+  std::fprintf(stderr, "%s\n", line.c_str());
+  log(LogLevel::Warning, line);
+  return false;
 }
 
 struct LibrarySpec {
@@ -130,7 +174,8 @@ std::vector<std::string> library_candidates(const LibrarySpec& spec, std::string
       }
       auto files = versioned_files(dir, spec.stem);
       if (files.empty() && probed) *probed += "  " + dir + "/" + spec.stem + "*: not found\n";
-      for (auto& f : files) push_unique(out, f);
+      for (auto& f : files)
+        if (trusted_default(f, spec.override_env, probed)) push_unique(out, f);
     }
   }
   for (const char* so : spec.sonames) out.push_back(so);
@@ -204,6 +249,7 @@ std::string find_libdevice() {
                             " does not exist.");
   }
   std::vector<std::string> candidates;
+  std::string nvvm_override = env_or_empty("OPENCUTE_LIBNVVM");
   // libdevice must match the libNVVM that links it, so look beside that one first
   // (<x>/nvvm/lib64/libnvvm.so -> <x>/nvvm/libdevice/libdevice.10.bc).
   try {
@@ -219,7 +265,10 @@ std::string find_libdevice() {
   }
   std::string searched;
   for (const auto& c : candidates) {
-    if (is_regular_file(c)) return fs::path(c).lexically_normal().string();
+    if (is_regular_file(c)) {
+      if (!trusted_default(c, "OPENCUTE_LIBDEVICE", &searched, nvvm_override)) continue;
+      return fs::path(c).lexically_normal().string();
+    }
     searched += "  " + c + ": not found\n";
   }
   throw CudaNotFoundError("libdevice (" + std::string(kName) + ") was not found. Searched:\n" +
@@ -237,6 +286,7 @@ std::string find_ptxas() {
   }
   std::vector<std::string> candidates;
   for (const auto& root : cuda_search_roots()) push_unique(candidates, root + "/bin/ptxas");
+  const size_t num_root_candidates = candidates.size();  // the rest come from the user's $PATH
   std::string path_env = env_or_empty("PATH");
   size_t start = 0;
   while (start <= path_env.size()) {
@@ -246,8 +296,12 @@ std::string find_ptxas() {
     start = end + 1;
   }
   std::string searched;
-  for (const auto& c : candidates) {
-    if (is_executable_file(c)) return c;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    const std::string& c = candidates[i];
+    if (is_executable_file(c)) {
+      if (i < num_root_candidates && !trusted_default(c, "OPENCUTE_PTXAS", &searched)) continue;
+      return c;
+    }
     searched += "  " + c + ": not found\n";
   }
   throw CudaNotFoundError("ptxas was not found. Searched:\n" + searched +

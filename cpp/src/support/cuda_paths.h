@@ -10,6 +10,11 @@
 //   3. the plain soname through the dynamic loader's path (libraries), or $PATH (ptxas).
 // An override that is set is authoritative: when it names a missing file nothing else is
 // tried, so tests can simulate an absent toolkit.
+//
+// What the user names (the overrides, $CUDA_HOME, $CUDA_PATH, the loader's and $PATH's
+// search) is used as it is. A piece found under the other roots (the wheels, /usr/local/cuda)
+// is used only if another local user cannot have put it there (support/file_trust.h): else it
+// is skipped with a warning on stderr, once per file and process, and the search goes on.
 #pragma once
 #include <stdexcept>
 #include <string>

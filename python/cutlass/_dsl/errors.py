@@ -46,9 +46,9 @@ class DSLBaseError(Exception):
     def lineno(self):
         return self.line
 
-    def _render(self):
+    def _render(self, leading_blank_line=True):
         head = f"error[{self.error_code}]: " if self.error_code else "error: "
-        text = "\n" + head + str(self.message)
+        text = ("\n" if leading_blank_line else "") + head + str(self.message)
         if self.filename:
             text += f"\n  --> {self.filename}:{self.line}"
             src = linecache.getline(self.filename, self.line or 0).rstrip()
@@ -61,6 +61,15 @@ class DSLBaseError(Exception):
 
 class DSLRuntimeError(DSLBaseError):
     pass
+
+
+def runtime_error_from_core(message, line=None, filename=None):
+    """A running program's error (the CPU emulator's, the host interpreter's, a failed device
+    assertion) as DSLRuntimeError. Its text starts with the error line itself: these messages are
+    read in logs and test output as much as in tracebacks."""
+    err = DSLRuntimeError(message, line=line, filename=filename)
+    err.args = (err._render(leading_blank_line=False),)
+    return err
 
 
 class DSLUserCodeError(DSLRuntimeError):
