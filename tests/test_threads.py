@@ -1,0 +1,427 @@
+"""Calls from several Python threads at once: a compiled function (default ABI), a direct call of
+a @jit function, a TVM-FFI function and an exported module, each called by 8 threads x 20 times
+with arguments of its own (its own length, data and factor, so a call that read another thread's
+arguments or scratch shows), every result checked against numpy (CPU emulator) or torch (GPU);
+and first compiles of one function from several threads at once.
+
+On the GPU the worker threads start with no CUDA context current (the state of a thread that
+never touched CUDA): each call must make the program's context current on its own thread, and
+the stream tests check that each thread's launches go to that thread's stream."""
+import ctypes
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import traceback
+
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import from_dlpack, make_fake_compact_tensor, make_fake_stream
+from conftest import run_python
+
+THREADS = 8
+CALLS = 20
+CC = os.environ.get("CC", "cc")
+
+
+@cute.kernel
+def _axpb_kernel(x: cute.Tensor, y: cute.Tensor, alpha: cutlass.Float32):
+    tid, _, _ = cute.arch.thread_idx()
+    bid, _, _ = cute.arch.block_idx()
+    i = bid * 32 + tid
+    if i < x.shape[0]:
+        y[i] = x[i] * alpha + 1.0
+
+
+@cute.jit
+def axpb(x: cute.Tensor, y: cute.Tensor, alpha: cutlass.Float32):
+    n = x.shape[0]
+    _axpb_kernel(x, y, alpha).launch(grid=((n + 31) // 32, 1, 1), block=(32, 1, 1))
+
+
+@cute.jit
+def axpb_on(x: cute.Tensor, y: cute.Tensor, alpha: cutlass.Float32, stream):
+    n = x.shape[0]
+    _axpb_kernel(x, y, alpha).launch(grid=((n + 31) // 32, 1, 1), block=(32, 1, 1), stream=stream)
+
+
+@cute.jit
+def weighted(a: cutlass.Int32, b: cutlass.Int32, w: cutlass.Float32):
+    return a * 1000 + b, cutlass.Float32(a) * w
+
+
+@cute.jit
+def combine(a: cutlass.Int32, b: cutlass.Int32):
+    return a * 1000 + b
+
+
+# ---- the work of each call: its own length, data and factor ---------------------------------
+
+def _length(t, c):
+    return 17 + 13 * t + 3 * c  # several blocks, a partial last one
+
+
+def _alpha(t, c):
+    return 0.5 * (t + 1) + 0.25 * c  # dyadic: x * alpha + 1 is exact in float32 on either side
+
+
+def _input(t, c):
+    return (np.arange(_length(t, c), dtype=np.float32) - 7 * t + c) * np.float32(0.25)
+
+
+def _expected(t, c):
+    return _input(t, c) * np.float32(_alpha(t, c)) + np.float32(1)
+
+
+def run_in_threads(work, threads=THREADS, calls=CALLS, before=None):
+    """Runs work(t, c) for c in range(calls) on each of `threads` threads, all released at once;
+    re-raises the first failure with its thread's traceback."""
+    start = threading.Barrier(threads)
+    failures = []
+
+    def body(t):
+        try:
+            if before is not None:
+                before(t)
+            start.wait()
+            for c in range(calls):
+                work(t, c)
+        except BaseException:  # noqa: BLE001 - reported below with its traceback
+            failures.append(f"thread {t}:\n{traceback.format_exc()}")
+            start.abort()
+
+    workers = [threading.Thread(target=body, args=(t,)) for t in range(threads)]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # threads take turns often: races show up in few calls
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not failures, failures[0]
+
+
+# ---- CPU emulator ----------------------------------------------------------------------------
+
+def _fake_xy():
+    n = cute.sym_int()
+    return make_fake_compact_tensor(cute.Float32, (n,)), make_fake_compact_tensor(cute.Float32, (n,))
+
+
+def _check_cpu_calls(call):
+    """8 x 20 calls of call(x, y, alpha) on numpy arrays, each checked as it returns."""
+    def work(t, c):
+        x = _input(t, c)
+        y = np.full_like(x, -99)
+        call(x, y, _alpha(t, c))
+        np.testing.assert_array_equal(y, _expected(t, c), err_msg=f"thread {t} call {c}")
+
+    run_in_threads(work)
+
+
+def test_compiled_function_from_threads_on_emulator():
+    x = np.zeros(8, np.float32)
+    f = cute.compile(axpb, from_dlpack(x).mark_layout_dynamic(), from_dlpack(x.copy()).mark_layout_dynamic(), 1.0,
+                     options="--target cpu")
+    _check_cpu_calls(f)
+
+
+def test_direct_jit_calls_from_threads_on_emulator(monkeypatch):
+    monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+
+    @cute.jit
+    def axpb_direct(x: cute.Tensor, y: cute.Tensor, alpha: cutlass.Float32):
+        n = x.shape[0]
+        _axpb_kernel(x, y, alpha).launch(grid=((n + 31) // 32, 1, 1), block=(32, 1, 1))
+
+    # No call before the threads: the first calls trace at once, then later ones take the direct path.
+    _check_cpu_calls(axpb_direct)
+    stats = axpb_direct.direct_call_stats
+    assert stats["traced"] + stats["direct"] >= THREADS * CALLS
+    assert stats["direct"] > 0
+
+
+def test_tvm_ffi_function_from_threads_on_emulator():
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    f = cute.compile(axpb, *_fake_xy(), 1.0, options="--enable-tvm-ffi --target cpu")
+    _check_cpu_calls(f)
+
+
+def test_exported_module_from_threads_on_emulator(tmp_path):
+    x = np.zeros(8, np.float32)
+    compiled = cute.compile(axpb, from_dlpack(x).mark_layout_dynamic(), from_dlpack(x.copy()).mark_layout_dynamic(),
+                            1.0, options="--target cpu")
+    compiled.export_to_c(str(tmp_path), file_name="axpb_threads", function_prefix="axpb")
+    module = cute.runtime.load_module(str(tmp_path / "axpb_threads.o"))
+    _check_cpu_calls(module.axpb)
+
+
+def test_paths_called_from_threads_at_the_same_time(tmp_path, monkeypatch):
+    """Each thread goes round every path, and a host-only function between calls: the state the
+    paths share (the emulator's kernels, the program of a function and of its export, the
+    direct-call cache) under mixed calls."""
+    monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+    x = np.zeros(8, np.float32)
+    compiled = cute.compile(axpb, from_dlpack(x).mark_layout_dynamic(), from_dlpack(x.copy()).mark_layout_dynamic(),
+                            1.0)
+    compiled.export_to_c(str(tmp_path), file_name="mixed", function_prefix="mixed")
+    host = cute.compile(weighted, 1, 2, 0.5)
+    paths = [compiled, cute.runtime.load_module(str(tmp_path / "mixed.o")).mixed, axpb]
+    try:
+        import tvm_ffi  # noqa: F401
+        paths.append(cute.compile(axpb, *_fake_xy(), 1.0, options="--enable-tvm-ffi"))
+    except ImportError:
+        pass
+
+    def work(t, c):
+        x = _input(t, c)
+        y = np.full_like(x, -99)
+        paths[(t + c) % len(paths)](x, y, _alpha(t, c))
+        np.testing.assert_array_equal(y, _expected(t, c), err_msg=f"thread {t} call {c} path {(t + c) % len(paths)}")
+        assert host(t, c, 0.25 * c) == (t * 1000 + c, np.float32(t) * np.float32(0.25 * c))
+
+    run_in_threads(work)
+
+
+def test_host_only_exported_library_from_threads(tmp_path):
+    """The C runtime's exported program (what a C program or tvm_ffi.load_module calls) from
+    several threads: its host interpreter and argument reading share nothing between calls."""
+    tvm_ffi = pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    if shutil.which(CC) is None:
+        pytest.skip("needs a C compiler")
+    cute.compile(combine, 1, 2).export_to_c(str(tmp_path / "combine.o"), function_name="combine")
+    libs = cute.runtime.find_runtime_libraries(enable_tvm_ffi=True)
+    subprocess.run([CC, "-shared", "-o", str(tmp_path / "combine.so"), str(tmp_path / "combine.o"), *libs],
+                   check=True)
+    fn = tvm_ffi.load_module(str(tmp_path / "combine.so"))["combine"]
+
+    def work(t, c):
+        assert fn(t, c) == t * 1000 + c, (t, c)
+
+    run_in_threads(work)
+
+
+def test_first_compiles_of_one_function_from_threads():
+    """8 threads compile the same function with the same arguments at once (each its own
+    trace, one in-memory cache), then call what they got; and 8 threads make the first direct
+    calls of a fresh @jit function at once."""
+    results = [None] * THREADS
+
+    @cute.jit
+    def fresh(x: cute.Tensor, y: cute.Tensor, alpha: cutlass.Float32):
+        n = x.shape[0]
+        _axpb_kernel(x, y, alpha).launch(grid=((n + 31) // 32, 1, 1), block=(32, 1, 1))
+
+    def compile_and_call(t, c):
+        x = _input(t, c)
+        y = np.full_like(x, -99)
+        f = cute.compile(fresh, from_dlpack(x).mark_layout_dynamic(), from_dlpack(y).mark_layout_dynamic(), 1.0,
+                         options="--target cpu")
+        results[t] = f
+        f(x, y, _alpha(t, c))
+        np.testing.assert_array_equal(y, _expected(t, c), err_msg=f"thread {t}")
+
+    run_in_threads(compile_and_call, calls=1)
+    assert all(f is not None for f in results)
+    assert len({f.hash for f in results}) == 1  # one program, however many traces made it
+
+    @cute.jit
+    def fresh_direct(x: cute.Tensor, y: cute.Tensor, alpha: cutlass.Float32):
+        n = x.shape[0]
+        _axpb_kernel(x, y, alpha).launch(grid=((n + 31) // 32, 1, 1), block=(32, 1, 1))
+
+    saved = os.environ.get("CUTE_DSL_TARGET")
+    os.environ["CUTE_DSL_TARGET"] = "cpu"
+    try:
+        def first_calls(t, c):
+            x = _input(t, c)
+            y = np.full_like(x, -99)
+            fresh_direct(x, y, _alpha(t, c))
+            np.testing.assert_array_equal(y, _expected(t, c), err_msg=f"thread {t} call {c}")
+
+        run_in_threads(first_calls, calls=3)
+    finally:
+        if saved is None:
+            os.environ.pop("CUTE_DSL_TARGET", None)
+        else:
+            os.environ["CUTE_DSL_TARGET"] = saved
+    assert fresh_direct.direct_call_stats["traced"] >= 1
+
+
+def test_first_tvm_ffi_compiles_from_threads():
+    """The TVM-FFI function class and factory are made once, by whichever of the first compiles
+    gets there (in a fresh interpreter: this process has made them already)."""
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    rc, out, err = run_python(f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); import test_threads; "
+                              "test_threads.first_tvm_ffi_compiles(); print('done')")
+    assert rc == 0 and out.strip().endswith("done"), err
+
+
+def first_tvm_ffi_compiles():
+    def compile_and_call(t, c):
+        f = cute.compile(axpb, *_fake_xy(), 1.0, options="--enable-tvm-ffi --target cpu")
+        x = _input(t, c)
+        y = np.full_like(x, -99)
+        f(x, y, _alpha(t, c))
+        np.testing.assert_array_equal(y, _expected(t, c), err_msg=f"thread {t}")
+
+    run_in_threads(compile_and_call, calls=2)
+
+
+# ---- GPU (torch CUDA tensors) ----------------------------------------------------------------
+
+def _no_context_on_this_thread():
+    """Leaves the calling thread with no current CUDA context, as a thread that never touched
+    CUDA has: what a call from a fresh worker thread meets."""
+    cuda = ctypes.CDLL("libcuda.so.1")
+    assert cuda.cuCtxSetCurrent(ctypes.c_void_p(0)) == 0
+    current = ctypes.c_void_p(1)
+    assert cuda.cuCtxGetCurrent(ctypes.byref(current)) == 0 and not current.value
+
+
+class _GpuCase:
+    """Every thread's inputs and outputs, made (and finished) on the main thread before the
+    threads start, so that the workers do nothing on the GPU but call the function."""
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.x = [[torch.from_numpy(_input(t, c)).cuda() for c in range(CALLS)] for t in range(THREADS)]
+        self.y = [[torch.full_like(x, -99) for x in row] for row in self.x]
+        self.streams = [torch.cuda.Stream() for _ in range(THREADS)]
+        torch.cuda.synchronize()
+
+    def check(self, outputs=None):
+        self.torch.cuda.synchronize()
+        outputs = outputs or self.y
+        for t in range(THREADS):
+            for c in range(CALLS):
+                want = self.torch.from_numpy(_expected(t, c))
+                got = outputs[t][c].cpu()
+                assert self.torch.equal(got, want), f"thread {t} call {c}: {got} != {want}"
+
+    def run_plain(self, call):
+        """Each thread, with no context current, calls call(x, y, alpha) on the default stream."""
+        run_in_threads(lambda t, c: call(self.x[t][c], self.y[t][c], _alpha(t, c)),
+                       before=lambda t: _no_context_on_this_thread())
+        self.check()
+
+    def run_on_own_streams(self, call):
+        """Each thread works on its own stream: there a sleep, then y is cleared, then the call
+        (call(x, y, alpha, stream) launches on `stream`), then y is copied. Unless the kernel
+        ran on the thread's stream, after the clearing, the copy shows the cleared values."""
+        torch = self.torch
+        copies = [[None] * CALLS for _ in range(THREADS)]
+
+        def work(t, c):
+            s = self.streams[t]
+            with torch.cuda.stream(s):
+                torch.cuda._sleep(200_000)
+                self.y[t][c].fill_(-1)
+                call(self.x[t][c], self.y[t][c], _alpha(t, c), s)
+                copies[t][c] = self.y[t][c].clone()
+
+        run_in_threads(work)
+        self.check(copies)
+
+
+def _torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    return torch
+
+
+def _torch_pair(torch):
+    x = torch.zeros(64, device="cuda")
+    return from_dlpack(x).mark_layout_dynamic(), from_dlpack(torch.zeros_like(x)).mark_layout_dynamic()
+
+
+@pytest.mark.gpu
+def test_compiled_function_from_threads_on_gpu():
+    torch = _torch()
+    case = _GpuCase(torch)
+    f = cute.compile(axpb, *_torch_pair(torch), 1.0)
+    case.run_plain(f)
+
+
+@pytest.mark.gpu
+def test_compiled_function_from_threads_on_their_own_streams():
+    torch = _torch()
+    case = _GpuCase(torch)
+    f = cute.compile(axpb_on, *_torch_pair(torch), 1.0, make_fake_stream())
+    case.run_on_own_streams(f)
+
+
+@pytest.mark.gpu
+def test_direct_jit_calls_from_threads_on_gpu():
+    torch = _torch()
+    case = _GpuCase(torch)
+
+    @cute.jit
+    def axpb_direct(x: cute.Tensor, y: cute.Tensor, alpha: cutlass.Float32):
+        n = x.shape[0]
+        _axpb_kernel(x, y, alpha).launch(grid=((n + 31) // 32, 1, 1), block=(32, 1, 1))
+
+    case.run_plain(axpb_direct)  # the first calls trace and compile on the worker threads
+    assert axpb_direct.direct_call_stats["direct"] > 0
+
+
+@pytest.mark.gpu
+def test_direct_jit_calls_from_threads_on_their_own_streams():
+    torch = _torch()
+    case = _GpuCase(torch)
+    case.run_on_own_streams(axpb_on)
+
+
+@pytest.mark.gpu
+def test_tvm_ffi_function_from_threads_on_gpu():
+    torch = _torch()
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    case = _GpuCase(torch)
+    n = cute.sym_int()
+    fakes = make_fake_compact_tensor(cute.Float32, (n,)), make_fake_compact_tensor(cute.Float32, (n,))
+    case.run_plain(cute.compile(axpb, *fakes, 1.0, options="--enable-tvm-ffi"))
+
+
+@pytest.mark.gpu
+def test_tvm_ffi_environment_stream_is_each_threads_torch_stream():
+    torch = _torch()
+    pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    case = _GpuCase(torch)
+    n = cute.sym_int()
+    fakes = make_fake_compact_tensor(cute.Float32, (n,)), make_fake_compact_tensor(cute.Float32, (n,))
+    f = cute.compile(axpb_on, *fakes, 1.0, make_fake_stream(use_tvm_ffi_env_stream=True), options="--enable-tvm-ffi")
+    # No stream argument: the function launches on the calling thread's current torch stream.
+    case.run_on_own_streams(lambda x, y, alpha, stream: f(x, y, alpha))
+
+
+@pytest.mark.gpu
+def test_exported_module_from_threads_on_gpu(tmp_path):
+    torch = _torch()
+    case = _GpuCase(torch)
+    compiled = cute.compile(axpb, *_torch_pair(torch), 1.0)
+    compiled.export_to_c(str(tmp_path), file_name="axpb_threads", function_prefix="axpb")
+    module = cute.runtime.load_module(str(tmp_path / "axpb_threads.o"))
+    case.run_plain(module.axpb)
+
+
+@pytest.mark.gpu
+def test_exported_library_through_tvm_ffi_from_threads_on_gpu(tmp_path):
+    """The C runtime's exported program (no Python in the call) launching from worker threads."""
+    torch = _torch()
+    tvm_ffi = pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi is not installed")
+    if shutil.which(CC) is None:
+        pytest.skip("needs a C compiler")
+    case = _GpuCase(torch)
+    compiled = cute.compile(axpb, *_torch_pair(torch), 1.0)
+    compiled.export_to_c(str(tmp_path / "axpb.o"), function_name="axpb")
+    libs = cute.runtime.find_runtime_libraries(enable_tvm_ffi=True)
+    subprocess.run([CC, "-shared", "-o", str(tmp_path / "axpb.so"), str(tmp_path / "axpb.o"), *libs], check=True)
+    fn = tvm_ffi.load_module(str(tmp_path / "axpb.so"))["axpb"]
+    case.run_plain(fn)
