@@ -349,6 +349,24 @@ def test_compiled_function_from_threads_on_gpu():
 
 
 @pytest.mark.gpu
+def test_a_thread_whose_context_was_unset_since_its_last_call_still_launches():
+    """The per-thread memory of the context made current is not trusted blindly: after code on
+    the thread unset the context (cuCtxSetCurrent(NULL)), the next launch finds no context, makes
+    the program's current again and launches."""
+    torch = _torch()
+    case = _GpuCase(torch)
+    f = cute.compile(axpb, *_torch_pair(torch), 1.0)
+
+    def work(t, c):
+        if c % 2:
+            _no_context_on_this_thread()
+        f(case.x[t][c], case.y[t][c], _alpha(t, c))
+
+    run_in_threads(work, before=lambda t: _no_context_on_this_thread())
+    case.check()
+
+
+@pytest.mark.gpu
 def test_compiled_function_from_threads_on_their_own_streams():
     torch = _torch()
     case = _GpuCase(torch)
