@@ -26,6 +26,7 @@ from conftest import run_python
 THREADS = 8
 CALLS = 20
 CC = os.environ.get("CC", "cc")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 @cute.kernel
@@ -441,3 +442,115 @@ def test_exported_library_through_tvm_ffi_from_threads_on_gpu(tmp_path):
     subprocess.run([CC, "-shared", "-o", str(tmp_path / "axpb.so"), str(tmp_path / "axpb.o"), *libs], check=True)
     fn = tvm_ffi.load_module(str(tmp_path / "axpb.so"))["axpb"]
     case.run_plain(fn)
+
+
+# A C program whose worker threads (pthreads that never touch CUDA) call an exported kernel
+# through the C runtime: memory is made and checked on the main thread with the driver API.
+PTHREADS_MAIN = r"""
+#include "axpb_c.h"
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+
+#define THREADS 8
+#define CALLS 20
+typedef unsigned long long dptr;
+static int (*cuInit_)(unsigned);
+static int (*cuDeviceGet_)(int *, int);
+static int (*cuDevicePrimaryCtxRetain_)(void **, int);
+static int (*cuCtxSetCurrent_)(void *);
+static int (*cuCtxSynchronize_)(void);
+static int (*cuMemAlloc_)(dptr *, size_t);
+static int (*cuMemcpyHtoD_)(dptr, const void *, size_t);
+static int (*cuMemcpyDtoH_)(void *, dptr, size_t);
+
+static axpb_Kernel_Module_t module;
+static dptr xs[THREADS][CALLS], ys[THREADS][CALLS];
+static int failures;
+
+static int length(int t, int c) { return 17 + 13 * t + 3 * c; }
+static float alpha(int t, int c) { return 0.5f * (float)(t + 1) + 0.25f * (float)c; }
+static float input(int t, int c, int i) { return (float)(i - 7 * t + c) * 0.25f; }
+
+static void *work(void *arg) {
+  int t = (int)(long)arg;
+  for (int c = 0; c < CALLS; ++c) {
+    axpb_Tensor_x_t x = {(void *)(size_t)xs[t][c], {length(t, c)}};
+    axpb_Tensor_y_t y = {(void *)(size_t)ys[t][c], {length(t, c)}};
+    int rc = cute_dsl_axpb_wrapper(&module, &x, &y, alpha(t, c));
+    if (rc != 0) {
+      printf("thread %d call %d: %d %s\n", t, c, rc, CuteDSLRT_Get_Last_Error());
+      __sync_fetch_and_add(&failures, 1);
+    }
+  }
+  return NULL;
+}
+
+#define BIND(f, name) if (!(*(void **)&f = dlsym(lib, name))) { printf("no %s\n", name); return 2; }
+#define CHECK(call) if ((call) != 0) { printf("failed: %s\n", #call); return 3; }
+
+int main(void) {
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+  if (!lib) { printf("no libcuda\n"); return 2; }
+  BIND(cuInit_, "cuInit") BIND(cuDeviceGet_, "cuDeviceGet")
+  BIND(cuDevicePrimaryCtxRetain_, "cuDevicePrimaryCtxRetain") BIND(cuCtxSetCurrent_, "cuCtxSetCurrent")
+  BIND(cuCtxSynchronize_, "cuCtxSynchronize") BIND(cuMemAlloc_, "cuMemAlloc_v2")
+  BIND(cuMemcpyHtoD_, "cuMemcpyHtoD_v2") BIND(cuMemcpyDtoH_, "cuMemcpyDtoH_v2")
+  void *ctx = NULL;
+  int dev = 0;
+  CHECK(cuInit_(0)) CHECK(cuDeviceGet_(&dev, 0)) CHECK(cuDevicePrimaryCtxRetain_(&ctx, dev))
+  CHECK(cuCtxSetCurrent_(ctx))
+  float buf[512];
+  for (int t = 0; t < THREADS; ++t)
+    for (int c = 0; c < CALLS; ++c) {
+      size_t bytes = sizeof(float) * (size_t)length(t, c);
+      CHECK(cuMemAlloc_(&xs[t][c], bytes)) CHECK(cuMemAlloc_(&ys[t][c], bytes))
+      for (int i = 0; i < length(t, c); ++i) buf[i] = input(t, c, i);
+      CHECK(cuMemcpyHtoD_(xs[t][c], buf, bytes))
+      for (int i = 0; i < length(t, c); ++i) buf[i] = -99.0f;
+      CHECK(cuMemcpyHtoD_(ys[t][c], buf, bytes))
+    }
+  if (axpb_Kernel_Module_Load(&module) != 0) { printf("load: %s\n", CuteDSLRT_Get_Last_Error()); return 4; }
+  pthread_t threads[THREADS];
+  for (long t = 0; t < THREADS; ++t) pthread_create(&threads[t], NULL, work, (void *)t);
+  for (int t = 0; t < THREADS; ++t) pthread_join(threads[t], NULL);
+  CHECK(cuCtxSynchronize_())
+  int wrong = 0;
+  for (int t = 0; t < THREADS; ++t)
+    for (int c = 0; c < CALLS; ++c) {
+      CHECK(cuMemcpyDtoH_(buf, ys[t][c], sizeof(float) * (size_t)length(t, c)))
+      for (int i = 0; i < length(t, c); ++i)
+        if (buf[i] != input(t, c, i) * alpha(t, c) + 1.0f) ++wrong;
+    }
+  printf("failures %d wrong %d\n", failures, wrong);
+  return 0;
+}
+"""
+
+
+def _build_pthreads_program(tmp_path, target):
+    x = np.zeros(64, np.float32)
+    compiled = cute.compile(axpb, from_dlpack(x).mark_layout_dynamic(), from_dlpack(x.copy()).mark_layout_dynamic(),
+                            1.0, options=f"--target {target}")
+    compiled.export_to_c(str(tmp_path), file_name="axpb_c", function_prefix="axpb")
+    (tmp_path / "main.c").write_text(PTHREADS_MAIN)
+    exe = tmp_path / "main"
+    subprocess.run([CC, str(tmp_path / "main.c"), str(tmp_path / "axpb_c.o"), *cute.runtime.find_runtime_libraries(),
+                    "-I", str(tmp_path), "-I", os.path.join(ROOT, "cpp", "include"), "-ldl", "-lpthread",
+                    "-o", str(exe)], check=True, capture_output=True)
+    return exe
+
+
+@pytest.mark.skipif(shutil.which(CC) is None, reason="needs a C compiler")
+def test_pthreads_program_with_exported_kernels_builds(tmp_path):
+    """The GPU test's C program builds against the generated header (it runs only on a GPU)."""
+    assert os.access(_build_pthreads_program(tmp_path, "gpu"), os.X_OK)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(shutil.which(CC) is None, reason="needs a C compiler")
+def test_c_program_calls_exported_kernels_from_pthreads(tmp_path):
+    done = subprocess.run([str(_build_pthreads_program(tmp_path, "gpu"))], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1] == "failures 0 wrong 0", done.stdout
