@@ -4,9 +4,11 @@ with arguments of its own (its own length, data and factor, so a call that read 
 arguments or scratch shows), every result checked against numpy (CPU emulator) or torch (GPU);
 and first compiles of one function from several threads at once.
 
-On the GPU the worker threads start with no CUDA context current (the state of a thread that
-never touched CUDA): each call must make the program's context current on its own thread, and
-the stream tests check that each thread's launches go to that thread's stream."""
+The CUDA context of each calling thread is checked twice: on the CPU against a stand-in driver
+(a libcuda.so.1 built here with the driver's per-thread current context, whose launches fail
+without it), and on the GPU, where the worker threads start with no context current (the state
+of a thread that never touched CUDA) and the stream tests check that each thread's launches go
+to that thread's stream."""
 import ctypes
 import os
 import shutil
@@ -58,6 +60,16 @@ def weighted(a: cutlass.Int32, b: cutlass.Int32, w: cutlass.Float32):
 @cute.jit
 def combine(a: cutlass.Int32, b: cutlass.Int32):
     return a * 1000 + b
+
+
+@cute.kernel
+def _tick(v: cutlass.Int32):
+    cute.arch.thread_idx()
+
+
+@cute.jit
+def launch_tick(v: cutlass.Int32):
+    _tick(v).launch(grid=(1, 1, 1), block=(32, 1, 1))
 
 
 # ---- the work of each call: its own length, data and factor ---------------------------------
@@ -271,6 +283,144 @@ def first_tvm_ffi_compiles():
         np.testing.assert_array_equal(y, _expected(t, c), err_msg=f"thread {t}")
 
     run_in_threads(compile_and_call, calls=2)
+
+
+# ---- the CUDA context of each calling thread, against a stand-in driver (no GPU needed) ------
+
+# A libcuda.so.1 with the driver's per-thread current context and nothing else: a launch from a
+# thread with no current context fails with CUDA_ERROR_INVALID_CONTEXT (201) and one in another
+# context than the module's with CUDA_ERROR_INVALID_HANDLE (400), as on the GPU; kernels do not
+# run, but each launch adds its first kernel parameter (an Int32) to a sum the test reads.
+FAKE_DRIVER = r"""
+#include <stddef.h>
+#include <stdint.h>
+typedef int CUresult;
+static int primary_storage, module_storage, function_storage;
+static __thread void *current;
+static void *loaded_in;
+static long launches, launch_sum;
+
+#define STUB(name, ...) CUresult name(__VA_ARGS__) { return 0; }
+CUresult cuInit(unsigned flags) { return 0; }
+CUresult cuGetErrorName(CUresult r, const char **s) { *s = r == 201 ? "CUDA_ERROR_INVALID_CONTEXT" : "CUDA_ERROR_INVALID_HANDLE"; return 0; }
+CUresult cuGetErrorString(CUresult r, const char **s) { *s = r == 201 ? "invalid device context" : "invalid resource handle"; return 0; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+CUresult cuDeviceGet(int *d, int i) { *d = i; return i == 0 ? 0 : 101; }
+CUresult cuDeviceGetAttribute(int *v, int attr, int dev) { *v = attr == 75 ? 9 : attr == 76 ? 0 : 65536; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **c, int dev) { *c = &primary_storage; return 0; }
+CUresult cuCtxSetCurrent(void *c) { current = c; return 0; }
+CUresult cuCtxGetCurrent(void **c) { *c = current; return 0; }
+CUresult cuCtxSynchronize(void) { return current ? 0 : 201; }
+CUresult cuModuleLoadData(void **m, const void *image) {
+  if (!current) return 201;
+  loaded_in = current;
+  *m = &module_storage;
+  return 0;
+}
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) { *f = &function_storage; return 0; }
+static CUresult launch(void **params) {
+  if (!current) return 201;
+  if (current != loaded_in) return 400;
+  __sync_fetch_and_add(&launches, 1);
+  __sync_fetch_and_add(&launch_sum, (long)*(int32_t *)params[0]);
+  return 0;
+}
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned smem, void *stream, void **params, void **extra) { return launch(params); }
+CUresult cuLaunchKernelEx(const void *config, void *f, void **params, void **extra) { return launch(params); }
+CUresult cuStreamIsCapturing(void *s, int *status) { *status = 0; return 0; }
+STUB(cuModuleUnload, void *m)
+STUB(cuFuncSetAttribute, void *f, int a, int v)
+STUB(cuStreamSynchronize, void *s)
+STUB(cuMemAlloc_v2, void *p, size_t n)
+STUB(cuMemFree_v2, unsigned long long p)
+STUB(cuMemcpyHtoD_v2, unsigned long long d, const void *s, size_t n)
+STUB(cuMemcpyDtoH_v2, void *d, unsigned long long s, size_t n)
+STUB(cuEventCreate, void **e, unsigned f)
+STUB(cuEventRecord, void *e, void *s)
+STUB(cuEventSynchronize, void *e)
+STUB(cuEventDestroy_v2, void *e)
+STUB(cuEventElapsedTime_v2, float *ms, void *a, void *b)
+STUB(cuStreamBeginCapture_v2, void *s, int mode)
+STUB(cuStreamEndCapture, void *s, void **g)
+STUB(cuGraphInstantiateWithFlags, void **e, void *g, unsigned long long f)
+STUB(cuGraphLaunch, void *e, void *s)
+STUB(cuGraphExecDestroy, void *e)
+STUB(cuGraphDestroy, void *g)
+long fake_launches(void) { return launches; }
+long fake_launch_sum(void) { return launch_sum; }
+"""
+
+FAKE_DRIVER_PROGRAM = r"""
+import ctypes, os, sys
+sys.path.insert(0, {tests!r})
+import cutlass, cutlass.cute as cute
+import test_threads as T
+
+fake = ctypes.CDLL("libcuda.so.1")
+fake.fake_launches.restype = fake.fake_launch_sum.restype = ctypes.c_long
+assert cutlass.cuda.is_available(), "the stand-in driver was not loaded"
+
+
+def no_context():
+    assert fake.cuCtxSetCurrent(ctypes.c_void_p(0)) == 0
+
+
+launch_tick = T.launch_tick
+compiled = cute.compile(launch_tick, 1)  # on the main thread, which has no context either
+compiled.export_to_c({tmp!r}, file_name="tick", function_prefix="tick")
+paths = {{"compiled": compiled, "direct": launch_tick,
+          "exported": cute.runtime.load_module(os.path.join({tmp!r}, "tick.o")).tick}}
+if {tvm_ffi!r}:
+    paths["tvm_ffi"] = cute.compile(launch_tick, 1, options="--enable-tvm-ffi")
+    if {library!r}:
+        import subprocess, tvm_ffi
+        so = os.path.join({tmp!r}, "tick.so")
+        subprocess.run([{cc!r}, "-shared", "-o", so, os.path.join({tmp!r}, "tick.o"),
+                        *cute.runtime.find_runtime_libraries(enable_tvm_ffi=True)], check=True)
+        paths["c_runtime"] = tvm_ffi.load_module(so)["tick"]
+
+for name, fn in paths.items():
+    before, sum_before = fake.fake_launches(), fake.fake_launch_sum()
+
+    def work(t, c):
+        if c % 5 == 4:
+            no_context()  # something on this thread unset its context since its last call
+        fn(1000 * t + c)
+
+    T.run_in_threads(work, before=lambda t: no_context())
+    launched = fake.fake_launches() - before
+    total = fake.fake_launch_sum() - sum_before
+    want = sum(1000 * t + c for t in range(T.THREADS) for c in range(T.CALLS))
+    assert (launched, total) == (T.THREADS * T.CALLS, want), (name, launched, total, want)
+    print(name, "ok")
+"""
+
+
+@pytest.mark.skipif(shutil.which(CC) is None, reason="needs a C compiler")
+def test_each_thread_launches_in_the_programs_context(tmp_path):
+    """Against a stand-in CUDA driver with per-thread current contexts: threads that have no
+    context current (every thread here, the main one included, and some again between calls)
+    call each path; every launch must find the module's context current, and every call's
+    argument must reach its launch."""
+    driver = tmp_path / "driver"
+    driver.mkdir()
+    (driver / "fake_cuda.c").write_text(FAKE_DRIVER)
+    subprocess.run([CC, "-shared", "-fPIC", "-o", str(driver / "libcuda.so.1"), str(driver / "fake_cuda.c")],
+                   check=True, capture_output=True)
+    try:
+        import tvm_ffi  # noqa: F401
+        have_tvm_ffi = True
+    except ImportError:
+        have_tvm_ffi = False
+    code = FAKE_DRIVER_PROGRAM.format(tests=os.path.dirname(os.path.abspath(__file__)), tmp=str(tmp_path),
+                                      tvm_ffi=have_tvm_ffi, library=have_tvm_ffi, cc=CC)
+    env = {"LD_LIBRARY_PATH": str(driver) + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""),
+           "CUTE_DSL_TARGET": "", "CUTE_DSL_CACHE_DIR": str(tmp_path / "cache")}
+    rc, out, err = run_python(code, env=env)
+    assert rc == 0, out + err
+    expected = ["compiled ok", "direct ok", "exported ok"] + (["tvm_ffi ok", "c_runtime ok"] if have_tvm_ffi else [])
+    assert out.split("\n")[-len(expected) - 1:-1] == expected, out + err
 
 
 # ---- GPU (torch CUDA tensors) ----------------------------------------------------------------
