@@ -72,6 +72,11 @@ def launch_tick(v: cutlass.Int32):
     _tick(v).launch(grid=(1, 1, 1), block=(32, 1, 1))
 
 
+@cute.jit
+def launch_tick_on(v: cutlass.Int32, stream):
+    _tick(v).launch(grid=(1, 1, 1), block=(32, 1, 1), stream=stream)
+
+
 # ---- the work of each call: its own length, data and factor ---------------------------------
 
 def _length(t, c):
@@ -298,7 +303,8 @@ typedef int CUresult;
 static int primary_storage, module_storage, function_storage;
 static __thread void *current;
 static void *loaded_in;
-static long launches, launch_sum;
+static long launches, launch_sum, stream_mismatches;
+static int check_streams;
 
 #define STUB(name, ...) CUresult name(__VA_ARGS__) { return 0; }
 CUresult cuInit(unsigned flags) { return 0; }
@@ -318,16 +324,21 @@ CUresult cuModuleLoadData(void **m, const void *image) {
   return 0;
 }
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) { *f = &function_storage; return 0; }
-static CUresult launch(void **params) {
+static CUresult launch(void *stream, void **params) {
   if (!current) return 201;
   if (current != loaded_in) return 400;
+  int32_t v = *(int32_t *)params[0];
   __sync_fetch_and_add(&launches, 1);
-  __sync_fetch_and_add(&launch_sum, (long)*(int32_t *)params[0]);
+  __sync_fetch_and_add(&launch_sum, (long)v);
+  /* With streams checked, the call for thread t passes v = 1000 t + c and stream (t + 1) * 16. */
+  if (check_streams && (size_t)stream != (size_t)(v / 1000 + 1) * 16) __sync_fetch_and_add(&stream_mismatches, 1);
   return 0;
 }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
-                        unsigned smem, void *stream, void **params, void **extra) { return launch(params); }
-CUresult cuLaunchKernelEx(const void *config, void *f, void **params, void **extra) { return launch(params); }
+                        unsigned smem, void *stream, void **params, void **extra) { return launch(stream, params); }
+CUresult cuLaunchKernelEx(const void *config, void *f, void **params, void **extra) {
+  return launch(*(void *const *)((const char *)config + 32), params);  /* CUlaunchConfig.hStream */
+}
 CUresult cuStreamIsCapturing(void *s, int *status) { *status = 0; return 0; }
 STUB(cuModuleUnload, void *m)
 STUB(cuFuncSetAttribute, void *f, int a, int v)
@@ -349,6 +360,8 @@ STUB(cuGraphExecDestroy, void *e)
 STUB(cuGraphDestroy, void *g)
 long fake_launches(void) { return launches; }
 long fake_launch_sum(void) { return launch_sum; }
+long fake_stream_mismatches(void) { return stream_mismatches; }
+void fake_check_streams(int on) { check_streams = on; }
 """
 
 FAKE_DRIVER_PROGRAM = r"""
@@ -358,7 +371,7 @@ import cutlass, cutlass.cute as cute
 import test_threads as T
 
 fake = ctypes.CDLL("libcuda.so.1")
-fake.fake_launches.restype = fake.fake_launch_sum.restype = ctypes.c_long
+fake.fake_launches.restype = fake.fake_launch_sum.restype = fake.fake_stream_mismatches.restype = ctypes.c_long
 assert cutlass.cuda.is_available(), "the stand-in driver was not loaded"
 
 
@@ -380,20 +393,54 @@ if {tvm_ffi!r}:
                         *cute.runtime.find_runtime_libraries(enable_tvm_ffi=True)], check=True)
         paths["c_runtime"] = tvm_ffi.load_module(so)["tick"]
 
-for name, fn in paths.items():
+
+
+def check(name, call):
     before, sum_before = fake.fake_launches(), fake.fake_launch_sum()
 
     def work(t, c):
         if c % 5 == 4:
             no_context()  # something on this thread unset its context since its last call
-        fn(1000 * t + c)
+        call(fn, t, 1000 * t + c)
 
     T.run_in_threads(work, before=lambda t: no_context())
     launched = fake.fake_launches() - before
     total = fake.fake_launch_sum() - sum_before
     want = sum(1000 * t + c for t in range(T.THREADS) for c in range(T.CALLS))
     assert (launched, total) == (T.THREADS * T.CALLS, want), (name, launched, total, want)
+    assert fake.fake_stream_mismatches() == 0, (name, fake.fake_stream_mismatches())
     print(name, "ok")
+
+
+for name, fn in paths.items():
+    check(name, lambda fn, t, v: fn(v))
+
+
+class CUstream:  # a stream handle (named as cuda-python's, as streams are recognised by type name)
+    def __init__(self, handle):
+        self.handle = handle
+
+    def __int__(self):
+        return self.handle
+
+
+# Each thread launches on its own stream: (t + 1) * 16, checked by the driver against the argument.
+fake.fake_check_streams(1)
+fn = cute.compile(T.launch_tick_on, 1, cute.runtime.make_fake_stream())
+check("compiled stream", lambda fn, t, v: fn(v, CUstream((t + 1) * 16)))
+fn = T.launch_tick_on
+check("direct stream", lambda fn, t, v: fn(v, CUstream((t + 1) * 16)))
+if {tvm_ffi!r}:
+    import tvm_ffi
+    fn = cute.compile(T.launch_tick_on, 1, cute.runtime.make_fake_stream(use_tvm_ffi_env_stream=True),
+                      options="--enable-tvm-ffi")
+    cuda0 = tvm_ffi.device("cuda", 0)
+
+    def on_env_stream(fn, t, v):
+        with tvm_ffi.use_raw_stream(cuda0, (t + 1) * 16):  # TVM-FFI's environment stream is per thread
+            fn(v)
+
+    check("tvm_ffi env stream", on_env_stream)
 """
 
 
@@ -401,8 +448,9 @@ for name, fn in paths.items():
 def test_each_thread_launches_in_the_programs_context(tmp_path):
     """Against a stand-in CUDA driver with per-thread current contexts: threads that have no
     context current (every thread here, the main one included, and some again between calls)
-    call each path; every launch must find the module's context current, and every call's
-    argument must reach its launch."""
+    call each path; every launch must find the module's context current, every call's argument
+    must reach its launch, and with a stream per thread (an argument, or TVM-FFI's environment
+    stream) each launch must go to its own thread's."""
     driver = tmp_path / "driver"
     driver.mkdir()
     (driver / "fake_cuda.c").write_text(FAKE_DRIVER)
@@ -420,6 +468,7 @@ def test_each_thread_launches_in_the_programs_context(tmp_path):
     rc, out, err = run_python(code, env=env)
     assert rc == 0, out + err
     expected = ["compiled ok", "direct ok", "exported ok"] + (["tvm_ffi ok", "c_runtime ok"] if have_tvm_ffi else [])
+    expected += ["compiled stream ok", "direct stream ok"] + (["tvm_ffi env stream ok"] if have_tvm_ffi else [])
     assert out.split("\n")[-len(expected) - 1:-1] == expected, out + err
 
 
