@@ -224,7 +224,7 @@ def test_host_only_exported_library_from_threads(tmp_path):
     run_in_threads(work)
 
 
-def test_first_compiles_of_one_function_from_threads():
+def test_first_compiles_of_one_function_from_threads(monkeypatch):
     """8 threads compile the same function with the same arguments at once (each its own
     trace, one in-memory cache), then call what they got; and 8 threads make the first direct
     calls of a fresh @jit function at once."""
@@ -253,22 +253,17 @@ def test_first_compiles_of_one_function_from_threads():
         n = x.shape[0]
         _axpb_kernel(x, y, alpha).launch(grid=((n + 31) // 32, 1, 1), block=(32, 1, 1))
 
-    saved = os.environ.get("CUTE_DSL_TARGET")
-    os.environ["CUTE_DSL_TARGET"] = "cpu"
-    try:
-        def first_calls(t, c):
-            x = _input(t, c)
-            y = np.full_like(x, -99)
-            fresh_direct(x, y, _alpha(t, c))
-            np.testing.assert_array_equal(y, _expected(t, c), err_msg=f"thread {t} call {c}")
+    monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
 
-        run_in_threads(first_calls, calls=3)
-    finally:
-        if saved is None:
-            os.environ.pop("CUTE_DSL_TARGET", None)
-        else:
-            os.environ["CUTE_DSL_TARGET"] = saved
-    assert fresh_direct.direct_call_stats["traced"] >= 1
+    def first_calls(t, c):
+        x = _input(t, c)
+        y = np.full_like(x, -99)
+        fresh_direct(x, y, _alpha(t, c))
+        np.testing.assert_array_equal(y, _expected(t, c), err_msg=f"thread {t} call {c}")
+
+    run_in_threads(first_calls, calls=3)
+    stats = fresh_direct.direct_call_stats
+    assert stats["traced"] >= 1 and stats["traced"] + stats["direct"] == THREADS * 3, stats
 
 
 def test_first_tvm_ffi_compiles_from_threads():
