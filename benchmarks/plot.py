@@ -9,6 +9,7 @@ results file and the matplotlib version (Agg backend, no timestamps in the PNG).
 """
 import argparse
 import decimal
+import itertools
 import pathlib
 import sys
 import textwrap
@@ -40,7 +41,7 @@ def figure_text(value, decimals):
 
 
 def series_colours(records):
-    colours, ours, refs = {}, iter(OURS_COLOURS), iter(REFERENCE_COLOURS)
+    colours, ours, refs = {}, itertools.cycle(OURS_COLOURS), itertools.cycle(REFERENCE_COLOURS)
     for rec in records:
         for name in rec["values"]:
             if name not in colours:
@@ -53,6 +54,8 @@ def ratio_text(topic, rec):
     if ref is None or topic.ratio is None:
         return ""
     ours, theirs = next(iter(rec["values"].values())), rec["values"][ref]
+    if ours == 0 or theirs == 0:
+        return ""
     if topic.ratio == "percent":
         return f"{100 * ours / theirs:.1f}%"
     if topic.ratio == "times":
