@@ -78,6 +78,20 @@ def test_every_figure_appears_in_its_results_md_section(data):
     assert not wrong, "\n".join(wrong)
 
 
+def test_a_pair_of_figures_comes_from_one_table_row(data):
+    """A case compared with one reference is one row of a RESULTS.md table (or one sentence), so
+    both figures sit on one line of the section: a figure taken from a neighbouring row fails."""
+    sections = sections_of(RESULTS_MD.read_text(encoding="utf-8"))
+    wrong = []
+    for rec in data["records"]:
+        if len(rec["values"]) != 2:
+            continue
+        wanted = {decimal.Decimal(str(v)) for v in rec["values"].values()}
+        if not any(wanted <= numbers_in(line) for line in sections[rec["section"]].splitlines()):
+            wrong.append(f"{rec['case']}: {rec['values']}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_the_check_catches_a_mistyped_figure(data):
     sections = sections_of(RESULTS_MD.read_text(encoding="utf-8"))
     rec = data["records"][0]
