@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -142,8 +143,12 @@ class DirectCallCache {
     std::string key;
     if (entries_.empty() || !bind(args, kwargs, bound) || !make_key(bound, key, nullptr)) return miss();
     auto it = entries_.find(key);
-    if (it == entries_.end() || !guard_holds(it->second)) return miss();
-    const Entry& e = it->second;
+    if (it == entries_.end()) return miss();
+    // Held here: a guard may run Python code (a class's __getattr__), and another thread's
+    // record() may replace or drop the entry meanwhile.
+    const std::shared_ptr<const Entry> held = it->second;
+    const Entry& e = *held;
+    if (!guard_holds(e)) return miss();
     PyObject* values = PyTuple_New(Py_ssize_t(e.runtime_positions.size()));
     if (!values) throw nb::python_error();
     for (size_t i = 0; i < e.runtime_positions.size(); ++i) {
@@ -179,7 +184,7 @@ class DirectCallCache {
       e.guard.push_back(GuardEntry{nb::cast<int>(t[0]), nb::borrow(t[1]), nb::borrow(t[2]), nb::borrow(t[3])});
     }
     if (entries_.size() >= kMaxEntries) entries_.clear();  // argument churn: start afresh
-    entries_[key] = std::move(e);
+    entries_[key] = std::make_shared<const Entry>(std::move(e));
     return true;
   }
 
@@ -195,13 +200,13 @@ class DirectCallCache {
     Py_VISIT(env_keys_.ptr());
     for (auto& [type, c] : categories_) Py_VISIT(type.ptr());
     for (auto& [key, e] : entries_) {
-      Py_VISIT(e.compiled.ptr());
-      for (auto& g : e.guard) {
+      Py_VISIT(e->compiled.ptr());
+      for (auto& g : e->guard) {
         Py_VISIT(g.container.ptr());
         Py_VISIT(g.name.ptr());
         Py_VISIT(g.expected.ptr());
       }
-      for (auto& r : e.refs) Py_VISIT(r.ptr());
+      for (auto& r : e->refs) Py_VISIT(r.ptr());
     }
     return 0;
   }
@@ -579,7 +584,7 @@ class DirectCallCache {
   nb::dict environment_;
   nb::list env_keys_;
   nb::object missing_;
-  std::unordered_map<std::string, Entry> entries_;
+  std::unordered_map<std::string, std::shared_ptr<const Entry>> entries_;
   uint64_t hits_ = 0, misses_ = 0;
 };
 

@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdlib>
+#include <deque>
 #include <stdexcept>
 #include <string_view>
 #include <utility>
@@ -156,7 +157,9 @@ const DLPackExchangeFunctions* dlpack_exchange_functions(PyTypeObject* type) {
     DLPackExchangeFunctions functions;
     bool has;
   };
-  static std::vector<Entry> cache;
+  // A deque: callers keep the returned pointer while reading a call's tensors, and another
+  // thread may add a type meanwhile (whenever this one runs Python code); entries never move.
+  static std::deque<Entry> cache;
   static size_t last = 0;
   if (last < cache.size() && cache[last].type == type) return cache[last].has ? &cache[last].functions : nullptr;
   for (size_t i = 0; i < cache.size(); ++i)

@@ -139,6 +139,10 @@ inline void check(const CudaDriver::Api& api, const char* call, CUresult r) {
 
 CUdeviceptr to_dptr(const void* p) { return static_cast<CUdeviceptr>(reinterpret_cast<uintptr_t>(p)); }
 
+// The context this thread is known to have current (read with cuCtxGetCurrent, or made current
+// here): a launch from this thread needs no driver call to know it.
+thread_local void* context_current_on_this_thread = nullptr;
+
 }  // namespace
 
 CudaDriver& CudaDriver::get() {
@@ -270,8 +274,8 @@ void CudaDriver::initialize_context(int device_id) {
   // Called on every TVM-FFI call (the device of its first GPU tensor): reading the thread's
   // current context is cheaper than setting it, and setting the one already current is a no-op.
   CUcontext current = nullptr;
-  if (a.CtxGetCurrent(&current) == 0 && current == ctx) return;
-  check(a, "cuCtxSetCurrent", a.CtxSetCurrent(ctx));
+  if (a.CtxGetCurrent(&current) != 0 || current != ctx) check(a, "cuCtxSetCurrent", a.CtxSetCurrent(ctx));
+  context_current_on_this_thread = ctx;
 }
 
 void CudaDriver::ensure_context(int device_id) {
@@ -280,6 +284,28 @@ void CudaDriver::ensure_context(int device_id) {
   check(a, "cuCtxGetCurrent", a.CtxGetCurrent(&ctx));
   if (!ctx) initialize_context(device_id);
 }
+
+void* CudaDriver::current_context() {
+  const Api& a = initialized();
+  CUcontext ctx = nullptr;
+  check(a, "cuCtxGetCurrent", a.CtxGetCurrent(&ctx));
+  return ctx;
+}
+
+void CudaDriver::ensure_context_current_on_this_thread(void* context) {
+  if (__builtin_expect(context_current_on_this_thread == context, 1) || !context) return;
+  const Api& a = initialized();
+  CUcontext current = nullptr;
+  check(a, "cuCtxGetCurrent", a.CtxGetCurrent(&current));
+  if (!current) {
+    check(a, "cuCtxSetCurrent", a.CtxSetCurrent(context));
+    current = context;
+  }
+  // Another context current: the thread's choice stands, and it is looked at again next time.
+  if (current == context) context_current_on_this_thread = context;
+}
+
+void CudaDriver::forget_context_on_this_thread() { context_current_on_this_thread = nullptr; }
 
 int CudaDriver::device_attribute(int attr, int device) {
   const Api& a = initialized();

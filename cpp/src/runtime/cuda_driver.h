@@ -7,7 +7,9 @@
 //
 // Contexts: the driver's context is per thread. initialize_context(device) retains the
 // device's primary context (once per device) and makes it current on the calling thread;
-// call it from each thread that issues work before anything else on that thread.
+// call it from each thread that issues work before anything else on that thread. A launch of
+// code loaded into a context calls ensure_context_current_on_this_thread(that context) first,
+// so that a thread that never touched CUDA (a Python worker thread) can launch too.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -48,6 +50,18 @@ class CudaDriver {
   // Keeps the calling thread's current context (a C program's cudaSetDevice made one), or
   // makes `device_id`'s primary context current when there is none.
   void ensure_context(int device_id);
+  // The calling thread's current context (CUcontext), or null when it has none.
+  void* current_context();
+  // Before launching code loaded into `context` (a CUcontext) from whatever thread calls: makes
+  // it current on the calling thread when the thread has no current context (a thread that
+  // never touched CUDA: launching there fails with CUDA_ERROR_INVALID_CONTEXT, 201). A thread
+  // with another context current keeps it, as the CUDA runtime would (the launch then reports
+  // the mismatch). Once the calling thread has `context` current, later calls cost one
+  // thread_local compare; after a launch fails with 201 (the thread's context was popped or
+  // unset since), forget_context_on_this_thread() makes the next call look again.
+  void ensure_context_current_on_this_thread(void* context);
+  void forget_context_on_this_thread();
+  static constexpr int kInvalidContext = 201;  // CUDA_ERROR_INVALID_CONTEXT
   // "sm_<major><minor>", plus "a" from major 9 on (the arch-specific feature set: wgmma,
   // setmaxnreg, ... are only in sm_90a / sm_100a code), e.g. "sm_80", "sm_90a".
   std::string device_arch(int device);

@@ -150,6 +150,8 @@ void CompiledProgram::generate_code(const CompileOptions& options) {
 CompiledProgram::~CompiledProgram() {
   if (void* m = cu_module_.load()) {
     try {
+      // The thread that drops the program may never have launched: unload from the module's context.
+      CudaDriver::get().ensure_context_current_on_this_thread(cu_context_);
       CudaDriver::get().unload_module(m);
     } catch (...) {
       // The context may already be gone at interpreter exit; nothing useful to report.
@@ -189,6 +191,7 @@ void CompiledProgram::load_module() {
   if (cubin_.empty()) throw emulator::ExecutionError("this executor was compiled without a cubin");
   CudaDriver& drv = CudaDriver::get();
   void* m = drv.load_module(cubin_);
+  cu_context_ = drv.current_context();
   std::vector<const ir::Op*> launches;
   collect_launches(*host_->body, &launches);
   for (const ir::Op* op : launches) launch_targets_.emplace_back(op, drv.get_function(m, op->str_attr));
@@ -267,7 +270,13 @@ std::vector<ir::Scalar> CompiledProgram::run(const ir::Scalar* args, size_t num_
 }
 
 void CompiledProgram::encode_tma(emulator::TmaDescriptor& d, ir::Type element) {
-  if (!runs_on_emulator() && !discard_launches_) encode_tma_descriptor(d, element);
+  if (runs_on_emulator() || discard_launches_) return;
+  // The driver call may want a current context: the module's (or, before the first launch loads
+  // it, the one that launch will load it into), on whichever thread calls.
+  CudaDriver& drv = CudaDriver::get();
+  if (cu_module_.load(std::memory_order_acquire)) drv.ensure_context_current_on_this_thread(cu_context_);
+  else drv.ensure_context(0);
+  encode_tma_descriptor(d, element);
 }
 
 void CompiledProgram::launch(const emulator::LaunchRequest& r) {
@@ -287,8 +296,14 @@ void CompiledProgram::launch(const emulator::LaunchRequest& r) {
     if (op == r.op) fn = f;
   if (!fn && discard_launches_) fn = reinterpret_cast<void*>(1);
   if (!fn) throw emulator::ExecutionError("kernel '" + r.kernel() + "' is not part of this program");
-  if (discard_launches_) discarded_launches_.fetch_add(1, std::memory_order_relaxed);
-  launch_on_gpu(fn, r, discard_launches_);
+  if (discard_launches_) {
+    discarded_launches_.fetch_add(1, std::memory_order_relaxed);
+    launch_on_gpu(fn, r, true);
+    return;
+  }
+  // The module's context, current on whichever thread calls (Python worker threads included).
+  drv.ensure_context_current_on_this_thread(cu_context_);
+  launch_on_gpu_in_context(fn, r, cu_context_);
 }
 
 }  // namespace opencute::runtime

@@ -108,6 +108,7 @@ class CompiledProgram : public emulator::LaunchHandler {
 
   std::mutex load_mu_;
   std::atomic<void*> cu_module_{nullptr};
+  void* cu_context_ = nullptr;  // the CUcontext the module was loaded into; set before cu_module_
   // The CUfunction of each Launch op of the host program, filled when the module loads; a
   // launch finds its kernel by comparing op pointers instead of hashing the kernel name.
   std::vector<std::pair<const ir::Op*, void*>> launch_targets_;

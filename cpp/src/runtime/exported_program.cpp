@@ -61,6 +61,8 @@ ExportedProgram::ExportedProgram(ExportedFunction f) : function_(std::move(f)) {
 ExportedProgram::~ExportedProgram() {
   if (void* m = cu_module_.load()) {
     try {
+      // The thread that drops the program may never have launched: unload from the module's context.
+      CudaDriver::get().ensure_context_current_on_this_thread(cu_context_);
       CudaDriver::get().unload_module(m);
     } catch (...) {
       // The context may already be gone at exit; nothing useful to report.
@@ -200,13 +202,20 @@ void ExportedProgram::load_gpu_code() {
     image.push_back('\0');
   }
   void* m = drv.load_module(image);
+  cu_context_ = drv.current_context();
   std::vector<const ir::Op*> launches;
   collect_launches(*host_->body, &launches);
   for (const ir::Op* op : launches) launch_targets_.emplace_back(op, drv.get_function(m, op->str_attr));
   cu_module_.store(m, std::memory_order_release);
 }
 
-void ExportedProgram::encode_tma(emulator::TmaDescriptor& d, ir::Type element) { encode_tma_descriptor(d, element); }
+void ExportedProgram::encode_tma(emulator::TmaDescriptor& d, ir::Type element) {
+  // As CompiledProgram::encode_tma: the driver call may want a current context.
+  CudaDriver& drv = CudaDriver::get();
+  if (cu_module_.load(std::memory_order_acquire)) drv.ensure_context_current_on_this_thread(cu_context_);
+  else drv.ensure_context(0);
+  encode_tma_descriptor(d, element);
+}
 
 void ExportedProgram::launch(const emulator::LaunchRequest& r) {
   if (!cu_module_.load(std::memory_order_acquire)) {
@@ -218,7 +227,9 @@ void ExportedProgram::launch(const emulator::LaunchRequest& r) {
   for (auto& [op, f] : launch_targets_)
     if (op == r.op) fn = f;
   if (!fn) throw emulator::ExecutionError("kernel '" + r.kernel() + "' is not part of this program");
-  launch_on_gpu(fn, r);
+  // The module's context, current on whichever thread calls (a C program's worker threads too).
+  CudaDriver::get().ensure_context_current_on_this_thread(cu_context_);
+  launch_on_gpu_in_context(fn, r, cu_context_);
 }
 
 }  // namespace opencute::runtime

@@ -60,6 +60,7 @@ class ExportedProgram : public emulator::LaunchHandler {
 
   std::mutex load_mu_;
   std::atomic<void*> cu_module_{nullptr};
+  void* cu_context_ = nullptr;  // the CUcontext the module was loaded into; set before cu_module_
   std::vector<std::pair<const ir::Op*, void*>> launch_targets_;
 };
 

@@ -52,4 +52,17 @@ void launch_on_gpu(void* fn, const emulator::LaunchRequest& r, bool discard) {
     drv.launch(fn, r.grid[0], r.grid[1], r.grid[2], r.block[0], r.block[1], r.block[2], r.smem, r.stream, params);
 }
 
+void launch_on_gpu_in_context(void* fn, const emulator::LaunchRequest& r, void* context) {
+  try {
+    launch_on_gpu(fn, r);
+  } catch (const CudaError& e) {
+    if (e.code() != CudaDriver::kInvalidContext) throw;
+    // Nothing was queued: a launch that finds no context fails before it starts.
+    CudaDriver& drv = CudaDriver::get();
+    drv.forget_context_on_this_thread();
+    drv.ensure_context_current_on_this_thread(context);
+    launch_on_gpu(fn, r);
+  }
+}
+
 }  // namespace opencute::runtime

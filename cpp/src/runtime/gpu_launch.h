@@ -9,5 +9,9 @@ namespace opencute::runtime {
 
 // `discard`: pack the parameters but stop short of the driver (host-cost measurements).
 void launch_on_gpu(void* function, const emulator::LaunchRequest& request, bool discard = false);
+// launch_on_gpu of a function loaded into `context`, which the caller made current on this thread
+// with CudaDriver::ensure_context_current_on_this_thread. Should the launch find no context (the
+// thread's was popped or unset since), it makes `context` current again and launches once more.
+void launch_on_gpu_in_context(void* function, const emulator::LaunchRequest& request, void* context);
 
 }  // namespace opencute::runtime

@@ -5,6 +5,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import threading
 
 from .. import _core
 from . import context, rt
@@ -435,6 +436,9 @@ class _DecoratedFunction:
         self._name_prefix = name
 
 
+_trace_count_lock = threading.Lock()
+
+
 class JitFunction(_DecoratedFunction):
     def __init__(self, fn, preprocess=True):
         super().__init__(fn, preprocess)
@@ -488,7 +492,8 @@ class JitFunction(_DecoratedFunction):
     def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True, recorder=None, info=None):
         import time
         t0 = time.perf_counter()
-        self._trace_count += 1
+        with _trace_count_lock:  # traces may run on several threads at once
+            self._trace_count += 1
         # The toolchain libraries load while the function is traced (once per process).
         _core.preload_toolchain()
         tracer = _core.Tracer()

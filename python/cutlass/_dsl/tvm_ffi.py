@@ -7,6 +7,7 @@ objects) are packed by tvm-ffi. Our safe call checks and runs them either way. T
 wraps the resulting function object so that keyword arguments and defaults work.
 """
 import inspect
+import threading
 
 from .. import _core
 from .errors import DSLUserCodeError
@@ -39,6 +40,7 @@ def available():
 
 _factory = None
 _function_class = None
+_factory_lock = threading.Lock()  # first compiles may run on several threads at once
 
 # Leaf kinds; must match LeafKind in tvm_ffi_function.cpp.
 LEAF_TENSOR, LEAF_SCALAR, LEAF_STREAM, LEAF_POINTER = range(4)
@@ -48,10 +50,12 @@ def _factory_function():
     """A tvm_ffi.Function that turns a prepared C++ state into a new TVM-FFI function object."""
     global _factory, _function_class
     if _factory is None:
-        tvm_ffi = import_tvm_ffi()
-        _core.tvm_ffi_load(tvm_ffi.libinfo.find_libtvm_ffi())
-        _factory = tvm_ffi.Function.__from_extern_c__(_core.tvm_ffi_factory_address())
-        _function_class = _make_function_class(tvm_ffi)
+        with _factory_lock:
+            if _factory is None:
+                tvm_ffi = import_tvm_ffi()
+                _core.tvm_ffi_load(tvm_ffi.libinfo.find_libtvm_ffi())
+                _function_class = _make_function_class(tvm_ffi)  # before _factory: others read it once that is set
+                _factory = tvm_ffi.Function.__from_extern_c__(_core.tvm_ffi_factory_address())
     return _factory
 
 
