@@ -29,6 +29,8 @@ REFERENCE_COLOURS = ["#e07b28", "#7f7f7f", "#c44e52", "#8c6bb1", "#55a868", "#b8
 FIGURE_WIDTH_IN = 11.0
 PANEL_HEIGHT_IN = 3.6
 DPI = 100
+# Value labels sit on a white patch so a reference line crossing them stays readable.
+LABEL_BOX = {"facecolor": "white", "edgecolor": "none", "pad": 0.3}
 
 
 def decimals_of(value):
@@ -108,13 +110,17 @@ def draw_panel(ax, topic, group, records, lines, colours):
             x = i - 0.4 + width * (j + 0.5)
             ax.bar(x, value, width * 0.92, color=colours[name], label=name, zorder=2)
             ax.annotate(figure_text(value, decimals[name, rec["section"]]), (x, value), xytext=(0, 2), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=7 if many else 8, rotation=90 if many else 0)
+                        ha="center", va="bottom", fontsize=7 if many else 8, rotation=90 if many else 0,
+                        bbox=LABEL_BOX, zorder=3)
             tops.append(value)
     for line in lines:
         ax.axhline(line["value"], color="#333333", linestyle="--", linewidth=1, zorder=1)
-        ax.annotate(f"{line['label']}: {figure_text(line['value'], decimals_of(line['value']))} {topic.unit}", (1.0, line["value"]),
-                    xycoords=("axes fraction", "data"), xytext=(-4, 3), textcoords="offset points",
-                    ha="right", va="bottom", fontsize=8, color="#333333")
+        # Named beside the panel, where no bar or value label can be under it.
+        label = "\n".join(textwrap.wrap(line["label"], 14))
+        ax.annotate(f"{label}\n{figure_text(line['value'], decimals_of(line['value']))} {topic.unit}",
+                    (1.0, line["value"]), xycoords=("axes fraction", "data"), xytext=(4, 0),
+                    textcoords="offset points", ha="left", va="center", fontsize=8, color="#333333",
+                    annotation_clip=False)
         tops.append(line["value"])
     wrap = max(10, int(slot_in * 13))
     labels = []
