@@ -241,6 +241,17 @@ Num math(const std::string& fn, const std::vector<Num>& args0) {
   return from_value(Tracer::require("math").builder().math(fn, vals));
 }
 
+Num fma(const Num& a, const Num& b, const Num& c) {
+  Type t = common_type({a, b, c});
+  if (!t->is_float()) t = ir::f32();
+  Num x = convert(a, t), y = convert(b, t), z = convert(c, t);
+  if (x.is_static && y.is_static && z.is_static) {
+    // As the host interpreter and the emulator evaluate OpCode::Fma.
+    return Num::of_float(t, ir::round_float(t, x.s.f * y.s.f + z.s.f));
+  }
+  return from_value(Tracer::require("fma").builder().fma(materialize(x), materialize(y), materialize(z)));
+}
+
 Num bitcast(const Num& a, Type to) {
   if (a.type->width != to->width)
     throw UserError("TYPE_BITCAST", "bitcast needs types of one width, got " + dtype_name(a.type) + " and " + dtype_name(to));

@@ -50,7 +50,10 @@ class NumericMeta(type):
 
     @property
     def zero(cls):
-        return 0.0 if cls.is_float else 0
+        # The abstract Float / Integer classes too (`cutlass.Float.zero`), by their kind.
+        if cls.__name__ in _CLASSES:
+            return 0.0 if cls.is_float else 0
+        return 0.0 if issubclass(cls, Float) else 0
 
     @property
     def inf(cls):
