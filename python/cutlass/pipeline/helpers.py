@@ -60,8 +60,10 @@ class PipelineState:
     time the index wraps) and `count` (slots passed). Carried through dynamic loops."""
 
     def __init__(self, stages, count, index, phase):
-        if not isinstance(stages, int) or stages <= 0:
-            raise ValueError(f"PipelineState: stages must be a positive int, got {stages!r}")
+        # 0 stages is a placeholder state that is never advanced (quack's non-persistent tile
+        # scheduler carries one).
+        if not isinstance(stages, int) or stages < 0:
+            raise ValueError(f"PipelineState: stages must be a non-negative int, got {stages!r}")
         self._stages = stages
         self._count = Int32(count)
         self._index = Int32(index)
