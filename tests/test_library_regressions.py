@@ -64,3 +64,136 @@ def test_none_value_passes_through_dynamic_loop():
         cute.compile(optional_fragment_host, a, out, Int32(8), with_sum, options="--target cpu")(a, out, Int32(8))
         np.testing.assert_array_equal(out[:8], a * 2)
         assert out[8] == (a.sum() if with_sum else 0)
+
+
+# ---- cute.compile of an object whose @cute.jit __call__ is inherited (quack's GemmDefaultSm90) -------
+
+@cute.kernel
+def scale_kernel(a: cute.Tensor, factor: cutlass.Constexpr):
+    i = cute.arch.thread_idx()[0]
+    a[i] = a[i] * factor
+
+
+class ScaleBase:
+    def __init__(self, factor):
+        self.factor = factor
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor):
+        scale_kernel(a, self.factor).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+class ScaleByThree(ScaleBase):
+    def __init__(self):
+        super().__init__(3)
+
+
+def test_compile_object_with_inherited_jit_call():
+    a = np.arange(8, dtype=np.float32)
+    cute.compile(ScaleByThree(), a, options="--target cpu")(a)
+    np.testing.assert_array_equal(a, np.arange(8, dtype=np.float32) * 3)
+
+
+# ---- DSL numbers inside an argument class (quack's ArgumentsBase: a JitArgument dataclass whose
+# fields forward __get_mlir_types__ / __c_pointers__ and are rebuilt with new_from_mlir_values) -------
+
+from dataclasses import dataclass, fields  # noqa: E402
+
+from cutlass.base_dsl.typing import JitArgument  # noqa: E402
+
+
+@dataclass
+class Scalars(JitArgument):
+    offset: Int32
+    scale: cutlass.Float32
+
+    def __c_pointers__(self):
+        return [p for f in fields(self) for p in getattr(self, f.name).__c_pointers__()]
+
+    def __get_mlir_types__(self):
+        return [t for f in fields(self) for t in getattr(self, f.name).__get_mlir_types__()]
+
+    def __new_from_mlir_values__(self, values):
+        return Scalars(*(cutlass.new_from_mlir_values(getattr(self, f.name), [v])
+                         for f, v in zip(fields(self), values)))
+
+
+@cute.kernel
+def affine_kernel(a: cute.Tensor, s: Scalars):
+    i = cute.arch.thread_idx()[0]
+    a[i] = a[i] * s.scale + cutlass.Float32(s.offset)
+
+
+@cute.jit
+def affine_host(a: cute.Tensor, s: Scalars):
+    affine_kernel(a, s).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+def test_numbers_in_a_jit_argument_class_are_runtime_values():
+    a = np.arange(8, dtype=np.float32)
+    f = cute.compile(affine_host, a, Scalars(Int32(1), cutlass.Float32(2.0)), options="--target cpu")
+    f(a, Scalars(Int32(5), cutlass.Float32(0.5)))  # other values than at compile time
+    np.testing.assert_array_equal(a, np.arange(8, dtype=np.float32) * 0.5 + 5)
+
+
+# ---- make_tiled_tma_atom with CuTe's cta_v_map (composition of an identity layout with the tile)
+# and a batch mode (quack's epilogue store) ---------------------------------------------------------
+
+from cutlass.cute.nvgpu import cpasync  # noqa: E402
+
+
+@cute.kernel
+def tma_store_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor):
+    bidx, bidy, bidz = cute.arch.block_idx()
+    tidx, _, _ = cute.arch.thread_idx()
+    s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 256, alignment=128),
+                         cute.make_layout((8, 32), stride=(32, 1)))
+    for i in cutlass.range(tidx, 256, 32):
+        s[i // 32, i % 32] = cutlass.Float32(bidz * 100000 + (bidx * 8 + i // 32) * 1000 + bidy * 32 + i % 32)
+    cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
+    cute.arch.sync_threads()
+    cute.copy(atom, s, cute.local_tile(tma_tensor[None, None, bidz], (8, 32), (bidx, bidy)))
+    cute.arch.cp_async_bulk_commit_group()
+    cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+@cute.jit
+def tma_store_host(c: cute.Tensor):
+    cta_v_map = cute.composition(cute.make_identity_layout(c.shape), (8, 32))
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                          cute.make_layout((8, 32), stride=(32, 1)), cta_v_map)
+    tma_store_kernel(atom, t).launch(grid=(2, 2, 2), block=(32, 1, 1))
+
+
+def test_tma_atom_from_a_cta_v_map_layout_with_a_batch_mode():
+    c = np.full((2, 16, 64), -1, np.float32).transpose(1, 2, 0)  # (m, n, l), n contiguous
+    cute.compile(tma_store_host, c, options="--target cpu --gpu-arch sm_90a")(c)
+    m, n, batch = np.meshgrid(np.arange(16), np.arange(64), np.arange(2), indexing="ij")
+    np.testing.assert_array_equal(c, (batch * 100000 + m * 1000 + n).astype(np.float32))
+
+
+# ---- integer division by a constant zero in a kernel is left to run time (quack's pingpong GEMM
+# advances a 0-stage pipeline state it never uses) ---------------------------------------------------
+
+@cute.kernel
+def unused_division_kernel(out: cute.Tensor, stages: cutlass.Constexpr):
+    i = cute.arch.thread_idx()[0]
+    index = Int32(3) + Int32(2)
+    if const_expr(stages > 0):
+        out[i] = index // stages
+    else:
+        wrapped = index // Int32(stages)  # never read: CUDA leaves the value unspecified
+        out[i] = index
+
+
+@cute.jit
+def unused_division_host(out: cute.Tensor, stages: cutlass.Constexpr):
+    unused_division_kernel(out, stages).launch(grid=(1, 1, 1), block=(4, 1, 1))
+
+
+def test_constant_integer_division_by_zero_in_a_kernel_is_not_a_trace_error():
+    out = np.zeros(4, np.int32)
+    cute.compile(unused_division_host, out, 0, options="--target cpu")(out)
+    np.testing.assert_array_equal(out, [5] * 4)
+    cute.compile(unused_division_host, out, 2, options="--target cpu")(out)
+    np.testing.assert_array_equal(out, [2] * 4)
