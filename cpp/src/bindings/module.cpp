@@ -259,7 +259,8 @@ NB_MODULE(_core, m) {
         Num r = dsl::inline_asm(rt, ops, asm_text, constraints, side_effects, file, line);
         if (!rt) return nb::none();
         return nb::cast(r);
-      })
+      }, nb::arg("result").none(), nb::arg("operands"), nb::arg("asm_text"), nb::arg("constraints"),
+         nb::arg("side_effects"), nb::arg("file"), nb::arg("line"))
       .def("griddepcontrol", [](dsl::Tracer&, bool wait) {
         dsl::griddepcontrol(wait ? ir::GridDepControlKind::Wait : ir::GridDepControlKind::LaunchDependents);
       })

@@ -141,18 +141,23 @@ def _f32_result(res, what):
         raise DSLUserCodeError(f"nvvm.{what} returns an f32, not {res!r}", code="TYPE_MISMATCH")
 
 
-def fmin(res, a, b, *, abs=None, nan=None, ftz=None, loc=None, ip=None):  # noqa: A002 - NVVM's keyword
-    """min.f32 of two f32 values (a NaN operand is ignored): a Float32."""
+# The three-operand forms (`c=`, PTX min/max.f32 with three sources) are the two-operand one
+# applied twice: min and max are exact and associative, and a NaN operand is ignored either way.
+
+def fmin(res, a, b, c=None, *, abs=None, nan=None, ftz=None, loc=None, ip=None):  # noqa: A002 - NVVM's keyword
+    """min.f32 of two (or three) f32 values (a NaN operand is ignored): a Float32."""
     from ...cute import arch
     _f32_result(res, "fmin")
-    return arch.fmin(wrap(_ir(a)), wrap(_ir(b)), abs=bool(abs), nan=bool(nan))
+    r = arch.fmin(wrap(_ir(a)), wrap(_ir(b)), abs=bool(abs), nan=bool(nan))
+    return r if c is None else arch.fmin(r, wrap(_ir(c)), abs=bool(abs), nan=bool(nan))
 
 
-def fmax(res, a, b, *, abs=None, nan=None, ftz=None, loc=None, ip=None):  # noqa: A002
-    """max.f32 of two f32 values (a NaN operand is ignored): a Float32."""
+def fmax(res, a, b, c=None, *, abs=None, nan=None, ftz=None, loc=None, ip=None):  # noqa: A002
+    """max.f32 of two (or three) f32 values (a NaN operand is ignored): a Float32."""
     from ...cute import arch
     _f32_result(res, "fmax")
-    return arch.fmax(wrap(_ir(a)), wrap(_ir(b)), abs=bool(abs), nan=bool(nan))
+    r = arch.fmax(wrap(_ir(a)), wrap(_ir(b)), abs=bool(abs), nan=bool(nan))
+    return r if c is None else arch.fmax(r, wrap(_ir(c)), abs=bool(abs), nan=bool(nan))
 
 
 _ATOMIC_KINDS = {
