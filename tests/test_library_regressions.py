@@ -1,6 +1,7 @@
 """Defects that running quack's kernels (issue 23) exposed, each as a small kernel of the same
 construct, checked against numpy on the CPU emulator."""
 import numpy as np
+import pytest
 
 import cutlass
 import cutlass.cute as cute
@@ -197,3 +198,69 @@ def test_constant_integer_division_by_zero_in_a_kernel_is_not_a_trace_error():
     np.testing.assert_array_equal(out, [5] * 4)
     cute.compile(unused_division_host, out, 2, options="--target cpu")(out)
     np.testing.assert_array_equal(out, [2] * 4)
+
+
+# ---- FlashAttention-4's helpers: tiled_mma.op, nvvm.fmax with three operands, ptr.toint(loc=, ip=),
+# llvm.inline_asm without a result ---------------------------------------------------------------
+
+from cutlass.cute.nvgpu import warpgroup  # noqa: E402
+from cutlass._mlir.dialects import llvm, nvvm  # noqa: E402
+from cutlass.cutlass_dsl import T  # noqa: E402
+
+
+def test_tiled_mma_op_makes_fresh_atoms():
+    @cute.jit
+    def host():
+        tiled = cute.make_tiled_mma(warpgroup.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (64, 64, 16)))
+        first = cute.make_mma_atom(tiled.op)
+        first.set(warpgroup.Field.ACCUMULATE, False)
+        second = cute.make_mma_atom(tiled.op)
+        second.set(warpgroup.Field.ACCUMULATE, True)
+        assert tuple(first.shape_mnk) == (64, 64, 16) and str(first) == str(second)
+        # Each atom keeps its own ACCUMULATE field.
+        assert bool(first.get(warpgroup.Field.ACCUMULATE)) is False
+        assert bool(second.get(warpgroup.Field.ACCUMULATE)) is True
+
+    cute.compile(host, options="--target cpu")
+
+
+@cute.kernel
+def fmax3_kernel(a: cute.Tensor, out: cute.Tensor):
+    i = cute.arch.thread_idx()[0]
+    out[i] = cutlass.Float32(nvvm.fmax(T.f32(), a[3 * i].ir_value(), a[3 * i + 1].ir_value(),
+                                       c=a[3 * i + 2].ir_value()))
+    out[i + 4] = cutlass.Float32(nvvm.fmin(T.f32(), a[3 * i].ir_value(), a[3 * i + 1].ir_value(),
+                                           c=a[3 * i + 2].ir_value()))
+
+
+@cute.jit
+def fmax3_host(a: cute.Tensor, out: cute.Tensor):
+    fmax3_kernel(a, out).launch(grid=(1, 1, 1), block=(4, 1, 1))
+
+
+def test_nvvm_fmax_fmin_three_operands():
+    a = np.array([1, 5, 3, -1, -7, -2, 0, 0.5, np.nan, 2, 9, 4], np.float32)
+    out = np.zeros(8, np.float32)
+    cute.compile(fmax3_host, a, out, options="--target cpu")(a, out)
+    triples = a.reshape(4, 3)
+    np.testing.assert_array_equal(out[:4], np.fmax.reduce(triples, axis=1))  # a NaN operand is ignored
+    np.testing.assert_array_equal(out[4:], np.fmin.reduce(triples, axis=1))
+
+
+@cute.kernel
+def void_asm_kernel(a: cute.Tensor):
+    address = a.iterator.toint(loc=None, ip=None)
+    llvm.inline_asm(None, [address.ir_value()], "prefetch.global.L2 [$0];", "l", has_side_effects=True,
+                    is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+@cute.jit
+def void_asm_host(a: cute.Tensor):
+    void_asm_kernel(a).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_inline_asm_without_result_traces():
+    a = np.zeros(4, np.float32)
+    f = cute.compile(void_asm_host, a, options="--target cpu")  # tracing takes res=None
+    with pytest.raises(cutlass.DSLRuntimeError, match="uses inline PTX"):
+        f(a)
