@@ -52,6 +52,9 @@ class _TmaOp:
     def __init__(self, cta_group=None):
         self.cta_group = cta_group
 
+    def _atom_kind(self):
+        return self._kind
+
     def __repr__(self):
         return f"{type(self).__name__}()"
 
@@ -86,7 +89,7 @@ class CopyReduceBulkTensorTileS2GOp(_TmaOp):
     """TMA tile reduce-store, shared -> global memory: each element of the box is combined into
     global memory with `reduction_kind` (cute.ReductionOp.ADD, MIN, MAX ...) atomically per
     element (PTX cp.reduce.async.bulk.tensor); completes through bulk groups like the store."""
-    _kind = "store_reduce"
+    _kind = "store"
 
     def __init__(self, reduction_kind=None, cta_group=None):
         super().__init__(cta_group)
@@ -94,6 +97,12 @@ class CopyReduceBulkTensorTileS2GOp(_TmaOp):
 
     def __repr__(self):
         return f"CopyReduceBulkTensorTileS2GOp({self.reduction_kind})"
+
+    def _atom_kind(self):
+        # cute.ReductionOp.ADD / MIN / MAX, or the operation's name ("add", "and" ...).
+        kind = self.reduction_kind
+        name = kind.lower() if isinstance(kind, str) else getattr(kind, "name", str(kind)).lower()
+        return "store_" + name
 
     def __str__(self):
         return "cp.reduce.async SMEM -> GMEM bulk tensor copy Operation"
@@ -193,10 +202,7 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     if internal_type is not None:
         raise user_error("make_tiled_tma_atom: internal_type= is not supported yet", code="NOT_SUPPORTED")
     tiler = _tile_of_cta_v_map(cta_tiler, smem_layout)
-    if isinstance(op, CopyReduceBulkTensorTileS2GOp):
-        raise user_error(f"make_tiled_tma_atom: {op!r} (cp.reduce.async.bulk.tensor) is not supported yet",
-                         code="NOT_SUPPORTED")
-    atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._kind, gmem_tensor, smem_layout, tiler,
+    atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._atom_kind(), gmem_tensor, smem_layout, tiler,
                                                                     int(num_multicast), *_user_line())
     return TmaInfo(TmaCopyAtom(op, atom, desc, ratios), tma_tensor, smem_layout)
 
