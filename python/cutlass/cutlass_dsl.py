@@ -14,6 +14,7 @@ from ._dsl.rt import max, min, not_ as _not  # noqa: F401,A004
 from ._dsl.numeric import NumericMeta, as_numeric  # noqa: F401
 from ._dsl.control import const_expr, dynamic_expr  # noqa: F401
 from . import _cuda_jit_executor as cuda_jit_executor  # noqa: F401
+from ._mlir.dialects.vector import VectorType
 
 
 def not_(x, *, loc=None, ip=None):
@@ -87,5 +88,4 @@ class T:
     @staticmethod
     def vector(count, element_type):
         """vector<count x element_type> (cutlass._mlir.dialects.vector's values)."""
-        from ._mlir.dialects.vector import VectorType
         return VectorType(count, element_type)

@@ -5,8 +5,8 @@ import operator
 
 from .. import _core
 from .._dsl import context
-from .._dsl.errors import user_location
-from .._dsl.numeric import MAX, MIN, Float32, Int32, Int64, Uint64, as_numeric, num_of, wrap
+from .._dsl.errors import DSLUserCodeError, user_location
+from .._dsl.numeric import MAX, MIN, Float32, Int32, Int64, Uint32, Uint64, as_numeric, num_of, wrap
 from .._dsl.rt import max as _dsl_max
 from .._dsl.source_lines import _is_user_code
 
@@ -240,7 +240,6 @@ def barrier_arrive(*, barrier_id=None, number_of_threads=None, loc=None, ip=None
 
 
 def _named_barrier(barrier_id, number_of_threads, arrive_only):
-    from .._dsl.numeric import Int32
     ident = Int32(0 if barrier_id is None else barrier_id)
     if number_of_threads is None:
         count = Int32(block_dim()[0] * block_dim()[1] * block_dim()[2])
@@ -655,7 +654,6 @@ def cp_async_bulk_wait_group(group, *, read=None, loc=None, ip=None):
 def _rn_only(rnd, what):
     name = getattr(rnd, "name", rnd)
     if name is None or str(name).upper() not in ("RN", "RNI", "NEAREST"):
-        from .._dsl.errors import DSLUserCodeError
         raise DSLUserCodeError(f"cute.arch.{what}: rounding mode {name!r} is not supported; pass "
                                "rnd=nvvm.RoundingModeKind.RN (round to nearest even)", code="NOT_SUPPORTED")
 
@@ -663,7 +661,6 @@ def _rn_only(rnd, what):
 def _pair(x, what):
     if not isinstance(x, (tuple, list)) or len(x) != 2:
         raise TypeError(f"cute.arch.{what}: each operand is a pair of Float32, got {x!r}")
-    from .._dsl.numeric import Float32
     return Float32(x[0]), Float32(x[1])
 
 
@@ -710,7 +707,6 @@ def calc_packed_f32x2_op(src_a, src_b, src_c=None, calc_func=None, *, rnd="RZ", 
 def popc(value, *, loc=None, ip=None):
     """The number of set bits of a 32-bit integer (PTX popc.b32), as an Int32. Composed of shifts,
     masks and adds (the SWAR count), which give popc's result for every input."""
-    from .._dsl.numeric import Int32, Uint32
     x = Uint32(as_numeric(value))
     x = x - ((x >> 1) & Uint32(0x55555555))
     x = (x & Uint32(0x33333333)) + ((x >> 2) & Uint32(0x33333333))

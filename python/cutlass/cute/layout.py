@@ -234,8 +234,7 @@ def append_ones(x, up_to_rank=None, *, loc=None, ip=None):
 
 def _ones(x, up_to_rank, extend):
     if hasattr(x, "iterator") and hasattr(x, "layout"):  # a tensor: its layout, same engine
-        from .tensor import make_tensor
-        return make_tensor(x.iterator, _ones(x.layout, up_to_rank, extend))
+        return _core.cute.make_tensor(x.iterator, _ones(x.layout, up_to_rank, extend))
     if isinstance(x, tuple) or isinstance(x, int) or not hasattr(x, "shape"):
         return extend(x, 1, up_to_rank)
     return extend(x, make_layout(1, stride=0), up_to_rank)

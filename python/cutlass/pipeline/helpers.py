@@ -6,7 +6,9 @@ import enum
 
 from .. import _core
 from .._dsl.numeric import Boolean, Int32, Int64, Numeric, as_numeric, wrap
+from .._dsl.carry import extract_mlir_values, new_from_mlir_values
 from ..cute import arch as _cute_arch
+from ..cute.layout import size as _layout_size
 from .named_barrier import NamedBarrier
 
 
@@ -215,11 +217,9 @@ class MbarrierArray:
 
     # Carried through kernels and dynamic control flow by its base pointer.
     def __extract_mlir_values__(self):
-        from .._dsl.carry import extract_mlir_values
         return extract_mlir_values(self.barrier_storage)
 
     def __new_from_mlir_values__(self, values):
-        from .._dsl.carry import new_from_mlir_values
         new = object.__new__(type(self))
         new.__dict__.update(self.__dict__)
         new.barrier_storage = new.mbarrier_base = new_from_mlir_values(self.barrier_storage, values)
@@ -231,8 +231,7 @@ def _cluster_size(cluster_shape_mn):
     if cluster_shape_mn is None:
         return 1
     if hasattr(cluster_shape_mn, "shape"):
-        from .. import cute
-        return cute.size(cluster_shape_mn)
+        return _layout_size(cluster_shape_mn)
     n = 1
     for c in cluster_shape_mn:
         n *= c

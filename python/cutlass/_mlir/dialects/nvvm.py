@@ -6,7 +6,8 @@ import enum
 
 from ... import _core
 from ..._dsl.errors import DSLUserCodeError
-from ..._dsl.numeric import Boolean, Numeric, as_numeric, num_of, wrap
+from ..._dsl.numeric import Boolean, Float32, Numeric, as_numeric, num_of, wrap
+from ...cute import arch
 from ...cute.arch import _pointer_value, _user_line
 from ..ir import Value
 
@@ -122,7 +123,6 @@ class AtomicOpKind(enum.Enum):
 
 def _packed(name):
     def op(*args, rnd=RoundingModeKind.RZ, ftz=True, loc=None, ip=None):
-        from ...cute import arch
         return getattr(arch, name)(*args, rnd=rnd, ftz=ftz)
     op.__name__ = name
     op.__doc__ = f"nvvm.{name}: cute.arch.{name} (pairs of Float32)."
@@ -136,7 +136,6 @@ sub_packed_f32x2 = _packed("sub_packed_f32x2")
 
 
 def _f32_result(res, what):
-    from ..._dsl.numeric import Float32
     if res is not None and res != Float32.mlir_type:
         raise DSLUserCodeError(f"nvvm.{what} returns an f32, not {res!r}", code="TYPE_MISMATCH")
 
@@ -146,7 +145,6 @@ def _f32_result(res, what):
 
 def fmin(res, a, b, c=None, *, abs=None, nan=None, ftz=None, loc=None, ip=None):  # noqa: A002 - NVVM's keyword
     """min.f32 of two (or three) f32 values (a NaN operand is ignored): a Float32."""
-    from ...cute import arch
     _f32_result(res, "fmin")
     r = arch.fmin(wrap(_ir(a)), wrap(_ir(b)), abs=bool(abs), nan=bool(nan))
     return r if c is None else arch.fmin(r, wrap(_ir(c)), abs=bool(abs), nan=bool(nan))
@@ -154,7 +152,6 @@ def fmin(res, a, b, c=None, *, abs=None, nan=None, ftz=None, loc=None, ip=None):
 
 def fmax(res, a, b, c=None, *, abs=None, nan=None, ftz=None, loc=None, ip=None):  # noqa: A002
     """max.f32 of two (or three) f32 values (a NaN operand is ignored): a Float32."""
-    from ...cute import arch
     _f32_result(res, "fmax")
     r = arch.fmax(wrap(_ir(a)), wrap(_ir(b)), abs=bool(abs), nan=bool(nan))
     return r if c is None else arch.fmax(r, wrap(_ir(c)), abs=bool(abs), nan=bool(nan))
@@ -170,7 +167,6 @@ _ATOMIC_KINDS = {
 def atomicrmw(res, op, ptr, a, *, mem_order=None, syncscope=None, loc=None, ip=None):
     """`*ptr = op(*ptr, a)` atomically (PTX atom); returns the previous value, of `a`'s type
     (`res` names it: T.i32(), T.f32() ...). UMAX / UMIN compare as unsigned: pass an unsigned `a`."""
-    from ...cute import arch
     kind = _ATOMIC_KINDS.get(op)
     if kind is None:
         raise DSLUserCodeError(f"nvvm.atomicrmw: {op} is not supported (supported: "

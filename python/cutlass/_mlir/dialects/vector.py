@@ -1,5 +1,7 @@
 """`cutlass._mlir.dialects.vector`: element access on a register vector (a TensorSSA here)."""
+from ... import _core
 from ..._dsl.errors import DSLUserCodeError
+from ..._dsl.numeric import NUMERIC_TYPES, NumericMeta, Uint8, Uint16, Uint32, Uint64, as_numeric, wrap
 
 
 def extract(vector, dynamic_position, static_position, *, loc=None, ip=None):
@@ -44,7 +46,6 @@ class _Vector:
 
 
 def _numeric_class(t):
-    from ..._dsl.numeric import NUMERIC_TYPES, NumericMeta
     if isinstance(t, NumericMeta):
         return t
     for cls in NUMERIC_TYPES:
@@ -61,7 +62,6 @@ def _check_vector_type(t, what):
 
 def from_elements(result, elements, *, loc=None, ip=None):
     """The vector of type `result` holding `elements` (IR values or DSL numbers), in order."""
-    from ..._dsl.numeric import as_numeric, wrap
     _check_vector_type(result, "from_elements")
     elements = list(elements)
     if len(elements) != result.count:
@@ -78,14 +78,11 @@ def from_elements(result, elements, *, loc=None, ip=None):
 
 
 def _unsigned(width):
-    from ..._dsl import numeric
-    return {8: numeric.Uint8, 16: numeric.Uint16, 32: numeric.Uint32, 64: numeric.Uint64}[width]
+    return {8: Uint8, 16: Uint16, 32: Uint32, 64: Uint64}[width]
 
 
 def bitcast(result, source, *, loc=None, ip=None):
     """`source`'s bits as a vector of type `result` (the same total width)."""
-    from ... import _core
-    from ..._dsl.numeric import Uint64, wrap
     _check_vector_type(result, "bitcast")
     if not isinstance(source, _Vector):
         raise DSLUserCodeError("vector.bitcast needs a vector (from vector.from_elements)", code="TYPE_MISMATCH")

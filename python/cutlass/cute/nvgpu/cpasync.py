@@ -187,7 +187,6 @@ def _tile_of_cta_v_map(cta_tiler, smem_layout):
             raise user_error(f"make_tiled_tma_atom: a cta_v_map layout must map mode {i} to gmem mode {i} with unit "
                              f"stride (composition(make_identity_layout(shape), tile)); got stride {stride}",
                              code="NOT_SUPPORTED")
-    from ..layout import rank
     keep = max(rank(smem_layout), 1)
     return shape[:keep] if len(shape) > keep else shape
 
