@@ -264,3 +264,27 @@ def test_inline_asm_without_result_traces():
     f = cute.compile(void_asm_host, a, options="--target cpu")  # tracing takes res=None
     with pytest.raises(cutlass.DSLRuntimeError, match="uses inline PTX"):
         f(a)
+
+
+# ---- the pipeline classes as libraries derive from them (quack's PipelineTmaCpAsync: a frozen
+# dataclass over PipelineTmaAsync, built positionally from _make_sync_object's barriers) -----------
+
+import dataclasses  # noqa: E402
+
+import cutlass.pipeline as pipeline  # noqa: E402
+
+
+def test_pipeline_classes_are_frozen_dataclasses_with_the_dsl_fields():
+    @dataclasses.dataclass(frozen=True)
+    class Derived(pipeline.PipelineTmaAsync):
+        pass
+
+    assert [f.name for f in dataclasses.fields(Derived)] == [
+        "sync_object_full", "sync_object_empty", "num_stages", "producer_mask", "consumer_mask",
+        "is_signalling_thread"]
+    assert callable(pipeline.PipelineAsync._make_sync_object)
+    assert {op.name for op in pipeline.PipelineOp} >= {"AsyncThread", "TmaLoad", "TCGen05Mma"}
+    # quack's non-persistent tile scheduler carries a 0-stage state it never advances.
+    assert pipeline.PipelineState(0, 0, 0, 1).stages == 0
+    with pytest.raises(ValueError, match="non-negative"):
+        pipeline.PipelineState(-1, 0, 0, 0)
