@@ -30,5 +30,8 @@ from . import cute
 from . import testing
 from . import utils
 from . import pipeline  # `cutlass.pipeline.X` without importing the submodule (NVIDIA's notebooks)
+from . import base_dsl  # noqa: E402 - `cutlass.base_dsl.runtime.cuda.X` as an attribute
+from ._dsl.carry import extract_mlir_values, new_from_mlir_values  # noqa: E402
+from .cute.typing import Layout, Pointer  # noqa: E402 - annotations name them on cutlass too
 
 __version__ = "0.1.0"

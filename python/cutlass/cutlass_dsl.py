@@ -11,11 +11,37 @@ from ._dsl.jit import Constexpr  # noqa: F401
 from ._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16,  # noqa: F401
                            BFloat16, Float32, Float64, Float8E4M3FN, Float8E5M2, Float4E2M1FN, Numeric, Integer, Float)
 from ._dsl.rt import max, min, not_ as _not  # noqa: F401,A004
+from ._dsl.numeric import NumericMeta, as_numeric  # noqa: F401
+from ._dsl.control import const_expr, dynamic_expr  # noqa: F401
+from . import _cuda_jit_executor as cuda_jit_executor  # noqa: F401
+from ._mlir.dialects.vector import VectorType
 
 
 def not_(x, *, loc=None, ip=None):
     """Logical not of a Boolean (dynamic or static)."""
     return _not(x)
+
+
+def _logical(values, static_op, dynamic_op, what):
+    if not values:
+        raise TypeError(f"cutlass_dsl.{what} needs at least one operand")
+    operands = [v if hasattr(v, "_n") else as_numeric(v) for v in values]
+    if all(o.is_static() for o in operands):
+        return static_op(bool(o.value) for o in operands)
+    result = Boolean(operands[0])
+    for o in operands[1:]:
+        result = dynamic_op(result, Boolean(o))
+    return result
+
+
+def and_(*values, loc=None, ip=None):
+    """Logical and of Booleans (or values tested against zero); a Python bool when all are static."""
+    return _logical(values, all, lambda a, b: a & b, "and_")
+
+
+def or_(*values, loc=None, ip=None):
+    """Logical or of Booleans (or values tested against zero); a Python bool when all are static."""
+    return _logical(values, any, lambda a, b: a | b, "or_")
 
 
 class T:
@@ -58,3 +84,8 @@ class T:
     @staticmethod
     def f64():
         return Float64.mlir_type
+
+    @staticmethod
+    def vector(count, element_type):
+        """vector<count x element_type> (cutlass._mlir.dialects.vector's values)."""
+        return VectorType(count, element_type)

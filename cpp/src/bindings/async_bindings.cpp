@@ -76,7 +76,17 @@ void bind_async(nb::module_& root) {
   m.def("make_tiled_tma_atom", [](const std::string& kind, nb::handle gmem, nb::handle smem_layout, nb::handle tiler,
                                   int num_multicast, const std::string& file, int line) {
     Scope scope;
-    cute::TmaKind k = kind == "store" ? cute::TmaKind::Store
+    // "store_<op>": a reduce-store (CopyReduceBulkTensorTileS2GOp) combining with <op>.
+    ir::TmaReduceKind reduce = ir::TmaReduceKind::None;
+    if (kind.rfind("store_", 0) == 0) {
+      const std::string r = kind.substr(6);
+      for (int i = 1; i < int(ir::TmaReduceKind::NumKinds); ++i)
+        if (r == ir::tma_reduce_kind_name(ir::TmaReduceKind(i))) reduce = ir::TmaReduceKind(i);
+      if (reduce == ir::TmaReduceKind::None)
+        throw dsl::UserError("NOT_SUPPORTED", "make_tiled_tma_atom: TMA reduce-stores combine with add, min, max, and, "
+                                              "or or xor, not '" + r + "'");
+    }
+    cute::TmaKind k = kind == "store" || reduce != ir::TmaReduceKind::None ? cute::TmaKind::Store
                     : kind == "load_multicast" ? cute::TmaKind::LoadMulticast : cute::TmaKind::Load;
     layout::Layout outer;
     std::optional<layout::Swizzle> swizzle;
@@ -94,6 +104,19 @@ void bind_async(nb::module_& root) {
     cute::TmaAtomResult r = located(file, line, [&] {
       return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tuple(tiler), num_multicast);
     });
+    if (reduce != ir::TmaReduceKind::None) {
+      // The element types PTX's cp.reduce.async.bulk.tensor combines with each operation.
+      const ir::Type e = r.atom.element;
+      const bool f32 = e == ir::f32(), half = e->is_float() && e->width == 16, wide_int = e->is_int() && e->width >= 32;
+      const bool ok = reduce == ir::TmaReduceKind::Add ? f32 || half || (wide_int && (e->width == 32 || !e->is_signed))
+                    : reduce == ir::TmaReduceKind::Min || reduce == ir::TmaReduceKind::Max ? half || wide_int
+                    : wide_int;
+      if (!ok)
+        throw dsl::UserError("NOT_SUPPORTED", std::string("make_tiled_tma_atom: a TMA reduce-store cannot combine ") +
+                                                  dsl::dtype_name(e) + " elements with " + ir::tma_reduce_kind_name(reduce));
+      r.atom.op_name = "CopyReduceBulkTensorTileS2GOp";
+    }
+    r.atom.reduce = reduce;
     nb::list ratios;
     for (const dsl::Num& x : r.merge_ratios) ratios.append(nb::cast(x));
     return nb::make_tuple(r.atom, r.descriptor, r.tma_tensor, ratios);

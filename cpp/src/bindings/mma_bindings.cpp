@@ -94,6 +94,9 @@ nb::object fragment(const TiledMma& t, MmaOperand w, nb::handle x) {
 
 template <class C, class Get>
 void tiled_methods(nb::class_<C>& cls, Get get) {
+  // A copy of the tiled MMA's atom (TiledMma.op makes fresh atoms from it: FA4 sets ACCUMULATE on
+  // its own atom without touching the tiled MMA's).
+  cls.def("_atom_copy", [get](const C& c) { return MmaAtom(get(c).atom); });
   cls.def_prop_ro("thr_id", [get](const C& c) { return py(get(c).atom.thr_id); })
       .def_prop_ro("shape_mnk", [get](const C& c) { return to_py(L::IntTuple{get(c).atom.m, get(c).atom.n, get(c).atom.k}); })
       .def_prop_ro("tv_layout_A", [get](const C& c) { return py(get(c).atom.layout_a_tv); })
@@ -158,6 +161,7 @@ void bind_mma(nb::module_& root) {
       .def("make_fragment_A", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::A, x); })
       .def("make_fragment_B", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::B, x); })
       .def("make_fragment_C", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::C, x); })
+      .def("__copy__", [](const MmaAtom& a) { return MmaAtom(a); })
       .def("_set_accumulate", [](MmaAtom& a, nb::handle v) { set_accumulate(a, v); })
       .def("_get_accumulate", [](const MmaAtom& a) { return get_accumulate(a); })
       .def("__extract_mlir_values__", [](const MmaAtom&) { return nb::list(); })

@@ -150,6 +150,9 @@ NB_MODULE(_core, m) {
   m.def("convert", [](nb::handle a, const std::string& dtype) { return dsl::convert(to_num(a), dsl::dtype_from_name(dtype)); });
   m.def("bitcast", [](nb::handle a, const std::string& dtype) { return dsl::bitcast(to_num(a), dsl::dtype_from_name(dtype)); });
   m.def("select", [](nb::handle c, nb::handle a, nb::handle b) { return dsl::select(to_num(c), to_num(a), to_num(b)); });
+  m.def("fma", [](nb::handle a, nb::handle b, nb::handle c) {
+    return dsl::fma(bindings::to_operand(a), bindings::to_operand(b), bindings::to_operand(c));
+  });
   m.def("math", [](const std::string& fn, nb::list args) {
     std::vector<Num> operands;
     for (nb::handle h : args) operands.push_back(bindings::to_operand(h));
@@ -256,7 +259,8 @@ NB_MODULE(_core, m) {
         Num r = dsl::inline_asm(rt, ops, asm_text, constraints, side_effects, file, line);
         if (!rt) return nb::none();
         return nb::cast(r);
-      })
+      }, nb::arg("result").none(), nb::arg("operands"), nb::arg("asm_text"), nb::arg("constraints"),
+         nb::arg("side_effects"), nb::arg("file"), nb::arg("line"))
       .def("griddepcontrol", [](dsl::Tracer&, bool wait) {
         dsl::griddepcontrol(wait ? ir::GridDepControlKind::Wait : ir::GridDepControlKind::LaunchDependents);
       })

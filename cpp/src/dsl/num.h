@@ -55,6 +55,8 @@ Num to_boolean(const Num& a);    // a != 0
 Num select(const Num& cond, const Num& a, const Num& b);
 Num math(const std::string& fn, const std::vector<Num>& args);
 Num bitcast(const Num& a, ir::Type to);
+// a*b+c rounded once (fma.rn): the operands' common float type (Float32 for integers).
+Num fma(const Num& a, const Num& b, const Num& c);
 
 std::string num_repr(const Num& n);  // "Int32(5)" / "Int32(?)"
 

@@ -6,6 +6,7 @@
 
 #include "emulator/sm90_tensormap.h"
 #include "ir/async_attributes.h"
+#include "ir/scalar_semantics.h"
 
 namespace opencute::emulator {
 
@@ -297,10 +298,26 @@ void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
   if (src < base || src + bytes > base + w.smem_size)
     w.fail(lane, "a TMA store of " + std::to_string(bytes) + " bytes from shared offset " +
                      std::to_string(int64_t(src - base)) + " runs outside the block's shared memory");
+  // A reduce-store (ints[0]) combines each element into global memory. The emulator runs one
+  // instruction at a time, so each element's read-modify-write is atomic as PTX requires.
+  const auto reduce = i.op->ints.empty() ? ir::TmaReduceKind::None : ir::TmaReduceKind(i.op->ints[0]);
+  const ir::Type elem = i.op->operands[1]->type->element;
+  static const ir::OpCode kCombine[] = {ir::OpCode::Add, ir::OpCode::Add, ir::OpCode::Min, ir::OpCode::Max,
+                                        ir::OpCode::And, ir::OpCode::Or, ir::OpCode::Xor};
   for_box(d, origin, [&](uintptr_t g, uint64_t o) {
     if (!g) return;  // elements outside the tensor are not written
     w.check_global(lane, g, size_t(d.elem_bytes), true);
-    std::memcpy(reinterpret_cast<void*>(g), w.smem + swizzled(src - base + o, d.swizzle_bytes), size_t(d.elem_bytes));
+    const char* from = w.smem + swizzled(src - base + o, d.swizzle_bytes);
+    if (reduce == ir::TmaReduceKind::None) {
+      std::memcpy(reinterpret_cast<void*>(g), from, size_t(d.elem_bytes));
+      return;
+    }
+    ir::Scalar r;
+    std::string err;
+    if (!ir::eval_binary(kCombine[int(reduce)], elem, ir::load_scalar(elem, reinterpret_cast<const void*>(g)),
+                         ir::load_scalar(elem, from), &r, &err))
+      w.fail(lane, "a TMA reduce-store: " + err);
+    ir::store_scalar(elem, r, reinterpret_cast<void*>(g));
   });
 }
 

@@ -26,6 +26,8 @@ const FenceInfo kFences[] = {
 };
 static_assert(sizeof(kFences) / sizeof(kFences[0]) == size_t(FenceKind::NumKinds), "one entry per FenceKind");
 
+const char* kTmaReduce[] = {"", "add", "min", "max", "and", "or", "xor"};
+static_assert(sizeof(kTmaReduce) / sizeof(kTmaReduce[0]) == size_t(TmaReduceKind::NumKinds), "one per kind");
 const char* kArrive[] = {"arrive", "arrive_expect_tx", "expect_tx"};
 const char* kWait[] = {"wait", "try_wait", "test_wait", "try_wait_timelimit"};
 
@@ -61,5 +63,7 @@ FenceKind fence_kind_from_name(const std::string& name) {
   }
   throw std::invalid_argument("unknown fence kind '" + name + "' (expected one of " + all + ")");
 }
+
+const char* tma_reduce_kind_name(TmaReduceKind k) { return kTmaReduce[int(k) % int(TmaReduceKind::NumKinds)]; }
 
 }  // namespace opencute::ir

@@ -31,6 +31,11 @@ enum class FenceKind : uint8_t {
   NumKinds
 };
 
+// TmaStore's ints[0], when present: a reduce-store (PTX cp.reduce.async.bulk.tensor) combining
+// each element into global memory with this operation, atomically per element.
+enum class TmaReduceKind : uint8_t { None = 0, Add, Min, Max, And, Or, Xor, NumKinds };
+
+const char* tma_reduce_kind_name(TmaReduceKind k);            // "", "add", "min", "max", "and", "or", "xor"
 const char* mbarrier_arrive_kind_name(MbarrierArriveKind k);  // "arrive", "arrive_expect_tx", "expect_tx"
 const char* mbarrier_wait_kind_name(MbarrierWaitKind k);      // "wait", "try_wait", "test_wait", "try_wait_timelimit"
 const char* fence_kind_name(FenceKind k);                     // "mbarrier_init", "proxy_async", ...

@@ -299,6 +299,9 @@ class Verifier {
         for (size_t k = fixed; ok && k < fixed + rank; ++k) ok = o[k]->type == i32();
         if (ok && mcast) ok = o[fixed + rank]->type->is_int();
         if (ok && pred) ok = o.back()->type->is_bool();
+        // ints[0] (stores): a reduce-store's TmaReduceKind.
+        if (ok && !load && !op.ints.empty())
+          ok = op.ints.size() == 1 && op.ints[0] > 0 && op.ints[0] < int64_t(TmaReduceKind::NumKinds);
         expect(op, ok, std::string(opcode_name(op.code)) + " takes (descriptor, shared pointer" +
                            (load ? ", mbarrier pointer" : "") + ", 1 to 5 i32 coordinates" +
                            (load ? "[, multicast mask][, i1 predicate]" : "") + ")");

@@ -100,6 +100,8 @@ def _nums(values):
 def structure_of(value, literals_static=False):
     """The structure of `value` (emits no IR). Python ints/floats/bools become DSL numbers
     (they may change inside the region), or with literals_static, static parts."""
+    if value is None:  # an optional argument left out (quack passes None tensors into loops)
+        return Static(None)
     if isinstance(value, Numeric):
         return Scalar(type(wrap(value._n)), False)
     if isinstance(value, _PY_SCALARS) and not isinstance(value, enum.Enum):

@@ -860,8 +860,8 @@ class _Compile:
             jf = fn
         elif isinstance(getattr(fn, "__cute_jit_function__", None), JitFunction):  # testing.autotune_jit
             jf = fn.__cute_jit_function__
-        elif hasattr(type(fn), "__call__") and isinstance(type(fn).__dict__.get("__call__"), JitFunction):
-            jf, args = type(fn).__dict__["__call__"], (fn,) + args
+        elif isinstance(_class_attribute(type(fn), "__call__"), JitFunction):  # own or inherited (quack's GEMMs)
+            jf, args = _class_attribute(type(fn), "__call__"), (fn,) + args
         elif isinstance(fn, KernelFunction):
             raise DSLUserCodeError("cute.compile takes a @cute.jit function; a @cute.kernel must be launched from one",
                                    code="CALL_MISSING_JIT_DECORATOR")
@@ -875,3 +875,11 @@ class _Compile:
 
 
 compile = _Compile()
+
+
+def _class_attribute(cls, name):
+    """`name` as the class defines it or inherits it, without binding (None when absent)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None

@@ -50,7 +50,10 @@ class NumericMeta(type):
 
     @property
     def zero(cls):
-        return 0.0 if cls.is_float else 0
+        # The abstract Float / Integer classes too (`cutlass.Float.zero`), by their kind.
+        if cls.__name__ in _CLASSES:
+            return 0.0 if cls.is_float else 0
+        return 0.0 if issubclass(cls, Float) else 0
 
     @property
     def inf(cls):
@@ -89,7 +92,7 @@ class NumericMeta(type):
 
 
 class Numeric(metaclass=NumericMeta):
-    __slots__ = ("_n",)
+    __slots__ = ("_n", "_c_storage")
 
     def __init__(self, x=0):
         if isinstance(x, Numeric):
@@ -126,6 +129,31 @@ class Numeric(metaclass=NumericMeta):
 
     def ir_value(self, *, loc=None, ip=None):
         return self._n
+
+    # --- the JIT-argument protocol: a number held by a user argument class (quack's
+    # ArgumentsBase dataclasses) passes to a jit function as a run-time parameter of its type ---
+    def __get_mlir_types__(self):
+        return [type(self).mlir_type]
+
+    def __c_pointers__(self):
+        import ctypes
+        if not self._n.is_static:
+            raise DSLUserCodeError(f"a dynamic {type(self).__name__} cannot be passed into a jit function from "
+                                   "host code", code="ARG_UNSUPPORTED_TYPE")
+        width, is_float, signed, _ = _core.dtype_info(type(self).__name__)
+        if is_float:
+            ctype = {32: ctypes.c_float, 64: ctypes.c_double}.get(width)
+            if ctype is None:
+                raise DSLUserCodeError(f"a {type(self).__name__} field cannot be passed as a run-time argument "
+                                       "(Float32 and Float64 can)", code="ARG_UNSUPPORTED_TYPE")
+            self._c_storage = ctype(self._n.value)
+        else:
+            self._c_storage = ctypes.c_int64(int(self._n.value))  # read back in the type's width
+        return [ctypes.addressof(self._c_storage)]
+
+    def __new_from_mlir_values__(self, values):
+        v = values[0]
+        return v if isinstance(v, Numeric) else wrap(v)
 
     @property
     def mlir_type(self):

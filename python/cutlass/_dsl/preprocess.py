@@ -849,6 +849,10 @@ def _transform_code(fn):
         # method's references to its own class (`Cls.CONSTANT`) into free variables; the outer
         # function is never run, so declaring the name global keeps them module globals.
         body.insert(0, ast.Global(names=[cls]))
+    if not cls and code.co_name not in params:
+        # Likewise the `def` binds the function's own name in the outer function: a recursive
+        # call (quack's bitonic_sort) must still reach the module global, the jit wrapper.
+        body.insert(0, ast.Global(names=[code.co_name]))
     outer = _locate(_funcdef(_OUTER, params, body), _span(fdef))
     compiled = compile(ast.Module(body=[outer], type_ignores=[]), code.co_filename, "exec",
                        flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)

@@ -1,11 +1,12 @@
 """Device intrinsics (`cute.arch`): thread and block indices, barriers, warp shuffles and votes,
 atomics and shared memory. Each call forwards to a typed IR op built in C++ (cpp/src/dsl/arch_ops)."""
+import enum as _enum
 import operator
 
 from .. import _core
 from .._dsl import context
-from .._dsl.errors import user_location
-from .._dsl.numeric import MAX, MIN, Float32, Int32, Int64, Uint64, as_numeric, num_of, wrap
+from .._dsl.errors import DSLUserCodeError, user_location
+from .._dsl.numeric import MAX, MIN, Float32, Int32, Int64, Uint32, Uint64, as_numeric, num_of, wrap
 from .._dsl.rt import max as _dsl_max
 from .._dsl.source_lines import _is_user_code
 
@@ -221,7 +222,32 @@ def prmt(src, src_reg_shifted, indices, *, loc=None, ip=None):
     return r if type(r) is type(a) or not hasattr(type(a), "mlir_type") else type(a)(r)
 
 
-barrier = sync_threads
+def barrier(*, barrier_id=None, number_of_threads=None, loc=None, ip=None):
+    """`bar.sync barrier_id, number_of_threads`: with no arguments the whole CTA's barrier 0
+    (`__syncthreads`); with an id (0-15) and a thread count, that named barrier."""
+    if barrier_id is None and number_of_threads is None:
+        context.tracer().barrier()
+        return
+    _named_barrier(barrier_id, number_of_threads, arrive_only=False)
+
+
+def barrier_arrive(*, barrier_id=None, number_of_threads=None, loc=None, ip=None):
+    """`bar.arrive barrier_id, number_of_threads`: count this warp's arrival at the named barrier
+    without waiting (the threads that wait use `barrier` with the same count)."""
+    if number_of_threads is None:
+        raise ValueError("cute.arch.barrier_arrive needs number_of_threads (bar.arrive has no whole-CTA form)")
+    _named_barrier(barrier_id, number_of_threads, arrive_only=True)
+
+
+def _named_barrier(barrier_id, number_of_threads, arrive_only):
+    ident = Int32(0 if barrier_id is None else barrier_id)
+    if number_of_threads is None:
+        count = Int32(block_dim()[0] * block_dim()[1] * block_dim()[2])
+    else:
+        count = Int32(number_of_threads)
+    if ident.is_static() and not 0 <= ident.value <= 15:
+        raise ValueError(f"cute.arch.barrier: barrier_id must be in [0, 15], got {ident.value}")
+    context.tracer().named_barrier(ident._n, count._n, arrive_only)
 
 
 # ---- programmatic dependent launch (sm_90+) ---------------------------------------------------
@@ -522,6 +548,22 @@ def mbarrier_conditional_try_wait(cond, mbar_ptr, phase, *, loc=None, ip=None):
                                                          num_of(as_numeric(phase)), *_user_line()))
 
 
+class ProxyKind(_enum.Enum):
+    """The proxy of `fence_proxy` (the NVVM dialect's ProxyKind; `async` is `async_` in Python)."""
+    alias = "alias"
+    async_ = "async"
+    async_global = "async.global"
+    async_shared = "async.shared"
+    tensormap_generic = "tensormap.generic"
+    generic = "generic"
+
+
+class SharedSpace(_enum.Enum):
+    """The shared-memory window of an `async.shared` proxy fence (the NVVM dialect's SharedSpace)."""
+    shared_cta = "cta"
+    shared_cluster = "cluster"
+
+
 _FENCE_PROXY_KINDS = {
     "alias": "proxy_alias",
     "async": "proxy_async",
@@ -600,3 +642,73 @@ def cp_async_bulk_wait_group(group, *, read=None, loc=None, ip=None):
         raise TypeError(f"cp_async_bulk_wait_group needs a static int number of groups, got {type(group).__name__}") \
             from None
     _core.sm90.bulk_wait_group(n, bool(read))
+
+
+# ---- packed f32x2 arithmetic ------------------------------------------------------------------
+# PTX `fma/mul/add/sub.rnd.f32x2` exist only on sm_100+. Each operates on a pair of Float32 lane-
+# wise, so on sm_90 (and on the emulator) the pair is two scalar Float32 operations: fma rounds
+# once (OpCode::Fma, llvm.fma.f32), add/sub/mul round to nearest even like the scalar operators.
+# That is the instruction's result exactly for rnd=RN; the directed rounding modes (RZ, the
+# DSL's default, RM, RP) have no scalar DSL operation here yet and are refused.
+
+def _rn_only(rnd, what):
+    name = getattr(rnd, "name", rnd)
+    if name is None or str(name).upper() not in ("RN", "RNI", "NEAREST"):
+        raise DSLUserCodeError(f"cute.arch.{what}: rounding mode {name!r} is not supported; pass "
+                               "rnd=nvvm.RoundingModeKind.RN (round to nearest even)", code="NOT_SUPPORTED")
+
+
+def _pair(x, what):
+    if not isinstance(x, (tuple, list)) or len(x) != 2:
+        raise TypeError(f"cute.arch.{what}: each operand is a pair of Float32, got {x!r}")
+    return Float32(x[0]), Float32(x[1])
+
+
+def fma_packed_f32x2(src_a, src_b, src_c, *, rnd="RZ", ftz=True, loc=None, ip=None):
+    """(a0*b0+c0, a1*b1+c1) on a pair of Float32, each rounded once."""
+    _rn_only(rnd, "fma_packed_f32x2")
+    a, b, c = _pair(src_a, "fma_packed_f32x2"), _pair(src_b, "fma_packed_f32x2"), _pair(src_c, "fma_packed_f32x2")
+    return tuple(wrap(_core.fma(num_of(a[k]), num_of(b[k]), num_of(c[k]))) for k in range(2))
+
+
+def mul_packed_f32x2(src_a, src_b, *, rnd="RZ", ftz=True, loc=None, ip=None):
+    """(a0*b0, a1*b1) on a pair of Float32."""
+    _rn_only(rnd, "mul_packed_f32x2")
+    a, b = _pair(src_a, "mul_packed_f32x2"), _pair(src_b, "mul_packed_f32x2")
+    return (a[0] * b[0], a[1] * b[1])
+
+
+def add_packed_f32x2(src_a, src_b, *, rnd="RZ", ftz=True, loc=None, ip=None):
+    """(a0+b0, a1+b1) on a pair of Float32."""
+    _rn_only(rnd, "add_packed_f32x2")
+    a, b = _pair(src_a, "add_packed_f32x2"), _pair(src_b, "add_packed_f32x2")
+    return (a[0] + b[0], a[1] + b[1])
+
+
+def sub_packed_f32x2(src_a, src_b, *, rnd="RZ", ftz=True, loc=None, ip=None):
+    """(a0-b0, a1-b1) on a pair of Float32."""
+    _rn_only(rnd, "sub_packed_f32x2")
+    a, b = _pair(src_a, "sub_packed_f32x2"), _pair(src_b, "sub_packed_f32x2")
+    return (a[0] - b[0], a[1] - b[1])
+
+
+def calc_packed_f32x2_op(src_a, src_b, src_c=None, calc_func=None, *, rnd="RZ", ftz=True, loc=None, ip=None):
+    """The packed operation `calc_func` (nvvm.{fma,mul,add,sub}_packed_f32x2 or the cute.arch
+    ones) on pairs of Float32: with src_c the three-operand form."""
+    if calc_func is None:
+        raise TypeError("cute.arch.calc_packed_f32x2_op needs calc_func")
+    if src_c is None:
+        return calc_func(src_a, src_b, rnd=rnd, ftz=ftz)
+    return calc_func(src_a, src_b, src_c, rnd=rnd, ftz=ftz)
+
+
+# ---- bit counting ------------------------------------------------------------------------------
+
+def popc(value, *, loc=None, ip=None):
+    """The number of set bits of a 32-bit integer (PTX popc.b32), as an Int32. Composed of shifts,
+    masks and adds (the SWAR count), which give popc's result for every input."""
+    x = Uint32(as_numeric(value))
+    x = x - ((x >> 1) & Uint32(0x55555555))
+    x = (x & Uint32(0x33333333)) + ((x >> 2) & Uint32(0x33333333))
+    x = (x + (x >> 4)) & Uint32(0x0F0F0F0F)
+    return Int32((x * Uint32(0x01010101)) >> 24)

@@ -3,6 +3,7 @@ are plain (nested) tuples here, so `_pack_shape` / `_pack_tile` hand them back c
 from .._dsl.address_space import AddressSpace  # noqa: F401
 from .._dsl.errors import DSLUserCodeError
 from .tensor import make_ptr  # noqa: F401
+from .typing import ThrCopy, ThrMma  # noqa: F401 - annotations name them on cute.core
 
 
 def _check_tuple(x, what):

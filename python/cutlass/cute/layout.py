@@ -220,9 +220,53 @@ def append(x, elem=None, up_to_rank=None, *, loc=None, ip=None):
     return _L.append(_alg(x), elem, up_to_rank)
 
 
+def prepend_ones(x, up_to_rank=None, *, loc=None, ip=None):
+    """`x` (a layout, tensor or tuple) with modes of extent 1 (stride 0) put in front until its
+    rank is `up_to_rank`."""
+    return _ones(x, up_to_rank, prepend)
+
+
+def append_ones(x, up_to_rank=None, *, loc=None, ip=None):
+    """`x` (a layout, tensor or tuple) with modes of extent 1 (stride 0) added at the end until
+    its rank is `up_to_rank`."""
+    return _ones(x, up_to_rank, append)
+
+
+def _ones(x, up_to_rank, extend):
+    if hasattr(x, "iterator") and hasattr(x, "layout"):  # a tensor: its layout, same engine
+        return _core.cute.make_tensor(x.iterator, _ones(x.layout, up_to_rank, extend))
+    if isinstance(x, tuple) or isinstance(x, int) or not hasattr(x, "shape"):
+        return extend(x, 1, up_to_rank)
+    return extend(x, make_layout(1, stride=0), up_to_rank)
+
+
 @_on_tensor
 def flatten(x, *, loc=None, ip=None):
     return _L.flatten(_alg(x))
+
+
+def flatten_to_tuple(x, *, loc=None, ip=None):
+    """The leaves of a (nested) tuple in order, as a flat tuple (a non-tuple becomes a 1-tuple)."""
+    if not isinstance(x, tuple):
+        return (x,)
+    out = []
+    for e in x:
+        out.extend(flatten_to_tuple(e))
+    return tuple(out)
+
+
+def is_static(x):
+    """Whether `x` (an int, a DSL number, a tuple of them, a layout, a tensor's layout) is known at
+    compile time throughout."""
+    if isinstance(x, bool) or isinstance(x, int) or x is None:
+        return True
+    if isinstance(x, tuple):
+        return all(is_static(e) for e in x)
+    if hasattr(x, "is_static"):
+        return bool(x.is_static())
+    if hasattr(x, "layout") and hasattr(x, "iterator"):
+        return is_static(x.layout)
+    return False
 
 
 def crd2idx(coord, layout, *, loc=None, ip=None):
@@ -399,7 +443,7 @@ __all__ = [
     "size_in_bytes", "make_layout", "make_ordered_layout", "make_identity_layout", "make_swizzle", "make_composed_layout",
     "make_layout_tv", "tile_to_shape", "recast_layout",
     "size", "cosize", "rank", "depth", "shape", "get", "select", "group_modes", "slice_", "dice", "prepend",
-    "append", "flatten", "crd2idx", "idx2crd", "product", "product_each", "product_like", "inner_product",
+    "append", "prepend_ones", "append_ones", "flatten", "flatten_to_tuple", "is_static", "crd2idx", "idx2crd", "product", "product_each", "product_like", "inner_product",
     "shape_div", "ceil_div", "elem_less", "leading_dim", "round_up", "assume", "pretty_str", "repeat_like",
     "coalesce", "filter_zeros", "filter", "composition", "complement", "right_inverse", "left_inverse",
     "logical_divide", "zipped_divide", "tiled_divide", "flat_divide", "logical_product", "zipped_product",

@@ -2,6 +2,8 @@
 `ThrMma.partition_A` ...), plus the tiled copies derived from a TiledMma
 (`cute.make_tiled_copy_A/B/C`). Thin wrappers: the atoms' tables, partitioning and the gemm
 dispatch live in C++ (`cpp/src/cute/atom/`, `cpp/src/cute/algorithm/gemm.cpp`)."""
+import copy
+
 from .. import _core
 
 _C = _core.cute
@@ -73,6 +75,24 @@ class MmaUniversalOp(MmaOp):
 
     def _key(self):
         return (self.abacc_dtype,)
+
+
+class _OpOfAtom(MmaOp):
+    """`tiled_mma.op` / `atom.op`: the operation a tiled MMA or atom performs; make_mma_atom of it
+    gives a fresh copy of the atom each time, whose fields (ACCUMULATE) are its own."""
+
+    def __init__(self, atom):
+        self._atom = atom
+
+    def _make_atom(self):
+        return copy.copy(self._atom)
+
+    def _key(self):
+        return (str(self._atom),)
+
+
+TiledMma.op = property(lambda self: _OpOfAtom(self._atom_copy()))
+MmaAtom.op = property(lambda self: _OpOfAtom(copy.copy(self)))
 
 
 def _atom_of(op_or_atom):

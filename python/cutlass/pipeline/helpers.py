@@ -6,7 +6,9 @@ import enum
 
 from .. import _core
 from .._dsl.numeric import Boolean, Int32, Int64, Numeric, as_numeric, wrap
+from .._dsl.carry import extract_mlir_values, new_from_mlir_values
 from ..cute import arch as _cute_arch
+from ..cute.layout import size as _layout_size
 from .named_barrier import NamedBarrier
 
 
@@ -60,8 +62,10 @@ class PipelineState:
     time the index wraps) and `count` (slots passed). Carried through dynamic loops."""
 
     def __init__(self, stages, count, index, phase):
-        if not isinstance(stages, int) or stages <= 0:
-            raise ValueError(f"PipelineState: stages must be a positive int, got {stages!r}")
+        # 0 stages is a placeholder state that is never advanced (quack's non-persistent tile
+        # scheduler carries one).
+        if not isinstance(stages, int) or stages < 0:
+            raise ValueError(f"PipelineState: stages must be a non-negative int, got {stages!r}")
         self._stages = stages
         self._count = Int32(count)
         self._index = Int32(index)
@@ -135,18 +139,48 @@ def _warp_idx():
     return a.make_warp_uniform(a.warp_idx())
 
 
+class PipelineOp(enum.Enum):
+    """What completes a pipeline barrier's phase: thread arrivals (AsyncThread), a TMA load's
+    bytes (TmaLoad: the arrival also expects the stage's transaction bytes), and Blackwell's
+    tcgen05 MMA commits and CLC loads (not available here)."""
+    AsyncThread = enum.auto()
+    TCGen05Mma = enum.auto()
+    TmaLoad = enum.auto()
+    ClcLoad = enum.auto()
+    TmaStore = enum.auto()
+    Composite = enum.auto()
+    AsyncLoad = enum.auto()
+
+
 class MbarrierArray:
     """`num_stages` mbarriers (Int64 each) in shared memory from `barrier_storage`, each counting
-    `group.size` arrivals per phase (plus `tx_count` bytes when given)."""
+    `group.size` arrivals per phase (plus `tx_count` bytes for a TmaLoad barrier). `agent` is
+    (PipelineOp, CooperativeGroup), or a CooperativeGroup alone (thread arrivals). Warp 0
+    initialises the barriers when the array is made (mbarrier_init)."""
 
-    def __init__(self, barrier_storage, num_stages, group, tx_count=0):
-        self.ptr = barrier_storage
+    def __init__(self, barrier_storage, num_stages, agent, tx_count=0):
+        self.op_type, self.cg = agent if isinstance(agent, tuple) else (PipelineOp.AsyncThread, agent)
+        if not isinstance(self.op_type, PipelineOp) or not isinstance(self.cg, CooperativeGroup):
+            raise TypeError(f"MbarrierArray: agent must be (PipelineOp, CooperativeGroup), got {agent!r}")
+        if self.op_type not in (PipelineOp.AsyncThread, PipelineOp.TmaLoad):
+            raise NotImplementedError(f"MbarrierArray: {self.op_type} barriers are not available (sm_90 pipelines "
+                                      "use AsyncThread and TmaLoad)")
+        self.barrier_storage = barrier_storage
+        self.mbarrier_base = barrier_storage
         self.num_stages = num_stages
-        self.agent = group.agent
-        self.arrive_count = group.size
+        self.arrive_count = self.cg.size
         self.tx_count = tx_count
+        if self.num_stages <= 0:
+            raise ValueError("MbarrierArray: num_stages must be positive")
+        if self.op_type is PipelineOp.TmaLoad and self.tx_count < 0:
+            raise ValueError("MbarrierArray: tx_count must not be negative for a TMA barrier")
+        self.mbarrier_init()
 
-    def init(self):
+    @property
+    def agent(self):
+        return self.cg.agent
+
+    def mbarrier_init(self):
         """Warp 0 initialises every barrier (one elected lane)."""
         a = _arch()
         with a._if_region(_warp_idx() == 0):
@@ -155,13 +189,16 @@ class MbarrierArray:
                     a.mbarrier_init(self.get_barrier(i), self.arrive_count)
 
     def get_barrier(self, index):
-        return self.ptr + index
+        return self.mbarrier_base + index
 
-    def arrive(self, index, dst_rank=None):
+    def arrive(self, index, dst_rank=None, cta_group=None):
         """One arrival per agent: every calling thread (Agent.Thread), or one lane of each calling
-        warp (Agent.Warp); with `dst_rank`, at the same barrier of that CTA of the cluster."""
+        warp (Agent.Warp); with `dst_rank`, at the same barrier of that CTA of the cluster. A
+        TmaLoad barrier's arrival (one elected lane) also expects tx_count bytes."""
         a = _arch()
-        if self.agent is Agent.Warp:
+        if self.op_type is PipelineOp.TmaLoad:
+            self.arrive_and_expect_tx(index, self.tx_count)
+        elif self.agent is Agent.Warp:
             with a.elect_one():
                 a.mbarrier_arrive(self.get_barrier(index), dst_rank)
         else:
@@ -178,10 +215,23 @@ class MbarrierArray:
     def try_wait(self, index, phase):
         return _arch().mbarrier_try_wait(self.get_barrier(index), phase)
 
+    # Carried through kernels and dynamic control flow by its base pointer.
+    def __extract_mlir_values__(self):
+        return extract_mlir_values(self.barrier_storage)
+
+    def __new_from_mlir_values__(self, values):
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new.barrier_storage = new.mbarrier_base = new_from_mlir_values(self.barrier_storage, values)
+        return new
+
 
 def _cluster_size(cluster_shape_mn):
+    """The CTAs of a cluster given as (m, n) extents or as the cluster's layout (cta_layout_vmnk)."""
     if cluster_shape_mn is None:
         return 1
+    if hasattr(cluster_shape_mn, "shape"):
+        return _layout_size(cluster_shape_mn)
     n = 1
     for c in cluster_shape_mn:
         n *= c

@@ -3,15 +3,17 @@ pairs), PipelineTmaAsync (a TMA producer whose copies complete the full barrier'
 count; consumers release the slot to every CTA that multicast into it), PipelineTmaStore (TMA
 stores throttled through bulk groups), and the handle API (PipelineProducer / PipelineConsumer).
 Semantics follow CUTLASS's include/cutlass/pipeline/sm90_pipeline.hpp."""
+import dataclasses
 import enum
 import itertools
+from typing import Optional
 
 from .. import _core
 from .._dsl.numeric import Boolean, Int32, Int64, Numeric, as_numeric
 from .. import cute
 from ..utils.smem_allocator import SmemAllocator
-from .helpers import (Agent, CooperativeGroup, MbarrierArray, PipelineState, PipelineUserType, _arch, _select,
-                      make_pipeline_state)
+from .helpers import (Agent, CooperativeGroup, MbarrierArray, PipelineOp, PipelineState, PipelineUserType, _arch,
+                      _select, make_pipeline_state)
 
 
 def _static_int(value, what):
@@ -55,19 +57,25 @@ def _maybe(token, fn):
         fn()
 
 
+@dataclasses.dataclass(frozen=True)
 class PipelineAsync:
     """A pipeline of `num_stages` slots between a producer group and a consumer group: the
     producer waits until a slot is empty (producer_acquire), fills it and arrives at its full
     barrier (producer_commit); the consumer waits until it is full (consumer_wait), reads it and
     arrives at its empty barrier (consumer_release). Full barriers count producer_group.size
-    arrivals, empty ones consumer_group.size."""
+    arrivals, empty ones consumer_group.size. A frozen dataclass, as in the CuTe DSL, so that
+    libraries derive pipelines from it with their own `create` and hooks."""
 
-    def __init__(self, sync_object_full, sync_object_empty, num_stages, producer_mask=None, consumer_mask=None):
-        self.sync_object_full = sync_object_full
-        self.sync_object_empty = sync_object_empty
-        self.num_stages = num_stages
-        self.producer_mask = producer_mask
-        self.consumer_mask = consumer_mask
+    sync_object_full: MbarrierArray
+    sync_object_empty: MbarrierArray
+    num_stages: int
+    producer_mask: Optional[Int32] = None
+    consumer_mask: Optional[Int32] = None
+
+    @staticmethod
+    def _make_sync_object(barrier_storage, num_stages, agent, tx_count=0):
+        """The barriers of one side of a pipeline: `agent` is (PipelineOp, CooperativeGroup)."""
+        return MbarrierArray(barrier_storage, num_stages, agent, tx_count)
 
     @classmethod
     def create(cls, *, num_stages, producer_group, consumer_group, barrier_storage=None, producer_mask=None,
@@ -76,10 +84,8 @@ class PipelineAsync:
         if num_stages <= 0:
             raise ValueError(f"PipelineAsync.create: num_stages must be positive, got {num_stages}")
         storage = _barrier_storage(barrier_storage, num_stages, name)
-        full = MbarrierArray(storage, num_stages, producer_group)
-        empty = MbarrierArray(storage + num_stages, num_stages, consumer_group)
-        full.init()
-        empty.init()
+        full = cls._make_sync_object(storage, num_stages, (PipelineOp.AsyncThread, producer_group))
+        empty = cls._make_sync_object(storage + num_stages, num_stages, (PipelineOp.AsyncThread, consumer_group))
         p = cls(full, empty, num_stages, producer_mask, consumer_mask)
         if not defer_sync:
             _sync_after_init(1)
@@ -130,20 +136,23 @@ class PipelineAsync:
         return self.make_producer(), self.make_consumer()
 
 
+@dataclasses.dataclass(frozen=True)
 class PipelineTmaAsync(PipelineAsync):
     """The TMA mainloop pipeline: producer_acquire waits for an empty slot and (one elected thread)
-    arrives at its full barrier expecting `tx_count` bytes, which the TMA copies (issued with
-    producer_get_barrier's barrier) complete; producer_commit does nothing. With a cluster, the
-    consumers of every CTA release a slot to each CTA whose TMA multicast writes into theirs (the
-    CTAs of the same cluster row or column): lane r of each consumer warp arrives at CTA rank r's
-    empty barrier, so consumer_group.size must count (CTAs multicasting to a CTA) x (consumer
-    warps), as NVIDIA's examples compute it."""
+    arrives at its full barrier expecting the stage's transaction bytes (the full barrier's
+    tx_count), which the TMA copies (issued with producer_get_barrier's barrier) complete;
+    producer_commit does nothing. With a cluster, the consumers of every CTA release a slot to
+    each CTA whose TMA multicast writes into theirs (the CTAs of the same cluster row or column):
+    lane r of each consumer warp arrives at CTA rank r's empty barrier, so consumer_group.size
+    must count (CTAs multicasting to a CTA) x (consumer warps), as NVIDIA's examples compute it."""
 
-    def __init__(self, sync_object_full, sync_object_empty, num_stages, producer_mask, consumer_mask,
-                 is_signalling_thread, tx_count):
-        super().__init__(sync_object_full, sync_object_empty, num_stages, producer_mask, consumer_mask)
-        self.is_signalling_thread = is_signalling_thread
-        self.tx_count = tx_count
+    is_signalling_thread: Optional[Boolean] = None
+
+    @staticmethod
+    def init_empty_barrier_arrive_signal(cta_layout_vmnk, tidx, mcast_mode_mn=(1, 1)):
+        """(the CTA rank this thread releases empty slots to, whether it is a signalling thread)."""
+        signalling, dst = PipelineTmaAsync._signalling(cta_layout_vmnk, tidx, mcast_mode_mn)
+        return dst, signalling
 
     @staticmethod
     def _signalling(cta_layout_vmnk, tidx, mcast_mode_mn):
@@ -185,22 +194,19 @@ class PipelineTmaAsync(PipelineAsync):
         if cta_layout_vmnk is None:
             cta_layout_vmnk = cute.make_layout((1, 1, 1, 1))
         cluster_size = _static_int(cute.size(cta_layout_vmnk), "PipelineTmaAsync.create: the cluster size")
-        full = MbarrierArray(storage, num_stages, producer_group, tx_count)
-        empty = MbarrierArray(storage + num_stages, num_stages, consumer_group)
-        full.init()
-        empty.init()
+        full = cls._make_sync_object(storage, num_stages, (PipelineOp.TmaLoad, producer_group), tx_count)
+        empty = cls._make_sync_object(storage + num_stages, num_stages, (PipelineOp.AsyncThread, consumer_group))
         if tidx is None:
             tidx, _, _ = _arch().thread_idx()
-        signalling, dst = cls._signalling(cta_layout_vmnk, tidx, mcast_mode_mn)
-        p = cls(full, empty, num_stages, None, dst, signalling, tx_count)
-        p.cluster_size = cluster_size
+        dst, signalling = cls.init_empty_barrier_arrive_signal(cta_layout_vmnk, tidx, mcast_mode_mn)
+        p = cls(full, empty, num_stages, None, dst, signalling)
         if not defer_sync:
             _sync_after_init(cluster_size)
         return p
 
     def producer_acquire(self, state, try_acquire_token=None):
         _maybe(try_acquire_token, lambda: self.sync_object_empty.wait(state.index, state.phase))
-        self.sync_object_full.arrive_and_expect_tx(state.index, self.tx_count)
+        self.sync_object_full.arrive(state.index, self.producer_mask)
 
     def producer_commit(self, state):
         pass  # the TMA copies complete the full barrier's transactions
@@ -253,7 +259,6 @@ class PipelineOrder:
         depth = _static_int(depth, "PipelineOrder.create: depth")
         length = _static_int(length, "PipelineOrder.create: length")
         barriers = MbarrierArray(barrier_storage, depth * length, producer_group)
-        barriers.init()
         if not defer_sync:
             _sync_after_init(1)
         # Group 0 goes first: it waits on phase 1 of its first barrier, which a fresh barrier has

@@ -346,6 +346,7 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
   ir::Op* op = b.create(load ? ir::OpCode::TmaLoad : ir::OpCode::TmaStore, ops, {});
   op->int_attr = a.rank;
   if (load) op->ints = {mcast ? 1 : 0};
+  if (!load && a.reduce != ir::TmaReduceKind::None) op->ints = {int64_t(a.reduce)};
 }
 
 void tma_descriptor_op(const dsl::Num& descriptor, bool prefetch) {

@@ -19,6 +19,7 @@
 #include <string>
 
 #include "cute/tensor.h"
+#include "ir/async_attributes.h"
 #include "dsl/num.h"
 
 namespace opencute::cute {
@@ -48,6 +49,8 @@ struct TmaAtom {
   int merged_leaves = 0;
   int merged_leaf[8] = {};
   std::string op_name;
+  // CopyReduceBulkTensorTileS2GOp: the store combines into global memory (TmaStore's ints[0]).
+  ir::TmaReduceKind reduce = ir::TmaReduceKind::None;
 };
 
 struct TmaAtomResult {

@@ -12,7 +12,8 @@
 //   MbarrierWait    try_wait.parity in a loop (wait), once (try_wait), test_wait.parity (test)
 //   Fence           the instruction of ir::fence_ptx
 //   TmaLoad         cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes[.multicast::cluster]
-//   TmaStore        cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group
+//   TmaStore        cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group, or with ints[0] (a
+//                   TmaReduceKind) cp.reduce.async.bulk.tensor.Nd.global.shared::cta.<op>.tile.bulk_group
 //   BulkCommit/Wait cp.async.bulk.commit_group / cp.async.bulk.wait_group[.read] N
 //   TmaDescOp       prefetch.tensormap [desc] / fence.proxy.tensormap::generic.acquire.gpu [desc], 128
 // Shared-memory operands are 32-bit shared-window addresses. Every form clobbers memory so that
@@ -169,8 +170,13 @@ void lower_tma(const Op& op, OpLowering& k) {
   }
   std::string args = "i64 " + desc + ", i32 " + smem, cons = "l,r";
   for (int d = 0; d < rank; ++d) args += ", i32 " + k.operand(op.operands[size_t(2 + d)]), cons += ",r";
-  asm_void(k, elected("cp.async.bulk.tensor." + dims + ".global.shared::cta.bulk_group [$0, " + coord_list(2, rank) + "], [$1];"),
-           cons, args);
+  // ints[0]: a reduce-store's operation (ir::TmaReduceKind).
+  const auto reduce = op.ints.empty() ? ir::TmaReduceKind::None : ir::TmaReduceKind(op.ints[0]);
+  const std::string instr = reduce == ir::TmaReduceKind::None
+                                ? "cp.async.bulk.tensor." + dims + ".global.shared::cta.bulk_group"
+                                : "cp.reduce.async.bulk.tensor." + dims + ".global.shared::cta." +
+                                      ir::tma_reduce_kind_name(reduce) + ".tile.bulk_group";
+  asm_void(k, elected(instr + " [$0, " + coord_list(2, rank) + "], [$1];"), cons, args);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@ import enum
 
 from ... import _core
 from ..._dsl.errors import DSLUserCodeError
-from ..._dsl.numeric import Boolean, Numeric, as_numeric, num_of, wrap
+from ..._dsl.numeric import Boolean, Float32, Numeric, as_numeric, num_of, wrap
+from ...cute import arch
 from ...cute.arch import _pointer_value, _user_line
 from ..ir import Value
 
@@ -85,3 +86,93 @@ def mbarrier_try_wait_parity_timelimit(res, addr, phase, ticks, *, loc=None, ip=
                                code="TYPE_MISMATCH")
     return wrap(_core.sm90.mbarrier_wait("try_wait_timelimit", _pointer_value(addr), _ir(phase), *_user_line(),
                                          suspend_hint=_ir(ticks)))
+
+
+# ---- quack / FlashAttention-4 utils: rounding modes, packed f32x2, fmin/fmax, atomicrmw -----------
+
+class RoundingModeKind(enum.Enum):
+    """The NVVM dialect's floating-point rounding modes."""
+    NONE = 0
+    RN = 1  # to nearest even
+    RM = 2  # toward minus infinity
+    RP = 3  # toward plus infinity
+    RZ = 4  # toward zero
+    RNA = 5  # to nearest, ties away from zero
+
+
+class AtomicOpKind(enum.Enum):
+    """The NVVM dialect's atomicrmw operations."""
+    XCHG = 0
+    ADD = 1
+    SUB = 2
+    AND = 3
+    NAND = 4
+    OR = 5
+    XOR = 6
+    MAX = 7
+    MIN = 8
+    UMAX = 9
+    UMIN = 10
+    FADD = 11
+    FSUB = 12
+    FMAX = 13
+    FMIN = 14
+    INC = 15
+    DEC = 16
+
+
+def _packed(name):
+    def op(*args, rnd=RoundingModeKind.RZ, ftz=True, loc=None, ip=None):
+        return getattr(arch, name)(*args, rnd=rnd, ftz=ftz)
+    op.__name__ = name
+    op.__doc__ = f"nvvm.{name}: cute.arch.{name} (pairs of Float32)."
+    return op
+
+
+fma_packed_f32x2 = _packed("fma_packed_f32x2")
+mul_packed_f32x2 = _packed("mul_packed_f32x2")
+add_packed_f32x2 = _packed("add_packed_f32x2")
+sub_packed_f32x2 = _packed("sub_packed_f32x2")
+
+
+def _f32_result(res, what):
+    if res is not None and res != Float32.mlir_type:
+        raise DSLUserCodeError(f"nvvm.{what} returns an f32, not {res!r}", code="TYPE_MISMATCH")
+
+
+# The three-operand forms (`c=`, PTX min/max.f32 with three sources) are the two-operand one
+# applied twice: min and max are exact and associative, and a NaN operand is ignored either way.
+
+def fmin(res, a, b, c=None, *, abs=None, nan=None, ftz=None, loc=None, ip=None):  # noqa: A002 - NVVM's keyword
+    """min.f32 of two (or three) f32 values (a NaN operand is ignored): a Float32."""
+    _f32_result(res, "fmin")
+    r = arch.fmin(wrap(_ir(a)), wrap(_ir(b)), abs=bool(abs), nan=bool(nan))
+    return r if c is None else arch.fmin(r, wrap(_ir(c)), abs=bool(abs), nan=bool(nan))
+
+
+def fmax(res, a, b, c=None, *, abs=None, nan=None, ftz=None, loc=None, ip=None):  # noqa: A002
+    """max.f32 of two (or three) f32 values (a NaN operand is ignored): a Float32."""
+    _f32_result(res, "fmax")
+    r = arch.fmax(wrap(_ir(a)), wrap(_ir(b)), abs=bool(abs), nan=bool(nan))
+    return r if c is None else arch.fmax(r, wrap(_ir(c)), abs=bool(abs), nan=bool(nan))
+
+
+_ATOMIC_KINDS = {
+    AtomicOpKind.XCHG: "exch", AtomicOpKind.ADD: "add", AtomicOpKind.FADD: "add", AtomicOpKind.AND: "and",
+    AtomicOpKind.OR: "or", AtomicOpKind.XOR: "xor", AtomicOpKind.MAX: "max", AtomicOpKind.MIN: "min",
+    AtomicOpKind.UMAX: "max", AtomicOpKind.UMIN: "min", AtomicOpKind.FMAX: "max", AtomicOpKind.FMIN: "min",
+}
+
+
+def atomicrmw(res, op, ptr, a, *, mem_order=None, syncscope=None, loc=None, ip=None):
+    """`*ptr = op(*ptr, a)` atomically (PTX atom); returns the previous value, of `a`'s type
+    (`res` names it: T.i32(), T.f32() ...). UMAX / UMIN compare as unsigned: pass an unsigned `a`."""
+    kind = _ATOMIC_KINDS.get(op)
+    if kind is None:
+        raise DSLUserCodeError(f"nvvm.atomicrmw: {op} is not supported (supported: "
+                               f"{', '.join(k.name for k in _ATOMIC_KINDS)})", code="NOT_SUPPORTED")
+    value = wrap(_ir(a))
+    if res is not None and res != type(value).mlir_type:
+        raise DSLUserCodeError(f"nvvm.atomicrmw: the result type {res!r} is not the operand's "
+                               f"{type(value).__name__}", code="TYPE_MISMATCH")
+    return arch._atomic(kind, ptr, value, None, mem_order, syncscope)

@@ -33,3 +33,10 @@ def checkCudaErrors(result):  # noqa: N802 - the DSL's spelling
     if not values:
         return None
     return values[0] if len(values) == 1 else values
+
+
+def load_cubin_module_data(cubin_data):
+    """Loads a cubin image (bytes) into the current CUDA context: the driver's CUmodule, through
+    cuda-python's cuModuleLoadData (which must be installed, with a GPU)."""
+    from cuda.bindings import driver
+    return checkCudaErrors(driver.cuModuleLoadData(bytes(cubin_data)))

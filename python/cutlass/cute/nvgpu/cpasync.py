@@ -52,6 +52,9 @@ class _TmaOp:
     def __init__(self, cta_group=None):
         self.cta_group = cta_group
 
+    def _atom_kind(self):
+        return self._kind
+
     def __repr__(self):
         return f"{type(self).__name__}()"
 
@@ -80,6 +83,29 @@ class CopyBulkTensorTileS2GOp(_TmaOp):
 
     def __str__(self):
         return "cp.async SMEM -> GMEM bulk tensor copy Operation"
+
+
+class CopyReduceBulkTensorTileS2GOp(_TmaOp):
+    """TMA tile reduce-store, shared -> global memory: each element of the box is combined into
+    global memory with `reduction_kind` (cute.ReductionOp.ADD, MIN, MAX ...) atomically per
+    element (PTX cp.reduce.async.bulk.tensor); completes through bulk groups like the store."""
+    _kind = "store"
+
+    def __init__(self, reduction_kind=None, cta_group=None):
+        super().__init__(cta_group)
+        self.reduction_kind = reduction_kind
+
+    def __repr__(self):
+        return f"CopyReduceBulkTensorTileS2GOp({self.reduction_kind})"
+
+    def _atom_kind(self):
+        # cute.ReductionOp.ADD / MIN / MAX, or the operation's name ("add", "and" ...).
+        kind = self.reduction_kind
+        name = kind.lower() if isinstance(kind, str) else getattr(kind, "name", str(kind)).lower()
+        return "store_" + name
+
+    def __str__(self):
+        return "cp.reduce.async SMEM -> GMEM bulk tensor copy Operation"
 
 
 class TmaCopyAtom:
@@ -147,6 +173,24 @@ class TmaInfo:
         return (self.atom, self.tma_tensor)[i]
 
 
+def _tile_of_cta_v_map(cta_tiler, smem_layout):
+    """The tile a CTA copies, from `cta_tiler`: a tile (tuple), or CuTe's cta_v_map layout,
+    `composition(make_identity_layout(gmem.shape), tile)`, which maps the tile's coordinates to
+    the gmem modes 1@0, 1@1 ... in order. Its modes past the smem layout's rank (the batch mode
+    quack keeps) are outside the box: extent 1 there, so they are dropped."""
+    if isinstance(cta_tiler, tuple) or not hasattr(cta_tiler, "shape"):
+        return cta_tiler
+    shape, stride = tuple(cta_tiler.shape), tuple(cta_tiler.stride)
+    for i, d in enumerate(stride):
+        mode = getattr(d, "mode", None)
+        if not (list(mode if isinstance(mode, (list, tuple)) else [mode]) == [i] and d.value == 1):
+            raise user_error(f"make_tiled_tma_atom: a cta_v_map layout must map mode {i} to gmem mode {i} with unit "
+                             f"stride (composition(make_identity_layout(shape), tile)); got stride {stride}",
+                             code="NOT_SUPPORTED")
+    keep = max(rank(smem_layout), 1)
+    return shape[:keep] if len(shape) > keep else shape
+
+
 def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1, *, internal_type=None,
                         loc=None, ip=None):
     """A TMA atom copying `cta_tiler`-shaped tiles of `gmem_tensor` into (or out of) a shared
@@ -156,10 +200,8 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
         raise ValueError(f"make_tiled_tma_atom: expected a TMA copy op (CopyBulkTensorTile*Op), got {op!r}")
     if internal_type is not None:
         raise user_error("make_tiled_tma_atom: internal_type= is not supported yet", code="NOT_SUPPORTED")
-    tiler = cta_tiler
-    if hasattr(tiler, "shape") and not isinstance(tiler, tuple):
-        tiler = tiler.shape
-    atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._kind, gmem_tensor, smem_layout, tiler,
+    tiler = _tile_of_cta_v_map(cta_tiler, smem_layout)
+    atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._atom_kind(), gmem_tensor, smem_layout, tiler,
                                                                     int(num_multicast), *_user_line())
     return TmaInfo(TmaCopyAtom(op, atom, desc, ratios), tma_tensor, smem_layout)
 
@@ -234,7 +276,7 @@ def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, lo
 
 
 __all__ = ["LoadCacheMode", "CopyG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
-           "CopyBulkTensorTileS2GOp", "TmaCopyAtom", "TmaInfo", "make_tiled_tma_atom", "tma_partition",
+           "CopyBulkTensorTileS2GOp", "CopyReduceBulkTensorTileS2GOp", "TmaCopyAtom", "TmaInfo", "make_tiled_tma_atom", "tma_partition",
            "prefetch_descriptor", "fence_tma_desc_acquire", "fence_tma_desc_release", "update_tma_descriptor",
            "copy_tensormap", "cp_fence_tma_desc_release",
            "create_tma_multicast_mask"]

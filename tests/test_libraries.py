@@ -1,0 +1,238 @@
+"""Real CuTe DSL libraries, unchanged (issue 23): quack's kernels and FlashAttention-4's SM90
+forward, checked against torch. Skipped unless quack (`pip install --no-deps -e <quack>`) and
+torch are installed; FlashAttention-4 is found at $FLASH_ATTENTION_DIR (a flash-attention
+checkout). On the CPU the kernels run on the emulator (torch CPU tensors); the `gpu` tests run them
+on the GPU.
+
+Blackwell modules that these libraries import at module level (quack.gemm_sm100, FA4's sm100
+files and its backward postprocess, which needs tcgen05) are replaced by empty placeholders here:
+the SM90 paths never use them, and OpenCuTe does not implement Blackwell yet."""
+import importlib
+import os
+import sys
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("quack")
+pytest.importorskip("cuda.bindings.driver")
+
+import cutlass  # noqa: E402
+
+FA4_DIR = os.environ.get("FLASH_ATTENTION_DIR", "/work/libs/flash-attention")
+
+
+def _quack(name):
+    return importlib.import_module(f"quack.{name}")
+
+
+def _body(op):
+    """The function behind a torch custom op (quack wraps its launchers in torch.library)."""
+    return getattr(op, "_init_fn", op)
+
+
+class _OnCpu:
+    """quack asserts `is_cuda` on its inputs: on the CPU (emulator) answer as a GPU would while
+    quack validates, and not when OpenCuTe checks where the memory is."""
+
+    def __enter__(self):
+        self.saved = torch.Tensor.is_cuda
+        torch.Tensor.is_cuda = property(lambda self: True)
+
+    def __exit__(self, *exc):
+        torch.Tensor.is_cuda = self.saved
+
+
+def _device(target):
+    return "cuda" if target == "gpu" else "cpu"
+
+
+TARGETS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+
+
+def _close(got, ref, tol):
+    err = (got.float().cpu() - ref.float().cpu()).abs().max().item()
+    assert err <= tol, f"max error {err}"
+
+
+# ---- quack: norms, softmax, cross-entropy, top-k -------------------------------------------------
+
+def _run(target, fn):
+    if target == "cpu":
+        with _OnCpu():
+            fn()
+    else:
+        fn()
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("dtype,N", [(torch.float32, 1000), (torch.bfloat16, 384)])
+def test_quack_rmsnorm_layernorm(target, dtype, N):
+    rn = _quack("rmsnorm")
+    dev = _device(target)
+    x, w = torch.randn(5, N, dtype=dtype, device=dev), torch.randn(N, device=dev)
+    out, rstd, mean = torch.empty_like(x), torch.empty(5, device=dev), torch.empty(5, device=dev)
+    tol = 1e-4 if dtype == torch.float32 else 5e-2
+    _run(target, lambda: _body(rn._rmsnorm_fwd)(x, w, out, None, rstd, None, None, None, 1e-6, False))
+    _close(out, rn.rmsnorm_ref(x, w, eps=1e-6), tol)
+    _run(target, lambda: _body(rn._rmsnorm_fwd)(x, w, out, None, rstd, mean, None, None, 1e-6, True))
+    _close(out, rn.layernorm_ref(x, w, eps=1e-6), tol * 10)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_quack_rmsnorm_backward(target):
+    rn = _quack("rmsnorm")
+    dev = _device(target)
+    M, N = 4, 256
+    x, w, dout = torch.randn(M, N, device=dev), torch.randn(N, device=dev), torch.randn(M, N, device=dev)
+    rstd = torch.rsqrt(x.pow(2).mean(-1) + 1e-6)
+    dx, dw_partial = torch.empty_like(x), torch.empty(2, N, device=dev)
+    _run(target, lambda: _body(rn._rmsnorm_bwd)(x, w, dout, rstd, dx, dw_partial, None, None, None, 2))
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    rn.rmsnorm_ref(xr, wr, eps=1e-6).backward(dout)
+    _close(dx, xr.grad, 1e-4)
+    _close(dw_partial.sum(0), wr.grad, 1e-3)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_quack_softmax_forward_backward(target):
+    sm = _quack("softmax")
+    dev = _device(target)
+    x, dy = torch.randn(4, 256, device=dev), torch.randn(4, 256, device=dev)
+    out, dx = torch.empty_like(x), torch.empty_like(x)
+    _run(target, lambda: _body(sm._softmax_fwd)(x, out))
+    y = torch.softmax(x, -1)
+    _close(out, y, 1e-5)
+    _run(target, lambda: _body(sm._softmax_backward)(dy, y, dx))
+    _close(dx, y * (dy - (dy * y).sum(-1, keepdim=True)), 1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_quack_cross_entropy_forward_backward(target):
+    ce = _quack("cross_entropy")
+    dev = _device(target)
+    M, N = 4, 256
+    x, t = torch.randn(M, N, device=dev), torch.randint(0, N, (M,), device=dev)
+    loss, lse = torch.empty(M, device=dev), torch.empty(M, device=dev)
+    _run(target, lambda: _body(ce.cross_entropy_fwd_out)(x, t, None, loss, lse, None, -100))
+    _close(loss, torch.nn.functional.cross_entropy(x, t, reduction="none"), 1e-4)
+    _close(lse, torch.logsumexp(x, -1), 1e-4)
+    dloss, dx = torch.randn(M, device=dev), torch.empty_like(x)
+    _run(target, lambda: _body(ce._cross_entropy_backward)(x, t, dloss, lse, dx, -100))
+    xr = x.clone().requires_grad_()
+    torch.nn.functional.cross_entropy(xr, t, reduction="none").backward(dloss)
+    _close(dx, xr.grad, 1e-5)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_quack_topk(target):
+    tk = _quack("topk")
+    dev = _device(target)
+    x = torch.randn(4, 64, device=dev)
+    values, indices = torch.empty(4, 8, device=dev), torch.empty(4, 8, dtype=torch.int32, device=dev)
+    _run(target, lambda: _body(tk._topk_fwd)(x, 8, False, values, indices))
+    ref = torch.topk(x, 8, dim=-1)
+    _close(values, ref.values, 1e-3)  # quack keeps the index in the value's low bits
+    _close(torch.gather(x, 1, indices.long()), ref.values, 0)
+
+
+# ---- quack: the SM90 GEMM ---------------------------------------------------------------------
+
+def _quack_gemm_module():
+    sys.modules.setdefault("quack.gemm_sm100", types.SimpleNamespace(GemmSm100=type("GemmSm100", (), {})))
+    return _quack("gemm")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("pingpong,persistent,add", [(False, True, False), (True, True, False),
+                                                     (False, False, False), (False, True, True)])
+def test_gpu_quack_sm90_gemm(pingpong, persistent, add):
+    qg = _quack_gemm_module()
+    L, M, N, K = 2, 256, 384, 512
+    A = torch.randn(L, M, K, dtype=torch.bfloat16, device="cuda")
+    B = torch.randn(L, N, K, dtype=torch.bfloat16, device="cuda")
+    D = torch.randn(L, M, N, dtype=torch.bfloat16, device="cuda")
+    D0 = D.float().clone()
+    qg.gemm(A, B, D, None, None, tile_M=128, tile_N=128, cluster_M=1, cluster_N=1, pingpong=pingpong,
+            persistent=persistent, add_to_output=add)
+    ref = torch.einsum("lmk,lnk->lmn", A.float(), B.float()) + (D0 if add else 0)
+    _close(D, ref, 1.0)
+
+
+# ---- FlashAttention-4: the SM90 forward ----------------------------------------------------------
+
+def _fa4_interface():
+    if not os.path.isdir(os.path.join(FA4_DIR, "flash_attn", "cute")):
+        pytest.skip("no flash-attention checkout at $FLASH_ATTENTION_DIR")
+    if "flash_attn" not in sys.modules:
+        # flash_attn/__init__.py imports FlashAttention-2's CUDA extension: load flash_attn.cute alone.
+        pkg = types.ModuleType("flash_attn")
+        pkg.__path__ = [os.path.join(FA4_DIR, "flash_attn")]
+        sys.modules["flash_attn"] = pkg
+        for name, cls in [("flash_fwd_sm100", "FlashAttentionForwardSm100"),
+                          ("flash_bwd_sm100", "FlashAttentionBackwardSm100"),
+                          ("flash_bwd_postprocess", "FlashAttentionBackwardPostprocess")]:
+            sys.modules[f"flash_attn.cute.{name}"] = types.SimpleNamespace(**{cls: type(cls, (), {})})
+    return importlib.import_module("flash_attn.cute.interface")
+
+
+def _attention_ref(q, k, v, causal):
+    t = lambda x: x.transpose(1, 2).float()  # noqa: E731
+    return torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=causal).transpose(1, 2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal,head_dim,seqlen", [(False, 128, 512), (True, 128, 300), (False, 64, 256)])
+def test_gpu_fa4_sm90_forward(causal, head_dim, seqlen):
+    interface = _fa4_interface()
+    q, k, v = (torch.randn(2, seqlen, 4, head_dim, dtype=torch.bfloat16, device="cuda") for _ in range(3))
+    out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, return_lse=True)
+    _close(out, _attention_ref(q, k, v, causal), 2e-2)
+
+
+def test_fa4_sm90_forward_compiles_for_sm90a(monkeypatch, tmp_path):
+    """Without a GPU: the forward traces and compiles for sm_90a (the launch needs a GPU)."""
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_fa4_sm90_forward")
+    interface = _fa4_interface()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "gpu")
+    monkeypatch.setenv("CUTE_DSL_KEEP_PTX", "1")
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
+    q, k, v = (torch.randn(1, 128, 1, 64, dtype=torch.bfloat16) for _ in range(3))
+    with _OnCpu(), pytest.raises(ValueError, match="device_type"):  # compiled; the CPU tensors are refused
+        interface._flash_attn_fwd(q, k, v, causal=True, _compute_capability=9)
+    ptx = "".join(p.read_text() for p in tmp_path.glob("*.ptx"))
+    assert ".target sm_90a" in ptx and "wgmma.mma_async.sync.aligned.m64n" in ptx
+    assert "cp.async.bulk.tensor" in ptx
+
+
+def test_quack_sm90_gemm_compiles_for_sm90a(monkeypatch, tmp_path):
+    """Without a GPU: quack's SM90 GEMM traces and compiles for sm_90a."""
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_sm90_gemm")
+    qg = _quack_gemm_module()
+    cdu = _quack("cute_dsl_utils")
+    import cuda.bindings.driver as cuda_driver
+    import cutlass.torch as cutlass_torch
+    monkeypatch.setattr(qg, "get_device_capacity", lambda device=None: (9, 0))
+    monkeypatch.setattr(qg, "get_max_active_clusters", lambda n: 132 // n)
+    monkeypatch.setattr(cutlass_torch, "current_stream", lambda: cuda_driver.CUstream(0))
+    validate = qg.GemmWrapperBase.validate_and_prepare_tensors
+
+    def validate_on_cpu(*args, **kwargs):
+        with _OnCpu():
+            return validate(*args, **kwargs)
+
+    monkeypatch.setattr(qg.GemmWrapperBase, "validate_and_prepare_tensors", staticmethod(validate_on_cpu))
+    monkeypatch.setenv("CUTE_DSL_TARGET", "gpu")
+    monkeypatch.setenv("CUTE_DSL_KEEP_PTX", "1")
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path))
+    A, B = torch.randn(1, 128, 64, dtype=torch.bfloat16), torch.randn(1, 128, 64, dtype=torch.bfloat16)
+    D = torch.empty(1, 128, 128, dtype=torch.bfloat16)
+    with pytest.raises(cutlass.DSLRuntimeError, match="host memory"):  # compiled; the CPU tensors are refused
+        qg.gemm(A, B, D, None, None, tile_M=128, tile_N=128, cluster_M=1, cluster_N=1, add_to_output=True)
+    ptx = "".join(p.read_text() for p in tmp_path.glob("*.ptx"))
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
+    assert "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group" in ptx

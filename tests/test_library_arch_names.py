@@ -1,0 +1,175 @@
+"""Names that quack and FlashAttention-4 call (issue 23): packed f32x2 arithmetic, popc, the
+f32x2 <-> i64 packing through `vector`, FastDivmodDivisor, named-barrier forms of cute.arch.barrier,
+nvvm.fmin/fmax/atomicrmw. Each kernel runs on the CPU emulator (and on the GPU, marker `gpu`) and
+is checked against numpy."""
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Float32, Int32, Int64
+from cutlass._mlir.dialects import nvvm, vector
+from cutlass.cutlass_dsl import T
+
+TARGETS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+
+
+class Device:
+    def __init__(self, target):
+        self.target = target
+        if target == "gpu":
+            import torch
+            self.torch = torch
+
+    def array(self, values):
+        values = np.ascontiguousarray(values)
+        return values.copy() if self.target == "cpu" else self.torch.from_numpy(values.copy()).cuda()
+
+    def numpy(self, x):
+        return x if self.target == "cpu" else x.cpu().numpy()
+
+    def run(self, fn, *args):
+        compiled = cute.compile(fn, *args, options=f"--target {self.target}")
+        compiled(*args)
+
+
+@pytest.fixture(params=TARGETS)
+def dev(request):
+    return Device(request.param)
+
+
+# ---- packed f32x2 -------------------------------------------------------------------------------
+
+@cute.kernel
+def packed_kernel(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, out: cute.Tensor):
+    i = cute.arch.thread_idx()[0]
+    rn = nvvm.RoundingModeKind.RN
+    x = (a[2 * i], a[2 * i + 1])
+    y = (b[2 * i], b[2 * i + 1])
+    z = (c[2 * i], c[2 * i + 1])
+    f = cute.arch.fma_packed_f32x2(x, y, z, rnd=rn)
+    m = cute.arch.mul_packed_f32x2(x, y, rnd=rn)
+    s = cute.arch.add_packed_f32x2(x, y, rnd=rn)
+    d = cute.arch.calc_packed_f32x2_op(x, y, None, calc_func=nvvm.sub_packed_f32x2, rnd=rn)
+    for k, pair in enumerate((f, m, s, d)):
+        out[k, 2 * i] = pair[0]
+        out[k, 2 * i + 1] = pair[1]
+
+
+@cute.jit
+def packed_host(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, out: cute.Tensor):
+    packed_kernel(a, b, c, out).launch(grid=(1, 1, 1), block=(4, 1, 1))
+
+
+def test_packed_f32x2_fma_rounds_once(dev):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(8).astype(np.float32)
+    b = rng.standard_normal(8).astype(np.float32)
+    # a*b - round(a*b): the exact product's low part, which only a fused multiply-add keeps.
+    c = -(a * b)
+    out = dev.array(np.zeros((4, 8), np.float32))
+    dev.run(packed_host, dev.array(a), dev.array(b), dev.array(c), out)
+    got = dev.numpy(out)
+    exact = (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(got[0], exact)
+    assert np.any(exact != 0)  # the operands do exercise the single rounding
+    np.testing.assert_array_equal(got[1], a * b)
+    np.testing.assert_array_equal(got[2], a + b)
+    np.testing.assert_array_equal(got[3], a - b)
+
+
+def test_packed_f32x2_directed_rounding_is_refused():
+    @cute.jit
+    def host(a: cute.Tensor):
+        cute.arch.add_packed_f32x2((a[0], a[1]), (a[0], a[1]), rnd=nvvm.RoundingModeKind.RZ)
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="rounding mode 'RZ' is not supported"):
+        cute.compile(host, np.zeros(2, np.float32), options="--target cpu")
+
+
+# ---- popc, vector packing, FastDivmodDivisor, nvvm.fmin/fmax ----------------------------------
+
+@cute.kernel
+def bits_kernel(x: cute.Tensor, f: cute.Tensor, pop: cute.Tensor, packed: cute.Tensor, unpacked: cute.Tensor,
+                q: cute.Tensor, r: cute.Tensor, mn: cute.Tensor, d: Int32):
+    i = cute.arch.thread_idx()[0]
+    pop[i] = cute.arch.popc(x[i])
+    vec = vector.from_elements(T.vector(2, T.f32()), (f[2 * i].ir_value(), f[2 * i + 1].ir_value()))
+    as_i64 = vector.bitcast(T.vector(1, T.i64()), vec)
+    v64 = Int64(vector.extract(as_i64, dynamic_position=[], static_position=[0]))
+    packed[i] = v64
+    back = vector.bitcast(T.vector(2, T.f32()), vector.from_elements(T.vector(1, T.i64()), (v64.ir_value(),)))
+    unpacked[2 * i] = Float32(vector.extract(back, dynamic_position=[], static_position=[1]))
+    unpacked[2 * i + 1] = Float32(vector.extract(back, dynamic_position=[], static_position=[0]))
+    divisor = cute.FastDivmodDivisor(d)
+    q[i], r[i] = divmod(x[i], divisor)
+    mn[0, i] = Float32(nvvm.fmin(T.f32(), f[2 * i].ir_value(), f[2 * i + 1].ir_value()))
+    mn[1, i] = Float32(nvvm.fmax(T.f32(), f[2 * i].ir_value(), f[2 * i + 1].ir_value()))
+
+
+@cute.jit
+def bits_host(x, f, pop, packed, unpacked, q, r, mn, d: Int32):
+    bits_kernel(x, f, pop, packed, unpacked, q, r, mn, d).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+def test_popc_vector_packing_fast_divmod(dev):
+    x = np.array([0, 1, 7, 255, 0x7FFFFFFF, 12345, 1 << 20, 999], np.int32)
+    f = np.array([1.5, -2.0, 3.25, 0.0, -0.0, 7.0, 1e-3, 1e30, 2.0, 2.5, -1.0, -8.0, 5.0, 4.0, 0.5, 0.25],
+                 np.float32)
+    arrays = [dev.array(np.zeros(8, np.int32)), dev.array(np.zeros(8, np.int64)), dev.array(np.zeros(16, np.float32)),
+              dev.array(np.zeros(8, np.int32)), dev.array(np.zeros(8, np.int32)),
+              dev.array(np.zeros((2, 8), np.float32))]
+    dev.run(bits_host, dev.array(x), dev.array(f), *arrays, Int32(7))
+    pop, packed, unpacked, q, r, mn = (dev.numpy(a) for a in arrays)
+    np.testing.assert_array_equal(pop, [bin(int(v)).count("1") for v in x])
+    np.testing.assert_array_equal(packed, f.view(np.int64))  # element 0 in the low word
+    np.testing.assert_array_equal(unpacked, f.reshape(8, 2)[:, ::-1].reshape(16))
+    np.testing.assert_array_equal(q, x // 7)
+    np.testing.assert_array_equal(r, x % 7)
+    np.testing.assert_array_equal(mn[0], np.minimum(f[0::2], f[1::2]))
+    np.testing.assert_array_equal(mn[1], np.maximum(f[0::2], f[1::2]))
+
+
+# ---- named barriers and nvvm.atomicrmw ------------------------------------------------------------
+
+@cute.kernel
+def barrier_kernel(counter: cute.Tensor, out: cute.Tensor):
+    tidx = cute.arch.thread_idx()[0]
+    # Warp 0 produces, warp 1 waits at named barrier 1 (64 threads: both warps), then reads.
+    if tidx < 32:
+        old = nvvm.atomicrmw(res=T.i32(), op=nvvm.AtomicOpKind.ADD, ptr=counter.iterator.llvm_ptr,
+                             a=Int32(1).ir_value())
+        cute.arch.barrier_arrive(barrier_id=1, number_of_threads=64)
+    else:
+        cute.arch.barrier(barrier_id=1, number_of_threads=64)
+        out[tidx - 32] = counter[0]
+
+
+@cute.jit
+def barrier_host(counter: cute.Tensor, out: cute.Tensor):
+    barrier_kernel(counter, out).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+
+def test_named_barrier_arrive_orders_atomicrmw(dev):
+    counter = dev.array(np.zeros(1, np.int32))
+    out = dev.array(np.zeros(32, np.int32))
+    dev.run(barrier_host, counter, out)
+    np.testing.assert_array_equal(dev.numpy(counter), [32])
+    np.testing.assert_array_equal(dev.numpy(out), np.full(32, 32))
+
+
+# ---- layout helpers -------------------------------------------------------------------------------
+
+def test_prepend_append_ones_flatten_is_static():
+    @cute.jit
+    def host(n: Int32):
+        layout = cute.make_layout((4, 8), stride=(8, 1))
+        p = cute.prepend_ones(layout, up_to_rank=3)
+        a = cute.append_ones(layout, up_to_rank=4)
+        assert p.shape == (1, 4, 8) and p.stride == (0, 8, 1)
+        assert a.shape == (4, 8, 1, 1) and a.stride == (8, 1, 0, 0)
+        assert cute.flatten_to_tuple(((1, (2, 3)), 4)) == (1, 2, 3, 4)
+        assert cute.is_static(layout) and cute.is_static((1, (2, 3)))
+        assert not cute.is_static(n) and not cute.is_static((1, n))
+
+    cute.compile(host, Int32(3), options="--target cpu")

@@ -1,0 +1,290 @@
+"""Defects that running quack's kernels (issue 23) exposed, each as a small kernel of the same
+construct, checked against numpy on the CPU emulator."""
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Int32, const_expr
+
+
+# ---- a @cute.jit function that calls itself (quack's bitonic_sort) ---------------------------------
+
+@cute.jit
+def reverse_range(t: cute.Tensor, lo: cutlass.Constexpr, hi: cutlass.Constexpr):
+    """Reverses t[lo:hi] by swapping the ends and recursing on the middle."""
+    if const_expr(hi - lo > 1):
+        x = t[lo]
+        t[lo] = t[hi - 1]
+        t[hi - 1] = x
+        reverse_range(t, lo + 1, hi - 1)
+
+
+@cute.kernel
+def reverse_kernel(a: cute.Tensor):
+    reverse_range(a, 0, 7)
+
+
+@cute.jit
+def reverse_host(a: cute.Tensor):
+    reverse_kernel(a).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_recursive_jit_function_calls_itself():
+    a = np.arange(8, dtype=np.int32)
+    cute.compile(reverse_host, a, options="--target cpu")(a)
+    np.testing.assert_array_equal(a, [6, 5, 4, 3, 2, 1, 0, 7])
+
+
+# ---- a name bound to None, used only under const_expr, inside a dynamic loop (quack's RMSNorm
+# backward keeps optional fragments as None) ------------------------------------------------------
+
+@cute.kernel
+def optional_fragment_kernel(a: cute.Tensor, out: cute.Tensor, n: Int32, with_sum: cutlass.Constexpr):
+    acc = None
+    if const_expr(with_sum):
+        acc = cute.make_fragment(1, cutlass.Float32)
+        acc.fill(0.0)
+    for i in cutlass.range(n):
+        out[i] = a[i] * 2
+        if const_expr(acc is not None):
+            acc.fill(acc[0] + a[i])
+    if const_expr(acc is not None):
+        out[n] = acc[0]
+
+
+@cute.jit
+def optional_fragment_host(a: cute.Tensor, out: cute.Tensor, n: Int32, with_sum: cutlass.Constexpr):
+    optional_fragment_kernel(a, out, n, with_sum).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_none_value_passes_through_dynamic_loop():
+    for with_sum in (False, True):
+        a = np.arange(8, dtype=np.float32)
+        out = np.zeros(9, np.float32)
+        cute.compile(optional_fragment_host, a, out, Int32(8), with_sum, options="--target cpu")(a, out, Int32(8))
+        np.testing.assert_array_equal(out[:8], a * 2)
+        assert out[8] == (a.sum() if with_sum else 0)
+
+
+# ---- cute.compile of an object whose @cute.jit __call__ is inherited (quack's GemmDefaultSm90) -------
+
+@cute.kernel
+def scale_kernel(a: cute.Tensor, factor: cutlass.Constexpr):
+    i = cute.arch.thread_idx()[0]
+    a[i] = a[i] * factor
+
+
+class ScaleBase:
+    def __init__(self, factor):
+        self.factor = factor
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor):
+        scale_kernel(a, self.factor).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+class ScaleByThree(ScaleBase):
+    def __init__(self):
+        super().__init__(3)
+
+
+def test_compile_object_with_inherited_jit_call():
+    a = np.arange(8, dtype=np.float32)
+    cute.compile(ScaleByThree(), a, options="--target cpu")(a)
+    np.testing.assert_array_equal(a, np.arange(8, dtype=np.float32) * 3)
+
+
+# ---- DSL numbers inside an argument class (quack's ArgumentsBase: a JitArgument dataclass whose
+# fields forward __get_mlir_types__ / __c_pointers__ and are rebuilt with new_from_mlir_values) -------
+
+from dataclasses import dataclass, fields  # noqa: E402
+
+from cutlass.base_dsl.typing import JitArgument  # noqa: E402
+
+
+@dataclass
+class Scalars(JitArgument):
+    offset: Int32
+    scale: cutlass.Float32
+
+    def __c_pointers__(self):
+        return [p for f in fields(self) for p in getattr(self, f.name).__c_pointers__()]
+
+    def __get_mlir_types__(self):
+        return [t for f in fields(self) for t in getattr(self, f.name).__get_mlir_types__()]
+
+    def __new_from_mlir_values__(self, values):
+        return Scalars(*(cutlass.new_from_mlir_values(getattr(self, f.name), [v])
+                         for f, v in zip(fields(self), values)))
+
+
+@cute.kernel
+def affine_kernel(a: cute.Tensor, s: Scalars):
+    i = cute.arch.thread_idx()[0]
+    a[i] = a[i] * s.scale + cutlass.Float32(s.offset)
+
+
+@cute.jit
+def affine_host(a: cute.Tensor, s: Scalars):
+    affine_kernel(a, s).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+def test_numbers_in_a_jit_argument_class_are_runtime_values():
+    a = np.arange(8, dtype=np.float32)
+    f = cute.compile(affine_host, a, Scalars(Int32(1), cutlass.Float32(2.0)), options="--target cpu")
+    f(a, Scalars(Int32(5), cutlass.Float32(0.5)))  # other values than at compile time
+    np.testing.assert_array_equal(a, np.arange(8, dtype=np.float32) * 0.5 + 5)
+
+
+# ---- make_tiled_tma_atom with CuTe's cta_v_map (composition of an identity layout with the tile)
+# and a batch mode (quack's epilogue store) ---------------------------------------------------------
+
+from cutlass.cute.nvgpu import cpasync  # noqa: E402
+
+
+@cute.kernel
+def tma_store_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor):
+    bidx, bidy, bidz = cute.arch.block_idx()
+    tidx, _, _ = cute.arch.thread_idx()
+    s = cute.make_tensor(cute.arch.alloc_smem(cutlass.Float32, 256, alignment=128),
+                         cute.make_layout((8, 32), stride=(32, 1)))
+    for i in cutlass.range(tidx, 256, 32):
+        s[i // 32, i % 32] = cutlass.Float32(bidz * 100000 + (bidx * 8 + i // 32) * 1000 + bidy * 32 + i % 32)
+    cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
+    cute.arch.sync_threads()
+    cute.copy(atom, s, cute.local_tile(tma_tensor[None, None, bidz], (8, 32), (bidx, bidy)))
+    cute.arch.cp_async_bulk_commit_group()
+    cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+@cute.jit
+def tma_store_host(c: cute.Tensor):
+    cta_v_map = cute.composition(cute.make_identity_layout(c.shape), (8, 32))
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                          cute.make_layout((8, 32), stride=(32, 1)), cta_v_map)
+    tma_store_kernel(atom, t).launch(grid=(2, 2, 2), block=(32, 1, 1))
+
+
+def test_tma_atom_from_a_cta_v_map_layout_with_a_batch_mode():
+    c = np.full((2, 16, 64), -1, np.float32).transpose(1, 2, 0)  # (m, n, l), n contiguous
+    cute.compile(tma_store_host, c, options="--target cpu --gpu-arch sm_90a")(c)
+    m, n, batch = np.meshgrid(np.arange(16), np.arange(64), np.arange(2), indexing="ij")
+    np.testing.assert_array_equal(c, (batch * 100000 + m * 1000 + n).astype(np.float32))
+
+
+# ---- integer division by a constant zero in a kernel is left to run time (quack's pingpong GEMM
+# advances a 0-stage pipeline state it never uses) ---------------------------------------------------
+
+@cute.kernel
+def unused_division_kernel(out: cute.Tensor, stages: cutlass.Constexpr):
+    i = cute.arch.thread_idx()[0]
+    index = Int32(3) + Int32(2)
+    if const_expr(stages > 0):
+        out[i] = index // stages
+    else:
+        wrapped = index // Int32(stages)  # never read: CUDA leaves the value unspecified
+        out[i] = index
+
+
+@cute.jit
+def unused_division_host(out: cute.Tensor, stages: cutlass.Constexpr):
+    unused_division_kernel(out, stages).launch(grid=(1, 1, 1), block=(4, 1, 1))
+
+
+def test_constant_integer_division_by_zero_in_a_kernel_is_not_a_trace_error():
+    out = np.zeros(4, np.int32)
+    cute.compile(unused_division_host, out, 0, options="--target cpu")(out)
+    np.testing.assert_array_equal(out, [5] * 4)
+    cute.compile(unused_division_host, out, 2, options="--target cpu")(out)
+    np.testing.assert_array_equal(out, [2] * 4)
+
+
+# ---- FlashAttention-4's helpers: tiled_mma.op, nvvm.fmax with three operands, ptr.toint(loc=, ip=),
+# llvm.inline_asm without a result ---------------------------------------------------------------
+
+from cutlass.cute.nvgpu import warpgroup  # noqa: E402
+from cutlass._mlir.dialects import llvm, nvvm  # noqa: E402
+from cutlass.cutlass_dsl import T  # noqa: E402
+
+
+def test_tiled_mma_op_makes_fresh_atoms():
+    @cute.jit
+    def host():
+        tiled = cute.make_tiled_mma(warpgroup.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (64, 64, 16)))
+        first = cute.make_mma_atom(tiled.op)
+        first.set(warpgroup.Field.ACCUMULATE, False)
+        second = cute.make_mma_atom(tiled.op)
+        second.set(warpgroup.Field.ACCUMULATE, True)
+        assert tuple(first.shape_mnk) == (64, 64, 16) and str(first) == str(second)
+        # Each atom keeps its own ACCUMULATE field.
+        assert bool(first.get(warpgroup.Field.ACCUMULATE)) is False
+        assert bool(second.get(warpgroup.Field.ACCUMULATE)) is True
+
+    cute.compile(host, options="--target cpu")
+
+
+@cute.kernel
+def fmax3_kernel(a: cute.Tensor, out: cute.Tensor):
+    i = cute.arch.thread_idx()[0]
+    out[i] = cutlass.Float32(nvvm.fmax(T.f32(), a[3 * i].ir_value(), a[3 * i + 1].ir_value(),
+                                       c=a[3 * i + 2].ir_value()))
+    out[i + 4] = cutlass.Float32(nvvm.fmin(T.f32(), a[3 * i].ir_value(), a[3 * i + 1].ir_value(),
+                                           c=a[3 * i + 2].ir_value()))
+
+
+@cute.jit
+def fmax3_host(a: cute.Tensor, out: cute.Tensor):
+    fmax3_kernel(a, out).launch(grid=(1, 1, 1), block=(4, 1, 1))
+
+
+def test_nvvm_fmax_fmin_three_operands():
+    a = np.array([1, 5, 3, -1, -7, -2, 0, 0.5, np.nan, 2, 9, 4], np.float32)
+    out = np.zeros(8, np.float32)
+    cute.compile(fmax3_host, a, out, options="--target cpu")(a, out)
+    triples = a.reshape(4, 3)
+    np.testing.assert_array_equal(out[:4], np.fmax.reduce(triples, axis=1))  # a NaN operand is ignored
+    np.testing.assert_array_equal(out[4:], np.fmin.reduce(triples, axis=1))
+
+
+@cute.kernel
+def void_asm_kernel(a: cute.Tensor):
+    address = a.iterator.toint(loc=None, ip=None)
+    llvm.inline_asm(None, [address.ir_value()], "prefetch.global.L2 [$0];", "l", has_side_effects=True,
+                    is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+@cute.jit
+def void_asm_host(a: cute.Tensor):
+    void_asm_kernel(a).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_inline_asm_without_result_traces():
+    a = np.zeros(4, np.float32)
+    f = cute.compile(void_asm_host, a, options="--target cpu")  # tracing takes res=None
+    with pytest.raises(cutlass.DSLRuntimeError, match="uses inline PTX"):
+        f(a)
+
+
+# ---- the pipeline classes as libraries derive from them (quack's PipelineTmaCpAsync: a frozen
+# dataclass over PipelineTmaAsync, built positionally from _make_sync_object's barriers) -----------
+
+import dataclasses  # noqa: E402
+
+import cutlass.pipeline as pipeline  # noqa: E402
+
+
+def test_pipeline_classes_are_frozen_dataclasses_with_the_dsl_fields():
+    @dataclasses.dataclass(frozen=True)
+    class Derived(pipeline.PipelineTmaAsync):
+        pass
+
+    assert [f.name for f in dataclasses.fields(Derived)] == [
+        "sync_object_full", "sync_object_empty", "num_stages", "producer_mask", "consumer_mask",
+        "is_signalling_thread"]
+    assert callable(pipeline.PipelineAsync._make_sync_object)
+    assert {op.name for op in pipeline.PipelineOp} >= {"AsyncThread", "TmaLoad", "TCGen05Mma"}
+    # quack's non-persistent tile scheduler carries a 0-stage state it never advances.
+    assert pipeline.PipelineState(0, 0, 0, 1).stages == 0
+    with pytest.raises(ValueError, match="non-negative"):
+        pipeline.PipelineState(-1, 0, 0, 0)
