@@ -1,6 +1,7 @@
 #include "cute/copy.h"
 
 #include "cute/atom/copy_sm80.h"
+#include "cute/copy_predicate.h"
 #include "cute/pointer.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -184,12 +185,8 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std:
     value_error("the value mode of " + to_string(src) + " does not split into atoms of " + std::to_string(av) +
                 " values");
   int64_t atoms_per_rest = nv / av;
-  if (pred) {
-    L::Int pn = L::size(pred->layout);
-    if (!pn.is_static() || pn.value() != atoms_per_rest * nrest)
-      value_error("the predicate " + to_string(*pred) + " needs one entry per atom call (" +
-                  std::to_string(atoms_per_rest * nrest) + ")");
-  }
+  std::optional<CopyPredicate> guard_of;
+  if (pred) guard_of.emplace(*pred, atoms_per_rest, nrest, "copy");
   // Without predicates the universal copy moves as many elements at once as both sides allow.
   int width = av;
   if (!pred && vector_access_allowed()) {
@@ -204,7 +201,7 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std:
       ir::Block* after = nullptr;
       ir::Op* guard = nullptr;
       if (pred) {
-        Num p = load_element(*pred, L::IntTuple(r * atoms_per_rest + k / av));
+        Num p = guard_of->at(r, k / av);
         p = dsl::to_boolean(p);
         if (p.is_static && p.s.i == 0) continue;
         if (!p.is_static) {

@@ -1,5 +1,6 @@
 #include "cute/atom/copy_sm80.h"
 
+#include "cute/copy_predicate.h"
 #include "cute/pointer.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -223,12 +224,8 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
   if (sn1.value() != dn1.value())
     copy_error("rest modes differ in size: " + to_string(src) + " vs " + to_string(dst));
   const int64_t calls = sn0.value() / ns, nrest = sn1.value();
-  if (pred) {
-    L::Int pn = L::size(pred->layout);
-    if (!pn.is_static() || pn.value() != calls * nrest)
-      copy_error("the predicate " + to_string(*pred) + " needs one entry per atom call (" +
-                 std::to_string(calls * nrest) + ")");
-  }
+  std::optional<CopyPredicate> guard_of;
+  if (pred) guard_of.emplace(*pred, calls, nrest, "copy");
   L::Layout svm = sv[0], dvm = dv[0];
   ir::Builder& b = kernel_builder("copy with " + name);
   for (int64_t r = 0; r < nrest; ++r) {
@@ -244,7 +241,7 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
         ir::Value* size = b.const_int(ir::i32(), bytes);
         if (pred) {
           // CuTe's SM80_CP_ASYNC_*_ZFILL: a false predicate still writes, zeros (source size 0).
-          Num p = dsl::to_boolean(load_element(*pred, L::IntTuple(r * calls + c)));
+          Num p = dsl::to_boolean(guard_of->at(r, c));
           if (p.is_static) size = b.const_int(ir::i32(), p.s.i ? bytes : 0);
           else size = b.select(p.value, size, b.const_int(ir::i32(), 0));
         }
