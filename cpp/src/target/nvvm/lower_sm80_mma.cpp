@@ -1,4 +1,6 @@
 #include "target/nvvm/lower_sm80_mma.h"
+
+#include "target/nvvm/nvvm_types.h"
 #include "target/nvvm/op_lowering.h"
 
 #include <cctype>
@@ -9,10 +11,6 @@ namespace opencute::target {
 namespace {
 
 using ir::Type;
-
-bool is_f16(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F16; }
-bool is_bf16(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::BF16; }
-bool is_f32(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F32; }
 
 // The PTX name of an MMA operand type.
 std::string ptx_type(Type t) {

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "ir/wgmma_element.h"
+#include "target/nvvm/nvvm_types.h"
 #include "target/nvvm/op_lowering.h"
 
 namespace opencute::target {
@@ -33,8 +34,6 @@ std::string ptx_type(Type t) {
     default: throw std::runtime_error("wgmma: no PTX operand type for " + ir::to_string(t));
   }
 }
-
-bool is_f16(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F16; }
 
 // Packs 16- or 8-bit values into 32-bit registers, lowest index in the lowest bits (f16 is
 // `half` in LLVM; bf16 and 8-bit floats are already integers of their width).

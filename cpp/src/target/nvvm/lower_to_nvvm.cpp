@@ -16,6 +16,7 @@
 #include "support/fp4.h"
 #include "support/fp8.h"
 #include "support/half.h"
+#include "target/nvvm/nvvm_types.h"
 #include "target/nvvm/op_lowering.h"
 
 namespace opencute::target {
@@ -37,163 +38,7 @@ const char* kDataLayout =
     "v16:16:16-v32:32:32-v64:64:64-v128:128:128-n16:32:64";
 
 // ---------------------------------------------------------------------------------------------
-// Types and literals
-
-bool is_half(Type t) { return t->is_float() && t->float_kind == FloatKind::F16; }
-bool is_bf16(Type t) { return t->is_float() && t->float_kind == FloatKind::BF16; }
-bool is_fp8(Type t) { return t->is_float() && (t->float_kind == FloatKind::E4M3 || t->float_kind == FloatKind::E5M2); }
-const support::Fp8Format& fp8_format(Type t) {
-  return t->float_kind == FloatKind::E4M3 ? support::e4m3_format() : support::e5m2_format();
-}
-bool is_fp4(Type t) { return t->is_float() && t->float_kind == FloatKind::E2M1; }
-bool is_f64(Type t) { return t->is_float() && t->float_kind == FloatKind::F64; }
-bool is_f32(Type t) { return t->is_float() && t->float_kind == FloatKind::F32; }
-
-int llvm_addrspace(AddrSpace s) {
-  switch (s) {
-    case AddrSpace::Generic: return 0;
-    case AddrSpace::Gmem: return 1;
-    case AddrSpace::Smem: return 3;
-    case AddrSpace::Cmem: return 4;
-    case AddrSpace::Rmem: return 0;  // allocas are reached through generic pointers
-    case AddrSpace::Param: return 0;  // a grid-constant parameter is reached through its generic address
-  }
-  return 0;
-}
-
-std::string llvm_type(Type t);
-
-// The type a value has in memory: booleans take a byte there.
-// How a value is held in memory. A scalar f16 is held as i16 (read and written through a
-// bitcast): libNVVM (CUDA 13.0) merges five or more adjacent, 16-byte-aligned scalar `half`
-// accesses into one it then refuses ("unsupported operation"), while the same accesses as i16
-// are merged into vector loads and stores it accepts. Explicit `<N x half>` vectors are fine
-// (and stay 128-bit accesses).
-std::string mem_type(Type t) {
-  if (t->kind == TypeKind::Void) return "i8";
-  if (t->is_bool()) return "i8";
-  if (t->is_sub_byte() && !t->is_vector()) return "i8";  // pointers to packed elements address bytes
-  // Packed vectors are accessed as one integer of their bits (element 0 in the low bits, as a
-  // bitcast to <N x i4> reads them): LLVM's in-memory layout of <N x i4> is not relied on.
-  if (t->is_vector() && t->element->is_sub_byte()) return "i" + std::to_string(t->bit_size());
-  if (t->is_vector() && t->element->is_bool()) return "<" + std::to_string(t->lanes) + " x i8>";
-  if (t->is_float() && t->float_kind == FloatKind::F16) return "i16";
-  return llvm_type(t);
-}
-
-std::string pointer_text(Type element, AddrSpace space) {
-  int as = llvm_addrspace(space);
-  return mem_type(element) + (as ? " addrspace(" + std::to_string(as) + ")*" : "*");
-}
-
-std::string llvm_type(Type t) {
-  switch (t->kind) {
-    case TypeKind::Void: return "void";
-    case TypeKind::Int: return "i" + std::to_string(t->width);
-    case TypeKind::Float:
-      switch (t->float_kind) {
-        case FloatKind::F16: return "half";
-        case FloatKind::BF16: return "i16";  // LLVM 7 has no bfloat
-        case FloatKind::E4M3:
-        case FloatKind::E5M2: return "i8";   // nor 8-bit floats
-        case FloatKind::E2M1: return "i4";   // nor 4-bit ones: the code in the low bits
-        case FloatKind::F32: return "float";
-        case FloatKind::F64: return "double";
-      }
-      break;
-    case TypeKind::Vector: return "<" + std::to_string(t->lanes) + " x " + llvm_type(t->element) + ">";
-    case TypeKind::Pointer: return pointer_text(t->element, t->space);
-  }
-  return "void";
-}
-
-// True when LLVM's allocation size of the memory type equals the IR's byte_size, so typed
-// getelementptr strides agree with the IR; odd widths and non-power-of-two vectors get padded
-// by LLVM and are addressed in bytes instead.
-bool natural_layout(Type t) {
-  if (t->is_int()) return t->width == 1 || t->width == 8 || t->width == 16 || t->width == 32 || t->width == 64;
-  if (t->is_sub_byte()) return false;
-  if (t->is_float() || t->is_pointer()) return true;
-  if (t->is_vector()) return (t->lanes & (t->lanes - 1)) == 0 && natural_layout(t->element);
-  return false;
-}
-
-int pow2_align(int align) {
-  if (align <= 0) return 1;
-  return align & -align;
-}
-
-int64_t sign_wrap(int width, int64_t v) {
-  if (width >= 64) return v;
-  uint64_t mask = (uint64_t(1) << width) - 1;
-  uint64_t u = uint64_t(v) & mask;
-  if ((u >> (width - 1)) & 1) u |= ~mask;
-  return int64_t(u);
-}
-
-// Integer literals are printed as the signed value of their bit pattern, which LLVM's parser
-// accepts for every width.
-std::string int_literal(int width, int64_t v) {
-  if (width == 1) return (v & 1) ? "true" : "false";
-  return std::to_string(sign_wrap(width, v));
-}
-
-std::string hex_double(double d) {
-  uint64_t u;
-  std::memcpy(&u, &d, 8);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "0x%016llX", (unsigned long long)u);
-  return buf;
-}
-
-std::string float_literal(Type t, double d) {
-  switch (t->float_kind) {
-    case FloatKind::F64: return hex_double(d);
-    case FloatKind::F32: return hex_double(double(float(d)));  // LLVM wants the double spelling
-    case FloatKind::F16: {
-      char buf[16];
-      std::snprintf(buf, sizeof buf, "0xH%04X", unsigned(support::float_to_half_bits(float(d))));
-      return buf;
-    }
-    case FloatKind::BF16: return int_literal(16, support::float_to_bf16_bits(float(d)));
-    case FloatKind::E4M3:
-    case FloatKind::E5M2: return int_literal(8, support::float_to_fp8_bits(float(d), fp8_format(t)));
-    case FloatKind::E2M1: return int_literal(4, support::float_to_e2m1_bits(float(d)));
-  }
-  return "0";
-}
-
-std::string global_ref(const std::string& name) {
-  bool plain = !name.empty() && !std::isdigit(static_cast<unsigned char>(name[0]));
-  for (char c : name)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$')) plain = false;
-  if (plain) return "@" + name;
-  std::string out = "@\"";
-  for (unsigned char c : name) {
-    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x7f) {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "\\%02X", unsigned(c));
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\"";
-}
-
-std::string c_string_literal(const std::string& s) {
-  std::string out = "c\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\' || c < 0x20 || c >= 0x7f) {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "\\%02X", unsigned(c));
-      out += buf;
-    } else {
-      out += char(c);
-    }
-  }
-  return out + "\\00\"";
-}
+// Math functions
 
 const std::map<std::string, std::string>& libdevice_names() {
   // IR math name -> libdevice base name (the f32 variant appends "f").
@@ -479,7 +324,7 @@ class KernelLowering : public OpLowering {
 
   // -- f16 / bf16 ---------------------------------------------------------------------------
 
-  static Type compute_type(Type t) { return (is_half(t) || is_bf16(t) || is_fp8(t) || is_fp4(t)) ? ir::f32() : t; }
+  static Type compute_type(Type t) { return (is_f16(t) || is_bf16(t) || is_fp8(t) || is_fp4(t)) ? ir::f32() : t; }
 
   // e2m1 (an i4 holding the code) <-> f32 as internal helpers: support/fp4.h's algorithm, on
   // every target. sm_100a's cvt.rn.satfinite.e2m1x2.f32 gives the same codes, but ptxas refuses
@@ -638,7 +483,7 @@ class KernelLowering : public OpLowering {
 
   // To the type arithmetic happens in (f32 for the 16-bit floats; both convert exactly).
   std::string widen(Type t, const std::string& v) {
-    if (is_half(t)) return def("fpext half " + v + " to float");
+    if (is_f16(t)) return def("fpext half " + v + " to float");
     if (is_fp8(t)) return def("call float @" + fp8_helper(t, true) + "(i8 " + v + ")");
     if (is_fp4(t)) return def("call float @" + fp4_helper(true) + "(i4 " + v + ")");
     if (is_bf16(t)) {
@@ -651,7 +496,7 @@ class KernelLowering : public OpLowering {
 
   // From f32 back to a 16-bit float with round-to-nearest-even.
   std::string narrow(Type t, const std::string& v) {
-    if (is_half(t)) return def("fptrunc float " + v + " to half");
+    if (is_f16(t)) return def("fptrunc float " + v + " to half");
     if (is_fp8(t)) return def("call i8 @" + fp8_helper(t, false) + "(float " + v + ")");
     if (is_fp4(t)) return def("call i4 @" + fp4_helper(false) + "(float " + v + ")");
     if (is_bf16(t)) {
@@ -853,7 +698,7 @@ class KernelLowering : public OpLowering {
           if (is_bf16(t)) return def(std::string(neg ? "xor" : "and") + " i16 " + a + ", " + (neg ? "-32768" : "32767"));
           if (is_fp8(t)) return def(std::string(neg ? "xor" : "and") + " i8 " + a + ", " + (neg ? "-128" : "127"));
           if (is_fp4(t)) return def(std::string(neg ? "xor" : "and") + " i4 " + a + ", " + (neg ? "-8" : "7"));
-          if (is_half(t)) {
+          if (is_f16(t)) {
             std::string bits = def("bitcast half " + a + " to i16");
             std::string r = def(std::string(neg ? "xor" : "and") + " i16 " + bits + ", " + (neg ? "-32768" : "32767"));
             return def("bitcast i16 " + r + " to half");
@@ -1056,7 +901,7 @@ class KernelLowering : public OpLowering {
   // 32-bit words when the pointer allows it: NVPTX splits `<8 x i16>` into two 64-bit accesses
   // (a bf16 epilogue then stores with STS.64 / STG.64 where f16's `<8 x half>` gets 128-bit ones).
   static std::string word_access_type(Type ptr_type, Type value_type) {
-    if (!value_type->is_vector() || value_type->element->is_bool() || is_half(value_type->element)) return {};
+    if (!value_type->is_vector() || value_type->element->is_bool() || is_f16(value_type->element)) return {};
     int bits = value_type->width;
     int lane_bits = value_type->element->width;
     if ((lane_bits != 8 && lane_bits != 16) || bits % 32 != 0 || bits > 128) return {};
@@ -1254,7 +1099,7 @@ class KernelLowering : public OpLowering {
     const int w = t->width;
     std::string suffix, reg;
     if (t->is_float()) {
-      suffix = is_half(t) ? "noftz.f16" : is_bf16(t) ? "noftz.bf16" : is_f64(t) ? "f64" : "f32";
+      suffix = is_f16(t) ? "noftz.f16" : is_bf16(t) ? "noftz.bf16" : is_f64(t) ? "f64" : "f32";
       reg = w == 16 ? "h" : w == 64 ? "d" : "f";
     } else {
       reg = w == 16 ? "h" : w == 64 ? "l" : "r";
@@ -1276,16 +1121,16 @@ class KernelLowering : public OpLowering {
     asm_text += ";";
     constraints += ",~{memory}";
     // 16-bit floats travel through the asm as their bits.
-    std::string reg_type = is_half(t) ? "i16" : llvm_type(t);
+    std::string reg_type = is_f16(t) ? "i16" : llvm_type(t);
     std::string address = def("ptrtoint " + llvm_type(ptr->type) + " " + use(ptr) + " to i64");
     std::string args = "i64 " + address;
     for (size_t i = 1; i < op.operands.size(); ++i) {
       std::string v = use(op.operands[i]);
-      if (is_half(t)) v = def("bitcast half " + v + " to i16");
+      if (is_f16(t)) v = def("bitcast half " + v + " to i16");
       args += ", " + reg_type + " " + v;
     }
     std::string r = def("call " + reg_type + " asm sideeffect \"" + asm_text + "\", \"" + constraints + "\"(" + args + ")");
-    if (is_half(t)) r = def("bitcast i16 " + r + " to half");
+    if (is_f16(t)) r = def("bitcast i16 " + r + " to half");
     set(op, 0, r);
   }
 
