@@ -134,8 +134,9 @@ std::vector<std::string> lower_mma_sync(const ir::Op& op, const std::vector<std:
   return out;
 }
 
-bool lower_sm80_mma(const ir::Op& op, OpLowering& k) {
-  if (op.code != ir::OpCode::MmaSync) return false;
+namespace {
+
+void lower_mma_sync_op(const ir::Op& op, KernelLowering& k) {
   std::vector<std::string> in;
   for (const ir::Value* v : op.operands) in.push_back(k.operand(v));
   std::vector<std::string> out;
@@ -145,7 +146,10 @@ bool lower_sm80_mma(const ir::Op& op, OpLowering& k) {
     k.error(op, e.what());
   }
   for (size_t i = 0; i < out.size(); ++i) k.define(op, int(i), out[i]);
-  return true;
 }
+
+}  // namespace
+
+void register_sm80_mma_lowerings(LoweringTable& t) { t.add(ir::OpCode::MmaSync, lower_mma_sync_op); }
 
 }  // namespace opencute::target
