@@ -61,8 +61,8 @@ class KernelLowering {
   std::string emit_def_in_entry(const std::string& rhs);
   std::string fresh();  // a new value name, defined later (phis)
   // Declares the intrinsic and calls it: `typed_args` are "type value" texts.
-  std::string call_intrinsic(const std::string& ret, const std::string& name, const std::vector<std::string>& typed_args,
-                             const std::string& param_types);
+  std::string call_intrinsic(const std::string& ret, const std::string& name,
+                             const std::vector<std::string>& typed_args, const std::string& param_types);
 
   // -- values --------------------------------------------------------------------------------
   std::string operand(const ir::Value* v) const;  // the LLVM value of an IR value

@@ -32,12 +32,13 @@ std::string loop_metadata(KernelLowering& k, int64_t unroll) {
   else return "";
   int h = k.module().add_metadata(hint);
   int id = k.module().next_md++;
-  k.module().metadata.emplace_back(id, "!" + std::to_string(id) + " = distinct !{!" + std::to_string(id) + ", !" +
-                                    std::to_string(h) + "}");
+  k.module().metadata.emplace_back(
+      id, "!" + std::to_string(id) + " = distinct !{!" + std::to_string(id) + ", !" + std::to_string(h) + "}");
   return ", !llvm.loop !" + std::to_string(id);
 }
 
-const Op* expect_terminator(KernelLowering& k, const Op& op, const Op* term, OpCode code, size_t count, const char* what) {
+const Op* expect_terminator(KernelLowering& k, const Op& op, const Op* term, OpCode code, size_t count,
+                            const char* what) {
   if (!term || term->code != code || term->operands.size() != count)
     k.error(op, std::string("region must end with ") + what + " of " + std::to_string(count) + " values");
   return term;
@@ -51,7 +52,8 @@ void lower_for(const Op& op, KernelLowering& k) {
   std::vector<std::string> inits;
   for (size_t i = 3; i < op.operands.size(); ++i) inits.push_back(k.operand(op.operands[i]));
   const Block* body = op.region_block(0);
-  if (body->args.size() != inits.size() + 1) k.error(op, "body arguments must be the induction variable and iter values");
+  if (body->args.size() != inits.size() + 1)
+    k.error(op, "body arguments must be the induction variable and iter values");
 
   std::string prefix = k.new_label_prefix("for");
   std::string head = prefix + ".head", body_label = prefix + ".body", exit = prefix + ".exit";
@@ -132,7 +134,8 @@ void lower_if(const Op& op, KernelLowering& k) {
 
   k.start_block(end);
   for (size_t i = 0; i < n; ++i)
-    k.define(op, int(i), k.emit_def("phi " + llvm_type(op.result(int(i))->type) + " [" + then_vals[i] + ", %" + then_end + "], [" +
+    k.define(op, int(i),
+             k.emit_def("phi " + llvm_type(op.result(int(i))->type) + " [" + then_vals[i] + ", %" + then_end + "], [" +
                         else_vals[i] + ", %" + else_end + "]"));
 }
 

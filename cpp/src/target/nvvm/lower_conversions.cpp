@@ -33,8 +33,9 @@ std::string cast(KernelLowering& k, const Op& op, Type from, Type to, const std:
     std::string conv = from->is_signed ? "sitofp " : "uitofp ";
     if (is_f64(to)) return k.emit_def(conv + F + " " + v + " to double");
     // scalar_semantics converts through double; only above 53 bits does that round first.
-    std::string f = from->width > 53 ? k.emit_def("fptrunc double " + k.emit_def(conv + F + " " + v + " to double") + " to float")
-                                     : k.emit_def(conv + F + " " + v + " to float");
+    std::string f = from->width > 53
+                        ? k.emit_def("fptrunc double " + k.emit_def(conv + F + " " + v + " to double") + " to float")
+                        : k.emit_def(conv + F + " " + v + " to float");
     return narrow(k, to, f);
   }
   if (from->is_float() && to->is_int()) {

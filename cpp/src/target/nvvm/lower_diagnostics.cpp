@@ -21,7 +21,8 @@ namespace {
 std::string string_pointer(KernelLowering& k, const std::string& text) {
   std::string g = k.module().format_global(text);
   std::string arr = "[" + std::to_string(text.size() + 1) + " x i8]";
-  std::string in_global = k.emit_def("getelementptr inbounds " + arr + ", " + arr + " addrspace(1)* " + g + ", i64 0, i64 0");
+  std::string in_global =
+      k.emit_def("getelementptr inbounds " + arr + ", " + arr + " addrspace(1)* " + g + ", i64 0, i64 0");
   return k.emit_def("addrspacecast i8 addrspace(1)* " + in_global + " to i8*");
 }
 
@@ -45,7 +46,8 @@ void lower_printf(const Op& op, KernelLowering& k) {
       if (t->width > 64) k.error(op, "cannot print integers wider than 64 bits");
       int w = t->width <= 32 ? 32 : 64;
       if (t->width != w)
-        x = k.emit_def(std::string(t->is_signed ? "sext " : "zext ") + llvm_type(t) + " " + x + " to i" + std::to_string(w));
+        x = k.emit_def(std::string(t->is_signed ? "sext " : "zext ") + llvm_type(t) + " " + x + " to i" +
+                       std::to_string(w));
       args.push_back({"i" + std::to_string(w), x, w / 8});
     } else if (t->is_pointer()) {
       std::string generic = pointer_text(t->element, AddrSpace::Generic);
@@ -68,10 +70,10 @@ void lower_printf(const Op& op, KernelLowering& k) {
     std::string storage = k.emit_def_in_entry("alloca " + barr + ", align 8");
     for (size_t i = 0; i < args.size(); ++i) {
       std::string slot = k.emit_def("getelementptr inbounds " + barr + ", " + barr + "* " + storage + ", i64 0, i64 " +
-                             std::to_string(offsets[i]));
+                                    std::to_string(offsets[i]));
       std::string typed = k.emit_def("bitcast i8* " + slot + " to " + args[i].type + "*");
       k.emit_line("store " + args[i].type + " " + args[i].value + ", " + args[i].type + "* " + typed + ", align " +
-           std::to_string(args[i].size));
+                  std::to_string(args[i].size));
     }
     buf = k.emit_def("getelementptr inbounds " + barr + ", " + barr + "* " + storage + ", i64 0, i64 0");
   }
@@ -85,10 +87,11 @@ void lower_assert(const Op& op, KernelLowering& k) {
   k.emit_line("br i1 " + k.operand(op.operands[0]) + ", label %" + ok + ", label %" + failed);
   k.start_block(failed);
   // What CUDA's assert() calls: prints "file:line: function: ... Assertion `message` failed."
-  std::string message = string_pointer(k, op.str_attr), file = string_pointer(k, op.file), function = string_pointer(k, k.function().name);
+  std::string message = string_pointer(k, op.str_attr), file = string_pointer(k, op.file),
+              function = string_pointer(k, k.function().name);
   k.module().declare("void", "__assertfail", "i8*, i8*, i32, i8*, i64");
-  k.emit_line("call void @__assertfail(i8* " + message + ", i8* " + file + ", i32 " + std::to_string(op.line) + ", i8* " +
-       function + ", i64 1)");
+  k.emit_line("call void @__assertfail(i8* " + message + ", i8* " + file + ", i32 " + std::to_string(op.line) +
+              ", i8* " + function + ", i64 1)");
   k.module().declare("void", "llvm.trap", "");
   k.emit_line("call void @llvm.trap()");
   k.emit_line("unreachable");

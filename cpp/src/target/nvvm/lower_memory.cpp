@@ -62,15 +62,17 @@ void lower_load(const Op& op, KernelLowering& k) {
     int as = llvm_addrspace(pt->space);
     std::string wp = words + (as ? " addrspace(" + std::to_string(as) + ")*" : "*");
     std::string p = k.emit_def("bitcast " + llvm_type(pt) + " " + k.operand(op.operands[0]) + " to " + wp);
-    std::string w = k.emit_def("load " + words + ", " + wp + " " + p + ", align " + std::to_string(access_align(pt, rt)));
+    std::string w =
+        k.emit_def("load " + words + ", " + wp + " " + p + ", align " + std::to_string(access_align(pt, rt)));
     k.define(op, 0, k.emit_def("bitcast " + words + " " + w + " to " + llvm_type(rt)));
     return;
   }
   std::string p = retyped_pointer(k, pt, rt, k.operand(op.operands[0]));
   std::string M = mem_type(rt);
   std::string v = k.emit_def("load " + M + ", " + pointer_text(rt, pt->space) + " " + p + ", align " +
-                      std::to_string(access_align(pt, rt)));
-  if (ir::scalar_of(rt)->is_bool()) v = k.emit_def("icmp ne " + M + " " + v + ", " + (rt->is_vector() ? "zeroinitializer" : "0"));
+                             std::to_string(access_align(pt, rt)));
+  if (ir::scalar_of(rt)->is_bool())
+    v = k.emit_def("icmp ne " + M + " " + v + ", " + (rt->is_vector() ? "zeroinitializer" : "0"));
   else if (M != llvm_type(rt)) v = k.emit_def("bitcast " + M + " " + v + " to " + llvm_type(rt));
   k.define(op, 0, v);
 }
@@ -94,7 +96,7 @@ void lower_store(const Op& op, KernelLowering& k) {
   else if (M != llvm_type(vt)) v = k.emit_def("bitcast " + llvm_type(vt) + " " + v + " to " + M);
   std::string p = retyped_pointer(k, pt, vt, k.operand(op.operands[1]));
   k.emit_line("store " + M + " " + v + ", " + pointer_text(vt, pt->space) + " " + p + ", align " +
-       std::to_string(access_align(pt, vt)));
+              std::to_string(access_align(pt, vt)));
 }
 
 std::string index_to_i64(KernelLowering& k, const Op& op, const Value* idx) {
@@ -112,14 +114,17 @@ void lower_ptr_add(const Op& op, KernelLowering& k) {
   std::string p = k.operand(op.operands[0]);
   std::string idx = index_to_i64(k, op, op.operands[1]);
   if (natural_layout(pt->element)) {
-    k.define(op, 0, k.emit_def("getelementptr " + mem_type(pt->element) + ", " + llvm_type(pt) + " " + p + ", i64 " + idx));
+    k.define(op, 0,
+             k.emit_def("getelementptr " + mem_type(pt->element) + ", " + llvm_type(pt) + " " + p + ", i64 " + idx));
     return;
   }
   std::string bytes_ptr = pointer_text(ir::int_type(8), pt->space);
   std::string b = k.emit_def("bitcast " + llvm_type(pt) + " " + p + " to " + bytes_ptr);
-  std::string off = pt->element->is_sub_byte()  // a whole number of bytes (checked when built)
-                        ? k.emit_def("ashr exact i64 " + k.emit_def("mul i64 " + idx + ", " + std::to_string(pt->element->bit_size())) + ", 3")
-                        : k.emit_def("mul i64 " + idx + ", " + std::to_string(pt->element->byte_size()));
+  std::string off =
+      pt->element->is_sub_byte()  // a whole number of bytes (checked when built)
+          ? k.emit_def("ashr exact i64 " +
+                       k.emit_def("mul i64 " + idx + ", " + std::to_string(pt->element->bit_size())) + ", 3")
+          : k.emit_def("mul i64 " + idx + ", " + std::to_string(pt->element->byte_size()));
   std::string g = k.emit_def("getelementptr i8, " + bytes_ptr + " " + b + ", i64 " + off);
   k.define(op, 0, k.emit_def("bitcast " + bytes_ptr + " " + g + " to " + llvm_type(op.result()->type)));
 }
@@ -148,7 +153,9 @@ void lower_atomic(const Op& op, KernelLowering& k) {
   const Value* ptr = op.operands[0];
   Type t = op.result()->type;
   auto kind = ir::AtomicKind(op.int_attr);
-  std::string space = ptr->type->space == AddrSpace::Gmem ? ".global" : ptr->type->space == AddrSpace::Smem ? ".shared" : "";
+  std::string space = ptr->type->space == AddrSpace::Gmem   ? ".global"
+                      : ptr->type->space == AddrSpace::Smem ? ".shared"
+                                                            : "";
   const int w = t->width;
   std::string suffix, reg;
   if (t->is_float()) {
@@ -182,7 +189,8 @@ void lower_atomic(const Op& op, KernelLowering& k) {
     if (is_f16(t)) v = k.emit_def("bitcast half " + v + " to i16");
     args += ", " + reg_type + " " + v;
   }
-  std::string r = k.emit_def("call " + reg_type + " asm sideeffect \"" + asm_text + "\", \"" + constraints + "\"(" + args + ")");
+  std::string r =
+      k.emit_def("call " + reg_type + " asm sideeffect \"" + asm_text + "\", \"" + constraints + "\"(" + args + ")");
   if (is_f16(t)) r = k.emit_def("bitcast i16 " + r + " to half");
   k.define(op, 0, r);
 }
@@ -191,13 +199,17 @@ void lower_smem_alloc(const Op& op, KernelLowering& k) {
   Type rt = op.result()->type;
   Type e = rt->element;
   std::string align = std::to_string(pow2_align(std::max(rt->align, e->min_align())));
-  std::string name = global_ref("__opencute_smem." + k.function().name + "." + std::to_string(k.module().next_smem_global++));
+  std::string name =
+      global_ref("__opencute_smem." + k.function().name + "." + std::to_string(k.module().next_smem_global++));
   std::string arr = natural_layout(e) ? "[" + std::to_string(op.int_attr) + " x " + mem_type(e) + "]"
                                       : "[" + std::to_string(e->array_bytes(op.int_attr)) + " x i8]";
   k.module().global_lines.push_back(name + " = internal addrspace(3) global " + arr + " undef, align " + align);
-  std::string first = k.emit_def("getelementptr inbounds " + arr + ", " + arr + " addrspace(3)* " + name + ", i64 0, i64 0");
+  std::string first =
+      k.emit_def("getelementptr inbounds " + arr + ", " + arr + " addrspace(3)* " + name + ", i64 0, i64 0");
   std::string first_type = natural_layout(e) ? llvm_type(rt) : pointer_text(ir::int_type(8), AddrSpace::Smem);
-  k.define(op, 0, first_type == llvm_type(rt) ? first : k.emit_def("bitcast " + first_type + " " + first + " to " + llvm_type(rt)));
+  k.define(
+      op, 0,
+      first_type == llvm_type(rt) ? first : k.emit_def("bitcast " + first_type + " " + first + " to " + llvm_type(rt)));
 }
 
 void lower_dyn_smem(const Op& op, KernelLowering& k) {

@@ -73,7 +73,8 @@ std::string float_binary(KernelLowering& k, const Op& op, Type t, const std::str
       }
       // scalar_semantics floors the double quotient: a float quotient can round up to the
       // next integer (1 / 0.33333334f is 3.0f) or underflow to zero and floor differently.
-      std::string xd = k.emit_def("fpext float " + x + " to double"), yd = k.emit_def("fpext float " + y + " to double");
+      std::string xd = k.emit_def("fpext float " + x + " to double"),
+                  yd = k.emit_def("fpext float " + y + " to double");
       std::string q = libdevice_call(k, "floor", ir::f64(), {k.emit_def("fdiv double " + xd + ", " + yd)});
       r = k.emit_def("fptrunc double " + q + " to float");
       break;
@@ -82,7 +83,8 @@ std::string float_binary(KernelLowering& k, const Op& op, Type t, const std::str
     case OpCode::Min:
     case OpCode::Max: {
       // min.f32/max.f32 ignore a NaN operand, as fmin/fmax do.
-      std::string name = std::string("llvm.nvvm.f") + (op.code == OpCode::Min ? "min" : "max") + (is_f64(c) ? ".d" : ".f");
+      std::string name =
+          std::string("llvm.nvvm.f") + (op.code == OpCode::Min ? "min" : "max") + (is_f64(c) ? ".d" : ".f");
       r = k.call_intrinsic(ct, name, {ct + " " + x, ct + " " + y}, ct + ", " + ct);
       break;
     }
@@ -225,12 +227,14 @@ std::string unary(KernelLowering& k, const Op& op, Type t, const std::string& a)
       case OpCode::Neg:
       case OpCode::Abs: {
         bool neg = op.code == OpCode::Neg;
-        if (is_bf16(t)) return k.emit_def(std::string(neg ? "xor" : "and") + " i16 " + a + ", " + (neg ? "-32768" : "32767"));
+        if (is_bf16(t))
+          return k.emit_def(std::string(neg ? "xor" : "and") + " i16 " + a + ", " + (neg ? "-32768" : "32767"));
         if (is_fp8(t)) return k.emit_def(std::string(neg ? "xor" : "and") + " i8 " + a + ", " + (neg ? "-128" : "127"));
         if (is_fp4(t)) return k.emit_def(std::string(neg ? "xor" : "and") + " i4 " + a + ", " + (neg ? "-8" : "7"));
         if (is_f16(t)) {
           std::string bits = k.emit_def("bitcast half " + a + " to i16");
-          std::string r = k.emit_def(std::string(neg ? "xor" : "and") + " i16 " + bits + ", " + (neg ? "-32768" : "32767"));
+          std::string r =
+              k.emit_def(std::string(neg ? "xor" : "and") + " i16 " + bits + ", " + (neg ? "-32768" : "32767"));
           return k.emit_def("bitcast i16 " + r + " to half");
         }
         if (!neg) return libdevice_call(k, "fabs", t, {a});
@@ -258,7 +262,8 @@ std::string unary(KernelLowering& k, const Op& op, Type t, const std::string& a)
   }
 }
 
-std::string compare(KernelLowering& k, const Op& op, CmpPredicate p, Type t, const std::string& a, const std::string& b) {
+std::string compare(KernelLowering& k, const Op& op, CmpPredicate p, Type t, const std::string& a,
+                    const std::string& b) {
   static const char* fpreds[] = {"oeq", "une", "olt", "ole", "ogt", "oge"};  // ne is unordered
   static const char* spreds[] = {"eq", "ne", "slt", "sle", "sgt", "sge"};
   static const char* upreds[] = {"eq", "ne", "ult", "ule", "ugt", "uge"};
@@ -273,13 +278,14 @@ std::string compare(KernelLowering& k, const Op& op, CmpPredicate p, Type t, con
   bool sgn = t->is_signed || t->is_pointer();
   return k.emit_def(std::string("icmp ") + (sgn ? spreds[i] : upreds[i]) + " " + llvm_type(t) + " " + a + ", " + b);
 }
-std::string fma(KernelLowering& k, const Op& op, Type t, const std::string& a, const std::string& b, const std::string& c) {
+std::string fma(KernelLowering& k, const Op& op, Type t, const std::string& a, const std::string& b,
+                const std::string& c) {
   if (!t->is_float()) k.error(op, "fma needs floats");
   Type ct = compute_type(t);
   std::string T = llvm_type(ct);
   std::string x = widen(k, t, a), y = widen(k, t, b), z = widen(k, t, c);
   std::string r = k.call_intrinsic(T, std::string("llvm.fma.") + (is_f64(ct) ? "f64" : "f32"),
-                                 {T + " " + x, T + " " + y, T + " " + z}, T + ", " + T + ", " + T);
+                                   {T + " " + x, T + " " + y, T + " " + z}, T + ", " + T + ", " + T);
   return narrow(k, t, r);
 }
 
@@ -344,8 +350,9 @@ void lower_cmp(const Op& op, KernelLowering& k) {
 
 void lower_select(const Op& op, KernelLowering& k) {
   const Value *c = op.operands[0], *a = op.operands[1], *b = op.operands[2];
-  k.define(op, 0, k.emit_def("select " + llvm_type(c->type) + " " + k.operand(c) + ", " + llvm_type(a->type) + " " +
-                             k.operand(a) + ", " + llvm_type(b->type) + " " + k.operand(b)));
+  k.define(op, 0,
+           k.emit_def("select " + llvm_type(c->type) + " " + k.operand(c) + ", " + llvm_type(a->type) + " " +
+                      k.operand(a) + ", " + llvm_type(b->type) + " " + k.operand(b)));
 }
 
 void lower_fma(const Op& op, KernelLowering& k) {
@@ -360,14 +367,16 @@ void lower_math(const Op& op, KernelLowering& k) {
 
 void lower_vec_extract(const Op& op, KernelLowering& k) {
   const Value* v = op.operands[0];
-  k.define(op, 0, k.emit_def("extractelement " + llvm_type(v->type) + " " + k.operand(v) + ", i32 " +
-                             std::to_string(op.int_attr)));
+  k.define(
+      op, 0,
+      k.emit_def("extractelement " + llvm_type(v->type) + " " + k.operand(v) + ", i32 " + std::to_string(op.int_attr)));
 }
 
 void lower_vec_insert(const Op& op, KernelLowering& k) {
   const Value *v = op.operands[0], *s = op.operands[1];
-  k.define(op, 0, k.emit_def("insertelement " + llvm_type(v->type) + " " + k.operand(v) + ", " + llvm_type(s->type) +
-                             " " + k.operand(s) + ", i32 " + std::to_string(op.int_attr)));
+  k.define(op, 0,
+           k.emit_def("insertelement " + llvm_type(v->type) + " " + k.operand(v) + ", " + llvm_type(s->type) + " " +
+                      k.operand(s) + ", i32 " + std::to_string(op.int_attr)));
 }
 
 void lower_vec_splat(const Op& op, KernelLowering& k) {
@@ -375,8 +384,9 @@ void lower_vec_splat(const Op& op, KernelLowering& k) {
   Type vt = op.result()->type;
   std::string V = llvm_type(vt);
   std::string one = k.emit_def("insertelement " + V + " undef, " + llvm_type(s->type) + " " + k.operand(s) + ", i32 0");
-  k.define(op, 0, k.emit_def("shufflevector " + V + " " + one + ", " + V + " undef, <" + std::to_string(vt->lanes) +
-                             " x i32> zeroinitializer"));
+  k.define(op, 0,
+           k.emit_def("shufflevector " + V + " " + one + ", " + V + " undef, <" + std::to_string(vt->lanes) +
+                      " x i32> zeroinitializer"));
 }
 
 }  // namespace

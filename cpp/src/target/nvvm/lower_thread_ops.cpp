@@ -26,15 +26,20 @@ void lower_shuffle(const Op& op, KernelLowering& k) {
   const auto& o = op.operands;
   std::string name = std::string("llvm.nvvm.shfl.sync.") + ir::shuffle_kind_name(ir::ShuffleKind(op.int_attr)) + ".i32";
   // The intrinsic takes (member mask, value, lane or offset, clamp).
-  k.define(op, 0, k.call_intrinsic("i32", name, {"i32 " + k.operand(o[3]), "i32 " + k.operand(o[0]), "i32 " + k.operand(o[1]), "i32 " + k.operand(o[2])},
-                            "i32, i32, i32, i32"));
+  k.define(op, 0,
+           k.call_intrinsic(
+               "i32", name,
+               {"i32 " + k.operand(o[3]), "i32 " + k.operand(o[0]), "i32 " + k.operand(o[1]), "i32 " + k.operand(o[2])},
+               "i32, i32, i32, i32"));
 }
 
 void lower_vote(const Op& op, KernelLowering& k) {
   ir::VoteKind kind = ir::VoteKind(op.int_attr);
   std::string ret = kind == ir::VoteKind::Ballot ? "i32" : "i1";
   std::string name = std::string("llvm.nvvm.vote.") + ir::vote_kind_name(kind) + ".sync";
-  k.define(op, 0, k.call_intrinsic(ret, name, {"i32 " + k.operand(op.operands[1]), "i1 " + k.operand(op.operands[0])}, "i32, i1"));
+  k.define(
+      op, 0,
+      k.call_intrinsic(ret, name, {"i32 " + k.operand(op.operands[1]), "i1 " + k.operand(op.operands[0])}, "i32, i1"));
 }
 
 void lower_warp_idx(const Op& op, KernelLowering& k) {

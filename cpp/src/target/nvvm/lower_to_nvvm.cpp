@@ -1,25 +1,21 @@
+// The driver of the NVVM lowering: the op families' table, one kernel's signature and body
+// (KernelLowering::run), and the module text around the kernels (data layout, globals, helper
+// functions, declarations, !nvvm.annotations, metadata).
 #include "target/nvvm/lower_to_nvvm.h"
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
-#include <map>
 #include <sstream>
-#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
-#include "ir/arch_attributes.h"
-#include "ir/scalar_semantics.h"
 #include "target/nvvm/kernel_lowering.h"
-#include "target/nvvm/narrow_floats.h"
 #include "target/nvvm/nvvm_types.h"
 #include "target/nvvm/op_lowering.h"
 
 namespace opencute::target {
 
 using ir::AddrSpace;
-using ir::Block;
-using ir::CmpPredicate;
-using ir::FloatKind;
 using ir::Function;
 using ir::Op;
 using ir::OpCode;

@@ -30,12 +30,11 @@ int llvm_addrspace(AddrSpace s) {
   return 0;
 }
 
-// The type a value has in memory: booleans take a byte there.
-// How a value is held in memory. A scalar f16 is held as i16 (read and written through a
-// bitcast): libNVVM (CUDA 13.0) merges five or more adjacent, 16-byte-aligned scalar `half`
-// accesses into one it then refuses ("unsupported operation"), while the same accesses as i16
-// are merged into vector loads and stores it accepts. Explicit `<N x half>` vectors are fine
-// (and stay 128-bit accesses).
+// How a value is held in memory: booleans take a byte there. A scalar f16 is held as i16 (read
+// and written through a bitcast): libNVVM (CUDA 13.0) merges five or more adjacent,
+// 16-byte-aligned scalar `half` accesses into one it then refuses ("unsupported operation"),
+// while the same accesses as i16 are merged into vector loads and stores it accepts. Explicit
+// `<N x half>` vectors are fine (and stay 128-bit accesses).
 std::string mem_type(Type t) {
   if (t->kind == TypeKind::Void) return "i8";
   if (t->is_bool()) return "i8";
