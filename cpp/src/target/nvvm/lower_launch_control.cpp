@@ -49,7 +49,7 @@ std::vector<std::string> split_constraints(const std::string& s) {
   return parts;
 }
 
-void lower_inline_asm(const Op& op, OpLowering& k) {
+void lower_inline_asm(const Op& op, KernelLowering& k) {
   std::vector<std::string> cons = split_constraints(ir::inline_asm_constraints(op));
   size_t outputs = 0;
   while (outputs < cons.size() && !cons[outputs].empty() && cons[outputs][0] == '=') ++outputs;
@@ -65,7 +65,7 @@ void lower_inline_asm(const Op& op, OpLowering& k) {
   std::string args;
   for (size_t i = 0; i < op.operands.size(); ++i) {
     const ir::Value* v = op.operands[i];
-    std::string ty = k.type_text(v->type), val = k.operand(v);
+    std::string ty = llvm_type(v->type), val = k.operand(v);
     if (v->type->is_bool() && cons[outputs + i] != "b") {
       val = k.emit_def("zext i1 " + val + " to i32");
       ty = "i32";
@@ -73,7 +73,7 @@ void lower_inline_asm(const Op& op, OpLowering& k) {
     args += (i ? ", " : "") + ty + " " + val;
   }
   bool bool_result = !op.results.empty() && op.result(0)->type->is_bool() && cons[0] != "=b";
-  std::string ret = op.results.empty() ? "void" : bool_result ? "i32" : k.type_text(op.result(0)->type);
+  std::string ret = op.results.empty() ? "void" : bool_result ? "i32" : llvm_type(op.result(0)->type);
   std::string call = "call " + ret + " asm " + (op.int_attr ? "sideeffect " : "") + "\"" +
                      llvm_escape(ir::inline_asm_text(op)) + "\", \"" + llvm_escape(ir::inline_asm_constraints(op)) +
                      "\"(" + args + ")";
@@ -86,21 +86,17 @@ void lower_inline_asm(const Op& op, OpLowering& k) {
   k.define(op, 0, r);
 }
 
+void lower_grid_dep_control(const Op& op, KernelLowering& k) {
+  k.emit_line(op.int_attr == int64_t(ir::GridDepControlKind::Wait)
+                  ? "call void asm sideeffect \"griddepcontrol.wait;\", \"~{memory}\"()"
+                  : "call void asm sideeffect \"griddepcontrol.launch_dependents;\", \"~{memory}\"()");
+}
+
 }  // namespace
 
-bool lower_launch_control(const Op& op, OpLowering& k) {
-  switch (op.code) {
-    case OpCode::InlineAsm:
-      lower_inline_asm(op, k);
-      return true;
-    case OpCode::GridDepControl:
-      k.emit_line(op.int_attr == int64_t(ir::GridDepControlKind::Wait)
-                      ? "call void asm sideeffect \"griddepcontrol.wait;\", \"~{memory}\"()"
-                      : "call void asm sideeffect \"griddepcontrol.launch_dependents;\", \"~{memory}\"()");
-      return true;
-    default:
-      return false;
-  }
+void register_launch_control_lowerings(LoweringTable& t) {
+  t.add(OpCode::InlineAsm, lower_inline_asm);
+  t.add(OpCode::GridDepControl, lower_grid_dep_control);
 }
 
 }  // namespace opencute::target

@@ -17,9 +17,9 @@ using ir::Type;
 using ir::Value;
 
 // The pointer as an integer address of `space` (32-bit for shared memory, 64-bit for global).
-std::string address(OpLowering& k, const Op& op, const Value* ptr, AddrSpace space) {
+std::string address(KernelLowering& k, const Op& op, const Value* ptr, AddrSpace space) {
   Type t = ptr->type;
-  std::string p = k.operand(ptr), pt = k.type_text(t);
+  std::string p = k.operand(ptr), pt = llvm_type(t);
   if (t->space != space) {
     if (t->space != AddrSpace::Generic)
       k.error(op, std::string("expected a ") + (space == AddrSpace::Smem ? "shared" : "global") + "-memory pointer");
@@ -43,7 +43,7 @@ std::string matrix_suffix(const Op& op) {
   return ".sync.aligned.m8n8.x" + std::to_string(op.int_attr) + (trans ? ".trans" : "") + ".shared.b16";
 }
 
-void lower_cp_async(const Op& op, OpLowering& k) {
+void lower_cp_async(const Op& op, KernelLowering& k) {
   const int bytes = int(op.int_attr);
   const bool global_only = !op.ints.empty() && op.ints[0];
   if (global_only && bytes != 16) k.error(op, "cp.async.cg copies 16 bytes only");
@@ -55,7 +55,7 @@ void lower_cp_async(const Op& op, OpLowering& k) {
               k.operand(op.operands[2]) + ")");
 }
 
-void lower_ldmatrix(const Op& op, OpLowering& k) {
+void lower_ldmatrix(const Op& op, KernelLowering& k) {
   const int num = int(op.int_attr);
   Type vt = op.result()->type;
   const int per_reg = vt->lanes / num;
@@ -73,7 +73,7 @@ void lower_ldmatrix(const Op& op, OpLowering& k) {
                                 row + ")");
   // The registers, in order, are the vector's bits: one bitcast of <num x i32>.
   if (per_reg * vt->element->width != 32) k.error(op, "ldmatrix: each register holds 32 bits of the result");
-  std::string vtt = k.type_text(vt);
+  std::string vtt = llvm_type(vt);
   if (num == 1) {
     k.define(op, 0, k.emit_def("bitcast i32 " + call + " to " + vtt));
     return;
@@ -86,13 +86,13 @@ void lower_ldmatrix(const Op& op, OpLowering& k) {
   k.define(op, 0, k.emit_def("bitcast " + words + " " + acc + " to " + vtt));
 }
 
-void lower_stmatrix(const Op& op, OpLowering& k) {
+void lower_stmatrix(const Op& op, KernelLowering& k) {
   const int num = int(op.int_attr);
   Type vt = op.operands[1]->type;
   const int per_reg = vt->lanes / num;
   std::string row = address(k, op, op.operands[0], AddrSpace::Smem);
   if (per_reg * vt->element->width != 32) k.error(op, "stmatrix: each register holds 32 bits of the value");
-  std::string vtt = k.type_text(vt), v = k.operand(op.operands[1]);
+  std::string vtt = llvm_type(vt), v = k.operand(op.operands[1]);
   std::string words = "<" + std::to_string(num) + " x i32>";
   std::string w = k.emit_def("bitcast " + vtt + " " + v + " to " + (num == 1 ? std::string("i32") : words));
   std::string args = "i32 " + row;
@@ -106,20 +106,16 @@ void lower_stmatrix(const Op& op, OpLowering& k) {
 
 }  // namespace
 
-bool lower_sm80_copy(const Op& op, OpLowering& k) {
-  switch (op.code) {
-    case OpCode::CpAsync: lower_cp_async(op, k); return true;
-    case OpCode::CpAsyncCommit:
-      k.emit_line("call void asm sideeffect \"cp.async.commit_group;\", \"~{memory}\"()");
-      return true;
-    case OpCode::CpAsyncWait:
-      k.emit_line("call void asm sideeffect \"cp.async.wait_group " + std::to_string(op.int_attr) +
-                  ";\", \"~{memory}\"()");
-      return true;
-    case OpCode::LdMatrix: lower_ldmatrix(op, k); return true;
-    case OpCode::StMatrix: lower_stmatrix(op, k); return true;
-    default: return false;
-  }
+void register_sm80_copy_lowerings(LoweringTable& t) {
+  t.add(OpCode::CpAsync, lower_cp_async);
+  t.add(OpCode::CpAsyncCommit, [](const Op&, KernelLowering& k) {
+    k.emit_line("call void asm sideeffect \"cp.async.commit_group;\", \"~{memory}\"()");
+  });
+  t.add(OpCode::CpAsyncWait, [](const Op& op, KernelLowering& k) {
+    k.emit_line("call void asm sideeffect \"cp.async.wait_group " + std::to_string(op.int_attr) + ";\", \"~{memory}\"()");
+  });
+  t.add(OpCode::LdMatrix, lower_ldmatrix);
+  t.add(OpCode::StMatrix, lower_stmatrix);
 }
 
 }  // namespace opencute::target

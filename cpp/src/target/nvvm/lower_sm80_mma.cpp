@@ -1,4 +1,6 @@
 #include "target/nvvm/lower_sm80_mma.h"
+
+#include "target/nvvm/nvvm_types.h"
 #include "target/nvvm/op_lowering.h"
 
 #include <cctype>
@@ -9,10 +11,6 @@ namespace opencute::target {
 namespace {
 
 using ir::Type;
-
-bool is_f16(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F16; }
-bool is_bf16(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::BF16; }
-bool is_f32(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F32; }
 
 // The PTX name of an MMA operand type.
 std::string ptx_type(Type t) {
@@ -136,8 +134,9 @@ std::vector<std::string> lower_mma_sync(const ir::Op& op, const std::vector<std:
   return out;
 }
 
-bool lower_sm80_mma(const ir::Op& op, OpLowering& k) {
-  if (op.code != ir::OpCode::MmaSync) return false;
+namespace {
+
+void lower_mma_sync_op(const ir::Op& op, KernelLowering& k) {
   std::vector<std::string> in;
   for (const ir::Value* v : op.operands) in.push_back(k.operand(v));
   std::vector<std::string> out;
@@ -147,7 +146,10 @@ bool lower_sm80_mma(const ir::Op& op, OpLowering& k) {
     k.error(op, e.what());
   }
   for (size_t i = 0; i < out.size(); ++i) k.define(op, int(i), out[i]);
-  return true;
 }
+
+}  // namespace
+
+void register_sm80_mma_lowerings(LoweringTable& t) { t.add(ir::OpCode::MmaSync, lower_mma_sync_op); }
 
 }  // namespace opencute::target

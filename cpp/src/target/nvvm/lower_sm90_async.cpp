@@ -28,9 +28,9 @@ using ir::Op;
 using ir::OpCode;
 
 // The 32-bit shared-window address of the barrier pointer (generic pointers are converted).
-std::string shared_address(OpLowering& k, const Op& op, const ir::Value* ptr) {
+std::string shared_address(KernelLowering& k, const Op& op, const ir::Value* ptr) {
   ir::Type t = ptr->type;
-  std::string p = k.operand(ptr), pt = k.type_text(t);
+  std::string p = k.operand(ptr), pt = llvm_type(t);
   if (t->space != ir::AddrSpace::Smem) {
     if (t->space != ir::AddrSpace::Generic) k.error(op, "an mbarrier pointer must point into shared memory");
     std::string to = pt.substr(0, pt.size() - 1) + " addrspace(3)*";
@@ -40,12 +40,12 @@ std::string shared_address(OpLowering& k, const Op& op, const ir::Value* ptr) {
   return k.emit_def("ptrtoint " + pt + " " + p + " to i32");
 }
 
-void asm_void(OpLowering& k, const std::string& text, const std::string& constraints, const std::string& args) {
+void asm_void(KernelLowering& k, const std::string& text, const std::string& constraints, const std::string& args) {
   k.emit_line("call void asm sideeffect \"" + text + "\", \"" + constraints + (constraints.empty() ? "" : ",") +
               "~{memory}\"(" + args + ")");
 }
 
-void lower_arrive(const Op& op, OpLowering& k) {
+void lower_arrive(const Op& op, KernelLowering& k) {
   const auto kind = ir::MbarrierArriveKind(op.int_attr);
   std::string bar = shared_address(k, op, op.operands[0]);
   std::string value = k.operand(op.operands[1]);
@@ -82,7 +82,7 @@ void lower_arrive(const Op& op, OpLowering& k) {
   }
 }
 
-void lower_wait(const Op& op, OpLowering& k) {
+void lower_wait(const Op& op, KernelLowering& k) {
   const auto kind = ir::MbarrierWaitKind(op.int_attr);
   std::string bar = shared_address(k, op, op.operands[0]);
   std::string args = "i32 " + bar + ", i32 " + k.operand(op.operands[1]);
@@ -115,8 +115,8 @@ void lower_wait(const Op& op, OpLowering& k) {
 }
 
 // The 64-bit generic address of a pointer (the tensor map of a TMA op).
-std::string generic_address(OpLowering& k, const ir::Value* ptr) {
-  return k.emit_def("ptrtoint " + k.type_text(ptr->type) + " " + k.operand(ptr) + " to i64");
+std::string generic_address(KernelLowering& k, const ir::Value* ptr) {
+  return k.emit_def("ptrtoint " + llvm_type(ptr->type) + " " + k.operand(ptr) + " to i64");
 }
 
 // `{$first, $first+1, ...}` for `rank` coordinates.
@@ -133,7 +133,7 @@ std::string coord_list(int first, int rank) {
   return s + "}";
 }
 
-void lower_tma(const Op& op, OpLowering& k) {
+void lower_tma(const Op& op, KernelLowering& k) {
   const int rank = int(op.int_attr);
   const std::string dims = std::to_string(rank) + "d";
   std::string desc = generic_address(k, op.operands[0]);
@@ -153,7 +153,7 @@ void lower_tma(const Op& op, OpLowering& k) {
       const ir::Value* m = op.operands[size_t(3 + rank)];
       std::string mask = k.operand(m);
       if (m->type->width != 16)
-        mask = k.emit_def((m->type->width > 16 ? "trunc " : "zext ") + k.type_text(m->type) + " " + mask + " to i16");
+        mask = k.emit_def((m->type->width > 16 ? "trunc " : "zext ") + llvm_type(m->type) + " " + mask + " to i16");
       args += ", i16 " + mask, cons += ",h";
       text += ", $" + std::to_string(3 + rank);
     }
@@ -179,33 +179,36 @@ void lower_tma(const Op& op, OpLowering& k) {
   asm_void(k, elected(instr + " [$0, " + coord_list(2, rank) + "], [$1];"), cons, args);
 }
 
+void lower_mbarrier_init(const Op& op, KernelLowering& k) {
+  asm_void(k, "mbarrier.init.shared.b64 [$0], $1;", "r,r",
+           "i32 " + shared_address(k, op, op.operands[0]) + ", i32 " + k.operand(op.operands[1]));
+}
+
+void lower_bulk_wait(const Op& op, KernelLowering& k) {
+  const bool read = !op.ints.empty() && op.ints[0];
+  asm_void(k, std::string("cp.async.bulk.wait_group") + (read ? ".read " : " ") + std::to_string(op.int_attr) + ";", "",
+           "");
+}
+
+void lower_tma_desc_op(const Op& op, KernelLowering& k) {
+  asm_void(k,
+           op.int_attr == int64_t(ir::TmaDescOpKind::Prefetch) ? "prefetch.tensormap [$0];"
+                                                               : "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;",
+           "l", "i64 " + generic_address(k, op.operands[0]));
+}
+
 }  // namespace
 
-bool lower_sm90_async(const Op& op, OpLowering& k) {
-  switch (op.code) {
-    case OpCode::MbarrierInit:
-      asm_void(k, "mbarrier.init.shared.b64 [$0], $1;", "r,r",
-               "i32 " + shared_address(k, op, op.operands[0]) + ", i32 " + k.operand(op.operands[1]));
-      return true;
-    case OpCode::MbarrierArrive: lower_arrive(op, k); return true;
-    case OpCode::MbarrierWait: lower_wait(op, k); return true;
-    case OpCode::Fence: asm_void(k, ir::fence_ptx(ir::FenceKind(op.int_attr)), "", ""); return true;
-    case OpCode::TmaLoad: case OpCode::TmaStore: lower_tma(op, k); return true;
-    case OpCode::BulkCommit: asm_void(k, "cp.async.bulk.commit_group;", "", ""); return true;
-    case OpCode::BulkWait: {
-      const bool read = !op.ints.empty() && op.ints[0];
-      asm_void(k, std::string("cp.async.bulk.wait_group") + (read ? ".read " : " ") + std::to_string(op.int_attr) + ";",
-               "", "");
-      return true;
-    }
-    case OpCode::TmaDescOp:
-      asm_void(k,
-               op.int_attr == int64_t(ir::TmaDescOpKind::Prefetch) ? "prefetch.tensormap [$0];"
-                                                                   : "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;",
-               "l", "i64 " + generic_address(k, op.operands[0]));
-      return true;
-    default: return false;
-  }
+void register_sm90_async_lowerings(LoweringTable& t) {
+  t.add(OpCode::MbarrierInit, lower_mbarrier_init);
+  t.add(OpCode::MbarrierArrive, lower_arrive);
+  t.add(OpCode::MbarrierWait, lower_wait);
+  t.add(OpCode::Fence, [](const Op& op, KernelLowering& k) { asm_void(k, ir::fence_ptx(ir::FenceKind(op.int_attr)), "", ""); });
+  t.add(OpCode::TmaLoad, lower_tma);
+  t.add(OpCode::TmaStore, lower_tma);
+  t.add(OpCode::BulkCommit, [](const Op&, KernelLowering& k) { asm_void(k, "cp.async.bulk.commit_group;", "", ""); });
+  t.add(OpCode::BulkWait, lower_bulk_wait);
+  t.add(OpCode::TmaDescOp, lower_tma_desc_op);
 }
 
 }  // namespace opencute::target

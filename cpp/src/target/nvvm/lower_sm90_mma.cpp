@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "ir/wgmma_element.h"
+#include "target/nvvm/nvvm_types.h"
 #include "target/nvvm/op_lowering.h"
 
 namespace opencute::target {
@@ -34,11 +35,9 @@ std::string ptx_type(Type t) {
   }
 }
 
-bool is_f16(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F16; }
-
 // Packs 16- or 8-bit values into 32-bit registers, lowest index in the lowest bits (f16 is
 // `half` in LLVM; bf16 and 8-bit floats are already integers of their width).
-std::vector<std::string> pack(Type t, const std::vector<std::string>& vals, OpLowering& k) {
+std::vector<std::string> pack(Type t, const std::vector<std::string>& vals, KernelLowering& k) {
   int bits = t->width, per = 32 / bits;
   std::string it = "i" + std::to_string(bits);
   std::vector<std::string> regs;
@@ -56,7 +55,7 @@ std::vector<std::string> pack(Type t, const std::vector<std::string>& vals, OpLo
   return regs;
 }
 
-void lower_wgmma(const ir::Op& op, OpLowering& k) {
+void lower_wgmma(const ir::Op& op, KernelLowering& k) {
   const int64_t m = op.ints.at(0), n = op.ints.at(1), kk = op.ints.at(2);
   const Type a_t = ir::wgmma_element_type(op.ints.at(3)), b_t = ir::wgmma_element_type(op.ints.at(4));
   const bool tnsp_a = op.ints.at(5) != 0, tnsp_b = op.ints.at(6) != 0, a_regs = op.ints.at(7) != 0;
@@ -134,21 +133,18 @@ void lower_wgmma(const ir::Op& op, OpLowering& k) {
 
 }  // namespace
 
-bool lower_sm90_mma(const ir::Op& op, OpLowering& k) {
-  switch (op.code) {
-    case OpCode::Wgmma: lower_wgmma(op, k); return true;
-    case OpCode::WgmmaFence:
-      k.emit_line("call void asm sideeffect \"wgmma.fence.sync.aligned;\", \"~{memory}\"()");
-      return true;
-    case OpCode::WgmmaCommit:
-      k.emit_line("call void asm sideeffect \"wgmma.commit_group.sync.aligned;\", \"~{memory}\"()");
-      return true;
-    case OpCode::WgmmaWait:
-      k.emit_line("call void asm sideeffect \"wgmma.wait_group.sync.aligned " + std::to_string(op.int_attr) +
-                  ";\", \"~{memory}\"()");
-      return true;
-    default: return false;
-  }
+void register_sm90_mma_lowerings(LoweringTable& t) {
+  t.add(OpCode::Wgmma, lower_wgmma);
+  t.add(OpCode::WgmmaFence, [](const ir::Op&, KernelLowering& k) {
+    k.emit_line("call void asm sideeffect \"wgmma.fence.sync.aligned;\", \"~{memory}\"()");
+  });
+  t.add(OpCode::WgmmaCommit, [](const ir::Op&, KernelLowering& k) {
+    k.emit_line("call void asm sideeffect \"wgmma.commit_group.sync.aligned;\", \"~{memory}\"()");
+  });
+  t.add(OpCode::WgmmaWait, [](const ir::Op& op, KernelLowering& k) {
+    k.emit_line("call void asm sideeffect \"wgmma.wait_group.sync.aligned " + std::to_string(op.int_attr) +
+                ";\", \"~{memory}\"()");
+  });
 }
 
 }  // namespace opencute::target

@@ -30,62 +30,58 @@ std::string sreg_name(const Op& op) {
   return s;
 }
 
-void lower_map_shared_rank(const Op& op, OpLowering& k) {
+void lower_map_shared_rank(const Op& op, KernelLowering& k) {
   const ir::Value* p = op.operands[0];
   ir::Type generic = op.result()->type;
   std::string ptr = k.operand(p);
   if (p->type->space != ir::AddrSpace::Generic)
-    ptr = k.emit_def("addrspacecast " + k.type_text(p->type) + " " + ptr + " to " + k.type_text(generic));
-  std::string addr = k.emit_def("ptrtoint " + k.type_text(generic) + " " + ptr + " to i64");
+    ptr = k.emit_def("addrspacecast " + llvm_type(p->type) + " " + ptr + " to " + llvm_type(generic));
+  std::string addr = k.emit_def("ptrtoint " + llvm_type(generic) + " " + ptr + " to i64");
   std::string mapped = k.emit_def("call i64 asm \"mapa.u64 $0, $1, $2;\", \"=l,l,r\"(i64 " + addr + ", i32 " +
                                   k.operand(op.operands[1]) + ")");
-  k.define(op, 0, k.emit_def("inttoptr i64 " + mapped + " to " + k.type_text(generic)));
+  k.define(op, 0, k.emit_def("inttoptr i64 " + mapped + " to " + llvm_type(generic)));
+}
+
+void lower_cluster_barrier(const Op& op, KernelLowering& k) {
+  auto kind = ir::ClusterBarrierKind(op.int_attr);
+  std::string insn = kind == ir::ClusterBarrierKind::Wait ? "barrier.cluster.wait"
+                     : kind == ir::ClusterBarrierKind::Arrive ? "barrier.cluster.arrive"
+                                                              : "barrier.cluster.arrive.relaxed";
+  if (op.ints.at(0)) insn += ".aligned";
+  k.emit_line("call void asm sideeffect \"" + insn + ";\", \"~{memory}\"()");
+}
+
+void lower_elect_one(const Op& op, KernelLowering& k) {
+  std::string r = k.emit_def(
+      "call i32 asm sideeffect \"{\\0A\\09.reg .pred p;\\0A\\09elect.sync _|p, $1;\\0A\\09selp.u32 $0, 1, 0, p;\\0A\\09}\", "
+      "\"=r,r\"(i32 " + k.operand(op.operands[0]) + ")");
+  k.define(op, 0, k.emit_def("icmp ne i32 " + r + ", 0"));
+}
+
+void lower_prmt(const Op& op, KernelLowering& k) {
+  k.define(op, 0, k.emit_def("call i32 asm \"prmt.b32 $0, $1, $2, $3;\", \"=r,r,r,r\"(i32 " + k.operand(op.operands[0]) +
+                             ", i32 " + k.operand(op.operands[1]) + ", i32 " + k.operand(op.operands[2]) + ")"));
 }
 
 }  // namespace
 
-bool lower_sm90_warp(const Op& op, OpLowering& k) {
-  switch (op.code) {
-    case OpCode::ClusterSreg:
-      k.define(op, 0, k.emit_def("call i32 asm \"mov.u32 $0, " + sreg_name(op) + ";\", \"=r\"()"));
-      return true;
-    case OpCode::ClusterBarrier: {
-      auto kind = ir::ClusterBarrierKind(op.int_attr);
-      std::string insn = kind == ir::ClusterBarrierKind::Wait ? "barrier.cluster.wait"
-                         : kind == ir::ClusterBarrierKind::Arrive ? "barrier.cluster.arrive"
-                                                                  : "barrier.cluster.arrive.relaxed";
-      if (op.ints.at(0)) insn += ".aligned";
-      k.emit_line("call void asm sideeffect \"" + insn + ";\", \"~{memory}\"()");
-      return true;
-    }
-    case OpCode::MapSharedRank:
-      lower_map_shared_rank(op, k);
-      return true;
-    case OpCode::ElectOne: {
-      std::string r = k.emit_def(
-          "call i32 asm sideeffect \"{\\0A\\09.reg .pred p;\\0A\\09elect.sync _|p, $1;\\0A\\09selp.u32 $0, 1, 0, p;\\0A\\09}\", "
-          "\"=r,r\"(i32 " + k.operand(op.operands[0]) + ")");
-      k.define(op, 0, k.emit_def("icmp ne i32 " + r + ", 0"));
-      return true;
-    }
-    case OpCode::SyncWarp:
-      k.emit_line("call void asm sideeffect \"bar.warp.sync $0;\", \"r,~{memory}\"(i32 " + k.operand(op.operands[0]) + ")");
-      return true;
-    case OpCode::SetMaxNReg:
-      k.emit_line(std::string("call void asm sideeffect \"setmaxnreg.") + (op.ints.at(0) ? "inc" : "dec") +
-                  ".sync.aligned.u32 " + std::to_string(op.int_attr) + ";\", \"\"()");
-      return true;
-    case OpCode::Prmt:
-      k.define(op, 0, k.emit_def("call i32 asm \"prmt.b32 $0, $1, $2, $3;\", \"=r,r,r,r\"(i32 " +
-                                 k.operand(op.operands[0]) + ", i32 " + k.operand(op.operands[1]) + ", i32 " +
-                                 k.operand(op.operands[2]) + ")"));
-      return true;
-    case OpCode::WarpUniform:
-      k.define(op, 0, k.operand(op.operands[0]));
-      return true;
-    default:
-      return false;
-  }
+void register_sm90_warp_lowerings(LoweringTable& t) {
+  t.add(OpCode::ClusterSreg, [](const Op& op, KernelLowering& k) {
+    k.define(op, 0, k.emit_def("call i32 asm \"mov.u32 $0, " + sreg_name(op) + ";\", \"=r\"()"));
+  });
+  t.add(OpCode::ClusterBarrier, lower_cluster_barrier);
+  t.add(OpCode::MapSharedRank, lower_map_shared_rank);
+  t.add(OpCode::ElectOne, lower_elect_one);
+  t.add(OpCode::SyncWarp, [](const Op& op, KernelLowering& k) {
+    k.emit_line("call void asm sideeffect \"bar.warp.sync $0;\", \"r,~{memory}\"(i32 " + k.operand(op.operands[0]) + ")");
+  });
+  t.add(OpCode::SetMaxNReg, [](const Op& op, KernelLowering& k) {
+    k.emit_line(std::string("call void asm sideeffect \"setmaxnreg.") + (op.ints.at(0) ? "inc" : "dec") +
+                ".sync.aligned.u32 " + std::to_string(op.int_attr) + ";\", \"\"()");
+  });
+  t.add(OpCode::Prmt, lower_prmt);
+  // A promise to the compiler (checked by the emulator): the value itself.
+  t.add(OpCode::WarpUniform, [](const Op& op, KernelLowering& k) { k.define(op, 0, k.operand(op.operands[0])); });
 }
 
 }  // namespace opencute::target

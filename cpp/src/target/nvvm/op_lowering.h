@@ -1,44 +1,62 @@
-// What an op family's NVVM lowering (lower_sm80_copy.cpp, lower_sm80_mma.cpp, ...) may use of the kernel being
-// lowered: emit instructions, read operand values, define results, name LLVM types, fail.
-// KernelLowering (lower_to_nvvm.cpp) implements it.
+// How op families plug into the NVVM lowering: each family's file fills a LoweringTable with one
+// handler per OpCode it lowers (register_<family>_lowerings); lower_to_nvvm.cpp builds the table
+// from all of them once, and KernelLowering::lower_block calls the handler of each op.
 #pragma once
-#include <string>
+#include <array>
 
 #include "ir/ir.h"
+#include "target/nvvm/kernel_lowering.h"
+#include "target/nvvm/nvvm_types.h"
 
 namespace opencute::target {
 
-class OpLowering {
+// Lowers one op of the kernel `k` is lowering (its results through k.define).
+using LowerOpFn = void (*)(const ir::Op& op, KernelLowering& k);
+
+class LoweringTable {
  public:
-  virtual ~OpLowering() = default;
-  virtual std::string emit_def(const std::string& rhs) = 0;     // "%vN = rhs"; returns %vN
-  virtual void emit_line(const std::string& instruction) = 0;   // an instruction without a result
-  virtual std::string operand(const ir::Value* v) const = 0;    // the LLVM value of an IR value
-  virtual void define(const ir::Op& op, int result, const std::string& value) = 0;
-  virtual std::string type_text(ir::Type t) const = 0;          // the LLVM type of an IR type
-  [[noreturn]] virtual void error(const ir::Op& op, const std::string& msg) const = 0;
+  // Throws std::logic_error when `code` already has a handler: one family owns each op.
+  void add(ir::OpCode code, LowerOpFn fn);
+  LowerOpFn find(ir::OpCode code) const { return fns_[size_t(code)]; }  // nullptr when none
+
+ private:
+  static_assert(sizeof(ir::OpCode) == 1, "the table has one slot per OpCode value");
+  std::array<LowerOpFn, 256> fns_{};
 };
 
-// Each op family's lowering, in its own file; false when `op` is not of the family.
+// Every family's handlers (built on first use).
+const LoweringTable& nvvm_lowerings();
+
+// The core families.
+// Constants, arithmetic, comparisons, select, fma, math (libdevice), vector lanes: lower_scalar.cpp.
+void register_scalar_lowerings(LoweringTable& t);
+// Cast and bitcast: lower_conversions.cpp.
+void register_conversion_lowerings(LoweringTable& t);
+// Loads, stores, pointer arithmetic, allocas, shared memory, atomics: lower_memory.cpp.
+void register_memory_lowerings(LoweringTable& t);
+// for / if / while: lower_control_flow.cpp.
+void register_control_flow_lowerings(LoweringTable& t);
+// Thread and block indices, barriers, warp shuffle and vote: lower_thread_ops.cpp.
+void register_thread_lowerings(LoweringTable& t);
+// printf and assert: lower_diagnostics.cpp.
+void register_diagnostic_lowerings(LoweringTable& t);
+
+// The architecture families.
 // SM80 copies (cp.async, commit / wait groups, ldmatrix, stmatrix): lower_sm80_copy.cpp.
-bool lower_sm80_copy(const ir::Op& op, OpLowering& k);
+void register_sm80_copy_lowerings(LoweringTable& t);
 // SM80 mma.sync: lower_sm80_mma.cpp.
-bool lower_sm80_mma(const ir::Op& op, OpLowering& k);
+void register_sm80_mma_lowerings(LoweringTable& t);
 // SM90 warpgroup MMA (wgmma.mma_async, fence, commit / wait groups): lower_sm90_mma.cpp.
-bool lower_sm90_mma(const ir::Op& op, OpLowering& k);
-
+void register_sm90_mma_lowerings(LoweringTable& t);
 // The MLIR-level surface and launch control: user inline assembly (llvm.inline_asm) and
-// griddepcontrol.wait / launch_dependents. False when `op` is not one.
-bool lower_launch_control(const ir::Op& op, OpLowering& k);
-
+// griddepcontrol.wait / launch_dependents: lower_launch_control.cpp.
+void register_launch_control_lowerings(LoweringTable& t);
 // SM90 asynchronous machinery (mbarrier ops, fences, TMA): lower_sm90_async.cpp.
-bool lower_sm90_async(const ir::Op& op, OpLowering& k);
-
+void register_sm90_async_lowerings(LoweringTable& t);
 // The Hopper warp / CTA and cluster ops (elect, setmaxnreg, cluster registers and barrier, mapa,
 // ...): lower_sm90_warp.cpp.
-bool lower_sm90_warp(const ir::Op& op, OpLowering& k);
-
+void register_sm90_warp_lowerings(LoweringTable& t);
 // TMA descriptors in device memory (copy, tensormap.replace, cp_fenceproxy): lower_sm90_tensormap.cpp.
-bool lower_sm90_tensormap(const ir::Op& op, OpLowering& k);
+void register_sm90_tensormap_lowerings(LoweringTable& t);
 
 }  // namespace opencute::target

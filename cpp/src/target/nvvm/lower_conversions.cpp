@@ -1,0 +1,121 @@
+// NVVM lowering of the conversions: Cast (value-preserving, as ir/scalar_semantics.h converts)
+// and Bitcast (the same bits in another type, pointers included).
+//   * Float -> int uses the saturating cvt.rzi intrinsics with NaN -> 0, clamped further for
+//     destinations narrower than 32 bits; float -> bool is `!= 0`.
+//   * Int -> float converts through double above 53 bits, as scalar_semantics does; every
+//     float narrowing rounds through f32 first.
+//   * Pointer bitcasts across address spaces are addrspacecasts (cvta).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "target/nvvm/narrow_floats.h"
+#include "target/nvvm/op_lowering.h"
+
+namespace opencute::target {
+
+using ir::Op;
+using ir::OpCode;
+using ir::Type;
+
+namespace {
+
+std::string cast(KernelLowering& k, const Op& op, Type from, Type to, const std::string& v) {
+  if (from == to) return v;
+  const std::string F = llvm_type(from), T = llvm_type(to);
+  if (from->is_int() && to->is_int()) {
+    if (to->is_bool()) return k.emit_def("icmp ne " + F + " " + v + ", " + int_literal(from->width, 0));
+    if (to->width == from->width) return v;
+    if (to->width < from->width) return k.emit_def("trunc " + F + " " + v + " to " + T);
+    return k.emit_def(std::string(from->is_signed ? "sext " : "zext ") + F + " " + v + " to " + T);
+  }
+  if (from->is_int() && to->is_float()) {
+    std::string conv = from->is_signed ? "sitofp " : "uitofp ";
+    if (is_f64(to)) return k.emit_def(conv + F + " " + v + " to double");
+    // scalar_semantics converts through double; only above 53 bits does that round first.
+    std::string f = from->width > 53
+                        ? k.emit_def("fptrunc double " + k.emit_def(conv + F + " " + v + " to double") + " to float")
+                        : k.emit_def(conv + F + " " + v + " to float");
+    return narrow(k, to, f);
+  }
+  if (from->is_float() && to->is_int()) {
+    Type c = compute_type(from);
+    std::string ct = llvm_type(c);
+    std::string x = widen(k, from, v);
+    if (to->is_bool()) return k.emit_def("fcmp une " + ct + " " + x + ", " + hex_double(0.0));
+    if (to->width > 64) k.error(op, "float to integer wider than 64 bits");
+    // cvt.rzi saturates to the destination range and maps NaN to 0, as scalar_semantics does;
+    // narrower destinations clamp the 32-bit result further.
+    const bool sgn = to->is_signed;
+    const int base = to->width <= 32 ? 32 : 64;
+    std::string name = std::string("llvm.nvvm.") + (is_f64(c) ? "d" : "f") + "2" +
+                       (base == 32 ? (sgn ? "i" : "ui") : (sgn ? "ll" : "ull")) + ".rz";
+    std::string B = "i" + std::to_string(base);
+    std::string r = k.call_intrinsic(B, name, {ct + " " + x}, ct);
+    // The 64-bit and f64-source conversions do not all map NaN to 0; select it explicitly.
+    std::string is_nan = k.emit_def("fcmp uno " + ct + " " + x + ", " + x);
+    r = k.emit_def("select i1 " + is_nan + ", " + B + " 0, " + B + " " + r);
+    if (to->width < base) {
+      auto sel = [&](const std::string& c2, const std::string& a, const std::string& b) {
+        return k.emit_def("select i1 " + c2 + ", " + B + " " + a + ", " + B + " " + b);
+      };
+      if (sgn) {
+        int64_t lo = -(int64_t(1) << (to->width - 1)), hi = (int64_t(1) << (to->width - 1)) - 1;
+        r = sel(k.emit_def("icmp slt " + B + " " + r + ", " + std::to_string(lo)), std::to_string(lo), r);
+        r = sel(k.emit_def("icmp sgt " + B + " " + r + ", " + std::to_string(hi)), std::to_string(hi), r);
+      } else {
+        std::string hi = int_literal(base, int64_t((uint64_t(1) << to->width) - 1));
+        r = sel(k.emit_def("icmp ugt " + B + " " + r + ", " + hi), hi, r);
+      }
+      r = k.emit_def("trunc " + B + " " + r + " to " + T);
+    }
+    return r;
+  }
+  if (from->is_float() && to->is_float()) {
+    if (is_f64(to)) return k.emit_def("fpext float " + (is_f32(from) ? v : widen(k, from, v)) + " to double");
+    // scalar_semantics rounds every narrowing through f32 first.
+    std::string f = is_f64(from) ? k.emit_def("fptrunc double " + v + " to float") : widen(k, from, v);
+    return is_f32(to) ? f : narrow(k, to, f);
+  }
+  k.error(op, "cannot cast " + ir::to_string(from) + " to " + ir::to_string(to));
+}
+
+std::string bitcast(KernelLowering& k, const Op& op, Type from, Type to, const std::string& v) {
+  const std::string F = llvm_type(from), T = llvm_type(to);
+  if (from->is_pointer() && to->is_pointer()) {
+    if (F == T) return v;
+    int fa = llvm_addrspace(from->space), ta = llvm_addrspace(to->space);
+    if (fa == ta) return k.emit_def("bitcast " + F + " " + v + " to " + T);
+    std::string same_space = pointer_text(to->element, from->space);
+    std::string p = same_space == F ? v : k.emit_def("bitcast " + F + " " + v + " to " + same_space);
+    return k.emit_def("addrspacecast " + same_space + " " + p + " to " + T);
+  }
+  if (from->is_pointer()) {
+    std::string i = k.emit_def("ptrtoint " + F + " " + v + " to i64");
+    return T == "i64" ? i : k.emit_def("bitcast i64 " + i + " to " + T);
+  }
+  if (to->is_pointer()) {
+    std::string i = F == "i64" ? v : k.emit_def("bitcast " + F + " " + v + " to i64");
+    return k.emit_def("inttoptr i64 " + i + " to " + T);
+  }
+  if (F == T) return v;
+  return k.emit_def("bitcast " + F + " " + v + " to " + T);
+}
+
+void lower_cast(const Op& op, KernelLowering& k) {
+  Type from = ir::scalar_of(op.operands[0]->type), to = ir::scalar_of(op.result()->type);
+  k.define(op, 0, k.lanewise(op, [&](const std::vector<std::string>& s) { return cast(k, op, from, to, s[0]); }));
+}
+
+void lower_bitcast(const Op& op, KernelLowering& k) {
+  k.define(op, 0, bitcast(k, op, op.operands[0]->type, op.result()->type, k.operand(op.operands[0])));
+}
+
+}  // namespace
+
+void register_conversion_lowerings(LoweringTable& t) {
+  t.add(OpCode::Cast, lower_cast);
+  t.add(OpCode::Bitcast, lower_bitcast);
+}
+
+}  // namespace opencute::target
