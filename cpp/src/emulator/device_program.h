@@ -1,6 +1,6 @@
 // The emulator's program: the kernel lowered to a linear list of instructions over register
 // numbers, with mask-stack control instructions (see device_emulator.h). Private to the
-// emulator: device_lowering.cpp builds it, device_emulator.cpp runs it.
+// emulator: device_lowering.cpp builds it, warp_interpreter.cpp runs it.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -109,11 +109,8 @@ struct DeviceEmulator::Program {
     std::vector<int>* exit_patches = nullptr;       // Condition: WhileTest instructions to patch
   };
 
-  [[noreturn]] static void unsupported(const ir::Op& op, const std::string& kernel, const std::string& why = "") {
-    throw ExecutionError("operation '" + std::string(ir::opcode_name(op.code)) + "' in kernel '" + kernel +
-                         "' is not supported by the CPU emulator" + (why.empty() ? "" : " (" + why + ")") +
-                         (op.line ? " (line " + std::to_string(op.line) + ")" : ""));
-  }
+  // Raises ExecutionError: `op` cannot run on the emulator (diagnostics.cpp words the message).
+  [[noreturn]] static void unsupported(const ir::Op& op, const std::string& kernel, const std::string& why = "");
 
   void lower_block(const ir::Block& b, const Term& term, const std::string& kname, bool* has_printf);
 };
