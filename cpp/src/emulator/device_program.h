@@ -1,6 +1,7 @@
 // The emulator's program: the kernel lowered to a linear list of instructions over register
 // numbers, with mask-stack control instructions (see device_emulator.h). Private to the
-// emulator: device_lowering.cpp builds it, warp_interpreter.cpp runs it.
+// emulator: device_lowering.cpp builds it, warp_interpreter.cpp runs it through the op families'
+// handlers (op_handlers.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,15 +29,19 @@ enum class K : uint8_t {
   Sm80Copy,  // cp.async / commit / wait / ldmatrix / stmatrix (emulator/sm80_copy.cpp); code says which
   Wgmma,     // wgmma.mma_async / fence / commit / wait (emulator/sm90_mma.cpp); code says which
   Sm90Async,  // mbarrier ops, fences, TMA (emulator/sm90_async.cpp); code says which
+  Sm90Tensormap,  // copy / replace / fence of TMA descriptors in memory (emulator/sm90_tensormap.cpp)
   Sm90Warp,  // elect / sync_warp / setmaxnreg / prmt / warp_uniform (emulator/sm90_warp.cpp); code says which
-  Cluster,   // cluster registers, barrier.cluster, mapa (device_emulator.cpp: they need the cluster's blocks)
+  Cluster,   // cluster registers, barrier.cluster, mapa (emulator/sm90_warp.cpp); code says which
   // control
   Barrier, NamedBarrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
 };
+// The handler table (op_handlers.h) has a slot per kind: Return stays last.
+constexpr size_t kNumInstKinds = size_t(K::Return) + 1;
 
 }  // namespace detail
 
 using detail::K;
+using detail::kNumInstKinds;
 using detail::kWarp;
 
 struct Inst {
