@@ -82,7 +82,7 @@ Flow exec_atomic(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 
 }  // namespace
 
-void register_atomic_handlers(OpHandlerTable& t) {
+void register_atomic_handlers(HandlerTable& t) {
   t.add(K::Atomic, exec_atomic);
 }
 

@@ -87,7 +87,7 @@ Flow exec_smem_addr(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 
 }  // namespace
 
-void register_memory_handlers(OpHandlerTable& t) {
+void register_memory_handlers(HandlerTable& t) {
   t.add(K::PtrAdd, exec_ptr_add);
   t.add(K::Load, exec_load);
   t.add(K::Store, exec_store);

@@ -37,7 +37,7 @@ Flow exec_assert(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 
 }  // namespace
 
-void register_printf_assert_handlers(OpHandlerTable& t) {
+void register_printf_assert_handlers(HandlerTable& t) {
   t.add(K::Printf, exec_printf);
   t.add(K::Assert, exec_assert);
 }

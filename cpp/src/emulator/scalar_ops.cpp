@@ -1,6 +1,5 @@
 // CPU semantics of the value instructions: integer and float arithmetic (with 32-bit fast paths),
-// compares, selects, casts, fma and math functions, moves and parallel copies, vector inserts and
-// splats, and the special registers (thread / block indices and dimensions, lane, warp).
+// compares, selects, fma and math functions, moves and parallel copies, vector inserts and splats.
 #include <cstring>
 #include <string>
 
@@ -117,20 +116,6 @@ Flow exec_select(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   return Flow::Next;
 }
 
-Flow exec_cast(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
-  const uint32_t m = warp.mask;
-  const LaneRegs at{warp.regs};
-  for (int k = 0; k < i.width; ++k) FOR_LANES(m) { int l = LANE; at(i.dst + k, l) = ir::eval_cast(i.in_type, i.type, at(i.a + k, l)); }
-  return Flow::Next;
-}
-
-Flow exec_bitcast(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
-  const uint32_t m = warp.mask;
-  const LaneRegs at{warp.regs};
-  FOR_LANES(m) { int l = LANE; at(i.dst, l) = ir::eval_bitcast(i.in_type, i.type, at(i.a, l)); }
-  return Flow::Next;
-}
-
 Flow exec_fma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const uint32_t m = warp.mask;
   const LaneRegs at{warp.regs};
@@ -195,35 +180,9 @@ Flow exec_vec_splat(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   return Flow::Next;
 }
 
-Flow exec_special(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
-  const uint32_t m = warp.mask;
-  const LaneRegs at{warp.regs};
-  const int d = int(i.imm);
-  FOR_LANES(m) {
-    int l = LANE;
-    int64_t v = 0;
-    switch (i.code) {
-      case OpCode::ThreadIdx: {
-        unsigned t[3];
-        thread_coords(c, warp.first_thread + unsigned(l), t);
-        v = t[d];
-        break;
-      }
-      case OpCode::BlockIdx: v = w.block_idx[d]; break;
-      case OpCode::BlockDim: v = c.req->block[d]; break;
-      case OpCode::GridDim: v = c.req->grid[d]; break;
-      case OpCode::LaneIdx: v = l; break;
-      case OpCode::DynSmemSize: v = c.req->smem; break;
-      default: v = warp.index; break;
-    }
-    at(i.dst, l).i = ir::wrap_int(i.type, v);
-  }
-  return Flow::Next;
-}
-
 }  // namespace
 
-void register_scalar_handlers(OpHandlerTable& t) {
+void register_scalar_handlers(HandlerTable& t) {
   t.add(K::AddI32, exec_add_i32);
   t.add(K::SubI32, exec_sub_i32);
   t.add(K::MulI32, exec_mul_i32);
@@ -234,15 +193,12 @@ void register_scalar_handlers(OpHandlerTable& t) {
   t.add(K::CmpI32, exec_cmp_i32);
   t.add(K::Cmp, exec_cmp);
   t.add(K::Select, exec_select);
-  t.add(K::Cast, exec_cast);
-  t.add(K::Bitcast, exec_bitcast);
   t.add(K::Fma, exec_fma);
   t.add(K::Math, exec_math);
   t.add(K::Move, exec_move);
   t.add(K::PMove, exec_pmove);
   t.add(K::VecInsert, exec_vec_insert);
   t.add(K::VecSplat, exec_vec_splat);
-  t.add(K::Special, exec_special);
 }
 
 }  // namespace opencute::emulator

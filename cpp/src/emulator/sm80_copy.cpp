@@ -265,7 +265,7 @@ Flow exec_sm80_copy(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 
 }  // namespace
 
-void register_sm80_copy_handlers(OpHandlerTable& t) {
+void register_sm80_copy_handlers(HandlerTable& t) {
   t.add(K::Sm80Copy, exec_sm80_copy);
 }
 

@@ -94,7 +94,7 @@ Flow exec_mma_sync(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 
 }  // namespace
 
-void register_sm80_mma_handlers(OpHandlerTable& t) {
+void register_sm80_mma_handlers(HandlerTable& t) {
   t.add(K::MmaSync, exec_mma_sync);
 }
 

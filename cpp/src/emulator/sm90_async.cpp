@@ -493,7 +493,7 @@ Flow exec_sm90_async(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 
 }  // namespace
 
-void register_sm90_async_handlers(OpHandlerTable& t) {
+void register_sm90_async_handlers(HandlerTable& t) {
   t.add(K::Sm90Async, exec_sm90_async);
 }
 

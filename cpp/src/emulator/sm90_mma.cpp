@@ -277,7 +277,7 @@ Flow exec_wgmma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 
 }  // namespace
 
-void register_sm90_mma_handlers(OpHandlerTable& t) {
+void register_sm90_mma_handlers(HandlerTable& t) {
   t.add(K::Wgmma, exec_wgmma);
 }
 

@@ -196,7 +196,7 @@ Flow exec_sm90_tensormap(const Inst& i, const LaunchCtx& c, Worker& w, Warp& war
 
 }  // namespace
 
-void register_sm90_tensormap_handlers(OpHandlerTable& t) {
+void register_sm90_tensormap_handlers(HandlerTable& t) {
   t.add(K::Sm90Tensormap, exec_sm90_tensormap);
 }
 

@@ -205,7 +205,7 @@ Flow exec_cluster(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 
 }  // namespace
 
-void register_sm90_warp_handlers(OpHandlerTable& t) {
+void register_sm90_warp_handlers(HandlerTable& t) {
   t.add(K::Sm90Warp, exec_sm90_warp);
   t.add(K::Cluster, exec_cluster);
 }
