@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <vector>
 
-#include "ir/scalar_semantics.h"
 #include "emulator/diagnostics.h"
 #include "emulator/execution_state.h"
 #include "emulator/op_handlers.h"
+#include "ir/scalar_semantics.h"
 
 namespace opencute::emulator {
 

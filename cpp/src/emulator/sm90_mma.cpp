@@ -4,13 +4,13 @@
 #include <cstring>
 #include <vector>
 
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
 #include "ir/scalar_semantics.h"
 #include "ir/wgmma_element.h"
 #include "support/fp8.h"
 #include "support/half.h"
-#include "emulator/diagnostics.h"
-#include "emulator/execution_state.h"
-#include "emulator/op_handlers.h"
 
 namespace opencute::emulator {
 
