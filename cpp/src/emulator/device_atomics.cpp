@@ -3,6 +3,10 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
+
 namespace opencute::emulator {
 namespace {
 
@@ -54,6 +58,32 @@ Scalar atomic_update(AtomicKind kind, ir::Type t, void* address, const Scalar& v
     case 8: return update(kind, t, static_cast<uint64_t*>(address), value, compare);
     default: throw std::logic_error("atomic on a " + std::to_string(t->byte_size()) + "-byte element");
   }
+}
+
+// ---- the warp interpreter's handler ----------------------------------------------------------
+
+namespace {
+
+Flow exec_atomic(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  const LaneRegs at{warp.regs};
+  const auto kind = ir::AtomicKind(i.imm);
+  const size_t bytes = size_t(i.type->byte_size());
+  // Lanes update one after another, in lane order: one of the orders the GPU may pick.
+  FOR_LANES(m) {
+    int l = LANE;
+    uintptr_t p = uintptr_t(at(i.a, l).i);
+    check_access(c, w, warp, l, i, p, bytes, true);
+    Scalar cmp = i.c >= 0 ? at(i.c, l) : Scalar{};
+    at(i.dst, l) = atomic_update(kind, i.type, reinterpret_cast<void*>(p), at(i.b, l), cmp);
+  }
+  return Flow::Next;
+}
+
+}  // namespace
+
+void register_atomic_handlers(HandlerTable& t) {
+  t.add(K::Atomic, exec_atomic);
 }
 
 }  // namespace opencute::emulator

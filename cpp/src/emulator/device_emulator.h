@@ -74,7 +74,7 @@ class DeviceEmulator {
   // Shared memory hook: the IR has no op that names shared memory yet. Each block gets a
   // zero-initialised buffer of the launch's dynamic smem size, and accesses inside it pass the
   // bounds check; an op that yields the block's shared base pointer would read it from
-  // BlockState::smem (see device_emulator.cpp).
+  // Worker::smem (see execution_state.h).
   struct Program;
 
  private:

@@ -1,6 +1,7 @@
 // The emulator's program: the kernel lowered to a linear list of instructions over register
 // numbers, with mask-stack control instructions (see device_emulator.h). Private to the
-// emulator: device_lowering.cpp builds it, device_emulator.cpp runs it.
+// emulator: device_lowering.cpp builds it, warp_interpreter.cpp runs it through the op families'
+// handlers (op_handlers.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -28,15 +29,19 @@ enum class K : uint8_t {
   Sm80Copy,  // cp.async / commit / wait / ldmatrix / stmatrix (emulator/sm80_copy.cpp); code says which
   Wgmma,     // wgmma.mma_async / fence / commit / wait (emulator/sm90_mma.cpp); code says which
   Sm90Async,  // mbarrier ops, fences, TMA (emulator/sm90_async.cpp); code says which
+  Sm90Tensormap,  // copy / replace / fence of TMA descriptors in memory (emulator/sm90_tensormap.cpp)
   Sm90Warp,  // elect / sync_warp / setmaxnreg / prmt / warp_uniform (emulator/sm90_warp.cpp); code says which
-  Cluster,   // cluster registers, barrier.cluster, mapa (device_emulator.cpp: they need the cluster's blocks)
+  Cluster,   // cluster registers, barrier.cluster, mapa (emulator/sm90_warp.cpp); code says which
   // control
   Barrier, NamedBarrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
 };
+// The handler table (op_handlers.h) has a slot per kind: Return stays last.
+constexpr size_t kNumInstKinds = size_t(K::Return) + 1;
 
 }  // namespace detail
 
 using detail::K;
+using detail::kNumInstKinds;
 using detail::kWarp;
 
 struct Inst {
@@ -109,11 +114,8 @@ struct DeviceEmulator::Program {
     std::vector<int>* exit_patches = nullptr;       // Condition: WhileTest instructions to patch
   };
 
-  [[noreturn]] static void unsupported(const ir::Op& op, const std::string& kernel, const std::string& why = "") {
-    throw ExecutionError("operation '" + std::string(ir::opcode_name(op.code)) + "' in kernel '" + kernel +
-                         "' is not supported by the CPU emulator" + (why.empty() ? "" : " (" + why + ")") +
-                         (op.line ? " (line " + std::to_string(op.line) + ")" : ""));
-  }
+  // Raises ExecutionError: `op` cannot run on the emulator (diagnostics.cpp words the message).
+  [[noreturn]] static void unsupported(const ir::Op& op, const std::string& kernel, const std::string& why = "");
 
   void lower_block(const ir::Block& b, const Term& term, const std::string& kname, bool* has_printf);
 };

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <cstring>
 
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
+
 namespace opencute::emulator {
 
 // ---- cp.async groups ------------------------------------------------------------------------
@@ -225,6 +229,44 @@ bool lower_sm80_copy(DeviceEmulator::Program& p, const ir::Op& op) {
   }
   p.emit(std::move(i));
   return true;
+}
+
+// ---- the warp interpreter's handler ----------------------------------------------------------
+
+namespace {
+
+Flow exec_sm80_copy(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  Sm80WarpContext ctx;
+  ctx.regs = warp.regs;
+  ctx.mask = m;
+  ctx.first_thread = warp.first_thread;
+  ctx.async = &w.async;
+  ctx.check = [&](int lane, uintptr_t addr, size_t bytes, bool store, bool smem) {
+    if (smem && !in_smem(w, addr, bytes))
+      fail_at(c, w, warp, lane, i, std::string("a ") + ir::opcode_name(i.code) + " shared-memory address " +
+                                       hex(addr) + " (" + std::to_string(bytes) +
+                                       " bytes) lies outside the block's shared memory");
+    if (addr % std::min<size_t>(bytes, 16))
+      fail_at(c, w, warp, lane, i, std::string("misaligned ") + ir::opcode_name(i.code) + " address " +
+                                       hex(addr) + ": not a multiple of " + std::to_string(std::min<size_t>(bytes, 16)));
+    if (smem && store && w.wgmma_reads.active()) {
+      std::string race = w.wgmma_reads.check_store(addr, bytes);
+      if (!race.empty()) fail_at(c, w, warp, lane, i, race);
+    }
+    Inst probe = i;
+    probe.space = smem ? ir::AddrSpace::Smem : ir::AddrSpace::Generic;
+    if (!smem) check_access(c, w, warp, lane, probe, addr, bytes, store);
+  };
+  ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
+  execute_sm80_copy(i, ctx);
+  return Flow::Next;
+}
+
+}  // namespace
+
+void register_sm80_copy_handlers(HandlerTable& t) {
+  t.add(K::Sm80Copy, exec_sm80_copy);
 }
 
 }  // namespace opencute::emulator

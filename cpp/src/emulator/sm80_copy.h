@@ -1,7 +1,8 @@
 // CPU semantics of the SM80 copies (cp.async with its commit / wait groups, ldmatrix,
 // stmatrix), per the PTX ISA. Private to the emulator: device_lowering.cpp calls
-// lower_sm80_copy, device_emulator.cpp runs Inst K::Sm80Copy through execute_sm80_copy and
-// consults the block's AsyncCopyTracker on every shared-memory access.
+// lower_sm80_copy, the handler registered by register_sm80_copy_handlers runs Inst K::Sm80Copy
+// through execute_sm80_copy, and check_access (diagnostics.cpp) consults the block's
+// AsyncCopyTracker on every shared-memory access.
 //
 // cp.async model: a copy reads its source when issued and lands in shared memory when its
 // thread's cp.async.wait_group retires the group holding it. Until then the destination bytes

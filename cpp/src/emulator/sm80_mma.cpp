@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <vector>
 
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
 #include "ir/scalar_semantics.h"
 
 namespace opencute::emulator {
@@ -76,6 +79,23 @@ std::string run_mma_sync(const Inst& i, uint32_t active_mask, ir::Scalar* regs) 
     }
   }
   return "";
+}
+
+// ---- the warp interpreter's handler ----------------------------------------------------------
+
+namespace {
+
+Flow exec_mma_sync(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  std::string e = run_mma_sync(i, m, warp.regs);
+  if (!e.empty()) fail_at(c, w, warp, __builtin_ctz(m ? m : 1u), i, e);
+  return Flow::Next;
+}
+
+}  // namespace
+
+void register_sm80_mma_handlers(HandlerTable& t) {
+  t.add(K::MmaSync, exec_mma_sync);
 }
 
 }  // namespace opencute::emulator

@@ -4,6 +4,9 @@
 #include <stdexcept>
 #include <vector>
 
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
 #include "emulator/sm90_tensormap.h"
 #include "ir/async_attributes.h"
 #include "ir/scalar_semantics.h"
@@ -396,9 +399,6 @@ AsyncStep execute_sm90_async(const Inst& i, Sm90WarpContext& w) {
       // The emulator runs one instruction at a time and every copy lands when it is issued:
       // all memory is already ordered, for every proxy.
       return AsyncStep::Continue;
-    case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease:
-      execute_sm90_tensormap(i, w);
-      return AsyncStep::Continue;
     default:
       w.fail(0, std::string("not an SM90 async op: ") + ir::opcode_name(i.code));
   }
@@ -439,6 +439,62 @@ bool lower_sm90_async(DeviceEmulator::Program& p, const ir::Op& op) {
   }
   p.emit(std::move(i));
   return true;
+}
+
+// ---- the warp interpreter's handler ----------------------------------------------------------
+
+namespace {
+
+Flow exec_sm90_async(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  Sm90WarpContext ctx;
+  ctx.regs = warp.regs;
+  ctx.mask = m;
+  ctx.table = &w.mbarriers;
+  ctx.smem = w.smem;
+  ctx.smem_size = w.smem_size;
+  // The CTA of rank `rank` in this cluster (without a cluster, a block is rank 0 of one).
+  ctx.peer = [&](int64_t rank) -> std::pair<char*, MbarrierTable*> {
+    if (rank < 0 || rank >= int64_t(w.cluster->size)) return {nullptr, nullptr};
+    Worker* b = w.cluster->blocks[size_t(rank)];
+    return {b->smem, &b->mbarriers};
+  };
+  ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
+  ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
+    check_access(c, w, warp, lane, i, addr, bytes, store);
+  };
+  // A TMA load refilling shared memory that a wgmma in flight (not yet retired by its
+  // warpgroup's wait_group) still reads: on the GPU the MMA may read the new bytes.
+  ctx.check_smem_fill = [&](int lane, const char* smem, uintptr_t begin, size_t bytes) {
+    for (Worker* b : w.cluster->blocks)
+      if (b->smem == smem && b->wgmma_reads.active()) {
+        std::string race = b->wgmma_reads.check_store(begin, bytes);
+        if (!race.empty()) fail_at(c, w, warp, lane, i, "a TMA load overwrites shared memory: " + race);
+      }
+  };
+  const AsyncStep step = execute_sm90_async(i, ctx);
+  if (step == AsyncStep::Continue) return Flow::Next;
+  warp.mbar = ctx.wait_addr;
+  warp.mbar_parity = ctx.wait_parity;
+  warp.mbar_wait = &i;
+  if (step == AsyncStep::Block) {  // re-runs the wait when woken
+    warp.state = WarpState::AtMbarrier;
+    return Flow::Stop;
+  }
+  // A failed try/test wait: let the other warps run. Failing again and again while no
+  // barrier changes parks the warp until one does (a spin loop cannot hang the emulator).
+  const uint64_t epoch = w.mbarriers.epoch();
+  warp.spins = warp.spin_epoch == epoch ? warp.spins + 1 : 1;
+  warp.spin_epoch = epoch;
+  if (warp.spins >= 3) warp.state = WarpState::Spinning;
+  warp.pc++;
+  return Flow::Stop;
+}
+
+}  // namespace
+
+void register_sm90_async_handlers(HandlerTable& t) {
+  t.add(K::Sm90Async, exec_sm90_async);
 }
 
 }  // namespace opencute::emulator

@@ -1,7 +1,7 @@
 // CPU semantics of the SM90 asynchronous machinery: mbarriers (phases, arrival and transaction
 // counts) and fences. Private to the emulator: device_lowering.cpp calls lower_sm90_async,
-// device_emulator.cpp runs Inst K::Sm90Async through execute_sm90_async and parks warps whose
-// wait cannot complete yet.
+// the handler registered by register_sm90_async_handlers runs Inst K::Sm90Async through
+// execute_sm90_async and parks warps whose wait cannot complete yet.
 //
 // Where an mbarrier's state lives: in an emulator-side table keyed by the barrier's address,
 // not in its 8 bytes of shared memory. The table holds more than 64 bits can: the arrival count

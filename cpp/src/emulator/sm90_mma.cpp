@@ -4,6 +4,9 @@
 #include <cstring>
 #include <vector>
 
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
 #include "ir/scalar_semantics.h"
 #include "ir/wgmma_element.h"
 #include "support/fp8.h"
@@ -254,6 +257,28 @@ bool lower_sm90_mma(DeviceEmulator::Program& p, const ir::Op& op) {
   for (auto& r : op.results) i.dsts.push_back(p.reg(r.get()));
   p.emit(std::move(i));
   return true;
+}
+
+// ---- the warp interpreter's handler ----------------------------------------------------------
+
+namespace {
+
+Flow exec_wgmma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  // Operands still being filled by a TMA load (their mbarrier phase not waited for) are a race.
+  std::function<std::string(uintptr_t, size_t)> filling;
+  if (w.mbarriers.any_filling())
+    filling = [&](uintptr_t addr, size_t bytes) { return w.mbarriers.check_filling(addr, bytes, w.smem); };
+  std::string e = run_wgmma(i, m, warp.regs, warp.first_thread / kWarp, reinterpret_cast<uintptr_t>(w.smem),
+                            w.smem_size, w.wgmma_reads, filling);
+  if (!e.empty()) fail_at(c, w, warp, __builtin_ctz(m ? m : 1u), i, e);
+  return Flow::Next;
+}
+
+}  // namespace
+
+void register_sm90_mma_handlers(HandlerTable& t) {
+  t.add(K::Wgmma, exec_wgmma);
 }
 
 }  // namespace opencute::emulator

@@ -3,6 +3,10 @@
 #include <cstring>
 #include <string>
 
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
+
 namespace opencute::emulator {
 
 namespace {
@@ -158,7 +162,7 @@ bool forges_global_pointers(const ir::Block& body) {
 bool lower_sm90_tensormap(DeviceEmulator::Program& p, const ir::Op& op) {
   if (op.code != OpCode::TmaDescCopy && op.code != OpCode::TmaDescReplace && op.code != OpCode::TmaDescCpFenceRelease)
     return false;
-  Inst i(K::Sm90Async);
+  Inst i(K::Sm90Tensormap);
   i.op = &op;
   i.code = op.code;
   i.imm = op.int_attr;
@@ -168,6 +172,32 @@ bool lower_sm90_tensormap(DeviceEmulator::Program& p, const ir::Op& op) {
   i.space = (op.code == OpCode::TmaDescCopy ? op.operands[1] : op.operands[0])->type->space;
   p.emit(std::move(i));
   return true;
+}
+
+// ---- the warp interpreter's handler ----------------------------------------------------------
+
+namespace {
+
+// The tensor-map ops need the warp's registers, shared memory, failure reports and the global bounds check.
+Flow exec_sm90_tensormap(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  Sm90WarpContext ctx;
+  ctx.regs = warp.regs;
+  ctx.mask = warp.mask;
+  ctx.table = &w.mbarriers;
+  ctx.smem = w.smem;
+  ctx.smem_size = w.smem_size;
+  ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
+  ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
+    check_access(c, w, warp, lane, i, addr, bytes, store);
+  };
+  execute_sm90_tensormap(i, ctx);
+  return Flow::Next;
+}
+
+}  // namespace
+
+void register_sm90_tensormap_handlers(HandlerTable& t) {
+  t.add(K::Sm90Tensormap, exec_sm90_tensormap);
 }
 
 }  // namespace opencute::emulator

@@ -36,7 +36,7 @@ void execute_sm90_tensormap(const Inst& i, Sm90WarpContext& w);
 // that no argument describes. A pointer rebuilt from another's address (ptr.toint()) is not one.
 bool forges_global_pointers(const ir::Block& body);
 
-// Lowers one of the tensor-map ops into the program (as K::Sm90Async); false when `op` is not one.
+// Lowers one of the tensor-map ops into the program (as K::Sm90Tensormap); false when `op` is not one.
 bool lower_sm90_tensormap(DeviceEmulator::Program& p, const ir::Op& op);
 
 }  // namespace opencute::emulator

@@ -2,6 +2,10 @@
 
 #include <cstdio>
 
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
+
 namespace opencute::emulator {
 namespace {
 
@@ -113,6 +117,97 @@ bool lower_sm90_warp(DeviceEmulator::Program& p, const ir::Op& op) {
   }
   p.emit(std::move(i));
   return true;
+}
+
+// ---- the warp interpreter's handlers ---------------------------------------------------------
+
+namespace {
+
+Flow exec_sm90_warp(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  int bad = 0;
+  std::string e = execute_sm90_warp(i, warp.regs, m, warp.live, &bad);
+  if (!e.empty()) fail_at(c, w, warp, bad, i, e);
+  return Flow::Next;
+}
+
+// Cluster special registers, barrier.cluster and mapa: they reach the cluster's blocks. Stops the warp
+// when it parks at barrier.cluster.wait before the phase completed.
+Flow exec_cluster(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  ClusterState& cl = *w.cluster;
+  const uint32_t m = warp.mask;
+  const int64_t attr = i.imm & 0xffffffff, extra = i.imm >> 32;
+  const LaneRegs at{warp.regs};
+  if (!m) return Flow::Next;
+  const int l0 = __builtin_ctz(m);
+  switch (i.code) {
+    case OpCode::ClusterSreg: {
+      const int d = int(extra);
+      int64_t v = 0;
+      switch (ir::ClusterSregKind(attr)) {
+        case ir::ClusterSregKind::ClusterIdx: v = w.cluster_id[d]; break;
+        case ir::ClusterSregKind::ClusterDim: v = cl.nclusters[d]; break;
+        case ir::ClusterSregKind::BlockInCluster: v = w.in_cluster[d]; break;
+        case ir::ClusterSregKind::BlockInClusterDim: v = cl.shape[d]; break;
+        case ir::ClusterSregKind::CtaRank: v = w.rank; break;
+        case ir::ClusterSregKind::ClusterSize: v = cl.size; break;
+      }
+      FOR_LANES(m) at(i.dst, LANE).i = v;
+      return Flow::Next;
+    }
+    case OpCode::ClusterBarrier: {
+      const bool aligned = extra != 0;
+      if (aligned && m != warp.live)
+        fail_at(c, w, warp, l0, i, std::string(ir::ClusterBarrierKind(attr) == ir::ClusterBarrierKind::Wait
+                                                   ? "cluster_wait" : "cluster_arrive") +
+                                       " (aligned) executed by only some threads of the warp (lanes " + hex(m) +
+                                       " of " + hex(warp.live) + "); every thread of the warp must execute it together");
+      if (ir::ClusterBarrierKind(attr) != ir::ClusterBarrierKind::Wait) {
+        if (warp.cluster_arrived & m)
+          fail_at(c, w, warp, __builtin_ctz(warp.cluster_arrived & m), i,
+                  "cluster_arrive twice without a cluster_wait in between");
+        warp.cluster_arrived |= m;
+        warp.cluster_phase = cl.barrier_phase;
+        cl.barrier_arrived += __builtin_popcount(m);
+        ++cl.epoch;
+        complete_cluster_barrier_if_done(cl);
+        return Flow::Next;
+      }
+      if ((warp.cluster_arrived & m) != m)
+        fail_at(c, w, warp, __builtin_ctz(m & ~warp.cluster_arrived), i,
+                "cluster_wait by a thread that did not cluster_arrive first");
+      if (cl.barrier_phase > warp.cluster_phase) {
+        warp.cluster_arrived &= ~m;
+        return Flow::Next;
+      }
+      warp.state = WarpState::Parked;
+      return Flow::Stop;
+    }
+    case OpCode::MapSharedRank:
+      FOR_LANES(m) {
+        int l = LANE;
+        const uintptr_t p = uintptr_t(at(i.a, l).i);
+        const int64_t rank = at(i.b, l).i;
+        if (rank < 0 || rank >= int64_t(cl.size))
+          fail_at(c, w, warp, l, i, "map_dsmem_ptr to CTA rank " + std::to_string(rank) + ", but the cluster has " +
+                                        std::to_string(cl.size) + " CTA(s)");
+        const Worker* from = in_smem(w, p, 1) ? &w : cluster_block_holding(w, p, 1);
+        if (!from)
+          fail_at(c, w, warp, l, i, "map_dsmem_ptr of address " + hex(p) + ", which is not in shared memory");
+        const Worker* to = cl.blocks[size_t(rank)];
+        at(i.dst, l).i = int64_t(reinterpret_cast<uintptr_t>(to->smem) + (p - reinterpret_cast<uintptr_t>(from->smem)));
+      }
+      return Flow::Next;
+    default:
+      fail_at(c, w, warp, l0, i, std::string("not a cluster op: ") + ir::opcode_name(i.code));
+  }
+}
+
+}  // namespace
+
+void register_sm90_warp_handlers(HandlerTable& t) {
+  t.add(K::Sm90Warp, exec_sm90_warp);
+  t.add(K::Cluster, exec_cluster);
 }
 
 }  // namespace opencute::emulator

@@ -1,8 +1,8 @@
 // CPU semantics of the Hopper warp / CTA ops (ir.h "Hopper warp/CTA and cluster family") that
 // need only the warp: elect.sync, bar.warp.sync, setmaxnreg, prmt and make_warp_uniform's check.
 // Private to the emulator: device_lowering.cpp calls lower_sm90_warp for the whole family (the
-// cluster ops become K::Cluster instructions, which device_emulator.cpp runs because they reach
-// the other blocks of the cluster).
+// cluster ops become K::Cluster instructions, whose handler in sm90_warp.cpp reaches the other
+// blocks of the cluster through the scheduler's state).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -1,0 +1,42 @@
+// What the emulator reports when a kernel goes wrong: where (kernel, source line, block and
+// thread), bad memory accesses (null, misaligned, out of bounds, races with copies in flight),
+// failed device assertions, deadlocks and bad launches. Every message text of those lives in
+// diagnostics.cpp; the op handlers report their own op-specific errors through fail_at.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "emulator/execution_state.h"
+
+namespace opencute::emulator {
+
+std::string hex(uintptr_t a);
+std::string dims3(const unsigned d[3]);
+
+// "in kernel 'k' (line L), block (x,y,z) thread (x,y,z)": the lane's place in the launch.
+std::string where(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i);
+
+// Raises ExecutionError("<what> <where>").
+[[noreturn]] void fail_at(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
+                          const std::string& what);
+
+// Checks one load or store of `bytes` at `addr` by a lane: not null, naturally aligned, no race
+// with TMA / cp.async / wgmma in flight, inside shared memory for a shared pointer, else inside the
+// thread's local arrays, a buffer the launch registered or the cluster's shared memory (strict
+// launches only). Raises ExecutionError naming the access otherwise.
+void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i, uintptr_t addr,
+                  size_t bytes, bool store);
+
+// Raises AssertionFailure for a device assertion that failed in `lane`.
+[[noreturn]] void report_assertion(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i);
+
+// Every warp of block `w` is at sync_threads or finished, some of each.
+[[noreturn]] void report_sync_threads_deadlock(const LaunchCtx& c, const Worker& w);
+// No warp of the cluster can make progress: says what each one waits for.
+[[noreturn]] void report_deadlock(const LaunchCtx& c, const ClusterState& cl);
+
+// The launch's grid, block, argument count and cluster shape, checked before any block runs.
+void check_launch(const LaunchRequest& r, const std::string& kernel, size_t num_args);
+
+}  // namespace opencute::emulator

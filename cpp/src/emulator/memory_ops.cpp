@@ -1,0 +1,98 @@
+// CPU semantics of loads, stores (natural and packed sub-byte elements, each access checked by
+// check_access), pointer arithmetic and the addresses of local arrays and shared memory.
+#include "emulator/diagnostics.h"
+#include "emulator/execution_state.h"
+#include "emulator/op_handlers.h"
+
+namespace opencute::emulator {
+
+namespace {
+
+Flow exec_ptr_add(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  const LaneRegs at{warp.regs};
+  if (i.imm >= 0) {
+    FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + at(i.b, l).i * i.imm; }
+  } else {  // packed sub-byte elements: -imm bits each
+    FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + ((at(i.b, l).i * -i.imm) >> 3); }
+  }
+  return Flow::Next;
+}
+
+Flow exec_load(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  const LaneRegs at{warp.regs};
+  if (i.imm < 0) {  // packed sub-byte elements (whole bytes: the IR builder's vectors)
+    const size_t bytes = (size_t(-i.imm) * size_t(i.width) + 7) / 8;
+    FOR_LANES(m) {
+      int l = LANE;
+      uintptr_t p = uintptr_t(at(i.a, l).i);
+      check_access(c, w, warp, l, i, p, bytes, false);
+      for (int k = 0; k < i.width; ++k) at(i.dst + k, l) = ir::load_packed_scalar(i.type, reinterpret_cast<const void*>(p), k);
+    }
+    return Flow::Next;
+  }
+  const size_t bytes = size_t(i.imm) * size_t(i.width);
+  FOR_LANES(m) {
+    int l = LANE;
+    uintptr_t p = uintptr_t(at(i.a, l).i);
+    check_access(c, w, warp, l, i, p, bytes, false);
+    for (int k = 0; k < i.width; ++k)
+      at(i.dst + k, l) = ir::load_scalar(i.type, reinterpret_cast<const void*>(p + uintptr_t(k * i.imm)));
+  }
+  return Flow::Next;
+}
+
+Flow exec_store(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  const LaneRegs at{warp.regs};
+  if (i.imm < 0) {
+    const size_t bytes = (size_t(-i.imm) * size_t(i.width) + 7) / 8;
+    FOR_LANES(m) {
+      int l = LANE;
+      uintptr_t p = uintptr_t(at(i.b, l).i);
+      check_access(c, w, warp, l, i, p, bytes, true);
+      for (int k = 0; k < i.width; ++k) ir::store_packed_scalar(i.type, at(i.a + k, l), reinterpret_cast<void*>(p), k);
+    }
+    return Flow::Next;
+  }
+  const size_t bytes = size_t(i.imm) * size_t(i.width);
+  FOR_LANES(m) {
+    int l = LANE;
+    uintptr_t p = uintptr_t(at(i.b, l).i);
+    check_access(c, w, warp, l, i, p, bytes, true);
+    for (int k = 0; k < i.width; ++k)
+      ir::store_scalar(i.type, at(i.a + k, l), reinterpret_cast<void*>(p + uintptr_t(k * i.imm)));
+  }
+  return Flow::Next;
+}
+
+Flow exec_alloca(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  const LaneRegs at{warp.regs};
+  FOR_LANES(m) {
+    int l = LANE;
+    at(i.dst, l).i = int64_t(reinterpret_cast<uintptr_t>(warp.local) + uintptr_t(l) * c.local_stride + uintptr_t(i.imm));
+  }
+  return Flow::Next;
+}
+
+Flow exec_smem_addr(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  const LaneRegs at{warp.regs};
+  const int64_t a = int64_t(reinterpret_cast<uintptr_t>(w.smem)) + i.imm;
+  FOR_LANES(m) { int l = LANE; at(i.dst, l).i = a; }
+  return Flow::Next;
+}
+
+}  // namespace
+
+void register_memory_handlers(HandlerTable& t) {
+  t.add(K::PtrAdd, exec_ptr_add);
+  t.add(K::Load, exec_load);
+  t.add(K::Store, exec_store);
+  t.add(K::Alloca, exec_alloca);
+  t.add(K::SmemAddr, exec_smem_addr);
+}
+
+}  // namespace opencute::emulator
