@@ -105,7 +105,7 @@ enum class OpCode : uint8_t {
                // TMA descriptor (the result type's element is the element type); int_attr = rank,
                // ints = {swizzle bytes, box sizes x rank}
   // Hopper warp/CTA and cluster family (hmisc: dsl/sm90_ops, target/nvvm/lower_sm90_warp.cpp,
-  // emulator/sm90_warp.cpp; clusters are co-scheduled by device_emulator.cpp)
+  // emulator/sm90_warp.cpp; clusters are co-scheduled by block_scheduler.cpp)
   ClusterSreg,     // -> i32; int_attr = ClusterSregKind, ints = {dimension 0..2}
   ClusterBarrier,  // int_attr = ClusterBarrierKind (barrier.cluster.arrive[.relaxed] / .wait); ints = {aligned}
   MapSharedRank,   // (ptr to shared memory, i32 CTA rank) -> generic ptr to the same offset in that CTA's shared
