@@ -117,7 +117,7 @@ void ExportedProgram::run_tvm_ffi(const void* raw_args, int32_t num_args, void* 
                                                                                  kObjectHeaderBytes);
         else mismatch("Tensor");
         tensors[src] = t;
-        const PlanTensorCheck* check = check_of_source_[src];
+        const TensorContract* check = check_of_source_[src];
         ir::Type element = nullptr;
         for (size_t i = 0; i < function_.plan.slots.size(); ++i)
           if (function_.plan.slots[i].source == int(src) && function_.plan.slots[i].kind == SlotKind::TensorData)

@@ -102,7 +102,7 @@ void ExportedProgram::run(void** args, size_t num_args) {
       throw ExportedCallError(label(c, src) + ": data address " + std::to_string(reinterpret_cast<uintptr_t>(data)) +
                               " is not aligned to the " + std::to_string(align_of_source_[src]) +
                               " bytes the function was compiled for");
-    const PlanTensorCheck* check = check_of_source_[src];
+    const TensorContract* check = check_of_source_[src];
     if (!check) continue;
     for (size_t k = 0; k < c.dynamic_shape_modes.size(); ++k) {
       int mode = c.dynamic_shape_modes[k];
@@ -159,7 +159,7 @@ void ExportedProgram::run(void** args, size_t num_args) {
     }
   }
   // Entries that share a symbol with an earlier tensor must hold the value the code uses.
-  for (const PlanTensorCheck& check : function_.plan.checks)
+  for (const TensorContract& check : function_.plan.checks)
     for (const PlanSameAs& e : check.same_as) {
       const CParameter& c = params_[size_t(check.source)];
       int64_t got = dynamic_entry(c, static_cast<const unsigned char*>(args[size_t(check.source)]), !e.stride, e.mode);
