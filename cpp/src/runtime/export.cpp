@@ -255,6 +255,7 @@ std::vector<CParameter> c_parameters(const ExportedFunction& f, const ir::Functi
       case SlotKind::Stream: c.kind = CParameter::Stream; break;
       case SlotKind::Pointer: c.kind = CParameter::Pointer; break;
       case SlotKind::TensorData: c.kind = CParameter::Tensor; break;
+      case SlotKind::CPointer: break;  // not exported
       case SlotKind::TensorShape:
         c.dynamic_shape_modes.push_back(s.mode);
         if (c.dynamic_shape_modes.size() == 1 || t->width == 64) c.shape_width = t->width;

@@ -55,7 +55,6 @@ class ExportedProgram : public emulator::LaunchHandler {
   std::unique_ptr<emulator::HostInterpreter> interpreter_;
   std::vector<CParameter> params_;
   std::vector<const TensorContract*> check_of_source_;
-  std::vector<int64_t> align_of_source_;  // bytes the code assumes of a tensor's data pointer
   bool kernel_names_empty_ = true;        // a host-only program: tensors may live anywhere
 
   std::mutex load_mu_;
