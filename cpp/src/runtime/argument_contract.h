@@ -256,9 +256,7 @@ struct MessageInputs {
   std::string want_element; // the compiled element type, as the style names it (Xla, ExportedTvmFfi)
   std::string layout;       // CompiledFunction: the tensor's layout, "(4,8):(8,1)"
   std::string function;     // Xla: the kernel's name
-  int rank = 0;             // the tensor's rank (messages that show it)
   std::vector<std::string> first_labels;  // TvmFfi: per same_as entry, the label of its first tensor
-  std::vector<int> mode;    // Xla: kernel mode -> buffer dimension (empty: identity)
 };
 
 // The error a failed check raises in `style` (false `findings.ok()` assumed), or none (code
