@@ -4,10 +4,12 @@
 #include "bindings/compiled_function_plan.h"
 
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <climits>
 #include <memory>
 #include <optional>
@@ -551,13 +553,73 @@ void bind_compiled_functions(nb::module_& m) {
   m.def("preload_toolchain", &target::preload_toolchain_async,
         "Starts loading libNVVM and nvJitLink on a background thread (once per process).");
 
+  // ---- the argument plan (runtime/argument_contract.h), as the front end builds it while tracing ----
+  nb::enum_<runtime::SlotKind>(m, "SlotKind", "How a host parameter is read from its runtime argument")
+      .value("Scalar", runtime::SlotKind::Scalar)
+      .value("TensorData", runtime::SlotKind::TensorData)
+      .value("TensorShape", runtime::SlotKind::TensorShape)
+      .value("TensorStride", runtime::SlotKind::TensorStride)
+      .value("Stream", runtime::SlotKind::Stream)
+      .value("Pointer", runtime::SlotKind::Pointer)
+      .value("CPointer", runtime::SlotKind::CPointer);
+  nb::class_<runtime::ArgumentPlan>(m, "ArgumentPlan",
+                                    "How each host parameter of a traced function is read from the call's "
+                                    "arguments and what each tensor and pointer argument was compiled for")
+      .def(nb::init<>())
+      .def(
+          "add_slot",
+          [](runtime::ArgumentPlan& p, int source, runtime::SlotKind kind, int mode) {
+            p.slots.push_back(runtime::PlanSlot{source, kind, mode});
+            return int(p.slots.size()) - 1;
+          },
+          nb::arg("source"), nb::arg("kind"), nb::arg("mode") = 0, "Adds the next host parameter; returns its slot")
+      .def_prop_ro("num_slots", [](const runtime::ArgumentPlan& p) { return p.slots.size(); })
+      // same_as: (is stride, mode, slot of the symbol's first occurrence) per entry that is a
+      // symbol an earlier slot reads.
+      .def("add_tensor",
+           [](runtime::ArgumentPlan& p, int source, std::vector<int64_t> shape, std::vector<int64_t> stride,
+              std::vector<int64_t> shape_div, std::vector<int64_t> stride_div, bool int32_strides,
+              std::string description, std::string name, std::vector<std::tuple<bool, int, int>> same_as) {
+             runtime::TensorContract c;
+             c.source = source;
+             c.shape = std::move(shape);
+             c.stride = std::move(stride);
+             c.shape_div = std::move(shape_div);
+             c.stride_div = std::move(stride_div);
+             if (c.stride.size() != c.shape.size() || c.shape_div.size() != c.shape.size() ||
+                 c.stride_div.size() != c.shape.size())
+               throw std::invalid_argument("add_tensor: shape, stride and divisibilities differ in rank");
+             c.int32_strides = int32_strides;
+             c.description = std::move(description);
+             c.name = std::move(name);
+             for (const auto& [stride_entry, mode, slot] : same_as) {
+               runtime::PlanSameAs e;
+               e.stride = stride_entry;
+               e.mode = mode;
+               e.slot = slot;
+               c.same_as.push_back(e);
+             }
+             p.checks.push_back(std::move(c));
+           })
+      .def("add_pointer",
+           [](runtime::ArgumentPlan& p, int source, std::string type_key, int64_t align, std::string description) {
+             p.pointer_checks.push_back(runtime::PointerContract{source, std::move(type_key), align, std::move(description)});
+           })
+      // A runtime argument: one value (length -1) or a list of `length` values, each a source.
+      .def("add_argument",
+           [](runtime::ArgumentPlan& p, std::string name, int length) {
+             p.arg_names.push_back(std::move(name));
+             p.arg_lengths.push_back(length);
+             p.num_sources += length < 0 ? 1 : length;
+           })
+      .def_ro("num_sources", &runtime::ArgumentPlan::num_sources)
+      .def_prop_ro("arg_names", [](const runtime::ArgumentPlan& p) { return p.arg_names; });
+
   // `options`: arch, opt_level, generate_line_info, ptxas_options, need_cubin, use_disk_cache,
   // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir, target (cpu|gpu|auto);
   // missing keys keep their defaults.
-  // checks: (source, static shape, static stride, shape divisibility, stride divisibility,
-  // int32 strides, description) per tensor; pointer_checks: (source, type key, align, description).
-  m.def("compile_traced", [](dsl::Tracer& tracer, nb::dict options, nb::list slots, nb::list checks,
-                             nb::list pointer_checks, int num_sources, std::vector<TypeHandle> result_types) {
+  m.def("compile_traced", [](dsl::Tracer& tracer, nb::dict options, const runtime::ArgumentPlan& traced,
+                             std::vector<TypeHandle> result_types) {
     runtime::CompileOptions opts;
     auto get = [&](const char* key, auto& field) {
       if (options.contains(key)) field = nb::cast<std::remove_reference_t<decltype(field)>>(options[key]);
@@ -586,42 +648,10 @@ void bind_compiled_functions(nb::module_& m) {
       nb::gil_scoped_release release;
       ex->program = std::make_shared<runtime::CompiledProgram>(std::move(module), opts);
     }
-    runtime::ArgumentPlan plan;
-    for (size_t i = 0; i < nb::len(slots); ++i) {
-      nb::tuple s = nb::cast<nb::tuple>(slots[i]);
-      plan.slots.push_back(runtime::PlanSlot{nb::cast<int>(s[0]), runtime::SlotKind(nb::cast<int>(s[1])),
-                                             nb::cast<int>(s[2])});
-    }
-    for (nb::handle h : checks) {
-      nb::tuple c = nb::cast<nb::tuple>(h);
-      runtime::TensorContract check;
-      check.source = nb::cast<int>(c[0]);
-      check.shape = nb::cast<std::vector<int64_t>>(c[1]);
-      check.stride = nb::cast<std::vector<int64_t>>(c[2]);
-      check.shape_div = nb::cast<std::vector<int64_t>>(c[3]);
-      check.stride_div = nb::cast<std::vector<int64_t>>(c[4]);
-      check.int32_strides = nb::cast<bool>(c[5]);
-      check.description = nb::cast<std::string>(c[6]);
-      check.name = nb::cast<std::string>(c[7]);
-      if (c.size() > 8)
-        for (nb::handle e : c[8]) {
-          nb::tuple t = nb::cast<nb::tuple>(e);
-          runtime::PlanSameAs same;
-          same.stride = nb::cast<int>(t[0]) != 0;
-          same.mode = nb::cast<int>(t[1]);
-          same.slot = nb::cast<int>(t[2]);
-          check.same_as.push_back(same);
-        }
-      plan.checks.push_back(std::move(check));
-    }
-    for (nb::handle h : pointer_checks) {
-      nb::tuple c = nb::cast<nb::tuple>(h);
-      plan.pointer_checks.push_back(runtime::PointerContract{nb::cast<int>(c[0]), nb::cast<std::string>(c[1]),
-                                                             nb::cast<int64_t>(c[2]), nb::cast<std::string>(c[3])});
-    }
-    plan.num_sources = num_sources;
-    get("arg_lengths", plan.arg_lengths);
-    get("arg_names", plan.arg_names);
+    runtime::ArgumentPlan plan = traced;
+    // No list arguments: the call path takes its arguments as they come.
+    if (std::all_of(plan.arg_lengths.begin(), plan.arg_lengths.end(), [](int n) { return n < 0; }))
+      plan.arg_lengths.clear();
     std::vector<ir::Type> results;
     for (auto& t : result_types) results.push_back(t.t);
     install_plan(*ex, std::move(plan), results);
