@@ -101,16 +101,13 @@ ir::Scalar c_pointer_argument(nb::handle pointers, const ArgSlot& s) {
 
 void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
   nb::object key = nb::getattr(arg, "_type_key", nb::none());
-  if (key.is_none() || nb::cast<std::string>(key) != c.type_key)
-    throw dsl::UserError("ARG_POINTER_MISMATCH", "argument #" + std::to_string(c.source) + " is " +
-                                                     nb::str(arg).c_str() + " but the function was compiled for " +
-                                                     c.description);
-  int64_t address = as_int64(arg.attr("_address"));
-  if (c.align > 1 && address % c.align != 0)
-    throw dsl::UserError("ARG_POINTER_MISMATCH", "argument #" + std::to_string(c.source) + ": address " +
-                                                     std::to_string(address) + " is not aligned to " +
-                                                     std::to_string(c.align) + " bytes as " + c.description +
-                                                     " requires");
+  const std::string type_key = key.is_none() ? std::string() : nb::cast<std::string>(key);
+  if (type_key != c.type_key) {  // the message shows the argument
+    runtime::ArgumentError e = runtime::check_pointer(c, type_key, 0, nb::str(arg).c_str());
+    throw dsl::UserError(e.code, e.message);
+  }
+  runtime::ArgumentError e = runtime::check_pointer(c, type_key, as_int64(arg.attr("_address")), "");
+  if (e.code) throw dsl::UserError(e.code, e.message);
 }
 
 // A short array on the stack (a longer one on the heap): the call path allocates nothing

@@ -253,6 +253,18 @@ ArgumentError argument_error(MessageStyle style, const TensorContract& c, const 
   return none();
 }
 
+ArgumentError check_pointer(const PointerContract& c, const std::string& type_key, int64_t address,
+                            const std::string& shown) {
+  if (type_key.empty() || type_key != c.type_key)
+    return {"ARG_POINTER_MISMATCH", "TypeError",
+            "argument #" + to_string(c.source) + " is " + shown + " but the function was compiled for " + c.description};
+  if (c.align > 1 && address % c.align != 0)
+    return {"ARG_POINTER_MISMATCH", "ValueError",
+            "argument #" + to_string(c.source) + ": address " + to_string(address) + " is not aligned to " +
+                to_string(c.align) + " bytes as " + c.description + " requires"};
+  return none();
+}
+
 ArgumentError int32_entry_error(MessageStyle style, const std::string& label, bool shape, int mode, int64_t value,
                                 const std::string& at) {
   if (style == MessageStyle::TvmFfi)

@@ -263,6 +263,11 @@ struct MessageInputs {
 // null) when the style does not check what broke (see argument_contract.cpp).
 ArgumentError argument_error(MessageStyle style, const TensorContract& c, const ContractFindings& findings,
                              const MessageInputs& in);
+// A cute.Pointer argument against its contract: `type_key` is the runtime pointer's (empty: it
+// has none), `shown` how the argument prints. Code null when it passes.
+ArgumentError check_pointer(const PointerContract& c, const std::string& type_key, int64_t address,
+                            const std::string& shown);
+
 // A tensor entry read into an Int32 parameter that does not fit it (`at`: TvmFfi's, as in MessageInputs).
 ArgumentError int32_entry_error(MessageStyle style, const std::string& label, bool shape, int mode, int64_t value,
                                 const std::string& at = "");
