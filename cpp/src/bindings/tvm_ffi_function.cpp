@@ -167,8 +167,9 @@ using runtime::dltensor_stride;
 using runtime::KernelMemory;
 
 // What the compact record did not decide: the argument contract's full check, raising TVM-FFI's
-// wording of what fails.
-void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorView& t, KernelMemory memory,
+// wording of what fails. Not inlined: it is off the common path, and inlined into call() it
+// costs the common path registers (~10 instructions per tensor).
+__attribute__((noinline)) void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorView& t, KernelMemory memory,
                   const std::vector<ir::Scalar>& vals) {
   runtime::DLTensorContractView view{t};
   const runtime::ContractFindings found = runtime::check_tensor(c, view, memory, vals.data());
@@ -180,6 +181,14 @@ void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorV
   for (const runtime::PlanSameAs& e : c.same_as) in.first_labels.push_back(f.sources[size_t(e.first_source)].label);
   runtime::ArgumentError e = runtime::argument_error(runtime::MessageStyle::TvmFfi, c, found, in);
   if (e.code) fail(e.kind, e.message);
+}
+
+// A tensor entry that does not fit the Int32 it was compiled as (out of line: off the common path).
+[[noreturn]] __attribute__((noinline)) void entry_does_not_fit(const TvmFfiFunction& f, const Source& src,
+                                                               const ArgSlot& slot, int64_t v) {
+  runtime::ArgumentError e = runtime::int32_entry_error(runtime::MessageStyle::TvmFfi, src.label,
+                                                        slot.kind == kTensorShape, slot.mode, v, where(f, src.param));
+  fail(e.kind, e.message);
 }
 
 ir::Scalar scalar_argument(const TvmFfiFunction& f, const Source& src, const FfiAny& a, ir::Type to) {
@@ -413,12 +422,7 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
           }
         } else {
           int64_t v = slot.kind == kTensorShape ? t.shape[slot.mode] : dltensor_stride(t, slot.mode);
-          if (slot.type->width == 32 && (v < INT32_MIN || v > INT32_MAX)) {
-            runtime::ArgumentError e = runtime::int32_entry_error(runtime::MessageStyle::TvmFfi, src.label,
-                                                                  slot.kind == kTensorShape, slot.mode, v,
-                                                                  where(f, src.param));
-            fail(e.kind, e.message);
-          }
+          if (slot.type->width == 32 && (v < INT32_MIN || v > INT32_MAX)) entry_does_not_fit(f, src, slot, v);
           vals[i] = ir::Scalar::of_int(slot.type->width == 32 ? slot.type->is_signed ? int64_t(int32_t(v))
                                                                                       : int64_t(uint32_t(v))
                                                               : ir::wrap_int(slot.type, v));

@@ -92,28 +92,30 @@ std::vector<int> check_of_slots(const ArgumentPlan& plan);
 
 // Where the program's kernels read tensor memory (Any: the tensors are only passed around).
 enum class KernelMemory : uint8_t { Any, Host, Device };
-// Where a tensor's memory is. Managed memory serves both; pinned host memory is host memory.
-enum class TensorMemory : uint8_t { Host, Device, Managed, PinnedHost, Other };
+// Where a tensor's memory is, by DLPack's device type. Managed memory serves both kinds of
+// kernels; pinned host memory is host memory.
+enum class TensorMemory : int32_t { Other = 0, Host = 1 /* kDLCPU */, Device = 2 /* kDLCUDA */,
+                                    PinnedHost = 3 /* kDLCUDAHost */, Managed = 13 /* kDLCUDAManaged */ };
 
 inline TensorMemory memory_of_dl_device(int32_t device_type) {
   switch (device_type) {
-    case 1: return TensorMemory::Host;         // kDLCPU
-    case 2: return TensorMemory::Device;       // kDLCUDA
-    case 3: return TensorMemory::PinnedHost;   // kDLCUDAHost
-    case 13: return TensorMemory::Managed;     // kDLCUDAManaged
+    case 1: case 2: case 3: case 13: return TensorMemory(device_type);
   }
   return TensorMemory::Other;
 }
 
-inline bool memory_serves(TensorMemory m, KernelMemory where) {
-  switch (where) {
-    case KernelMemory::Any: return true;
-    case KernelMemory::Device: return m == TensorMemory::Device || m == TensorMemory::Managed;
-    case KernelMemory::Host:
-      return m == TensorMemory::Host || m == TensorMemory::PinnedHost || m == TensorMemory::Managed;
-  }
-  return false;
+// The memory rule, as one bit per DLPack device type for each KernelMemory: two instructions on
+// the hot path, which reads a DLTensor's device type directly (dl_memory_serves).
+constexpr uint32_t kMemoryServing[] = {
+    ~0u,                                                 // Any
+    (1u << 1) | (1u << 3) | (1u << 13),                  // Host: CPU, pinned, managed
+    (1u << 2) | (1u << 13),                              // Device: CUDA, managed
+};
+inline bool dl_memory_serves(int32_t device_type, KernelMemory where) {
+  return where == KernelMemory::Any ||
+         (uint32_t(device_type) < 32 && (kMemoryServing[int(where)] >> uint32_t(device_type)) & 1u);
 }
+inline bool memory_serves(TensorMemory m, KernelMemory where) { return dl_memory_serves(int32_t(m), where); }
 
 // DLPack's DLTensor (dlpack.h), declared here so that no DLPack header is needed.
 struct DLTensorView {
@@ -148,7 +150,7 @@ struct ContractFindings {
   int at[kNumRules] = {};       // the mode, or the same_as entry (kSharedSymbol)
   int64_t got[kNumRules] = {};  // the tensor's value (address, rank, extent, stride, entry)
   int64_t want_same = 0;        // kSharedSymbol: the value the entry must equal
-  TensorMemory memory = TensorMemory::Host;  // kMemory: where the tensor is
+  TensorMemory memory = TensorMemory::Other;  // kMemory: where the tensor is
   KernelMemory where = KernelMemory::Any;     // where the kernels read it
 
   bool ok() const { return broken == 0; }
@@ -329,7 +331,7 @@ inline bool read_dltensor(const TensorReads& reads, const TensorRead& r, const D
                           ir::Scalar* vals) {
   if (r.check >= 0) {
     if (t.dtype_lanes != 1 || t.dtype_code != r.dl_code || t.dtype_bits != r.dl_bits) return false;
-    if (!memory_serves(memory_of_dl_device(t.device_type), memory)) return false;
+    if (!dl_memory_serves(t.device_type, memory)) return false;
     const uint64_t address = uint64_t(reinterpret_cast<uintptr_t>(t.data)) + t.byte_offset;
     if (address & r.align_mask) return false;
     if (t.ndim != int32_t(r.rank)) return false;
