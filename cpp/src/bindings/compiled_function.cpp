@@ -140,25 +140,25 @@ using FlatArguments = SmallArray<PyObject*, kStackArguments>;
 
 size_t flat_argument_count(const Executor& ex, PyObject* args) {
   const size_t n = size_t(PyTuple_GET_SIZE(args));
-  if (ex.arg_lengths.empty()) return n;
-  if (n != ex.arg_lengths.size())
-    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.arg_lengths.size()) +
+  if (ex.plan.arg_lengths.empty()) return n;
+  if (n != ex.plan.arg_lengths.size())
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.plan.arg_lengths.size()) +
                                                 " runtime arguments, got " + std::to_string(n));
   size_t total = 0;
-  for (int len : ex.arg_lengths) total += len < 0 ? 1 : size_t(len);
+  for (int len : ex.plan.arg_lengths) total += len < 0 ? 1 : size_t(len);
   return total;
 }
 
 // The call's arguments with list/tuple arguments expanded into their items, as compiled.
 void flatten_arguments(const Executor& ex, PyObject* args, FlatArguments& flat) {
   const size_t n = size_t(PyTuple_GET_SIZE(args));
-  if (ex.arg_lengths.empty()) {
+  if (ex.plan.arg_lengths.empty()) {
     for (size_t i = 0; i < n; ++i) flat[i] = PyTuple_GET_ITEM(args, Py_ssize_t(i));
     return;
   }
   size_t out = 0;
   for (size_t i = 0; i < n; ++i) {
-    int len = ex.arg_lengths[i];
+    int len = ex.plan.arg_lengths[i];
     PyObject* a = PyTuple_GET_ITEM(args, Py_ssize_t(i));
     if (len < 0) {
       flat[out++] = a;
@@ -184,7 +184,7 @@ bool trailing_streams_only(const Executor& ex, size_t given) {
 // were compiled with None: checks them and returns the arguments without them (in `holder`).
 PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& holder) {
   const size_t n = size_t(PyTuple_GET_SIZE(args));
-  const size_t runtime_count = ex.arg_lengths.empty() ? size_t(ex.num_sources) : ex.arg_lengths.size();
+  const size_t runtime_count = ex.plan.arg_lengths.empty() ? size_t(ex.plan.num_sources) : ex.plan.arg_lengths.size();
   if (n <= runtime_count) return args;  // the runtime arguments only
   size_t given_nones = 0;
   while (given_nones < ex.none_positions.size() && size_t(ex.none_positions[given_nones]) < n) ++given_nones;
@@ -211,8 +211,8 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
 
 // A None where the function was compiled with a value (a None there must be compiled as None).
 [[noreturn]] void none_for_a_value(const Executor& ex, int source) {
-  std::string name = ex.arg_lengths.empty() && size_t(source) < ex.arg_names.size()
-                         ? " (" + ex.arg_names[size_t(source)] + ")"
+  std::string name = ex.plan.arg_lengths.empty() && size_t(source) < ex.plan.arg_names.size()
+                         ? " (" + ex.plan.arg_names[size_t(source)] + ")"
                          : "";
   throw dsl::UserError("ARG_BIND_FAILED", "runtime argument #" + std::to_string(source + 1) + name +
                                               " is None, but the function was compiled with a value there; compile "
@@ -267,14 +267,14 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   if (!ex.none_positions.empty()) arg_tuple = drop_none_arguments(ex, arg_tuple, without_nones);
   const size_t num_args = flat_argument_count(ex, arg_tuple);
   // An omitted trailing stream is the default stream.
-  const bool omitted_streams = int(num_args) < ex.num_sources && trailing_streams_only(ex, num_args);
-  if (int(num_args) != ex.num_sources && !omitted_streams)
-    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
+  const bool omitted_streams = int(num_args) < ex.plan.num_sources && trailing_streams_only(ex, num_args);
+  if (int(num_args) != ex.plan.num_sources && !omitted_streams)
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.plan.num_sources) +
                                                 " runtime arguments, got " + std::to_string(num_args));
-  FlatArguments args(omitted_streams ? size_t(ex.num_sources) : num_args);
+  FlatArguments args(omitted_streams ? size_t(ex.plan.num_sources) : num_args);
   flatten_arguments(ex, arg_tuple, args);
-  for (size_t i = num_args; i < size_t(ex.num_sources); ++i) args[i] = Py_None;
-  for (auto& c : ex.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
+  for (size_t i = num_args; i < size_t(ex.plan.num_sources); ++i) args[i] = Py_None;
+  for (auto& c : ex.plan.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
   SmallArray<ir::Scalar, kStackArguments> vals(ex.slots.size());
   // Kernels on the CPU emulator check each access against the tensors' extents.
   const bool emulated = ex.program->runs_on_emulator();
@@ -329,7 +329,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
           }
           tensor.emplace(a);
         }
-        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, &vals[0]);
+        if (s.check >= 0) check_tensor_argument(ex.plan.checks[size_t(s.check)], *tensor, where, &vals[0]);
         read_tensor_slot(s, *tensor, emulated, vals[i], regions);
         break;
       }
@@ -405,11 +405,7 @@ void install_plan(Executor& ex, runtime::ArgumentPlan plan, const std::vector<ir
                                ex.tensor_reads.read_of_slot[i]});
     if (ex.slots.back().kind == kPointer || ex.slots.back().kind == kCPointer) ex.strict_regions = false;
   }
-  ex.checks = std::move(plan.checks);
-  ex.pointer_checks = std::move(plan.pointer_checks);
-  ex.num_sources = plan.num_sources;
-  ex.arg_lengths = plan.arg_lengths;
-  ex.arg_names = plan.arg_names;
+  ex.plan = std::move(plan);
   ex.result_types = result_types;
   // Emulated kernels print on the C stdout too: flush Python's buffer first.
   ex.flush_python_stdout = ex.program->host_has_printf() ||
@@ -427,13 +423,7 @@ runtime::ExportedFunction exported_function(const Executor& ex, const std::strin
   f.module_text = ex.program->ir_text();
   f.ptx = ex.program->ptx();
   f.cubin = ex.program->cubin();
-  runtime::ArgumentPlan& p = f.plan;
-  for (const ArgSlot& s : ex.slots) p.slots.push_back(runtime::PlanSlot{s.source, runtime::SlotKind(s.kind), s.mode});
-  p.checks = ex.checks;
-  p.pointer_checks = ex.pointer_checks;
-  p.num_sources = ex.num_sources;
-  p.arg_lengths = ex.arg_lengths;
-  p.arg_names = ex.arg_names;
+  f.plan = ex.plan;
   return f;
 }
 
@@ -515,7 +505,9 @@ void bind_compiled_functions(nb::module_& m) {
           "without a GPU (benchmarks and tests)")
       .def_prop_ro("_discarded_launches", [](const Executor& e) { return e.program->discarded_launches(); })
       .def_rw("function_name", &Executor::function_name)
-      .def_rw("arg_names", &Executor::arg_names)
+      .def_prop_rw(
+          "arg_names", [](const Executor& e) { return e.plan.arg_names; },
+          [](Executor& e, std::vector<std::string> names) { e.plan.arg_names = std::move(names); })
       .def_prop_rw(
           "_none_arguments", [](const Executor& e) { return nb::make_tuple(e.none_positions, e.none_names); },
           [](Executor& e, std::pair<std::vector<int>, std::vector<std::string>> v) {

@@ -35,20 +35,15 @@ struct ArgSlot {
 
 struct Executor {
   std::shared_ptr<runtime::CompiledProgram> program;
-  std::vector<ArgSlot> slots;
-  std::vector<TensorCheck> checks;
-  runtime::TensorReads tensor_reads;  // the compact form of `checks`, for DLTensors
-  std::vector<PointerCheck> pointer_checks;
-  int num_sources = 0;
-  // Per positional argument: -1 for a single value, n for a list/tuple of n values (each a
-  // source of its own). Empty when no argument is a sequence.
-  std::vector<int> arg_lengths;
+  // The argument contract, resolved (arg_lengths is empty when no argument is a list).
+  runtime::ArgumentPlan plan;
+  std::vector<ArgSlot> slots;         // plan.slots with what the call paths read per slot
+  runtime::TensorReads tensor_reads;  // the compact form of plan.checks, for DLTensors
   std::vector<ir::Type> result_types;
   bool flush_python_stdout = false;
   bool release_gil = true;
   bool strict_regions = true;  // every pointer argument is a tensor of known extent
   std::string function_name;
-  std::vector<std::string> arg_names;  // per runtime argument: the parameter's name (export, keywords)
   // Parameters compiled with None (compile-time values): their positions among a call's
   // arguments and their names. A call may pass None there (then dropped) or leave them out.
   std::vector<int> none_positions;

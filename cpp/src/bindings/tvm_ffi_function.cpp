@@ -401,7 +401,7 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
             break;
           }
         }
-        if (slot.check >= 0) check_tensor(f, ex.checks[size_t(slot.check)], t, memory, vals);
+        if (slot.check >= 0) check_tensor(f, ex.plan.checks[size_t(slot.check)], t, memory, vals);
         if (slot.kind == kTensorData) {
           uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + uintptr_t(t.byte_offset);
           vals[i] = ir::Scalar::of_int(int64_t(base));
@@ -546,9 +546,9 @@ void* tvm_ffi_new_function_state(const Executor& ex, nb::handle description) {
       d.v_float64 = nb::cast<double>(v);
     }  // others (tuples): only through the Python binding of keyword calls
   }
-  if (int(f->sources.size()) != ex.num_sources)
+  if (int(f->sources.size()) != ex.plan.num_sources)
     throw std::logic_error("TVM-FFI description: " + std::to_string(f->sources.size()) + " sources for " +
-                           std::to_string(ex.num_sources));
+                           std::to_string(ex.plan.num_sources));
   return f.release();
 }
 

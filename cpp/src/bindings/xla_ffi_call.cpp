@@ -124,12 +124,12 @@ int64_t register_call(Executor ex, const std::string& name, int stream_source, c
   c->num_args = num_args;
   c->num_rets = num_rets;
   c->emulated = c->ex.program->runs_on_emulator();
-  if (int(buffers.size()) + (stream_source >= 0 ? 1 : 0) != c->ex.num_sources)
+  if (int(buffers.size()) + (stream_source >= 0 ? 1 : 0) != c->ex.plan.num_sources)
     throw std::logic_error("xla_ffi_register_call: " + std::to_string(buffers.size()) + " buffers for " +
-                           std::to_string(c->ex.num_sources) + " sources");
-  c->source_buffer.assign(size_t(c->ex.num_sources), -1);
+                           std::to_string(c->ex.plan.num_sources) + " sources");
+  c->source_buffer.assign(size_t(c->ex.plan.num_sources), -1);
   size_t next = 0;
-  for (int s = 0; s < c->ex.num_sources; ++s) {
+  for (int s = 0; s < c->ex.plan.num_sources; ++s) {
     if (s == stream_source) continue;
     const auto& [is_result, index, mode, label] = buffers[next];
     if (index < 0 || index >= (is_result ? num_rets : num_args))
@@ -142,8 +142,8 @@ int64_t register_call(Executor ex, const std::string& name, int stream_source, c
     c->source_buffer[size_t(s)] = int(next++);
     c->buffers.push_back(std::move(b));
   }
-  for (size_t k = 0; k < c->ex.checks.size(); ++k) {
-    const TensorCheck& t = c->ex.checks[k];
+  for (size_t k = 0; k < c->ex.plan.checks.size(); ++k) {
+    const TensorCheck& t = c->ex.plan.checks[k];
     int b = c->source_buffer.at(size_t(t.source));
     if (b < 0) throw std::logic_error("xla_ffi_register_call: a tensor check on the stream");
     if (!t.same_as.empty()) throw std::logic_error("xla_ffi_register_call: shared symbolic extents");
@@ -233,7 +233,7 @@ struct BufferView {
 };
 
 void check_buffer(const XlaCall& c, const BufferSource& src, const x::Buffer& b) {
-  const TensorCheck& t = c.ex.checks[size_t(src.check)];
+  const TensorCheck& t = c.ex.plan.checks[size_t(src.check)];
   BufferView view{src, b};
   const runtime::ContractFindings found = runtime::check_tensor(t, view, runtime::KernelMemory::Any, nullptr);
   if (found.ok()) return;
