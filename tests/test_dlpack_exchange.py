@@ -104,7 +104,7 @@ def test_direct_calls_key_exchange_tensors():
     assert axpy.direct_call_stats["traced"] == traced + 1
 
 
-# The compiled call checks exchange tensors inline (bindings/dltensor_check.h) and only a tensor
+# The compiled call checks exchange tensors inline (runtime/argument_contract.h, read_dltensor) and only a tensor
 # that fails goes to the full check: every kind of mismatch must still raise, with the message a
 # numpy array with the same layout gets.
 def _constrained_axpy():
@@ -162,7 +162,7 @@ def test_every_mismatch_raises_the_numpy_message(case):
 
 
 # A GPU-target program reads an exchange tensor's check and parameters in one step
-# (TensorRead, dltensor_check.h: read_dltensor), which the emulator's path above does not take.
+# (TensorRead, runtime/argument_contract.h: read_dltensor), which the emulator's path above does not take.
 # Launches discarded, the same bad arguments must raise what the emulator's path raises, in both
 # ABIs, and good ones must reach the (discarded) launch.
 @pytest.mark.parametrize("abi", ["default", "tvm-ffi"])

@@ -2,13 +2,14 @@
 
 #include <cstring>
 #include "bindings/compiled_function_plan.h"
-#include "bindings/dltensor_check.h"
 
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <climits>
 #include <memory>
 #include <optional>
@@ -35,102 +36,41 @@ int64_t as_int64(nb::handle h) {
   return nb::cast<int64_t>(nb::int_(h));
 }
 
-[[noreturn]] void layout_mismatch(const TensorCheck& c, bindings::TensorArgument& t, const std::string& why) {
-  throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " has layout " +
-                                                  t.layout_string() + " but the function was compiled for " +
-                                                  c.description + why);
-}
-
-std::string argument_label(const TensorCheck& c) {
-  return "argument #" + std::to_string(c.source) + (c.name.empty() ? "" : " (" + c.name + ")");
-}
-
-// The element type, memory and alignment must be what the code was compiled for; the static
-// layout entries must match and the dynamic ones must honour what the code assumes of them.
 // Where the memory of tensor arguments must be: the program's kernels read it on the GPU or on
 // the CPU emulator; a program without kernels only passes it around in host code.
-enum class KernelMemory { None, Host, Device };
+using runtime::KernelMemory;
+
+// A TensorArgument as the argument contract's check reads it.
+struct TensorArgumentView {
+  TensorArgument& t;
+  bool element_matches(ir::Type element) { return t.element_type() == element; }
+  runtime::TensorMemory memory() {
+    switch (t.memory()) {
+      case TensorArgument::Memory::Device: return runtime::TensorMemory::Device;
+      case TensorArgument::Memory::Managed: return runtime::TensorMemory::Managed;
+      case TensorArgument::Memory::Host: break;
+    }
+    return runtime::TensorMemory::Host;
+  }
+  uint64_t address() { return uint64_t(t.data()); }
+  size_t rank() { return t.rank(); }
+  int64_t shape(size_t m) { return t.shape(m); }
+  int64_t stride(size_t m) { return t.stride(m); }
+};
 
 // `vals`: the host parameters read so far (symbols shared with earlier tensors are there).
-void check_tensor_argument(const TensorCheck& c, bindings::TensorArgument& t, KernelMemory where,
-                           const ir::Scalar* vals, const std::vector<ArgSlot>& slots) {
-  ir::Type element = t.element_type();
-  if (element != c.element) {
-    std::string got = element ? dsl::framework_dtype_name(element) : "an element type OpenCuTe does not know";
-    throw dsl::UserError("TYPE_ARG_DTYPE_MISMATCH", argument_label(c) + " has element type " + got +
-                                                        " but the function was compiled for " +
-                                                        dsl::framework_dtype_name(c.element) + " (" +
-                                                        dsl::dtype_name(c.element) + ")");
+void check_tensor_argument(const TensorCheck& c, TensorArgument& t, KernelMemory where, const ir::Scalar* vals) {
+  TensorArgumentView view{t};
+  const runtime::ContractFindings found = runtime::check_tensor(c, view, where, vals);
+  if (found.ok()) return;
+  runtime::MessageInputs in;
+  if (found.has(runtime::ContractFindings::kDtype)) {
+    ir::Type element = t.element_type();
+    in.got_element = element ? dsl::framework_dtype_name(element) : "an element type OpenCuTe does not know";
   }
-  if (where != KernelMemory::None) {
-    auto memory = t.memory();
-    if (memory == bindings::TensorArgument::Memory::Device && where == KernelMemory::Host)
-      throw dsl::UserError("ARG_DEVICE_MISMATCH", argument_label(c) +
-                                                      " is in GPU memory, but this function's kernels run on the "
-                                                      "CPU emulator, which reads host memory");
-    if (memory == bindings::TensorArgument::Memory::Host && where == KernelMemory::Device)
-      throw dsl::UserError("ARG_DEVICE_MISMATCH", argument_label(c) +
-                                                      " is in host memory, but this function's kernels run on the "
-                                                      "GPU; pass a CUDA tensor, or run the kernels on the CPU emulator "
-                                                      "(cute.compile(..., options=\"--target cpu\") or "
-                                                      "CUTE_DSL_TARGET=cpu)");
-  }
-  if (c.align > 1) {
-    const int64_t address = t.data();
-    if (address % c.align != 0)
-      throw dsl::UserError("ARG_ALIGNMENT_MISMATCH", argument_label(c) + ": data address " +
-                                                         std::to_string(address) + " is not aligned to the " +
-                                                         std::to_string(c.align) +
-                                                         " bytes the function was compiled for");
-  }
-  const size_t rank = t.rank();
-  if (rank != c.shape.size()) layout_mismatch(c, t, "");
-  // Read in place (no per-call vectors): static entries first, then what dynamic ones assume.
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t n = t.shape(i), st = t.stride(i);
-    // A size-1 mode is never stepped along, so its stride does not matter.
-    if ((c.shape[i] >= 0 && c.shape[i] != n) || (c.stride[i] >= 0 && c.stride[i] != st && n != 1))
-      layout_mismatch(c, t, "");
-  }
-  for (size_t i = 0; i < rank; ++i) {
-    if (c.shape[i] < 0 && c.shape_div[i] > 1) {
-      const int64_t n = t.shape(i);
-      if (n % c.shape_div[i] != 0)
-        layout_mismatch(c, t, ": shape mode " + std::to_string(i) + " (" + std::to_string(n) +
-                                  ") is not divisible by " + std::to_string(c.shape_div[i]));
-    }
-    // A size-1 mode is never stepped along: its stride only ever meets coordinate 0.
-    if (c.stride[i] < 0 && c.stride_div[i] > 1 && t.shape(i) != 1) {
-      const int64_t st = t.stride(i);
-      if (st % c.stride_div[i] != 0)
-        layout_mismatch(c, t, ": stride mode " + std::to_string(i) + " (" + std::to_string(st) +
-                                  ") is not divisible by " + std::to_string(c.stride_div[i]));
-    }
-  }
-  if (c.int32_strides) {
-    std::vector<int64_t> shape(rank), stride(rank);
-    for (size_t i = 0; i < rank; ++i) {
-      shape[i] = t.shape(i);
-      stride[i] = t.stride(i);
-    }
-    if (runtime::cosize(shape, stride) > INT32_MAX)
-      throw dsl::UserError("ARG_LAYOUT_MISMATCH", "argument #" + std::to_string(c.source) + " (" +
-                                                      t.layout_string() + "): " + runtime::kInt32OverflowMessage);
-  }
-  for (const TensorCheck::SameAs& e : c.same_as) {
-    const int64_t got = e.stride ? t.stride(size_t(e.mode)) : t.shape(size_t(e.mode));
-    const ArgSlot& first = slots[size_t(e.slot)];
-    // A symbol used twice in one tensor is read after this check runs: compare within the tensor.
-    const int64_t want = first.source != c.source ? vals[size_t(e.slot)].i
-                         : first.kind == kTensorStride ? t.stride(size_t(first.mode)) : t.shape(size_t(first.mode));
-    if (got != want)
-      throw dsl::UserError("ARG_LAYOUT_MISMATCH",
-                           argument_label(c) + ": " + (e.stride ? "stride" : "shape") + " mode " +
-                               std::to_string(e.mode) + " is " + std::to_string(got) + " but must equal " +
-                               (first.kind == kTensorStride ? "stride" : "shape") + " mode " +
-                               std::to_string(first.mode) + " of argument #" + std::to_string(first.source) + " (" +
-                               std::to_string(want) + "): the function was compiled with one symbol for both");
-  }
+  in.layout = t.layout_string();
+  runtime::ArgumentError e = runtime::argument_error(runtime::MessageStyle::CompiledFunction, c, found, in);
+  if (e.code) throw dsl::UserError(e.code, e.message);
 }
 
 // One value of a user object's JIT-argument protocol: `__c_pointers__()[index]` is the address
@@ -161,16 +101,13 @@ ir::Scalar c_pointer_argument(nb::handle pointers, const ArgSlot& s) {
 
 void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
   nb::object key = nb::getattr(arg, "_type_key", nb::none());
-  if (key.is_none() || nb::cast<std::string>(key) != c.type_key)
-    throw dsl::UserError("ARG_POINTER_MISMATCH", "argument #" + std::to_string(c.source) + " is " +
-                                                     nb::str(arg).c_str() + " but the function was compiled for " +
-                                                     c.description);
-  int64_t address = as_int64(arg.attr("_address"));
-  if (c.align > 1 && address % c.align != 0)
-    throw dsl::UserError("ARG_POINTER_MISMATCH", "argument #" + std::to_string(c.source) + ": address " +
-                                                     std::to_string(address) + " is not aligned to " +
-                                                     std::to_string(c.align) + " bytes as " + c.description +
-                                                     " requires");
+  const std::string type_key = key.is_none() ? std::string() : nb::cast<std::string>(key);
+  if (type_key != c.type_key) {  // the message shows the argument
+    runtime::ArgumentError e = runtime::check_pointer(c, type_key, 0, nb::str(arg).c_str());
+    throw dsl::UserError(e.code, e.message);
+  }
+  runtime::ArgumentError e = runtime::check_pointer(c, type_key, as_int64(arg.attr("_address")), "");
+  if (e.code) throw dsl::UserError(e.code, e.message);
 }
 
 // A short array on the stack (a longer one on the heap): the call path allocates nothing
@@ -203,25 +140,25 @@ using FlatArguments = SmallArray<PyObject*, kStackArguments>;
 
 size_t flat_argument_count(const Executor& ex, PyObject* args) {
   const size_t n = size_t(PyTuple_GET_SIZE(args));
-  if (ex.arg_lengths.empty()) return n;
-  if (n != ex.arg_lengths.size())
-    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.arg_lengths.size()) +
+  if (ex.plan.arg_lengths.empty()) return n;
+  if (n != ex.plan.arg_lengths.size())
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.plan.arg_lengths.size()) +
                                                 " runtime arguments, got " + std::to_string(n));
   size_t total = 0;
-  for (int len : ex.arg_lengths) total += len < 0 ? 1 : size_t(len);
+  for (int len : ex.plan.arg_lengths) total += len < 0 ? 1 : size_t(len);
   return total;
 }
 
 // The call's arguments with list/tuple arguments expanded into their items, as compiled.
 void flatten_arguments(const Executor& ex, PyObject* args, FlatArguments& flat) {
   const size_t n = size_t(PyTuple_GET_SIZE(args));
-  if (ex.arg_lengths.empty()) {
+  if (ex.plan.arg_lengths.empty()) {
     for (size_t i = 0; i < n; ++i) flat[i] = PyTuple_GET_ITEM(args, Py_ssize_t(i));
     return;
   }
   size_t out = 0;
   for (size_t i = 0; i < n; ++i) {
-    int len = ex.arg_lengths[i];
+    int len = ex.plan.arg_lengths[i];
     PyObject* a = PyTuple_GET_ITEM(args, Py_ssize_t(i));
     if (len < 0) {
       flat[out++] = a;
@@ -247,7 +184,7 @@ bool trailing_streams_only(const Executor& ex, size_t given) {
 // were compiled with None: checks them and returns the arguments without them (in `holder`).
 PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& holder) {
   const size_t n = size_t(PyTuple_GET_SIZE(args));
-  const size_t runtime_count = ex.arg_lengths.empty() ? size_t(ex.num_sources) : ex.arg_lengths.size();
+  const size_t runtime_count = ex.plan.arg_lengths.empty() ? size_t(ex.plan.num_sources) : ex.plan.arg_lengths.size();
   if (n <= runtime_count) return args;  // the runtime arguments only
   size_t given_nones = 0;
   while (given_nones < ex.none_positions.size() && size_t(ex.none_positions[given_nones]) < n) ++given_nones;
@@ -274,8 +211,8 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
 
 // A None where the function was compiled with a value (a None there must be compiled as None).
 [[noreturn]] void none_for_a_value(const Executor& ex, int source) {
-  std::string name = ex.arg_lengths.empty() && size_t(source) < ex.arg_names.size()
-                         ? " (" + ex.arg_names[size_t(source)] + ")"
+  std::string name = ex.plan.arg_lengths.empty() && size_t(source) < ex.plan.arg_names.size()
+                         ? " (" + ex.plan.arg_names[size_t(source)] + ")"
                          : "";
   throw dsl::UserError("ARG_BIND_FAILED", "runtime argument #" + std::to_string(source + 1) + name +
                                               " is None, but the function was compiled with a value there; compile "
@@ -298,13 +235,12 @@ __attribute__((noinline)) void add_memory_region(const Executor& ex, const ArgSl
   emulator::MemoryRegion r;
   r.begin = base + uintptr_t((lo * bits) >> 3);
   r.end = empty ? r.begin : base + uintptr_t(((hi + 1) * bits + 7) >> 3);
-  r.name = s.check >= 0 ? ex.checks[size_t(s.check)].region_name : tensor_region_name(s.source, "");
+  r.name = runtime::tensor_region_name(s.source, s.check >= 0 ? ex.plan.checks[size_t(s.check)].name : std::string());
   regions.push_back(std::move(r));
 }
 
-inline __attribute__((always_inline)) void read_tensor_slot(const Executor& ex, const ArgSlot& s,
-                                                            TensorArgument& tensor, bool emulated,
-                                                            ir::Scalar& out,
+inline __attribute__((always_inline)) void read_tensor_slot(const Executor& ex, const ArgSlot& s, TensorArgument& tensor,
+                                                            bool emulated, ir::Scalar& out,
                                                             std::vector<emulator::MemoryRegion>& regions) {
   if (s.kind == kTensorData) {
     out = ir::Scalar::of_int(tensor.data());
@@ -313,11 +249,12 @@ inline __attribute__((always_inline)) void read_tensor_slot(const Executor& ex, 
   }
   int64_t v = s.kind == kTensorShape ? tensor.shape(size_t(s.mode)) : tensor.stride(size_t(s.mode));
   if (s.type->width == 32) {
-    if (v < INT32_MIN || v > INT32_MAX)
-      throw dsl::UserError("ARG_LAYOUT_MISMATCH",
-                           "argument #" + std::to_string(s.source) + ": " +
-                               (s.kind == kTensorShape ? "shape" : "stride") + " mode " + std::to_string(s.mode) +
-                               " is " + std::to_string(v) + ", which does not fit the Int32 it was compiled as");
+    if (v < INT32_MIN || v > INT32_MAX) {
+      runtime::ArgumentError e = runtime::int32_entry_error(runtime::MessageStyle::CompiledFunction,
+                                                            "argument #" + std::to_string(s.source),
+                                                            s.kind == kTensorShape, s.mode, v);
+      throw dsl::UserError(e.code, e.message);
+    }
     out = ir::Scalar::of_int(s.type->is_signed ? int64_t(int32_t(v)) : int64_t(uint32_t(v)));
   } else {
     out = ir::Scalar::of_int(ir::wrap_int(s.type, v));
@@ -330,19 +267,19 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   if (!ex.none_positions.empty()) arg_tuple = drop_none_arguments(ex, arg_tuple, without_nones);
   const size_t num_args = flat_argument_count(ex, arg_tuple);
   // An omitted trailing stream is the default stream.
-  const bool omitted_streams = int(num_args) < ex.num_sources && trailing_streams_only(ex, num_args);
-  if (int(num_args) != ex.num_sources && !omitted_streams)
-    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.num_sources) +
+  const bool omitted_streams = int(num_args) < ex.plan.num_sources && trailing_streams_only(ex, num_args);
+  if (int(num_args) != ex.plan.num_sources && !omitted_streams)
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.plan.num_sources) +
                                                 " runtime arguments, got " + std::to_string(num_args));
-  FlatArguments args(omitted_streams ? size_t(ex.num_sources) : num_args);
+  FlatArguments args(omitted_streams ? size_t(ex.plan.num_sources) : num_args);
   flatten_arguments(ex, arg_tuple, args);
-  for (size_t i = num_args; i < size_t(ex.num_sources); ++i) args[i] = Py_None;
-  for (auto& c : ex.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
+  for (size_t i = num_args; i < size_t(ex.plan.num_sources); ++i) args[i] = Py_None;
+  for (auto& c : ex.plan.pointer_checks) check_pointer_argument(c, args[size_t(c.source)]);
   SmallArray<ir::Scalar, kStackArguments> vals(ex.slots.size());
   // Kernels on the CPU emulator check each access against the tensors' extents.
   const bool emulated = ex.program->runs_on_emulator();
   // (A program that discards its launches, for measurement, takes tensors in either memory.)
-  const KernelMemory where = !ex.program->has_kernels() || ex.program->discards_launches() ? KernelMemory::None
+  const KernelMemory where = !ex.program->has_kernels() || ex.program->discards_launches() ? KernelMemory::Any
                              : emulated                                                     ? KernelMemory::Host
                                                                                             : KernelMemory::Device;
   std::vector<emulator::MemoryRegion> regions;
@@ -352,9 +289,6 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   TensorArgument::DLTensorView dl;  // the current tensor, when read through an exchange table
   PyTypeObject* reader_type = nullptr;  // the type `reader` reads
   TensorArgument::DLTensorReader reader = nullptr;
-  const DLTensorMemory fast_memory = where == KernelMemory::None   ? DLTensorMemory::Any
-                                     : where == KernelMemory::Host ? DLTensorMemory::Host
-                                                                   : DLTensorMemory::Device;
   nb::object c_pointers;  // of the user object the previous C-pointer slot read (its slots are adjacent)
   int c_pointers_source = -1;
   for (size_t i = 0; i < ex.slots.size(); ++i) {
@@ -375,7 +309,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
           if (a.is_none()) none_for_a_value(ex, s.source);
           tensor_source = s.source;
           // A type with DLPack's exchange table (torch) is read into `dl` with one C call, and its
-          // check and slots come from the tensor's compact record in one step (dltensor_check.h);
+          // check and slots come from the tensor's compact record in one step (read_dltensor);
           // anything else, and what the record cannot decide, is read in full as TensorArgument.
           // (Not on the emulator, which also records each tensor's memory.)
           if (s.read >= 0 && !emulated) {
@@ -385,9 +319,9 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
             }
             if (reader) {
               if (reader(a.ptr(), &dl) != 0) throw nb::python_error();
-              const TensorRead& r = ex.tensor_reads[size_t(s.read)];
+              const TensorRead& r = ex.tensor_reads.reads[size_t(s.read)];
               if (!is_packed_fp4_pairs(dl.dtype_code, dl.dtype_bits, dl.dtype_lanes) &&
-                  read_dltensor(ex, r, dl, fast_memory, &vals[0])) {
+                  runtime::read_dltensor(ex.tensor_reads, r, dl, where, &vals[0])) {
                 i += size_t(r.num_slots) - 1;
                 break;
               }
@@ -395,7 +329,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
           }
           tensor.emplace(a);
         }
-        if (s.check >= 0) check_tensor_argument(ex.checks[size_t(s.check)], *tensor, where, &vals[0], ex.slots);
+        if (s.check >= 0) check_tensor_argument(ex.plan.checks[size_t(s.check)], *tensor, where, &vals[0]);
         read_tensor_slot(ex, s, *tensor, emulated, vals[i], regions);
         break;
       }
@@ -457,99 +391,21 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   return nb::tuple(out);
 }
 
-bool is_tensor_slot(const ArgSlot& s) { return s.kind == kTensorData || s.kind == kTensorShape || s.kind == kTensorStride; }
-
-// One TensorRead per run of adjacent slots of one tensor argument, marked on the run's first slot,
-// where the compact record can say all the run needs: its slots otherwise take the per-slot path.
-void install_tensor_reads(Executor& ex) {
-  for (size_t i = 0; i < ex.slots.size();) {
-    if (!is_tensor_slot(ex.slots[i])) {
-      ++i;
-      continue;
-    }
-    const size_t first = i;
-    const int source = ex.slots[i].source;
-    while (i < ex.slots.size() && is_tensor_slot(ex.slots[i]) && ex.slots[i].source == source) ++i;
-    TensorRead r;
-    r.first_slot = int32_t(first);
-    bool fits = i - first <= size_t(TensorRead::kMaxSlots);
-    for (size_t k = first; fits && k < i; ++k) {
-      const ArgSlot& s = ex.slots[k];
-      if (s.check >= 0) r.check = s.check;
-      TensorRead::Slot out{TensorRead::kData, TensorRead::kAsIs, int16_t(s.mode)};
-      if (s.kind != kTensorData) {
-        out.what = s.kind == kTensorShape ? TensorRead::kShape : TensorRead::kStride;
-        // Extents and strides as 64-bit values or Int32 (range-checked); other widths per slot.
-        if (s.type->width == 32) out.narrow = s.type->is_signed ? TensorRead::kSigned32 : TensorRead::kUnsigned32;
-        else if (s.type->width < 64) fits = false;
-      }
-      r.slots[r.num_slots++] = out;
-    }
-    if (fits && r.check >= 0) {
-      const TensorCheck& c = ex.checks[size_t(r.check)];
-      const bool power_of_two = (c.align & (c.align - 1)) == 0;
-      fits = c.dl_code != 255 && c.shape.size() <= 255 && power_of_two;
-      r.rank = uint8_t(c.shape.size());
-      r.dl_code = c.dl_code;
-      r.dl_bits = c.dl_bits;
-      r.int32_strides = c.int32_strides;
-      r.align_mask = uint64_t(c.align > 1 ? c.align - 1 : 0);
-      fits = fits && c.same_as.size() <= 255;
-      if (fits) {
-        r.modes_at = uint32_t(ex.tensor_read_modes.size());
-        for (size_t m = 0; m < c.shape.size(); ++m)
-          ex.tensor_read_modes.push_back({c.shape[m], c.stride[m], c.shape_div[m], c.stride_div[m]});
-        r.same_as_at = uint32_t(ex.tensor_read_same_as.size());
-        r.num_same_as = uint8_t(c.same_as.size());
-        for (const TensorCheck::SameAs& e : c.same_as) {
-          const ArgSlot& first = ex.slots[size_t(e.slot)];
-          ex.tensor_read_same_as.push_back({e.stride, int16_t(e.mode), first.source == c.source,
-                                            first.kind == kTensorStride, int16_t(first.mode), int32_t(e.slot)});
-        }
-      }
-    }
-    if (!fits) continue;
-    ex.slots[first].read = int(ex.tensor_reads.size());
-    ex.tensor_reads.push_back(r);
-  }
-}
-
 // Fills the executor's call plan from `plan` (the host parameters' types come from the program).
-void install_plan(Executor& ex, const runtime::ArgumentPlan& plan, const std::vector<ir::Type>& result_types) {
+void install_plan(Executor& ex, runtime::ArgumentPlan plan, const std::vector<ir::Type>& result_types) {
   const ir::Function& host = ex.program->host_function();
-  if (plan.slots.size() != host.args().size()) throw std::logic_error("argument plan does not match the host program");
+  std::vector<ir::Type> types;
+  for (const auto& a : host.args()) types.push_back(a->type);
+  runtime::resolve_argument_plan(plan, types);
+  const std::vector<int> check_of_slot = runtime::check_of_slots(plan);
+  ex.tensor_reads = runtime::build_tensor_reads(plan, types);
   for (size_t i = 0; i < plan.slots.size(); ++i) {
     const runtime::PlanSlot& s = plan.slots[i];
-    ex.slots.push_back(ArgSlot{s.source, int(s.kind), s.mode, host.args()[i]->type});
+    ex.slots.push_back(ArgSlot{s.source, int(s.kind), s.mode, types[i], check_of_slot[i],
+                               ex.tensor_reads.read_of_slot[i]});
     if (ex.slots.back().kind == kPointer || ex.slots.back().kind == kCPointer) ex.strict_regions = false;
   }
-  for (const runtime::PlanTensorCheck& c : plan.checks) {
-    TensorCheck check{c.source, c.shape, c.stride, c.shape_div, c.stride_div, c.int32_strides, c.description, c.name,
-                      tensor_region_name(c.source, c.name)};
-    for (const runtime::PlanSameAs& e : c.same_as) check.same_as.push_back({e.stride, e.mode, e.slot});
-    // Every tensor has one data slot; its pointer type says what the code assumes.
-    for (ArgSlot& slot : ex.slots) {
-      if (slot.kind != kTensorData || slot.source != check.source) continue;
-      check.element = slot.type->element;
-      check.align = slot.type->align > 1 ? slot.type->align : 1;
-      slot.check = int(ex.checks.size());
-    }
-    if (!check.element) throw std::logic_error("a tensor check without a data slot");
-    for (int code = 0; code < 32 && check.dl_code == 255; ++code)
-      for (int bits = 1; bits <= 64; ++bits)
-        if (dsl::dtype_from_dlpack(uint8_t(code), uint8_t(bits)) == check.element) {
-          check.dl_code = uint8_t(code);
-          check.dl_bits = uint8_t(bits);
-          break;
-        }
-    ex.checks.push_back(std::move(check));
-  }
-  install_tensor_reads(ex);
-  for (const runtime::PlanPointerCheck& c : plan.pointer_checks)
-    ex.pointer_checks.push_back(PointerCheck{c.source, c.type_key, c.align, c.description});
-  ex.num_sources = plan.num_sources;
-  ex.arg_lengths = plan.arg_lengths;
-  ex.arg_names = plan.arg_names;
+  ex.plan = std::move(plan);
   ex.result_types = result_types;
   // Emulated kernels print on the C stdout too: flush Python's buffer first.
   ex.flush_python_stdout = ex.program->host_has_printf() ||
@@ -567,19 +423,7 @@ runtime::ExportedFunction exported_function(const Executor& ex, const std::strin
   f.module_text = ex.program->ir_text();
   f.ptx = ex.program->ptx();
   f.cubin = ex.program->cubin();
-  runtime::ArgumentPlan& p = f.plan;
-  for (const ArgSlot& s : ex.slots) p.slots.push_back(runtime::PlanSlot{s.source, runtime::SlotKind(s.kind), s.mode});
-  for (const TensorCheck& c : ex.checks)
-  {
-    p.checks.push_back(runtime::PlanTensorCheck{c.source, c.shape, c.stride, c.shape_div, c.stride_div,
-                                                c.int32_strides, c.description, c.name, {}});
-    for (const TensorCheck::SameAs& e : c.same_as) p.checks.back().same_as.push_back({e.stride, e.mode, e.slot});
-  }
-  for (const PointerCheck& c : ex.pointer_checks)
-    p.pointer_checks.push_back(runtime::PlanPointerCheck{c.source, c.type_key, c.align, c.description});
-  p.num_sources = ex.num_sources;
-  p.arg_lengths = ex.arg_lengths;
-  p.arg_names = ex.arg_names;
+  f.plan = ex.plan;
   return f;
 }
 
@@ -661,7 +505,9 @@ void bind_compiled_functions(nb::module_& m) {
           "without a GPU (benchmarks and tests)")
       .def_prop_ro("_discarded_launches", [](const Executor& e) { return e.program->discarded_launches(); })
       .def_rw("function_name", &Executor::function_name)
-      .def_rw("arg_names", &Executor::arg_names)
+      .def_prop_rw(
+          "arg_names", [](const Executor& e) { return e.plan.arg_names; },
+          [](Executor& e, std::vector<std::string> names) { e.plan.arg_names = std::move(names); })
       .def_prop_rw(
           "_none_arguments", [](const Executor& e) { return nb::make_tuple(e.none_positions, e.none_names); },
           [](Executor& e, std::pair<std::vector<int>, std::vector<std::string>> v) {
@@ -696,13 +542,73 @@ void bind_compiled_functions(nb::module_& m) {
   m.def("preload_toolchain", &target::preload_toolchain_async,
         "Starts loading libNVVM and nvJitLink on a background thread (once per process).");
 
+  // ---- the argument plan (runtime/argument_contract.h), as the front end builds it while tracing ----
+  nb::enum_<runtime::SlotKind>(m, "SlotKind", "How a host parameter is read from its runtime argument")
+      .value("Scalar", runtime::SlotKind::Scalar)
+      .value("TensorData", runtime::SlotKind::TensorData)
+      .value("TensorShape", runtime::SlotKind::TensorShape)
+      .value("TensorStride", runtime::SlotKind::TensorStride)
+      .value("Stream", runtime::SlotKind::Stream)
+      .value("Pointer", runtime::SlotKind::Pointer)
+      .value("CPointer", runtime::SlotKind::CPointer);
+  nb::class_<runtime::ArgumentPlan>(m, "ArgumentPlan",
+                                    "How each host parameter of a traced function is read from the call's "
+                                    "arguments and what each tensor and pointer argument was compiled for")
+      .def(nb::init<>())
+      .def(
+          "add_slot",
+          [](runtime::ArgumentPlan& p, int source, runtime::SlotKind kind, int mode) {
+            p.slots.push_back(runtime::PlanSlot{source, kind, mode});
+            return int(p.slots.size()) - 1;
+          },
+          nb::arg("source"), nb::arg("kind"), nb::arg("mode") = 0, "Adds the next host parameter; returns its slot")
+      .def_prop_ro("num_slots", [](const runtime::ArgumentPlan& p) { return p.slots.size(); })
+      // same_as: (is stride, mode, slot of the symbol's first occurrence) per entry that is a
+      // symbol an earlier slot reads.
+      .def("add_tensor",
+           [](runtime::ArgumentPlan& p, int source, std::vector<int64_t> shape, std::vector<int64_t> stride,
+              std::vector<int64_t> shape_div, std::vector<int64_t> stride_div, bool int32_strides,
+              std::string description, std::string name, std::vector<std::tuple<bool, int, int>> same_as) {
+             runtime::TensorContract c;
+             c.source = source;
+             c.shape = std::move(shape);
+             c.stride = std::move(stride);
+             c.shape_div = std::move(shape_div);
+             c.stride_div = std::move(stride_div);
+             if (c.stride.size() != c.shape.size() || c.shape_div.size() != c.shape.size() ||
+                 c.stride_div.size() != c.shape.size())
+               throw std::invalid_argument("add_tensor: shape, stride and divisibilities differ in rank");
+             c.int32_strides = int32_strides;
+             c.description = std::move(description);
+             c.name = std::move(name);
+             for (const auto& [stride_entry, mode, slot] : same_as) {
+               runtime::PlanSameAs e;
+               e.stride = stride_entry;
+               e.mode = mode;
+               e.slot = slot;
+               c.same_as.push_back(e);
+             }
+             p.checks.push_back(std::move(c));
+           })
+      .def("add_pointer",
+           [](runtime::ArgumentPlan& p, int source, std::string type_key, int64_t align, std::string description) {
+             p.pointer_checks.push_back(runtime::PointerContract{source, std::move(type_key), align, std::move(description)});
+           })
+      // A runtime argument: one value (length -1) or a list of `length` values, each a source.
+      .def("add_argument",
+           [](runtime::ArgumentPlan& p, std::string name, int length) {
+             p.arg_names.push_back(std::move(name));
+             p.arg_lengths.push_back(length);
+             p.num_sources += length < 0 ? 1 : length;
+           })
+      .def_ro("num_sources", &runtime::ArgumentPlan::num_sources)
+      .def_prop_ro("arg_names", [](const runtime::ArgumentPlan& p) { return p.arg_names; });
+
   // `options`: arch, opt_level, generate_line_info, ptxas_options, need_cubin, use_disk_cache,
   // version, function_name, keep_ir, keep_ptx, keep_cubin, dump_dir, target (cpu|gpu|auto);
   // missing keys keep their defaults.
-  // checks: (source, static shape, static stride, shape divisibility, stride divisibility,
-  // int32 strides, description) per tensor; pointer_checks: (source, type key, align, description).
-  m.def("compile_traced", [](dsl::Tracer& tracer, nb::dict options, nb::list slots, nb::list checks,
-                             nb::list pointer_checks, int num_sources, std::vector<TypeHandle> result_types) {
+  m.def("compile_traced", [](dsl::Tracer& tracer, nb::dict options, const runtime::ArgumentPlan& traced,
+                             std::vector<TypeHandle> result_types) {
     runtime::CompileOptions opts;
     auto get = [&](const char* key, auto& field) {
       if (options.contains(key)) field = nb::cast<std::remove_reference_t<decltype(field)>>(options[key]);
@@ -731,35 +637,13 @@ void bind_compiled_functions(nb::module_& m) {
       nb::gil_scoped_release release;
       ex->program = std::make_shared<runtime::CompiledProgram>(std::move(module), opts);
     }
-    runtime::ArgumentPlan plan;
-    for (size_t i = 0; i < nb::len(slots); ++i) {
-      nb::tuple s = nb::cast<nb::tuple>(slots[i]);
-      plan.slots.push_back(runtime::PlanSlot{nb::cast<int>(s[0]), runtime::SlotKind(nb::cast<int>(s[1])),
-                                             nb::cast<int>(s[2])});
-    }
-    for (nb::handle h : checks) {
-      nb::tuple c = nb::cast<nb::tuple>(h);
-      plan.checks.push_back(runtime::PlanTensorCheck{
-          nb::cast<int>(c[0]), nb::cast<std::vector<int64_t>>(c[1]), nb::cast<std::vector<int64_t>>(c[2]),
-          nb::cast<std::vector<int64_t>>(c[3]), nb::cast<std::vector<int64_t>>(c[4]), nb::cast<bool>(c[5]),
-          nb::cast<std::string>(c[6]), nb::cast<std::string>(c[7])});
-      if (c.size() > 8)
-        for (nb::handle e : c[8]) {
-          nb::tuple t = nb::cast<nb::tuple>(e);
-          plan.checks.back().same_as.push_back({nb::cast<int>(t[0]) != 0, nb::cast<int>(t[1]), nb::cast<int>(t[2])});
-        }
-    }
-    for (nb::handle h : pointer_checks) {
-      nb::tuple c = nb::cast<nb::tuple>(h);
-      plan.pointer_checks.push_back(runtime::PlanPointerCheck{nb::cast<int>(c[0]), nb::cast<std::string>(c[1]),
-                                                              nb::cast<int64_t>(c[2]), nb::cast<std::string>(c[3])});
-    }
-    plan.num_sources = num_sources;
-    get("arg_lengths", plan.arg_lengths);
-    get("arg_names", plan.arg_names);
+    runtime::ArgumentPlan plan = traced;
+    // No list arguments: the call path takes its arguments as they come.
+    if (std::all_of(plan.arg_lengths.begin(), plan.arg_lengths.end(), [](int n) { return n < 0; }))
+      plan.arg_lengths.clear();
     std::vector<ir::Type> results;
     for (auto& t : result_types) results.push_back(t.t);
-    install_plan(*ex, plan, results);
+    install_plan(*ex, std::move(plan), results);
     return ex;
   });
 

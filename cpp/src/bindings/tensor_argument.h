@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/types.h"
+#include "runtime/argument_contract.h"
 
 namespace opencute::bindings {
 
@@ -57,24 +58,13 @@ class TensorArgument {
 
   enum class Kind { Runtime, DLPackExchange, Torch, Buffer, ArrayInterface };
 
-  struct DLTensorView;
+  using DLTensorView = runtime::DLTensorView;  // DLPack's DLTensor
   using DLTensorReader = int (*)(void* py_object, DLTensorView* out);
   // The DLPack exchange function (dltensor_from_py_object_no_sync) that reads `obj` when its type
   // is read through one, as the constructor decides (once per type); null otherwise. A call path
   // may fill a DLTensorView of its own with it instead of constructing a TensorArgument.
   static DLTensorReader exchange_reader(nb::handle obj);
 
-  // DLPack's DLTensor (dlpack.h), declared here so that no DLPack header is needed.
-  struct DLTensorView {
-    void* data;
-    int32_t device_type, device_id;
-    int32_t ndim;
-    uint8_t dtype_code, dtype_bits;
-    uint16_t dtype_lanes;
-    int64_t* shape;
-    int64_t* strides;  // null: compact row-major
-    uint64_t byte_offset;
-  };
 
  private:
   void need_layout();

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "bindings/compiled_function_plan.h"
-#include "bindings/dltensor_check.h"
 #include "bindings/tensor_argument.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
@@ -164,61 +163,32 @@ const DLTensorView* as_dltensor(const FfiAny& a) {
   return nullptr;
 }
 
-int64_t dl_stride(const DLTensorView& t, int mode) {
-  if (t.strides) return t.strides[mode];
-  int64_t compact = 1;
-  for (int i = mode + 1; i < t.ndim; ++i) compact *= t.shape[i];
-  return compact;
+using runtime::dltensor_stride;
+using runtime::KernelMemory;
+
+// What the compact record did not decide: the argument contract's full check, raising TVM-FFI's
+// wording of what fails. Not inlined: it is off the common path, and inlined into call() it
+// costs the common path registers (~10 instructions per tensor).
+__attribute__((noinline)) void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorView& t, KernelMemory memory,
+                  const std::vector<ir::Scalar>& vals) {
+  runtime::DLTensorContractView view{t};
+  const runtime::ContractFindings found = runtime::check_tensor(c, view, memory, vals.data());
+  if (found.ok()) return;
+  const Source& src = f.sources[size_t(c.source)];
+  runtime::MessageInputs in;
+  in.label = src.label;
+  in.at = where(f, src.param);
+  for (const runtime::PlanSameAs& e : c.same_as) in.first_labels.push_back(f.sources[size_t(e.first_source)].label);
+  runtime::ArgumentError e = runtime::argument_error(runtime::MessageStyle::TvmFfi, c, found, in);
+  if (e.code) fail(e.kind, e.message);
 }
 
-// Where tensor memory must be: where the program's kernels read it.
-enum class Memory { Any, Host, Device };
-
-void check_tensor(const TvmFfiFunction& f, const TensorCheck& c, const DLTensorView& t, Memory memory,
-                  const std::vector<ir::Scalar>& vals) {
-  const Source& src = f.sources[size_t(c.source)];
-  auto at = [&] { return where(f, src.param); };  // built only for a message
-  ir::Type element = t.dtype_lanes == 1 ? dsl::dtype_from_dlpack(t.dtype_code, t.dtype_bits) : nullptr;
-  if (element != c.element)
-    fail("TypeError", "Mismatched " + src.label + ".dtype" + at() + "expected " + dsl::framework_dtype_name(c.element));
-  if (size_t(t.ndim) != c.shape.size())
-    fail("ValueError", "Mismatched " + src.label + ".ndim" + at() + "expected " + std::to_string(c.shape.size()));
-  if (memory == Memory::Device && !on_gpu(t))
-    fail("ValueError", "Mismatched " + src.label + ".device_type" + at() + "expected cuda");
-  if (memory == Memory::Host && t.device_type != kDLCPU && t.device_type != kDLCUDAHost)
-    fail("ValueError", "Mismatched " + src.label + ".device_type" + at() +
-                           "expected cpu (this function's kernels run on the CPU emulator)");
-  for (const TensorCheck::SameAs& e : c.same_as) {
-    const ArgSlot& first = f.ex.slots[size_t(e.slot)];
-    int64_t got = e.stride ? dl_stride(t, e.mode) : t.shape[e.mode];
-    int64_t want = first.source != c.source ? vals[size_t(e.slot)].i
-                   : first.kind == kTensorStride ? dl_stride(t, first.mode) : t.shape[first.mode];
-    if (got != want) {
-      std::string what = e.stride ? ".stride[" : ".shape[";
-      std::string other = first.kind == kTensorStride ? ".stride[" : ".shape[";
-      fail("ValueError", "Mismatched " + src.label + what + std::to_string(e.mode) + "]" + at() + "expected to match " +
-                             f.sources[size_t(first.source)].label + other + std::to_string(first.mode) + "]");
-    }
-  }
-  for (int i = 0; i < t.ndim; ++i) {
-    int64_t n = t.shape[i], s = dl_stride(t, i);
-    auto mode = [&] { return "[" + std::to_string(i) + "]"; };
-    if (c.shape[size_t(i)] >= 0 && c.shape[size_t(i)] != n)
-      fail("ValueError", "Invalid " + src.label + ".shape" + mode() + at() + "expected " + std::to_string(c.shape[size_t(i)]));
-    if (c.shape[size_t(i)] < 0 && c.shape_div[size_t(i)] > 1 && n % c.shape_div[size_t(i)] != 0)
-      fail("ValueError", "Invalid " + src.label + ".shape" + mode() + at() + "expected to be divisible by " +
-                             std::to_string(c.shape_div[size_t(i)]));
-    // A size-1 mode is never stepped along, so its stride does not matter.
-    if (c.stride[size_t(i)] >= 0 && c.stride[size_t(i)] != s && n != 1)
-      fail("ValueError", "Invalid " + src.label + ".stride" + mode() + at() + "expected " +
-                             std::to_string(c.stride[size_t(i)]));
-    if (c.stride[size_t(i)] < 0 && c.stride_div[size_t(i)] > 1 && n != 1 && s % c.stride_div[size_t(i)] != 0)
-      fail("ValueError", "Invalid " + src.label + ".stride" + mode() + at() + "expected to be divisible by " +
-                             std::to_string(c.stride_div[size_t(i)]));
-  }
-  uint64_t address = uint64_t(reinterpret_cast<uintptr_t>(t.data)) + t.byte_offset;
-  if (c.align > 1 && address % uint64_t(c.align) != 0)
-    fail("ValueError", "Misaligned Tensor data" + at() + "expected data alignment=" + std::to_string(c.align) + " bytes");
+// A tensor entry that does not fit the Int32 it was compiled as (out of line: off the common path).
+[[noreturn]] __attribute__((noinline)) void entry_does_not_fit(const TvmFfiFunction& f, const Source& src,
+                                                               const ArgSlot& slot, int64_t v) {
+  runtime::ArgumentError e = runtime::int32_entry_error(runtime::MessageStyle::TvmFfi, src.label,
+                                                        slot.kind == kTensorShape, slot.mode, v, where(f, src.param));
+  fail(e.kind, e.message);
 }
 
 ir::Scalar scalar_argument(const TvmFfiFunction& f, const Source& src, const FfiAny& a, ir::Type to) {
@@ -393,12 +363,9 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
     return *t;
   };
   const bool emulated = ex.program->runs_on_emulator();
-  const Memory memory = !ex.program->has_kernels() || ex.program->discards_launches() ? Memory::Any
-                        : emulated                                                     ? Memory::Host
-                                                                                       : Memory::Device;
-  const DLTensorMemory fast_memory = memory == Memory::Any    ? DLTensorMemory::Any
-                                     : memory == Memory::Host ? DLTensorMemory::Host
-                                                              : DLTensorMemory::Device;
+  const KernelMemory memory = !ex.program->has_kernels() || ex.program->discards_launches() ? KernelMemory::Any
+                              : emulated                                                     ? KernelMemory::Host
+                                                                                             : KernelMemory::Device;
   vals.resize(ex.slots.size());  // every slot below writes its value (or the call fails)
   std::vector<emulator::MemoryRegion> regions;
   for (size_t i = 0; i < ex.slots.size(); ++i) {
@@ -428,17 +395,13 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
         const DLTensorView& t = tensor_of(slot.source, *a);
         // The tensor's slots in one step (not for the emulator, which also records its memory).
         if (slot.read >= 0 && !emulated) {
-          const TensorRead& r = ex.tensor_reads[size_t(slot.read)];
-          if (read_dltensor(ex, r, t, fast_memory, vals.data())) {
+          const TensorRead& r = ex.tensor_reads.reads[size_t(slot.read)];
+          if (runtime::read_dltensor(ex.tensor_reads, r, t, memory, vals.data())) {
             i += size_t(r.num_slots) - 1;
             break;
           }
         }
-        if (slot.check >= 0) {
-          const TensorCheck& c = ex.checks[size_t(slot.check)];
-          // What the compact record did not decide: check_tensor raises the seed's message for what fails.
-          check_tensor(f, c, t, memory, vals);
-        }
+        if (slot.check >= 0) check_tensor(f, ex.plan.checks[size_t(slot.check)], t, memory, vals);
         if (slot.kind == kTensorData) {
           uintptr_t base = reinterpret_cast<uintptr_t>(t.data) + uintptr_t(t.byte_offset);
           vals[i] = ir::Scalar::of_int(int64_t(base));
@@ -447,22 +410,19 @@ void call(TvmFfiFunction& f, const FfiAny* args, int32_t num_args, FfiAny* resul
             int64_t lo = 0, hi = 0, bits = slot.type->element ? slot.type->element->bit_size() : 8;
             bool empty = false;
             for (int d = 0; d < t.ndim; ++d) {
-              int64_t n = t.shape[d], st = dl_stride(t, d);
+              int64_t n = t.shape[d], st = dltensor_stride(t, d);
               if (n <= 0) empty = true;
               else (st > 0 ? hi : lo) += (n - 1) * st;
             }
             emulator::MemoryRegion r;
             r.begin = base + uintptr_t((lo * bits) >> 3);
             r.end = empty ? r.begin : base + uintptr_t(((hi + 1) * bits + 7) >> 3);
-            r.name = tensor_region_name(slot.source, src.label);
+            r.name = runtime::tensor_region_name(slot.source, src.label);
             regions.push_back(std::move(r));
           }
         } else {
-          int64_t v = slot.kind == kTensorShape ? t.shape[slot.mode] : dl_stride(t, slot.mode);
-          if (slot.type->width == 32 && (v < INT32_MIN || v > INT32_MAX))
-            fail("ValueError", "Invalid " + src.label + (slot.kind == kTensorShape ? ".shape[" : ".stride[") +
-                                   std::to_string(slot.mode) + "]" + where(f, src.param) +
-                                   "expected to fit in int32, got " + std::to_string(v));
+          int64_t v = slot.kind == kTensorShape ? t.shape[slot.mode] : dltensor_stride(t, slot.mode);
+          if (slot.type->width == 32 && (v < INT32_MIN || v > INT32_MAX)) entry_does_not_fit(f, src, slot, v);
           vals[i] = ir::Scalar::of_int(slot.type->width == 32 ? slot.type->is_signed ? int64_t(int32_t(v))
                                                                                       : int64_t(uint32_t(v))
                                                               : ir::wrap_int(slot.type, v));
@@ -586,9 +546,9 @@ void* tvm_ffi_new_function_state(const Executor& ex, nb::handle description) {
       d.v_float64 = nb::cast<double>(v);
     }  // others (tuples): only through the Python binding of keyword calls
   }
-  if (int(f->sources.size()) != ex.num_sources)
+  if (int(f->sources.size()) != ex.plan.num_sources)
     throw std::logic_error("TVM-FFI description: " + std::to_string(f->sources.size()) + " sources for " +
-                           std::to_string(ex.num_sources));
+                           std::to_string(ex.plan.num_sources));
   return f.release();
 }
 

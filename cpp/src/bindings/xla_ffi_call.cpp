@@ -124,12 +124,12 @@ int64_t register_call(Executor ex, const std::string& name, int stream_source, c
   c->num_args = num_args;
   c->num_rets = num_rets;
   c->emulated = c->ex.program->runs_on_emulator();
-  if (int(buffers.size()) + (stream_source >= 0 ? 1 : 0) != c->ex.num_sources)
+  if (int(buffers.size()) + (stream_source >= 0 ? 1 : 0) != c->ex.plan.num_sources)
     throw std::logic_error("xla_ffi_register_call: " + std::to_string(buffers.size()) + " buffers for " +
-                           std::to_string(c->ex.num_sources) + " sources");
-  c->source_buffer.assign(size_t(c->ex.num_sources), -1);
+                           std::to_string(c->ex.plan.num_sources) + " sources");
+  c->source_buffer.assign(size_t(c->ex.plan.num_sources), -1);
   size_t next = 0;
-  for (int s = 0; s < c->ex.num_sources; ++s) {
+  for (int s = 0; s < c->ex.plan.num_sources; ++s) {
     if (s == stream_source) continue;
     const auto& [is_result, index, mode, label] = buffers[next];
     if (index < 0 || index >= (is_result ? num_rets : num_args))
@@ -142,8 +142,8 @@ int64_t register_call(Executor ex, const std::string& name, int stream_source, c
     c->source_buffer[size_t(s)] = int(next++);
     c->buffers.push_back(std::move(b));
   }
-  for (size_t k = 0; k < c->ex.checks.size(); ++k) {
-    const TensorCheck& t = c->ex.checks[k];
+  for (size_t k = 0; k < c->ex.plan.checks.size(); ++k) {
+    const TensorCheck& t = c->ex.plan.checks[k];
     int b = c->source_buffer.at(size_t(t.source));
     if (b < 0) throw std::logic_error("xla_ffi_register_call: a tensor check on the stream");
     if (!t.same_as.empty()) throw std::logic_error("xla_ffi_register_call: shared symbolic extents");
@@ -220,39 +220,30 @@ int64_t row_major_stride(const x::Buffer& b, int d) {
   return s;
 }
 
+// A buffer as the argument contract's check reads it: row-major, its kernel modes permuted.
+struct BufferView {
+  const BufferSource& src;
+  const x::Buffer& b;
+  bool element_matches(ir::Type) const { return b.dtype == src.dtype; }  // src.dtype: the contract's, in XLA's terms
+  runtime::TensorMemory memory() const { return runtime::TensorMemory::Host; }  // XLA's placement: not checked
+  uint64_t address() const { return uint64_t(reinterpret_cast<uintptr_t>(b.data)); }
+  size_t rank() const { return size_t(b.rank); }
+  int64_t shape(size_t m) const { return b.dims[src.mode[m]]; }
+  int64_t stride(size_t m) const { return row_major_stride(b, src.mode[m]); }
+};
+
 void check_buffer(const XlaCall& c, const BufferSource& src, const x::Buffer& b) {
-  if (b.dtype != src.dtype)
-    fail(x::kInvalidArgument, c.name + ": " + src.label + " has element type " + xla_dtype_name(b.dtype) +
-                                  " but the kernel was compiled for " + xla_dtype_name(src.dtype));
-  if (size_t(b.rank) != src.mode.size())
-    fail(x::kInvalidArgument, c.name + ": " + src.label + " has rank " + std::to_string(b.rank) +
-                                  " but the kernel was compiled for rank " + std::to_string(src.mode.size()));
-  const TensorCheck& t = c.ex.checks[size_t(src.check)];
-  for (size_t i = 0; i < src.mode.size(); ++i) {
-    int64_t n = b.dims[src.mode[i]];
-    if (t.shape[i] >= 0 && t.shape[i] != n)
-      fail(x::kInvalidArgument, c.name + ": " + src.label + " has extent " + std::to_string(n) + " in kernel mode " +
-                                    std::to_string(i) + " but the kernel was compiled for " + std::to_string(t.shape[i]));
-    if (t.shape[i] < 0 && t.shape_div[i] > 1 && n % t.shape_div[i] != 0)
-      fail(x::kInvalidArgument, c.name + ": " + src.label + " has extent " + std::to_string(n) + " in kernel mode " +
-                                    std::to_string(i) + ", which the kernel assumes divisible by " +
-                                    std::to_string(t.shape_div[i]));
-  }
-  // Strides follow from the extents (row-major): checked after them, so a wrong extent is named.
-  for (size_t i = 0; i < src.mode.size(); ++i) {
-    int d = src.mode[i];
-    int64_t n = b.dims[d], s = row_major_stride(b, d);
-    if (t.stride[i] >= 0 && t.stride[i] != s && n != 1)
-      fail(x::kInvalidArgument, c.name + ": " + src.label + " has stride " + std::to_string(s) + " in kernel mode " +
-                                    std::to_string(i) + " but the kernel was compiled for " + std::to_string(t.stride[i]));
-    if (t.stride[i] < 0 && t.stride_div[i] > 1 && n != 1 && s % t.stride_div[i] != 0)
-      fail(x::kInvalidArgument, c.name + ": " + src.label + " has stride " + std::to_string(s) + " in kernel mode " +
-                                    std::to_string(i) + ", which the kernel assumes divisible by " +
-                                    std::to_string(t.stride_div[i]));
-  }
-  if (t.align > 1 && reinterpret_cast<uintptr_t>(b.data) % uintptr_t(t.align) != 0)
-    fail(x::kInvalidArgument, c.name + ": " + src.label + " is not aligned to the " + std::to_string(t.align) +
-                                  " bytes the kernel assumes");
+  const TensorCheck& t = c.ex.plan.checks[size_t(src.check)];
+  BufferView view{src, b};
+  const runtime::ContractFindings found = runtime::check_tensor(t, view, runtime::KernelMemory::Any, nullptr);
+  if (found.ok()) return;
+  runtime::MessageInputs in;
+  in.function = c.name;
+  in.label = src.label;
+  in.got_element = xla_dtype_name(b.dtype);
+  in.want_element = xla_dtype_name(src.dtype);
+  runtime::ArgumentError e = runtime::argument_error(runtime::MessageStyle::Xla, t, found, in);
+  if (e.code) fail(x::kInvalidArgument, e.message);
 }
 
 bool attr_named(const x::ByteSpan* name, const char* want) {
@@ -440,8 +431,9 @@ void execute(const x::CallFrame& frame, bool gpu) {
         int d = src.mode[size_t(slot.mode)];
         int64_t v = slot.kind == kTensorShape ? buf.dims[d] : row_major_stride(buf, d);
         if (slot.type->width == 32 && (v < INT32_MIN || v > INT32_MAX))
-          fail(x::kInvalidArgument, c.name + ": " + src.label + (slot.kind == kTensorShape ? " extent " : " stride ") +
-                                        std::to_string(v) + " does not fit the kernel's 32-bit integer");
+          fail(x::kInvalidArgument, runtime::int32_entry_error(runtime::MessageStyle::Xla, c.name + ": " + src.label,
+                                                               slot.kind == kTensorShape, slot.mode, v)
+                                        .message);
         vals[i] = ir::Scalar::of_int(ir::wrap_int(slot.type, v));
         break;
       }

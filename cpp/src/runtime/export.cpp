@@ -99,7 +99,7 @@ ExportedFunction read_payload(Reader& r) {
     p.slots.push_back(s);
   }
   for (size_t n = r.count(); n; --n) {
-    PlanTensorCheck c;
+    TensorContract c;
     c.source = r.i32();
     c.shape = r.ints();
     c.stride = r.ints();
@@ -118,7 +118,7 @@ ExportedFunction read_payload(Reader& r) {
     p.checks.push_back(std::move(c));
   }
   for (size_t n = r.count(); n; --n) {
-    PlanPointerCheck c;
+    PointerContract c;
     c.source = r.i32();
     c.type_key = r.str();
     c.align = r.i64();
@@ -255,6 +255,7 @@ std::vector<CParameter> c_parameters(const ExportedFunction& f, const ir::Functi
       case SlotKind::Stream: c.kind = CParameter::Stream; break;
       case SlotKind::Pointer: c.kind = CParameter::Pointer; break;
       case SlotKind::TensorData: c.kind = CParameter::Tensor; break;
+      case SlotKind::CPointer: break;  // not exported
       case SlotKind::TensorShape:
         c.dynamic_shape_modes.push_back(s.mode);
         if (c.dynamic_shape_modes.size() == 1 || t->width == 64) c.shape_width = t->width;
@@ -269,7 +270,7 @@ std::vector<CParameter> c_parameters(const ExportedFunction& f, const ir::Functi
   // An entry that is a symbol shared with an earlier tensor (cute.sym_int used twice) has no slot
   // of its own: the code reads the first tensor's. The C struct still has the field, in mode
   // order, and the runtime checks that it matches.
-  for (const PlanTensorCheck& check : p.checks) {
+  for (const TensorContract& check : p.checks) {
     if (check.source < 0 || size_t(check.source) >= params.size()) continue;
     CParameter& c = params[size_t(check.source)];
     for (const PlanSameAs& e : check.same_as) {

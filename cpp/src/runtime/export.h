@@ -34,47 +34,9 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "runtime/argument_contract.h"
 
 namespace opencute::runtime {
-
-// Kinds of argument slots; the values match the compiled-function call path's (jit.py).
-enum class SlotKind : int { Scalar = 0, TensorData = 1, TensorShape = 2, TensorStride = 3, Stream = 4, Pointer = 5 };
-
-struct PlanSlot {  // host parameter i is read from runtime argument `source`
-  int source = 0;
-  SlotKind kind = SlotKind::Scalar;
-  int mode = 0;  // shape/stride mode of tensor entries
-};
-
-struct PlanSameAs {  // an entry that is a symbol first read by an earlier slot: equal to that slot's value
-  bool stride = false;
-  int mode = 0;
-  int slot = 0;
-};
-
-struct PlanTensorCheck {  // what a tensor argument was compiled for (-1: dynamic entry)
-  int source = 0;
-  std::vector<int64_t> shape, stride, shape_div, stride_div;
-  bool int32_strides = false;
-  std::string description, name;
-  std::vector<PlanSameAs> same_as;
-};
-
-struct PlanPointerCheck {
-  int source = 0;
-  std::string type_key;
-  int64_t align = 1;
-  std::string description;
-};
-
-struct ArgumentPlan {
-  std::vector<PlanSlot> slots;  // one per host-function parameter, in order
-  std::vector<PlanTensorCheck> checks;
-  std::vector<PlanPointerCheck> pointer_checks;
-  int num_sources = 0;
-  std::vector<int> arg_lengths;        // as the compiled function's (list arguments)
-  std::vector<std::string> arg_names;  // one per runtime argument (a list argument is one); may be empty
-};
 
 struct ExportedFunction {
   std::string name;           // the exported name (function_prefix / function_name)
@@ -83,7 +45,7 @@ struct ExportedFunction {
   std::string module_text;    // ir::print_module of the whole program
   std::string ptx;
   std::vector<char> cubin;
-  ArgumentPlan plan;
+  ArgumentPlan plan;  // the traced fields (resolve_argument_plan derives the rest when loaded)
 };
 
 // The blob: a 16-byte magic, a little-endian u64 payload size, the payload.

@@ -74,6 +74,22 @@ std::string element_name(ir::Type e) {
   return ir::to_string(e);
 }
 
+// A DLTensor as the argument contract's check reads it (element types as this convention names them).
+struct TVMFFITensorView {
+  const DLTensor& t;
+  bool element_matches(ir::Type element) const { return dtype_matches(element, t.dtype); }
+  TensorMemory memory() const { return memory_of_dl_device(t.device.device_type); }
+  uint64_t address() const { return uint64_t(reinterpret_cast<uintptr_t>(t.data)) + t.byte_offset; }
+  size_t rank() const { return size_t(t.ndim); }
+  int64_t shape(size_t m) const { return t.shape[m]; }
+  int64_t stride(size_t m) const {
+    if (t.strides) return t.strides[m];
+    int64_t compact = 1;  // no strides: compact row-major
+    for (int i = int(m) + 1; i < t.ndim; ++i) compact *= t.shape[i];
+    return compact;
+  }
+};
+
 const char* type_name(int32_t index) {
   switch (index) {
     case kNone: return "None";
@@ -117,61 +133,20 @@ void ExportedProgram::run_tvm_ffi(const void* raw_args, int32_t num_args, void* 
                                                                                  kObjectHeaderBytes);
         else mismatch("Tensor");
         tensors[src] = t;
-        const PlanTensorCheck* check = check_of_source_[src];
-        ir::Type element = nullptr;
-        for (size_t i = 0; i < function_.plan.slots.size(); ++i)
-          if (function_.plan.slots[i].source == int(src) && function_.plan.slots[i].kind == SlotKind::TensorData)
-            element = host_->args()[i]->type->element;
-        std::string label = "argument #" + std::to_string(src) + " (" + c.name + ") when calling " + call;
-        if (element && !dtype_matches(element, t->dtype))
-          throw ExportedCallError("Mismatched Tensor dtype on " + label + ", expected " + element_name(element) +
-                                      ", got " + dtype_name(t->dtype),
-                                  "TypeError");
         bool on_gpu = t->device.device_type == kDLCUDA || t->device.device_type == kDLCUDAManaged;
         if (on_gpu && device < 0) device = t->device.device_id;
-        if (!kernel_names_empty_ && !on_gpu && t->device.device_type != kDLCUDAHost)
-          throw ExportedCallError("Mismatched Tensor device on " + label + ": its kernels run on the GPU, got a " +
-                                      (t->device.device_type == kDLCPU ? "CPU" : "non-CUDA") + " tensor",
-                                  "ValueError");
-        if (check && size_t(t->ndim) != check->shape.size())
-          throw ExportedCallError("Mismatched Tensor rank on " + label + ", expected " +
-                                      std::to_string(check->shape.size()) + ", got " + std::to_string(t->ndim),
-                                  "ValueError");
-        uintptr_t address = reinterpret_cast<uintptr_t>(t->data) + uintptr_t(t->byte_offset);
-        if (align_of_source_[src] > 1 && address % uint64_t(align_of_source_[src]) != 0)
-          throw ExportedCallError("Misaligned Tensor data on " + label + ", expected data alignment=" +
-                                      std::to_string(align_of_source_[src]) + " bytes",
-                                  "ValueError");
+        const TensorContract* check = check_of_source_[src];
         if (!check) break;
-        int64_t running = 1;
-        std::vector<int64_t> stride(size_t(t->ndim));
-        for (int d = t->ndim - 1; d >= 0; --d) {  // no strides: compact row-major
-          stride[size_t(d)] = t->strides ? t->strides[d] : running;
-          running *= t->shape[d];
-        }
-        for (int d = 0; d < t->ndim; ++d) {
-          int64_t n = t->shape[d], s = stride[size_t(d)];
-          const size_t m = size_t(d);
-          if (check->shape[m] >= 0 && check->shape[m] != n)
-            throw ExportedCallError("Mismatched shape on " + label + ": mode " + std::to_string(d) + " is " +
-                                        std::to_string(n) + ", expected " + std::to_string(check->shape[m]),
-                                    "ValueError");
-          if (check->stride[m] >= 0 && check->stride[m] != s && n != 1)
-            throw ExportedCallError("Mismatched stride on " + label + ": mode " + std::to_string(d) + " is " +
-                                        std::to_string(s) + ", expected " + std::to_string(check->stride[m]),
-                                    "ValueError");
-          if (check->shape[m] < 0 && check->shape_div[m] > 1 && n % check->shape_div[m] != 0)
-            throw ExportedCallError("Invalid shape on " + label + ": mode " + std::to_string(d) + " (" +
-                                        std::to_string(n) + ") is not divisible by " +
-                                        std::to_string(check->shape_div[m]),
-                                    "ValueError");
-          // A size-1 mode is never stepped along, so its stride does not matter.
-          if (check->stride[m] < 0 && check->stride_div[m] > 1 && n != 1 && s % check->stride_div[m] != 0)
-            throw ExportedCallError("Invalid stride on " + label + ": mode " + std::to_string(d) + " (" +
-                                        std::to_string(s) + ") is not divisible by " +
-                                        std::to_string(check->stride_div[m]),
-                                    "ValueError");
-        }
+        TVMFFITensorView view{*t};
+        const ContractFindings found =
+            check_tensor(*check, view, kernel_names_empty_ ? KernelMemory::Any : KernelMemory::Device, nullptr);
+        if (found.ok()) break;
+        MessageInputs in;
+        in.label = "argument #" + std::to_string(src) + " (" + c.name + ") when calling " + call;
+        in.want_element = element_name(check->element);
+        in.got_element = dtype_name(t->dtype);
+        ArgumentError e = argument_error(MessageStyle::ExportedTvmFfi, *check, found, in);
+        if (e.code) throw ExportedCallError(e.message, e.kind);
         break;
       }
       case CParameter::Scalar:
@@ -201,6 +176,7 @@ void ExportedProgram::run_tvm_ffi(const void* raw_args, int32_t num_args, void* 
       case SlotKind::TensorData:
         vals[i] = ir::Scalar::of_int(int64_t(reinterpret_cast<uintptr_t>(tensor->data) + tensor->byte_offset));
         break;
+      case SlotKind::CPointer: break;  // not exported
       case SlotKind::TensorShape:
       case SlotKind::TensorStride: {
         int64_t v;
@@ -212,12 +188,12 @@ void ExportedProgram::run_tvm_ffi(const void* raw_args, int32_t num_args, void* 
           v = 1;
           for (int d = s.mode + 1; d < tensor->ndim; ++d) v *= tensor->shape[d];
         }
-        if (t->width == 32 && (v < INT32_MIN || v > INT32_MAX))
-          throw ExportedCallError("argument #" + std::to_string(s.source) + " when calling " + call + ": " +
-                                      (s.kind == SlotKind::TensorShape ? "shape" : "stride") + " mode " +
-                                      std::to_string(s.mode) + " is " + std::to_string(v) +
-                                      ", which does not fit the Int32 it was compiled as",
-                                  "ValueError");
+        if (t->width == 32 && (v < INT32_MIN || v > INT32_MAX)) {
+          ArgumentError e = int32_entry_error(MessageStyle::ExportedTvmFfi,
+                                              "argument #" + std::to_string(s.source) + " when calling " + call,
+                                              s.kind == SlotKind::TensorShape, s.mode, v);
+          throw ExportedCallError(e.message, e.kind);
+        }
         vals[i] = ir::Scalar::of_int(ir::wrap_int(t, v));
         break;
       }

@@ -47,15 +47,12 @@ ExportedProgram::ExportedProgram(ExportedFunction f) : function_(std::move(f)) {
   params_ = c_parameters(function_, *host_);
   for (auto& fn : module_->functions)
     if (fn->kind == ir::FunctionKind::Kernel) kernel_names_empty_ = false;
+  std::vector<ir::Type> types;
+  for (const auto& a : host_->args()) types.push_back(a->type);
+  resolve_argument_plan(function_.plan, types);
   check_of_source_.assign(params_.size(), nullptr);
-  align_of_source_.assign(params_.size(), 1);
   for (auto& c : function_.plan.checks)
     if (c.source >= 0 && size_t(c.source) < params_.size()) check_of_source_[size_t(c.source)] = &c;
-  for (size_t i = 0; i < function_.plan.slots.size(); ++i) {
-    const PlanSlot& s = function_.plan.slots[i];
-    ir::Type t = host_->args()[i]->type;
-    if (s.kind == SlotKind::TensorData && t->align > 1) align_of_source_[size_t(s.source)] = t->align;
-  }
 }
 
 ExportedProgram::~ExportedProgram() {
@@ -81,6 +78,25 @@ int64_t dynamic_entry(const CParameter& c, const unsigned char* base, bool shape
   return read_int(base + (shape ? c.shapes_offset : c.strides_offset) + k * size_t(width / 8), width);
 }
 
+// A tensor argument's C struct as the argument contract's check reads it.
+struct CTensorView {
+  const TensorContract& contract;
+  const CParameter& c;
+  const unsigned char* base;
+  bool element_matches(ir::Type) const { return true; }  // compiled in
+  TensorMemory memory() const { return TensorMemory::Host; }  // not known: not checked
+  uint64_t address() const {
+    void* data;
+    std::memcpy(&data, base, sizeof data);
+    return uint64_t(reinterpret_cast<uintptr_t>(data));
+  }
+  size_t rank() const { return contract.shape.size(); }
+  int64_t shape(size_t m) const { return contract.shape[m] >= 0 ? contract.shape[m] : dynamic_entry(c, base, true, int(m)); }
+  int64_t stride(size_t m) const {
+    return contract.stride[m] >= 0 ? contract.stride[m] : dynamic_entry(c, base, false, int(m));
+  }
+};
+
 }  // namespace
 
 void ExportedProgram::run(void** args, size_t num_args) {
@@ -92,45 +108,6 @@ void ExportedProgram::run(void** args, size_t num_args) {
     if (!args[i]) throw ExportedCallError("argument pointer " + std::to_string(i) + " is null");
   int32_t* status = static_cast<int32_t*>(args[num_args - 1]);
   *status = 0;
-  // Tensor arguments: the layout entries the code assumed (divisibility, Int32 range) and the
-  // data alignment, as the Python call path checks them.
-  for (size_t src = 0; src < params_.size(); ++src) {
-    const CParameter& c = params_[src];
-    if (c.kind != CParameter::Tensor) continue;
-    auto* base = static_cast<const unsigned char*>(args[src]);
-    void* data;
-    std::memcpy(&data, base, sizeof data);
-    if (align_of_source_[src] > 1 && reinterpret_cast<uintptr_t>(data) % uint64_t(align_of_source_[src]) != 0)
-      throw ExportedCallError(label(c, src) + ": data address " + std::to_string(reinterpret_cast<uintptr_t>(data)) +
-                              " is not aligned to the " + std::to_string(align_of_source_[src]) +
-                              " bytes the function was compiled for");
-    const PlanTensorCheck* check = check_of_source_[src];
-    if (!check) continue;
-    for (size_t k = 0; k < c.dynamic_shape_modes.size(); ++k) {
-      int mode = c.dynamic_shape_modes[k];
-      int64_t v = read_int(base + c.shapes_offset + k * size_t(c.shape_width / 8), c.shape_width);
-      int64_t div = size_t(mode) < check->shape_div.size() ? check->shape_div[size_t(mode)] : 1;
-      if (v < 0) throw ExportedCallError(label(c, src) + ": shape mode " + std::to_string(mode) + " is negative");
-      if (div > 1 && v % div != 0)
-        throw ExportedCallError(label(c, src) + ": shape mode " + std::to_string(mode) + " (" + std::to_string(v) +
-                                ") is not divisible by " + std::to_string(div) + " as " + check->description +
-                                " requires");
-    }
-    for (size_t k = 0; k < c.dynamic_stride_modes.size(); ++k) {
-      int mode = c.dynamic_stride_modes[k];
-      int64_t v = read_int(base + c.strides_offset + k * size_t(c.stride_width / 8), c.stride_width);
-      int64_t div = size_t(mode) < check->stride_div.size() ? check->stride_div[size_t(mode)] : 1;
-      // A size-1 mode is never stepped along, so its stride does not matter.
-      const bool size_one = size_t(mode) < check->shape.size() &&
-                            (check->shape[size_t(mode)] >= 0 ? check->shape[size_t(mode)] == 1
-                             : std::count(c.dynamic_shape_modes.begin(), c.dynamic_shape_modes.end(), mode) &&
-                                   dynamic_entry(c, base, true, mode) == 1);
-      if (div > 1 && !size_one && v % div != 0)
-        throw ExportedCallError(label(c, src) + ": stride mode " + std::to_string(mode) + " (" + std::to_string(v) +
-                                ") is not divisible by " + std::to_string(div) + " as " + check->description +
-                                " requires");
-    }
-  }
   std::vector<ir::Scalar> vals(function_.plan.slots.size());
   for (size_t i = 0; i < vals.size(); ++i) {
     const PlanSlot& s = function_.plan.slots[i];
@@ -152,25 +129,29 @@ void ExportedProgram::run(void** args, size_t num_args) {
         bool shape = s.kind == SlotKind::TensorShape;
         int64_t v = dynamic_entry(c, base, shape, s.mode);
         if (t->width == 32 && (v < INT32_MIN || v > INT32_MAX))
-          throw ExportedCallError(label(c, size_t(s.source)) + ": " + (shape ? "shape" : "stride") + " mode " +
-                                  std::to_string(s.mode) + " is " + std::to_string(v) +
-                                  ", which does not fit the Int32 it was compiled as");
+          throw ExportedCallError(
+              int32_entry_error(MessageStyle::ExportedC, label(c, size_t(s.source)), shape, s.mode, v).message);
         vals[i] = ir::Scalar::of_int(ir::wrap_int(t, v));
         break;
       }
+      case SlotKind::CPointer: break;  // not exported
     }
   }
-  // Entries that share a symbol with an earlier tensor must hold the value the code uses.
-  for (const PlanTensorCheck& check : function_.plan.checks)
-    for (const PlanSameAs& e : check.same_as) {
-      const CParameter& c = params_[size_t(check.source)];
-      int64_t got = dynamic_entry(c, static_cast<const unsigned char*>(args[size_t(check.source)]), !e.stride, e.mode);
-      int64_t want = vals.at(size_t(e.slot)).i;
-      if (got != want)
-        throw ExportedCallError(label(c, size_t(check.source)) + ": " + (e.stride ? "stride" : "shape") + " mode " +
-                                std::to_string(e.mode) + " is " + std::to_string(got) + " but must equal " +
-                                std::to_string(want) + ": the function was compiled with one symbol for both");
-    }
+  // Tensor arguments against the argument contract: the data alignment, the layout entries the
+  // code assumed (divisibility) and symbols shared with earlier tensors, as every call path
+  // checks them. The static entries are compiled in; the C struct carries the dynamic ones.
+  for (size_t src = 0; src < params_.size(); ++src) {
+    const CParameter& c = params_[src];
+    const TensorContract* check = check_of_source_[src];
+    if (c.kind != CParameter::Tensor || !check) continue;
+    CTensorView view{*check, c, static_cast<const unsigned char*>(args[src])};
+    const ContractFindings found = check_tensor(*check, view, KernelMemory::Any, vals.data());
+    if (found.ok()) continue;
+    MessageInputs in;
+    in.label = label(c, src);
+    ArgumentError e = argument_error(MessageStyle::ExportedC, *check, found, in);
+    if (e.code) throw ExportedCallError(e.message);
+  }
   try {
     std::vector<ir::Scalar> results = run_values(vals);
     for (size_t i = 0; i < results.size() && i < host_->result_types.size(); ++i)

@@ -54,8 +54,7 @@ class ExportedProgram : public emulator::LaunchHandler {
   const ir::Function* host_ = nullptr;
   std::unique_ptr<emulator::HostInterpreter> interpreter_;
   std::vector<CParameter> params_;
-  std::vector<const PlanTensorCheck*> check_of_source_;
-  std::vector<int64_t> align_of_source_;  // bytes the code assumes of a tensor's data pointer
+  std::vector<const TensorContract*> check_of_source_;
   bool kernel_names_empty_ = true;        // a host-only program: tensors may live anywhere
 
   std::mutex load_mu_;

@@ -21,8 +21,10 @@ from .tensor import Pointer, Tensor
 
 VERSION = "0.1.0"
 
-# Kinds of runtime argument slots; must match the enum in bindings/module.cpp.
-K_SCALAR, K_TENSOR_DATA, K_TENSOR_SHAPE, K_TENSOR_STRIDE, K_STREAM, K_POINTER, K_C_POINTER = range(7)
+# Kinds of runtime argument slots: the argument contract's (runtime/argument_contract.h).
+_K = _core.SlotKind
+K_SCALAR, K_TENSOR_DATA, K_TENSOR_SHAPE, K_TENSOR_STRIDE, K_STREAM, K_POINTER, K_C_POINTER = (
+    _K.Scalar, _K.TensorData, _K.TensorShape, _K.TensorStride, _K.Stream, _K.Pointer, _K.CPointer)
 
 
 class ConstexprMeta(type):
@@ -97,15 +99,14 @@ NONE_PARAM_ARITY = -2  # a TVM-FFI parameter that was compiled with None (tvm_ff
 
 
 class _ArgPlan:
-    """Collects the host-function parameters and how to read them from call arguments."""
+    """Adds the host-function parameters to the tracer while it builds their argument plan (the
+    C++ argument contract, `contract`: how each parameter is read from the call's arguments and
+    what each tensor and pointer was compiled for); keeps what only tracing and the TVM-FFI
+    signature need."""
 
     def __init__(self, tracer):
         self.tracer = tracer
-        self.slots = []
-        self.checks = []
-        self.pointer_checks = []
-        self.num_sources = 0
-        self.arg_lengths = []  # per runtime argument: -1, or the length of a list argument
+        self.contract = _core.ArgumentPlan()
         # Symbolic extents (cute.sym_int) of fake tensors by identity: one symbol is one run-time
         # value, read from its first tensor; the others are checked to match it.
         self.symbols = {}
@@ -115,12 +116,19 @@ class _ArgPlan:
         self.leaf_info = {}
         self.params_info = []
         self.symbol_names = {}
-        self.arg_names = []  # per runtime argument: its parameter name (exported C API, keywords)
         # Parameters given None at compile time (compile-time values): their positions among the
         # call's arguments (runtime and None ones; `self` and other compile-time values are not
         # passed), so that a call may pass None there again (cta_norm's `bias=None`).
         self.none_positions = []
         self.none_names = []
+
+    @property
+    def num_sources(self):
+        return self.contract.num_sources
+
+    def add_argument(self, name, length=-1):
+        """A runtime argument: one value, or a list of `length` values (each a source)."""
+        self.contract.add_argument(name, length)
 
     def _symbol_name(self, symbol):
         key = id(symbol) if symbol is not None else object()
@@ -145,14 +153,14 @@ class _ArgPlan:
 
     def scalar(self, cls, source):
         self.leaf_info[source] = (1, "bool" if cls.__name__ == "Boolean" else cls.__name__.lower())
-        self.slots.append((source, K_SCALAR, 0))
+        self.contract.add_slot(source, K_SCALAR)
         return wrap(self.tracer.add_argument(cls.mlir_type))
 
     def stream(self, source, value=None):
         self.leaf_info[source] = (2, "Stream")
         if getattr(value, "use_tvm_ffi_env_stream", False):
-            self.env_stream_slots.append(len(self.slots))
-        self.slots.append((source, K_STREAM, 0))
+            self.env_stream_slots.append(self.contract.num_slots)
+        self.contract.add_slot(source, K_STREAM)
         return wrap(self.tracer.add_argument(Int64.mlir_type))
 
     def _entry(self, source, kind, mode, entry, symbol=None, same_as=None):
@@ -163,13 +171,13 @@ class _ArgPlan:
             known = self.symbols.get(id(symbol))
             if known is not None:
                 traced, slot = known[1], known[2]
-                same_as.append((int(kind == K_TENSOR_STRIDE), mode, slot))
+                same_as.append((kind == K_TENSOR_STRIDE, mode, slot))
                 return traced
         from ..cute.layout import _wrap_int  # dynamic layout leaves carry their divisibility
-        self.slots.append((source, kind, mode))
+        slot = self.contract.add_slot(source, kind, mode)
         traced = _wrap_int(self.tracer.add_argument(_DSL_INT[width].mlir_type), divisibility)
         if symbol is not None:
-            self.symbols[id(symbol)] = (symbol, traced, len(self.slots) - 1)
+            self.symbols[id(symbol)] = (symbol, traced, slot)
         return traced
 
     def tensor(self, value, source, name=""):
@@ -179,7 +187,7 @@ class _ArgPlan:
         space = int(rt_tensor.memspace)
         dtype = rt_tensor.element_type
         ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, space, rt_tensor.assumed_align))
-        self.slots.append((source, K_TENSOR_DATA, 0))
+        self.contract.add_slot(source, K_TENSOR_DATA)
         shape_entries, stride_entries = spec.shape, spec.stride
         shape_syms = getattr(rt_tensor, "_shape_spec", None) or [None] * len(shape_entries)
         stride_syms = getattr(rt_tensor, "_stride_spec", None) or [None] * len(stride_entries)
@@ -197,8 +205,8 @@ class _ArgPlan:
         int32_strides = any(e[1] and e[3] == 32 for e in stride_entries)
         # Every tensor is checked at call time: element type, memory and alignment always, the
         # layout where the code assumed something of it.
-        self.checks.append((source, static_shape, static_stride, shape_div, stride_div, int32_strides,
-                            spec.layout_string(), name, same_as))
+        self.contract.add_tensor(source, static_shape, static_stride, shape_div, stride_div, int32_strides,
+                                 spec.layout_string(), name, same_as)
         return _traced_tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
 
     def pointer(self, value, source):
@@ -209,8 +217,8 @@ class _ArgPlan:
         dtype = value.dtype
         ptr = self.tracer.add_argument(_core.pointer_type(dtype.__name__, int(value.memspace), value.alignment))
         self.leaf_info[source] = (3, "Pointer")
-        self.slots.append((source, K_POINTER, 0))
-        self.pointer_checks.append((source, value._type_key, value.alignment, value.type_string()))
+        self.contract.add_slot(source, K_POINTER)
+        self.contract.add_pointer(source, value._type_key, value.alignment, value.type_string())
         return _traced_pointer(ptr, dtype, value.memspace, value.alignment)
 
 
@@ -232,11 +240,11 @@ class _ArgPlan:
                 # parameter per scalar leaf at its C offset, rebuilt into one struct value.
                 leaves = []
                 for leaf_type, offset in llvm.flatten_type(t):
-                    self.slots.append((source, K_C_POINTER, c_pointer_slot_mode(j, offset)))
+                    self.contract.add_slot(source, K_C_POINTER, c_pointer_slot_mode(j, offset))
                     leaves.append(self.tracer.add_argument(leaf_type))
                 params.append(llvm.rebuild_value(t, leaves))
                 continue
-            self.slots.append((source, K_C_POINTER, c_pointer_slot_mode(j, 0)))
+            self.contract.add_slot(source, K_C_POINTER, c_pointer_slot_mode(j, 0))
             params.append(self.tracer.add_argument(getattr(t, "mlir_type", t)))
         self.leaf_info[source] = (3, type(value).__name__)
         return value.__new_from_mlir_values__(params)
@@ -325,9 +333,7 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True,
             items = [_runtime_leaf(plan, v, plan.num_sources + j, None, f"{name}[{j}]") for j, v in enumerate(value)]
             call[name] = type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
             plan.add_param(name, len(value), range(plan.num_sources, plan.num_sources + len(value)))
-            plan.arg_lengths.append(len(value))
-            plan.arg_names.append(name)
-            plan.num_sources += len(value)
+            plan.add_argument(name, len(value))
             runtime_values.append(value)
             continue
         leaf = _runtime_leaf(plan, value, plan.num_sources, cls, name)
@@ -337,12 +343,8 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True,
                                    code="ARG_UNSUPPORTED_TYPE")
         call[name] = leaf
         plan.add_param(name, -1, [plan.num_sources], env=bool(getattr(value, "use_tvm_ffi_env_stream", False)))
-        plan.arg_lengths.append(-1)
-        plan.arg_names.append(name)
-        plan.num_sources += 1
+        plan.add_argument(name)
         runtime_values.append(value)
-    if all(n < 0 for n in plan.arg_lengths):
-        plan.arg_lengths = []
     return call, runtime_values
 
 
@@ -536,9 +538,7 @@ class JitFunction(_DecoratedFunction):
             "keep_cubin": bool(options["keep_cubin"]),
             "dump_dir": options["dump_dir"],
             "target": target,
-            "arg_lengths": plan.arg_lengths,
-            "arg_names": plan.arg_names,
-        }, plan.slots, plan.checks, plan.pointer_checks, plan.num_sources, [r.dtype.mlir_type for r in results])
+        }, plan.contract, [r.dtype.mlir_type for r in results])
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms
         if plan.none_positions:
