@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "cute/atom/copy_sm80.h"
 #include "dsl/dtype.h"
 #include "dsl/mbarrier.h"
 #include "dsl/tracer.h"
@@ -25,10 +24,9 @@ const char* op_name(TmaKind k) {
 }
 
 void require_sm90(const std::string& what) {
-  const std::string& arch = target_arch();
-  int n = dsl::arch_number(arch);
-  if (n && n < 90)
-    tma_error("UNSUPPORTED_ARCH", what + " needs sm_90 or newer (TMA), but the program is compiled for " + arch);
+  const support::Arch& arch = dsl::Tracer::current_target_arch();
+  if (arch.older_than(90))
+    tma_error("UNSUPPORTED_ARCH", what + " needs sm_90 or newer (TMA), but the program is compiled for " + arch.name);
 }
 
 int64_t static_int(const L::IntTuple& t, const std::string& what) {
