@@ -387,7 +387,9 @@ void bind_tensors(nb::module_& root) {
   m.def("make_stmatrix_atom", [](nb::handle dtype, int num, bool transpose) {
     return cute::make_stmatrix_atom(dtype_of(dtype), num, transpose);
   });
-  m.def("set_target_arch", &cute::set_target_arch);
+  // The target arch is the trace's (Tracer.set_target_arch, set through context.Trace.arch);
+  // this entry only keeps the older call in _dsl/jit.py working until that call goes.
+  m.def("set_target_arch", [](const std::string&) {});
   m.def("cp_async_commit_group", &cute::cp_async_commit_group);
   m.def("cp_async_wait_group", [](int64_t n) { cute::cp_async_wait_group(n); });
   m.def("make_tiled_copy_S", [](const cute::CopyAtom& atom, const cute::TiledCopy& tc) {

@@ -35,17 +35,6 @@ L::Layout ldmatrix_dst_bits(int num, bool trans) {
 
 std::string dtype_text(ir::Type t) { return ir::to_string(t); }
 
-int arch_number(const std::string& arch) {
-  size_t i = arch.find_first_of("0123456789");
-  if (i == std::string::npos) return 0;
-  return std::atoi(arch.c_str() + i);
-}
-
-std::string& arch_storage() {
-  static thread_local std::string arch;
-  return arch;
-}
-
 void check_matrices(const char* what, int num) {
   if (num != 1 && num != 2 && num != 4)
     atom_error("INVALID_COPY_ATOM", std::string(what) + ": num_matrices must be 1, 2 or 4, got " + std::to_string(num));
@@ -62,9 +51,6 @@ ir::Builder& kernel_builder(const std::string& what) {
 }
 
 }  // namespace
-
-void set_target_arch(const std::string& arch) { arch_storage() = arch; }
-const std::string& target_arch() { return arch_storage(); }
 
 CopyAtom make_cp_async_atom(ir::Type value_type, int num_bits, int cache_mode) {
   CopyAtom a;
@@ -120,10 +106,10 @@ CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpos
   if (bits != 16 && !(bits == 32 && !transpose))
     atom_error("TYPE_MISMATCH", "StMatrix8x8x16bOp moves 16-bit elements, but the atom's value type " +
                                     dtype_text(value_type) + " has " + std::to_string(bits) + " bits");
-  const std::string& arch = target_arch();
-  if (!arch.empty() && arch_number(arch) < 90)
+  const support::Arch& arch = dsl::Tracer::current_target_arch();
+  if (!arch.empty() && !arch.has_stmatrix())
     atom_error("UNSUPPORTED_ARCH", "StMatrix8x8x16bOp: stmatrix needs sm_90 or newer, but the program is compiled "
-                                   "for " + arch);
+                                   "for " + arch.name);
   CopyAtom a;
   a.op = "stmatrix";
   a.op_name = "StMatrix8x8x16bOp";

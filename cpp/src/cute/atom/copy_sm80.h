@@ -19,11 +19,6 @@ CopyAtom make_cp_async_atom(ir::Type value_type, int num_bits, int cache_mode);
 CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpose, bool eight_bit);
 CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpose);
 
-// The architecture the program being traced is compiled for ("sm_80", "sm_90a"; empty when
-// unknown): stmatrix needs sm_90.
-void set_target_arch(const std::string& arch);
-const std::string& target_arch();
-
 // cute.copy with an SM80 atom (see copy() in copy.h for the shapes).
 void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::optional<Tensor>& pred);
 

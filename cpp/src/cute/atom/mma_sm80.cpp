@@ -24,12 +24,6 @@ Layout sm80_16x8_row() { return Layout(T({T({4, 8}), T({2, 2})}), T({T({32, 1}),
 // (T32,V2) -> (N8,K8)
 Layout sm80_8x8_row() { return Layout(T({T({4, 8}), 2}), T({T({16, 1}), 8})); }
 
-bool is_f16(ir::Type t) { return t && t->is_float() && t->float_kind == ir::FloatKind::F16; }
-bool is_bf16(ir::Type t) { return t && t->is_float() && t->float_kind == ir::FloatKind::BF16; }
-bool is_f32(ir::Type t) { return t && t->is_float() && t->float_kind == ir::FloatKind::F32; }
-bool is_f64(ir::Type t) { return t && t->is_float() && t->float_kind == ir::FloatKind::F64; }
-bool is_fp8(ir::Type t) { return t && t->is_float() && t->width == 8; }
-
 std::string name(ir::Type t) { return t ? dsl::dtype_name(t) : "None"; }
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -43,11 +37,11 @@ std::string shape_text(const std::vector<int64_t>& s) {
 }  // namespace
 
 MmaAtom make_mma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shape) {
-  if (!is_f16(ab) && !is_bf16(ab))
+  if (!ab->is_f16() && !ab->is_bf16())
     invalid("MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got " + name(ab));
-  if (!is_f16(acc) && !is_f32(acc))
+  if (!acc->is_f16() && !acc->is_f32())
     invalid("MmaF16BF16Op: acc_dtype must be Float16 or Float32, got " + name(acc));
-  if (is_bf16(ab) && !is_f32(acc))
+  if (ab->is_bf16() && !acc->is_f32())
     invalid("MmaF16BF16Op: acc_dtype must be Float32 when ab_dtype is BFloat16, got " + name(acc));
   bool k8 = shape == std::vector<int64_t>{16, 8, 8}, k16 = shape == std::vector<int64_t>{16, 8, 16};
   if (!k8 && !k16) invalid("MmaF16BF16Op: shape_mnk must be (16, 8, 8) or (16, 8, 16), got " + shape_text(shape));
@@ -69,8 +63,8 @@ MmaAtom make_mma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>& 
 }
 
 MmaAtom make_mma_fp8(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shape) {
-  if (!is_fp8(ab)) invalid("MmaFP8Op: ab_dtype must be Float8E4M3FN or Float8E5M2, got " + name(ab));
-  if (!is_f32(acc)) invalid("MmaFP8Op: acc_dtype must be Float32, got " + name(acc));
+  if (!ab->is_fp8()) invalid("MmaFP8Op: ab_dtype must be Float8E4M3FN or Float8E5M2, got " + name(ab));
+  if (!acc->is_f32()) invalid("MmaFP8Op: acc_dtype must be Float32, got " + name(acc));
   if (shape != std::vector<int64_t>{16, 8, 32}) invalid("MmaFP8Op: shape_mnk must be (16, 8, 32), got " + shape_text(shape));
   MmaAtom a;
   a.kind = MmaKind::FP8;
@@ -85,7 +79,7 @@ MmaAtom make_mma_fp8(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shap
 }
 
 MmaAtom make_mma_universal(ir::Type t) {
-  if (!is_f16(t) && !is_f32(t) && !is_f64(t))
+  if (!t->is_f16() && !t->is_f32() && !t->is_f64())
     invalid("MmaUniversalOp: abacc_dtype must be Float16, Float32 or Float64, got " + name(t));
   MmaAtom a;
   a.kind = MmaKind::Universal;

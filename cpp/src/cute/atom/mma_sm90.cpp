@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <functional>
 
-#include "cute/atom/copy_sm80.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -20,13 +19,6 @@ namespace {
 
 IntTuple T(std::initializer_list<IntTuple> e) { return IntTuple(std::vector<IntTuple>(e)); }
 
-bool is_float_kind(ir::Type t, ir::FloatKind k) { return t && t->is_float() && t->float_kind == k; }
-bool is_f16(ir::Type t) { return is_float_kind(t, ir::FloatKind::F16); }
-bool is_bf16(ir::Type t) { return is_float_kind(t, ir::FloatKind::BF16); }
-bool is_f32(ir::Type t) { return is_float_kind(t, ir::FloatKind::F32); }
-bool is_fp8(ir::Type t) { return is_float_kind(t, ir::FloatKind::E4M3) || is_float_kind(t, ir::FloatKind::E5M2); }
-bool is_int8(ir::Type t) { return t && t->is_int() && !t->is_bool() && t->width == 8; }
-
 std::string name(ir::Type t) { return t ? dsl::dtype_name(t) : "None"; }
 
 std::string shape_text(const std::vector<int64_t>& s) {
@@ -38,11 +30,6 @@ std::string shape_text(const std::vector<int64_t>& s) {
 [[noreturn]] void invalid(const std::string& msg) { throw dsl::UserError("INVALID_MMA_OP", msg); }
 
 const char* major_name(OperandMajor m) { return m == OperandMajor::K ? "K" : "MN"; }
-
-int arch_number(const std::string& arch) {
-  size_t i = arch.find_first_of("0123456789");
-  return i == std::string::npos ? 0 : std::atoi(arch.c_str() + i);
-}
 
 // (64, N) or (64, N, k): N a multiple of 8 in [8, 256].
 int64_t instruction_n(const char* op, const std::vector<int64_t>& shape, int64_t k) {
@@ -81,17 +68,17 @@ ir::Builder& kernel_builder(const std::string& what) {
 }  // namespace
 
 void require_sm90a(const std::string& what) {
-  const std::string& arch = target_arch();
-  if (arch.empty() || (arch_number(arch) == 90 && arch.back() == 'a')) return;
-  throw dsl::UserError("UNSUPPORTED_ARCH", what + " (wgmma) needs sm_90a, but the program is compiled for " + arch);
+  const support::Arch& arch = dsl::Tracer::current_target_arch();
+  if (arch.empty() || arch.has_wgmma()) return;
+  throw dsl::UserError("UNSUPPORTED_ARCH", what + " (wgmma) needs sm_90a, but the program is compiled for " + arch.name);
 }
 
 MmaAtom make_wgmma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
                            OperandMajor a_major, OperandMajor b_major) {
   require_sm90a("warpgroup.MmaF16BF16Op");
-  if (!is_f16(ab) && !is_bf16(ab)) invalid("MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got " + name(ab));
-  if (!is_f16(acc) && !is_f32(acc)) invalid("MmaF16BF16Op: acc_dtype must be Float16 or Float32, got " + name(acc));
-  if (is_bf16(ab) && !is_f32(acc))
+  if (!ab->is_f16() && !ab->is_bf16()) invalid("MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got " + name(ab));
+  if (!acc->is_f16() && !acc->is_f32()) invalid("MmaF16BF16Op: acc_dtype must be Float16 or Float32, got " + name(acc));
+  if (ab->is_bf16() && !acc->is_f32())
     invalid("MmaF16BF16Op: acc_dtype must be Float32 when ab_dtype is BFloat16, got " + name(acc));
   if (a_src == OperandSource::Rmem && a_major != OperandMajor::K)
     invalid("MmaF16BF16Op: operand A from registers (OperandSource.RMEM) must be K-major");
@@ -102,9 +89,9 @@ MmaAtom make_wgmma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>
 MmaAtom make_wgmma_f8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
                       OperandMajor a_major, OperandMajor b_major) {
   require_sm90a("warpgroup.MmaF8Op");
-  if (!is_fp8(a)) invalid("MmaF8Op: a_dtype must be Float8E4M3FN or Float8E5M2, got " + name(a));
-  if (!is_fp8(b)) invalid("MmaF8Op: b_dtype must be Float8E4M3FN or Float8E5M2, got " + name(b));
-  if (!is_f16(acc) && !is_f32(acc)) invalid("MmaF8Op: acc_dtype must be Float16 or Float32, got " + name(acc));
+  if (!a->is_fp8()) invalid("MmaF8Op: a_dtype must be Float8E4M3FN or Float8E5M2, got " + name(a));
+  if (!b->is_fp8()) invalid("MmaF8Op: b_dtype must be Float8E4M3FN or Float8E5M2, got " + name(b));
+  if (!acc->is_f16() && !acc->is_f32()) invalid("MmaF8Op: acc_dtype must be Float16 or Float32, got " + name(acc));
   // wgmma transposes 16-bit operands only: 8-bit ones are K-major.
   if (a_major != OperandMajor::K || b_major != OperandMajor::K)
     invalid(std::string("MmaF8Op: 8-bit operands must be K-major, got a_major_mode=") + major_name(a_major) +
@@ -116,8 +103,8 @@ MmaAtom make_wgmma_f8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<in
 MmaAtom make_wgmma_i8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
                       OperandMajor a_major, OperandMajor b_major) {
   require_sm90a("warpgroup.MmaI8Op");
-  if (!is_int8(a)) invalid("MmaI8Op: a_dtype must be Int8 or Uint8, got " + name(a));
-  if (!is_int8(b)) invalid("MmaI8Op: b_dtype must be Int8 or Uint8, got " + name(b));
+  if (!a->is_int8()) invalid("MmaI8Op: a_dtype must be Int8 or Uint8, got " + name(a));
+  if (!b->is_int8()) invalid("MmaI8Op: b_dtype must be Int8 or Uint8, got " + name(b));
   if (!acc || !acc->is_int() || acc->width != 32 || !acc->is_signed)
     invalid("MmaI8Op: acc_dtype must be Int32, got " + name(acc));
   if (a_major != OperandMajor::K || b_major != OperandMajor::K)
