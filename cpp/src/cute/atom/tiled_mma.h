@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "cute/atom/mma_sm80.h"
-#include "cute/copy.h"
+#include "cute/atom/tiled_copy.h"
 
 namespace opencute::cute {
 
