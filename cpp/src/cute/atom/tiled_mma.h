@@ -6,7 +6,7 @@
 #include <optional>
 #include <vector>
 
-#include "cute/atom/mma_sm80.h"
+#include "cute/atom/mma_atom.h"
 #include "cute/atom/tiled_copy.h"
 
 namespace opencute::cute {
