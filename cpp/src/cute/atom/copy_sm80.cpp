@@ -180,10 +180,11 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
                                                 " used with a tensor of " + dtype_text(t->element()) + ": " +
                                                 to_string(*t));
   auto space_error = [&](const char* side, const char* want, const Tensor& t) {
-    throw dsl::UserError("COPY_MEMSPACE", name + " copies " + (atom.op == CopyOp::CpAsync ? "global to shared" :
-                                                                atom.op == CopyOp::LdMatrix ? "shared memory to registers"
-                                                                                      : "registers to shared memory") +
-                                              ": its " + side + " must be in " + want + " memory, got " + to_string(t));
+    const char* direction = atom.op == CopyOp::CpAsync    ? "global to shared"
+                            : atom.op == CopyOp::LdMatrix ? "shared memory to registers"
+                                                          : "registers to shared memory";
+    throw dsl::UserError("COPY_MEMSPACE", name + " copies " + direction + ": its " + side + " must be in " + want +
+                                              " memory, got " + to_string(t));
   };
   if (atom.op == CopyOp::CpAsync) {
     if (src.space() != ir::AddrSpace::Gmem && src.space() != ir::AddrSpace::Generic) space_error("source", "global", src);
