@@ -145,6 +145,21 @@ def test_stmatrix_needs_sm90():
     assert e.value.filename == __file__
 
 
+def test_the_target_arch_belongs_to_its_trace():
+    # A trace for sm_80 refuses stmatrix; the arch leaves with that trace, so an atom made outside
+    # any trace afterwards is not checked against it, and the next trace checks its own arch.
+    run, _ = _stmatrix_kernel(4, False)
+    regs = np.zeros(256, np.float16)
+    out = np.zeros(256, np.float16)
+    with pytest.raises(cute.DSLUserCodeError, match="stmatrix needs sm_90 or newer.*sm_80"):
+        cute.compile(run, regs, out, options=CPU + " --gpu-arch sm_80")
+    atom = cute.make_copy_atom(warp.StMatrix8x8x16bOp(transpose=False, num_matrices=4), cutlass.Float16)
+    assert atom.op_name == "StMatrix8x8x16bOp"
+    cute.compile(run, regs, out, options=CPU + " --gpu-arch sm_90a")
+    with pytest.raises(cute.DSLUserCodeError, match="stmatrix needs sm_90 or newer.*sm_86"):
+        cute.compile(run, regs, out, options=CPU + " --gpu-arch sm_86")
+
+
 # ---- cp.async -------------------------------------------------------------------------------
 
 N_ASYNC = 64

@@ -453,6 +453,29 @@ def test_multicast_fills_every_cta_of_the_mask_and_remote_arrives_reach_the_peer
         assert "mbarrier.arrive.shared::cluster.b64" in f.__ptx__
 
 
+@cute.kernel
+def _multicast_without_mask_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor):
+    bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+    s = cute.make_tensor(cute.arch.alloc_smem(Float32, 512, alignment=1024), cute.make_layout(MC_TILE, stride=(32, 1)))
+    tAsA, tAgA = cpasync.tma_partition(atom, 0, cute.make_layout(2), s, cute.local_tile(tma_tensor, MC_TILE, (0, 0)))
+    cute.copy(atom, tAgA, tAsA, tma_bar_ptr=bar)
+
+
+@cute.jit
+def _multicast_without_mask_host(a: cute.Tensor):
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SMulticastOp(), a,
+                                          cute.make_layout(MC_TILE, stride=(32, 1)), MC_TILE, num_multicast=2)
+    _multicast_without_mask_kernel(atom, t).launch(grid=(2, 1, 1), block=(32, 1, 1), cluster=(2, 1, 1))
+
+
+def test_multicast_copy_needs_a_mask():
+    a = np.zeros((16, 32), np.float32)
+    with pytest.raises(cute.DSLUserCodeError, match=r"cute\.copy: CopyBulkTensorTileG2SMulticastOp needs mcast_mask=") as e:
+        cute.compile(_multicast_without_mask_host, a, options=f"{CPU} --gpu-arch sm_90a")
+    assert e.value.code == "TMA_COPY"
+    assert e.value.filename == __file__
+
+
 @pytest.mark.gpu
 def test_gpu_multicast_and_remote_arrive():
     a = np.arange(16 * 32, dtype=np.float32).reshape(16, 32) + 1

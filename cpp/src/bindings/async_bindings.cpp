@@ -122,21 +122,14 @@ void bind_async(nb::module_& root) {
     return nb::make_tuple(r.atom, r.descriptor, r.tma_tensor, ratios);
   }, nb::arg("kind"), nb::arg("gmem"), nb::arg("smem_layout"), nb::arg("tiler"), nb::arg("num_multicast"),
      nb::arg("file") = "", nb::arg("line") = 0);
-  // ratios: make_tiled_tma_atom's fourth result (stride ratios of a merged trailing dimension).
-  m.def("tma_copy", [](const cute::TmaAtom& atom, nb::handle desc, nb::handle src, nb::handle dst, nb::handle mbar,
-                       nb::handle mask, const std::string& file, int line, nb::handle ratios) {
-    Scope scope;
-    std::optional<dsl::Num> bar, msk;
-    if (!mbar.is_none()) bar = to_num(mbar);
-    if (!mask.is_none()) msk = to_num(mask);
+  // The generic copy atom that cute.copy takes (cute.copy dispatches on its op in C++): the TMA
+  // table with the descriptor value of this trace and make_tiled_tma_atom's fourth result (the
+  // stride ratios of a merged trailing dimension).
+  m.def("make_tma_copy_atom", [](const cute::TmaAtom& atom, nb::handle desc, nb::handle ratios) {
     std::vector<dsl::Num> rs;
-    if (!ratios.is_none())
-      for (nb::handle x : ratios) rs.push_back(to_num(x));
-    located(file, line, [&] {
-      cute::tma_copy(atom, to_num(desc), nb::cast<cute::Tensor>(src), nb::cast<cute::Tensor>(dst), bar, msk, rs);
-    });
-  }, nb::arg("atom"), nb::arg("desc"), nb::arg("src"), nb::arg("dst"), nb::arg("mbar").none(), nb::arg("mask").none(),
-     nb::arg("file") = "", nb::arg("line") = 0, nb::arg("ratios").none() = nb::none());
+    for (nb::handle x : ratios) rs.push_back(to_num(x));
+    return cute::make_tma_copy_atom(atom, to_num(desc), rs);
+  });
   m.def("tma_descriptor_op", [](nb::handle desc, bool prefetch) { cute::tma_descriptor_op(to_num(desc), prefetch); });
   m.def("bulk_commit_group", &cute::bulk_commit_group);
   m.def("bulk_wait_group", &cute::bulk_wait_group);

@@ -11,6 +11,7 @@
 #include "bindings/layout_convert.h"
 #include "bindings/num_convert.h"
 #include "cute/algorithm/gemm.h"
+#include "cute/atom/mma_sm80.h"
 #include "cute/atom/mma_sm90.h"
 #include "cute/atom/tiled_mma.h"
 #include "dsl/dtype.h"
@@ -147,6 +148,17 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
 
 void bind_mma(nb::module_& root) {
   nb::module_ m = nb::borrow<nb::module_>(root.attr("cute"));
+
+  // The codes the warpgroup atoms take, named as cute.nvgpu's public enums name them.
+  nb::enum_<cute::OperandSource>(m, "OperandSource", nb::is_arithmetic())
+      .value("SMEM", cute::OperandSource::Smem).value("RMEM", cute::OperandSource::Rmem);
+  nb::enum_<cute::OperandMajor>(m, "OperandMajor", nb::is_arithmetic())
+      .value("K", cute::OperandMajor::K).value("MN", cute::OperandMajor::MN);
+  nb::enum_<cute::SmemLayoutAtomKind>(m, "SmemLayoutAtomKind", nb::is_arithmetic())
+      .value("MN_INTER", cute::SmemLayoutAtomKind::MN_INTER).value("MN_SW32", cute::SmemLayoutAtomKind::MN_SW32)
+      .value("MN_SW64", cute::SmemLayoutAtomKind::MN_SW64).value("MN_SW128", cute::SmemLayoutAtomKind::MN_SW128)
+      .value("K_INTER", cute::SmemLayoutAtomKind::K_INTER).value("K_SW32", cute::SmemLayoutAtomKind::K_SW32)
+      .value("K_SW64", cute::SmemLayoutAtomKind::K_SW64).value("K_SW128", cute::SmemLayoutAtomKind::K_SW128);
 
   nb::class_<MmaAtom>(m, "MmaAtom")
       .def_prop_ro("thr_id", [](const MmaAtom& a) { return py(a.thr_id); })

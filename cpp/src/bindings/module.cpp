@@ -25,6 +25,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
 #include "support/crash_report.h"
+#include "support/env.h"
 #include "support/log.h"
 #include "runtime/compile_cache.h"
 #include "bindings/compiled_function.h"
@@ -86,6 +87,24 @@ NB_MODULE(_core, m) {
   m.def("_set_runtime_error_class", [](nb::object cls) { bindings::runtime_error_class() = cls; });
   m.def("_set_cuda_error_class", [](nb::object cls) { bindings::cuda_error_class() = cls; });
   nb::register_exception_translator([](const std::exception_ptr& p, void*) { bindings::translate_dsl_exception(p); });
+
+  // ---- enums the Python front end passes to C++: exported, not copied ----
+  nb::enum_<dsl::BinOp>(m, "BinOp", nb::is_arithmetic())
+      .value("Add", dsl::BinOp::Add).value("Sub", dsl::BinOp::Sub).value("Mul", dsl::BinOp::Mul)
+      .value("TrueDiv", dsl::BinOp::TrueDiv).value("FloorDiv", dsl::BinOp::FloorDiv).value("Mod", dsl::BinOp::Mod)
+      .value("Pow", dsl::BinOp::Pow).value("And", dsl::BinOp::And).value("Or", dsl::BinOp::Or)
+      .value("Xor", dsl::BinOp::Xor).value("Shl", dsl::BinOp::Shl).value("Shr", dsl::BinOp::Shr)
+      .value("Min", dsl::BinOp::Min).value("Max", dsl::BinOp::Max);
+  nb::enum_<ir::CmpPredicate>(m, "CmpPredicate", nb::is_arithmetic())
+      .value("Eq", ir::CmpPredicate::Eq).value("Ne", ir::CmpPredicate::Ne).value("Lt", ir::CmpPredicate::Lt)
+      .value("Le", ir::CmpPredicate::Le).value("Gt", ir::CmpPredicate::Gt).value("Ge", ir::CmpPredicate::Ge);
+  // The flags of a Launch op (ir.h LaunchFlags), for the launch call that builds it.
+  nb::enum_<ir::LaunchFlags>(m, "LaunchFlags", nb::is_arithmetic())
+      .value("Cluster", ir::kLaunchCluster).value("Cooperative", ir::kLaunchCooperative)
+      .value("Pdl", ir::kLaunchPdl).value("CompletionEvent", ir::kLaunchCompletionEvent)
+      .value("ProgrammaticEvent", ir::kLaunchProgrammaticEvent);
+  // Boolean environment switches, read by one rule (support/env.h).
+  m.def("env_flag", [](const std::string& name) { return support::env_flag(name.c_str()); });
 
   // ---- numerics ----
   nb::class_<TypeHandle>(m, "IRType")
@@ -238,6 +257,8 @@ NB_MODULE(_core, m) {
         t.builder().barrier();
       })
       .def("set_assertions_enabled", &dsl::Tracer::set_assertions_enabled)
+      .def("set_target_arch", &dsl::Tracer::set_target_arch)
+      .def_prop_ro("target_arch", [](const dsl::Tracer& t) { return t.target_arch().name; })
       .def("assertions_enabled", &dsl::Tracer::assertions_enabled)
       .def("assertion", [](dsl::Tracer&, nb::handle cond, const std::string& message, const std::string& file, int line) {
         dsl::assertion(to_num(cond), message, file, line);

@@ -15,7 +15,8 @@
 #include "bindings/num_convert.h"
 #include "cute/atom/copy_sm80.h"
 #include "cute/carry.h"
-#include "cute/copy.h"
+#include "cute/algorithm/copy.h"
+#include "cute/atom/tiled_copy.h"
 #include "cute/pointer.h"
 #include "cute/print_tensor.h"
 #include "cute/tensor.h"
@@ -387,7 +388,6 @@ void bind_tensors(nb::module_& root) {
   m.def("make_stmatrix_atom", [](nb::handle dtype, int num, bool transpose) {
     return cute::make_stmatrix_atom(dtype_of(dtype), num, transpose);
   });
-  m.def("set_target_arch", &cute::set_target_arch);
   m.def("cp_async_commit_group", &cute::cp_async_commit_group);
   m.def("cp_async_wait_group", [](int64_t n) { cute::cp_async_wait_group(n); });
   m.def("make_tiled_copy_S", [](const cute::CopyAtom& atom, const cute::TiledCopy& tc) {
@@ -419,14 +419,31 @@ void bind_tensors(nb::module_& root) {
         return cute::retile(c.tiled, as_tensor(x, "retile"));
       });
 
-  m.def("copy", [](nb::handle atom, nb::handle src, nb::handle dst, nb::handle pred) {
+  // cute.copy: any atom (a copy atom, a tiled copy, a thread's slice, or a Python atom that wraps
+  // a C++ one as `_copy_atom`, as the TMA atoms do), with all the operands a call may name; the
+  // atom's op picks the implementation in C++ (algorithm/copy.cpp).
+  m.def("copy", [](nb::handle atom, nb::handle src, nb::handle dst, nb::handle pred, nb::handle mbar,
+                   nb::handle mcast_mask, nb::handle descriptor, const std::string& file, int line) {
     Scope scope;
     cute::CopyAtom a;
     if (nb::isinstance<cute::TiledCopy>(atom)) a = nb::cast<cute::TiledCopy>(atom).atom;
     else if (nb::isinstance<ThrCopy>(atom)) a = nb::cast<ThrCopy>(atom).tiled.atom;
-    else a = nb::cast<cute::CopyAtom>(atom);
-    cute::copy(a, as_tensor(src, "copy"), as_tensor(dst, "copy"), optional_tensor(pred, "copy"));
-  }, nb::arg("atom"), nb::arg("src"), nb::arg("dst"), nb::arg("pred").none());
+    else if (nb::isinstance<cute::CopyAtom>(atom)) a = nb::cast<cute::CopyAtom>(atom);
+    else {
+      nb::object inner = nb::getattr(atom, "_copy_atom", nb::none());
+      a = nb::cast<cute::CopyAtom>(inner.is_none() ? nb::borrow(atom) : inner);
+    }
+    cute::CopyOperands operands;
+    operands.pred = optional_tensor(pred, "copy");
+    if (!mbar.is_none()) operands.mbar = to_num(mbar);
+    if (!mcast_mask.is_none()) operands.mcast_mask = to_num(mcast_mask);
+    if (!descriptor.is_none()) operands.descriptor = to_num(descriptor);
+    operands.file = file;
+    operands.line = line;
+    cute::copy(a, as_tensor(src, "copy"), as_tensor(dst, "copy"), operands);
+  }, nb::arg("atom"), nb::arg("src"), nb::arg("dst"), nb::arg("pred").none(), nb::arg("mbar").none() = nb::none(),
+     nb::arg("mcast_mask").none() = nb::none(), nb::arg("descriptor").none() = nb::none(), nb::arg("file") = "",
+     nb::arg("line") = 0);
   m.def("print_tensor", [](nb::handle x, bool verbose) {
     Scope scope;
     if (nb::isinstance<cute::TensorSSA>(x)) cute::print_tensor(nb::cast<cute::TensorSSA>(x), verbose);

@@ -136,7 +136,10 @@ void bind_tensor_ssa(nb::module_& m) {
   m.def("ssa_where", [](nb::handle c, nb::handle x, nb::handle y) {
     return cute::where(operand(c), operand(x), operand(y));
   });
-  // op: 0 add, 1 mul, 2 max, 3 min (cute.ReductionOp's values).
+  // The codes ssa_reduce takes, named as cute.ReductionOp names them.
+  nb::enum_<cute::ReductionOp>(m, "ReductionOp", nb::is_arithmetic())
+      .value("ADD", cute::ReductionOp::Add).value("MUL", cute::ReductionOp::Mul)
+      .value("MAX", cute::ReductionOp::Max).value("MIN", cute::ReductionOp::Min);
   m.def("ssa_reduce", [](const TensorSSA& t, int op, nb::handle init, nb::handle profile) {
     if (op < 0 || op > 3) throw nb::value_error("reduce: op must be a cute.ReductionOp (ADD, MUL, MAX or MIN)");
     return result(cute::reduce(t, cute::ReductionOp(op), num_of(init), to_key(profile)));

@@ -6,15 +6,12 @@
 
 #include "dsl/tracer.h"
 #include "ir/ir.h"
+#include "ir/source_line.h"
 
 namespace opencute::bindings {
 
 inline void mark_ops(ir::Block& b, size_t from, const std::string& file, int line) {
-  for (size_t i = from; i < b.ops.size(); ++i) {
-    ir::Op& op = *b.ops[i];
-    if (op.line == 0) op.file = file, op.line = line;
-    for (auto& r : op.regions) mark_ops(*r.block, 0, file, line);
-  }
+  ir::mark_source_line(b, from, file, line);
 }
 
 // Runs `f`, then records the user's file and line on the ops it added to the current block.

@@ -2,7 +2,6 @@
 
 #include <string>
 
-#include "cute/atom/copy_sm80.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 
@@ -17,11 +16,10 @@ ir::Builder& kernel_builder(const std::string& what) {
 
 // Ops PTX introduced with sm_90 raise at the user's line when the program targets an older GPU.
 void require_arch(const std::string& what, int min_arch) {
-  const std::string& arch = cute::target_arch();
-  int n = arch_number(arch);
-  if (n && n < min_arch)
+  const support::Arch& arch = Tracer::current_target_arch();
+  if (arch.older_than(min_arch))
     throw UserError("UNSUPPORTED_ARCH", what + " needs sm_" + std::to_string(min_arch) +
-                                            " or newer, but the program is compiled for " + arch);
+                                            " or newer, but the program is compiled for " + arch.name);
 }
 
 ir::Value* barrier_pointer(const std::string& what, const Num& bar) {
@@ -48,13 +46,6 @@ ir::Value* int32_operand(const std::string& what, const char* name, const Num& n
 }
 
 }  // namespace
-
-int arch_number(const std::string& arch) {
-  if (arch.rfind("sm_", 0) != 0) return 0;
-  int n = 0;
-  for (size_t i = 3; i < arch.size() && isdigit((unsigned char)arch[i]); ++i) n = n * 10 + (arch[i] - '0');
-  return n;
-}
 
 void mbarrier_init(const Num& bar, const Num& count) {
   const std::string what = "mbarrier_init";
@@ -102,8 +93,7 @@ std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, cons
   ir::Op* op = b.create(ir::OpCode::MbarrierWait, ops, blocking ? std::vector<ir::Type>{} : std::vector<ir::Type>{ir::bool_type()});
   op->int_attr = int64_t(kind);
   // Before sm_90 there is no try_wait: a blocking wait spins on test_wait instead.
-  const int arch = arch_number(cute::target_arch());
-  if (blocking && arch && arch < 90) op->ints = {1};
+  if (blocking && Tracer::current_target_arch().older_than(90)) op->ints = {1};
   if (blocking) return std::nullopt;
   return Num::of_value(op->result());
 }

@@ -21,7 +21,4 @@ std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, cons
 Num mbarrier_conditional_try_wait(const Num& cond, const Num& bar, const Num& phase);
 void fence(ir::FenceKind kind);
 
-// The numeric part of an "sm_XY[a|f]" architecture name (0 when unknown or empty).
-int arch_number(const std::string& arch);
-
 }  // namespace opencute::dsl

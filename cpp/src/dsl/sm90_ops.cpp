@@ -3,7 +3,6 @@
 #include <cstdlib>
 #include <string>
 
-#include "cute/atom/copy_sm80.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 
@@ -22,14 +21,12 @@ ir::Builder& kernel_builder(const std::string& what) {
 // Raises when the program is compiled for an architecture without the instruction: sm_90 for the
 // cluster and elect ops, sm_90a (the arch-specific feature set) for setmaxnreg.
 void require_arch(const std::string& what, bool needs_arch_specific) {
-  const std::string& arch = cute::target_arch();
+  const support::Arch& arch = Tracer::current_target_arch();
   if (arch.empty()) return;  // unknown until compiled: the backend reports it then
-  size_t i = arch.find_first_of("0123456789");
-  int n = i == std::string::npos ? 0 : std::atoi(arch.c_str() + i);
-  bool ok = n >= 90 && (!needs_arch_specific || (n == 90 && arch.back() == 'a') || n >= 100);
+  bool ok = needs_arch_specific ? arch.has_setmaxnreg() : arch.has_clusters();
   if (!ok)
     throw UserError("UNSUPPORTED_ARCH", what + " needs " + (needs_arch_specific ? "sm_90a" : "sm_90 or newer") +
-                                            ", but the program is compiled for " + arch);
+                                            ", but the program is compiled for " + arch.name);
 }
 
 Value* as_i32(const Num& n) { return materialize(convert(n, ir::i32())); }

@@ -1,9 +1,9 @@
 #include "dsl/smem_layout.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "dsl/tracer.h"
+#include "support/arch.h"
 
 namespace opencute::dsl {
 
@@ -35,21 +35,9 @@ StorageLayout layout_struct(const std::vector<StorageMember>& members, bool is_u
 }
 
 int64_t smem_capacity_in_bytes(const std::string& arch) {
-  // "sm_90a", "sm_80", "90": an optional sm_ prefix, the digits, an optional feature suffix.
-  std::string rest = arch.rfind("sm_", 0) == 0 ? arch.substr(3) : arch;
-  size_t n = 0;
-  while (n < rest.size() && n < 4 && std::isdigit(static_cast<unsigned char>(rest[n]))) ++n;
-  bool suffix_ok = rest.size() - n <= 1 && (n == rest.size() || std::isalpha(static_cast<unsigned char>(rest[n])));
-  int cc = n > 0 && suffix_ok ? std::stoi(rest.substr(0, n)) : -1;
-  int kib = 0;
-  switch (cc) {
-    case 80: case 87: kib = 164; break;
-    case 86: case 89: case 120: case 121: kib = 100; break;
-    case 90: case 100: case 101: case 103: case 110: kib = 228; break;
-    default:
-      throw UserError("VALUE_INVALID", "get_smem_capacity_in_bytes: unknown architecture '" + arch + "'");
-  }
-  return int64_t(kib - 1) * 1024;
+  const int64_t bytes = support::parse_arch(arch).smem_capacity_bytes();
+  if (bytes < 0) throw UserError("VALUE_INVALID", "get_smem_capacity_in_bytes: unknown architecture '" + arch + "'");
+  return bytes;
 }
 
 }  // namespace opencute::dsl

@@ -45,6 +45,11 @@ void Tracer::exit_to_parent(ir::Op* op) { builder().set_block(op->parent); }
 
 Tracer* Tracer::current() { return g_current; }
 
+const support::Arch& Tracer::current_target_arch() {
+  static const support::Arch none;
+  return g_current ? g_current->target_arch_ : none;
+}
+
 Tracer& Tracer::require(const char* what) {
   if (!g_current)
     throw UserError("PHASE_OUTSIDE_JIT", std::string(what) + " needs a dynamic value, which only exists while a @jit "

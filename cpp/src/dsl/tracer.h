@@ -9,6 +9,7 @@
 
 #include "ir/builder.h"
 #include "ir/ir.h"
+#include "support/arch.h"
 
 namespace opencute::dsl {
 
@@ -40,6 +41,14 @@ class Tracer {
   bool assertions_enabled() const { return assertions_enabled_; }
   void set_assertions_enabled(bool on) { assertions_enabled_ = on; }
 
+  // The architecture the traced program is compiled for ("sm_80", "sm_90a"; empty when not
+  // known until compiled): arch-specific atoms and ops check it while tracing. Set from the
+  // compile options before the body is traced.
+  const support::Arch& target_arch() const { return target_arch_; }
+  void set_target_arch(const std::string& name) { target_arch_ = support::parse_arch(name); }
+  // The active trace's target architecture; an empty one outside tracing (nothing to check).
+  static const support::Arch& current_target_arch();
+
   // Region navigation for structured control flow: move the insertion point to the end of
   // region `index` of `op`, or back to just after `op`.
   void enter_region(ir::Op* op, int index);
@@ -60,6 +69,7 @@ class Tracer {
   std::vector<Frame> frames_;
   int kernel_counter_ = 0;
   bool assertions_enabled_ = false;
+  support::Arch target_arch_;
   Tracer* previous_ = nullptr;
 };
 

@@ -86,7 +86,7 @@ Scalar load_scalar(Type t, const void* src) {
 namespace {
 
 uint32_t packed_bits(Type t, Scalar s) {
-  if (t->is_float() && t->float_kind == FloatKind::E2M1) return support::float_to_e2m1_bits(float(s.f));
+  if (t->is_fp4()) return support::float_to_e2m1_bits(float(s.f));
   if (t->is_int()) return uint32_t(s.i) & ((1u << t->width) - 1u);
   throw std::domain_error("no packed storage for " + to_string(t));
 }
@@ -106,7 +106,7 @@ Scalar load_packed_scalar(Type t, const void* base, int64_t index) {
   const int w = t->width;
   const int64_t bit = index * w;
   const uint32_t v = (static_cast<const uint8_t*>(base)[bit >> 3] >> (bit & 7)) & ((1u << w) - 1u);
-  if (t->is_float() && t->float_kind == FloatKind::E2M1) return Scalar::of_float(support::e2m1_bits_to_float(uint8_t(v)));
+  if (t->is_fp4()) return Scalar::of_float(support::e2m1_bits_to_float(uint8_t(v)));
   if (t->is_int()) return Scalar::of_int(wrap_int(t, int64_t(v)));
   throw std::domain_error("no packed storage for " + to_string(t));
 }

@@ -34,6 +34,16 @@ struct TypeStorage {
   bool is_vector() const { return kind == TypeKind::Vector; }
   bool is_pointer() const { return kind == TypeKind::Pointer; }
   bool is_scalar() const { return is_int() || is_float(); }
+  bool is_float_kind(FloatKind k) const { return is_float() && float_kind == k; }
+  bool is_f16() const { return is_float_kind(FloatKind::F16); }
+  bool is_bf16() const { return is_float_kind(FloatKind::BF16); }
+  bool is_f32() const { return is_float_kind(FloatKind::F32); }
+  bool is_f64() const { return is_float_kind(FloatKind::F64); }
+  // The 8-bit floats (E4M3, E5M2) and the 4-bit float (E2M1).
+  bool is_fp8() const { return is_float_kind(FloatKind::E4M3) || is_float_kind(FloatKind::E5M2); }
+  bool is_fp4() const { return is_float_kind(FloatKind::E2M1); }
+  // An 8-bit integer, signed or not (Int8, Uint8).
+  bool is_int8() const { return is_int() && !is_bool() && width == 8; }
   // Narrower than a byte and packed in memory (booleans are not: each takes a byte).
   bool is_sub_byte() const {
     return (is_scalar() && width < 8 && !is_bool()) || (is_vector() && element->is_sub_byte());

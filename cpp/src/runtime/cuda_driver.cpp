@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "support/arch.h"
 #include "support/cuda_paths.h"
 
 namespace opencute::runtime {
@@ -319,9 +320,7 @@ int CudaDriver::device_attribute(int attr, int device) {
 std::string CudaDriver::device_arch(int device) {
   int major = device_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
   int minor = device_attribute(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-  std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
-  if (major >= 9) arch += "a";
-  return arch;
+  return support::arch_name(major, minor);
 }
 
 ModuleHandle CudaDriver::load_module(const std::vector<char>& cubin) {

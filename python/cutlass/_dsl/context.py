@@ -27,6 +27,16 @@ class Trace:
         _state.trace = self.previous
         return False
 
+    @property
+    def arch(self):
+        """The architecture the traced program is compiled for ("" until set). The C++ tracer
+        keeps it: arch-specific atoms and ops check it there, and shared-memory capacity here."""
+        return self.tracer.target_arch
+
+    @arch.setter
+    def arch(self, name):
+        self.tracer.set_target_arch(name)
+
 
 def tracer():
     t = current()

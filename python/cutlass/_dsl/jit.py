@@ -500,7 +500,6 @@ class JitFunction(_DecoratedFunction):
         _core.preload_toolchain()
         tracer = _core.Tracer()
         arch = _arch_for_compile(options)  # once: it may ask the driver
-        _core.cute.set_target_arch(arch)  # arch-specific atoms check it while tracing
         tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
         plan = _ArgPlan(tracer)
         line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")

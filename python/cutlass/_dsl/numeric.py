@@ -4,10 +4,14 @@ from .. import _core
 from .errors import DSLUserCodeError
 from .extracted_values import ExtractedValues
 
-# Order must match opencute::dsl::BinOp.
-ADD, SUB, MUL, TRUEDIV, FLOORDIV, MOD, POW, AND, OR, XOR, SHL, SHR, MIN, MAX = range(14)
-# Order must match opencute::ir::CmpPredicate.
-EQ, NE, LT, LE, GT, GE = range(6)
+# The operation codes of _core.binary / _core.compare, from C++ (dsl::BinOp, ir::CmpPredicate),
+# as plain ints: operators pass them on every call.
+_B, _P = _core.BinOp, _core.CmpPredicate
+ADD, SUB, MUL, TRUEDIV, FLOORDIV = int(_B.Add), int(_B.Sub), int(_B.Mul), int(_B.TrueDiv), int(_B.FloorDiv)
+MOD, POW, AND, OR, XOR = int(_B.Mod), int(_B.Pow), int(_B.And), int(_B.Or), int(_B.Xor)
+SHL, SHR, MIN, MAX = int(_B.Shl), int(_B.Shr), int(_B.Min), int(_B.Max)
+EQ, NE, LT, LE, GT, GE = int(_P.Eq), int(_P.Ne), int(_P.Lt), int(_P.Le), int(_P.Gt), int(_P.Ge)
+del _B, _P
 
 _CLASSES = {}
 

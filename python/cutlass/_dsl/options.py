@@ -104,21 +104,9 @@ def resolve_target(options):
 OPTION_CLASSES = (OptLevel, EnableAssertions, GenerateLineInfo, KeepCUBIN, KeepPTX, KeepSASS, EnableTVMFFI,
                   PtxasOptions, GPUArch, LinkLibraries, DumpDir, Target)
 
-# flag -> (option class, takes a value)
-_FLAGS = {
-    "--opt-level": (OptLevel, True),
-    "--enable-assertions": (EnableAssertions, False),
-    "--generate-line-info": (GenerateLineInfo, False),
-    "--keep-cubin": (KeepCUBIN, False),
-    "--keep-ptx": (KeepPTX, False),
-    "--keep-sass": (KeepSASS, False),
-    "--enable-tvm-ffi": (EnableTVMFFI, False),
-    "--ptxas-options": (PtxasOptions, True),
-    "--gpu-arch": (GPUArch, True),
-    "--link-libraries": (LinkLibraries, True),
-    "--dump-dir": (DumpDir, True),
-    "--target": (Target, True),
-}
+# flag -> (option class, takes a value): each option's flag is its name spelled with dashes
+# (enable_tvm_ffi: --enable-tvm-ffi); switches take no value.
+_FLAGS = {"--" + cls.name.replace("_", "-"): (cls, not issubclass(cls, BoolOption)) for cls in OPTION_CLASSES}
 
 
 class CompileOptions:

@@ -35,7 +35,6 @@ import __future__
 import ast
 import inspect
 import linecache
-import os
 import sys
 import types
 import weakref
@@ -778,7 +777,8 @@ def _requalify(code, old, new):
 
 
 def _env_flag(var):
-    return os.environ.get(var, "").strip().lower() not in ("", "0", "false", "no", "off")
+    from .. import _core
+    return _core.env_flag(var)
 
 
 # Per source file: its lines (linecache's list, the same object while the file is unchanged)

@@ -206,9 +206,7 @@ def from_dlpack(tensor, assumed_align=None, use_32bit_stride=False, *, enable_tv
     `enable_tvm_ffi=True` (or CUTE_DSL_ENABLE_TVM_FFI=1) it is also ready to pass to a TVM-FFI
     compiled function (its tvm_ffi.Tensor is made now)."""
     t = Tensor(tensor, assumed_align=assumed_align, use_32bit_stride=use_32bit_stride)
-    import os
-    if enable_tvm_ffi or os.environ.get("CUTE_DSL_ENABLE_TVM_FFI", "").strip().lower() not in ("", "0", "false",
-                                                                                              "no", "off"):
+    if enable_tvm_ffi or _core.env_flag("CUTE_DSL_ENABLE_TVM_FFI"):
         t.__tvm_ffi_object__()
     return t
 

@@ -199,11 +199,17 @@ def make_tiled_copy_D(atom, tiled_copy, *, loc=None, ip=None):
     return _C.make_tiled_copy_D(atom, tiled_copy)
 
 
-def copy(atom, src, dst, *, pred=None, unroll_factor=None, loc=None, ip=None, **kwargs):
-    if getattr(atom, "_is_tma_atom", False):  # cpasync TMA atoms take tma_bar_ptr= / mcast_mask=
-        atom._copy(src, dst, **kwargs)
-        return
-    _C.copy(atom, src, dst, pred)
+def copy(atom, src, dst, *, pred=None, unroll_factor=None, loc=None, ip=None, tma_bar_ptr=None, mcast_mask=None,
+         tma_desc_ptr=None, cache_policy=None, **kwargs):
+    """Copy src to dst with `atom`; C++ runs the atom's implementation with the operands it takes:
+    pred= (one Boolean per atom call), and for TMA atoms tma_bar_ptr= (the mbarrier a load
+    completes on), mcast_mask= (multicast loads) and tma_desc_ptr= (a copy of the atom's descriptor
+    in memory, maybe re-pointed at another tensor; the box and swizzle stay the atom's)."""
+    from .arch import _pointer_value, _user_line
+    _C.copy(atom, src, dst, pred,
+            None if tma_bar_ptr is None else _pointer_value(tma_bar_ptr),
+            None if mcast_mask is None else _numeric.num_of(_numeric.as_numeric(mcast_mask)),
+            None if tma_desc_ptr is None else _pointer_value(tma_desc_ptr), *_user_line())
 
 
 def basic_copy(src, dst, *, loc=None, ip=None):

@@ -145,7 +145,7 @@ class TensorSSA:
         return _wrap(_core.ssa_convert(self._t, dtype.__name__))
 
     def reduce(self, op, init_val, reduction_profile=0, *, loc=None, ip=None):
-        code = op.value if isinstance(op, ReductionOp) else -1
+        code = int(_core.ReductionOp[op.name]) if isinstance(op, ReductionOp) else -1
         init = self.element_type(init_val)
         return _wrap_any(_core.ssa_reduce(self._t, code, init._n, reduction_profile))
 

@@ -2,7 +2,7 @@
 // CuTe C++'s algorithm/gemm.hpp: (V)x(V)->(V), (M)x(N)->(M,N), (M,K)x(N,K)->(M,N),
 // (V,M)x(V,N)->(V,M,N) and (V,M,K)x(V,N,K)->(V,M,N), with K the outer loop.
 #pragma once
-#include "cute/atom/mma_sm80.h"
+#include "cute/atom/mma_atom.h"
 
 namespace opencute::cute {
 

@@ -36,17 +36,6 @@ L::Layout ldmatrix_dst_bits(int num, bool trans) {
 
 std::string dtype_text(ir::Type t) { return ir::to_string(t); }
 
-int arch_number(const std::string& arch) {
-  size_t i = arch.find_first_of("0123456789");
-  if (i == std::string::npos) return 0;
-  return std::atoi(arch.c_str() + i);
-}
-
-std::string& arch_storage() {
-  static thread_local std::string arch;
-  return arch;
-}
-
 void check_matrices(const char* what, int num) {
   if (num != 1 && num != 2 && num != 4)
     atom_error("INVALID_COPY_ATOM", std::string(what) + ": num_matrices must be 1, 2 or 4, got " + std::to_string(num));
@@ -64,12 +53,9 @@ ir::Builder& kernel_builder(const std::string& what) {
 
 }  // namespace
 
-void set_target_arch(const std::string& arch) { arch_storage() = arch; }
-const std::string& target_arch() { return arch_storage(); }
-
 CopyAtom make_cp_async_atom(ir::Type value_type, int num_bits, int cache_mode) {
   CopyAtom a;
-  a.op = "cp_async";
+  a.op = CopyOp::CpAsync;
   a.op_name = "cp.async";
   a.value_type = value_type;
   a.num_bits = num_bits > 0 ? num_bits : element_bits(value_type);
@@ -100,7 +86,7 @@ CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpos
     atom_error("INVALID_COPY_ATOM", "LdMatrix8x16x8bOp: ldmatrix .trans transposes 16-bit elements; 8-bit elements "
                                     "cannot be transposed");
   CopyAtom a;
-  a.op = "ldmatrix";
+  a.op = CopyOp::LdMatrix;
   a.op_name = name;
   a.value_type = value_type;
   a.num_matrices = num_matrices;
@@ -121,12 +107,12 @@ CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpos
   if (bits != 16 && !(bits == 32 && !transpose))
     atom_error("TYPE_MISMATCH", "StMatrix8x8x16bOp moves 16-bit elements, but the atom's value type " +
                                     dtype_text(value_type) + " has " + std::to_string(bits) + " bits");
-  const std::string& arch = target_arch();
-  if (!arch.empty() && arch_number(arch) < 90)
+  const support::Arch& arch = dsl::Tracer::current_target_arch();
+  if (!arch.empty() && !arch.has_stmatrix())
     atom_error("UNSUPPORTED_ARCH", "StMatrix8x8x16bOp: stmatrix needs sm_90 or newer, but the program is compiled "
-                                   "for " + arch);
+                                   "for " + arch.name);
   CopyAtom a;
-  a.op = "stmatrix";
+  a.op = CopyOp::StMatrix;
   a.op_name = "StMatrix8x8x16bOp";
   a.value_type = value_type;
   a.num_matrices = num_matrices;
@@ -195,20 +181,21 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
                                                 " used with a tensor of " + dtype_text(t->element()) + ": " +
                                                 to_string(*t));
   auto space_error = [&](const char* side, const char* want, const Tensor& t) {
-    throw dsl::UserError("COPY_MEMSPACE", name + " copies " + (atom.op == "cp_async" ? "global to shared" :
-                                                                atom.op == "ldmatrix" ? "shared memory to registers"
-                                                                                      : "registers to shared memory") +
-                                              ": its " + side + " must be in " + want + " memory, got " + to_string(t));
+    const char* direction = atom.op == CopyOp::CpAsync    ? "global to shared"
+                            : atom.op == CopyOp::LdMatrix ? "shared memory to registers"
+                                                          : "registers to shared memory";
+    throw dsl::UserError("COPY_MEMSPACE", name + " copies " + direction + ": its " + side + " must be in " + want +
+                                              " memory, got " + to_string(t));
   };
-  if (atom.op == "cp_async") {
+  if (atom.op == CopyOp::CpAsync) {
     if (src.space() != ir::AddrSpace::Gmem && src.space() != ir::AddrSpace::Generic) space_error("source", "global", src);
     if (dst.space() != ir::AddrSpace::Smem) space_error("destination", "shared", dst);
-  } else if (atom.op == "ldmatrix") {
+  } else if (atom.op == CopyOp::LdMatrix) {
     if (src.space() != ir::AddrSpace::Smem) space_error("source", "shared", src);
   } else if (dst.space() != ir::AddrSpace::Smem) {
     space_error("destination", "shared", dst);
   }
-  if (pred && atom.op != "cp_async")
+  if (pred && atom.op != CopyOp::CpAsync)
     throw dsl::UserError("INVALID_COPY", name + " is warp-collective: all 32 lanes execute it, it cannot be predicated");
   if (src.layout.rank() != dst.layout.rank())
     copy_error("source and destination ranks differ: " + to_string(src) + " vs " + to_string(dst));
@@ -231,7 +218,7 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
   for (int64_t r = 0; r < nrest; ++r) {
     for (int64_t c = 0; c < calls; ++c) {
       const int64_t ks = c * ns, kd = c * nd;
-      if (atom.op == "cp_async") {
+      if (atom.op == CopyOp::CpAsync) {
         const int bytes = atom.num_bits / 8;
         if (!contiguous(svm, ks, ns) || !contiguous(dvm, kd, nd))
           copy_error(name + " moves " + std::to_string(ns) + " consecutive elements per call, but the values of " +
@@ -248,7 +235,7 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
         ir::Op* op = b.create(ir::OpCode::CpAsync, {dp, sp, size}, {});
         op->int_attr = bytes;
         op->ints = {atom.cache_mode == 1 ? 1 : 0};
-      } else if (atom.op == "ldmatrix") {
+      } else if (atom.op == CopyOp::LdMatrix) {
         if (!contiguous(svm, ks, ns))
           copy_error(name + ": each thread's " + std::to_string(ns) + " source values are one 16-byte matrix row "
                      "and must be consecutive in shared memory: " + to_string(src));

@@ -9,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "cute/copy.h"
+#include "cute/atom/copy_atom.h"
 
 namespace opencute::cute {
 
@@ -19,12 +19,7 @@ CopyAtom make_cp_async_atom(ir::Type value_type, int num_bits, int cache_mode);
 CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpose, bool eight_bit);
 CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpose);
 
-// The architecture the program being traced is compiled for ("sm_80", "sm_90a"; empty when
-// unknown): stmatrix needs sm_90.
-void set_target_arch(const std::string& arch);
-const std::string& target_arch();
-
-// cute.copy with an SM80 atom (see copy() in copy.h for the shapes).
+// cute.copy with an SM80 atom (algorithm/copy.h gives the shapes).
 void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::optional<Tensor>& pred);
 
 // cute.arch.cp_async_commit_group / cp_async_wait_group.

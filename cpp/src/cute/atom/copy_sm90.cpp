@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "cute/atom/copy_sm80.h"
 #include "dsl/dtype.h"
 #include "dsl/mbarrier.h"
 #include "dsl/tracer.h"
+#include "ir/source_line.h"
 
 namespace opencute::cute {
 namespace L = layout;
@@ -25,10 +25,9 @@ const char* op_name(TmaKind k) {
 }
 
 void require_sm90(const std::string& what) {
-  const std::string& arch = target_arch();
-  int n = dsl::arch_number(arch);
-  if (n && n < 90)
-    tma_error("UNSUPPORTED_ARCH", what + " needs sm_90 or newer (TMA), but the program is compiled for " + arch);
+  const support::Arch& arch = dsl::Tracer::current_target_arch();
+  if (arch.older_than(90))
+    tma_error("UNSUPPORTED_ARCH", what + " needs sm_90 or newer (TMA), but the program is compiled for " + arch.name);
 }
 
 int64_t static_int(const L::IntTuple& t, const std::string& what) {
@@ -279,6 +278,36 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   res.descriptor = dsl::Num::of_value(op->result());
   res.tma_tensor = make_identity_tensor(g.shape);
   return res;
+}
+
+CopyAtom make_tma_copy_atom(const TmaAtom& atom, const dsl::Num& descriptor, const std::vector<dsl::Num>& merge_ratios) {
+  CopyAtom a;
+  a.op = CopyOp::Tma;
+  a.op_name = atom.op_name;
+  a.value_type = atom.element;
+  a.tma = std::make_shared<const TmaAtom>(atom);
+  a.tma_descriptor = descriptor;
+  a.tma_ratios = merge_ratios;
+  return a;
+}
+
+void copy_sm90(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const CopyOperands& operands) {
+  const TmaAtom& tma = *atom.tma;
+  std::optional<dsl::Num> mask;
+  if (tma.kind == TmaKind::LoadMulticast) {
+    if (!operands.mcast_mask)
+      tma_error("TMA_COPY", "cute.copy: CopyBulkTensorTileG2SMulticastOp needs mcast_mask=");
+    mask = operands.mcast_mask;
+  }
+  ir::Block* block = nullptr;
+  size_t before = 0;
+  if (dsl::Tracer* t = dsl::Tracer::current(); t && t->current_function()) {
+    block = t->builder().block();
+    before = block ? block->ops.size() : 0;
+  }
+  tma_copy(tma, operands.descriptor ? *operands.descriptor : *atom.tma_descriptor, src, dst, operands.mbar, mask,
+           atom.tma_ratios);
+  if (block && operands.line > 0) ir::mark_source_line(*block, before, operands.file, operands.line);
 }
 
 void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, const Tensor& dst,

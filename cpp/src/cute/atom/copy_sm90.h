@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 
+#include "cute/atom/copy_atom.h"
 #include "cute/tensor.h"
 #include "ir/async_attributes.h"
 #include "dsl/num.h"
@@ -71,6 +72,13 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const layout
 void tma_copy(const TmaAtom& atom, const dsl::Num& descriptor, const Tensor& src, const Tensor& dst,
               const std::optional<dsl::Num>& mbar, const std::optional<dsl::Num>& mcast_mask,
               const std::vector<dsl::Num>& merge_ratios = {});
+
+// The generic copy atom of a TMA table, carrying the descriptor value of the trace it is used in
+// (the host program's, or the kernel parameter it became) and the merged dimension's ratios.
+CopyAtom make_tma_copy_atom(const TmaAtom& atom, const dsl::Num& descriptor, const std::vector<dsl::Num>& merge_ratios);
+// cute.copy with a TMA copy atom (algorithm/copy.cpp): tma_copy with the call's mbarrier, its
+// multicast mask (required by, and only passed to, multicast loads) and descriptor override.
+void copy_sm90(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const CopyOperands& operands);
 
 // cpasync.prefetch_descriptor / fence_tma_desc_acquire, cp_async_bulk_commit_group / wait_group.
 void tma_descriptor_op(const dsl::Num& descriptor, bool prefetch);

@@ -1,7 +1,5 @@
 #include "cute/atom/mma_sm80.h"
 
-#include "cute/atom/mma_sm90.h"
-
 #include "cute/pointer.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
@@ -24,33 +22,19 @@ Layout sm80_16x8_row() { return Layout(T({T({4, 8}), T({2, 2})}), T({T({32, 1}),
 // (T32,V2) -> (N8,K8)
 Layout sm80_8x8_row() { return Layout(T({T({4, 8}), 2}), T({T({16, 1}), 8})); }
 
-bool is_f16(ir::Type t) { return t && t->is_float() && t->float_kind == ir::FloatKind::F16; }
-bool is_bf16(ir::Type t) { return t && t->is_float() && t->float_kind == ir::FloatKind::BF16; }
-bool is_f32(ir::Type t) { return t && t->is_float() && t->float_kind == ir::FloatKind::F32; }
-bool is_f64(ir::Type t) { return t && t->is_float() && t->float_kind == ir::FloatKind::F64; }
-bool is_fp8(ir::Type t) { return t && t->is_float() && t->width == 8; }
-
-std::string name(ir::Type t) { return t ? dsl::dtype_name(t) : "None"; }
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + ")";
-}
-
 [[noreturn]] void invalid(const std::string& msg) { throw dsl::UserError("INVALID_MMA_OP", msg); }
 
 }  // namespace
 
 MmaAtom make_mma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shape) {
-  if (!is_f16(ab) && !is_bf16(ab))
-    invalid("MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got " + name(ab));
-  if (!is_f16(acc) && !is_f32(acc))
-    invalid("MmaF16BF16Op: acc_dtype must be Float16 or Float32, got " + name(acc));
-  if (is_bf16(ab) && !is_f32(acc))
-    invalid("MmaF16BF16Op: acc_dtype must be Float32 when ab_dtype is BFloat16, got " + name(acc));
+  if (!ab->is_f16() && !ab->is_bf16())
+    invalid("MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got " + mma_type_name(ab));
+  if (!acc->is_f16() && !acc->is_f32())
+    invalid("MmaF16BF16Op: acc_dtype must be Float16 or Float32, got " + mma_type_name(acc));
+  if (ab->is_bf16() && !acc->is_f32())
+    invalid("MmaF16BF16Op: acc_dtype must be Float32 when ab_dtype is BFloat16, got " + mma_type_name(acc));
   bool k8 = shape == std::vector<int64_t>{16, 8, 8}, k16 = shape == std::vector<int64_t>{16, 8, 16};
-  if (!k8 && !k16) invalid("MmaF16BF16Op: shape_mnk must be (16, 8, 8) or (16, 8, 16), got " + shape_text(shape));
+  if (!k8 && !k16) invalid("MmaF16BF16Op: shape_mnk must be (16, 8, 8) or (16, 8, 16), got " + mma_shape_text(shape));
   MmaAtom a;
   a.kind = MmaKind::F16BF16;
   a.a_type = a.b_type = ab;
@@ -69,9 +53,9 @@ MmaAtom make_mma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>& 
 }
 
 MmaAtom make_mma_fp8(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shape) {
-  if (!is_fp8(ab)) invalid("MmaFP8Op: ab_dtype must be Float8E4M3FN or Float8E5M2, got " + name(ab));
-  if (!is_f32(acc)) invalid("MmaFP8Op: acc_dtype must be Float32, got " + name(acc));
-  if (shape != std::vector<int64_t>{16, 8, 32}) invalid("MmaFP8Op: shape_mnk must be (16, 8, 32), got " + shape_text(shape));
+  if (!ab->is_fp8()) invalid("MmaFP8Op: ab_dtype must be Float8E4M3FN or Float8E5M2, got " + mma_type_name(ab));
+  if (!acc->is_f32()) invalid("MmaFP8Op: acc_dtype must be Float32, got " + mma_type_name(acc));
+  if (shape != std::vector<int64_t>{16, 8, 32}) invalid("MmaFP8Op: shape_mnk must be (16, 8, 32), got " + mma_shape_text(shape));
   MmaAtom a;
   a.kind = MmaKind::FP8;
   a.a_type = a.b_type = ab;
@@ -84,107 +68,26 @@ MmaAtom make_mma_fp8(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shap
   return a;
 }
 
-MmaAtom make_mma_universal(ir::Type t) {
-  if (!is_f16(t) && !is_f32(t) && !is_f64(t))
-    invalid("MmaUniversalOp: abacc_dtype must be Float16, Float32 or Float64, got " + name(t));
-  MmaAtom a;
-  a.kind = MmaKind::Universal;
-  a.a_type = a.b_type = a.c_type = t;
-  a.thr_id = Layout(1, 0);
-  a.layout_a_tv = a.layout_b_tv = a.layout_c_tv = Layout(IntTuple{1, 1}, IntTuple{0, 0});
-  return a;
-}
-
-std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int count, const char* which) {
-  if (!t.is_memory())
-    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " must be a register fragment, got " +
-                                              to_string(t));
-  if (t.element() != want)
-    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + name(t.element()) +
-                                              " but the MMA atom takes " + name(want));
-  L::Int n = L::size(t.layout);
-  if (!n.is_static() || n.value() != count)
-    throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) + " has " +
-                                               (n.is_static() ? std::to_string(n.value()) : "a dynamic number of") +
-                                               " values; the MMA atom takes " + std::to_string(count));
-  // 16-bit values go to mma.sync in pairs, one 32-bit register each: a pair stored side by side
-  // is read as one <2 x T> (LLVM then keeps the fragment as 32-bit registers across the main
-  // loop instead of 16-bit pieces that ptxas re-packs with PRMTs before every mma).
-  const bool pairs = want->width == 16 && t.space() == ir::AddrSpace::Rmem && !t.swizzle;
-  std::vector<dsl::Num> out;
-  for (int i = 0; i < count;) {
-    if (pairs && i + 1 < count) {
-      L::Int o0 = t.layout(IntTuple(i)).as_int(), o1 = t.layout(IntTuple(i + 1)).as_int();
-      if (o0.is_static() && o1.is_static() && o1.value() == o0.value() + 1) {
-        ir::Builder& b = trace_builder("gemm");
-        ir::Value* p = offset_pointer(b, t.ptr, o0);
-        if (p->type->align >= 4) {
-          ir::Value* v = b.load(p, ir::vector_type(want, 2));
-          out.push_back(dsl::Num::of_value(b.vec_extract(v, 0)));
-          out.push_back(dsl::Num::of_value(b.vec_extract(v, 1)));
-          i += 2;
-          continue;
-        }
-      }
-    }
-    out.push_back(load_element(t, IntTuple(i)));
-    ++i;
-  }
-  return out;
-}
-
-void mma_atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c) {
-  mma_atom_call(atom, d, mma_operand_values(a, atom.a_type, atom.values_a(), "A"),
-                mma_operand_values(b, atom.b_type, atom.values_b(), "B"), c);
-}
-
-void mma_atom_call(const MmaAtom& atom, const Tensor& d, const std::vector<dsl::Num>& av,
-                   const std::vector<dsl::Num>& bv, const Tensor& c) {
-  std::vector<dsl::Num> cv = mma_operand_values(c, atom.c_type, atom.values_c(), "C");
-  if (!d.is_memory() || d.element() != atom.c_type)
-    throw dsl::UserError("TYPE_MISMATCH", "gemm: operand D must be a register fragment of " + name(atom.c_type) +
-                                              ", got " + to_string(d));
+std::vector<ir::Value*> mma_sync_call(const MmaAtom& atom, const std::vector<dsl::Num>& av,
+                                      const std::vector<dsl::Num>& bv, const std::vector<dsl::Num>& cv) {
   ir::Builder& bld = trace_builder("gemm");
+  std::vector<ir::Value*> operands;
+  for (const std::vector<dsl::Num>* vals : {&av, &bv, &cv})
+    for (const dsl::Num& v : *vals) operands.push_back(dsl::materialize(v));
+  ir::Op* op = bld.create(ir::OpCode::MmaSync, operands, std::vector<ir::Type>(size_t(atom.values_c()), atom.c_type));
+  op->ints = {atom.m, atom.n, atom.k};
   std::vector<ir::Value*> results;
-  if (atom.kind == MmaKind::Universal) {
-    results.push_back(bld.fma(dsl::materialize(av[0]), dsl::materialize(bv[0]), dsl::materialize(cv[0])));
-  } else {
-    std::vector<ir::Value*> operands;
-    for (const std::vector<dsl::Num>* vals : {&av, &bv, static_cast<const std::vector<dsl::Num>*>(&cv)})
-      for (const dsl::Num& v : *vals) operands.push_back(dsl::materialize(v));
-    ir::Op* op = bld.create(ir::OpCode::MmaSync, operands,
-                            std::vector<ir::Type>(size_t(atom.values_c()), atom.c_type));
-    op->ints = {atom.m, atom.n, atom.k};
-    for (auto& r : op->results) results.push_back(r.get());
-  }
-  L::Int nd = L::size(d.layout);
-  if (!nd.is_static() || nd.value() != int64_t(results.size()))
-    throw dsl::UserError("SHAPE_MISMATCH", "gemm: operand D " + to_string(d) + " does not hold the atom's " +
-                                               std::to_string(results.size()) + " accumulator values");
-  for (size_t i = 0; i < results.size(); ++i) store_element(d, IntTuple(int64_t(i)), dsl::Num::of_value(results[i]));
+  for (auto& r : op->results) results.push_back(r.get());
+  return results;
 }
 
-std::string op_string(const MmaAtom& a) {
-  switch (a.kind) {
-    case MmaKind::Universal:
-      return "universal MMA Operation\n  A/B/Accumulator data type = " + name(a.a_type);
-    case MmaKind::F16BF16:
-      return "warp-level F16/BF16 MMA Operation\n  A/B data type = " + name(a.a_type) +
-             "\n  Accumulator data type = " + name(a.c_type) + "\n  Instruction shape MNK = " +
-             shape_text(a.shape_mnk());
-    case MmaKind::Warpgroup:
-      return wgmma_op_string(a);
-    case MmaKind::FP8:
-      return "warp-level FP8 MMA Operation\n  A/B data type = " + name(a.a_type) + "\n  Accumulator data type = " +
-             name(a.c_type) + "\n  Instruction shape MNK = " + shape_text(a.shape_mnk());
-  }
-  return "";
-}
-
-std::string to_string(const MmaAtom& a) {
-  return "MMA Atom\n  ThrID:           " + L::to_string(a.thr_id) + "\n  Shape MNK:       " +
-         L::to_string(IntTuple{a.m, a.n, a.k}) + "\n  TV Layout A:     " + L::to_string(a.layout_a_tv) +
-         "\n  TV Layout B:     " + L::to_string(a.layout_b_tv) + "\n  TV Layout C:     " + L::to_string(a.layout_c_tv);
+std::string mma_sm80_op_string(const MmaAtom& a) {
+  if (a.kind == MmaKind::FP8)
+    return "warp-level FP8 MMA Operation\n  A/B data type = " + mma_type_name(a.a_type) + "\n  Accumulator data type = " +
+           mma_type_name(a.c_type) + "\n  Instruction shape MNK = " + mma_shape_text(a.shape_mnk());
+  return "warp-level F16/BF16 MMA Operation\n  A/B data type = " + mma_type_name(a.a_type) +
+         "\n  Accumulator data type = " + mma_type_name(a.c_type) + "\n  Instruction shape MNK = " +
+         mma_shape_text(a.shape_mnk());
 }
 
 }  // namespace opencute::cute

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <functional>
 
-#include "cute/atom/copy_sm80.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 #include "layout/print.h"
@@ -20,29 +19,9 @@ namespace {
 
 IntTuple T(std::initializer_list<IntTuple> e) { return IntTuple(std::vector<IntTuple>(e)); }
 
-bool is_float_kind(ir::Type t, ir::FloatKind k) { return t && t->is_float() && t->float_kind == k; }
-bool is_f16(ir::Type t) { return is_float_kind(t, ir::FloatKind::F16); }
-bool is_bf16(ir::Type t) { return is_float_kind(t, ir::FloatKind::BF16); }
-bool is_f32(ir::Type t) { return is_float_kind(t, ir::FloatKind::F32); }
-bool is_fp8(ir::Type t) { return is_float_kind(t, ir::FloatKind::E4M3) || is_float_kind(t, ir::FloatKind::E5M2); }
-bool is_int8(ir::Type t) { return t && t->is_int() && !t->is_bool() && t->width == 8; }
-
-std::string name(ir::Type t) { return t ? dsl::dtype_name(t) : "None"; }
-
-std::string shape_text(const std::vector<int64_t>& s) {
-  std::string out = "(";
-  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-  return out + ")";
-}
-
 [[noreturn]] void invalid(const std::string& msg) { throw dsl::UserError("INVALID_MMA_OP", msg); }
 
 const char* major_name(OperandMajor m) { return m == OperandMajor::K ? "K" : "MN"; }
-
-int arch_number(const std::string& arch) {
-  size_t i = arch.find_first_of("0123456789");
-  return i == std::string::npos ? 0 : std::atoi(arch.c_str() + i);
-}
 
 // (64, N) or (64, N, k): N a multiple of 8 in [8, 256].
 int64_t instruction_n(const char* op, const std::vector<int64_t>& shape, int64_t k) {
@@ -50,7 +29,7 @@ int64_t instruction_n(const char* op, const std::vector<int64_t>& shape, int64_t
             shape[1] <= 256 && shape[1] % 8 == 0;
   if (!ok)
     invalid(std::string(op) + ": instruction_shape must be (64, N) or (64, N, " + std::to_string(k) +
-            ") with N a multiple of 8 in [8, 256], got " + shape_text(shape));
+            ") with N a multiple of 8 in [8, 256], got " + mma_shape_text(shape));
   return shape[1];
 }
 
@@ -81,18 +60,18 @@ ir::Builder& kernel_builder(const std::string& what) {
 }  // namespace
 
 void require_sm90a(const std::string& what) {
-  const std::string& arch = target_arch();
-  if (arch.empty() || (arch_number(arch) == 90 && arch.back() == 'a')) return;
-  throw dsl::UserError("UNSUPPORTED_ARCH", what + " (wgmma) needs sm_90a, but the program is compiled for " + arch);
+  const support::Arch& arch = dsl::Tracer::current_target_arch();
+  if (arch.empty() || arch.has_wgmma()) return;
+  throw dsl::UserError("UNSUPPORTED_ARCH", what + " (wgmma) needs sm_90a, but the program is compiled for " + arch.name);
 }
 
 MmaAtom make_wgmma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
                            OperandMajor a_major, OperandMajor b_major) {
   require_sm90a("warpgroup.MmaF16BF16Op");
-  if (!is_f16(ab) && !is_bf16(ab)) invalid("MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got " + name(ab));
-  if (!is_f16(acc) && !is_f32(acc)) invalid("MmaF16BF16Op: acc_dtype must be Float16 or Float32, got " + name(acc));
-  if (is_bf16(ab) && !is_f32(acc))
-    invalid("MmaF16BF16Op: acc_dtype must be Float32 when ab_dtype is BFloat16, got " + name(acc));
+  if (!ab->is_f16() && !ab->is_bf16()) invalid("MmaF16BF16Op: ab_dtype must be Float16 or BFloat16, got " + mma_type_name(ab));
+  if (!acc->is_f16() && !acc->is_f32()) invalid("MmaF16BF16Op: acc_dtype must be Float16 or Float32, got " + mma_type_name(acc));
+  if (ab->is_bf16() && !acc->is_f32())
+    invalid("MmaF16BF16Op: acc_dtype must be Float32 when ab_dtype is BFloat16, got " + mma_type_name(acc));
   if (a_src == OperandSource::Rmem && a_major != OperandMajor::K)
     invalid("MmaF16BF16Op: operand A from registers (OperandSource.RMEM) must be K-major");
   int64_t n = instruction_n("MmaF16BF16Op", shape, 16);
@@ -102,9 +81,9 @@ MmaAtom make_wgmma_f16bf16(ir::Type ab, ir::Type acc, const std::vector<int64_t>
 MmaAtom make_wgmma_f8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
                       OperandMajor a_major, OperandMajor b_major) {
   require_sm90a("warpgroup.MmaF8Op");
-  if (!is_fp8(a)) invalid("MmaF8Op: a_dtype must be Float8E4M3FN or Float8E5M2, got " + name(a));
-  if (!is_fp8(b)) invalid("MmaF8Op: b_dtype must be Float8E4M3FN or Float8E5M2, got " + name(b));
-  if (!is_f16(acc) && !is_f32(acc)) invalid("MmaF8Op: acc_dtype must be Float16 or Float32, got " + name(acc));
+  if (!a->is_fp8()) invalid("MmaF8Op: a_dtype must be Float8E4M3FN or Float8E5M2, got " + mma_type_name(a));
+  if (!b->is_fp8()) invalid("MmaF8Op: b_dtype must be Float8E4M3FN or Float8E5M2, got " + mma_type_name(b));
+  if (!acc->is_f16() && !acc->is_f32()) invalid("MmaF8Op: acc_dtype must be Float16 or Float32, got " + mma_type_name(acc));
   // wgmma transposes 16-bit operands only: 8-bit ones are K-major.
   if (a_major != OperandMajor::K || b_major != OperandMajor::K)
     invalid(std::string("MmaF8Op: 8-bit operands must be K-major, got a_major_mode=") + major_name(a_major) +
@@ -116,10 +95,10 @@ MmaAtom make_wgmma_f8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<in
 MmaAtom make_wgmma_i8(ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape, OperandSource a_src,
                       OperandMajor a_major, OperandMajor b_major) {
   require_sm90a("warpgroup.MmaI8Op");
-  if (!is_int8(a)) invalid("MmaI8Op: a_dtype must be Int8 or Uint8, got " + name(a));
-  if (!is_int8(b)) invalid("MmaI8Op: b_dtype must be Int8 or Uint8, got " + name(b));
+  if (!a->is_int8()) invalid("MmaI8Op: a_dtype must be Int8 or Uint8, got " + mma_type_name(a));
+  if (!b->is_int8()) invalid("MmaI8Op: b_dtype must be Int8 or Uint8, got " + mma_type_name(b));
   if (!acc || !acc->is_int() || acc->width != 32 || !acc->is_signed)
-    invalid("MmaI8Op: acc_dtype must be Int32, got " + name(acc));
+    invalid("MmaI8Op: acc_dtype must be Int32, got " + mma_type_name(acc));
   if (a_major != OperandMajor::K || b_major != OperandMajor::K)
     invalid(std::string("MmaI8Op: 8-bit operands must be K-major, got a_major_mode=") + major_name(a_major) +
             ", b_major_mode=" + major_name(b_major));
@@ -137,7 +116,7 @@ L::ComposedLayout make_smem_layout_atom(SmemLayoutAtomKind kind, ir::Type elemen
   int bits = element->is_bool() ? 8 : element->width;
   int64_t c = (int64_t(128) << b) / bits;
   if (c <= 0 || (int64_t(128) << b) % bits)
-    throw dsl::UserError("INVALID_VALUE", "make_smem_layout_atom: no swizzle atom for " + name(element));
+    throw dsl::UserError("INVALID_VALUE", "make_smem_layout_atom: no swizzle atom for " + mma_type_name(element));
   L::ComposedLayout out;
   out.inner = L::make_swizzle(b, 4, 3);
   out.offset = IntTuple(0);
@@ -246,8 +225,8 @@ Tensor make_wgmma_desc_fragment(const TiledMma& mma, MmaOperand w, const Tensor&
                                               " from shared memory; expected a partitioned smem tensor, got " +
                                               to_string(p));
   if (p.element() != want)
-    throw dsl::UserError("TYPE_MISMATCH", fn + ": " + to_string(p) + " holds " + name(p.element()) +
-                                              " but the MMA atom takes " + name(want));
+    throw dsl::UserError("TYPE_MISMATCH", fn + ": " + to_string(p) + " holds " + mma_type_name(p.element()) +
+                                              " but the MMA atom takes " + mma_type_name(want));
   if (p.layout.rank() < 3)
     throw dsl::UserError("SHAPE_MISMATCH", fn + ": expected a partitioned tensor (MMA, MMA_M/N, MMA_K, ...) of rank >= 3, got " +
                                                to_string(p));
@@ -339,8 +318,8 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
                                               "(tiled_mma.make_fragment_" + which + " of a partitioned smem tensor), got " +
                                               to_string(t));
   if (t.element() != want)
-    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + name(t.element()) +
-                                              " but the MMA atom takes " + name(want));
+    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + mma_type_name(t.element()) +
+                                              " but the MMA atom takes " + mma_type_name(want));
   L::Int n = L::size(t.layout);
   if (!n.is_static() || n.value() != 1)
     throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) +
@@ -359,8 +338,8 @@ std::vector<ir::Value*> register_values(const Tensor& t, ir::Type want, int coun
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " must be a register fragment, got " +
                                               to_string(t));
   if (t.element() != want)
-    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + name(t.element()) +
-                                              " but the MMA atom takes " + name(want));
+    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + mma_type_name(t.element()) +
+                                              " but the MMA atom takes " + mma_type_name(want));
   L::Int n = L::size(t.layout);
   if (!n.is_static() || n.value() != count)
     throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) + " has " +
@@ -382,7 +361,7 @@ void wgmma_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Ten
   ops.push_back(dsl::materialize(dsl::to_boolean(accumulate)));
   for (ir::Value* v : register_values(c, atom.c_type, atom.values_c(), "C")) ops.push_back(v);
   if (!d.is_memory() || d.space() != ir::AddrSpace::Rmem || d.element() != atom.c_type)
-    throw dsl::UserError("TYPE_MISMATCH", "gemm: operand D must be a register fragment of " + name(atom.c_type) +
+    throw dsl::UserError("TYPE_MISMATCH", "gemm: operand D must be a register fragment of " + mma_type_name(atom.c_type) +
                                               ", got " + to_string(d));
   L::Int nd = L::size(d.layout);
   if (!nd.is_static() || nd.value() != atom.values_c())
@@ -466,10 +445,10 @@ void warpgroup_wait_group(int64_t n) {
 std::string wgmma_op_string(const MmaAtom& a) {
   bool f8 = a.a_type && a.a_type->width == 8;
   std::string s = std::string("warpgroup-level ") + (f8 ? "F8" : "F16/BF16") + " MMA Operation\n";
-  if (f8) s += "  A data type = " + name(a.a_type) + "\n  B data type = " + name(a.b_type) + "\n";
-  else s += "  A/B data type = " + name(a.a_type) + "\n";
-  return s + "  Accumulator data type = " + name(a.c_type) + "\n  Instruction shape MNK = " +
-         shape_text(a.shape_mnk()) + "\n  A source location = " +
+  if (f8) s += "  A data type = " + mma_type_name(a.a_type) + "\n  B data type = " + mma_type_name(a.b_type) + "\n";
+  else s += "  A/B data type = " + mma_type_name(a.a_type) + "\n";
+  return s + "  Accumulator data type = " + mma_type_name(a.c_type) + "\n  Instruction shape MNK = " +
+         mma_shape_text(a.shape_mnk()) + "\n  A source location = " +
          (a.a_source == OperandSource::Smem ? "SMEM" : "RMEM") + "\n  A major mode = " + major_name(a.a_major) +
          "\n  B major mode = " + major_name(a.b_major);
 }

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "cute/atom/copy_sm80.h"
 #include "dsl/dtype.h"
 #include "dsl/mbarrier.h"
 #include "dsl/tracer.h"
@@ -18,9 +17,9 @@ namespace {
 ir::Builder& kernel_builder(const std::string& what) {
   dsl::Tracer& t = dsl::Tracer::require(what.c_str());
   if (!t.in_kernel()) fail("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
-  const int n = dsl::arch_number(target_arch());
-  if (n && n < 90) fail("UNSUPPORTED_ARCH", what + " needs sm_90a (tensormap.replace), but the program is compiled for " +
-                                                target_arch());
+  const support::Arch& arch = t.target_arch();
+  if (arch.older_than(90))
+    fail("UNSUPPORTED_ARCH", what + " needs sm_90a (tensormap.replace), but the program is compiled for " + arch.name);
   return t.builder();
 }
 

@@ -6,8 +6,8 @@
 #include <optional>
 #include <vector>
 
-#include "cute/atom/mma_sm80.h"
-#include "cute/copy.h"
+#include "cute/atom/mma_atom.h"
+#include "cute/atom/tiled_copy.h"
 
 namespace opencute::cute {
 

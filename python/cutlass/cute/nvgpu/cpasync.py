@@ -112,7 +112,6 @@ class TmaCopyAtom:
     """A TMA copy atom: the C++ atom (box, swizzle, the smem tile layout) and the TMA descriptor
     value. It travels into a kernel as one argument: the descriptor, passed by value as a
     64-byte-aligned __grid_constant__ parameter."""
-    _is_tma_atom = True
 
     def __init__(self, op, atom, desc, ratios=()):
         self.op = op
@@ -121,6 +120,12 @@ class TmaCopyAtom:
         # A tensor with more than 5 modes to address shares the last tensor-map dimension
         # between its trailing modes: their stride ratios (host values) travel with the descriptor.
         self._ratios = list(ratios)
+
+    @property
+    def _copy_atom(self):
+        """The C++ copy atom cute.copy takes: the table with the descriptor value this atom holds
+        (the host program's, or the kernel parameter it became)."""
+        return _core.sm90.make_tma_copy_atom(self._atom, self._desc, self._ratios)
 
     @property
     def value_type(self):
@@ -135,18 +140,6 @@ class TmaCopyAtom:
 
     def __new_from_mlir_values__(self, values):
         return TmaCopyAtom(self.op, self._atom, values[0], values[1:1 + len(self._ratios)])
-
-    def _copy(self, src, dst, tma_bar_ptr=None, mcast_mask=None, tma_desc_ptr=None, cache_policy=None, **kwargs):
-        # tma_desc_ptr=: a copy of the atom's descriptor in memory (copy_tensormap), maybe re-pointed
-        # at another tensor (update_tma_descriptor); the box and swizzle stay the atom's.
-        desc = self._desc if tma_desc_ptr is None else _pointer_value(tma_desc_ptr)
-        bar = None if tma_bar_ptr is None else _pointer_value(tma_bar_ptr)
-        mask = None
-        if self._atom.is_multicast:
-            if mcast_mask is None:
-                raise user_error("cute.copy: CopyBulkTensorTileG2SMulticastOp needs mcast_mask=", code="TMA_COPY")
-            mask = num_of(as_numeric(mcast_mask))
-        _core.sm90.tma_copy(self._atom, desc, src, dst, bar, mask, *_user_line(), ratios=self._ratios)
 
     def __str__(self):
         a = self._atom

@@ -35,13 +35,13 @@ class SmemLayoutAtomKind(enum.Enum):
 
 def _source(a_src):
     if isinstance(a_src, OperandSource):
-        return 0 if a_src is OperandSource.SMEM else 1
+        return int(_C.OperandSource[a_src.name])
     raise TypeError(f"a_src must be a warpgroup.OperandSource, got {a_src!r}")
 
 
 def _major(mode, which):
     if isinstance(mode, OperandMajorMode):
-        return 0 if mode is OperandMajorMode.K else 1
+        return int(_C.OperandMajor[mode.name])
     raise TypeError(f"{which} must be an OperandMajorMode, got {mode!r}")
 
 
@@ -101,7 +101,7 @@ def make_smem_layout_atom(kind, element_type, *, loc=None, ip=None):
     tensor's pointer (`get_tensor(layout.outer, swizzle=layout.inner)`)."""
     if not isinstance(kind, SmemLayoutAtomKind):
         raise TypeError(f"make_smem_layout_atom: expected a SmemLayoutAtomKind, got {kind!r}")
-    return _C.make_smem_layout_atom(kind.value, element_type)
+    return _C.make_smem_layout_atom(int(_C.SmemLayoutAtomKind[kind.name]), element_type)
 
 
 def fence(*, loc=None, ip=None):

@@ -1,0 +1,39 @@
+// Tiled copies (CuTe's TiledCopy and ThrCopy, copy_atom.hpp): a copy atom replicated over
+// threads and values, the partitioning of source and destination tensors among the threads,
+// retiling, and make_tiled_copy_S / _D.
+#pragma once
+#include <string>
+
+#include "cute/atom/copy_atom.h"
+
+namespace opencute::cute {
+
+// An atom replicated over threads and values: layout_tv maps (thread, value) to the
+// column-major index of a tile of shape tiler_mn.
+struct TiledCopy {
+  CopyAtom atom;
+  layout::Layout layout_tv;
+  layout::IntTuple tiler_mn;
+
+  layout::Int size() const { return layout::size(layout_tv, {0}); }
+};
+
+TiledCopy make_tiled_copy(const CopyAtom& atom, const layout::Layout& layout_tv, const layout::IntTuple& tiler_mn);
+TiledCopy make_tiled_copy_tv(const CopyAtom& atom, const layout::Layout& thr_layout, const layout::Layout& val_layout);
+
+// The elements of `t` (a tile of at least tiler_mn) that thread `thr_index` copies:
+// ((atom values, rest values), rest modes of t over the tiler...), as the atom's source
+// (partition_S) or destination (partition_D) sees them.
+Tensor partition(const TiledCopy& tc, const Tensor& t, const layout::Int& thr_index, bool source = true);
+// A thread's tensor (e.g. a fragment partitioned by a tiled MMA or another tiled copy)
+// re-expressed with this copy's value mode (CuTe's retile_S / retile_D).
+Tensor retile(const TiledCopy& tc, const Tensor& t);
+// (thread, value) -> coordinate of the tile, as the source / destination of the atom sees it.
+layout::Layout tiled_layout_tv(const TiledCopy& tc, bool source);
+// CuTe's make_tiled_copy_S / _D: `atom` arranged as `tc`'s source / destination.
+TiledCopy make_tiled_copy_S(const CopyAtom& atom, const TiledCopy& tc);
+TiledCopy make_tiled_copy_D(const CopyAtom& atom, const TiledCopy& tc);
+
+std::string to_string(const TiledCopy& t);
+
+}  // namespace opencute::cute

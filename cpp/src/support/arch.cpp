@@ -1,0 +1,38 @@
+#include "support/arch.h"
+
+#include <cctype>
+
+namespace opencute::support {
+
+Arch parse_arch(const std::string& name) {
+  Arch a;
+  a.name = name;
+  size_t i = name.rfind("sm_", 0) == 0 ? 3 : name.rfind("compute_", 0) == 0 ? 8 : 0;
+  size_t d = i;
+  while (d < name.size() && std::isdigit(static_cast<unsigned char>(name[d]))) ++d;
+  const size_t rest = name.size() - d;
+  if (d == i || d - i > 4 || rest > 1 || (rest == 1 && !std::isalpha(static_cast<unsigned char>(name[d]))))
+    return a;
+  a.number = std::stoi(name.substr(i, d - i));
+  a.suffix = rest ? name[d] : 0;
+  return a;
+}
+
+std::string arch_name(int major, int minor) {
+  std::string arch = "sm_" + std::to_string(major) + std::to_string(minor);
+  if (major >= 9) arch += "a";
+  return arch;
+}
+
+int64_t Arch::smem_capacity_bytes() const {
+  int kib = 0;
+  switch (number) {
+    case 80: case 87: kib = 164; break;
+    case 86: case 89: case 120: case 121: kib = 100; break;
+    case 90: case 100: case 101: case 103: case 110: kib = 228; break;
+    default: return -1;
+  }
+  return int64_t(kib - 1) * 1024;
+}
+
+}  // namespace opencute::support
