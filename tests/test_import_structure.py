@@ -17,17 +17,6 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1] / "python" / "cutlass"
 # Extension modules: imported like Python modules but with no source to parse.
 EXTENSION_MODULES = {"cutlass._core"}
 
-# Modules still allowed to break rules (b) and (c). The call-time machinery is being reworked
-# (one argument contract in C++) by a separate change, which removes their imports of
-# `cutlass.cute.*`, `cutlass._mlir.*`, `cutlass` and of each other inside functions. Once it has
-# landed this set must be empty; do not add to it.
-CALL_PATH_MODULES_BEING_REWORKED = {
-    "cutlass._dsl.jit",
-    "cutlass._dsl.direct_call",
-    "cutlass._dsl.tvm_ffi",
-}
-
-
 class Import:
     """One import statement: who imports, what (resolved module names), where, at which level."""
 
@@ -150,21 +139,14 @@ def test_no_import_cycle_at_module_level(package):
 
 def test_front_end_does_not_import_cute_or_anything_above_it(package):
     _, imports = package
-    bad = [f"{imp.where()}: {imp.importer} imports {t}" for imp, t in front_end_reaching_up(imports)
-           if imp.importer not in CALL_PATH_MODULES_BEING_REWORKED]
+    bad = [f"{imp.where()}: {imp.importer} imports {t}" for imp, t in front_end_reaching_up(imports)]
     assert not bad, "cutlass._dsl reaches up:\n" + "\n".join(bad)
 
 
 def test_no_cutlass_import_inside_a_function(package):
     _, imports = package
-    bad = [f"{imp.where()}: {', '.join(imp.targets)}" for imp in function_level(imports)
-           if imp.importer not in CALL_PATH_MODULES_BEING_REWORKED]
+    bad = [f"{imp.where()}: {', '.join(imp.targets)}" for imp in function_level(imports)]
     assert not bad, "imports of cutlass modules inside functions:\n" + "\n".join(bad)
-
-
-def test_allow_list_names_only_existing_modules(package):
-    modules, _ = package
-    assert CALL_PATH_MODULES_BEING_REWORKED <= set(modules)
 
 
 # ---- the checker itself, on a package made for it --------------------------------------------------

@@ -30,6 +30,9 @@ import sys
 import types
 
 from .. import _core
+from .decorated_function import _DecoratedFunction, _is_constexpr_annotation, _is_stream
+from .numeric import Numeric
+from .runtime_arguments import Tensor as RuntimeTensor
 
 
 class _Missing:
@@ -153,9 +156,6 @@ def _code_info(code):
 def _type_category(tp):
     """(category as a runtime argument, keyed by identity as a compile-time value) for values
     of type `tp`, following jit._classify and jit._runtime_leaf."""
-    from .jit import _DecoratedFunction, _is_stream
-    from .numeric import Numeric
-    from ..cute.runtime import Tensor as RuntimeTensor
     identity = issubclass(tp, (types.ModuleType, types.FunctionType, _DecoratedFunction, enum.Enum))
     if tp is type(None):
         return _NONE, False
@@ -218,7 +218,6 @@ class GuardBuilder:
         if isinstance(v, types.FunctionType):
             self.watch_function(v)
             return v
-        from .jit import _DecoratedFunction
         if isinstance(v, _DecoratedFunction):
             self.watch_decorated(v)
             return v
@@ -328,7 +327,6 @@ def build_guard(jit_function, executed, static_values):
 
 def make_cache(jit_function):
     """The DirectCallCache of a @jit function, or None when its signature has *args/**kwargs."""
-    from .jit import _is_constexpr_annotation
     params = []
     for index, p in enumerate(jit_function._sig.parameters.values()):
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):

@@ -8,14 +8,17 @@ import os
 import threading
 
 from .. import _core
-from . import context, rt
+from . import c_struct, context, rt, tvm_ffi
 from . import direct_call as _direct_call
+from .decorated_function import (  # noqa: F401 - Constexpr and the predicates keep their old home too
+    Constexpr, ConstexprMeta, _DecoratedFunction, _is_constexpr_annotation, _is_stream)
+from .address_space import ARGUMENT_SPACES
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .extracted_values import rebuild_parts
 from .jit_arg_adapter import adapt as adapt_jit_arg
-from .numeric import Int32, Int64, Numeric, NumericMeta, annotated_class, as_numeric, wrap
+from .numeric import Int32, Int64, Numeric, NumericMeta, _wrap_int, annotated_class, as_numeric, wrap
 from .options import CompileOptions, EnableTVMFFI, resolve_target
-from .preprocess import preprocess as _preprocess
+from .runtime_arguments import SymInt, as_runtime_tensor
 from .source_lines import track_source_lines
 from .tensor import Pointer, Tensor
 
@@ -25,28 +28,6 @@ VERSION = "0.1.0"
 _K = _core.SlotKind
 K_SCALAR, K_TENSOR_DATA, K_TENSOR_SHAPE, K_TENSOR_STRIDE, K_STREAM, K_POINTER, K_C_POINTER = (
     _K.Scalar, _K.TensorData, _K.TensorShape, _K.TensorStride, _K.Stream, _K.Pointer, _K.CPointer)
-
-
-class ConstexprMeta(type):
-    def __getitem__(cls, item):
-        return cls
-
-
-class Constexpr(metaclass=ConstexprMeta):
-    """Annotation of a compile-time parameter."""
-
-
-def _is_constexpr_annotation(ann):
-    return ann is Constexpr or (isinstance(ann, type) and issubclass(ann, Constexpr)) or \
-        getattr(ann, "__origin__", None) is Constexpr or (isinstance(ann, str) and "Constexpr" in ann)
-
-
-def _is_stream(value):
-    """A CUDA stream, or another CUDA handle passed by value the same way (an event for a launch's
-    launch_completion_event / programmatic_event)."""
-    name = type(value).__name__
-    return name in ("CUstream", "cudaStream_t", "Stream", "ExternalStream", "FakeStream", "StreamHandle",
-                    "cudaEvent_t", "CUevent")
 
 
 def _is_runtime_pointer(value):
@@ -82,9 +63,8 @@ def _traced_tensor(ptr_value, dtype, shape, stride, memspace, align):
     """The tensor a @jit function's body sees for a tensor argument. `ptr_value` is the IR
     pointer; shape/stride entries are ints (static) or DSL integers (dynamic, possibly carrying
     a divisibility). The one place traced tensors are built from arguments."""
-    from ..cute import layout as _layout, tensor as _tensor
-    layout = _layout.make_layout(tuple(shape), stride=tuple(stride))
-    return _tensor.make_tensor(_core.cute.pointer_from_value(ptr_value), layout)
+    layout = _core.layout.make_layout(tuple(shape), tuple(stride))
+    return _core.cute.make_tensor(_core.cute.pointer_from_value(ptr_value), layout)
 
 
 def _traced_pointer(ptr_value, dtype, memspace, align):
@@ -95,7 +75,7 @@ def _traced_pointer(ptr_value, dtype, memspace, align):
 _DSL_INT = {32: Int32, 64: Int64}
 
 
-NONE_PARAM_ARITY = -2  # a TVM-FFI parameter that was compiled with None (tvm_ffi_function.cpp)
+NONE_PARAM_ARITY = tvm_ffi.NONE_PARAM_ARITY
 
 
 class _ArgPlan:
@@ -173,7 +153,6 @@ class _ArgPlan:
                 traced, slot = known[1], known[2]
                 same_as.append((kind == K_TENSOR_STRIDE, mode, slot))
                 return traced
-        from ..cute.layout import _wrap_int  # dynamic layout leaves carry their divisibility
         slot = self.contract.add_slot(source, kind, mode)
         traced = _wrap_int(self.tracer.add_argument(_DSL_INT[width].mlir_type), divisibility)
         if symbol is not None:
@@ -181,7 +160,6 @@ class _ArgPlan:
         return traced
 
     def tensor(self, value, source, name=""):
-        from ..cute.runtime import as_runtime_tensor
         rt_tensor = as_runtime_tensor(value)
         spec = rt_tensor._spec
         space = int(rt_tensor.memspace)
@@ -210,7 +188,6 @@ class _ArgPlan:
         return _traced_tensor(ptr, dtype, shape, stride, space, rt_tensor.assumed_align)
 
     def pointer(self, value, source):
-        from .address_space import ARGUMENT_SPACES
         if value.memspace not in ARGUMENT_SPACES:
             raise DSLUserCodeError(f"a {value.memspace} pointer cannot be passed to a jit function yet",
                                    code="ARG_UNSUPPORTED_TYPE")
@@ -232,17 +209,16 @@ class _ArgPlan:
             raise DSLUserCodeError(f"{type(value).__name__}.__c_pointers__() gives {n_pointers} pointers but "
                                    f"__get_mlir_types__() {len(types)} types; they must match",
                                    code="ARG_UNSUPPORTED_TYPE")
-        from .._mlir.dialects import llvm
         params = []
         for j, t in enumerate(types):
-            if isinstance(t, (llvm.StructType, llvm.PointerType)):
+            if isinstance(t, (c_struct.StructType, c_struct.PointerType)):
                 # A C struct (or pointer) read field by field from the storage at pointer j: one
                 # parameter per scalar leaf at its C offset, rebuilt into one struct value.
                 leaves = []
-                for leaf_type, offset in llvm.flatten_type(t):
+                for leaf_type, offset in c_struct.flatten_type(t):
                     self.contract.add_slot(source, K_C_POINTER, c_pointer_slot_mode(j, offset))
                     leaves.append(self.tracer.add_argument(leaf_type))
-                params.append(llvm.rebuild_value(t, leaves))
+                params.append(c_struct.rebuild_value(t, leaves))
                 continue
             self.contract.add_slot(source, K_C_POINTER, c_pointer_slot_mode(j, 0))
             params.append(self.tracer.add_argument(getattr(t, "mlir_type", t)))
@@ -272,7 +248,6 @@ def _framework_dtype_name(dtype):
 
 
 def _symbol(entry):
-    from ..cute.runtime import SymInt
     return entry if isinstance(entry, SymInt) else None
 
 
@@ -410,34 +385,6 @@ def _flatten_results(result):
 CompiledFunction = _core.JitCompiledFunction
 
 
-class _DecoratedFunction:
-    """What @jit and @kernel share: the wrapped function, its signature, its lazily
-    preprocessed body, method binding and the symbol-name prefix."""
-
-    def __init__(self, fn, preprocess=True):
-        functools.update_wrapper(self, fn)
-        self._fn = fn
-        self._preprocess = preprocess
-        self._traced = None
-        self._sig = inspect.signature(fn)
-        self._name_prefix = ""
-
-    def _body(self):
-        if self._traced is None:
-            self._traced = _preprocess(self._fn, rt) if self._preprocess else self._fn
-        return self._traced
-
-    def __get__(self, obj, objtype=None):
-        if obj is None:
-            return self
-        return functools.partial(self.__call__, obj)
-
-    def set_name_prefix(self, name, *, remove_cutlass_symbol=False, keep_mangled_name=True):
-        if not isinstance(name, str):
-            raise TypeError("name prefix must be a str")
-        self._name_prefix = name
-
-
 _trace_count_lock = threading.Lock()
 
 
@@ -547,7 +494,6 @@ class JitFunction(_DecoratedFunction):
         if _env_flag("CUTE_DSL_PRINT_IR"):
             print(compiled.__mlir__, flush=True)
         if options["enable_tvm_ffi"]:
-            from . import tvm_ffi
             compiled = tvm_ffi.make_function(compiled, plan, self._fn, self._sig)
         if key is not None:
             self._cache[key] = compiled
@@ -612,11 +558,10 @@ def _check_cluster(cluster, grid):
 def _kernel_value(tracer, pname, value, host_values):
     """The kernel-side stand-in for a structured launch argument: static parts stay Python
     values, each dynamic leaf becomes a kernel parameter (its host value goes to host_values)."""
-    from ..cute.layout import ComposedLayout, Layout, Swizzle, _wrap_int
     value = adapt_jit_arg(value)
-    if isinstance(value, (bool, int, float, str, Swizzle)) or value is None:
+    if isinstance(value, (bool, int, float, str, _core.layout.Swizzle)) or value is None:
         return value
-    if isinstance(value, ComposedLayout):  # swizzled smem layouts are static (checked when used)
+    if isinstance(value, _core.layout.ComposedLayout):  # swizzled smem layouts are static (checked when used)
         return value
     if isinstance(value, Numeric):
         if value.is_static():
@@ -626,7 +571,7 @@ def _kernel_value(tracer, pname, value, host_values):
     if isinstance(value, (tuple, list)):
         items = [_kernel_value(tracer, pname, v, host_values) for v in value]
         return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
-    if isinstance(value, Layout):
+    if isinstance(value, _core.layout.Layout):
         if value.is_static():
             return value
         vals = _core.cute.layout_dynamic_values(value)
@@ -666,7 +611,6 @@ def _launch_smem(smem, allocated, kernel_name, static_bytes=0):
     if smem is None:
         return allocated
     if isinstance(smem, int) and not isinstance(smem, bool):
-        from .. import _core
         ctx = context.current()
         arch = getattr(ctx, "arch", None)
         if arch and smem + static_bytes > _core.smem.capacity_in_bytes(arch):
@@ -745,7 +689,6 @@ class KernelLauncher:
             if all(isinstance(b, int) for b in block3):
                 tracer.set_reqntid(*block3)
             if min_blocks:
-                from .. import _core
                 _core.sm90_warp.set_minctasm(min_blocks)
             ctx.kernel_depth += 1
             outer_smem, ctx.kernel_smem = getattr(ctx, "kernel_smem", None), _KernelSmemUsage()
@@ -851,8 +794,7 @@ class _Compile:
         if _env_flag("CUTE_DSL_ENABLE_TVM_FFI"):
             opts.apply(EnableTVMFFI(True))
         if opts["enable_tvm_ffi"]:
-            from .tvm_ffi import import_tvm_ffi
-            import_tvm_ffi()  # before tracing: a missing package is a clear error
+            tvm_ffi.import_tvm_ffi()  # before tracing: a missing package is a clear error
         if isinstance(fn, functools.partial) and isinstance(getattr(fn.func, "__self__", None), JitFunction):
             jf, args = fn.func.__self__, fn.args + args
         elif isinstance(fn, JitFunction):

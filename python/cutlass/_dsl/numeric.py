@@ -326,3 +326,31 @@ def is_numeric_like(x):
 
 def is_dynamic(x):
     return isinstance(x, Numeric) and not x._n.is_static
+
+
+# ---- DSL integers with divisibility (dynamic layout leaves, cute.assume) ----------------------
+
+_INT_VALUE_CLASSES = {}
+
+
+def _int_value_class(base):
+    cls = _INT_VALUE_CLASSES.get(base)
+    if cls is None:
+        cls = type(base)(base.__name__, (base,), {
+            "__slots__": ("_div",),
+            "__module__": "cutlass",
+            "__str__": lambda self: _core.layout.int_str(self),
+            "divisibility": property(lambda self: self._div),
+        })
+        _INT_VALUE_CLASSES[base] = cls
+    return cls
+
+
+def _wrap_int(num, divisibility):
+    proxy = wrap(num)
+    if divisibility <= 1 or not isinstance(proxy, Integer) or isinstance(proxy, Boolean):
+        return proxy
+    obj = object.__new__(_int_value_class(type(proxy)))
+    obj._n = num
+    obj._div = divisibility
+    return obj

@@ -39,6 +39,7 @@ import sys
 import types
 import weakref
 
+from .. import _core
 from .errors import DSLUserCodeError
 
 __all__ = ["preprocess", "transform_source", "RT_NAME"]
@@ -777,7 +778,6 @@ def _requalify(code, old, new):
 
 
 def _env_flag(var):
-    from .. import _core
     return _core.env_flag(var)
 
 

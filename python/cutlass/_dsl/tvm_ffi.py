@@ -11,6 +11,7 @@ import threading
 
 from .. import _core
 from .errors import DSLUserCodeError
+from .numeric import Numeric
 
 _INSTALL_HINT = "pip install apache-tvm-ffi  (or: pip install opencute[tvm-ffi])"
 
@@ -44,6 +45,8 @@ _factory_lock = threading.Lock()  # first compiles may run on several threads at
 
 # Leaf kinds; must match LeafKind in tvm_ffi_function.cpp.
 LEAF_TENSOR, LEAF_SCALAR, LEAF_STREAM, LEAF_POINTER = range(4)
+
+NONE_PARAM_ARITY = -2  # a parameter that was compiled with None (kNoneParamArity in tvm_ffi_function.cpp)
 
 
 def _factory_function():
@@ -121,7 +124,6 @@ _MISSING = _Missing()
 
 def _python_default(value):
     """A default as the Python value the TVM-FFI call takes."""
-    from .numeric import Numeric
     if isinstance(value, Numeric):
         return value.value
     return value
@@ -129,7 +131,6 @@ def _python_default(value):
 
 def make_function(compiled, plan, fn, sig):
     """The tvm_ffi.Function for `compiled` (a JitCompiledFunction traced with `plan`)."""
-    from .jit import NONE_PARAM_ARITY
     factory = _factory_function()
     visible = [p for p in plan.params_info if not p["env"]]
     index_of = {p["name"]: i for i, p in enumerate(visible)}

@@ -29,34 +29,8 @@ class LayoutError(DSLUserCodeError, ValueError):
 _L._set_error_class(LayoutError)
 
 
-# ---- DSL integers with divisibility (dynamic layout leaves, cute.assume) ----------------------
-
-_INT_VALUE_CLASSES = {}
-
-
-def _int_value_class(base):
-    cls = _INT_VALUE_CLASSES.get(base)
-    if cls is None:
-        cls = type(base)(base.__name__, (base,), {
-            "__slots__": ("_div",),
-            "__module__": "cutlass",
-            "__str__": lambda self: _L.int_str(self),
-            "divisibility": property(lambda self: self._div),
-        })
-        _INT_VALUE_CLASSES[base] = cls
-    return cls
-
-
-def _wrap_int(num, divisibility):
-    proxy = _numeric.wrap(num)
-    if divisibility <= 1 or not isinstance(proxy, _numeric.Integer) or isinstance(proxy, _numeric.Boolean):
-        return proxy
-    obj = object.__new__(_int_value_class(type(proxy)))
-    obj._n = num
-    obj._div = divisibility
-    return obj
-
-
+# DSL integers with divisibility (dynamic layout leaves, cute.assume): the C++ algebra returns them.
+_int_value_class, _wrap_int = _numeric._int_value_class, _numeric._wrap_int
 _L._set_int_wrapper(_wrap_int)
 
 IntValue = _int_value_class(_numeric.Int32)

@@ -7,6 +7,7 @@ from .._dsl.address_space import AddressSpace
 from .._dsl.extracted_values import ExtractedValues
 from .._dsl.tensor import Pointer, Tensor
 from . import coordinate_shadow as _coordinate_shadow
+from .arch import _pointer_value, _user_line
 from .layout import ComposedLayout, Layout, composition, make_composed_layout, make_layout, size
 from .tensor_ssa import TensorSSA
 
@@ -205,7 +206,6 @@ def copy(atom, src, dst, *, pred=None, unroll_factor=None, loc=None, ip=None, tm
     pred= (one Boolean per atom call), and for TMA atoms tma_bar_ptr= (the mbarrier a load
     completes on), mcast_mask= (multicast loads) and tma_desc_ptr= (a copy of the atom's descriptor
     in memory, maybe re-pointed at another tensor; the box and swizzle stay the atom's)."""
-    from .arch import _pointer_value, _user_line
     _C.copy(atom, src, dst, pred,
             None if tma_bar_ptr is None else _pointer_value(tma_bar_ptr),
             None if mcast_mask is None else _numeric.num_of(_numeric.as_numeric(mcast_mask)),
