@@ -630,6 +630,16 @@ PyType_Slot cache_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(cache_trav
 }  // namespace
 
 void bind_direct_calls(nb::module_& m) {
+  // The type categories and guard kinds by name, for direct_call.py's type callback and guards.
+  nb::dict categories, guard_kinds;
+  categories["Unkeyable"] = int(kUnkeyable), categories["None"] = int(kNone), categories["Scalar"] = int(kScalar);
+  categories["Identity"] = int(kIdentity), categories["TensorTorch"] = int(kTensorTorch);
+  categories["TensorArray"] = int(kTensorArray), categories["TensorRuntime"] = int(kTensorRuntime);
+  categories["Pointer"] = int(kPointer), categories["Sequence"] = int(kSequence);
+  guard_kinds["DictEntry"] = int(kDictEntry), guard_kinds["CellContents"] = int(kCellContents);
+  guard_kinds["Attribute"] = int(kAttribute), guard_kinds["FunctionState"] = int(kFunctionState);
+  m.attr("direct_call_categories") = categories;
+  m.attr("direct_call_guard_kinds") = guard_kinds;
   nb::class_<TraceRecorder>(m, "TraceRecorder",
                             "Records the code objects (with their globals) a trace runs, and whether it printed.",
                             nb::type_slots(recorder_slots))

@@ -29,22 +29,14 @@ using cute::MmaOperand;
 using cute::Tensor;
 using cute::TiledMma;
 
+// An MMA's operand type: a type outside the DSL's is an invalid MMA op.
+ir::Type mma_dtype(nb::handle h) { return dtype_of(h, "INVALID_MMA_OP"); }
+
 // The CuTe DSL's ThrMma is a TiledMma bound to one thread.
 struct ThrMma : TiledMma {
   L::Int thr_index;
   nb::object thr_index_py;
 };
-
-ir::Type dtype_of(nb::handle h) {
-  if (PyUnicode_Check(h.ptr())) return dsl::dtype_from_name(nb::cast<std::string>(h));
-  if (!nb::hasattr(h, "__name__")) throw nb::type_error(("expected a numeric type, got " + py_type_name(h)).c_str());
-  std::string name = nb::cast<std::string>(h.attr("__name__"));
-  try {
-    return dsl::dtype_from_name(name);
-  } catch (const std::invalid_argument&) {
-    throw dsl::UserError("INVALID_MMA_OP", "the numeric type " + name + " is not supported here");
-  }
-}
 
 Tensor as_tensor(nb::handle h, const char* fn) {
   if (!nb::isinstance<Tensor>(h))
@@ -183,29 +175,29 @@ void bind_mma(nb::module_& root) {
   m.attr("MmaAtom").attr("__cute_static__") = true;
 
   m.def("make_mma_f16bf16", [](nb::handle ab, nb::handle acc, nb::handle shape) {
-    return cute::make_mma_f16bf16(dtype_of(ab), dtype_of(acc), shape3(shape));
+    return cute::make_mma_f16bf16(mma_dtype(ab), mma_dtype(acc), shape3(shape));
   });
   m.def("make_mma_fp8", [](nb::handle ab, nb::handle acc, nb::handle shape) {
-    return cute::make_mma_fp8(dtype_of(ab), dtype_of(acc), shape3(shape));
+    return cute::make_mma_fp8(mma_dtype(ab), mma_dtype(acc), shape3(shape));
   });
-  m.def("make_mma_universal", [](nb::handle t) { return cute::make_mma_universal(dtype_of(t)); });
+  m.def("make_mma_universal", [](nb::handle t) { return cute::make_mma_universal(mma_dtype(t)); });
   m.def("make_wgmma_f16bf16", [](nb::handle ab, nb::handle acc, nb::handle shape, int a_src, int a_major, int b_major) {
-    return cute::make_wgmma_f16bf16(dtype_of(ab), dtype_of(acc), shape3(shape), cute::OperandSource(a_src),
+    return cute::make_wgmma_f16bf16(mma_dtype(ab), mma_dtype(acc), shape3(shape), cute::OperandSource(a_src),
                                     cute::OperandMajor(a_major), cute::OperandMajor(b_major));
   });
   m.def("make_wgmma_f8", [](nb::handle a, nb::handle b, nb::handle acc, nb::handle shape, int a_src, int a_major,
                             int b_major) {
-    return cute::make_wgmma_f8(dtype_of(a), dtype_of(b), dtype_of(acc), shape3(shape), cute::OperandSource(a_src),
+    return cute::make_wgmma_f8(mma_dtype(a), mma_dtype(b), mma_dtype(acc), shape3(shape), cute::OperandSource(a_src),
                                cute::OperandMajor(a_major), cute::OperandMajor(b_major));
   });
   m.def("make_wgmma_i8", [](nb::handle a, nb::handle b, nb::handle acc, nb::handle shape, int a_src, int a_major,
                             int b_major) {
-    return cute::make_wgmma_i8(dtype_of(a), dtype_of(b), dtype_of(acc), shape3(shape), cute::OperandSource(a_src),
+    return cute::make_wgmma_i8(mma_dtype(a), mma_dtype(b), mma_dtype(acc), shape3(shape), cute::OperandSource(a_src),
                                cute::OperandMajor(a_major), cute::OperandMajor(b_major));
   });
   m.def("make_smem_layout_atom", [](int kind, nb::handle dtype) {
     if (kind < 0 || kind > 7) throw nb::value_error("make_smem_layout_atom: unknown SmemLayoutAtomKind");
-    return py(cute::make_smem_layout_atom(cute::SmemLayoutAtomKind(kind), dtype_of(dtype)));
+    return py(cute::make_smem_layout_atom(cute::SmemLayoutAtomKind(kind), mma_dtype(dtype)));
   });
   // (layout type, LBO, SBO) of a wgmma descriptor for one atom's (MN, K) tile (tests, printing).
   m.def("gmma_descriptor_fields", [](nb::handle tile, int element_bits, int swizzle_bits, int major) {

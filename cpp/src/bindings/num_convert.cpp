@@ -4,6 +4,7 @@
 
 #include <nanobind/stl/string.h>
 
+#include "bindings/layout_convert.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 
@@ -25,6 +26,18 @@ nb::object& dtype_lookup() {  // cutlass._dsl.numeric.dtype
 }
 
 }  // namespace
+
+ir::Type dtype_of(nb::handle h, const char* unsupported_code) {
+  if (PyUnicode_Check(h.ptr())) return dsl::dtype_from_name(nb::cast<std::string>(h));
+  if (!nb::hasattr(h, "__name__")) throw nb::type_error(("expected a numeric type, got " + py_type_name(h)).c_str());
+  std::string name = nb::cast<std::string>(h.attr("__name__"));
+  try {
+    return dsl::dtype_from_name(name);
+  } catch (const std::invalid_argument&) {
+    if (!unsupported_code) throw;
+    throw dsl::UserError(unsupported_code, "the numeric type " + name + " is not supported here");
+  }
+}
 
 Num to_num(nb::handle h) {
   if (nb::isinstance<Num>(h)) return nb::cast<Num>(h);

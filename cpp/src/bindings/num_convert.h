@@ -13,6 +13,9 @@ dsl::Num to_num(nanobind::handle h);
 dsl::Num to_operand(nanobind::handle h);
 // The DSL proxy for `n` (cutlass._dsl.numeric.wrap).
 nanobind::object wrap_num(const dsl::Num& n);
+// The IR type of a DSL numeric class (cutlass.Float32) or of its name. A name outside the DSL's
+// types throws UserError(unsupported_code, ...) when a code is given, else std::invalid_argument.
+ir::Type dtype_of(nanobind::handle h, const char* unsupported_code = nullptr);
 // The DSL numeric class of an IR scalar type (cutlass.Float32 for f32 ...).
 nanobind::object dtype_class(ir::Type t);
 // A static Num as a Python int/float/bool; None when it is dynamic.

@@ -52,12 +52,6 @@ struct ThrCopy {
   nb::object thr_index_py;
 };
 
-ir::Type dtype_of(nb::handle h) {
-  // A DSL numeric class (cutlass.Float32) or its name.
-  if (PyUnicode_Check(h.ptr())) return dsl::dtype_from_name(nb::cast<std::string>(h));
-  return dsl::dtype_from_name(nb::cast<std::string>(h.attr("__name__")));
-}
-
 bool is_tensor(nb::handle h) { return nb::isinstance<Tensor>(h); }
 Tensor as_tensor(nb::handle h, const char* fn) {
   if (!is_tensor(h))

@@ -777,6 +777,13 @@ int tvm_ffi_safe_call(void* state, const void* args, int32_t num_args, void* res
 void tvm_ffi_delete_function_state(void* state) { delete_function(state); }
 
 void bind_tvm_ffi_functions(nb::module_& m) {
+  // What the Python side describes parameters with (tvm_ffi.py): leaf kinds by name, and the
+  // arity of a parameter compiled with None.
+  nb::dict leaf_kinds;
+  leaf_kinds["Tensor"] = int(kLeafTensor), leaf_kinds["Scalar"] = int(kLeafScalar);
+  leaf_kinds["Stream"] = int(kLeafStream), leaf_kinds["Pointer"] = int(kLeafPointer);
+  m.attr("tvm_ffi_leaf_kinds") = leaf_kinds;
+  m.attr("tvm_ffi_none_param_arity") = kNoneParamArity;
   m.def("tvm_ffi_load", [](const std::string& library_path) { load_ffi_api(library_path); });
   m.def("tvm_ffi_factory_address", []() { return int64_t(reinterpret_cast<intptr_t>(&factory_safe_call)); });
   // The address of a new function's state for the factory; `compiled` is a JitCompiledFunction.

@@ -23,9 +23,6 @@ bool is_simple_value_op(OpCode c) {
   }
 }
 
-bool is_i32(Type t) { return t->is_int() && t->width == 32; }
-bool is_f32(Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F32; }
-
 }  // namespace
 
 void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, const std::string& kname,
@@ -47,11 +44,11 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
     };
     if (is_simple_value_op(op.code)) {
       Inst i = base(K::Binary);
-      if (i.width == 1 && is_i32(i.type)) {
+      if (i.width == 1 && i.type->is_int() && i.type->width == 32) {
         if (op.code == OpCode::Add) i.kind = K::AddI32;
         if (op.code == OpCode::Sub) i.kind = K::SubI32;
         if (op.code == OpCode::Mul) i.kind = K::MulI32;
-      } else if (i.width == 1 && is_f32(i.type)) {
+      } else if (i.width == 1 && i.type->is_f32()) {
         if (op.code == OpCode::Add) i.kind = K::AddF32;
         if (op.code == OpCode::Mul) i.kind = K::MulF32;
       }

@@ -44,11 +44,12 @@ class _Missing:
 
 MISSING = _Missing()
 
-_DICT_ENTRY, _CELL_CONTENTS, _ATTRIBUTE, _FUNCTION_STATE = range(4)
-
-# Categories of runtime-argument types; must match direct_call.cpp.
-(_UNKEYABLE, _NONE, _SCALAR, _IDENTITY, _TENSOR_TORCH, _TENSOR_ARRAY, _TENSOR_RUNTIME, _POINTER,
- _SEQUENCE) = range(9)
+# Guard kinds and categories of runtime-argument types: direct_call.cpp's.
+_DICT_ENTRY, _CELL_CONTENTS, _ATTRIBUTE, _FUNCTION_STATE = (
+    _core.direct_call_guard_kinds[name] for name in ("DictEntry", "CellContents", "Attribute", "FunctionState"))
+(_UNKEYABLE, _NONE, _SCALAR, _IDENTITY, _TENSOR_TORCH, _TENSOR_ARRAY, _TENSOR_RUNTIME, _POINTER, _SEQUENCE) = (
+    _core.direct_call_categories[name] for name in ("Unkeyable", "None", "Scalar", "Identity", "TensorTorch",
+                                                    "TensorArray", "TensorRuntime", "Pointer", "Sequence"))
 
 # Environment settings the traced path reads when tracing and compiling.
 ENV_NAMES = ["CUTE_DSL_ENABLE_ASSERTIONS", "CUTE_DSL_LINEINFO", "CUTE_DSL_ARCH", "CUTE_DSL_TARGET"]

@@ -39,8 +39,7 @@ def _is_tensor_like(value):
         hasattr(value, "__array_interface__")
 
 
-def _env_flag(name):
-    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no", "off")
+_env_flag = _core.env_flag
 
 
 def _arch_for_compile(opts):
@@ -709,7 +708,9 @@ class KernelLauncher:
 
 
 # Launch op flags (ir.h LaunchFlags).
-_LAUNCH_COOPERATIVE, _LAUNCH_PDL, _LAUNCH_COMPLETION_EVENT, _LAUNCH_PROGRAMMATIC_EVENT = 2, 4, 8, 16
+_LAUNCH_COOPERATIVE, _LAUNCH_PDL, _LAUNCH_COMPLETION_EVENT, _LAUNCH_PROGRAMMATIC_EVENT = (
+    int(_core.LaunchFlags.Cooperative), int(_core.LaunchFlags.Pdl), int(_core.LaunchFlags.CompletionEvent),
+    int(_core.LaunchFlags.ProgrammaticEvent))
 
 
 def _compile_time_int(value, what):

@@ -43,10 +43,10 @@ _factory = None
 _function_class = None
 _factory_lock = threading.Lock()  # first compiles may run on several threads at once
 
-# Leaf kinds; must match LeafKind in tvm_ffi_function.cpp.
-LEAF_TENSOR, LEAF_SCALAR, LEAF_STREAM, LEAF_POINTER = range(4)
-
-NONE_PARAM_ARITY = -2  # a parameter that was compiled with None (kNoneParamArity in tvm_ffi_function.cpp)
+# Leaf kinds (LeafKind in tvm_ffi_function.cpp) and the arity of a parameter compiled with None.
+LEAF_TENSOR, LEAF_SCALAR, LEAF_STREAM, LEAF_POINTER = (
+    _core.tvm_ffi_leaf_kinds[name] for name in ("Tensor", "Scalar", "Stream", "Pointer"))
+NONE_PARAM_ARITY = _core.tvm_ffi_none_param_arity
 
 
 def _factory_function():

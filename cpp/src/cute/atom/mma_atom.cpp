@@ -38,8 +38,8 @@ MmaAtom make_mma_universal(ir::Type t) {
   return a;
 }
 
-std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int count, const char* which) {
-  if (!t.is_memory())
+void check_mma_fragment(const Tensor& t, ir::Type want, int count, const char* which, bool registers_only) {
+  if (!t.is_memory() || (registers_only && t.space() != ir::AddrSpace::Rmem))
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " must be a register fragment, got " +
                                               to_string(t));
   if (t.element() != want)
@@ -50,6 +50,10 @@ std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int cou
     throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) + " has " +
                                                (n.is_static() ? std::to_string(n.value()) : "a dynamic number of") +
                                                " values; the MMA atom takes " + std::to_string(count));
+}
+
+std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int count, const char* which) {
+  check_mma_fragment(t, want, count, which, /*registers_only=*/false);
   // 16-bit values go to mma.sync in pairs, one 32-bit register each: a pair stored side by side
   // is read as one <2 x T> (LLVM then keeps the fragment as 32-bit registers across the main
   // loop instead of 16-bit pieces that ptxas re-packs with PRMTs before every mma).

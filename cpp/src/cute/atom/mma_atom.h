@@ -59,6 +59,9 @@ void mma_atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const 
 // all the atoms that use it, instead of once per atom).
 void mma_atom_call(const MmaAtom& atom, const Tensor& d, const std::vector<dsl::Num>& a_values,
                    const std::vector<dsl::Num>& b_values, const Tensor& c);
+// Throws unless `t`, operand `which` ("A", "B", "C") of gemm, is a fragment of `count` values of
+// type `want` (in registers when `registers_only`; else any memory tensor).
+void check_mma_fragment(const Tensor& t, ir::Type want, int count, const char* which, bool registers_only);
 // The values of an A ("A"), B or C operand fragment, checked against what the atom takes.
 std::vector<dsl::Num> mma_operand_values(const Tensor& t, ir::Type want, int count, const char* which);
 

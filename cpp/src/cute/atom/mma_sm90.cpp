@@ -334,17 +334,7 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
 }
 
 std::vector<ir::Value*> register_values(const Tensor& t, ir::Type want, int count, const char* which) {
-  if (!t.is_memory() || t.space() != ir::AddrSpace::Rmem)
-    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " must be a register fragment, got " +
-                                              to_string(t));
-  if (t.element() != want)
-    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + mma_type_name(t.element()) +
-                                              " but the MMA atom takes " + mma_type_name(want));
-  L::Int n = L::size(t.layout);
-  if (!n.is_static() || n.value() != count)
-    throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) + " has " +
-                                               (n.is_static() ? std::to_string(n.value()) : "a dynamic number of") +
-                                               " values; the MMA atom takes " + std::to_string(count));
+  check_mma_fragment(t, want, count, which, /*registers_only=*/true);
   std::vector<ir::Value*> out;
   for (int i = 0; i < count; ++i) out.push_back(dsl::materialize(load_element(t, IntTuple(i))));
   return out;

@@ -31,7 +31,7 @@ std::string cast(KernelLowering& k, const Op& op, Type from, Type to, const std:
   }
   if (from->is_int() && to->is_float()) {
     std::string conv = from->is_signed ? "sitofp " : "uitofp ";
-    if (is_f64(to)) return k.emit_def(conv + F + " " + v + " to double");
+    if (to->is_f64()) return k.emit_def(conv + F + " " + v + " to double");
     // scalar_semantics converts through double; only above 53 bits does that round first.
     std::string f = from->width > 53
                         ? k.emit_def("fptrunc double " + k.emit_def(conv + F + " " + v + " to double") + " to float")
@@ -48,7 +48,7 @@ std::string cast(KernelLowering& k, const Op& op, Type from, Type to, const std:
     // narrower destinations clamp the 32-bit result further.
     const bool sgn = to->is_signed;
     const int base = to->width <= 32 ? 32 : 64;
-    std::string name = std::string("llvm.nvvm.") + (is_f64(c) ? "d" : "f") + "2" +
+    std::string name = std::string("llvm.nvvm.") + (c->is_f64() ? "d" : "f") + "2" +
                        (base == 32 ? (sgn ? "i" : "ui") : (sgn ? "ll" : "ull")) + ".rz";
     std::string B = "i" + std::to_string(base);
     std::string r = k.call_intrinsic(B, name, {ct + " " + x}, ct);
@@ -72,10 +72,10 @@ std::string cast(KernelLowering& k, const Op& op, Type from, Type to, const std:
     return r;
   }
   if (from->is_float() && to->is_float()) {
-    if (is_f64(to)) return k.emit_def("fpext float " + (is_f32(from) ? v : widen(k, from, v)) + " to double");
+    if (to->is_f64()) return k.emit_def("fpext float " + (from->is_f32() ? v : widen(k, from, v)) + " to double");
     // scalar_semantics rounds every narrowing through f32 first.
-    std::string f = is_f64(from) ? k.emit_def("fptrunc double " + v + " to float") : widen(k, from, v);
-    return is_f32(to) ? f : narrow(k, to, f);
+    std::string f = from->is_f64() ? k.emit_def("fptrunc double " + v + " to float") : widen(k, from, v);
+    return to->is_f32() ? f : narrow(k, to, f);
   }
   k.error(op, "cannot cast " + ir::to_string(from) + " to " + ir::to_string(to));
 }

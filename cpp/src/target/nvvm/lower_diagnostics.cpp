@@ -40,7 +40,7 @@ void lower_printf(const Op& op, KernelLowering& k) {
     Type t = v->type;
     std::string x = k.operand(v);
     if (t->is_float()) {
-      if (!is_f64(t)) x = k.emit_def("fpext float " + (is_f32(t) ? x : widen(k, t, x)) + " to double");
+      if (!t->is_f64()) x = k.emit_def("fpext float " + (t->is_f32() ? x : widen(k, t, x)) + " to double");
       args.push_back({"double", x, 8});
     } else if (t->is_int()) {
       if (t->width > 64) k.error(op, "cannot print integers wider than 64 bits");

@@ -45,7 +45,7 @@ int access_align(Type ptr_type, Type value_type) {
 // 32-bit words when the pointer allows it: NVPTX splits `<8 x i16>` into two 64-bit accesses
 // (a bf16 epilogue then stores with STS.64 / STG.64 where f16's `<8 x half>` gets 128-bit ones).
 std::string word_access_type(Type ptr_type, Type value_type) {
-  if (!value_type->is_vector() || value_type->element->is_bool() || is_f16(value_type->element)) return {};
+  if (!value_type->is_vector() || value_type->element->is_bool() || value_type->element->is_f16()) return {};
   int bits = value_type->width;
   int lane_bits = value_type->element->width;
   if ((lane_bits != 8 && lane_bits != 16) || bits % 32 != 0 || bits > 128) return {};
@@ -159,7 +159,7 @@ void lower_atomic(const Op& op, KernelLowering& k) {
   const int w = t->width;
   std::string suffix, reg;
   if (t->is_float()) {
-    suffix = is_f16(t) ? "noftz.f16" : is_bf16(t) ? "noftz.bf16" : is_f64(t) ? "f64" : "f32";
+    suffix = t->is_f16() ? "noftz.f16" : t->is_bf16() ? "noftz.bf16" : t->is_f64() ? "f64" : "f32";
     reg = w == 16 ? "h" : w == 64 ? "d" : "f";
   } else {
     reg = w == 16 ? "h" : w == 64 ? "l" : "r";
@@ -181,17 +181,17 @@ void lower_atomic(const Op& op, KernelLowering& k) {
   asm_text += ";";
   constraints += ",~{memory}";
   // 16-bit floats travel through the asm as their bits.
-  std::string reg_type = is_f16(t) ? "i16" : llvm_type(t);
+  std::string reg_type = t->is_f16() ? "i16" : llvm_type(t);
   std::string address = k.emit_def("ptrtoint " + llvm_type(ptr->type) + " " + k.operand(ptr) + " to i64");
   std::string args = "i64 " + address;
   for (size_t i = 1; i < op.operands.size(); ++i) {
     std::string v = k.operand(op.operands[i]);
-    if (is_f16(t)) v = k.emit_def("bitcast half " + v + " to i16");
+    if (t->is_f16()) v = k.emit_def("bitcast half " + v + " to i16");
     args += ", " + reg_type + " " + v;
   }
   std::string r =
       k.emit_def("call " + reg_type + " asm sideeffect \"" + asm_text + "\", \"" + constraints + "\"(" + args + ")");
-  if (is_f16(t)) r = k.emit_def("bitcast i16 " + r + " to half");
+  if (t->is_f16()) r = k.emit_def("bitcast i16 " + r + " to half");
   k.define(op, 0, r);
 }
 

@@ -43,7 +43,7 @@ const std::map<std::string, std::string>& libdevice_names() {
 std::string libdevice_call(KernelLowering& k, const std::string& fn, Type c, const std::vector<std::string>& args) {
   auto it = libdevice_names().find(fn);
   if (it == libdevice_names().end()) k.error("no libdevice lowering for math function '" + fn + "'");
-  std::string name = "__nv_" + it->second + (is_f64(c) ? "" : "f");
+  std::string name = "__nv_" + it->second + (c->is_f64() ? "" : "f");
   std::string t = llvm_type(c);
   std::string params, typed;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -67,7 +67,7 @@ std::string float_binary(KernelLowering& k, const Op& op, Type t, const std::str
     case OpCode::Div: r = k.emit_def("fdiv " + ct + " " + x + ", " + y); break;
     case OpCode::Rem: r = libdevice_call(k, "fmod", c, {x, y}); break;  // frem is not exact on NVPTX
     case OpCode::FloorDiv: {
-      if (is_f64(c)) {
+      if (c->is_f64()) {
         r = libdevice_call(k, "floor", c, {k.emit_def("fdiv double " + x + ", " + y)});
         break;
       }
@@ -84,7 +84,7 @@ std::string float_binary(KernelLowering& k, const Op& op, Type t, const std::str
     case OpCode::Max: {
       // min.f32/max.f32 ignore a NaN operand, as fmin/fmax do.
       std::string name =
-          std::string("llvm.nvvm.f") + (op.code == OpCode::Min ? "min" : "max") + (is_f64(c) ? ".d" : ".f");
+          std::string("llvm.nvvm.f") + (op.code == OpCode::Min ? "min" : "max") + (c->is_f64() ? ".d" : ".f");
       r = k.call_intrinsic(ct, name, {ct + " " + x, ct + " " + y}, ct + ", " + ct);
       break;
     }
@@ -227,11 +227,11 @@ std::string unary(KernelLowering& k, const Op& op, Type t, const std::string& a)
       case OpCode::Neg:
       case OpCode::Abs: {
         bool neg = op.code == OpCode::Neg;
-        if (is_bf16(t))
+        if (t->is_bf16())
           return k.emit_def(std::string(neg ? "xor" : "and") + " i16 " + a + ", " + (neg ? "-32768" : "32767"));
-        if (is_fp8(t)) return k.emit_def(std::string(neg ? "xor" : "and") + " i8 " + a + ", " + (neg ? "-128" : "127"));
-        if (is_fp4(t)) return k.emit_def(std::string(neg ? "xor" : "and") + " i4 " + a + ", " + (neg ? "-8" : "7"));
-        if (is_f16(t)) {
+        if (t->is_fp8()) return k.emit_def(std::string(neg ? "xor" : "and") + " i8 " + a + ", " + (neg ? "-128" : "127"));
+        if (t->is_fp4()) return k.emit_def(std::string(neg ? "xor" : "and") + " i4 " + a + ", " + (neg ? "-8" : "7"));
+        if (t->is_f16()) {
           std::string bits = k.emit_def("bitcast half " + a + " to i16");
           std::string r =
               k.emit_def(std::string(neg ? "xor" : "and") + " i16 " + bits + ", " + (neg ? "-32768" : "32767"));
@@ -284,7 +284,7 @@ std::string fma(KernelLowering& k, const Op& op, Type t, const std::string& a, c
   Type ct = compute_type(t);
   std::string T = llvm_type(ct);
   std::string x = widen(k, t, a), y = widen(k, t, b), z = widen(k, t, c);
-  std::string r = k.call_intrinsic(T, std::string("llvm.fma.") + (is_f64(ct) ? "f64" : "f32"),
+  std::string r = k.call_intrinsic(T, std::string("llvm.fma.") + (ct->is_f64() ? "f64" : "f32"),
                                    {T + " " + x, T + " " + y, T + " " + z}, T + ", " + T + ", " + T);
   return narrow(k, t, r);
 }
@@ -296,10 +296,10 @@ std::string math(KernelLowering& k, const Op& op, Type t, const std::vector<std:
   for (auto& a : args) w.push_back(widen(k, t, a));
   if (op.str_attr == "rcp_approx" || op.str_attr == "exp2_approx") {
     // The PTX fast paths work on f32 (f64 rounds to f32 first, as the emulator does).
-    std::string x = is_f64(c) ? k.emit_def("fptrunc double " + w[0] + " to float") : w[0];
+    std::string x = c->is_f64() ? k.emit_def("fptrunc double " + w[0] + " to float") : w[0];
     const char* insn = op.str_attr == "rcp_approx" ? "rcp.approx.ftz.f32" : "ex2.approx.ftz.f32";
     std::string r = k.emit_def(std::string("call float asm \"") + insn + " $0, $1;\", \"=f,f\"(float " + x + ")");
-    return narrow(k, t, is_f64(c) ? k.emit_def("fpext float " + r + " to double") : r);
+    return narrow(k, t, c->is_f64() ? k.emit_def("fpext float " + r + " to double") : r);
   }
   return narrow(k, t, libdevice_call(k, op.str_attr, c, w));
 }

@@ -14,9 +14,9 @@ using ir::Type;
 
 // The PTX name of an MMA operand type.
 std::string ptx_type(Type t) {
-  if (is_f16(t)) return "f16";
-  if (is_bf16(t)) return "bf16";
-  if (is_f32(t)) return "f32";
+  if (t->is_f16()) return "f16";
+  if (t->is_bf16()) return "bf16";
+  if (t->is_f32()) return "f32";
   if (t->is_float() && t->width == 8) {
     std::string s = ir::to_string(t);
     for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
@@ -29,7 +29,7 @@ std::string ptx_type(Type t) {
 // The value's bits as an integer of its width (f16 is `half` in LLVM; bf16 and 8-bit floats
 // are already integers).
 std::string as_bits(Type t, const std::string& v, const std::function<std::string(const std::string&)>& def) {
-  if (is_f16(t)) return def("bitcast half " + v + " to i16");
+  if (t->is_f16()) return def("bitcast half " + v + " to i16");
   return v;
 }
 
@@ -43,7 +43,7 @@ std::vector<std::string> pack(Type t, const std::vector<std::string>& vals,
   if (per == 2) {
     // A pair of 16-bit values as a <2 x T> register: when both come from one <2 x T> read of the
     // fragment, LLVM folds this back to that value and the register needs no packing.
-    std::string et = is_f16(t) ? "half" : "i16", pair = "<2 x " + et + ">";
+    std::string et = t->is_f16() ? "half" : "i16", pair = "<2 x " + et + ">";
     for (size_t r = 0; 2 * r < vals.size(); ++r) {
       std::string v = def("insertelement " + pair + " undef, " + et + " " + vals[2 * r] + ", i32 0");
       v = def("insertelement " + pair + " " + v + ", " + et + " " + vals[2 * r + 1] + ", i32 1");
@@ -89,7 +89,7 @@ std::vector<std::string> lower_mma_sync(const ir::Op& op, const std::vector<std:
   std::vector<std::string> a_regs = pack(at, slice(0, na), def);
   std::vector<std::string> b_regs = pack(bt, slice(na, nb), def);
   // f32 accumulators are one register per value; f16 accumulators two per register.
-  bool c_packed = !is_f32(ct), d_packed = !is_f32(dt);
+  bool c_packed = !ct->is_f32(), d_packed = !dt->is_f32();
   std::vector<std::string> c_regs = c_packed ? pack(ct, slice(na + nb, nc), def) : slice(na + nb, nc);
   size_t nd_regs = d_packed ? nc / 2 : nc;
 

@@ -45,7 +45,7 @@ std::vector<std::string> pack(Type t, const std::vector<std::string>& vals, Kern
     std::string acc;
     for (int j = 0; j < per; ++j) {
       std::string v = vals[r * size_t(per) + size_t(j)];
-      if (is_f16(t)) v = k.emit_def("bitcast half " + v + " to i16");
+      if (t->is_f16()) v = k.emit_def("bitcast half " + v + " to i16");
       std::string w = k.emit_def("zext " + it + " " + v + " to i32");
       if (j) w = k.emit_def("shl i32 " + w + ", " + std::to_string(j * bits));
       acc = j ? k.emit_def("or i32 " + acc + ", " + w) : w;
@@ -63,7 +63,7 @@ void lower_wgmma(const ir::Op& op, KernelLowering& k) {
   const size_t na = a_regs ? size_t(m * kk / 128) : 1;
   if (op.operands.size() != na + 2 + nc) k.error(op, "wgmma: operand count does not match the instruction shape");
   const Type c_t = op.result(0)->type;
-  const bool packed = is_f16(c_t);  // f16 accumulators: two per 32-bit register
+  const bool packed = c_t->is_f16();  // f16 accumulators: two per 32-bit register
   const bool int_acc = c_t->is_int();  // s32 accumulators of the integer MMA
 
   std::vector<std::string> c_vals;

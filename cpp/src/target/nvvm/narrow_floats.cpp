@@ -169,14 +169,14 @@ std::string fp8_helper(ModuleState& ms, Type t, bool to_f32) {
 
 }  // namespace
 
-Type compute_type(Type t) { return (is_f16(t) || is_bf16(t) || is_fp8(t) || is_fp4(t)) ? ir::f32() : t; }
+Type compute_type(Type t) { return (t->is_f16() || t->is_bf16() || t->is_fp8() || t->is_fp4()) ? ir::f32() : t; }
 
 // To the type arithmetic happens in (f32 for the 16-bit floats; both convert exactly).
 std::string widen(KernelLowering& k, Type t, const std::string& v) {
-  if (is_f16(t)) return k.emit_def("fpext half " + v + " to float");
-  if (is_fp8(t)) return k.emit_def("call float @" + fp8_helper(k.module(), t, true) + "(i8 " + v + ")");
-  if (is_fp4(t)) return k.emit_def("call float @" + fp4_helper(k.module(), true) + "(i4 " + v + ")");
-  if (is_bf16(t)) {
+  if (t->is_f16()) return k.emit_def("fpext half " + v + " to float");
+  if (t->is_fp8()) return k.emit_def("call float @" + fp8_helper(k.module(), t, true) + "(i8 " + v + ")");
+  if (t->is_fp4()) return k.emit_def("call float @" + fp4_helper(k.module(), true) + "(i4 " + v + ")");
+  if (t->is_bf16()) {
     std::string z = k.emit_def("zext i16 " + v + " to i32");
     std::string s = k.emit_def("shl i32 " + z + ", 16");
     return k.emit_def("bitcast i32 " + s + " to float");
@@ -186,10 +186,10 @@ std::string widen(KernelLowering& k, Type t, const std::string& v) {
 
 // From f32 back to a 16-bit float with round-to-nearest-even.
 std::string narrow(KernelLowering& k, Type t, const std::string& v) {
-  if (is_f16(t)) return k.emit_def("fptrunc float " + v + " to half");
-  if (is_fp8(t)) return k.emit_def("call i8 @" + fp8_helper(k.module(), t, false) + "(float " + v + ")");
-  if (is_fp4(t)) return k.emit_def("call i4 @" + fp4_helper(k.module(), false) + "(float " + v + ")");
-  if (is_bf16(t)) {
+  if (t->is_f16()) return k.emit_def("fptrunc float " + v + " to half");
+  if (t->is_fp8()) return k.emit_def("call i8 @" + fp8_helper(k.module(), t, false) + "(float " + v + ")");
+  if (t->is_fp4()) return k.emit_def("call i4 @" + fp4_helper(k.module(), false) + "(float " + v + ")");
+  if (t->is_bf16()) {
     // The hardware conversion (sm_80 and later, every target OpenCuTe compiles for): one
     // instruction where the bit-level rounding took ten, in every bf16 epilogue. It rounds to
     // nearest even as support::float_to_bf16_bits does; a NaN stays a NaN (its payload may differ).

@@ -20,6 +20,7 @@
 #include <thread>
 #include <sstream>
 
+#include "support/arch.h"
 #include "support/cuda_paths.h"
 
 extern char** environ;
@@ -42,21 +43,16 @@ struct Arch {
   std::string compute;  // "compute_90a": what libNVVM wants
 };
 
+// support::parse_arch reads the name; the compilers take only sm_/compute_ names of two or more
+// digits with no suffix or an 'a' or 'f' one.
 Arch parse_arch(const std::string& arch) {
-  std::string rest;
-  if (arch.rfind("sm_", 0) == 0) {
-    rest = arch.substr(3);
-  } else if (arch.rfind("compute_", 0) == 0) {
-    rest = arch.substr(8);
-  }
-  size_t digits = 0;
-  while (digits < rest.size() && std::isdigit(static_cast<unsigned char>(rest[digits])))
-    ++digits;
-  std::string suffix = rest.substr(digits);
-  if (digits < 2 || !(suffix.empty() || suffix == "a" || suffix == "f")) {
+  const support::Arch parsed = support::parse_arch(arch);
+  const bool prefixed = arch.rfind("sm_", 0) == 0 || arch.rfind("compute_", 0) == 0;
+  if (!prefixed || parsed.number < 10 || !(parsed.suffix == 0 || parsed.suffix == 'a' || parsed.suffix == 'f')) {
     throw std::invalid_argument("unsupported GPU arch '" + arch +
                                 "': expected sm_<major><minor>[a|f], e.g. sm_80 or sm_90a");
   }
+  const std::string rest = std::to_string(parsed.number) + (parsed.suffix ? std::string(1, parsed.suffix) : "");
   return Arch{"sm_" + rest, "compute_" + rest};
 }
 

@@ -10,14 +10,6 @@
 
 namespace opencute::target {
 
-inline bool is_f16(ir::Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F16; }
-inline bool is_bf16(ir::Type t) { return t->is_float() && t->float_kind == ir::FloatKind::BF16; }
-inline bool is_fp8(ir::Type t) {
-  return t->is_float() && (t->float_kind == ir::FloatKind::E4M3 || t->float_kind == ir::FloatKind::E5M2);
-}
-inline bool is_fp4(ir::Type t) { return t->is_float() && t->float_kind == ir::FloatKind::E2M1; }
-inline bool is_f32(ir::Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F32; }
-inline bool is_f64(ir::Type t) { return t->is_float() && t->float_kind == ir::FloatKind::F64; }
 // The encoding of an 8-bit float type (E4M3 or E5M2).
 const support::Fp8Format& fp8_format(ir::Type t);
 
