@@ -1,6 +1,5 @@
 #include "bindings/tvm_ffi_function.h"
 
-#include <dlfcn.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -14,6 +13,7 @@
 
 #include "bindings/compiled_function_plan.h"
 #include "bindings/tensor_argument.h"
+#include "bindings/tvm_ffi_library.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 #include "ir/scalar_semantics.h"
@@ -23,85 +23,9 @@
 namespace opencute::bindings {
 namespace {
 
-// ---- tvm-ffi's C ABI (include/tvm/ffi/c_api.h), declared here so that nothing of tvm-ffi is
-// needed to build; its library is dlopen()ed when the first TVM-FFI function is made.
-struct FfiObject {  // TVMFFIObject: every heap object starts with it
-  uint64_t combined_ref_count;
-  int32_t type_index;
-  uint32_t padding;
-  void* deleter;
-};
-struct FfiAny {  // TVMFFIAny
-  int32_t type_index;
-  uint32_t zero_padding;
-  union {
-    int64_t v_int64;
-    double v_float64;
-    void* v_ptr;
-    FfiObject* v_obj;
-  };
-};
-struct FfiShapeCell {  // TVMFFIShapeCell, after the object header of Shape
-  const int64_t* data;
-  size_t size;
-};
-struct FfiSeqCell {  // TVMFFISeqCell, after the object header of Array and List
-  void* data;        // FfiAny[size]
-  int64_t size;
-  int64_t capacity;
-  void (*data_deleter)(void*);
-};
+using namespace runtime::tvm_ffi_abi;  // NOLINT: the C ABI's names are this file's vocabulary
 using DLTensorView = TensorArgument::DLTensorView;  // DLTensor
-static_assert(sizeof(FfiObject) == 24 && sizeof(FfiAny) == 16, "tvm-ffi C ABI");
-
-enum FfiTypeIndex : int32_t {
-  kNone = 0, kInt = 1, kBool = 2, kFloat = 3, kOpaquePtr = 4, kDLTensorPtr = 7,
-  kFunction = 68, kShape = 69, kTensor = 70, kArray = 71, kList = 75,
-};
 enum DLDeviceType : int32_t { kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13 };
-
-using SafeCall = int (*)(void* self, const FfiAny* args, int32_t num_args, FfiAny* result);
-struct FfiApi {
-  int (*FunctionCreate)(void* self, SafeCall call, void (*deleter)(void*), void** out) = nullptr;
-  void (*ErrorSetRaisedFromCStr)(const char* kind, const char* message) = nullptr;
-  void* (*EnvGetStream)(int32_t device_type, int32_t device_id) = nullptr;
-};
-
-FfiApi& ffi_api() {
-  static FfiApi api;
-  return api;
-}
-
-void load_ffi_api(const std::string& library_path) {
-  FfiApi& a = ffi_api();
-  if (a.FunctionCreate) return;
-  // The Python package has loaded the library already (RTLD_GLOBAL): use that copy, so that there
-  // is one tvm-ffi runtime (type registry, error slots) in the process.
-  void* lib = RTLD_DEFAULT;
-  if (!dlsym(lib, "TVMFFIFunctionCreate")) {
-    lib = dlopen(library_path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-    if (!lib) throw std::runtime_error("cannot load tvm-ffi's library " + library_path + ": " + dlerror());
-  }
-  auto sym = [&](const char* name) {
-    void* p = dlsym(lib, name);
-    if (!p) throw std::runtime_error(std::string("tvm-ffi's library has no ") + name);
-    return p;
-  };
-  // The C ABI used here (TVMFFIAny, object header, sequence and DLTensor cells) is that of tvm-ffi 0.1.
-  struct Version {
-    uint32_t major, minor, patch;
-  } version{};
-  reinterpret_cast<void (*)(Version*)>(sym("TVMFFIGetVersion"))(&version);
-  if (version.major != 0 || version.minor < 1)
-    throw std::runtime_error("tvm-ffi " + std::to_string(version.major) + "." + std::to_string(version.minor) +
-                             " has a C ABI OpenCuTe does not know (it was written for 0.1)");
-  FfiApi loaded;
-  loaded.FunctionCreate = reinterpret_cast<decltype(loaded.FunctionCreate)>(sym("TVMFFIFunctionCreate"));
-  loaded.ErrorSetRaisedFromCStr =
-      reinterpret_cast<decltype(loaded.ErrorSetRaisedFromCStr)>(sym("TVMFFIErrorSetRaisedFromCStr"));
-  loaded.EnvGetStream = reinterpret_cast<decltype(loaded.EnvGetStream)>(sym("TVMFFIEnvGetStream"));
-  a = loaded;
-}
 
 // ---- the function's state -----------------------------------------------------------------
 enum LeafKind { kLeafTensor = 0, kLeafScalar = 1, kLeafStream = 2, kLeafPointer = 3 };

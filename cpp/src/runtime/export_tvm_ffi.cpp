@@ -1,32 +1,23 @@
 // The TVM-FFI calling convention of exported functions: `__tvm_ffi_<name>(handle, args,
 // num_args, result)` with TVMFFIAny arguments, as TVM-FFI's InvokeExternC and its module loader
-// call it. The layouts below are TVM-FFI's and DLPack's stable C ABI (tvm/ffi/c_api.h,
-// dlpack.h); declared here so that neither is needed to build the runtime.
+// call it. TVM-FFI's C ABI is runtime/tvm_ffi_abi.h; DLPack's (dlpack.h) is declared below, so
+// that neither is needed to build the runtime.
 #include <climits>
 #include <cstring>
 
 #include "ir/scalar_semantics.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/exported_program.h"
+#include "runtime/tvm_ffi_abi.h"
 
 namespace opencute::runtime {
 
 namespace {
 
-struct TVMFFIAny {
-  int32_t type_index;
-  uint32_t zero_padding;
-  union {
-    int64_t v_int64;
-    double v_float64;
-    void* v_ptr;
-  };
-};
-static_assert(sizeof(TVMFFIAny) == 16, "TVMFFIAny layout");
-
-// TVMFFITypeIndex values this convention accepts.
-constexpr int32_t kNone = 0, kInt = 1, kBool = 2, kFloat = 3, kOpaquePtr = 4, kDLTensorPtr = 7, kTensor = 70;
-constexpr size_t kObjectHeaderBytes = 24;  // sizeof(TVMFFIObject); a tensor object's DLTensor follows it
+using TVMFFIAny = tvm_ffi_abi::FfiAny;
+using tvm_ffi_abi::kBool, tvm_ffi_abi::kDLTensorPtr, tvm_ffi_abi::kFloat, tvm_ffi_abi::kInt, tvm_ffi_abi::kNone,
+    tvm_ffi_abi::kOpaquePtr, tvm_ffi_abi::kTensor;  // the TVMFFITypeIndex values this convention accepts
+constexpr size_t kObjectHeaderBytes = sizeof(tvm_ffi_abi::FfiObject);  // a tensor object's DLTensor follows it
 
 struct DLDevice {
   int32_t device_type;

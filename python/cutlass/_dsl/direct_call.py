@@ -156,7 +156,7 @@ def _code_info(code):
 
 def _type_category(tp):
     """(category as a runtime argument, keyed by identity as a compile-time value) for values
-    of type `tp`, following jit._classify and jit._runtime_leaf."""
+    of type `tp`, following argument_plan._classify and _runtime_leaf."""
     identity = issubclass(tp, (types.ModuleType, types.FunctionType, _DecoratedFunction, enum.Enum))
     if tp is type(None):
         return _NONE, False
