@@ -10,7 +10,7 @@ import threading
 from .. import _core
 from . import context, tvm_ffi
 from . import direct_call as _direct_call
-from .argument_plan import _ArgPlan, _classify
+from .argument_plan import _ArgPlan, _classify, _traced_tensor  # noqa: F401 - _traced_tensor kept here
 from .decorated_function import (  # noqa: F401 - Constexpr and the predicates keep their old home too
     Constexpr, ConstexprMeta, _DecoratedFunction, _is_constexpr_annotation, _is_stream)
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
