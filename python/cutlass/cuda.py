@@ -3,6 +3,7 @@ import os
 import sys
 
 from . import _core
+from ._dsl.options import ENV_TARGET
 
 
 def _register_wheel_roots():
@@ -29,7 +30,7 @@ def is_available():
 def _emulating():
     # Without a CUDA device kernels run on the CPU emulator (unless CUTE_DSL_TARGET=gpu asks
     # for the GPU): there is no context to make or synchronise.
-    return os.environ.get("CUTE_DSL_TARGET", "").strip().lower() != "gpu" and not _core.cuda_available()
+    return os.environ.get(ENV_TARGET, "").strip().lower() != "gpu" and not _core.cuda_available()
 
 
 def initialize_cuda_context(device_id=0, flags=0):

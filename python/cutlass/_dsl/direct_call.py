@@ -32,6 +32,7 @@ import types
 from .. import _core
 from .decorated_function import _DecoratedFunction, _is_constexpr_annotation, _is_stream
 from .numeric import Numeric
+from .options import COMPILE_ENV_NAMES
 from .runtime_arguments import Tensor as RuntimeTensor
 
 
@@ -52,7 +53,7 @@ _DICT_ENTRY, _CELL_CONTENTS, _ATTRIBUTE, _FUNCTION_STATE = (
                                                     "TensorArray", "TensorRuntime", "Pointer", "Sequence"))
 
 # Environment settings the traced path reads when tracing and compiling.
-ENV_NAMES = ["CUTE_DSL_ENABLE_ASSERTIONS", "CUTE_DSL_LINEINFO", "CUTE_DSL_ARCH", "CUTE_DSL_TARGET"]
+ENV_NAMES = list(COMPILE_ENV_NAMES)
 
 _MAX_ITEMS = 256  # larger containers are not compared on every call
 

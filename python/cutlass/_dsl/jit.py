@@ -17,7 +17,7 @@ from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .extracted_values import rebuild_parts
 from .jit_arg_adapter import adapt as adapt_jit_arg
 from .numeric import Int64, Numeric, NumericMeta, _wrap_int, annotated_class, as_numeric, wrap
-from .options import CompileOptions, EnableTVMFFI, resolve_target
+from .options import ENV_ARCH, ENV_ASSERTIONS, ENV_LINE_INFO, CompileOptions, EnableTVMFFI, resolve_target
 from .source_lines import track_source_lines
 
 VERSION = "0.1.0"
@@ -28,7 +28,7 @@ _env_flag = _core.env_flag
 def _arch_for_compile(opts):
     if opts["gpu_arch"]:
         return opts["gpu_arch"]
-    env = os.environ.get("CUTE_DSL_ARCH")
+    env = os.environ.get(ENV_ARCH)
     if env:
         return env
     if _core.cuda_available():
@@ -115,9 +115,9 @@ class JitFunction(_DecoratedFunction):
         _core.preload_toolchain()
         tracer = _core.Tracer()
         arch = _arch_for_compile(options)  # once: it may ask the driver
-        tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag("CUTE_DSL_ENABLE_ASSERTIONS"))
+        tracer.set_assertions_enabled(bool(options["enable_assertions"]) or _env_flag(ENV_ASSERTIONS))
         plan = _ArgPlan(tracer)
-        line_info = bool(options["generate_line_info"]) or _env_flag("CUTE_DSL_LINEINFO")
+        line_info = bool(options["generate_line_info"]) or _env_flag(ENV_LINE_INFO)
         with context.Trace(tracer) as trace, (track_source_lines(tracer) if line_info else contextlib.nullcontext()):
             trace.arch = arch  # shared-memory capacity checks while tracing
             if recorder is not None:

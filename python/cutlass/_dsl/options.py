@@ -89,14 +89,21 @@ class Target(CompileOption):
         super().__init__(value)
 
 
+# The environment settings a compilation reads besides its options; a direct call of a @jit function
+# traces again when one of them changed (direct_call.py).
+ENV_ASSERTIONS, ENV_LINE_INFO, ENV_ARCH, ENV_TARGET = (
+    "CUTE_DSL_ENABLE_ASSERTIONS", "CUTE_DSL_LINEINFO", "CUTE_DSL_ARCH", "CUTE_DSL_TARGET")
+COMPILE_ENV_NAMES = (ENV_ASSERTIONS, ENV_LINE_INFO, ENV_ARCH, ENV_TARGET)
+
+
 def resolve_target(options):
     """The target a compilation uses: the option, else CUTE_DSL_TARGET, else "" (automatic)."""
     import os
     if options["target"]:
         return options["target"]
-    env = os.environ.get("CUTE_DSL_TARGET", "").strip().lower()
+    env = os.environ.get(ENV_TARGET, "").strip().lower()
     if env and env not in TARGETS + ("auto",):
-        raise DSLUserCodeError(f"CUTE_DSL_TARGET must be one of {', '.join(TARGETS)}, got {env!r}",
+        raise DSLUserCodeError(f"{ENV_TARGET} must be one of {', '.join(TARGETS)}, got {env!r}",
                                code="CONFIG_MALFORMED_COMPILE_OPTIONS")
     return "" if env == "auto" else env
 
