@@ -133,6 +133,22 @@ def test_constexpr_dtype_static_shape_and_options_change_the_key(tmp_path):
     assert key(m.scale, a, b) != key(m.scale, a, b, options=o2)
 
 
+def test_annotations_change_the_key(tmp_path):
+    # An annotation is not in the function's code object, but decides how a scalar is traced.
+    source = MODULE.replace("def scale_kernel(a: cute.Tensor, b: cute.Tensor):",
+                            "def scale_kernel(a: cute.Tensor, b: cute.Tensor, s: cutlass.Float32 = 1.0):")
+    a = load_module(tmp_path, "tk_ann_a", source)
+    b = load_module(tmp_path, "tk_ann_b", source.replace("s: cutlass.Float32", "s: cutlass.Float16"))
+    k_a = trace_key.compute(a.scale, arrays(), {}, CompileOptions()).walk.digest()
+    k_b = trace_key.compute(b.scale, arrays(), {}, CompileOptions()).walk.digest()
+    assert k_a != k_b
+    b.scale_kernel._fn.__annotations__["s"] = a.cutlass.Float32  # the same annotations: the same digest
+    b.scale_kernel._fn.__code__ = a.scale_kernel._fn.__code__
+    b.scale._fn.__code__ = a.scale._fn.__code__
+    b.helper.__code__ = a.helper.__code__
+    assert trace_key.compute(b.scale, arrays(), {}, CompileOptions()).walk.digest() == k_a
+
+
 def test_codegen_environment_changes_the_key(tmp_path, monkeypatch):
     m = load_module(tmp_path, "tk_env")
     k = key(m.scale, *arrays())
@@ -267,6 +283,29 @@ def test_keys_agree_across_processes(tmp_path):
         assert p.returncode == 0, p.stderr
         outs.append(p.stdout.splitlines()[0])
     assert outs[0] == outs[1] and outs[0].startswith(trace_key.FORMAT)
+
+
+RETURN_PROGRAM = textwrap.dedent('''
+    import json, sys
+    import cutlass, cutlass.cute as cute
+    from cutlass._dsl import trace_key
+
+    STEP = 3
+
+    @cute.jit
+    def bump(x: cutlass.Int32, bias=None):
+        return x + STEP
+
+    print(json.dumps({"value": int(bump(4)), "none": int(bump(5, None)),
+                      "traced": bump.direct_call_stats["traced"], "stats": trace_key.stats}))
+''')
+
+
+def test_return_values_and_none_arguments_through_an_entry(tmp_path):
+    first, _ = run(tmp_path, program=RETURN_PROGRAM)
+    second, _ = run(tmp_path, program=RETURN_PROGRAM)
+    assert first["value"] == second["value"] == 7 and first["none"] == second["none"] == 8
+    assert second["traced"] == 0 and second["stats"]["hits"] == 1
 
 
 GPU_PROGRAM = textwrap.dedent('''

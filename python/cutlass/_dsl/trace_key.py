@@ -129,17 +129,62 @@ def _scan(code):
     return s
 
 
+_library_prefixes = None
+_library_file_cache = {}
+
+
 def _is_library_file(filename):
-    return _direct_call._is_library_file(filename)
+    """Code of the cutlass package, the standard library or an installed package (as
+    direct_call._is_library_file, from the same folders; sysconfig's paths cost milliseconds
+    to expand, more than the rest of a key)."""
+    hit = _library_file_cache.get(filename)
+    if hit is None:
+        global _library_prefixes
+        if _library_prefixes is None:
+            import site
+            paths = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(os.__file__)]
+            try:
+                paths.extend(site.getsitepackages())
+                paths.append(site.getusersitepackages())
+            except AttributeError:  # virtualenvs without site.getsitepackages
+                pass
+            prefixes = set()
+            for p in paths:
+                for q in (os.path.abspath(p), os.path.realpath(p)):
+                    prefixes.add(q.rstrip(os.sep) + os.sep)
+            _library_prefixes = tuple(sorted(prefixes))
+        hit = filename.startswith("<") or os.path.abspath(filename).startswith(_library_prefixes)
+        _library_file_cache[filename] = hit
+    return hit
 
 
 def _module_is_library(module):
-    return _direct_call._is_library_module(module)
+    f = getattr(module, "__file__", None)
+    return f is None or _is_library_file(f)
+
+
+_library_versions = {}
 
 
 def _top_package_version(module_name):
-    top = sys.modules.get((module_name or "").partition(".")[0])
-    return str(getattr(top, "__version__", ""))
+    """What identifies the library code of `module_name`: nothing more for the cutlass package
+    and the standard library (the package identity and the Python version cover them); for an
+    installed package, its version and the size and time of the module's file."""
+    got = _library_versions.get(module_name)
+    if got is None:
+        top_name = (module_name or "").partition(".")[0]
+        got = ""
+        if top_name not in ("cutlass", "builtins") and top_name not in sys.stdlib_module_names:
+            top = sys.modules.get(top_name)
+            got = str(getattr(top, "__version__", ""))
+            f = getattr(sys.modules.get(module_name), "__file__", None)
+            try:
+                st = os.stat(f) if f else None
+                got += f":{st.st_size}:{st.st_mtime_ns}" if st else ""
+            except OSError:
+                pass
+        _library_versions[module_name] = got
+    return got
 
 
 # -- the walk --------------------------------------------------------------------------------
@@ -248,6 +293,16 @@ class _KeyWalk:
             return
         raise NoTraceKey(f"a value of type {t.__module__}.{t.__qualname__}")
 
+    def annotation(self, ann):
+        if ann is None or isinstance(ann, (type, str)):
+            self.value(ann)
+            return
+        m = sys.modules.get(getattr(type(ann), "__module__", "") or "")
+        if m is not None and _module_is_library(m):  # typing constructs, Constexpr[...]: their text
+            self.put("annotation-text", repr(ann))
+            return
+        raise NoTraceKey(f"an annotation of type {type(ann).__name__}")
+
     def module(self, m):
         name = getattr(m, "__name__", "?")
         if name in _DENIED_MODULES:
@@ -299,10 +354,15 @@ class _KeyWalk:
             return
         if not self._once(f):
             return
-        self.put("user-function", f.__qualname__)
+        self.put("user-function", f"{f.__name__}:{f.__qualname__}")
         self.code(f.__code__, f.__globals__)
         self.value(f.__defaults__)
         self.value(f.__kwdefaults__)
+        # Annotations are not in the code object, yet they decide how arguments are traced
+        # (Constexpr, the numeric type a scalar becomes in a kernel).
+        for name, ann in sorted(getattr(f, "__annotations__", {}).items()):
+            self.put("annotation", name)
+            self.annotation(ann)
         for cell in f.__closure__ or ():
             try:
                 self.value(cell.cell_contents)
@@ -390,7 +450,7 @@ def _package():
                         stack.append(e.path)
                 elif e.name.endswith(".py"):
                     st = e.stat()
-                    h.update(f"{os.path.relpath(e.path, root)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+                    h.update(f"{e.path[len(root):]}:{st.st_size}:{st.st_mtime_ns}\n".encode())
         _package_identity = h.hexdigest()
     return _package_identity
 
