@@ -129,38 +129,12 @@ def _scan(code):
     return s
 
 
-_library_prefixes = None
-_library_file_cache = {}
-
-
 def _is_library_file(filename):
-    """Code of the cutlass package, the standard library or an installed package (as
-    direct_call._is_library_file, from the same folders; sysconfig's paths cost milliseconds
-    to expand, more than the rest of a key)."""
-    hit = _library_file_cache.get(filename)
-    if hit is None:
-        global _library_prefixes
-        if _library_prefixes is None:
-            import site
-            paths = [os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.path.dirname(os.__file__)]
-            try:
-                paths.extend(site.getsitepackages())
-                paths.append(site.getusersitepackages())
-            except AttributeError:  # virtualenvs without site.getsitepackages
-                pass
-            prefixes = set()
-            for p in paths:
-                for q in (os.path.abspath(p), os.path.realpath(p)):
-                    prefixes.add(q.rstrip(os.sep) + os.sep)
-            _library_prefixes = tuple(sorted(prefixes))
-        hit = filename.startswith("<") or os.path.abspath(filename).startswith(_library_prefixes)
-        _library_file_cache[filename] = hit
-    return hit
+    return _direct_call._is_library_file(filename)
 
 
 def _module_is_library(module):
-    f = getattr(module, "__file__", None)
-    return f is None or _is_library_file(f)
+    return _direct_call._is_library_module(module)
 
 
 _library_versions = {}
@@ -558,7 +532,9 @@ def compute(jf, args, kwargs, options):
         walk.put(FORMAT)
         walk.put("package", _package())
         walk.put("options", repr(options.key()))
-        walk.put("target", f"{target}:{arch}")
+        # An automatic target runs where the process finds a GPU: an entry made without one
+        # (no cubin, kernels emulated) is not one for a process with a GPU, and the other way.
+        walk.put("target", f"{target}:{arch}:{_core.cuda_available() if not target else ''}")
         for n in _CODEGEN_ENV:
             walk.put("env", f"{n}={os.environ.get(n, '')}")
         walk.put("jit", f"{jf._preprocess}:{jf._name_prefix}")
