@@ -8,6 +8,7 @@ argument checks, launch, synchronisation); "2nd call" is a second call of the sa
 (launch only), so "run" minus "2nd call" is about the module load.
 
     python benchmarks/bench_compile_cache.py            # on the GPU machine; CPU emulator otherwise
+    BENCH_REPS=5 BENCH_KERNELS=add_one python benchmarks/bench_compile_cache.py
 """
 import json
 import os
@@ -125,7 +126,7 @@ def main():
         f.write(CHILD)
     reps = int(os.environ.get("BENCH_REPS", "3"))
     rows = []
-    for kernel in ("add_one", "poly"):
+    for kernel in os.environ.get("BENCH_KERNELS", "add_one,poly").split(","):
         cold, warm_ir, warm_key = [], [], []
         for rep in range(reps):
             cache_dir = os.path.join(work, f"cache-{kernel}-{rep}")
