@@ -308,6 +308,20 @@ def test_return_values_and_none_arguments_through_an_entry(tmp_path):
     assert second["traced"] == 0 and second["stats"]["hits"] == 1
 
 
+def test_a_trace_that_warns_or_prints_is_not_stored(tmp_path):
+    # What a trace says must be said by every process: such a call traces every time.
+    warning = PROGRAM.replace("import json, sys", "import json, sys, warnings\nwarnings.simplefilter('always')") \
+        .replace("    i = bidx * 32 + tidx\n", "    i = bidx * 32 + tidx\n    warnings.warn('at trace time')\n")
+    printing = PROGRAM.replace("    i = bidx * 32 + tidx\n", "    i = bidx * 32 + tidx\n    print('tracing')\n")
+    assert warning.count("at trace time") == printing.count("print('tracing')") == 1
+    for program, said in ((warning, "at trace time"), (printing, "tracing")):
+        for _ in range(2):
+            out, p = run(tmp_path, "1.0", program=program)
+            # both calls of the process trace (the direct-call cache does not keep such a call either)
+            assert out["ok"] and out["traced"] == 2 and out["stats"]["stores"] == 0 and out["stats"]["hits"] == 0
+            assert said in p.stdout + p.stderr
+
+
 GPU_PROGRAM = textwrap.dedent('''
     import json, sys
     import torch

@@ -16,17 +16,17 @@ namespace nb = nanobind;
 namespace opencute::bindings {
 
 void bind_traced_programs(nb::module_& m) {
-  // Stores `blob` (a compiled function's `_export_blob`) and the front end's record under
-  // `trace_key`. `drop_gpu_code`: the function was compiled for the CPU emulator, so the entry
-  // keeps no PTX or cubin (a program rebuilt with GPU code would run on a GPU when one is there).
+  // Stores `blob` (a compiled function's `_export_blob`), the front end's record and the NVVM IR
+  // under `trace_key`. `cpu_target`: the function was compiled for the CPU emulator, so the entry
+  // keeps no (best-effort) cubin: a program rebuilt with one would run on a GPU when one is there.
   m.def("traced_program_store", [](const std::string& trace_key, nb::bytes blob, const std::string& front_end,
-                                   bool drop_gpu_code) {
+                                   const std::string& nvvm_text, bool cpu_target) {
     runtime::TracedProgramEntry entry;
     entry.front_end = front_end;
-    if (drop_gpu_code) {
+    entry.nvvm_text = nvvm_text;
+    if (cpu_target) {
       auto found = runtime::find_exported_functions(blob.c_str(), blob.size());
       if (found.size() != 1) throw std::runtime_error("traced_program_store: expected one exported function");
-      found[0].ptx.clear();
       found[0].cubin.clear();
       entry.program = runtime::serialize_exported_function(found[0]);
     } else {
@@ -49,6 +49,7 @@ void bind_traced_programs(nb::module_& m) {
           auto found = runtime::find_exported_functions(entry->program.data(), entry->program.size());
           if (found.size() != 1) throw std::runtime_error("expected one exported function");
           ex = executor_from_exported_function(found[0]);
+          ex->program->set_nvvm_text(std::move(entry->nvvm_text));
           front_end = std::move(entry->front_end);
         } catch (const std::exception& e) {
           support::log(support::LogLevel::Warning, std::string("compile cache: a traced-program entry cannot be "

@@ -69,6 +69,8 @@ class CompiledProgram : public emulator::LaunchHandler {
 
   const std::string& ir_text() const { return ir_text_; }
   const std::string& nvvm_text() const { return nvvm_text_; }
+  // A program rebuilt from stored code (traced_program_cache.h) gets the NVVM IR stored with it.
+  void set_nvvm_text(std::string text) { nvvm_text_ = std::move(text); }
   const std::string& ptx() const { return ptx_; }
   const std::vector<char>& cubin() const { return cubin_; }
   const std::string& arch() const { return arch_; }

@@ -1,5 +1,7 @@
 #include "runtime/traced_program_cache.h"
 
+#include <cstdint>
+
 #include "support/env.h"
 
 namespace opencute::runtime {
@@ -7,6 +9,23 @@ namespace opencute::runtime {
 namespace {
 bool caching_enabled(const DiskCache& cache) {
   return cache.enabled() && !support::env_flag("CUTE_DSL_DISABLE_FILE_CACHING");
+}
+
+void put_text(std::string* out, const std::string& text) {
+  uint64_t n = text.size();
+  for (int i = 0; i < 8; ++i) out->push_back(char((n >> (8 * i)) & 0xff));
+  *out += text;
+}
+
+bool get_text(const std::string& in, size_t* pos, std::string* text) {
+  if (*pos + 8 > in.size()) return false;
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(static_cast<unsigned char>(in[*pos + size_t(i)])) << (8 * i);
+  *pos += 8;
+  if (n > in.size() - *pos) return false;
+  text->assign(in, *pos, size_t(n));
+  *pos += size_t(n);
+  return true;
 }
 }  // namespace
 
@@ -19,7 +38,11 @@ std::optional<TracedProgramEntry> load_traced_program(DiskCache& cache, const st
   std::optional<CachedCode> code = cache.load(traced_program_cache_key(trace_key));
   if (!code) return std::nullopt;
   TracedProgramEntry entry;
-  entry.front_end = std::move(code->ptx);
+  size_t pos = 0;
+  // The checksum vouches for the bytes; sections that do not parse are a newer or older layout.
+  if (!get_text(code->ptx, &pos, &entry.front_end) || !get_text(code->ptx, &pos, &entry.nvvm_text) ||
+      pos != code->ptx.size())
+    return std::nullopt;
   entry.program.assign(code->cubin.begin(), code->cubin.end());
   return entry;
 }
@@ -27,7 +50,8 @@ std::optional<TracedProgramEntry> load_traced_program(DiskCache& cache, const st
 void store_traced_program(DiskCache& cache, const std::string& trace_key, const TracedProgramEntry& entry) {
   if (!caching_enabled(cache)) return;
   CachedCode code;
-  code.ptx = entry.front_end;
+  put_text(&code.ptx, entry.front_end);
+  put_text(&code.ptx, entry.nvvm_text);
   code.cubin.assign(entry.program.begin(), entry.program.end());
   cache.store(traced_program_cache_key(trace_key), code);
 }

@@ -20,6 +20,7 @@ namespace opencute::runtime {
 
 struct TracedProgramEntry {
   std::string front_end;  // the front end's own record (opaque here)
+  std::string nvvm_text;  // the kernels' NVVM IR (what `nvvm_ir` shows; the export format omits it)
   std::string program;    // serialize_exported_function of the compiled program
 };
 

@@ -5,6 +5,7 @@ import dataclasses
 import functools
 import inspect
 import os
+import sys
 import threading
 
 from .. import _core
@@ -898,3 +899,6 @@ def _class_attribute(cls, name):
         if name in klass.__dict__:
             return klass.__dict__[name]
     return None
+
+
+_trace_key.attach_front_end(sys.modules[__name__])  # the classification a trace key mirrors

@@ -46,9 +46,34 @@ import os
 import sys
 import time
 import types
+import warnings
 
 from .. import _core
 from . import direct_call as _direct_call
+from .jit_arg_adapter import adapt, adapter_for
+from .numeric import Numeric, NumericMeta, annotated_class, as_numeric
+from .options import resolve_target
+
+# The layers that call this one, attached when they are imported (they import this module, so
+# it cannot import them): jit.py's argument classification, which the key mirrors, and
+# cutlass.cute.runtime's view of a tensor argument.
+_jit = None
+_as_runtime_tensor = None
+_SymInt = None
+
+
+def attach_front_end(jit_module):
+    """jit.py: its argument classification (`_is_constexpr_annotation`, `_is_tensor_like` …),
+    `_DecoratedFunction` and `_arch_for_compile`."""
+    global _jit
+    _jit = jit_module
+
+
+def attach_runtime_tensors(as_runtime_tensor, sym_int_type):
+    """cutlass.cute.runtime: what a trace sees of a tensor argument (`as_runtime_tensor`) and
+    the type of symbolic extents."""
+    global _as_runtime_tensor, _SymInt
+    _as_runtime_tensor, _SymInt = as_runtime_tensor, sym_int_type
 
 FORMAT = "opencute trace key 1"
 
@@ -140,6 +165,23 @@ def _module_is_library(module):
 _library_versions = {}
 
 
+def _named(obj):
+    """Whether a library object is what its module and qualified name lead to: only then does
+    its name stand for it (functions made by a factory share one qualified name)."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    if module is None:
+        return False
+    at = module
+    for part in obj.__qualname__.split("."):
+        d = getattr(at, "__dict__", None)
+        at = d.get(part, _MISSING) if d is not None else _MISSING
+        if isinstance(at, (staticmethod, classmethod)):
+            at = at.__func__
+        if at is _MISSING:
+            return False
+    return at is obj
+
+
 def _top_package_version(module_name):
     """What identifies the library code of `module_name`: nothing more for the cutlass package
     and the standard library (the package identity and the Python version cover them); for an
@@ -172,6 +214,7 @@ class _KeyWalk:
         self._keep = []    # what the ids belong to, alive while the walk is
         self.codes = []    # (code, globals) of every user code object hashed
         self._budget = _MAX_ITEMS
+        self.symbols = {}  # symbolic extents (cute.sym_int) by identity: one symbol, one traced value
 
     def put(self, tag, text=""):
         data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else bytes(text)
@@ -242,10 +285,11 @@ class _KeyWalk:
             self.other(v)
 
     def other(self, v):
-        from .jit import _DecoratedFunction
-        from .numeric import Numeric
         t = type(v)
-        if isinstance(v, _DecoratedFunction):
+        if isinstance(v, _jit._DecoratedFunction):
+            if _is_library_file(v._fn.__code__.co_filename) and _named(v):
+                self.put("decorated", f"{v.__module__}.{v.__qualname__}:{_top_package_version(v.__module__)}")
+                return
             if self._once(v):
                 self.put("decorated", f"{t.__name__}:{v._preprocess}:{v._name_prefix}")
                 self.value(v._fn)
@@ -303,27 +347,27 @@ class _KeyWalk:
         if module in _DENIED_MODULES:
             raise NoTraceKey(f"a class of {module}")
         m = sys.modules.get(module)
-        if m is None or _module_is_library(m):
+        if (m is None or _module_is_library(m)) and _named(c):
             self.put("class", f"{module}.{c.__qualname__}:{_top_package_version(module)}")
             return
+        if m is None:
+            raise NoTraceKey(f"the class {c.__qualname__} of no loaded module")
         if not self._once(c):
             return
-        # A user class: everything it and its user bases define (methods, class constants).
-        self.put("user-class", f"{module}.{c.__qualname__}")
-        for base in c.__mro__:
-            bm = sys.modules.get(getattr(base, "__module__", "") or "")
-            if base is object or bm is None or _module_is_library(bm):
-                self.put("base", f"{base.__module__}.{base.__qualname__}")
+        # A user class (or a library class its name does not find): everything it defines
+        # (methods, class constants), and its bases.
+        self.put("class-by-value", f"{module}.{c.__qualname__}")
+        for base in c.__bases__:
+            self.cls(base)
+        for name, attr in sorted(c.__dict__.items()):
+            if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "__firstlineno__",
+                        "__static_attributes__", "__annotations__", "__orig_bases__", "__parameters__"):
                 continue
-            for name, attr in sorted(base.__dict__.items()):
-                if name in ("__dict__", "__weakref__", "__doc__", "__module__", "__qualname__", "__firstlineno__",
-                            "__static_attributes__", "__annotations__", "__orig_bases__", "__parameters__"):
-                    continue
-                self.put("attr", name)
-                self.value(attr)
+            self.put("attr", name)
+            self.value(attr)
 
     def function(self, f):
-        if _is_library_file(f.__code__.co_filename):
+        if _is_library_file(f.__code__.co_filename) and _named(f):
             self.put("function", f"{f.__module__}.{f.__qualname__}:{_top_package_version(f.__module__)}")
             return
         if not self._once(f):
@@ -407,10 +451,9 @@ def _package():
     interpreter: what turns a user program into IR besides the C++ library."""
     global _package_identity
     if _package_identity is None:
-        from . import jit
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         h = hashlib.blake2b(digest_size=16)
-        h.update(f"{jit.VERSION}\n{sys.version}\n{sys.implementation.cache_tag}\n".encode())
+        h.update(f"{_jit.VERSION}\n{sys.version}\n{sys.implementation.cache_tag}\n".encode())
         stack = [root]
         while stack:
             d = stack.pop()
@@ -441,13 +484,13 @@ class TraceKey:
         self.walk = walk
         self.target = target
         self.ms = 0.0
+        self.call = None  # (args, kwargs, options): keyed again after the trace
 
 
 def _arguments(jf, args, kwargs, options, walk):
     """Feeds the argument signature as jit._classify sees it; returns the runtime positions and
     the compile-time values."""
-    from . import jit
-    from .jit_arg_adapter import adapter_for
+    jit = _jit
     try:
         bound = jf._sig.bind(*args, **kwargs)
     except TypeError:
@@ -482,8 +525,7 @@ def _arguments(jf, args, kwargs, options, walk):
 
 
 def _runtime_leaf(value, ann, walk):
-    from . import jit
-    from .numeric import Numeric, NumericMeta, annotated_class, as_numeric
+    jit = _jit
     if jit._is_stream(value):
         walk.put("stream", f"{type(value).__name__}:{bool(getattr(value, 'use_tvm_ffi_env_stream', False))}")
     elif isinstance(value, (Numeric, int, float, bool)):
@@ -495,20 +537,20 @@ def _runtime_leaf(value, ann, walk):
     elif jit._is_runtime_pointer(value):
         walk.put("pointer", f"{value._type_key}:{value.alignment}:{int(value.memspace)}")
     elif jit._is_tensor_like(value):
-        from ..cute.runtime import SymInt, as_runtime_tensor
-        t = as_runtime_tensor(value)
+        if _as_runtime_tensor is None:
+            raise NoTraceKey("cutlass.cute.runtime is not imported")
+        t = _as_runtime_tensor(value)
         spec = t._spec
         walk.put("tensor", f"{t.element_type.__name__}:{int(t.memspace)}:{t.assumed_align}:{type(t).__name__}")
-        symbols = {}
         for what, entries, syms in (("shape", spec.shape, getattr(t, "_shape_spec", None)),
                                     ("stride", spec.stride, getattr(t, "_stride_spec", None))):
             for i, (v, dynamic, divisibility, width) in enumerate(entries):
-                sym = syms[i] if syms is not None and isinstance(syms[i], SymInt) else None
+                sym = syms[i] if syms is not None and isinstance(syms[i], _SymInt) else None
                 if not dynamic:
                     walk.put(what, str(v))
                 else:
                     # A shared symbol is one run-time value: which entries share it shapes the trace.
-                    first = symbols.setdefault(id(sym), len(symbols)) if sym is not None else -1
+                    first = walk.symbols.setdefault(id(sym), len(walk.symbols)) if sym is not None else -1
                     walk.put(what, f"?{divisibility}:{width}:{first}:{getattr(sym, 'symbol', None)}")
     else:
         raise NoTraceKey(f"a runtime argument of type {type(value).__name__}")
@@ -521,11 +563,11 @@ def compute(jf, args, kwargs, options):
         return None
     if any(_env_flag(n) for n in _TRACE_ENV) or any(options[n] for n in _TRACE_OPTIONS):
         return None
-    from . import jit
-    from .options import resolve_target
+    if _jit is None:
+        return None
     try:
         target = resolve_target(options)
-        arch = jit._arch_for_compile(options)
+        arch = _jit._arch_for_compile(options)
         if target == "gpu" and not _core.cuda_available():
             return None
         walk = _KeyWalk()
@@ -549,6 +591,7 @@ def compute(jf, args, kwargs, options):
         return None
     key = TraceKey(f"{FORMAT}\n{jf._fn.__module__}.{jf._fn.__qualname__}\n{walk.digest()}", positions,
                    static_values, walk, target)
+    key.call = (args, kwargs, options)
     key.ms = (time.perf_counter() - t0) * 1e3
     return key
 
@@ -562,7 +605,6 @@ def _env_flag(name):
 def load(jf, key, args, kwargs, info):
     """(compiled function, runtime argument values) from the entry under `key`, or None. Fills
     `info` as a trace would (jit._classify), and names the key there for direct_guard."""
-    from .jit_arg_adapter import adapt
     t0 = time.perf_counter()
     got = _core.traced_program_load(key.text)
     if got is None:
@@ -605,6 +647,13 @@ def store(jf, key, compiled, recorder, runtime_positions):
     """Stores `compiled` under `key` when the trace that made it (recorded by `recorder`) ran
     only code the key covers, printed nothing and saw the same runtime arguments."""
     why = _uncovered(jf, key, recorder, runtime_positions)
+    if why is None:
+        # A trace that changed what the key hashed (it appended to a global list, say) made its
+        # program from other state than the key names; and the next process would skip the change.
+        again = compute(jf, *key.call)
+        if again is None or again.text != key.text:
+            why = "the trace changed state the key hashed"
+    key.call = None
     if why is not None:
         if _core.log_enabled(10):
             _core.log(10, f"{jf._fn.__name__}: no trace-key entry ({why})")
@@ -617,7 +666,7 @@ def store(jf, key, compiled, recorder, runtime_positions):
         return False
     record = {"runtime_positions": list(runtime_positions),
               "none_arguments": [list(x) for x in compiled._none_arguments]}
-    _core.traced_program_store(key.text, blob, json.dumps(record), key.target == "cpu")
+    _core.traced_program_store(key.text, blob, json.dumps(record), compiled.nvvm_ir, key.target == "cpu")
     stats["stores"] += 1
     return True
 
@@ -631,9 +680,8 @@ def _uncovered(jf, key, recorder, runtime_positions):
     if list(runtime_positions) != key.runtime_positions:
         return "the trace classified the arguments differently"
     covered = {code for code, _ in key.walk.codes}
-    from .jit import _DecoratedFunction
     for obj in key.walk._keep:  # the preprocessed bodies of the decorated functions hashed
-        if isinstance(obj, _DecoratedFunction) and obj._traced is not None:
+        if isinstance(obj, _jit._DecoratedFunction) and obj._traced is not None:
             stack = [obj._traced.__code__]
             while stack:
                 c = stack.pop()
@@ -645,7 +693,10 @@ def _uncovered(jf, key, recorder, runtime_positions):
             c = stack.pop()
             covered.add(c)
             stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    shown = warnings._showwarnmsg.__code__  # the Python side of every warning shown, captured or not
     for code, _ in recorder.executed:
+        if code is shown or (code.co_name == shown.co_name and code.co_filename == shown.co_filename):
+            return "the trace issued a warning"
         if code not in covered and not _is_library_file(code.co_filename):
             return f"it ran {code.co_name} ({code.co_filename}:{code.co_firstlineno}), which the key does not cover"
     return None
