@@ -149,6 +149,32 @@ def test_annotations_change_the_key(tmp_path):
     assert trace_key.compute(b.scale, arrays(), {}, CompileOptions()).walk.digest() == k_a
 
 
+def test_library_functions_made_by_one_factory_are_told_apart(tmp_path):
+    # cute.math.sin and cute.math.cos are one factory's functions with one qualified name.
+    assert cute.math.sin.__qualname__ == cute.math.cos.__qualname__
+    source = MODULE.replace("def make_adder(k):", "def make_unary(fn):\n"
+                            "    @cute.kernel\n"
+                            "    def k(a: cute.Tensor, b: cute.Tensor):\n"
+                            "        t, _, _ = cute.arch.thread_idx()\n"
+                            "        b[t] = fn(a[t])\n\n"
+                            "    @cute.jit\n"
+                            "    def run(a: cute.Tensor, b: cute.Tensor):\n"
+                            "        k(a, b).launch(grid=(1, 1, 1), block=(32, 1, 1))\n"
+                            "    return run\n\n\n"
+                            "def make_adder(k):")
+    m = load_module(tmp_path, "tk_factory", source)
+    assert key(m.make_unary(cute.math.sin), *arrays()) != key(m.make_unary(cute.math.cos), *arrays())
+
+
+def test_symbols_shared_across_arguments_enter_the_key(tmp_path):
+    m = load_module(tmp_path, "tk_symbols")
+    fake = cute.runtime.make_fake_compact_tensor
+    n = cute.sym_int()
+    shared = key(m.scale, fake(cute.Float32, (n,)), fake(cute.Float32, (n,)))
+    apart = key(m.scale, fake(cute.Float32, (cute.sym_int(),)), fake(cute.Float32, (cute.sym_int(),)))
+    assert shared is not None and apart is not None and shared != apart
+
+
 def test_codegen_environment_changes_the_key(tmp_path, monkeypatch):
     m = load_module(tmp_path, "tk_env")
     k = key(m.scale, *arrays())
@@ -320,6 +346,17 @@ def test_a_trace_that_warns_or_prints_is_not_stored(tmp_path):
             # both calls of the process trace (the direct-call cache does not keep such a call either)
             assert out["ok"] and out["traced"] == 2 and out["stats"]["stores"] == 0 and out["stats"]["hits"] == 0
             assert said in p.stdout + p.stderr
+
+
+def test_a_trace_that_changes_keyed_state_is_not_stored(tmp_path):
+    # The kernel appends to a global list the key hashed: the state after the trace is not the
+    # state the key names, and a process that skipped the trace would skip the append.
+    program = PROGRAM.replace("OFFSET = float(sys.argv[1])", "OFFSET = float(sys.argv[1])\nSEEN = []") \
+        .replace("    i = bidx * 32 + tidx\n", "    i = bidx * 32 + tidx\n    SEEN.append(1)\n")
+    assert program.count("SEEN.append(1)") == 1
+    for _ in range(2):
+        out, _ = run(tmp_path, "1.0", program=program)
+        assert out["ok"] and out["stats"]["stores"] == 0 and out["stats"]["hits"] == 0
 
 
 GPU_PROGRAM = textwrap.dedent('''
