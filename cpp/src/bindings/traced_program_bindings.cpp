@@ -16,14 +16,15 @@ namespace nb = nanobind;
 namespace opencute::bindings {
 
 void bind_traced_programs(nb::module_& m) {
-  // Stores `blob` (a compiled function's `_export_blob`), the front end's record and the NVVM IR
-  // under `trace_key`. `cpu_target`: the function was compiled for the CPU emulator, so the entry
+  // Stores `blob` (the `_export_blob` of `compiled`), the front end's record, and the NVVM IR
+  // and source locations of `compiled` under `trace_key`. `cpu_target`: the function was compiled for the CPU emulator, so the entry
   // keeps no (best-effort) cubin: a program rebuilt with one would run on a GPU when one is there.
-  m.def("traced_program_store", [](const std::string& trace_key, nb::bytes blob, const std::string& front_end,
-                                   const std::string& nvvm_text, bool cpu_target) {
+  m.def("traced_program_store", [](const std::string& trace_key, const Executor& compiled, nb::bytes blob,
+                                   const std::string& front_end, bool cpu_target) {
     runtime::TracedProgramEntry entry;
     entry.front_end = front_end;
-    entry.nvvm_text = nvvm_text;
+    entry.nvvm_text = compiled.program->nvvm_text();
+    entry.locations = runtime::op_locations(compiled.program->module());
     if (cpu_target) {
       auto found = runtime::find_exported_functions(blob.c_str(), blob.size());
       if (found.size() != 1) throw std::runtime_error("traced_program_store: expected one exported function");
@@ -49,6 +50,8 @@ void bind_traced_programs(nb::module_& m) {
           auto found = runtime::find_exported_functions(entry->program.data(), entry->program.size());
           if (found.size() != 1) throw std::runtime_error("expected one exported function");
           ex = executor_from_exported_function(found[0]);
+          if (!runtime::restore_op_locations(ex->program->module(), entry->locations))
+            throw std::runtime_error("its source locations do not match its program");
           ex->program->set_nvvm_text(std::move(entry->nvvm_text));
           front_end = std::move(entry->front_end);
         } catch (const std::exception& e) {

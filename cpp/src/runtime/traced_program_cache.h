@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "ir/ir.h"
 #include "runtime/compile_cache.h"
 
 namespace opencute::runtime {
@@ -21,8 +22,15 @@ namespace opencute::runtime {
 struct TracedProgramEntry {
   std::string front_end;  // the front end's own record (opaque here)
   std::string nvvm_text;  // the kernels' NVVM IR (what `nvvm_ir` shows; the export format omits it)
+  std::string locations;  // op_locations of the program: the IR text omits them, messages name them
   std::string program;    // serialize_exported_function of the compiled program
 };
+
+// Every op's source file and line, in module order (functions, then each op before the ops of
+// its regions), encoded; and their restoration on the same module read back from its IR text.
+// False (nothing changed) when the module's ops do not match the encoded ones in number.
+std::string op_locations(const ir::Module& module);
+bool restore_op_locations(ir::Module& module, const std::string& locations);
 
 // The DiskCache key of the entry stored under `trace_key`.
 std::string traced_program_cache_key(const std::string& trace_key);

@@ -500,7 +500,7 @@ class JitFunction(_DecoratedFunction):
         warm = _trace_key.compute(self, args, kwargs, options) if use_disk_cache else None
         own_recorder = None
         if warm is not None:
-            hit = _trace_key.load(self, warm, args, kwargs, info)
+            hit = _trace_key.load(self, warm, args, kwargs, info, self._cache if use_cache else None)
             if hit is not None:
                 return hit
             if recorder is None and _direct_call.can_record():

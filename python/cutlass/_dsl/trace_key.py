@@ -602,22 +602,27 @@ def _env_flag(name):
 
 # -- entries ---------------------------------------------------------------------------------
 
-def load(jf, key, args, kwargs, info):
+def load(jf, key, args, kwargs, info, memo=None):
     """(compiled function, runtime argument values) from the entry under `key`, or None. Fills
-    `info` as a trace would (jit._classify), and names the key there for direct_guard."""
+    `info` as a trace would (jit._classify), and names the key there for direct_guard. `memo`
+    (the @jit function's in-memory cache, or None) keeps what the disk gave, by key text."""
     t0 = time.perf_counter()
-    got = _core.traced_program_load(key.text)
-    if got is None:
-        stats["misses"] += 1
-        return None
-    compiled, record = got
-    record = json.loads(record)
-    if record.get("runtime_positions") != key.runtime_positions:
-        return None
-    none_positions, none_names = record.get("none_arguments", [[], []])
-    if none_positions:
-        compiled._none_arguments = (none_positions, none_names)
-    compiled.function_name = jf._fn.__name__
+    compiled = memo.get(key.text) if memo is not None else None
+    if compiled is None:
+        got = _core.traced_program_load(key.text)
+        if got is None:
+            stats["misses"] += 1
+            return None
+        compiled, record = got
+        record = json.loads(record)
+        if record.get("runtime_positions") != key.runtime_positions:
+            return None
+        none_positions, none_names = record.get("none_arguments", [[], []])
+        if none_positions:
+            compiled._none_arguments = (none_positions, none_names)
+        compiled.function_name = jf._fn.__name__
+        if memo is not None:
+            memo[key.text] = compiled
     bound = jf._sig.bind(*args, **kwargs)
     bound.apply_defaults()
     values = list(bound.arguments.values())
@@ -666,7 +671,7 @@ def store(jf, key, compiled, recorder, runtime_positions):
         return False
     record = {"runtime_positions": list(runtime_positions),
               "none_arguments": [list(x) for x in compiled._none_arguments]}
-    _core.traced_program_store(key.text, blob, json.dumps(record), compiled.nvvm_ir, key.target == "cpu")
+    _core.traced_program_store(key.text, compiled, blob, json.dumps(record), key.target == "cpu")
     stats["stores"] += 1
     return True
 
