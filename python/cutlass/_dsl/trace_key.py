@@ -7,12 +7,14 @@ arguments' specialisation, (4) the options, environment switches, target and lib
 shape it. The trace key hashes all four without running anything:
 
 1. the code objects of the @jit function and of every function, kernel, method and class it
-   references, recursively: bytecode, constants, names, file, first line and line table;
+   references, recursively: bytecode, constants, names, file, first line and line table, and
+   the functions' annotations (they decide how arguments are traced);
 2. the values of the globals, closure cells, defaults and module attributes (`helpers.TILE`)
    those code objects read, when they are of plain kinds: None, bool, int, float, complex,
    str, bytes, tuples/lists/dicts/frozensets of those, classes and functions (walked as in 1
-   when they are user code, named when they are library code), modules (named), enums, dtypes
-   and static DSL numbers;
+   when they are user code, named when they are library code that its name finds: functions
+   a library factory makes share one name and are walked too), modules (named), enums,
+   dtypes and static DSL numbers;
 3. the argument signature as a trace sees it (jit._classify): compile-time values hashed as
    in 2, runtime scalars by their DSL type, tensors by element type, memory space, alignment
    and each shape/stride entry (its value where static, its divisibility and width where
@@ -32,9 +34,10 @@ it off with the rest of the disk cache; OPENCUTE_DISABLE_TRACE_KEY_CACHE turns o
 layer (the IR-keyed entries stay in use: tests and benchmarks of that layer).
 
 An entry is stored only when the trace that made it proves the key covered it: the trace ran
-under `_core.TraceRecorder`, printed nothing, and ran no user code outside the code objects the
-key hashed (so a method reached through an object, a function found dynamically, a registered
-adapter make the call trace every time). Library code — the cutlass package, the standard
+under `_core.TraceRecorder`, printed and warned nothing, ran no user code outside the code
+objects the key hashed (so a method reached through an object, a function found dynamically, a
+registered adapter make the call trace every time), and left the key unchanged (a trace that
+appends to a global list it reads is not skipped). Library code — the cutlass package, the standard
 library, installed packages — is the implementation, as for direct calls (direct_call.py): it
 is keyed by name and by the package build, not by its state.
 """
@@ -74,6 +77,7 @@ def attach_runtime_tensors(as_runtime_tensor, sym_int_type):
     the type of symbolic extents."""
     global _as_runtime_tensor, _SymInt
     _as_runtime_tensor, _SymInt = as_runtime_tensor, sym_int_type
+
 
 FORMAT = "opencute trace key 1"
 
