@@ -296,6 +296,28 @@ def test_in_process_direct_calls_after_a_hit_see_global_changes(tmp_path):
     assert out["changed"] and out["stats"]["hits"] == 1 and out["traced"] == 1  # the change traced once
 
 
+THREADS_PROGRAM = PROGRAM.replace("add(a, b, no_cache", """import threading
+results = [None] * 8
+def first_call(t):
+    x = np.arange(40 + t, dtype=np.float32)
+    y = np.zeros_like(x)
+    add(x, y)
+    results[t] = y.tolist() == (x + OFFSET).tolist()
+threads = [threading.Thread(target=first_call, args=(t,)) for t in range(8)]
+for th in threads:
+    th.start()
+for th in threads:
+    th.join()
+assert all(results), results
+add(a, b, no_cache""")
+
+
+def test_first_calls_from_threads_share_the_entry(tmp_path):
+    run(tmp_path, "1.0")
+    out, _ = run(tmp_path, "1.0", program=THREADS_PROGRAM)  # all 8 look the entry up at once
+    assert out["ok"] and out["traced"] == 0 and out["stats"]["hits"] >= 1 and out["stats"]["stores"] == 0
+
+
 def test_keys_agree_across_processes(tmp_path):
     code = PROGRAM.replace("add(a, b, no_cache", "print(trace_key.compute(add, (a, b), {}, "
                            "__import__('cutlass._dsl.options', fromlist=['x']).CompileOptions()).text)\n"
