@@ -312,6 +312,24 @@ assert all(results), results
 add(a, b, no_cache""")
 
 
+COMPILE_PROGRAM = PROGRAM.replace("add(a, b, no_cache", """compiled = cute.compile(add, a, b)
+compiled(a, b)
+print(json.dumps({"compiled_ok": b.tolist() == (a + OFFSET).tolist(), "mlir": compiled.__mlir__,
+                  "ptx": compiled.__ptx__, "nvvm": compiled.nvvm_ir, "hits": trace_key.stats["hits"]}))
+add(a, b, no_cache""")
+
+
+def test_cute_compile_in_a_second_process_gives_the_same_program(tmp_path):
+    outs = []
+    for _ in range(2):
+        _, p = run(tmp_path, "1.0", program=COMPILE_PROGRAM)
+        outs.append(json.loads(p.stdout.strip().splitlines()[-2]))
+    assert outs[0]["hits"] == 0 and outs[1]["hits"] == 1
+    assert outs[0]["compiled_ok"] and outs[1]["compiled_ok"]
+    for what in ("mlir", "ptx", "nvvm"):
+        assert outs[0][what] == outs[1][what], what
+
+
 def test_first_calls_from_threads_share_the_entry(tmp_path):
     run(tmp_path, "1.0")
     out, _ = run(tmp_path, "1.0", program=THREADS_PROGRAM)  # all 8 look the entry up at once
