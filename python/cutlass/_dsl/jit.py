@@ -5,11 +5,13 @@ import dataclasses
 import functools
 import inspect
 import os
+import sys
 import threading
 
 from .. import _core
 from . import context, rt
 from . import direct_call as _direct_call
+from . import trace_key as _trace_key
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .extracted_values import rebuild_parts
 from .jit_arg_adapter import adapt as adapt_jit_arg
@@ -474,7 +476,8 @@ class JitFunction(_DecoratedFunction):
                                                                recorder=recorder, info=info)
             if record and not recorder.printed:
                 try:
-                    guard, _ = _direct_call.build_guard(self, recorder.executed, info["static_values"])
+                    guard = _trace_key.direct_guard(self, info["trace_key"]) if "trace_key" in info else \
+                        _direct_call.build_guard(self, recorder.executed, info["static_values"])[0]
                     self._direct.record(args, kwargs, compiled, info["runtime_positions"], guard)
                 except _direct_call.Unkeyable as e:
                     if _core.log_enabled(10):
@@ -492,6 +495,16 @@ class JitFunction(_DecoratedFunction):
         return {"traced": self._trace_count, "direct": self._direct.hits if self._direct is not None else 0}
 
     def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True, recorder=None, info=None):
+        # A call keyed without tracing (trace_key.py) may find its program stored on disk.
+        info = info if info is not None else {"runtime_positions": [], "static_values": []}
+        warm = _trace_key.compute(self, args, kwargs, options) if use_disk_cache else None
+        own_recorder = None
+        if warm is not None:
+            hit = _trace_key.load(self, warm, args, kwargs, info, self._cache if use_cache else None)
+            if hit is not None:
+                return hit
+            if recorder is None and _direct_call.can_record():
+                recorder = own_recorder = _core.TraceRecorder()  # the store checks what the trace ran
         import time
         t0 = time.perf_counter()
         with _trace_count_lock:  # traces may run on several threads at once
@@ -546,6 +559,10 @@ class JitFunction(_DecoratedFunction):
             _core.log(10, f"traced {self._fn.__name__} in {trace_ms:.2f} ms; compile timings {compiled.timings_ms}")
         if _env_flag("CUTE_DSL_PRINT_IR"):
             print(compiled.__mlir__, flush=True)
+        if warm is not None:
+            _trace_key.store(self, warm, compiled, recorder, info["runtime_positions"])
+            if own_recorder is not None:
+                own_recorder.clear()  # it holds the globals of every module the trace ran code of
         if options["enable_tvm_ffi"]:
             from . import tvm_ffi
             compiled = tvm_ffi.make_function(compiled, plan, self._fn, self._sig)
@@ -882,3 +899,6 @@ def _class_attribute(cls, name):
         if name in klass.__dict__:
             return klass.__dict__[name]
     return None
+
+
+_trace_key.attach_front_end(sys.modules[__name__])  # the classification a trace key mirrors

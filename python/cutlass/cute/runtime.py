@@ -509,3 +509,8 @@ from .._dsl.tensor import Pointer as _AbstractPointer, Tensor as _AbstractTensor
 
 _AbstractPointer.register(Pointer)
 _AbstractTensor.register(Tensor)
+
+# What a trace sees of a tensor argument, for keys computed without tracing.
+from .._dsl import trace_key as _trace_key  # noqa: E402
+
+_trace_key.attach_runtime_tensors(as_runtime_tensor, SymInt)
