@@ -27,3 +27,13 @@ def test_operations_refuse_use_with_a_dsl_error(use):
         use()
     assert "tcgen05" in str(e.value) and "not available in OpenCuTe yet" in str(e.value)
     assert "NOT_SUPPORTED" in str(e.value)
+
+
+def test_blackwell_warp_matrix_ops_and_helper_modules_exist_by_name():
+    from cutlass.cute.nvgpu.warp import LdMatrix16x16x8bOp, StMatrix16x8x8bOp
+    import cutlass.utils.blockscaled_layout as blockscaled_layout
+    for op in (LdMatrix16x16x8bOp(num_matrices=1), StMatrix16x8x8bOp(num_matrices=1)):
+        with pytest.raises(cutlass.DSLUserCodeError, match="sm_100 instruction, not available"):
+            op._make_copy_atom(cutlass.Int8, 8)
+    with pytest.raises(AttributeError, match="not available in OpenCuTe yet"):
+        blockscaled_layout.tile_atom_to_shape_SF
