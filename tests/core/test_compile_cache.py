@@ -18,6 +18,8 @@ def child_env(tmp_path, extra=None):
     env.pop("CUTE_DSL_DISABLE_FILE_CACHING", None)
     env["PYTHONPATH"] = PACKAGE_PARENT + os.pathsep + env.get("PYTHONPATH", "")
     env["CUTE_DSL_CACHE_DIR"] = str(tmp_path / "cache")
+    # These tests are about the IR-keyed entries; the trace-key layer has tests/core/test_trace_key.py.
+    env["OPENCUTE_DISABLE_TRACE_KEY_CACHE"] = "1"
     env.update(extra or {})
     return env
 

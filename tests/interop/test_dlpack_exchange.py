@@ -50,6 +50,8 @@ def axpy(x: cute.Tensor, y: cute.Tensor, out: cute.Tensor):
 @pytest.fixture(autouse=True)
 def _cpu(monkeypatch):
     monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+    # These tests count traces: an earlier run's trace-key entries on disk would skip them.
+    monkeypatch.setenv("OPENCUTE_DISABLE_TRACE_KEY_CACHE", "1")
 
 
 def _arrays(n, dtype=np.float32):

@@ -142,10 +142,10 @@ def test_static_layout_and_stride_messages():
     sig = "`add_one(a: Tensor([10], float32), b: Tensor([10], float32))`"
     with pytest.raises(ValueError) as e:
         f(np.arange(5, dtype=np.float32), b)
-    assert str(e.value) == f"Invalid a.shape[0] on argument #0 when calling: {sig}, expected 10"
+    assert str(e.value) == f"Mismatched a.shape[0] on argument #0 when calling: {sig}, expected 10"
     with pytest.raises(ValueError) as e:
         f(a, np.zeros(20, np.float32)[::2])
-    assert str(e.value) == f"Invalid b.stride[0] on argument #1 when calling: {sig}, expected 1"
+    assert str(e.value) == f"Mismatched b.stride[0] on argument #1 when calling: {sig}, expected 1"
 
 
 # ---- argument kinds --------------------------------------------------------------------------
@@ -507,7 +507,7 @@ def test_nvidia_jit_and_use_in_torch(tmp_path):
 def test_nvidia_error_reporting(tmp_path):
     p = _run_example("dsl_tutorials/tvm_ffi/error_reporting.py", tmp_path)
     assert p.returncode != 0
-    assert ("ValueError: Invalid a.shape[0] on argument #0 when calling: `add_one(a: Tensor([10], float32), "
+    assert ("ValueError: Mismatched a.shape[0] on argument #0 when calling: `add_one(a: Tensor([10], float32), "
             "b: Tensor([10], float32))`, expected 10") in p.stderr
 
 

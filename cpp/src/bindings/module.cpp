@@ -32,6 +32,7 @@
 #include "bindings/tvm_ffi_function.h"
 #include "bindings/xla_ffi_call.h"
 #include "bindings/export_bindings.h"
+#include "bindings/traced_program_bindings.h"
 #include "bindings/direct_call.h"
 #include "bindings/launch_floor_bindings.h"
 #include "bindings/layout_bindings.h"
@@ -338,6 +339,7 @@ NB_MODULE(_core, m) {
   bindings::bind_tvm_ffi_functions(m);
   bindings::bind_xla_ffi_calls(m);
   bindings::bind_export(m);
+  bindings::bind_traced_programs(m);
   bindings::bind_direct_calls(m);
   bindings::bind_dlpack_exchange_testing(m);
   bindings::bind_launch_floor(m);

@@ -139,12 +139,15 @@ ArgumentError tvm_ffi_error(const TensorContract& c, const F& f, const MessageIn
   if (r != F::kNumRules) {
     const size_t m = size_t(f.at[r]);
     const bool shape = r == F::kShape || r == F::kShapeDivisibility;
-    const std::string what = "Invalid " + label + (shape ? ".shape" : ".stride") + "[" + to_string(m) + "]" + in.at;
+    // A static entry that differs is "Mismatched" (what quack's tests expect of the CuTe DSL); an
+    // entry that breaks its divisibility is "Invalid" (the CuTe DSL's TVM-FFI documentation).
+    const std::string entry = label + (shape ? ".shape" : ".stride") + "[" + to_string(m) + "]" + in.at;
     switch (r) {
-      case F::kShape: return value_error(what + "expected " + to_string(c.shape[m]));
-      case F::kShapeDivisibility: return value_error(what + "expected to be divisible by " + to_string(c.shape_div[m]));
-      case F::kStride: return value_error(what + "expected " + to_string(c.stride[m]));
-      default: return value_error(what + "expected to be divisible by " + to_string(c.stride_div[m]));
+      case F::kShape: return value_error("Mismatched " + entry + "expected " + to_string(c.shape[m]));
+      case F::kShapeDivisibility:
+        return value_error("Invalid " + entry + "expected to be divisible by " + to_string(c.shape_div[m]));
+      case F::kStride: return value_error("Mismatched " + entry + "expected " + to_string(c.stride[m]));
+      default: return value_error("Invalid " + entry + "expected to be divisible by " + to_string(c.stride_div[m]));
     }
   }
   if (f.has(F::kAlignment))

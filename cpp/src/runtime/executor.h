@@ -69,6 +69,8 @@ class CompiledProgram : public emulator::LaunchHandler {
 
   const std::string& ir_text() const { return ir_text_; }
   const std::string& nvvm_text() const { return nvvm_text_; }
+  // A program rebuilt from stored code (traced_program_cache.h) gets the NVVM IR stored with it.
+  void set_nvvm_text(std::string text) { nvvm_text_ = std::move(text); }
   const std::string& ptx() const { return ptx_; }
   const std::vector<char>& cubin() const { return cubin_; }
   const std::string& arch() const { return arch_; }
@@ -83,6 +85,9 @@ class CompiledProgram : public emulator::LaunchHandler {
     return interpreter_->has_loops() || interpreter_->has_printf() || has_device_printf_;
   }
   const ir::Function& host_function() const { return *host_; }
+  // The program's IR, for what the IR text leaves out (source locations; traced_program_cache.h).
+  const ir::Module& module() const { return *module_; }
+  ir::Module& module() { return *module_; }
 
   // For measuring the host's cost of a call without a GPU: a GPU-target program whose
   // launches pack their parameters and stop short of the driver (benchmarks and tests only).

@@ -4,12 +4,12 @@ import contextlib
 import copy
 import dataclasses
 import functools
-import os
 import threading
 
 from .. import _core
 from . import context, tvm_ffi
 from . import direct_call as _direct_call
+from . import trace_key as _trace_key
 from .argument_plan import _ArgPlan, _classify, _traced_tensor  # noqa: F401 - _traced_tensor kept here
 from .decorated_function import (  # noqa: F401 - Constexpr and the predicates keep their old home too
     Constexpr, ConstexprMeta, _DecoratedFunction, _is_constexpr_annotation, _is_stream)
@@ -17,23 +17,11 @@ from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .extracted_values import rebuild_parts
 from .jit_arg_adapter import adapt as adapt_jit_arg
 from .numeric import Int64, Numeric, NumericMeta, _wrap_int, annotated_class, as_numeric, wrap
-from .options import ENV_ARCH, ENV_ASSERTIONS, ENV_LINE_INFO, CompileOptions, EnableTVMFFI, resolve_target
+from .options import (  # noqa: F401 - _arch_for_compile keeps its old home
+    ENV_ASSERTIONS, ENV_LINE_INFO, VERSION, CompileOptions, EnableTVMFFI, _arch_for_compile, resolve_target)
 from .source_lines import track_source_lines
 
-VERSION = "0.1.0"
-
 _env_flag = _core.env_flag
-
-
-def _arch_for_compile(opts):
-    if opts["gpu_arch"]:
-        return opts["gpu_arch"]
-    env = os.environ.get(ENV_ARCH)
-    if env:
-        return env
-    if _core.cuda_available():
-        return _core.device_arch(0)
-    return "sm_90a"
 
 
 def _flatten_results(result):
@@ -89,7 +77,8 @@ class JitFunction(_DecoratedFunction):
                                                                recorder=recorder, info=info)
             if record and not recorder.printed:
                 try:
-                    guard, _ = _direct_call.build_guard(self, recorder.executed, info["static_values"])
+                    guard = _trace_key.direct_guard(self, info["trace_key"]) if "trace_key" in info else \
+                        _direct_call.build_guard(self, recorder.executed, info["static_values"])[0]
                     self._direct.record(args, kwargs, compiled, info["runtime_positions"], guard)
                 except _direct_call.Unkeyable as e:
                     if _core.log_enabled(10):
@@ -107,6 +96,16 @@ class JitFunction(_DecoratedFunction):
         return {"traced": self._trace_count, "direct": self._direct.hits if self._direct is not None else 0}
 
     def _trace_and_compile(self, args, kwargs, options, use_cache, use_disk_cache=True, recorder=None, info=None):
+        # A call keyed without tracing (trace_key.py) may find its program stored on disk.
+        info = info if info is not None else {"runtime_positions": [], "static_values": []}
+        warm = _trace_key.compute(self, args, kwargs, options) if use_disk_cache else None
+        own_recorder = None
+        if warm is not None:
+            hit = _trace_key.load(self, warm, args, kwargs, info, self._cache if use_cache else None)
+            if hit is not None:
+                return hit
+            if recorder is None and _direct_call.can_record():
+                recorder = own_recorder = _core.TraceRecorder()  # the store checks what the trace ran
         import time
         t0 = time.perf_counter()
         with _trace_count_lock:  # traces may run on several threads at once
@@ -161,6 +160,10 @@ class JitFunction(_DecoratedFunction):
             _core.log(10, f"traced {self._fn.__name__} in {trace_ms:.2f} ms; compile timings {compiled.timings_ms}")
         if _env_flag("CUTE_DSL_PRINT_IR"):
             print(compiled.__mlir__, flush=True)
+        if warm is not None:
+            _trace_key.store(self, warm, compiled, recorder, info["runtime_positions"])
+            if own_recorder is not None:
+                own_recorder.clear()  # it holds the globals of every module the trace ran code of
         if options["enable_tvm_ffi"]:
             compiled = tvm_ffi.make_function(compiled, plan, self._fn, self._sig)
         if key is not None:
@@ -494,3 +497,4 @@ def _class_attribute(cls, name):
         if name in klass.__dict__:
             return klass.__dict__[name]
     return None
+

@@ -1,8 +1,13 @@
 """Compile options: the string form (`options="--opt-level 2 --keep-ptx"`) parsed strictly,
 and the option classes of `cute.compile[...]`."""
+import os
 import shlex
 
+from .. import _core
 from .errors import DSLUserCodeError
+
+# The front end's version: part of every compile-cache key.
+VERSION = "0.1.0"
 
 
 class CompileOption:
@@ -96,9 +101,21 @@ ENV_ASSERTIONS, ENV_LINE_INFO, ENV_ARCH, ENV_TARGET = (
 COMPILE_ENV_NAMES = (ENV_ASSERTIONS, ENV_LINE_INFO, ENV_ARCH, ENV_TARGET)
 
 
+def _arch_for_compile(opts):
+    """The architecture a compilation is for: the option, else CUTE_DSL_ARCH, else the first
+    device's, else sm_90a."""
+    if opts["gpu_arch"]:
+        return opts["gpu_arch"]
+    env = os.environ.get(ENV_ARCH)
+    if env:
+        return env
+    if _core.cuda_available():
+        return _core.device_arch(0)
+    return "sm_90a"
+
+
 def resolve_target(options):
     """The target a compilation uses: the option, else CUTE_DSL_TARGET, else "" (automatic)."""
-    import os
     if options["target"]:
         return options["target"]
     env = os.environ.get(ENV_TARGET, "").strip().lower()

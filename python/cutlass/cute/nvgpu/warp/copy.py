@@ -2,6 +2,7 @@
 of a warp cooperate in each call; the atoms' thread-value tables live in C++
 (cpp/src/cute/atom/copy_sm80)."""
 from .... import _core
+from ...._dsl.errors import user_error
 
 
 class _MatrixCopyOp:
@@ -44,4 +45,27 @@ class StMatrix8x8x16bOp(_MatrixCopyOp):
         return _core.cute.make_stmatrix_atom(dtype, self.num_matrices, self.transpose)
 
 
-__all__ = ["LdMatrix8x8x16bOp", "LdMatrix8x16x8bOp", "StMatrix8x8x16bOp"]
+class LdMatrix16x16x8bOp(_MatrixCopyOp):
+    """ldmatrix .m16n16 .b8 (sm_100): named so that Blackwell modules import on Hopper; refused when
+    made, since OpenCuTe does not generate sm_100 code yet."""
+    _descr = "16x16 8-bit ldmatrix Operation"
+
+    def _make_copy_atom(self, dtype, num_bits):
+        raise _blackwell_only(type(self).__name__)
+
+
+class StMatrix16x8x8bOp(_MatrixCopyOp):
+    """stmatrix .m16n8 .b8 (sm_100): named so that Blackwell modules import on Hopper; refused when
+    made, since OpenCuTe does not generate sm_100 code yet."""
+    _descr = "16x8 8-bit stmatrix Operation"
+
+    def _make_copy_atom(self, dtype, num_bits):
+        raise _blackwell_only(type(self).__name__)
+
+
+def _blackwell_only(name):
+    return user_error(f"cute.nvgpu.warp.{name}: an sm_100 instruction, not available in OpenCuTe yet",
+                      code="NOT_SUPPORTED")
+
+
+__all__ = ["LdMatrix8x8x16bOp", "LdMatrix8x16x8bOp", "LdMatrix16x16x8bOp", "StMatrix8x8x16bOp", "StMatrix16x8x8bOp"]
