@@ -53,7 +53,8 @@ def test_exit_status_zero_when_nothing_common_is_missing(tmp_path):
         import cutlass.cute as cute
         from cutlass.cute.nvgpu import tcgen05
         x = cute.make_layout
+        y = tcgen05.no_such_blackwell_name
         """})
     assert rc == 0, out
     assert "## missing (common / SM90): 0" in out
-    assert "cutlass.cute.nvgpu.tcgen05" in out.partition("## missing (Blackwell-only)")[2]
+    assert "cutlass.cute.nvgpu.tcgen05.no_such_blackwell_name" in out.partition("## missing (Blackwell-only)")[2]

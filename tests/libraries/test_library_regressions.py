@@ -288,3 +288,42 @@ def test_pipeline_classes_are_frozen_dataclasses_with_the_dsl_fields():
     assert pipeline.PipelineState(0, 0, 0, 1).stages == 0
     with pytest.raises(ValueError, match="non-negative"):
         pipeline.PipelineState(-1, 0, 0, 0)
+
+
+# ---- a runtime pointer (make_ptr) as a field of an argument class: new_from_mlir_values rebuilds it
+# from the value its __get_mlir_types__ announced (quack's TileSchedulerOptions.tile_count_semaphore) --
+
+from cutlass.cute.runtime import make_ptr  # noqa: E402
+
+
+@dataclass
+class WithPointer(JitArgument):
+    out: object
+
+    def __c_pointers__(self):
+        return self.out.__c_pointers__()
+
+    def __get_mlir_types__(self):
+        return self.out.__get_mlir_types__()
+
+    def __new_from_mlir_values__(self, values):
+        return WithPointer(cutlass.new_from_mlir_values(self.out, values))
+
+
+@cute.kernel
+def fill_through_pointer_kernel(args: WithPointer):
+    i = cute.arch.thread_idx()[0]
+    t = cute.make_tensor(args.out, cute.make_layout(8))
+    t[i] = cutlass.Float32(i * 2 + 1)
+
+
+@cute.jit
+def fill_through_pointer(args: WithPointer):
+    fill_through_pointer_kernel(args).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+def test_a_runtime_pointer_field_of_an_argument_class_is_rebuilt_as_a_pointer():
+    a = np.zeros(8, dtype=np.float32)
+    args = WithPointer(make_ptr(cutlass.Float32, a.ctypes.data, cute.AddressSpace.gmem, assumed_align=16))
+    cute.compile(fill_through_pointer, args, options="--target cpu")(args)
+    np.testing.assert_array_equal(a, np.arange(8, dtype=np.float32) * 2 + 1)

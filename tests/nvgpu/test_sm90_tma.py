@@ -14,7 +14,7 @@ from cutlass.cute.nvgpu import cpasync
 CPU = "--target cpu"
 
 
-def _load_kernel(tile, smem_layout, dtype, threads=64, swizzle=None, expect_bytes=None):
+def _load_kernel(tile, smem_layout, dtype, threads=64, swizzle=None, expect_bytes=None, gmem_view=None):
     tm, tk = tile
     elems = tm * tk
     nbytes = elems * dtype.width // 8 if expect_bytes is None else expect_bytes
@@ -43,7 +43,8 @@ def _load_kernel(tile, smem_layout, dtype, threads=64, swizzle=None, expect_byte
 
     @cute.jit
     def host(a: cute.Tensor, out: cute.Tensor):
-        atom, tma_tensor = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, layout, (tm, tk))
+        g = a if cutlass.const_expr(gmem_view is None) else gmem_view(a)
+        atom, tma_tensor = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), g, layout, (tm, tk))
         kernel(atom, tma_tensor, out).launch(grid=(cute.ceil_div(cute.size(a, mode=[0]), tm),
                                                    cute.ceil_div(cute.size(a, mode=[1]), tk), 1),
                                              block=(threads, 1, 1))
@@ -580,3 +581,17 @@ def test_reading_a_tile_before_waiting_for_its_tma_load_is_reported():
     with pytest.raises(cute.DSLRuntimeError, match=r"which a TMA load \(line \d+\) is still filling: its bytes complete phase 0 "
                                                    r"of the mbarrier at shared offset 0"):
         cute.compile(host, a, out, options=CPU)(a, out)
+
+
+def test_a_spanned_mode_with_extent_one_leaves_is_one_dimension():
+    # FlashAttention-4 packs GQA query heads into the sequence mode, ((heads_per_kv, seqlen), d); with
+    # one head per KV head that mode is (1, seqlen): TMA reads it as the seqlen leaf alone.
+    tm, tk = 8, 32
+    a = np.arange(24 * 64, dtype=np.float32).reshape(24, 64) + 1
+    out = np.full(a.shape, -1, np.float32)
+    layout = cute.make_layout((tm, tk), stride=(tk, 1))
+
+    host = _load_kernel((tm, tk), layout, Float32, gmem_view=lambda t: cute.make_tensor(
+        t.iterator, cute.make_layout(((1, 24), 64), stride=((1, 64), 1))))
+    cute.compile(host, a, out, options=CPU)(a, out)
+    np.testing.assert_array_equal(out, a)

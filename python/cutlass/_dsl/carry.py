@@ -235,5 +235,11 @@ def extract_mlir_values(obj):
 
 
 def new_from_mlir_values(obj, values):
-    """`obj` rebuilt from new IR values (cutlass.cutlass_dsl.new_from_mlir_values)."""
-    return rebuild(structure_of(obj, literals_static=True), values)
+    """`obj` rebuilt from new IR values (cutlass.cutlass_dsl.new_from_mlir_values). A host-side
+    JIT argument (a runtime pointer from make_ptr) has no IR values of its own but rebuilds from the
+    values its __get_mlir_types__ announced (quack's ArgumentsBase fields)."""
+    structure = structure_of(obj, literals_static=True)
+    if isinstance(structure, Static) and values and hasattr(obj, "__new_from_mlir_values__") \
+            and not isinstance(obj, type):
+        return obj.__new_from_mlir_values__(list(values))
+    return rebuild(structure, values)

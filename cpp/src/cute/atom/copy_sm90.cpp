@@ -132,11 +132,22 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   const std::vector<L::IntTuple> flat_shape = L::flatten_to_vector(g.shape), flat_stride = L::flatten_to_vector(g.stride);
   std::vector<int> leaf_start(size_t(g.rank()) + 1, 0);
   for (int i = 0; i < g.rank(); ++i) leaf_start[size_t(i) + 1] = leaf_start[size_t(i)] + int(L::flatten_to_vector(g.shape[i]).size());
+  // A mode the tile spans is one dimension: one leaf, or a hierarchical mode whose other leaves
+  // have static extent 1 (FlashAttention-4's packed-GQA query, ((1, seqlen), ...), with one head
+  // per KV head), whose coordinate is then that leaf's.
   for (Run& d : dims) {
-    if (!g.shape[d.mode].is_int() || !g.stride[d.mode].is_int())
+    int moving = -1, count = 0;
+    for (int f = leaf_start[size_t(d.mode)]; f < leaf_start[size_t(d.mode) + 1]; ++f) {
+      const L::IntTuple& fs = flat_shape[size_t(f)];
+      if (fs.is_int() && fs.as_int().is_static_value(1)) continue;
+      moving = f;
+      ++count;
+    }
+    if (count == 0) moving = leaf_start[size_t(d.mode)], count = 1;
+    if (count != 1 || !flat_shape[size_t(moving)].is_int() || !flat_stride[size_t(moving)].is_int())
       tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(d.mode) + " of the global tensor is hierarchical; "
                                      "a mode the tile spans needs one extent and stride");
-    d.leaf = leaf_start[size_t(d.mode)];
+    d.leaf = moving;
   }
   // Tile modes of size 1 and global modes outside the tile: a dimension with a box of 1 per leaf,
   // except leaves that never move the address (static extent 1 or static stride 0), as CuTe does.
