@@ -327,3 +327,16 @@ def test_a_runtime_pointer_field_of_an_argument_class_is_rebuilt_as_a_pointer():
     args = WithPointer(make_ptr(cutlass.Float32, a.ctypes.data, cute.AddressSpace.gmem, assumed_align=16))
     cute.compile(fill_through_pointer, args, options="--target cpu")(args)
     np.testing.assert_array_equal(a, np.arange(8, dtype=np.float32) * 2 + 1)
+
+
+def test_a_number_knows_its_type_width_and_signedness():
+    # FlashAttention-4's shuffle_sync asserts `value.width % 32 == 0` on an Int64 value.
+    assert Int32(3).width == 32 and cutlass.Int64(3).width == 64 and cutlass.Float16(1.0).width == 16
+    assert Int32(3).signed and not cutlass.Uint32(3).signed
+
+    @cute.jit
+    def widths(x: cutlass.Int64):
+        assert x.width == 64
+        return x
+
+    widths(cutlass.Int64(5))

@@ -513,7 +513,7 @@ struct ArgumentReader {
   size_t next_tensor = 0, next_item = 0, next_seq = 0;
   PyTypeObject* last_type = nullptr;  // the type last_functions reads
   const DLPackExchangeFunctions* last_functions = nullptr;
-  TensorSummary tensors;  // of the tensors read so far
+  TensorSummary tensors{};  // of the tensors read so far
 
   Read leaf(PyObject* o, FfiAny& out) {
     out = FfiAny{};

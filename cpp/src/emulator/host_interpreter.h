@@ -29,11 +29,11 @@ struct LaunchRequest {
   void* programmatic_event = nullptr;
   int programmatic_event_flags = 0;
   int programmatic_trigger_at_block_start = 0;
-  unsigned smem;
-  void* stream;
-  size_t num_args;
-  const ir::Type* arg_types;  // num_args entries
-  const ir::Scalar* args;     // num_args entries
+  unsigned smem = 0;
+  void* stream = nullptr;
+  size_t num_args = 0;
+  const ir::Type* arg_types = nullptr;  // num_args entries
+  const ir::Scalar* args = nullptr;     // num_args entries
   // Every argument is a pointer or an integer of at most 64 bits: a GPU launch passes each in
   // place (the low bytes of its 64-bit value) without looking at the types (decided once).
   bool args_in_place = false;

@@ -23,7 +23,7 @@ struct Fixture {
     return n;
   }
 };
-std::string S(const IntTuple& t) { return to_string(t); }
+[[maybe_unused]] std::string S(const IntTuple& t) { return to_string(t); }
 std::string S(const Layout& l) { return to_string(l); }
 }  // namespace
 

@@ -146,7 +146,9 @@ TEST(LayoutProperties, InversesComposeToIdentity) {
     Layout r = right_inverse(a);
     for (int64_t i = 0; i < sz(r); ++i)
       ASSERT_EQ(at(a, at(r, i)), i) << to_string(a) << " right_inverse " << to_string(r);
-    if (n % 2 == 1) ASSERT_EQ(sz(r), sz(a)) << to_string(a);
+    if (n % 2 == 1) {
+      ASSERT_EQ(sz(r), sz(a)) << to_string(a);
+    }
     Layout l = left_inverse(a);
     for (int64_t i = 0; i < sz(a); ++i)
       ASSERT_EQ(at(l, at(a, i)), i) << to_string(a) << " left_inverse " << to_string(l);

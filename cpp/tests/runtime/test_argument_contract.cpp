@@ -89,7 +89,9 @@ TEST(ArgumentContract, CompactCheckAgreesWithTheFullCheck) {
       runtime::DLTensorContractView v{d};
       const bool full = runtime::check_tensor(p.checks[0], v, KernelMemory::Host, vals).ok();
       EXPECT_EQ(runtime::read_dltensor(reads, r, d, KernelMemory::Host, vals), full) << rows << " " << offset;
-      if (full) EXPECT_EQ(vals[1].i, rows);
+      if (full) {
+        EXPECT_EQ(vals[1].i, rows);
+      }
     }
   }
 }

@@ -42,7 +42,7 @@ runtime::ExportedFunction probe_function() {
   e.cubin = {'\x7f', 'E', 'L', 'F', '\0', '\1'};
   e.plan.slots = {{0, SlotKind::TensorData, 0}, {0, SlotKind::TensorShape, 0}, {0, SlotKind::TensorShape, 2},
                   {0, SlotKind::TensorStride, 1}, {1, SlotKind::Scalar, 0}};
-  e.plan.checks = {{0, {-1, 3, -1}, {1, -1, 7}, {1, 1, 4}, {1, 1, 1}, false, "(?,3,?{div=4}):(1,?,7)", "t"}};
+  e.plan.checks = {{0, {-1, 3, -1}, {1, -1, 7}, {1, 1, 4}, {1, 1, 1}, false, "(?,3,?{div=4}):(1,?,7)", "t", {}}};
   e.plan.num_sources = 2;
   e.plan.arg_names = {"t", "k"};
   return e;

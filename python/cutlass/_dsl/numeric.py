@@ -112,6 +112,15 @@ class Numeric(metaclass=NumericMeta):
     def value(self):
         return self._n.value if self._n.is_static else self._n
 
+    @property
+    def width(self):
+        """The bit width of this number's type, read from a value (FA4's shuffle_sync checks it)."""
+        return type(self).width
+
+    @property
+    def signed(self):
+        return type(self).signed
+
     def is_static(self):
         return self._n.is_static
 
