@@ -25,20 +25,8 @@ def _gpu_available():
         return False
 
 
-_GPU = _gpu_available()
-
-
-@pytest.fixture(autouse=True)
-def _emulator_for_tests_not_marked_gpu(request, monkeypatch):
-    # A test not marked gpu is written for a machine without one: its kernels run on the CPU
-    # emulator with numpy data. On a GPU machine the automatic target would choose the GPU and be
-    # handed host memory, so there such a test asks for the emulator (tests/run_gpu.sh runs both).
-    if _GPU and "gpu" not in request.keywords and "CUTE_DSL_TARGET" not in os.environ:
-        monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
-
-
 def pytest_collection_modifyitems(config, items):
-    if _GPU:
+    if _gpu_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
