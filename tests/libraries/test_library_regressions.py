@@ -340,3 +340,19 @@ def test_a_number_knows_its_type_width_and_signedness():
         return x
 
     widths(cutlass.Int64(5))
+
+
+def test_a_thread_slice_of_a_tiled_copy_slices_again():
+    # FlashAttention-4's pack_gqa.store_O: gmem_thr_copy.get_slice(0).partition_S(cO) (CuTe's ThrCopy
+    # is a TiledCopy); thread 0's partition of an identity tensor names thread 0's coordinates.
+    @cute.jit
+    def first_coordinates():
+        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32)
+        tiled = cute.make_tiled_copy_tv(atom, cute.make_layout((4, 8), stride=(8, 1)), cute.make_layout((1, 2)))
+        thr = tiled.get_slice(5)
+        again = thr.get_slice(0)
+        assert again.size == tiled.size
+        part = again.partition_S(cute.make_identity_tensor((4, 16)))
+        return part[0]
+
+    assert first_coordinates() == (0, 0)

@@ -411,7 +411,18 @@ void bind_tensors(nb::module_& root) {
       .def("retile", [](const ThrCopy& c, nb::handle x) {
         Scope scope;
         return cute::retile(c.tiled, as_tensor(x, "retile"));
-      });
+      })
+      // A thread's slice is also its tiled copy (CuTe's ThrCopy derives from TiledCopy):
+      // FlashAttention-4 slices a slice again (gmem_thr_copy.get_slice(0)).
+      .def("get_slice", [](const ThrCopy& c, nb::handle thr) {
+        Scope scope;
+        return ThrCopy{c.tiled, to_int(thr), nb::borrow(thr)};
+      })
+      .def_prop_ro("size", [](const ThrCopy& c) { return to_py(c.tiled.size()); })
+      .def_prop_ro("value_type", [](const ThrCopy& c) { return dtype_class(c.tiled.atom.value_type); })
+      .def_prop_ro("atom", [](const ThrCopy& c) { return c.tiled.atom; })
+      .def_prop_ro("layout_src_tv_tiled", [](const ThrCopy& c) { return py(cute::tiled_layout_tv(c.tiled, true)); })
+      .def_prop_ro("layout_dst_tv_tiled", [](const ThrCopy& c) { return py(cute::tiled_layout_tv(c.tiled, false)); });
 
   // cute.copy: any atom (a copy atom, a tiled copy, a thread's slice, or a Python atom that wraps
   // a C++ one as `_copy_atom`, as the TMA atoms do), with all the operands a call may name; the
