@@ -36,6 +36,9 @@ void bind_async(nb::module_& root) {
     });
   }, nb::arg("kind"), nb::arg("bar"), nb::arg("value"), nb::arg("peer_rank").none(), nb::arg("file") = "",
      nb::arg("line") = 0);
+  m.def("cp_async_mbarrier_arrive", [](nb::handle bar, bool noinc, const std::string& file, int line) {
+    located(file, line, [&] { dsl::cp_async_mbarrier_arrive(to_num(bar), noinc); });
+  }, nb::arg("bar"), nb::arg("noinc"), nb::arg("file") = "", nb::arg("line") = 0);
   // kind: "wait" (returns None), "try_wait" or "test_wait" (return a Boolean).
   // "try_wait_timelimit" also takes suspend_hint (i32 nanoseconds).
   m.def("mbarrier_wait", [](const std::string& kind, nb::handle bar, nb::handle phase, const std::string& file,

@@ -77,6 +77,12 @@ void mbarrier_arrive(ir::MbarrierArriveKind kind, const Num& bar, const Num& val
   b.create(ir::OpCode::MbarrierArrive, ops, {})->int_attr = int64_t(kind);
 }
 
+void cp_async_mbarrier_arrive(const Num& bar, bool noinc) {
+  const std::string what = noinc ? "cp_async_mbarrier_arrive_noinc" : "cp_async_mbarrier_arrive";
+  ir::Builder& b = kernel_builder(what);
+  b.create(ir::OpCode::CpAsyncMbarrierArrive, {barrier_pointer(what, bar)}, {})->int_attr = noinc ? 1 : 0;
+}
+
 std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, const Num& phase,
                                  const std::optional<Num>& suspend_hint) {
   const std::string what = std::string("mbarrier_") + ir::mbarrier_wait_kind_name(kind);

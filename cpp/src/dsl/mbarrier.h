@@ -13,6 +13,8 @@ void mbarrier_init(const Num& bar, const Num& count);
 // `value`: the arrival count (Arrive) or the transaction bytes; `peer_rank`: the CTA of the
 // cluster whose barrier at the same shared offset is signalled (remote arrive, sm_90).
 void mbarrier_arrive(ir::MbarrierArriveKind kind, const Num& bar, const Num& value, const std::optional<Num>& peer_rank);
+// cp.async.mbarrier.arrive[.noinc]: arrive on `bar` once this thread's earlier cp.async completed.
+void cp_async_mbarrier_arrive(const Num& bar, bool noinc);
 // Wait returns nothing (an empty Num type); TryWait / TestWait / TryWaitTimeLimit return a Boolean.
 // TryWaitTimeLimit takes `suspend_hint` (i32 nanoseconds); the other kinds take none.
 std::optional<Num> mbarrier_wait(ir::MbarrierWaitKind kind, const Num& bar, const Num& phase,

@@ -85,6 +85,17 @@ void AsyncCopyTracker::wait(unsigned thread, int64_t pending_allowed) {
   list.resize(keep);
 }
 
+void AsyncCopyTracker::complete_all(unsigned thread) {
+  // The bytes are visible to the threads that wait on the mbarrier this completion arrives on,
+  // so they are not private to the issuing thread as after a wait_group.
+  for (Copy& c : pending_[thread]) {
+    std::memcpy(reinterpret_cast<void*>(c.dst), c.data, size_t(c.bytes));
+    size_t off = c.dst - reinterpret_cast<uintptr_t>(smem_);
+    for (int b = 0; b < c.bytes; ++b) state_[off + size_t(b)] = kFree;
+  }
+  pending_[thread].clear();
+}
+
 void AsyncCopyTracker::barrier() {
   if (!active_) return;
   for (auto& [off, n] : private_ranges_)

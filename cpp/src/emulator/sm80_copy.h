@@ -30,6 +30,10 @@ class AsyncCopyTracker {
   std::string issue(unsigned thread, uintptr_t dst, const void* src, int src_bytes, int bytes, int line);
   void commit(unsigned thread);
   void wait(unsigned thread, int64_t pending_allowed);
+  // Lands every cp.async the thread issued so far, committed or not, visible to all threads
+  // (cp.async.mbarrier.arrive: completing them now is one order the hardware may choose, and the
+  // mbarrier orders them before its waiters).
+  void complete_all(unsigned thread);
   // A block barrier: completed copies become visible to every thread.
   void barrier();
   // "" when `thread` may access [addr, addr + bytes) of shared memory, else why not.

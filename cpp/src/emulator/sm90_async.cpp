@@ -419,6 +419,7 @@ bool lower_sm90_async(DeviceEmulator::Program& p, const ir::Op& op) {
       i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]);
       if (op.operands.size() == 3) i.c = p.reg(op.operands[2]);
       break;
+    case OpCode::CpAsyncMbarrierArrive: i.a = p.reg(op.operands[0]); break;
     case OpCode::MbarrierWait:
       i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]);
       if (!op.results.empty()) i.dst = p.reg(op.result());
@@ -473,6 +474,19 @@ Flow exec_sm90_async(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
         if (!race.empty()) fail_at(c, w, warp, lane, i, "a TMA load overwrites shared memory: " + race);
       }
   };
+  if (i.code == OpCode::CpAsyncMbarrierArrive) {
+    // The thread's earlier cp.async land now, then the arrive (with .noinc it is one of the
+    // barrier's expected arrivals; without, the pending count was raised first: no net arrival).
+    for (uint32_t mm = m; mm; mm &= mm - 1) {
+      const int l = __builtin_ctz(mm);
+      w.async.complete_all(warp.first_thread + unsigned(l));
+      if (!i.imm) continue;
+      auto [addr, table] = barrier_of(i, ctx, l, false, true);
+      std::string err = table->arrive(addr, 1);
+      if (!err.empty()) fail_at(c, w, warp, l, i, err);
+    }
+    return Flow::Next;
+  }
   const AsyncStep step = execute_sm90_async(i, ctx);
   if (step == AsyncStep::Continue) return Flow::Next;
   warp.mbar = ctx.wait_addr;

@@ -63,6 +63,7 @@ const char* opcode_name(OpCode code) {
     case OpCode::CpAsync: return "cp_async";
     case OpCode::CpAsyncCommit: return "cp_async_commit";
     case OpCode::CpAsyncWait: return "cp_async_wait";
+    case OpCode::CpAsyncMbarrierArrive: return "cp_async_mbarrier_arrive";
     case OpCode::LdMatrix: return "ldmatrix";
     case OpCode::StMatrix: return "stmatrix";
     case OpCode::NamedBarrier: return "named_barrier";

@@ -67,6 +67,9 @@ enum class OpCode : uint8_t {
                   // ints = {cache global}; bytes past src bytes are zero-filled
   CpAsyncCommit,  // closes the thread's current group of cp.async
   CpAsyncWait,    // int_attr = N: waits until at most N of the thread's committed groups are pending
+  CpAsyncMbarrierArrive,  // (mbarrier ptr): an arrive on the mbarrier once all of the thread's earlier
+                          // cp.async completed; int_attr = 1 for .noinc (the arrival is one of the
+                          // barrier's expected count), 0 (the pending count is raised first: no net arrival)
   LdMatrix,       // (smem row ptr) -> vector of 32*num/width elements; int_attr = num matrices,
                   // ints = {transpose}; warp-collective (lane i of each 8-lane group names a row)
   StMatrix,       // (smem row ptr, vector value); int_attr / ints as LdMatrix

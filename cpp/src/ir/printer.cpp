@@ -163,6 +163,7 @@ class Printer {
       case OpCode::CpAsync:
       case OpCode::CpAsyncCommit:
       case OpCode::CpAsyncWait:
+      case OpCode::CpAsyncMbarrierArrive:
       case OpCode::LdMatrix:
       case OpCode::StMatrix:
       case OpCode::MbarrierInit:  // the SM90 async ops share the SM80 copies' form `[kind, ints] operands : types`

@@ -251,6 +251,11 @@ class Verifier {
         expect(op, o.empty() && op.results.empty() && op.int_attr >= 0, "cp_async_commit / cp_async_wait take no operands");
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
         break;
+      case OpCode::CpAsyncMbarrierArrive:
+        expect(op, o.size() == 1 && o[0]->type->is_pointer() && op.results.empty() && (op.int_attr == 0 || op.int_attr == 1),
+               "cp_async_mbarrier_arrive takes the mbarrier pointer");
+        expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
+        break;
       case OpCode::LdMatrix: case OpCode::StMatrix: {
         bool ld = op.code == OpCode::LdMatrix;
         Type v = ld ? (op.results.size() == 1 ? op.results[0]->type : nullptr) : (o.size() == 2 ? o[1]->type : nullptr);

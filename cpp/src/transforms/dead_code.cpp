@@ -12,6 +12,7 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::Yield: case ir::OpCode::Return: case ir::OpCode::Load: case ir::OpCode::Atomic:
     case ir::OpCode::Assert: case ir::OpCode::Shuffle: case ir::OpCode::Vote:
     case ir::OpCode::CpAsync: case ir::OpCode::CpAsyncCommit: case ir::OpCode::CpAsyncWait:
+    case ir::OpCode::CpAsyncMbarrierArrive:
     case ir::OpCode::LdMatrix: case ir::OpCode::StMatrix:
     case ir::OpCode::NamedBarrier: case ir::OpCode::GridDepControl:
     case ir::OpCode::Wgmma: case ir::OpCode::WgmmaFence: case ir::OpCode::WgmmaCommit: case ir::OpCode::WgmmaWait:

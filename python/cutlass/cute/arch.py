@@ -433,6 +433,18 @@ def cp_async_commit_group(*, loc=None, ip=None):
     _core.cute.cp_async_commit_group()
 
 
+def cp_async_mbarrier_arrive_noinc(mbar_ptr, *, loc=None, ip=None):
+    """Arrive on the mbarrier once all of this thread's earlier cp.async completed
+    (cp.async.mbarrier.arrive.noinc): the arrival is one of the barrier's expected count."""
+    _core.sm90.cp_async_mbarrier_arrive(_pointer_value(mbar_ptr), True, *_user_line())
+
+
+def cp_async_mbarrier_arrive(mbar_ptr, *, loc=None, ip=None):
+    """Make the mbarrier's current phase also wait for this thread's earlier cp.async
+    (cp.async.mbarrier.arrive: the pending count is raised, then lowered when they complete)."""
+    _core.sm90.cp_async_mbarrier_arrive(_pointer_value(mbar_ptr), False, *_user_line())
+
+
 def cp_async_wait_group(n, *, loc=None, ip=None):
     try:
         count = operator.index(n)

@@ -45,6 +45,13 @@ void asm_void(KernelLowering& k, const std::string& text, const std::string& con
               "~{memory}\"(" + args + ")");
 }
 
+// cp.async.mbarrier.arrive[.noinc].shared.b64 [bar] (sm_80+).
+void lower_cp_async_arrive(const Op& op, KernelLowering& k) {
+  std::string bar = shared_address(k, op, op.operands[0]);
+  asm_void(k, std::string("cp.async.mbarrier.arrive") + (op.int_attr ? ".noinc" : "") + ".shared.b64 [$0];", "r",
+           "i32 " + bar);
+}
+
 void lower_arrive(const Op& op, KernelLowering& k) {
   const auto kind = ir::MbarrierArriveKind(op.int_attr);
   std::string bar = shared_address(k, op, op.operands[0]);
@@ -202,6 +209,7 @@ void lower_tma_desc_op(const Op& op, KernelLowering& k) {
 void register_sm90_async_lowerings(LoweringTable& t) {
   t.add(OpCode::MbarrierInit, lower_mbarrier_init);
   t.add(OpCode::MbarrierArrive, lower_arrive);
+  t.add(OpCode::CpAsyncMbarrierArrive, lower_cp_async_arrive);
   t.add(OpCode::MbarrierWait, lower_wait);
   t.add(OpCode::Fence, [](const Op& op, KernelLowering& k) { asm_void(k, ir::fence_ptx(ir::FenceKind(op.int_attr)), "", ""); });
   t.add(OpCode::TmaLoad, lower_tma);
