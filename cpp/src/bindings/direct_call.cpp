@@ -91,7 +91,7 @@ struct TypeCategory {
   bool identity = false;  // as a compile-time value: keyed by identity
 };
 
-constexpr int kPositionalOnly = 0, kPositionalOrKeyword = 1, kKeywordOnly = 2;
+constexpr int kPositionalOnly = 0, kKeywordOnly = 2;  // 1: positional or keyword
 
 struct Param {
   nb::object name;

@@ -56,7 +56,7 @@ size_t launch_first_argument(const ir::Op& op) {
 
 }  // namespace
 
-HostInterpreter::HostInterpreter(const ir::Function& fn) : fn_(fn) {
+HostInterpreter::HostInterpreter(const ir::Function& fn) {
   flatten(*fn.body);
   numbering_.clear();
   find_direct_launch();

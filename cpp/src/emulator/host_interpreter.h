@@ -112,7 +112,6 @@ class HostInterpreter {
   void launch(const Step& s, const Operand& in, const ir::Scalar* kernel_args, LaunchHandler* launcher) const;
   void find_direct_launch();
 
-  const ir::Function& fn_;
   std::vector<FlatBlock> blocks_;        // blocks_[0] is the body
   std::vector<ir::Scalar> initial_regs_; // constants pre-evaluated, everything else zero
   std::unordered_map<const ir::Value*, int> numbering_;  // emptied after construction

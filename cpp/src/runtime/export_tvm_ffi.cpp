@@ -37,7 +37,7 @@ struct DLTensor {
   int64_t* strides;
   uint64_t byte_offset;
 };
-constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
+constexpr int32_t kDLCUDA = 2, kDLCUDAManaged = 13;
 constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6;
 
 bool dtype_matches(ir::Type element, DLDataType d) {

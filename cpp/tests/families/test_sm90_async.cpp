@@ -180,7 +180,7 @@ TEST(Mbarrier, TryWaitWithATimeLimitCompilesForSm90a) {
   EXPECT_STREQ(ir::mbarrier_wait_kind_name(ir::MbarrierWaitKind::TryWaitTimeLimit), "try_wait_timelimit");
   auto nvvm = target::lower_kernels_to_nvvm(k.m);
   if (!have_libnvvm()) GTEST_SKIP() << "libNVVM not found";
-  const std::string& p = compile_for(nvvm, {"sm_90a"})["sm_90a"];
+  const std::string p = compile_for(nvvm, {"sm_90a"})["sm_90a"];
   // mbarrier.try_wait.parity.shared::cta.b64 p, [addr], parity, hint;
   size_t at = p.find("mbarrier.try_wait.parity.shared::cta.b64");
   ASSERT_NE(at, std::string::npos) << p;
