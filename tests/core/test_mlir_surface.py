@@ -413,3 +413,22 @@ def test_cooperative_grid_runs_all_blocks_at_once_on_the_emulator(monkeypatch):
     grid_barrier_host(counter, seen, 12)
     assert counter[0] == 12
     np.testing.assert_array_equal(seen, 12)  # every block saw all 12 arrivals
+
+
+@cute.kernel
+def asm_pointer_kernel(out: cute.Tensor):
+    # FlashAttention-4's cpasync_reduce_bulk_add_f32 passes `gmem_ptr.llvm_ptr` to an "l" operand.
+    llvm.inline_asm(None, [out.iterator.llvm_ptr, Int32(4).ir_value()],
+                    "st.global.u32 [$0], $1;", "l,r", has_side_effects=True, is_align_stack=False,
+                    asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+@cute.jit
+def asm_pointer_host(out: cute.Tensor):
+    asm_pointer_kernel(out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_a_pointer_is_an_inline_asm_operand_as_its_64_bit_address(no_file_cache):
+    compiled = cute.compile(asm_pointer_host, np.zeros(4, np.int32))
+    asm_call = next(line for line in compiled.nvvm_ir.splitlines() if "st.global.u32" in line)
+    assert '"l,r' in asm_call and "(i64 " in asm_call, asm_call

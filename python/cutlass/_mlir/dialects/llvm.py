@@ -23,6 +23,9 @@ class AsmDialect(enum.IntEnum):
 def _operand(x):
     if isinstance(x, Numeric):
         return x._n
+    if isinstance(x, _core.cute._Pointer):
+        # `ptr.llvm_ptr` as an asm operand ("l"): its 64-bit address (FA4's cp.reduce.async.bulk)
+        return _operand(x.toint())
     if isinstance(x, Value) and x._v is not None:
         return _operand(x._v)
     return x  # a Num (what .ir_value() returns) or a Python scalar
