@@ -25,6 +25,7 @@
 #include "runtime/export.h"
 #include "runtime/tensor_spec.h"
 #include "target/nvvm/nvvm_compiler.h"
+#include "bindings/python_object_access.h"
 
 namespace opencute::bindings {
 namespace {
@@ -139,7 +140,7 @@ constexpr size_t kStackArguments = 64;
 using FlatArguments = SmallArray<PyObject*, kStackArguments>;
 
 size_t flat_argument_count(const Executor& ex, PyObject* args) {
-  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  const size_t n = size_t(tuple_size(args));
   if (ex.plan.arg_lengths.empty()) return n;
   if (n != ex.plan.arg_lengths.size())
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.plan.arg_lengths.size()) +
@@ -151,24 +152,24 @@ size_t flat_argument_count(const Executor& ex, PyObject* args) {
 
 // The call's arguments with list/tuple arguments expanded into their items, as compiled.
 void flatten_arguments(const Executor& ex, PyObject* args, FlatArguments& flat) {
-  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  const size_t n = size_t(tuple_size(args));
   if (ex.plan.arg_lengths.empty()) {
-    for (size_t i = 0; i < n; ++i) flat[i] = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    for (size_t i = 0; i < n; ++i) flat[i] = tuple_item(args, Py_ssize_t(i));
     return;
   }
   size_t out = 0;
   for (size_t i = 0; i < n; ++i) {
     int len = ex.plan.arg_lengths[i];
-    PyObject* a = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    PyObject* a = tuple_item(args, Py_ssize_t(i));
     if (len < 0) {
       flat[out++] = a;
       continue;
     }
-    if (!(PyList_Check(a) || PyTuple_Check(a)) || PySequence_Fast_GET_SIZE(a) != len)
+    if (!(PyList_Check(a) || PyTuple_Check(a)) || sequence_size(a) != len)
       throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " was compiled as a list of " +
                                                   std::to_string(len) + " items, got " +
                                                   std::string(nb::str(nb::handle(a).type()).c_str()));
-    for (int j = 0; j < len; ++j) flat[out++] = PySequence_Fast_ITEMS(a)[j];
+    for (int j = 0; j < len; ++j) flat[out++] = sequence_item(a, j);
   }
 }
 
@@ -183,7 +184,7 @@ bool trailing_streams_only(const Executor& ex, size_t given) {
 // A call that passes more arguments than the runtime ones passes None for the parameters that
 // were compiled with None: checks them and returns the arguments without them (in `holder`).
 PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& holder) {
-  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  const size_t n = size_t(tuple_size(args));
   const size_t runtime_count = ex.plan.arg_lengths.empty() ? size_t(ex.plan.num_sources) : ex.plan.arg_lengths.size();
   if (n <= runtime_count) return args;  // the runtime arguments only
   size_t given_nones = 0;
@@ -193,7 +194,7 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
   holder = nb::steal(kept);
   size_t out = 0, next_none = 0;
   for (size_t i = 0; i < n; ++i) {
-    PyObject* a = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    PyObject* a = tuple_item(args, Py_ssize_t(i));
     if (next_none < given_nones && size_t(ex.none_positions[next_none]) == i) {
       if (a != Py_None)
         throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " (" +
@@ -204,7 +205,7 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
       continue;
     }
     Py_INCREF(a);
-    PyTuple_SET_ITEM(kept, Py_ssize_t(out++), a);
+    PyTuple_SetItem(kept, Py_ssize_t(out++), a);
   }
   return kept;
 }

@@ -77,6 +77,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
       std::optional<CachedCode> hit = DiskCache::instance().load(key);
       timings_.cache_ms = ms_since(t0);
       if (hit) {
+        nvvm_line_info_ = options.generate_line_info;
         ptx_ = std::move(hit->ptx);
         cubin_ = std::move(hit->cubin);
         timings_.cache_hit = true;
@@ -113,6 +114,12 @@ std::string CompiledProgram::disk_cache_key(const CompileOptions& o) const {
     key += "locations " + locations + "\n";
   }
   return key + ir_text_;
+}
+
+const std::string& CompiledProgram::nvvm_text() const {
+  if (nvvm_text_.empty() && timings_.cache_hit && module_)
+    nvvm_text_ = target::lower_kernels_to_nvvm(*module_, nvvm_line_info_).text;
+  return nvvm_text_;
 }
 
 void CompiledProgram::generate_code(const CompileOptions& options) {
