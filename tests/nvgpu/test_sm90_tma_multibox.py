@@ -2,7 +2,7 @@
 - a multicast slice that is not one box: an M-major A tile of 192 rows, smem ((64,3),64) after
   its 128-byte swizzle atoms, multicast over 2 or 4 CTAs: 3 rows of atoms cannot be split between
   the CTAs, so each CTA loads its part of K in three instructions (CuTe's (TMA, TMA_Iter));
-- a tile mode longer than TMA's 256-element box, loaded in several instructions;
+- a tile mode longer than TMA's 256-element box, loaded and stored in several instructions;
 - a global mode the tile spans that is hierarchical with h > 1: FlashAttention-4's packed-GQA
   query ((qhead_per_kvhead, seqlen), d, h_kv, b), one tensor-map dimension per leaf.
 Kernels run on the CPU emulator against numpy; the same programs' NVVM IR (and PTX where libNVVM
@@ -165,6 +165,38 @@ def test_tile_mode_past_256_elements_is_several_boxes():
     f(a, out)
     np.testing.assert_array_equal(out, a)
     assert f.nvvm_ir.count(TMA_LOAD) == 2 * rows  # boxes of (256, 1)
+
+
+def test_store_of_a_tile_past_256_elements_is_several_boxes_clipped():
+    rows, cols = 2, 512
+    m, n = 4, 1000  # the second column of tiles is clipped at 1000
+
+    @cute.kernel
+    def kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor):
+        bidx, bidy, _ = cute.arch.block_idx()
+        tidx, _, _ = cute.arch.thread_idx()
+        s = cute.make_tensor(cute.arch.alloc_smem(Float32, rows * cols, alignment=128),
+                             cute.make_layout((rows, cols), stride=(cols, 1)))
+        for i in cutlass.range(tidx, rows * cols, 32):
+            s[i // cols, i % cols] = Float32((bidx * rows + i // cols) * 1000 + bidy * cols + i % cols)
+        cute.arch.fence_proxy("async.shared", space="cta")
+        cute.arch.sync_threads()
+        cute.copy(atom, s, cute.local_tile(tma_tensor, (rows, cols), (bidx, bidy)))
+        cute.arch.cp_async_bulk_commit_group()
+        cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+    @cute.jit
+    def host(c: cute.Tensor):
+        atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                              cute.make_layout((rows, cols), stride=(cols, 1)), (rows, cols))
+        kernel(atom, t).launch(grid=(m // rows, 2, 1), block=(32, 1, 1))
+
+    c = np.full((m, n), -1, np.float32)
+    f = cute.compile(host, c, options=f"{CPU} --gpu-arch sm_90a")
+    f(c)
+    r, k = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
+    np.testing.assert_array_equal(c, (r * 1000 + k).astype(np.float32))
+    assert f.nvvm_ir.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 2 * rows
 
 
 # ---- FlashAttention-4's packed-GQA query: ((qhead_per_kvhead, seqlen), d, h_kv, b) -----------------
