@@ -58,10 +58,12 @@ void HostStaging::add(uintptr_t begin, uintptr_t end) {
 
 void HostStaging::copy_in() {
   std::sort(spans_.begin(), spans_.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
-  // Overlapping (or touching) spans become one: views of one storage share one host buffer.
+  // Overlapping spans become one: views of one storage share one host buffer. Touching spans stay
+  // apart: two allocations can be neighbours in the address space, and one copy may not span both
+  // (cuMemcpy answers CUDA_ERROR_INVALID_VALUE; NVIDIA's rmsnorm passes three such pointers).
   std::vector<Span> merged;
   for (Span& s : spans_) {
-    if (!merged.empty() && s.begin <= merged.back().end) merged.back().end = std::max(merged.back().end, s.end);
+    if (!merged.empty() && s.begin < merged.back().end) merged.back().end = std::max(merged.back().end, s.end);
     else merged.push_back(std::move(s));
   }
   spans_ = std::move(merged);

@@ -94,6 +94,22 @@ TEST(HostStaging, OverlappingViewsShareOneHostBufferAndOnlyWritesGoBack) {
   EXPECT_EQ(c[0], 128);  // c was not written: nothing copied back for it
 }
 
+TEST(HostStaging, TouchingAllocationsAreCopiedSeparately) {
+  // Two allocations side by side in the address space: one copy may not cross from one into the
+  // other, so they stay two spans, and an address at the boundary belongs to the second.
+  std::vector<uint8_t> device(128);
+  for (size_t i = 0; i < device.size(); ++i) device[i] = uint8_t(i);
+  FakeDevice fake;
+  fake.base = uintptr_t(device.data());
+  runtime::HostStaging staging(fake);
+  staging.add(fake.base + 64, fake.base + 128);
+  staging.add(fake.base, fake.base + 64);
+  staging.copy_in();
+  ASSERT_EQ(staging.spans().size(), 2u);
+  EXPECT_EQ(fake.log, (std::vector<std::string>{"sync", "dtoh 0+64", "dtoh 64+64"}));
+  EXPECT_EQ(reinterpret_cast<uint8_t*>(staging.host_address(fake.base + 64))[0], 64);
+}
+
 TEST(HostStaging, ALaunchThatWritesNothingCopiesNothingBack) {
   std::vector<uint8_t> device(64, 7);
   FakeDevice fake;
