@@ -356,3 +356,70 @@ def test_a_thread_slice_of_a_tiled_copy_slices_again():
         return part[0]
 
     assert first_coordinates() == (0, 0)
+
+
+# ---- runtime tensors (from_dlpack) as fields of an argument class: each field becomes a tensor of
+# the trace, its dynamic extents and strides read at every call (quack's GemmAct EpilogueArguments
+# holding the post-activation output) -----------------------------------------------------------
+
+from cutlass.cute.runtime import from_dlpack  # noqa: E402
+
+
+@dataclass
+class WithTensors(JitArgument):
+    src: object
+    dst: object
+
+    def __c_pointers__(self):
+        return [p for f in fields(self) for p in getattr(self, f.name).__c_pointers__()]
+
+    def __get_mlir_types__(self):
+        self._counts = [len(getattr(self, f.name).__get_mlir_types__()) for f in fields(self)]
+        return [t for f in fields(self) for t in getattr(self, f.name).__get_mlir_types__()]
+
+    def __new_from_mlir_values__(self, values):
+        n = len(self.src.__get_mlir_types__())
+        return WithTensors(cutlass.new_from_mlir_values(self.src, values[:n]),
+                           cutlass.new_from_mlir_values(self.dst, values[n:]))
+
+
+@cute.kernel
+def transpose_scaled_kernel(args: WithTensors):
+    i = cute.arch.thread_idx()[0]
+    for j in range(args.src.shape[1]):
+        args.dst[j, i] = args.src[i, j] * 3.0
+
+
+@cute.jit
+def transpose_scaled(args: WithTensors):
+    assert isinstance(args.src, cute.Tensor) and isinstance(args.dst, cute.Tensor)
+    transpose_scaled_kernel(args).launch(grid=(1, 1, 1), block=(args.src.shape[0], 1, 1))
+
+
+def test_runtime_tensor_fields_of_an_argument_class_are_tensors_read_at_each_call():
+    def run(compiled, rows, cols):
+        base = np.arange(rows * 2 * cols, dtype=np.float32).reshape(rows, 2 * cols)
+        src = base[:, ::2]  # strided: column stride 2, row stride 2 * cols
+        dst = np.zeros((cols, rows), dtype=np.float32)
+        args = WithTensors(from_dlpack(src).mark_layout_dynamic(), from_dlpack(dst).mark_layout_dynamic())
+        compiled = compiled or cute.compile(transpose_scaled, args, options="--target cpu")
+        compiled(args)
+        np.testing.assert_array_equal(dst, src.T * 3)
+        return compiled
+
+    compiled = run(None, 4, 3)
+    run(compiled, 6, 5)  # other extents and strides, the same compiled function
+
+
+@cute.jit
+def tma_atom_of(t: cutlass.Constexpr):
+    cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), t,
+                                           cute.make_layout((8, 8), stride=(8, 1)), (8, 8))
+
+
+def test_make_tiled_tma_atom_refuses_a_host_tensor_that_is_not_an_argument():
+    t = from_dlpack(np.zeros((8, 8), dtype=np.float16))
+    with pytest.raises(cutlass.DSLRuntimeError, match="must be a tensor of the traced function, got "
+                                                      "cutlass.cute.runtime.Tensor") as e:
+        cute.compile(tma_atom_of, t, options="--target cpu")
+    assert "test_library_regressions.py" in str(e.value)
