@@ -423,3 +423,28 @@ def test_make_tiled_tma_atom_refuses_a_host_tensor_that_is_not_an_argument():
                                                       "cutlass.cute.runtime.Tensor") as e:
         cute.compile(tma_atom_of, t, options="--target cpu")
     assert "test_library_regressions.py" in str(e.value)
+
+
+# ---- a thread's slice of a tiled copy / MMA takes loc= and ip= (quack's partition_for_epilogue) ---
+
+@cute.jit
+def partitions_with_locations(a: cute.Tensor, texts: cutlass.Constexpr):
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32)
+    thr_copy = cute.make_tiled_copy_tv(atom, cute.make_layout(4), cute.make_layout(2)).get_slice(1)
+    thr_mma = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32)).get_slice(0)
+    for part in (thr_copy.partition_S(a, loc=None, ip=None), thr_copy.partition_D(a, loc=None, ip=None),
+                 thr_copy.retile(a, loc=None, ip=None), thr_mma.partition_C(cute.make_tensor(a.iterator, cute.make_layout((2, 4))), loc=None, ip=None)):
+        texts.append(str(part.layout))
+    texts.append(str(thr_copy.retile(a).layout))
+
+
+def test_thread_slices_take_loc_and_ip():
+    texts = []
+    a = np.zeros(8, dtype=np.float32)
+    cute.compile(partitions_with_locations, from_dlpack(a), texts, options="--target cpu")
+    # Thread 1 of 4 with 2 values each: values 2..3 of the 8; retile regroups the 8 by 2 values.
+    # Thread 1 of 4 copying 2 values each: its 2 contiguous values, one copy of one value each.
+    assert texts[0] == texts[1] == "((1,2),1):((0,1),0)"
+    assert texts[2] == texts[4]  # retile is the same with and without them
+    # One thread of a 1x1x1 MMA: all of the (2,4) accumulator tile, one value per MMA.
+    assert texts[3] == "(1,2,4):(0,1,2)"
