@@ -10,6 +10,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Float32, Int32, Int64
 from cutlass.cute.nvgpu import cpasync
+from cutlass.cute.runtime import from_dlpack
 
 CPU = "--target cpu"
 
@@ -77,13 +78,24 @@ def test_mn_major_tile_split_into_two_runs():
     smem = cute.make_layout(((64, 2), 8), stride=((1, 512), 64))
     out = np.zeros((256, 16), np.float32)
     host = _load_kernel(tile, smem, Float32)
-    f = cute.compile(host, a, out, options=CPU)
+    f = cute.compile(host, a, out, options=f"{CPU} --gpu-arch sm_90a")
     f(a, out)
     np.testing.assert_array_equal(out, a)
-    # An extent the 64-element runs do not divide cannot be split: refused when the call runs.
-    b = np.asfortranarray(np.zeros((200, 16), np.float32))
-    with pytest.raises(cute.DSLRuntimeError, match="splits mode 0 into runs of 64"):
-        f(b, np.zeros((256, 16), np.float32))
+    # M's extent is dynamic, so the 64-element runs may not divide it: M keeps one tensor-map
+    # dimension, which TMA clips at the extent (zeros past it, as CuTe's make_tma_copy would),
+    # and the outer run is a second instruction.
+    assert f.nvvm_ir.count("cp.async.bulk.tensor.") == 2
+    b = np.asfortranarray(np.arange(200 * 16, dtype=np.float32).reshape(200, 16) + 1)
+    out = np.full((256, 16), -1, np.float32)
+    f(b, out)
+    np.testing.assert_array_equal(out, _padded(b, tile))
+    # An extent known to be a multiple of 64: one dimension per run, one instruction for the tile.
+    a64 = from_dlpack(a).mark_compact_shape_dynamic(mode=0, divisibility=64)
+    out = np.zeros((256, 16), np.float32)
+    f64 = cute.compile(host, a64, out, options=f"{CPU} --gpu-arch sm_90a")
+    assert f64.nvvm_ir.count("cp.async.bulk.tensor.") == 1
+    f64(a64, out)
+    np.testing.assert_array_equal(out, a)
     # A descriptor the hardware's rules refuse (a row stride of 280 bytes) names the user's line.
     c = np.zeros((20, 70), np.float32)
     host = _load_kernel((8, 32), cute.make_layout((8, 32), stride=(32, 1)), Float32)
