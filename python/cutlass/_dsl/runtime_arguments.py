@@ -87,6 +87,15 @@ def _source_metadata(obj):
                     "metadata (torch tensor, numpy array, or __cuda_array_interface__)")
 
 
+def _traced_tensor(ptr_value, dtype, shape, stride, memspace, align):
+    """The tensor a @jit function's body sees for a tensor argument. `ptr_value` is the IR
+    pointer; shape/stride entries are ints (static) or DSL integers (dynamic, possibly carrying
+    a divisibility). The one place traced tensors are built from arguments (argument_plan's
+    tensor parameters, and a runtime tensor rebuilt from its JIT-argument values)."""
+    layout = _core.layout.make_layout(tuple(shape), tuple(stride))
+    return _core.cute.make_tensor(_core.cute.pointer_from_value(ptr_value), layout)
+
+
 class Tensor:
     """A framework tensor seen by a @jit function (`cute.runtime` Tensor)."""
 
@@ -201,7 +210,6 @@ class Tensor:
         return [ctypes.addressof(c) for c in self._c_storage]
 
     def __new_from_mlir_values__(self, values):
-        from .argument_plan import _traced_tensor
         values = list(values)
         if len(values) != 1 + len(self._dynamic_entries()):
             raise DSLUserCodeError(f"a tensor argument is rebuilt from {1 + len(self._dynamic_entries())} values, "

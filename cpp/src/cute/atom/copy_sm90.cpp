@@ -356,6 +356,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
                                                            : L::Int(d.size);
     extents.push_back(extent.materialize(ir::i64()));
     ir::Value* byte_stride = (stride * L::Int(elem_bytes)).materialize(ir::i64());
+    // A folded run (extent 1) is only read at coordinate 0: any stride TMA accepts will do.
+    if (d.folded) byte_stride = b.const_int(ir::i64(), 16);
     if (k > 0 && d.size == 1 && !extent.is_static()) {
       // A mode outside the tile whose extent turns out to be 1 never moves the address; its
       // stride may be anything (torch reports 1 for size-1 modes), which TMA would refuse.
