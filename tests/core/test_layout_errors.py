@@ -96,3 +96,17 @@ def test_wrong_argument_types():
 def test_non_integer_leaf():
     with pytest.raises(TypeError, match="integer"):
         cute.make_layout((4, cutlass.Float32(2.0)))
+
+
+def test_an_object_of_another_type_deep_in_a_binding_is_a_type_error_at_the_users_line():
+    # cute.rank's mode reaches the C++ core unchecked; the core's failed conversion used to
+    # surface as "RuntimeError: std::bad_cast".
+    @cute.jit
+    def rank_with_a_bad_mode():
+        cute.rank(cute.make_layout((2, 3)), mode=object())
+
+    with pytest.raises(TypeError) as e:
+        rank_with_a_bad_mode()
+    assert isinstance(e.value, cutlass.DSLRuntimeError) and e.value.code == "TYPE_MISMATCH"
+    assert "received an object of another type than it takes" in str(e.value)
+    assert os.path.abspath(e.value.filename) == HERE

@@ -530,3 +530,35 @@ def no_smem_kernel_static():
 def test_explicit_launch_size_beyond_the_capacity_is_an_error():
     with pytest.raises(cutlass.DSLUserCodeError, match="asks for 204800 bytes of dynamic shared memory"):
         cute.compile(explicit_smem_host, options="--target cpu --gpu-arch sm_80")
+
+
+# ---- MemRange.get_tensor given a shape: the compact layout over it (quack's tile_count buffer,
+# `storage.tile_count.get_tensor((stages,))`) -------------------------------------------------------
+
+@cute.struct
+class Counters:
+    counts: cute.struct.MemRange[cutlass.Int32, 6]
+
+
+@cute.kernel
+def shape_tensor_kernel(out: cute.Tensor, texts: cutlass.Constexpr):
+    storage = cutlass.utils.SmemAllocator().allocate(Counters)
+    by_shape = storage.counts.get_tensor((2, 3))
+    texts.append(str(by_shape.layout))
+    for i in range(6):
+        storage.counts[i] = i * 10
+    for i in range(2):
+        for j in range(3):
+            out[i, j] = by_shape[i, j]
+
+
+@cute.jit
+def shape_tensor_host(out: cute.Tensor, texts: cutlass.Constexpr):
+    shape_tensor_kernel(out, texts).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_mem_range_get_tensor_takes_a_shape():
+    out, texts = np.zeros((2, 3), np.int32), []
+    cute.compile(shape_tensor_host, from_dlpack(out), texts, options="--target cpu")(from_dlpack(out))
+    assert texts == ["(2,3):(1,2)"]
+    np.testing.assert_array_equal(out, np.arange(6).reshape(3, 2).T * 10)  # column-major: [i, j] is i + 2 j

@@ -219,10 +219,12 @@ def test_fa4_sm90_forward_compiles_for_sm90a(monkeypatch, tmp_path):
     assert "cp.async.bulk.tensor" in ptx
 
 
-def _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, **config):
-    """Without a GPU: quack's SM90 GEMM traced and compiled for sm_90a; its PTX (the launch
-    refuses the CPU tensors)."""
-    qg = _quack_gemm_module()
+def _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, launcher="gemm", **config):
+    """Without a GPU: quack's SM90 GEMM (`launcher`: a function of quack.gemm or quack.gemm_act,
+    called with A, B, D, C=None, then the rest of `config`'s arguments) traced and compiled for
+    sm_90a; its PTX (the launch refuses the CPU tensors)."""
+    _quack_gemm_module()
+    qg = _quack("gemm_act" if launcher == "gemm_act" else "gemm")
     import cuda.bindings.driver as cuda_driver
     import cutlass.torch as cutlass_torch
     monkeypatch.setattr(qg, "get_device_capacity", lambda device=None: (9, 0))
@@ -239,7 +241,7 @@ def _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, **config):
     monkeypatch.setenv("CUTE_DSL_KEEP_PTX", "1")
     monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path))
     with pytest.raises(cutlass.DSLRuntimeError, match="host memory"):  # compiled; the CPU tensors are refused
-        qg.gemm(A, B, D, None, None, **config)
+        getattr(qg, launcher)(A, B, D, None, **({"tile_count_semaphore": None} | config))
     return "".join(p.read_text() for p in tmp_path.glob("*.ptx"))
 
 
@@ -324,3 +326,62 @@ def test_gpu_fa4_sm90_forward_packed_gqa(causal, head_dim, qhead_per_kvhead):
     out, _ = interface._flash_attn_fwd(q, k, v, causal=causal, pack_gqa=True, return_lse=True)
     kk, vv = (x.repeat_interleave(qhead_per_kvhead, dim=2) for x in (k, v))
     _close(out, _attention_ref(q, kk, vv, causal), 2e-2)
+
+
+# ---- quack's GEMM + activation (linear_act) with a bias: runtime tensors inside its epilogue
+# argument dataclass, and an N-major B whose N is no multiple of the 64-element swizzle atom --------
+
+def test_quack_gemm_act_with_bias_compiles_for_sm90a(monkeypatch, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_gemm_act_with_bias")
+    A, B = torch.randn(1, 256, 128, dtype=torch.bfloat16), torch.randn(1, 256, 128, dtype=torch.bfloat16)
+    D, PostAct = (torch.empty(1, 256, 256, dtype=torch.bfloat16) for _ in range(2))
+    ptx = _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, launcher="gemm_act", PostAct=PostAct,
+                                    activation="relu", tile_M=128, tile_N=128, cluster_M=1, cluster_N=1,
+                                    rowvec_bias=torch.randn(1, 256))
+    # D and the post-activation output, each stored by TMA
+    assert ptx.count("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group") >= 2
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("store_preact", [False, True])
+def test_gpu_quack_gemm_act_with_bias(store_preact):
+    ga = (_quack_gemm_module(), _quack("gemm_act"))[1]
+    L, M, N, K = 1, 320, 1504, 736
+    A = torch.randn(L, M, K, dtype=torch.bfloat16, device="cuda")
+    B = torch.randn(L, N, K, dtype=torch.bfloat16, device="cuda") / K ** 0.5
+    bias = torch.randn(L, N, dtype=torch.float32, device="cuda")
+    D = torch.empty(L, M, N, dtype=torch.bfloat16, device="cuda") if store_preact else None
+    PostAct = torch.empty(L, M, N, dtype=torch.bfloat16, device="cuda")
+    ga.gemm_act(A, B, D, None, PostAct, None, "relu", 128, 192, 2, 1, pingpong=False, rowvec_bias=bias)
+    ref = torch.einsum("lmk,lnk->lmn", A.float(), B.float()) + bias[:, None, :]
+    _close(PostAct, torch.relu(ref), 0.1)
+    if store_preact:
+        _close(D, ref, 0.1)
+
+
+def test_quack_gemm_add_n_major_b_with_ragged_n_compiles_for_sm90a(monkeypatch, tmp_path):
+    """quack's gemm_add_inplace of test_linear with n = 1504 (23.5 swizzle atoms; here 200): B's
+    tile of 192 N-contiguous rows cannot split N into 64-element runs that TMA would clip at the
+    extent, so N stays one tensor-map dimension and each copy is three instructions (as CuTe's)."""
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_gemm_add_n_major_b_with_ragged_n")
+    A, B = _mn_major_operands("B", 1, 256, 200, 128, "cpu")
+    D = torch.randn(1, 256, 200, dtype=torch.bfloat16)
+    ptx = _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, pingpong=False, add_to_output=True,
+                                    tile_M=128, tile_N=192, cluster_M=1, cluster_N=1)
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.(\d)d\.shared::cluster\.global\.mbarrier", ptx)
+    # A: (k, m, l), one box; B: (n, k, n's three 64-row runs (extent 1), l), three boxes
+    assert sorted(loads) == ["3", "4", "4", "4"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m,k", [(960, 736), (1920, 1024)])
+def test_gpu_quack_gemm_add_n_major_b_with_ragged_n(m, k):
+    qg = _quack_gemm_module()
+    A, B = _mn_major_operands("B", 1, m, 1504, k, "cuda")
+    D = torch.randn(1, m, 1504, dtype=torch.bfloat16, device="cuda")
+    D0 = D.float().clone()
+    qg.gemm(A, B, D, None, None, tile_M=128, tile_N=192, cluster_M=2, cluster_N=1, pingpong=False,
+            add_to_output=True)
+    _close(D, D0 + torch.einsum("lmk,lnk->lmn", A.float(), B.float()), 1.0)

@@ -356,3 +356,95 @@ def test_a_thread_slice_of_a_tiled_copy_slices_again():
         return part[0]
 
     assert first_coordinates() == (0, 0)
+
+
+# ---- runtime tensors (from_dlpack) as fields of an argument class: each field becomes a tensor of
+# the trace, its dynamic extents and strides read at every call (quack's GemmAct EpilogueArguments
+# holding the post-activation output) -----------------------------------------------------------
+
+from cutlass.cute.runtime import from_dlpack  # noqa: E402
+
+
+@dataclass
+class WithTensors(JitArgument):
+    src: object
+    dst: object
+
+    def __c_pointers__(self):
+        return [p for f in fields(self) for p in getattr(self, f.name).__c_pointers__()]
+
+    def __get_mlir_types__(self):
+        self._counts = [len(getattr(self, f.name).__get_mlir_types__()) for f in fields(self)]
+        return [t for f in fields(self) for t in getattr(self, f.name).__get_mlir_types__()]
+
+    def __new_from_mlir_values__(self, values):
+        n = len(self.src.__get_mlir_types__())
+        return WithTensors(cutlass.new_from_mlir_values(self.src, values[:n]),
+                           cutlass.new_from_mlir_values(self.dst, values[n:]))
+
+
+@cute.kernel
+def transpose_scaled_kernel(args: WithTensors):
+    i = cute.arch.thread_idx()[0]
+    for j in range(args.src.shape[1]):
+        args.dst[j, i] = args.src[i, j] * 3.0
+
+
+@cute.jit
+def transpose_scaled(args: WithTensors):
+    assert isinstance(args.src, cute.Tensor) and isinstance(args.dst, cute.Tensor)
+    transpose_scaled_kernel(args).launch(grid=(1, 1, 1), block=(args.src.shape[0], 1, 1))
+
+
+def test_runtime_tensor_fields_of_an_argument_class_are_tensors_read_at_each_call():
+    def run(compiled, rows, cols):
+        base = np.arange(rows * 2 * cols, dtype=np.float32).reshape(rows, 2 * cols)
+        src = base[:, ::2]  # strided: column stride 2, row stride 2 * cols
+        dst = np.zeros((cols, rows), dtype=np.float32)
+        args = WithTensors(from_dlpack(src).mark_layout_dynamic(), from_dlpack(dst).mark_layout_dynamic())
+        compiled = compiled or cute.compile(transpose_scaled, args, options="--target cpu")
+        compiled(args)
+        np.testing.assert_array_equal(dst, src.T * 3)
+        return compiled
+
+    compiled = run(None, 4, 3)
+    run(compiled, 6, 5)  # other extents and strides, the same compiled function
+
+
+@cute.jit
+def tma_atom_of(t: cutlass.Constexpr):
+    cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), t,
+                                           cute.make_layout((8, 8), stride=(8, 1)), (8, 8))
+
+
+def test_make_tiled_tma_atom_refuses_a_host_tensor_that_is_not_an_argument():
+    t = from_dlpack(np.zeros((8, 8), dtype=np.float16))
+    with pytest.raises(cutlass.DSLRuntimeError, match="must be a tensor of the traced function, got "
+                                                      "cutlass.cute.runtime.Tensor") as e:
+        cute.compile(tma_atom_of, t, options="--target cpu")
+    assert "test_library_regressions.py" in str(e.value)
+
+
+# ---- a thread's slice of a tiled copy / MMA takes loc= and ip= (quack's partition_for_epilogue) ---
+
+@cute.jit
+def partitions_with_locations(a: cute.Tensor, texts: cutlass.Constexpr):
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32)
+    thr_copy = cute.make_tiled_copy_tv(atom, cute.make_layout(4), cute.make_layout(2)).get_slice(1)
+    thr_mma = cute.make_tiled_mma(cute.nvgpu.MmaUniversalOp(cutlass.Float32)).get_slice(0)
+    for part in (thr_copy.partition_S(a, loc=None, ip=None), thr_copy.partition_D(a, loc=None, ip=None),
+                 thr_copy.retile(a, loc=None, ip=None), thr_mma.partition_C(cute.make_tensor(a.iterator, cute.make_layout((2, 4))), loc=None, ip=None)):
+        texts.append(str(part.layout))
+    texts.append(str(thr_copy.retile(a).layout))
+
+
+def test_thread_slices_take_loc_and_ip():
+    texts = []
+    a = np.zeros(8, dtype=np.float32)
+    cute.compile(partitions_with_locations, from_dlpack(a), texts, options="--target cpu")
+    # Thread 1 of 4 with 2 values each: values 2..3 of the 8; retile regroups the 8 by 2 values.
+    # Thread 1 of 4 copying 2 values each: its 2 contiguous values, one copy of one value each.
+    assert texts[0] == texts[1] == "((1,2),1):((0,1),0)"
+    assert texts[2] == texts[4]  # retile is the same with and without them
+    # One thread of a 1x1x1 MMA: all of the (2,4) accumulator tile, one value per MMA.
+    assert texts[3] == "(1,2,4):(0,1,2)"

@@ -10,6 +10,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Float32, Int32, Int64
 from cutlass.cute.nvgpu import cpasync
+from cutlass.cute.runtime import from_dlpack
 
 CPU = "--target cpu"
 
@@ -77,13 +78,24 @@ def test_mn_major_tile_split_into_two_runs():
     smem = cute.make_layout(((64, 2), 8), stride=((1, 512), 64))
     out = np.zeros((256, 16), np.float32)
     host = _load_kernel(tile, smem, Float32)
-    f = cute.compile(host, a, out, options=CPU)
+    f = cute.compile(host, a, out, options=f"{CPU} --gpu-arch sm_90a")
     f(a, out)
     np.testing.assert_array_equal(out, a)
-    # An extent the 64-element runs do not divide cannot be split: refused when the call runs.
-    b = np.asfortranarray(np.zeros((200, 16), np.float32))
-    with pytest.raises(cute.DSLRuntimeError, match="splits mode 0 into runs of 64"):
-        f(b, np.zeros((256, 16), np.float32))
+    # M's extent is dynamic, so the 64-element runs may not divide it: M keeps one tensor-map
+    # dimension, which TMA clips at the extent (zeros past it, as CuTe's make_tma_copy would),
+    # and the outer run is a second instruction.
+    assert f.nvvm_ir.count("cp.async.bulk.tensor.") == 2
+    b = np.asfortranarray(np.arange(200 * 16, dtype=np.float32).reshape(200, 16) + 1)
+    out = np.full((256, 16), -1, np.float32)
+    f(b, out)
+    np.testing.assert_array_equal(out, _padded(b, tile))
+    # An extent known to be a multiple of 64: one dimension per run, one instruction for the tile.
+    a64 = from_dlpack(a).mark_compact_shape_dynamic(mode=0, divisibility=64)
+    out = np.zeros((256, 16), np.float32)
+    f64 = cute.compile(host, a64, out, options=f"{CPU} --gpu-arch sm_90a")
+    assert f64.nvvm_ir.count("cp.async.bulk.tensor.") == 1
+    f64(a64, out)
+    np.testing.assert_array_equal(out, a)
     # A descriptor the hardware's rules refuse (a row stride of 280 bytes) names the user's line.
     c = np.zeros((20, 70), np.float32)
     host = _load_kernel((8, 32), cute.make_layout((8, 32), stride=(32, 1)), Float32)
@@ -181,6 +193,57 @@ def test_tma_store_writes_back_clipped():
         for want in ("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
                      "cp.async.bulk.wait_group.read 0", "fence.proxy.async.shared::cta", "prefetch.tensormap"):
             assert want in f.__ptx__, want
+
+
+
+RAGGED_M, RAGGED_N, RAGGED_TILE = 100, 16, (128, 8)
+
+
+def _ragged_smem():  # 64-element runs of M, two per tile
+    return cute.make_layout(((64, 2), 8), stride=((1, 512), 64))
+
+
+@cute.kernel
+def ragged_store_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor):
+    bidx, bidy, _ = cute.arch.block_idx()
+    tidx, _, _ = cute.arch.thread_idx()
+    s = cute.make_tensor(cute.arch.alloc_smem(Float32, 1024, alignment=128), _ragged_smem())
+    for i in cutlass.range(tidx, 1024, 32):
+        r = i % 128
+        c = i // 128
+        s[r, c] = Float32((bidx * 128 + r) * 1000 + bidy * 8 + c)
+    cute.arch.fence_proxy("async.shared", space="cta")
+    cute.arch.sync_threads()
+    cute.copy(atom, s, cute.local_tile(tma_tensor, RAGGED_TILE, (bidx, bidy)))
+    cute.arch.cp_async_bulk_commit_group()
+    cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+@cute.jit
+def ragged_store_host(c: cute.Tensor):
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, _ragged_smem(),
+                                          RAGGED_TILE)
+    ragged_store_kernel(atom, t).launch(grid=(1, 2, 1), block=(32, 1, 1))
+
+
+def _ragged_store_want():
+    r, k = np.meshgrid(np.arange(RAGGED_M), np.arange(RAGGED_N), indexing="ij")
+    return (r * 1000 + k).astype(np.float32)
+
+
+def test_tma_store_of_an_mn_major_tile_in_two_runs_clips_at_a_ragged_extent():
+    # M contiguous; the smem tile (128, 8) keeps 64-element runs of M. M = 100 (dynamic): the
+    # second run is past it from row 100 on, and nothing is written there (M stays one
+    # tensor-map dimension, which TMA clips; each run is one instruction).
+    m, n = RAGGED_M, RAGGED_N
+    # The rows past M are the next columns' memory: a store that ran past M would overwrite them.
+    storage = np.full((m * n + 64,), -1, np.float32)
+    c = storage[:m * n].reshape(n, m).T  # M-major (column-major) view
+    f = cute.compile(ragged_store_host, c, options=f"{CPU} --gpu-arch sm_90a")
+    assert f.nvvm_ir.count("cp.async.bulk.tensor.") == 2
+    f(c)
+    np.testing.assert_array_equal(c, _ragged_store_want())
+    assert (storage[m * n:] == -1).all()
 
 
 # ---- a pipelined kernel: 3 stages of TMA loads, full/empty mbarriers ------------------------------
@@ -296,6 +359,18 @@ def test_gpu_tma_loads_match_numpy():
     _, out = _on_gpu(_load_kernel((8, 64), cute.make_layout((8, 64), stride=(64, 1)), Float16,
                                   swizzle=cute.make_swizzle(3, 3, 3)), a, np.zeros_like(a))
     np.testing.assert_array_equal(out, a)
+
+
+@pytest.mark.gpu
+def test_gpu_tma_mn_major_runs_at_a_ragged_extent():
+    # load: M = 200 is no multiple of the 64-element runs; rows past it are TMA's zero fill
+    b = np.asfortranarray(np.arange(200 * 16, dtype=np.float32).reshape(200, 16) + 1)
+    _, out = _on_gpu(_load_kernel((128, 8), cute.make_layout(((64, 2), 8), stride=((1, 512), 64)), Float32), b,
+                     np.full((256, 16), -1, np.float32))
+    np.testing.assert_array_equal(out, _padded(b, (128, 8)))
+    # store: M = 100, the tile's rows past it are not written
+    (c,) = _on_gpu(ragged_store_host, np.asfortranarray(np.full((RAGGED_M, RAGGED_N), -1, np.float32)))
+    np.testing.assert_array_equal(c, _ragged_store_want())
 
 
 @pytest.mark.gpu

@@ -107,6 +107,11 @@ void bind_async(nb::module_& root) {
     // The user's line on the descriptor op: a descriptor the driver or the checks refuse when the
     // call runs is reported there.
     cute::TmaAtomResult r = located(file, line, [&] {
+      // A host-side tensor (cute.runtime.Tensor) that never became an argument of the trace has no
+      // IR values to describe.
+      if (!nb::isinstance<cute::Tensor>(gmem))
+        throw dsl::UserError("TYPE_MISMATCH", "make_tiled_tma_atom: the gmem tensor must be a tensor of the traced "
+                                              "function, got " + py_type_name(gmem));
       return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tuple(tiler), num_multicast);
     });
     if (reduce != ir::TmaReduceKind::None) {

@@ -214,9 +214,9 @@ void bind_mma(nb::module_& root) {
   tiled_methods(tiled, [](const TiledMma& t) -> const TiledMma& { return t; });
   nb::class_<ThrMma, TiledMma> thr(m, "ThrMma");  // inherits TiledMma's methods
   thr.def_prop_ro("thr_idx", [](const ThrMma& t) { return t.thr_index_py; })
-      .def("partition_A", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::A, as_tensor(x, "partition_A"), t.thr_index); })
-      .def("partition_B", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::B, as_tensor(x, "partition_B"), t.thr_index); })
-      .def("partition_C", [](const ThrMma& t, nb::handle x) { Scope s; return cute::partition(t, MmaOperand::C, as_tensor(x, "partition_C"), t.thr_index); });
+      .def("partition_A", [](const ThrMma& t, nb::handle x, nb::handle, nb::handle) { Scope s; return cute::partition(t, MmaOperand::A, as_tensor(x, "partition_A"), t.thr_index); }, nb::arg("x"), nb::kw_only(), nb::arg("loc") = nb::none(), nb::arg("ip") = nb::none())
+      .def("partition_B", [](const ThrMma& t, nb::handle x, nb::handle, nb::handle) { Scope s; return cute::partition(t, MmaOperand::B, as_tensor(x, "partition_B"), t.thr_index); }, nb::arg("x"), nb::kw_only(), nb::arg("loc") = nb::none(), nb::arg("ip") = nb::none())
+      .def("partition_C", [](const ThrMma& t, nb::handle x, nb::handle, nb::handle) { Scope s; return cute::partition(t, MmaOperand::C, as_tensor(x, "partition_C"), t.thr_index); }, nb::arg("x"), nb::kw_only(), nb::arg("loc") = nb::none(), nb::arg("ip") = nb::none());
 
   m.def("make_tiled_mma", [](nb::handle atom, nb::handle atom_layout, nb::handle permutation) {
     Scope scope;

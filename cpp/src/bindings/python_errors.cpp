@@ -1,5 +1,7 @@
 #include "bindings/python_errors.h"
 
+#include <typeinfo>
+
 #include <nanobind/stl/string.h>
 
 #include "dsl/tracer.h"
@@ -72,6 +74,12 @@ void translate_dsl_exception(const std::exception_ptr& p) {
     raise_runtime_error(e.what(), e.file, e.line);
   } catch (const emulator::ExecutionError& e) {
     raise_runtime_error(e.what(), "", 0);
+  } catch (const std::bad_cast&) {
+    // A failed nb::cast in a binding that did not check the object's type first: say what kind
+    // of mistake reaches there rather than "std::bad_cast".
+    raise_user_error("a DSL operation received an object of another type than it takes (for example a host-side "
+                     "cute.runtime.Tensor where a tensor of the traced function is needed)",
+                     "TYPE_MISMATCH", PyExc_TypeError);
   }
 }
 

@@ -400,18 +400,19 @@ void bind_tensors(nb::module_& root) {
       .def_prop_ro("thr_idx", [](const ThrCopy& c) { return c.thr_index_py; })
       .def_prop_ro("tiler_mn", [](const ThrCopy& c) { return to_py(c.tiled.tiler_mn); })
       .def_prop_ro("layout_tv_tiled", [](const ThrCopy& c) { return py(c.tiled.layout_tv); })
-      .def("partition_S", [](const ThrCopy& c, nb::handle x) {
+      // loc= / ip= (MLIR source locations in CuTe DSL signatures; quack passes them) are accepted and unused.
+      .def("partition_S", [](const ThrCopy& c, nb::handle x, nb::handle, nb::handle) {
         Scope scope;
         return cute::partition(c.tiled, as_tensor(x, "partition_S"), c.thr_index);
-      })
-      .def("partition_D", [](const ThrCopy& c, nb::handle x) {
+      }, nb::arg("x"), nb::kw_only(), nb::arg("loc") = nb::none(), nb::arg("ip") = nb::none())
+      .def("partition_D", [](const ThrCopy& c, nb::handle x, nb::handle, nb::handle) {
         Scope scope;
         return cute::partition(c.tiled, as_tensor(x, "partition_D"), c.thr_index, false);
-      })
-      .def("retile", [](const ThrCopy& c, nb::handle x) {
+      }, nb::arg("x"), nb::kw_only(), nb::arg("loc") = nb::none(), nb::arg("ip") = nb::none())
+      .def("retile", [](const ThrCopy& c, nb::handle x, nb::handle, nb::handle) {
         Scope scope;
         return cute::retile(c.tiled, as_tensor(x, "retile"));
-      })
+      }, nb::arg("x"), nb::kw_only(), nb::arg("loc") = nb::none(), nb::arg("ip") = nb::none())
       // A thread's slice is also its tiled copy (CuTe's ThrCopy derives from TiledCopy):
       // FlashAttention-4 slices a slice again (gmem_thr_copy.get_slice(0)).
       .def("get_slice", [](const ThrCopy& c, nb::handle thr) {

@@ -25,7 +25,12 @@ void bind_tensormap(nb::module_& root) {
   m.def("update_tma_descriptor", [](const cute::TmaAtom& atom, nb::handle tensor, nb::handle slot,
                                     const std::string& file, int line) {
     Scope scope;
-    located(file, line, [&] { cute::update_tma_descriptor(atom, nb::cast<cute::Tensor>(tensor), to_num(slot)); });
+    located(file, line, [&] {
+      if (!nb::isinstance<cute::Tensor>(tensor))
+        throw dsl::UserError("TYPE_MISMATCH", "update_tma_descriptor: the tensor must be a tensor of the traced "
+                                              "function, got " + py_type_name(tensor));
+      cute::update_tma_descriptor(atom, nb::cast<cute::Tensor>(tensor), to_num(slot));
+    });
   }, nb::arg("atom"), nb::arg("tensor"), nb::arg("slot"), nb::arg("file") = "", nb::arg("line") = 0);
   m.def("cp_fence_tma_desc_release", [](nb::handle g, nb::handle s, const std::string& file, int line) {
     located(file, line, [&] { cute::cp_fence_tma_desc_release(to_num(g), to_num(s)); });

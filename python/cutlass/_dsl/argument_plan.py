@@ -11,7 +11,7 @@ from .decorated_function import _is_constexpr_annotation, _is_stream
 from .errors import DSLUserCodeError
 from .jit_arg_adapter import adapt as adapt_jit_arg
 from .numeric import Int32, Int64, Numeric, NumericMeta, _wrap_int, annotated_class, as_numeric, wrap
-from .runtime_arguments import SymInt, as_runtime_tensor
+from .runtime_arguments import SymInt, _traced_tensor, as_runtime_tensor
 from .tensor import Pointer, Tensor
 
 # Kinds of runtime argument slots: the argument contract's (runtime/argument_contract.h).
@@ -32,14 +32,6 @@ def _is_tensor_like(value):
 def _type_mismatch(index, name, expected, value):
     return DSLUserCodeError(f"expects argument #{index} ({name}) to be {expected}, but got {type(value)}",
                             code="ARG_ANNOTATION_MISMATCH")
-
-
-def _traced_tensor(ptr_value, dtype, shape, stride, memspace, align):
-    """The tensor a @jit function's body sees for a tensor argument. `ptr_value` is the IR
-    pointer; shape/stride entries are ints (static) or DSL integers (dynamic, possibly carrying
-    a divisibility). The one place traced tensors are built from arguments."""
-    layout = _core.layout.make_layout(tuple(shape), tuple(stride))
-    return _core.cute.make_tensor(_core.cute.pointer_from_value(ptr_value), layout)
 
 
 def _traced_pointer(ptr_value, dtype, memspace, align):

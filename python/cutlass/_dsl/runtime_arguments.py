@@ -12,7 +12,7 @@ import ctypes
 from .. import _core
 from .address_space import AddressSpace
 from .errors import DSLUserCodeError
-from .numeric import NumericMeta, dtype as _dtype_by_name
+from .numeric import Int32, Int64, NumericMeta, _wrap_int, dtype as _dtype_by_name
 from .tensor import Pointer as _AbstractPointer, Tensor as _AbstractTensor
 from .tvm_ffi import import_tvm_ffi
 
@@ -85,6 +85,15 @@ def _source_metadata(obj):
         return _interface_metadata(obj, "__array_interface__", False)
     raise TypeError(f"cannot convert {type(obj).__name__} to a CuTe tensor: it offers no DLPack-compatible "
                     "metadata (torch tensor, numpy array, or __cuda_array_interface__)")
+
+
+def _traced_tensor(ptr_value, dtype, shape, stride, memspace, align):
+    """The tensor a @jit function's body sees for a tensor argument. `ptr_value` is the IR
+    pointer; shape/stride entries are ints (static) or DSL integers (dynamic, possibly carrying
+    a divisibility). The one place traced tensors are built from arguments (argument_plan's
+    tensor parameters, and a runtime tensor rebuilt from its JIT-argument values)."""
+    layout = _core.layout.make_layout(tuple(shape), tuple(stride))
+    return _core.cute.make_tensor(_core.cute.pointer_from_value(ptr_value), layout)
 
 
 class Tensor:
@@ -182,6 +191,38 @@ class Tensor:
     @property
     def dynamic_strides_mask(self):
         return tuple(int(e[1]) for e in self._spec.stride)
+
+    # The JIT-argument protocol, so that a user object holding tensors passes them on (quack's
+    # ArgumentsBase dataclasses ask each field for it): one parameter for the data pointer, then
+    # one per dynamic extent and per dynamic stride, read from this object at each call. The body
+    # sees a tensor like a tensor argument's, with the same static modes and divisibilities.
+    def _dynamic_entries(self):
+        return [e for e in self._spec.shape if e[1]] + [e for e in self._spec.stride if e[1]]
+
+    def __get_mlir_types__(self):
+        pointer = _core.pointer_type(self._element_type.__name__, int(self.memspace), self.assumed_align)
+        return [pointer] + [(Int64 if e[3] == 64 else Int32).mlir_type for e in self._dynamic_entries()]
+
+    def __c_pointers__(self):
+        # Storage holding each value, kept alive with the object.
+        self._c_storage = [ctypes.c_void_p(self._data_ptr)] + [
+            (ctypes.c_int64 if e[3] == 64 else ctypes.c_int32)(e[0]) for e in self._dynamic_entries()]
+        return [ctypes.addressof(c) for c in self._c_storage]
+
+    def __new_from_mlir_values__(self, values):
+        values = list(values)
+        if len(values) != 1 + len(self._dynamic_entries()):
+            raise DSLUserCodeError(f"a tensor argument is rebuilt from {1 + len(self._dynamic_entries())} values, "
+                                   f"got {len(values)}", code="ARG_UNSUPPORTED_TYPE")
+        dynamic = iter(values[1:])
+
+        def leaf(entry):
+            value, is_dynamic, divisibility, _ = entry
+            return _wrap_int(next(dynamic), divisibility) if is_dynamic else value
+
+        shape = [leaf(e) for e in self._spec.shape]
+        stride = [leaf(e) for e in self._spec.stride]
+        return _traced_tensor(values[0], self._element_type, shape, stride, int(self.memspace), self.assumed_align)
 
     def __tvm_ffi_object__(self):
         """The tvm_ffi.Tensor a TVM-FFI function receives for this tensor (made once)."""

@@ -182,7 +182,7 @@ class _MemRangeData:
     def get_tensor(self, layout, swizzle=None, dtype=None):
         ptr = self._ptr if dtype is None else _tensor.recast_ptr(self._ptr, dtype=dtype)
         elem = dtype or self.dtype
-        if isinstance(layout, int):
+        if isinstance(layout, (int, tuple)):  # a shape: the compact layout (quack's `get_tensor((stages,))`)
             layout = _layout.make_layout(layout)
         if swizzle is not None:
             if isinstance(layout, _layout.ComposedLayout):

@@ -40,6 +40,7 @@ struct Run {
   int64_t size, sstride, tile_stride;  // tile_stride: position stride in the mode, then coordinate step in the leaf
   int leaf = -1;                       // the global layout's flattened leaf this dimension addresses
   int64_t pos_stride = 0;              // position stride in the tile mode
+  bool folded = false;  // an outer run of a leaf kept whole: extent 1, stepped through by the copies
 };
 
 // The leaves of mode i of a static layout, with their position strides inside the mode.
@@ -168,6 +169,28 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     if (rest != 1) tma_error("TMA_LAYOUT", refused);
   }
   const size_t tile_dims = dims.size();
+  // A leaf the smem layout splits into runs (an MN-major swizzle atom tiled past its 64
+  // elements) takes one dimension per run where its extent is known to be a multiple of the
+  // outer run: one instruction then covers them all. Otherwise TMA could not clip the last,
+  // partial run at the extent (it would read or write past it), so the leaf keeps one dimension
+  // over its whole extent, addressed through its innermost run, and its outer runs become
+  // dimensions of extent 1 that the copies step through, one instruction per position: CuTe's
+  // make_tma_copy, which ends the box at the first run that is not the next one in gmem, does
+  // the same for every such layout.
+  int first_folded = -1;
+  for (size_t k = 0; k < tile_dims; ++k) {
+    const Run& d = dims[k];
+    int64_t inner = d.tile_stride, outer = d.tile_stride;
+    for (size_t j = 0; j < tile_dims; ++j) {
+      if (dims[j].leaf != d.leaf) continue;
+      outer = std::max(outer, dims[j].tile_stride);
+      inner = std::min(inner, dims[j].tile_stride);
+    }
+    const L::IntTuple& gs = flat_shape[size_t(d.leaf)];
+    if (d.tile_stride == inner || !gs.is_int() || gs.as_int().divisibility() % outer == 0) continue;
+    dims[k].folded = true;  // the innermost run becomes the outermost: its coordinate is the whole quotient
+    if (first_folded < 0) first_folded = int(k);
+  }
   // One instruction per slice where TMA allows; else the box is whole below a split dimension,
   // a part of it there and 1 above, and each copy steps through the rest (CuTe's (TMA, TMA_Iter)).
   // Multicast: each CTA's slice is 1/num_multicast of the split dimension, which is the outermost
@@ -179,6 +202,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       split = int(k);
       break;
     }
+  if (first_folded >= 0 && split > first_folded) split = first_folded;  // a folded run's box is 1
   if (num_multicast > 1) {
     while (split >= 0 && dims[size_t(split)].size % num_multicast != 0) --split;
     if (split < 0)
@@ -192,7 +216,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   if (split >= 0) {
     const Run& sd = dims[size_t(split)];
     const int64_t slice = sd.size / num_multicast;
-    split_box = slice;
+    split_box = sd.folded ? 1 : slice;
     while (split_box > 256 || slice % split_box != 0) --split_box;
     copies = slice / split_box;
     for (size_t k = size_t(split) + 1; k < tile_dims; ++k) copies *= dims[k].size;
@@ -259,7 +283,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   // Global extents and byte strides of each dimension (host values).
   std::vector<ir::Value*> extents, strides;
   std::vector<int64_t> last_run_stride(flat_shape.size(), 0);
-  for (const Run& d : dims) last_run_stride[size_t(d.leaf)] = std::max(last_run_stride[size_t(d.leaf)], d.tile_stride);
+  for (const Run& d : dims)
+    if (!d.folded) last_run_stride[size_t(d.leaf)] = std::max(last_run_stride[size_t(d.leaf)], d.tile_stride);
   ir::Builder& b = t.builder();
   L::BuilderScope scope(&b);
   for (size_t k = 0; k < dims.size(); ++k) {
@@ -310,7 +335,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     a.box[k] = int(k) < split ? d.size : int(k) == split ? split_box : 1;
     a.pos_stride[k] = d.pos_stride;
     a.tile_mode[k] = k < tile_dims ? d.mode : -1;
-    a.outermost[k] = d.tile_stride == last_run_stride[size_t(d.leaf)];
+    a.folded[k] = d.folded;
+    a.outermost[k] = !d.folded && d.tile_stride == last_run_stride[size_t(d.leaf)];
     const int64_t run = last_run_stride[size_t(d.leaf)];
     if (a.outermost[k] && run > 1 && gs.as_int().divisibility() % run != 0) {
       // A split mode: the inner runs address whole runs, so the extent must be a multiple of
@@ -326,9 +352,12 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     if (k == 0 && !stride.is_static_value(1))
       tma_error("TMA_LAYOUT", name + ": the smem tile's innermost run (mode " + std::to_string(d.mode) +
                                   ") is not contiguous in global memory; TMA needs its innermost box dimension to be");
-    L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(d.tile_stride)) : L::Int(d.size);
+    L::Int extent = d.folded ? L::Int(1) : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(d.tile_stride))
+                                                           : L::Int(d.size);
     extents.push_back(extent.materialize(ir::i64()));
     ir::Value* byte_stride = (stride * L::Int(elem_bytes)).materialize(ir::i64());
+    // A folded run (extent 1) is only read at coordinate 0: any stride TMA accepts will do.
+    if (d.folded) byte_stride = b.const_int(ir::i64(), 16);
     if (k > 0 && d.size == 1 && !extent.is_static()) {
       // A mode outside the tile whose extent turns out to be 1 never moves the address; its
       // stride may be anything (torch reports 1 for size-1 modes), which TMA would refuse.
@@ -451,6 +480,7 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
       L::Int x = origin[size_t(a.gmode[k])].as_int();
       L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
       if (!a.outermost[k]) c = c % L::Int(a.run[k]);
+      if (a.folded[k]) c = L::Int(0);  // the leaf's whole dimension holds the position
       coords.push_back(c.materialize(ir::i32()));
     }
     // The hardware swizzles the box by shared address itself: it takes the sub-box's unswizzled start.

@@ -43,6 +43,7 @@ struct TmaAtom {
   int64_t pos_stride[5] = {};    // position stride of the dimension inside its tile mode
   int tile_mode[5] = {};         // the tile mode the dimension runs along (-1: outside the tile)
   bool outermost[5] = {};        // the last run of its leaf (takes the coordinate's quotient whole)
+  bool folded[5] = {};           // an outer run of a leaf kept whole (extent 1, coordinate 0): see copy_sm90.cpp
   // A tile (or a CTA's multicast slice) larger than one box: the box is whole along the
   // dimensions below `split_dim`, a part of it along `split_dim` and 1 above; each copy issues
   // `copies` instructions, stepping box[split_dim] along split_dim then through the dimensions above.

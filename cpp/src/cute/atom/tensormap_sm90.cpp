@@ -90,7 +90,8 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
                                 "known to be a multiple of " + std::to_string(a.tile_stride[k]) +
                                 " (make its layout with a divisibility, or use a K-major operand)");
     // The same extents and strides make_tiled_tma_atom encodes (copy_sm90.cpp).
-    L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.run[k]);
+    L::Int extent = a.folded[k] ? L::Int(1)
+                  : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.run[k]);
     L::Int stride = gd.as_int() * L::Int(a.tile_stride[k]);
     if (k == 0) {
       if (stride.is_static() && !stride.is_static_value(1))
