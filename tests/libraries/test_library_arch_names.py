@@ -158,6 +158,32 @@ def test_named_barrier_arrive_orders_atomicrmw(dev):
     np.testing.assert_array_equal(dev.numpy(out), np.full(32, 32))
 
 
+@cute.kernel
+def wrapping_counter_kernel(counters: cute.Tensor, olds: cute.Tensor):
+    tidx = cute.arch.thread_idx()[0]
+    # PTX atom.inc / atom.dec with bound 7: counters that wrap through 0..7 (quack's tile counter).
+    olds[0, tidx] = Int32(nvvm.atomicrmw(res=T.i32(), op=nvvm.AtomicOpKind.INC, ptr=counters.iterator.llvm_ptr,
+                                         a=Int32(7).ir_value()))
+    olds[1, tidx] = Int32(nvvm.atomicrmw(res=T.i32(), op=nvvm.AtomicOpKind.DEC,
+                                         ptr=(counters.iterator + 1).llvm_ptr, a=Int32(7).ir_value()))
+
+
+@cute.jit
+def wrapping_counter_host(counters: cute.Tensor, olds: cute.Tensor):
+    wrapping_counter_kernel(counters, olds).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_atomicrmw_inc_dec_wrap_at_the_bound(dev):
+    counters = dev.array(np.zeros(2, np.int32))
+    olds = dev.array(np.zeros((2, 32), np.int32))
+    dev.run(wrapping_counter_host, counters, olds)
+    # inc: old >= 7 ? 0 : old + 1; dec: (old == 0 or old > 7) ? 7 : old - 1. 32 steps from 0 visit
+    # each of 0..7 four times, in whatever order the threads arrive, and end at 0.
+    np.testing.assert_array_equal(dev.numpy(counters), [0, 0])
+    for row in dev.numpy(olds):
+        np.testing.assert_array_equal(np.sort(row), np.sort(np.arange(32) % 8))
+
+
 # ---- layout helpers -------------------------------------------------------------------------------
 
 def test_prepend_append_ones_flatten_is_static():

@@ -40,7 +40,10 @@ Scalar update(AtomicKind kind, ir::Type t, Bits* p, const Scalar& value, const S
   for (;;) {
     Scalar before = ir::load_scalar(t, &old);
     Scalar after = value;
-    if (kind != AtomicKind::Exch) {
+    if (kind == AtomicKind::Inc || kind == AtomicKind::Dec) {  // u32 only (the builder checks)
+      const uint32_t o = uint32_t(before.i), b = uint32_t(value.i);
+      after.i = int64_t(kind == AtomicKind::Inc ? (o >= b ? 0u : o + 1) : (o == 0 || o > b ? b : o - 1));
+    } else if (kind != AtomicKind::Exch) {
       std::string error;
       if (!ir::eval_binary(binary_of(kind), t, before, value, &after, &error)) throw std::logic_error(error);
     }

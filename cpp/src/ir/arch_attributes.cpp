@@ -1,5 +1,6 @@
 #include "ir/arch_attributes.h"
 
+#include <iterator>
 #include <stdexcept>
 
 namespace opencute::ir {
@@ -17,7 +18,7 @@ E from_name(const char* const (&names)[N], const std::string& name, const char* 
 
 const char* const kShuffle[] = {"idx", "up", "down", "bfly"};
 const char* const kVote[] = {"ballot", "any", "all", "uni"};
-const char* const kAtomic[] = {"add", "and", "or", "xor", "max", "min", "exch", "cas"};
+const char* const kAtomic[] = {"add", "and", "or", "xor", "max", "min", "exch", "cas", "inc", "dec"};
 const char* const kOrder[] = {"relaxed", "acquire", "release", "acq_rel"};
 const char* const kScope[] = {"cta", "cluster", "gpu", "sys"};
 
@@ -25,7 +26,9 @@ const char* const kScope[] = {"cta", "cluster", "gpu", "sys"};
 
 const char* shuffle_kind_name(ShuffleKind k) { return kShuffle[int(k) & 3]; }
 const char* vote_kind_name(VoteKind k) { return kVote[int(k) & 3]; }
-const char* atomic_kind_name(AtomicKind k) { return kAtomic[int(k) & 7]; }
+const char* atomic_kind_name(AtomicKind k) {
+  return size_t(k) < std::size(kAtomic) ? kAtomic[int(k)] : "?";
+}
 const char* memory_order_name(MemoryOrder o) { return kOrder[int(o) & 3]; }
 const char* memory_scope_name(MemoryScope s) { return kScope[int(s) & 3]; }
 

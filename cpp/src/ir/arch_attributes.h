@@ -12,7 +12,9 @@ enum class ShuffleKind : uint8_t { Idx, Up, Down, Bfly };
 // PTX vote.sync modes; Ballot yields the 32 lane bits, the others a predicate.
 enum class VoteKind : uint8_t { Ballot, Any, All, Uni };
 // PTX atom operations; Cas takes (ptr, compare, value).
-enum class AtomicKind : uint8_t { Add, And, Or, Xor, Max, Min, Exch, Cas };
+// Inc/Dec are PTX's wrapping counters on u32: inc stores old >= b ? 0 : old + 1, dec stores
+// (old == 0 || old > b) ? b : old - 1.
+enum class AtomicKind : uint8_t { Add, And, Or, Xor, Max, Min, Exch, Cas, Inc, Dec };
 // PTX memory-consistency qualifiers of atom (.sem and .scope).
 enum class MemoryOrder : uint8_t { Relaxed, Acquire, Release, AcqRel };
 enum class MemoryScope : uint8_t { Cta, Cluster, Gpu, Sys };

@@ -284,6 +284,7 @@ static bool atomic_supports(AtomicKind kind, Type t) {
       return t->is_int() && (w == 32 || w == 64);
     case AtomicKind::Exch: return w == 32 || w == 64;
     case AtomicKind::Cas: return w == 16 || w == 32 || w == 64;
+    case AtomicKind::Inc: case AtomicKind::Dec: return t->is_int() && w == 32;  // as u32 (quack passes i32)
   }
   return false;
 }

@@ -83,12 +83,18 @@ _LIBRARY_PREFIXES = None
 _library_file_cache = {}
 
 
+def library_prefixes():
+    """The folders whose code is the implementation (computed once)."""
+    global _LIBRARY_PREFIXES
+    if _LIBRARY_PREFIXES is None:
+        _LIBRARY_PREFIXES = _library_prefixes()
+    return _LIBRARY_PREFIXES
+
+
 def _is_library_file(filename):
     hit = _library_file_cache.get(filename)
     if hit is None:
-        global _LIBRARY_PREFIXES
-        if _LIBRARY_PREFIXES is None:
-            _LIBRARY_PREFIXES = _library_prefixes()
+        library_prefixes()
         # Code without a source file (exec'd strings, dataclass-generated methods, frozen
         # modules) is treated as the implementation too.
         hit = filename.startswith("<") or os.path.abspath(filename).startswith(_LIBRARY_PREFIXES)

@@ -166,6 +166,7 @@ void lower_atomic(const Op& op, KernelLowering& k) {
     switch (kind) {
       case ir::AtomicKind::Add: suffix = "u"; break;  // two's complement: signed adds alike
       case ir::AtomicKind::Max: case ir::AtomicKind::Min: suffix = t->is_signed ? "s" : "u"; break;
+      case ir::AtomicKind::Inc: case ir::AtomicKind::Dec: suffix = "u"; break;
       default: suffix = "b"; break;
     }
     suffix += std::to_string(w);

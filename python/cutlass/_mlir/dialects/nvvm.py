@@ -161,6 +161,7 @@ _ATOMIC_KINDS = {
     AtomicOpKind.XCHG: "exch", AtomicOpKind.ADD: "add", AtomicOpKind.FADD: "add", AtomicOpKind.AND: "and",
     AtomicOpKind.OR: "or", AtomicOpKind.XOR: "xor", AtomicOpKind.MAX: "max", AtomicOpKind.MIN: "min",
     AtomicOpKind.UMAX: "max", AtomicOpKind.UMIN: "min", AtomicOpKind.FMAX: "max", AtomicOpKind.FMIN: "min",
+    AtomicOpKind.INC: "inc", AtomicOpKind.DEC: "dec",
 }
 
 
