@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 import cutlass
+import toolchain
 
 # Children import the same cutlass package as this process (installed or from the source tree).
 PACKAGE_PARENT = os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__)))
@@ -66,9 +67,9 @@ def entries(tmp_path):
 
 @pytest.fixture
 def needs_cubin(tmp_path):
+    toolchain.require_cubin()
     out, _ = run(tmp_path, env={"CUTE_DSL_DISABLE_FILE_CACHING": "1"})
-    if not out["cubin"]:
-        pytest.skip("this machine cannot produce a cubin (no libNVVM / nvJitLink)")
+    assert out["cubin"], "a cubin can be made here, yet the child process made none"
 
 
 def test_second_process_hits_and_gets_the_same_code(tmp_path, needs_cubin):

@@ -14,6 +14,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
 from cutlass.cute.runtime import from_dlpack
+import toolchain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE_DIRS = [os.environ.get("OPENCUTE_NVIDIA_EXAMPLES", ""), os.path.join(ROOT, "..", "shared", "nvidia-examples"),
@@ -173,9 +174,7 @@ def test_nvidia_flash_attention_v2_ptx_main_loop_stays_in_registers(causal):
     args = [_as_example_tensor(q, device=True) for _ in range(4)]
     kernel = fa2.FlashAttentionForwardAmpere(128, 128, 64, 128, causal)
     compiled = cute.compile(kernel, *args, 0.5, cutlass.cuda.CUstream(0), options="--target gpu")
-    ptx = compiled.__ptx__
-    if ptx is None:
-        pytest.skip("libNVVM not available")
+    ptx = toolchain.ptx_of(compiled)
     assert "ld.local" not in ptx and "st.local" not in ptx
     for want in ("cp.async.cg.shared.global", "cp.async.wait_group", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
                  "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
@@ -336,9 +335,7 @@ def test_small_flash_attention_kernel_ptx(arch):
     host = np.zeros((128, 2, HD), np.float16)
     args = [from_dlpack(_DeviceArray(host), assumed_align=16) for _ in range(4)]
     compiled = cute.compile(_attention, *args, 0.3, True, options=f"--target gpu --gpu-arch {arch}")
-    ptx = compiled.__ptx__
-    if ptx is None:
-        pytest.skip("libNVVM not available")
+    ptx = toolchain.ptx_of(compiled)
     assert "ld.local" not in ptx and "st.local" not in ptx  # fragments and softmax state stay in registers
     for want in ("cp.async.ca.shared.global", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
                  "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
