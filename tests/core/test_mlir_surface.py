@@ -14,8 +14,8 @@ from cutlass._mlir import ir
 from cutlass._mlir.dialects import llvm
 from cutlass.base_dsl.runtime.cuda import checkCudaErrors
 from cutlass.cutlass_dsl import (T, DSLCudaRuntimeError, dsl_user_op, for_generate, if_generate, not_,
-import toolchain
                                  while_generate, yield_out)
+import toolchain
 
 
 @pytest.fixture

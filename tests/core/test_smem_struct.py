@@ -255,7 +255,7 @@ def test_allocator_outside_a_kernel_is_an_error():
     def f():
         cutlass.utils.SmemAllocator()
 
-    with pytest.raises(cutlass.DSLUserCodeError):
+    with pytest.raises(cutlass.DSLUserCodeError, match="SmemAllocator can only be used inside a @cute.kernel"):
         cute.compile(f, options="--target cpu")
 
 

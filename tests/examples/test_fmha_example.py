@@ -293,7 +293,7 @@ def test_a_method_calls_its_own_class_by_name():
 def test_cooperative_group_takes_a_whole_float():
     from cutlass import pipeline
     assert pipeline.CooperativeGroup(pipeline.Agent.Thread, 128 / 32).size == 4
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="CooperativeGroup: size must be a positive int, got 2.5"):
         pipeline.CooperativeGroup(pipeline.Agent.Thread, 2.5)
 
 

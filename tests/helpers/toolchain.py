@@ -53,11 +53,16 @@ def probe():
     return Toolchain(True, True, "")
 
 
+def _reason(text):
+    """The compiler's message on one line, without its "Fix: ..." advice."""
+    return " ".join(line.strip() for line in text.split("Fix:")[0].splitlines() if line.strip())
+
+
 def require_libnvvm():
     """Skips the calling test when libNVVM cannot be loaded, naming why."""
     t = probe()
     if not t.has_libnvvm:
-        pytest.skip("libNVVM is absent: " + t.why_not.splitlines()[0])
+        pytest.skip("libNVVM is absent: " + _reason(t.why_not))
 
 
 def require_cubin():
@@ -65,7 +70,7 @@ def require_cubin():
     ptxas), naming why."""
     t = probe()
     if not (t.has_libnvvm and t.has_linker):
-        pytest.skip("this machine cannot produce a cubin: " + t.why_not.splitlines()[0])
+        pytest.skip("this machine cannot produce a cubin: " + _reason(t.why_not))
 
 
 def ptx_of(compiled):

@@ -273,7 +273,7 @@ def test_arch_float32_fast_paths(no_file_cache):
 def test_float_inf_and_zero():
     assert Float32.inf == math.inf and -Float32.inf == -math.inf
     assert Float32.zero == 0.0 and cutlass.Float16.inf == math.inf
-    with pytest.raises(AttributeError):
+    with pytest.raises(AttributeError, match="inf is defined on float types, not Int32"):
         Int32.inf
 
 

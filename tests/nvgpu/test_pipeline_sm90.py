@@ -72,9 +72,9 @@ def test_pipeline_state_advances_like_the_model():
 def test_pipeline_api_shapes():
     assert isinstance(pipeline.CooperativeGroup(pipeline.Agent.Thread).size, int)
     assert pipeline.CooperativeGroup(pipeline.Agent.Thread, 32).size == 32
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="CooperativeGroup: size must be a positive int, got 0"):
         pipeline.CooperativeGroup(pipeline.Agent.Thread, 0)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="CooperativeGroup: agent must be a pipeline.Agent, got 'thread'"):
         pipeline.CooperativeGroup("thread", 1)
 
 
