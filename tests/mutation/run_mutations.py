@@ -30,12 +30,13 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NVVM = "cpp/src/target/nvvm"
 
 # Test files per family; the PTX-executor tests (any tests/**/test_ptx*.py) join every subset.
-WGMMA_TESTS = ["nvgpu/test_wgmma_sm90.py", "nvgpu/test_wgmma_int8.py", "nvgpu/test_hopper_tma_wgmma_races.py",
-               "examples/test_hopper_gemm_examples.py"]
-MMA_SYNC_TESTS = ["nvgpu/test_mma_sm80.py", "nvgpu/test_ampere_gemm_support.py", "nvgpu/test_attention_sm80.py",
-                  "examples/test_ampere_gemm_examples.py"]
-LDMATRIX_TESTS = ["nvgpu/test_copy_sm80.py", "nvgpu/test_mma_sm80.py", "nvgpu/test_ampere_gemm_support.py",
-                  "examples/test_ampere_gemm_examples.py"]
+FRAGMENT_TESTS = ["nvgpu/test_fragment_layouts_cute.py"]
+WGMMA_TESTS = FRAGMENT_TESTS + ["nvgpu/test_wgmma_sm90.py", "nvgpu/test_wgmma_int8.py",
+                                "nvgpu/test_hopper_tma_wgmma_races.py", "examples/test_hopper_gemm_examples.py"]
+MMA_SYNC_TESTS = FRAGMENT_TESTS + ["nvgpu/test_mma_sm80.py", "nvgpu/test_ampere_gemm_support.py",
+                                   "nvgpu/test_attention_sm80.py", "examples/test_ampere_gemm_examples.py"]
+LDMATRIX_TESTS = FRAGMENT_TESTS + ["nvgpu/test_copy_sm80.py", "nvgpu/test_mma_sm80.py",
+                                   "nvgpu/test_ampere_gemm_support.py", "examples/test_ampere_gemm_examples.py"]
 TMA_TESTS = ["nvgpu/test_sm90_tma.py", "nvgpu/test_sm90_tma_hierarchical.py", "nvgpu/test_sm90_tma_reduce.py",
              "nvgpu/test_pipeline_sm90.py", "nvgpu/test_tma_descriptor_update.py", "examples/test_hopper_gemm_examples.py"]
 

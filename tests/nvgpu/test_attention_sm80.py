@@ -96,23 +96,24 @@ def test_ldmatrix_retile_fills_mma_fragments_from_swizzled_smem():
 
 # ---- NVIDIA's flash_attention_v2.py ----------------------------------------------------------------
 
-def _load_fa2():
+def _load_fa2(monkeypatch):
     for base in EXAMPLE_DIRS:
         path = os.path.join(base, "cute", "ampere", "kernel", "attention", "flash_attention_v2.py")
         if base and os.path.isfile(path):
             break
     else:
         pytest.skip("NVIDIA's flash_attention_v2.py is not present")
-    # It imports cuda.bindings.driver for its CUstream annotation; OpenCuTe's CUstream stands in.
-    if "cuda.bindings.driver" not in sys.modules:
-        try:
-            import cuda.bindings.driver  # noqa: F401
-        except ImportError:
-            drv = types.ModuleType("cuda.bindings.driver")
-            drv.CUstream = cutlass.cuda.CUstream
-            pkg, bindings = types.ModuleType("cuda"), types.ModuleType("cuda.bindings")
-            bindings.driver, pkg.bindings = drv, bindings
-            sys.modules.update({"cuda": pkg, "cuda.bindings": bindings, "cuda.bindings.driver": drv})
+    # It imports cuda.bindings.driver for its CUstream annotation; OpenCuTe's CUstream stands in,
+    # for this test only (a stand-in left in sys.modules would be the one later tests import).
+    try:
+        import cuda.bindings.driver  # noqa: F401
+    except ImportError:
+        drv = types.ModuleType("cuda.bindings.driver")
+        drv.CUstream = cutlass.cuda.CUstream
+        pkg, bindings = types.ModuleType("cuda"), types.ModuleType("cuda.bindings")
+        bindings.driver, pkg.bindings = drv, bindings
+        for name, module in (("cuda", pkg), ("cuda.bindings", bindings), ("cuda.bindings.driver", drv)):
+            monkeypatch.setitem(sys.modules, name, module)
     spec = importlib.util.spec_from_file_location("nvidia_flash_attention_v2", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -148,8 +149,8 @@ def numpy_attention(q, k, v, scale, causal):
 
 @pytest.mark.parametrize("causal,seqlen_q,seqlen_k,heads", [(False, 128, 128, 1), (True, 128, 128, 1),
                                                              (False, 96, 200, 2), (True, 200, 136, 1)])
-def test_nvidia_flash_attention_v2_on_emulator(causal, seqlen_q, seqlen_k, heads):
-    fa2 = _load_fa2()
+def test_nvidia_flash_attention_v2_on_emulator(monkeypatch, causal, seqlen_q, seqlen_k, heads):
+    fa2 = _load_fa2(monkeypatch)
     head_dim, m_block, n_block, threads = 64, 64, 64, 128
     assert fa2.FlashAttentionForwardAmpere.can_implement(cutlass.Float16, head_dim, m_block, n_block, threads,
                                                          causal)
@@ -167,8 +168,8 @@ def test_nvidia_flash_attention_v2_on_emulator(causal, seqlen_q, seqlen_k, heads
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_nvidia_flash_attention_v2_ptx_main_loop_stays_in_registers(causal):
-    fa2 = _load_fa2()
+def test_nvidia_flash_attention_v2_ptx_main_loop_stays_in_registers(monkeypatch, causal):
+    fa2 = _load_fa2(monkeypatch)
     # The example's default configuration (in f16): head_dim 128, 128x64 tiles, 4 warps.
     q = np.zeros((1, 256, 2, 128), np.float16)
     args = [_as_example_tensor(q, device=True) for _ in range(4)]
