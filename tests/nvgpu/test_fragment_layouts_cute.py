@@ -28,6 +28,7 @@ from cutlass.utils import LayoutEnum
 
 from test_ampere_extras import E4M3
 from test_copy_sm80 import _ldmatrix_kernel, _stmatrix_kernel
+from test_wgmma_sm90 import gpu_run
 
 CPU = "--target cpu"
 
@@ -219,9 +220,8 @@ def _fp8_tensor(values):
     return t
 
 
-@pytest.mark.parametrize("mnk,ab,acc", [((16, 8, 8), np.float16, np.float32), ((16, 8, 16), np.float16, np.float32),
-                                        ((16, 8, 16), np.float16, np.float16), ((16, 8, 32), "e4m3", np.float32)])
-def test_mma_sync_on_the_emulator_follows_cutes_tables(mnk, ab, acc):
+def _mma_sync_case(mnk, ab, acc):
+    """(arguments, op, D as the table reads it back, A B^T) for one mma.sync shape."""
     m, n, k = mnk
     a_layout, b_layout, c_layout = MMA_SYNC[mnk]
     rng = np.random.default_rng(sum(mnk))
@@ -236,11 +236,31 @@ def test_mma_sync_on_the_emulator_follows_cutes_tables(mnk, ab, acc):
     else:
         op = warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32 if acc is np.float32 else cutlass.Float16, mnk)
         a_arg, b_arg = a_flat.astype(ab), b_flat.astype(ab)
-    ia, ib, ic = _index_array(a_layout), _index_array(b_layout), _index_array(c_layout)
-    d = np.full(m * n, -99, acc)
-    compiled = cute.compile(mma_sync_by_table, a_arg, b_arg, ia, ib, ic, d, op, mnk, options=CPU)
-    compiled(a_arg, b_arg, ia, ib, ic, d)
-    np.testing.assert_array_equal(d.astype(np.float32).reshape((m, n), order="F"), A @ B.T)
+    args = (a_arg, b_arg, _index_array(a_layout), _index_array(b_layout), _index_array(c_layout),
+            np.full(m * n, -99, acc))
+    return args, op, A @ B.T
+
+
+MMA_SYNC_CASES = [((16, 8, 8), np.float16, np.float32), ((16, 8, 16), np.float16, np.float32),
+                  ((16, 8, 16), np.float16, np.float16), ((16, 8, 32), "e4m3", np.float32)]
+
+
+@pytest.mark.parametrize("mnk,ab,acc", MMA_SYNC_CASES)
+def test_mma_sync_on_the_emulator_follows_cutes_tables(mnk, ab, acc):
+    args, op, want = _mma_sync_case(mnk, ab, acc)
+    cute.compile(mma_sync_by_table, *args, op, mnk, options=CPU)(*args)
+    m, n, _ = mnk
+    np.testing.assert_array_equal(args[-1].astype(np.float32).reshape((m, n), order="F"), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mnk,ab,acc", MMA_SYNC_CASES[:3])
+def test_mma_sync_on_the_gpu_follows_cutes_tables(mnk, ab, acc):
+    # The hardware itself against the same tables (and so against what the emulator computes).
+    args, op, want = _mma_sync_case(mnk, ab, acc)
+    d = gpu_run(mma_sync_by_table, args, op, mnk)
+    m, n, _ = mnk
+    np.testing.assert_array_equal(d.astype(np.float32).reshape((m, n), order="F"), want)
 
 
 @pytest.mark.parametrize("num", [1, 2, 4])
@@ -315,13 +335,24 @@ def wgmma_c_by_table(mA: cute.Tensor, mB: cute.Tensor, ic: cute.Tensor, d: cute.
     wgmma_c_by_table_kernel(mA, mB, ic, d, tiled_mma, n).launch(grid=(1, 1, 1), block=(128, 1, 1))
 
 
-@pytest.mark.parametrize("n", [8, 64, 256])
-def test_wgmma_accumulators_on_the_emulator_follow_cutes_table(n):
+def _wgmma_case(n):
     rng = np.random.default_rng(n)
     A = rng.integers(-3, 4, (64, 16)).astype(np.float16)
     B = rng.integers(-3, 4, (n, 16)).astype(np.float16)
     ic = _index_array(gmma_c_64xn(n))  # (thread, value) -> m + 64 n
-    d = np.full(64 * n, -99, np.float32)
-    compiled = cute.compile(wgmma_c_by_table, A, B, ic, d, n, options=CPU + " --gpu-arch sm_90a")
-    compiled(A, B, ic, d)
-    np.testing.assert_array_equal(d.reshape((64, n), order="F"), A.astype(np.float32) @ B.astype(np.float32).T)
+    return (A, B, ic, np.full(64 * n, -99, np.float32)), A.astype(np.float32) @ B.astype(np.float32).T
+
+
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_wgmma_accumulators_on_the_emulator_follow_cutes_table(n):
+    args, want = _wgmma_case(n)
+    cute.compile(wgmma_c_by_table, *args, n, options=CPU + " --gpu-arch sm_90a")(*args)
+    np.testing.assert_array_equal(args[-1].reshape((64, n), order="F"), want)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [8, 64, 256])
+def test_wgmma_accumulators_on_the_gpu_follow_cutes_table(n):  # an sm_90a GPU (the H100), as test_wgmma_sm90's
+    args, want = _wgmma_case(n)
+    d = gpu_run(wgmma_c_by_table, args, n)
+    np.testing.assert_array_equal(d.reshape((64, n), order="F"), want)
