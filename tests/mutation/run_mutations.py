@@ -320,7 +320,9 @@ def main(argv=None):
             if rc not in (0, 1):
                 raise ScriptError(f"mutation {m.name}: pytest exited with {rc}; see {logs}/tests-{m.name}.log")
             caught = rc == 1 and failed
-            rows.append((m.name, "caught" if caught else "NOT CAUGHT", ", ".join(failed) if caught else "-"))
+            shown = ", ".join(failed[:3]) + (f" (+{len(failed) - 3} more, in {logs}/tests-{m.name}.log)"
+                                             if len(failed) > 3 else "")
+            rows.append((m.name, "caught" if caught else "NOT CAUGHT", shown if caught else "-"))
             print(f"  {rows[-1][1]} ({len(failed)} failed, {secs:.0f} s)", flush=True)
     except ScriptError as e:
         print(f"error: {e}", file=sys.stderr)
