@@ -44,7 +44,7 @@ PROGRAM = textwrap.dedent('''
     fake = cute.runtime.make_fake_compact_tensor(cute.Float32, (n,))
     compiled = cute.compile(scale, fake, options=sys.argv[2] if len(sys.argv) > 2 else None)
     print(json.dumps({"hit": compiled.timings_ms["cache_hit"], "ptx": compiled.__ptx__,
-                      "cubin": len(compiled.__cubin__ or b""), "hash": compiled.hash}))
+                      "cubin": len(compiled.__cubin__ or b""), "hash": compiled.hash, "nvvm": compiled.nvvm_ir}))
 ''')
 
 
@@ -79,6 +79,8 @@ def test_second_process_hits_and_gets_the_same_code(tmp_path, needs_cubin):
     second, _ = run(tmp_path)
     assert second["hit"] is True
     assert second["ptx"] == first["ptx"] and second["cubin"] == first["cubin"]
+    # ... and the NVVM IR the entry does not hold (compiled.nvvm_ir was empty on a hit).
+    assert "define" in first["nvvm"] and second["nvvm"] == first["nvvm"]
 
 
 def test_changed_ir_misses(tmp_path, needs_cubin):

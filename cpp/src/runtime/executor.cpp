@@ -80,6 +80,10 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
         ptx_ = std::move(hit->ptx);
         cubin_ = std::move(hit->cubin);
         timings_.cache_hit = true;
+        // The entry holds PTX and cubin only; `nvvm_ir` shows the NVVM IR on a hit too.
+        auto t_lower = std::chrono::steady_clock::now();
+        nvvm_text_ = target::lower_kernels_to_nvvm(*module_, options.generate_line_info).text;
+        timings_.lower_ms = ms_since(t_lower);
       }
     }
     if (!timings_.cache_hit) {
