@@ -328,6 +328,9 @@ def main(argv=None):
                 env = test_env(scratch, site, m.name)
                 rc, failed, secs = run_tests(src, env, tests_for(src, m, args), args.jobs,
                                              os.path.join(logs, f"tests-{m.name}.log"))
+                if rc == 1 and failed:
+                    # A failure counts only if it repeats: a flaky test is not a catch.
+                    rc, failed, _ = run_tests(src, env, failed, args.jobs, os.path.join(logs, f"rerun-{m.name}.log"))
             finally:
                 for path, text in originals.items():
                     with open(path, "w") as f:
