@@ -231,7 +231,8 @@ def run_tests(src, env, tests, jobs, log):
     rc, secs = _run(cmd, log, env=env, cwd=os.path.join(src, "tests"))
     failed = []
     for line in open(log, errors="replace"):
-        m = re.match(r"(FAILED|ERROR) (\S+)", line)
+        # "FAILED <node id>[ - <message>]"; a parametrised id may hold spaces inside its brackets.
+        m = re.match(r"(FAILED|ERROR) (\S+?\[.*?\]|\S+)(?: - |\s*$)", line)
         if m and m.group(2) not in failed:
             failed.append(m.group(2))
     return rc, failed, secs
