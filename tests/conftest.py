@@ -17,18 +17,38 @@ for _folder in reversed(TEST_FOLDERS):
         sys.path.insert(0, _folder)
 
 
-def _gpu_available():
-    try:
-        import cutlass
-        return cutlass.cuda.is_available()
-    except Exception:
-        return False
+import gpu_probe  # noqa: E402 - tests/helpers is on sys.path from here on
+
+# Set to run the CPU tests on a machine whose CUDA set-up is broken (the GPU tests then skip).
+ALLOW_BROKEN_CUDA = "OPENCUTE_TESTS_ALLOW_BROKEN_CUDA"
+_GPU = None
+
+
+def _gpu():
+    global _GPU
+    if _GPU is None:
+        _GPU = gpu_probe.probe()
+    return _GPU
+
+
+def pytest_sessionstart(session):
+    # A machine with CUDA on which OpenCuTe finds no GPU would skip every GPU test quietly: stop.
+    gpu = _gpu()
+    if not gpu.available and gpu.broken_cuda and not os.environ.get(ALLOW_BROKEN_CUDA):
+        pytest.exit(f"CUDA is present ({gpu.broken_cuda}) but OpenCuTe finds no GPU: {gpu.why_not}\n"
+                    f"Fix the CUDA set-up, or set {ALLOW_BROKEN_CUDA}=1 to run without the GPU tests.", returncode=3)
+
+
+def pytest_report_header(config):
+    gpu = _gpu()
+    return "GPU: available" if gpu.available else f"GPU: none, the GPU tests skip ({gpu.why_not})"
 
 
 def pytest_collection_modifyitems(config, items):
-    if _gpu_available():
+    gpu = _gpu()
+    if gpu.available:
         return
-    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    skip = pytest.mark.skip(reason=f"needs a CUDA GPU (none here: {gpu.why_not})")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

@@ -178,7 +178,7 @@ def test_warp_reductions(dev, group):
 
 
 def test_warp_reduction_rejects_a_group_that_is_not_a_power_of_two():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"threads_in_group must be a power of two in \[1, 32\], got 6"):
         cute.compile(reduction_host, *(np.zeros(64, t) for t in (np.int32, np.float32, np.int32, np.float32)), 6,
                      options="--target cpu")
 

@@ -54,7 +54,8 @@ def test_add_one_torch_dynamic_and_static():
     compiled(a, b)
     torch.cuda.synchronize()
     torch.testing.assert_close(b, a + 1.0, rtol=0, atol=0)
-    with pytest.raises(cutlass.DSLRuntimeError):
+    with pytest.raises(cutlass.DSLRuntimeError,
+                       match=r"argument #0 has layout \(301\):\(1\) but the function was compiled for \(300\):\(1\)"):
         compiled(torch.randn(301, device="cuda"), torch.empty(301, device="cuda"))
 
 

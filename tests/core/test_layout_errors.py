@@ -89,7 +89,7 @@ def test_wrong_argument_types():
         cute.right_inverse((4, 8))
     with pytest.raises(TypeError, match="coalesce"):
         cute.coalesce((2, 3))
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="expected an int, a DSL integer or a tuple of them, got float"):
         cute.make_layout((4, 2.5))
 
 

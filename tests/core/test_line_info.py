@@ -7,6 +7,7 @@ import pytest
 
 import cutlass
 import cutlass.cute as cute
+import toolchain
 
 
 @cute.kernel
@@ -28,12 +29,9 @@ def marker_line(marker):
 
 def compile_scale(options=None):
     fake = cute.runtime.make_fake_compact_tensor(cute.Float32, (cute.sym_int(),))
-    try:
-        compiled = cute.compile(scale, fake, options=options)
-    except RuntimeError as e:  # no libNVVM / nvJitLink on this machine
-        pytest.skip(str(e))
-    if not compiled.__ptx__:
-        pytest.skip("no PTX on this machine")
+    toolchain.require_libnvvm()
+    compiled = cute.compile(scale, fake, options=options)
+    toolchain.ptx_of(compiled)
     return compiled
 
 

@@ -35,9 +35,9 @@ def test_conversions_wrap_and_truncate():
     assert Int32(-1).to(Uint32).value == 0xFFFFFFFF
     assert Float16(0.1).value == pytest.approx(0.0999755859375)
     assert Boolean(5).value is True
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
         Int32(float("nan"))
-    with pytest.raises(OverflowError):
+    with pytest.raises(OverflowError, match="cannot convert float infinity to integer"):
         Int32(float("inf"))
 
 
@@ -50,7 +50,7 @@ def test_printing_of_scalars():
     assert str(type(Int32(5))) == "Int32"
     assert repr(Int32(5)) == "Int32(5)"
     assert cutlass.dtype("Float16") is Float16
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="can't interpret 'Float17' as data type"):
         cutlass.dtype("Float17")
 
 
@@ -60,12 +60,14 @@ def test_bool_of_dynamic_value_raises():
         if cutlass.const_expr(bool(a)):
             pass
 
-    with pytest.raises(cutlass.DSLRuntimeError):
+    with pytest.raises(cutlass.DSLRuntimeError, match=r"error\[PHASE_DYNAMIC_TO_STATIC_BOOL\]: a dynamic value cannot "
+                                                      "be converted to a Python bool at trace time"):
         f(1)
 
 
 def test_bitwise_on_float_raises():
-    with pytest.raises(cutlass.DSLUserCodeError):
+    with pytest.raises(cutlass.DSLUserCodeError, match=r"error\[TYPE_BITWISE_FLOAT\]: bitwise operators need integer "
+                                                       "operands, got Float32 and Float32"):
         Float32(1.0) & Float32(2.0)
 
 

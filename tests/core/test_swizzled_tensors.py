@@ -7,6 +7,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 from test_arch import TARGETS, Device
+import toolchain
 
 
 def swizzle_model(b, m, s, offset):
@@ -225,13 +226,10 @@ def test_composed_layout_with_a_layout_inner_cannot_back_a_tensor():
 def test_swizzled_copy_ptx_is_accepted(arch):
     from cutlass.cute.runtime import from_dlpack
     a = np.zeros((16, 64), np.float16)
-    try:
-        compiled = cute.compile(roundtrip_host, from_dlpack(a), from_dlpack(a), from_dlpack(a.ravel()),
-                                options=f"--gpu-arch {arch}")
-    except RuntimeError as e:  # no libNVVM / nvJitLink on this machine
-        pytest.skip(str(e))
-    if not compiled.__ptx__:
-        pytest.skip("no PTX on this machine")
+    toolchain.require_cubin()
+    compiled = cute.compile(roundtrip_host, from_dlpack(a), from_dlpack(a), from_dlpack(a.ravel()),
+                            options=f"--gpu-arch {arch}")
+    toolchain.ptx_of(compiled)
     assert compiled.__cubin__  # nvJitLink linked the PTX for `arch`
     # The 128-bit copy atom's stores into swizzled shared memory stay 16-byte vectors.
     assert "st.shared.v4.b32" in compiled.__ptx__

@@ -504,5 +504,5 @@ def test_error_math_and_any_operands():
 
 
 def test_error_unsupported_operand_type():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \+: 'TensorSSA' and 'str'"):
         cute.full((2,), 1.0, F32) + "x"

@@ -147,11 +147,8 @@ def test_autotune_jit_validates_its_arguments():
         testing.autotune_jit(params_dict={}, update_on_change=["m"])(cute.jit(lambda n: None))
 
 
-def test_assert_is_reexported_when_available():
-    try:
-        from cutlass._dsl.assertions import assert_
-    except ImportError:
-        pytest.skip("cutlass._dsl.assertions is not part of this build")
+def test_assert_is_reexported():
+    from cutlass._dsl.assertions import assert_
     assert testing.assert_ is assert_
 
 

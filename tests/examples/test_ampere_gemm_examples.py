@@ -15,6 +15,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack, make_fake_stream
+import toolchain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CANDIDATES = [os.environ.get("OPENCUTE_NVIDIA_EXAMPLES", ""), os.path.join(ROOT, "..", "shared", "nvidia-examples"),
@@ -100,17 +101,16 @@ def test_tensorop_gemm_example_on_the_emulator(monkeypatch, dtype_name, arch):
     f(a_, b_, c_, _default_stream())
     got = c.astype(np.float32) if dtype_name == "Float16" else (c.astype(np.uint32) << 16).view(np.float32)
     np.testing.assert_array_equal(got, np.matmul(a32.transpose(0, 2, 1), b32))
-    ptx = f.__ptx__
-    if ptx is not None:
-        for want in ("cp.async.cg.shared.global", "ldmatrix.sync.aligned.m8n8.x4", "mma.sync.aligned.m16n8k16"):
-            assert want in ptx, want
-        # The fragments live in registers: no local memory anywhere in the kernel.
-        assert "ld.local" not in ptx and "st.local" not in ptx
-        assert f".target {arch}" in ptx
-        if dtype_name == "Float16":
-            # ... and in the 32-bit registers ldmatrix fills and mma.sync reads: no operand is
-            # re-packed from 16-bit halves (ptxas turned those into PRMTs in the main loop).
-            assert not re.search(r"mov\.b32\s+%r\d+, \{%rs", ptx)
+    ptx = toolchain.ptx_of(f)
+    for want in ("cp.async.cg.shared.global", "ldmatrix.sync.aligned.m8n8.x4", "mma.sync.aligned.m16n8k16"):
+        assert want in ptx, want
+    # The fragments live in registers: no local memory anywhere in the kernel.
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    assert f".target {arch}" in ptx
+    if dtype_name == "Float16":
+        # ... and in the 32-bit registers ldmatrix fills and mma.sync reads: no operand is
+        # re-packed from 16-bit halves (ptxas turned those into PRMTs in the main loop).
+        assert not re.search(r"mov\.b32\s+%r\d+, \{%rs", ptx)
 
 
 def test_tensorop_gemm_example_irregular_sizes(monkeypatch):
@@ -150,10 +150,9 @@ def test_tensorop_gemm_example_fp8(monkeypatch, a_major, b_major):
     f(a_, b_, c_, _default_stream())
     # Integers in [-2, 2] are exact in e4m3, their sums in f16.
     np.testing.assert_array_equal(c.astype(np.float32), np.matmul(a32, b32))
-    ptx = f.__ptx__
-    if ptx is not None:
-        assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
-        assert "ld.local" not in ptx and "st.local" not in ptx
+    ptx = toolchain.ptx_of(f)
+    assert "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
 
 
 @pytest.mark.parametrize("a_major,b_major,static_a", [("m", "k", True), ("m", "k", False), ("k", "n", False)])
@@ -255,6 +254,5 @@ def test_tensorop_gemm_compiled_from_fake_tensors_for_tvm_ffi(monkeypatch):
     c = np.zeros((L, M, N), np.float16)
     f(a, b, c, _default_stream())
     np.testing.assert_array_equal(c.astype(np.float32), np.matmul(a.astype(np.float32), b.astype(np.float32)))
-    ptx = f.__ptx__
-    if ptx is not None:
-        assert "ld.local" not in ptx and "st.local" not in ptx
+    ptx = toolchain.ptx_of(f)
+    assert "ld.local" not in ptx and "st.local" not in ptx

@@ -21,6 +21,7 @@ from cutlass import Boolean, Int32, Int64
 from cutlass.cute.runtime import from_dlpack, make_fake_stream
 
 from test_ampere_gemm_examples import CANDIDATES, load_example
+import toolchain
 
 FMHA = "cute/hopper/kernel/attention/fmha.py"
 
@@ -122,9 +123,7 @@ def test_fmha_example_compiles_for_sm90a(monkeypatch, q_shape, s_k, tile, persis
     # The persistent grid is sized by the SM count, which this GPU-less machine cannot query: an H100's.
     monkeypatch.setattr(fm.fmha_utils.HardwareInfo, "get_device_multiprocessor_count", lambda self: 132)
     f = _compile(fm, q_shape, s_k, tile, persistent, causal)
-    ptx = f.__ptx__
-    if ptx is None:
-        pytest.skip("no libNVVM here")
+    ptx = toolchain.ptx_of(f)
     assert ".target sm_90a" in ptx
     for want in ("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16",  # S = Q K^T
                  "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes",  # Q/K/V loads
@@ -196,8 +195,8 @@ def test_try_wait_with_a_time_limit_hands_over_data_on_the_emulator():
     f = cute.compile(host, out, options="--target cpu --gpu-arch sm_90a")
     f(out)
     np.testing.assert_array_equal(out, 42 + np.arange(32, 64))
-    if f.__ptx__ is not None:
-        assert any(l.count(",") == 3 for l in f.__ptx__.splitlines() if "mbarrier.try_wait.parity" in l)
+    toolchain.ptx_of(f)
+    assert any(l.count(",") == 3 for l in f.__ptx__.splitlines() if "mbarrier.try_wait.parity" in l)
 
 
 def test_try_wait_with_a_time_limit_checks_its_result_type():
@@ -294,7 +293,7 @@ def test_a_method_calls_its_own_class_by_name():
 def test_cooperative_group_takes_a_whole_float():
     from cutlass import pipeline
     assert pipeline.CooperativeGroup(pipeline.Agent.Thread, 128 / 32).size == 4
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="CooperativeGroup: size must be a positive int, got 2.5"):
         pipeline.CooperativeGroup(pipeline.Agent.Thread, 2.5)
 
 

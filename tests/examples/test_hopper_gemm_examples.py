@@ -18,6 +18,7 @@ from cutlass.cute.runtime import from_dlpack, make_fake_stream
 
 from test_ampere_extras import E4M3
 from test_ampere_gemm_examples import CANDIDATES, ROOT, _default_stream, _small_ints, load_example
+import toolchain
 
 DENSE_GEMM = "cute/hopper/kernel/dense_gemm/dense_gemm.py"
 OPTIONS = "--target cpu --gpu-arch sm_90a"
@@ -44,9 +45,7 @@ def _operand(rng, l, mode0, mode1, mode0_major, dtype, values=True):
 
 
 def _check_hopper_ptx(f, compile_for_gpu, mma):
-    ptx = f.__ptx__
-    if ptx is None:
-        return  # no libNVVM here
+    ptx = toolchain.ptx_of(f)
     assert ".target sm_90a" in ptx
     for want in (f"wgmma.mma_async.sync.aligned.{mma}", "wgmma.fence.sync.aligned", "wgmma.commit_group.sync.aligned",
                  "wgmma.wait_group.sync.aligned",
@@ -85,8 +84,9 @@ def test_dense_gemm_example_on_the_emulator(monkeypatch, a_major, b_major, tile,
     f(a, b, c, _default_stream())
     np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
     if cluster != (1, 1) or tile != (64, 64):
-        if f.__ptx__ is not None and cluster != (1, 1):
-            assert ".multicast::cluster" in f.__ptx__ and "barrier.cluster.arrive" in f.__ptx__
+        if cluster != (1, 1):
+            ptx = toolchain.ptx_of(f)
+            assert ".multicast::cluster" in ptx and "barrier.cluster.arrive" in ptx
         return  # the rest of the PTX is checked once, below
     _check_hopper_ptx(f, lambda: cute.compile(gemm, a, b, c, make_fake_stream(), options="--gpu-arch sm_90a"),
                       "m64n64k16.f32.f16.f16")
@@ -164,10 +164,10 @@ def test_dense_gemm_example_int8_on_the_emulator(monkeypatch):
     f(a, b, c, _default_stream())
     ref = np.einsum("lmk,lnk->mnl", a32.astype(np.int64), b32.astype(np.int64))
     np.testing.assert_array_equal(c_np, ref)
-    if f.__ptx__ is not None:
-        assert "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.s8" in f.__ptx__
-        assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
-        assert cute.compile(gemm, a, b, c, make_fake_stream(), options="--gpu-arch sm_90a").__cubin__
+    toolchain.ptx_of(f)
+    assert "wgmma.mma_async.sync.aligned.m64n64k32.s32.u8.s8" in f.__ptx__
+    assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
+    assert cute.compile(gemm, a, b, c, make_fake_stream(), options="--gpu-arch sm_90a").__cubin__
 
 
 @pytest.mark.parametrize("tile,cluster,m,n", [((64, 64), (1, 1), 128, 64), ((64, 64), (1, 2), 128, 128),
@@ -188,8 +188,8 @@ def test_dense_gemm_persistent_example_on_the_emulator(monkeypatch, tile, cluste
     np.testing.assert_array_equal(c_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
     if cluster != (1, 1) or tile != (64, 64):
         return  # the PTX is checked once
-    if f.__ptx__ is not None:  # the DMA warpgroup gives registers to the MMA warpgroup
-        assert "setmaxnreg.dec.sync.aligned.u32 40" in f.__ptx__ and "setmaxnreg.inc.sync.aligned.u32 232" in f.__ptx__
+    toolchain.ptx_of(f)  # the DMA warpgroup gives registers to the MMA warpgroup
+    assert "setmaxnreg.dec.sync.aligned.u32 40" in f.__ptx__ and "setmaxnreg.inc.sync.aligned.u32 232" in f.__ptx__
     _check_hopper_ptx(f, lambda: cute.compile(gemm, a, b, c, max_active_clusters, make_fake_stream(),
                                               options="--gpu-arch sm_90a"), "m64n64k16.f32.f16.f16")
 
@@ -209,9 +209,9 @@ def test_dense_gemm_fp8_2xacc_example_on_the_emulator(monkeypatch):
     f = cute.compile(gemm, a, b, d, sa, sb, 1, make_fake_stream(), options=OPTIONS)
     f(a, b, d, sa, sb, _default_stream())
     np.testing.assert_array_equal(d_storage.astype(np.float32), np.einsum("mkl,nkl->mnl", a32, b32))
-    if f.__ptx__ is not None:
-        assert "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3" in f.__ptx__
-        assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
+    toolchain.ptx_of(f)
+    assert "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3" in f.__ptx__
+    assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
 
 
 def test_dense_gemm_fp8_gelu_persistent_example_on_the_emulator(monkeypatch):
@@ -228,8 +228,8 @@ def test_dense_gemm_fp8_gelu_persistent_example_on_the_emulator(monkeypatch):
     x = np.einsum("mkl,nkl->mnl", a32, b32).astype(np.float64) * scale_ab
     gelu = 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))  # GELU, erf form
     np.testing.assert_allclose(c_storage.astype(np.float64), gelu, atol=2e-3, rtol=2e-3)
-    if f.__ptx__ is not None:
-        assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
+    toolchain.ptx_of(f)
+    assert "ld.local" not in f.__ptx__ and "st.local" not in f.__ptx__
 
 
 # ---- on an H100: the scripts unchanged, with the flags the Hopper issue lists --------------------
@@ -285,5 +285,5 @@ def test_dense_gemm_persistent_bf16_on_the_emulator(monkeypatch, cluster):
     f(a, b, c, _default_stream())
     got = (c_storage.astype(np.uint32) << 16).view(np.float32)
     np.testing.assert_array_equal(got, np.einsum("mkl,nkl->mnl", a32, b32))
-    if f.__ptx__ is not None:
-        assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in f.__ptx__
+    toolchain.ptx_of(f)
+    assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in f.__ptx__

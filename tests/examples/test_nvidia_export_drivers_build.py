@@ -15,6 +15,7 @@ import nvidia_examples
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import make_fake_compact_tensor, make_fake_stream
+import toolchain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = nvidia_examples.path("dsl_tutorials", "export")
@@ -59,13 +60,9 @@ def exported(tmp_path_factory):
     shape = (cute.SymInt(divisibility=16), cute.SymInt())
     a = make_fake_compact_tensor(cutlass.Float32, shape, stride_order=(1, 0))
     b = make_fake_compact_tensor(cutlass.Float32, shape, stride_order=(1, 0))
-    try:
-        compiled_print = cute.compile(print_tensor, a, make_fake_stream(), options="--target gpu")
-        compiled_add = cute.compile(add_one, a, b, make_fake_stream(), options="--target gpu")
-    except Exception as e:  # noqa: BLE001 - a machine without libNVVM/nvJitLink
-        if "could not be loaded" in str(e) or "not found" in str(e):
-            pytest.skip("this machine cannot produce a cubin (no libNVVM / nvJitLink)")
-        raise
+    toolchain.require_cubin()
+    compiled_print = cute.compile(print_tensor, a, make_fake_stream(), options="--target gpu")
+    compiled_add = cute.compile(add_one, a, b, make_fake_stream(), options="--target gpu")
     compiled_print.export_to_c(file_path=str(build), file_name="print_tensor_example", function_prefix="print_tensor")
     compiled_add.export_to_c(file_path=str(build), file_name="add_one_example", function_prefix="add_one")
     cc = os.environ.get("CC", "gcc")
@@ -130,12 +127,8 @@ def test_tvm_ffi_cpp_bundle_driver_builds(tmp_path):
         pytest.skip("tvm-ffi-config is not on PATH")
     n = cute.sym_int()
     a, b = (make_fake_compact_tensor(cutlass.Float32, (n,)) for _ in range(2))
-    try:
-        compiled = cute.compile(add_one_ffi, a, b, options="--enable-tvm-ffi --target gpu")
-    except Exception as e:  # noqa: BLE001
-        if "could not be loaded" in str(e) or "not found" in str(e):
-            pytest.skip("this machine cannot produce a cubin (no libNVVM / nvJitLink)")
-        raise
+    toolchain.require_cubin()
+    compiled = cute.compile(add_one_ffi, a, b, options="--enable-tvm-ffi --target gpu")
     (tmp_path / "build").mkdir()
     compiled.export_to_c(str(tmp_path / "build" / "add_one.o"), function_name="add_one")
 

@@ -14,6 +14,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
 from cutlass.cute.runtime import from_dlpack
+import toolchain
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE_DIRS = [os.environ.get("OPENCUTE_NVIDIA_EXAMPLES", ""), os.path.join(ROOT, "..", "shared", "nvidia-examples"),
@@ -95,23 +96,24 @@ def test_ldmatrix_retile_fills_mma_fragments_from_swizzled_smem():
 
 # ---- NVIDIA's flash_attention_v2.py ----------------------------------------------------------------
 
-def _load_fa2():
+def _load_fa2(monkeypatch):
     for base in EXAMPLE_DIRS:
         path = os.path.join(base, "cute", "ampere", "kernel", "attention", "flash_attention_v2.py")
         if base and os.path.isfile(path):
             break
     else:
         pytest.skip("NVIDIA's flash_attention_v2.py is not present")
-    # It imports cuda.bindings.driver for its CUstream annotation; OpenCuTe's CUstream stands in.
-    if "cuda.bindings.driver" not in sys.modules:
-        try:
-            import cuda.bindings.driver  # noqa: F401
-        except ImportError:
-            drv = types.ModuleType("cuda.bindings.driver")
-            drv.CUstream = cutlass.cuda.CUstream
-            pkg, bindings = types.ModuleType("cuda"), types.ModuleType("cuda.bindings")
-            bindings.driver, pkg.bindings = drv, bindings
-            sys.modules.update({"cuda": pkg, "cuda.bindings": bindings, "cuda.bindings.driver": drv})
+    # It imports cuda.bindings.driver for its CUstream annotation; OpenCuTe's CUstream stands in,
+    # for this test only (a stand-in left in sys.modules would be the one later tests import).
+    try:
+        import cuda.bindings.driver  # noqa: F401
+    except ImportError:
+        drv = types.ModuleType("cuda.bindings.driver")
+        drv.CUstream = cutlass.cuda.CUstream
+        pkg, bindings = types.ModuleType("cuda"), types.ModuleType("cuda.bindings")
+        bindings.driver, pkg.bindings = drv, bindings
+        for name, module in (("cuda", pkg), ("cuda.bindings", bindings), ("cuda.bindings.driver", drv)):
+            monkeypatch.setitem(sys.modules, name, module)
     spec = importlib.util.spec_from_file_location("nvidia_flash_attention_v2", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -147,8 +149,8 @@ def numpy_attention(q, k, v, scale, causal):
 
 @pytest.mark.parametrize("causal,seqlen_q,seqlen_k,heads", [(False, 128, 128, 1), (True, 128, 128, 1),
                                                              (False, 96, 200, 2), (True, 200, 136, 1)])
-def test_nvidia_flash_attention_v2_on_emulator(causal, seqlen_q, seqlen_k, heads):
-    fa2 = _load_fa2()
+def test_nvidia_flash_attention_v2_on_emulator(monkeypatch, causal, seqlen_q, seqlen_k, heads):
+    fa2 = _load_fa2(monkeypatch)
     head_dim, m_block, n_block, threads = 64, 64, 64, 128
     assert fa2.FlashAttentionForwardAmpere.can_implement(cutlass.Float16, head_dim, m_block, n_block, threads,
                                                          causal)
@@ -166,16 +168,14 @@ def test_nvidia_flash_attention_v2_on_emulator(causal, seqlen_q, seqlen_k, heads
 
 
 @pytest.mark.parametrize("causal", [False, True])
-def test_nvidia_flash_attention_v2_ptx_main_loop_stays_in_registers(causal):
-    fa2 = _load_fa2()
+def test_nvidia_flash_attention_v2_ptx_main_loop_stays_in_registers(monkeypatch, causal):
+    fa2 = _load_fa2(monkeypatch)
     # The example's default configuration (in f16): head_dim 128, 128x64 tiles, 4 warps.
     q = np.zeros((1, 256, 2, 128), np.float16)
     args = [_as_example_tensor(q, device=True) for _ in range(4)]
     kernel = fa2.FlashAttentionForwardAmpere(128, 128, 64, 128, causal)
     compiled = cute.compile(kernel, *args, 0.5, cutlass.cuda.CUstream(0), options="--target gpu")
-    ptx = compiled.__ptx__
-    if ptx is None:
-        pytest.skip("libNVVM not available")
+    ptx = toolchain.ptx_of(compiled)
     assert "ld.local" not in ptx and "st.local" not in ptx
     for want in ("cp.async.cg.shared.global", "cp.async.wait_group", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
                  "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
@@ -336,9 +336,7 @@ def test_small_flash_attention_kernel_ptx(arch):
     host = np.zeros((128, 2, HD), np.float16)
     args = [from_dlpack(_DeviceArray(host), assumed_align=16) for _ in range(4)]
     compiled = cute.compile(_attention, *args, 0.3, True, options=f"--target gpu --gpu-arch {arch}")
-    ptx = compiled.__ptx__
-    if ptx is None:
-        pytest.skip("libNVVM not available")
+    ptx = toolchain.ptx_of(compiled)
     assert "ld.local" not in ptx and "st.local" not in ptx  # fragments and softmax state stay in registers
     for want in ("cp.async.ca.shared.global", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
                  "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",

@@ -8,6 +8,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync, warp
+import toolchain
 
 CPU = "--target cpu"
 
@@ -640,9 +641,7 @@ def test_pipeline_ptx_for_sm80_and_sm90a():
     b = np.zeros(128, np.float16)
     for arch in ("sm_80", "sm_90a"):
         f = cute.compile(_pipeline, a, b, a, b, options=f"{CPU} --gpu-arch {arch}")
-        ptx = f.__ptx__
-        if ptx is None:
-            pytest.skip("libNVVM not available")
+        ptx = toolchain.ptx_of(f)
         for want in ("cp.async.cg.shared.global", "cp.async.ca.shared.global", "cp.async.commit_group",
                      "cp.async.wait_group 0", "ldmatrix.sync.aligned.m8n8.x4.shared.b16",
                      "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"):
@@ -688,8 +687,8 @@ def test_autovec_copy_and_basic_copy():
     want = np.zeros((32, 8), np.float32)
     want[:, 2 * (lin % 4) + lin // 4] = np.roll(cols, -1, axis=0)[:, lin]
     np.testing.assert_array_equal(out2.reshape(32, 8), want)
-    if f.__ptx__ is not None:  # the 32-byte columns move as 16-byte vectors
-        assert "ld.shared.v4.f32" in f.__ptx__ and "st.shared.v4.f32" in f.__ptx__
+    toolchain.ptx_of(f)  # the 32-byte columns move as 16-byte vectors
+    assert "ld.shared.v4.f32" in f.__ptx__ and "st.shared.v4.f32" in f.__ptx__
 
 
 def test_cp_async_groups_only_in_kernels():

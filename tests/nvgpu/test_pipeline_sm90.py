@@ -13,6 +13,7 @@ import cutlass.pipeline as pipeline
 from cutlass.cute.nvgpu import cpasync
 from cutlass import Float32, Int32, Int64
 from cutlass.cute.runtime import from_dlpack
+import toolchain
 
 CPU = "--target cpu"
 
@@ -71,9 +72,9 @@ def test_pipeline_state_advances_like_the_model():
 def test_pipeline_api_shapes():
     assert isinstance(pipeline.CooperativeGroup(pipeline.Agent.Thread).size, int)
     assert pipeline.CooperativeGroup(pipeline.Agent.Thread, 32).size == 32
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="CooperativeGroup: size must be a positive int, got 0"):
         pipeline.CooperativeGroup(pipeline.Agent.Thread, 0)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="CooperativeGroup: agent must be a pipeline.Agent, got 'thread'"):
         pipeline.CooperativeGroup("thread", 1)
 
 
@@ -363,8 +364,8 @@ def test_tma_store_pipeline_writes_every_tile():
     f(c)
     want = np.concatenate([(t * 1000 + np.arange(TILE[0] * TILE[1])).reshape(TILE) for t in range(ktiles)], axis=1)
     np.testing.assert_array_equal(c, want.astype(np.float32))
-    if f.__ptx__ is not None:
-        assert f.__ptx__.count("cp.async.bulk.wait_group.read 1") >= 1 and "cp.async.bulk.wait_group.read 0" in f.__ptx__
+    toolchain.ptx_of(f)
+    assert f.__ptx__.count("cp.async.bulk.wait_group.read 1") >= 1 and "cp.async.bulk.wait_group.read 0" in f.__ptx__
 
 
 # ---- PipelineOrder ---------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64
+import toolchain
 
 CPU = "--target cpu"
 STAGES = 2
@@ -73,9 +74,7 @@ def test_two_stage_ring_hands_every_tile_over_once(n_iters):
 def test_ring_ptx_for_sm90a():
     a = np.zeros(32, np.float32)
     out = np.zeros(64, np.float32)
-    ptx = cute.compile(ring_host, a, out, 1, options=f"{CPU} --gpu-arch sm_90a").__ptx__
-    if ptx is None:
-        pytest.skip("libNVVM not available")
+    ptx = toolchain.ptx_of(cute.compile(ring_host, a, out, 1, options=f"{CPU} --gpu-arch sm_90a"))
     for want in ("mbarrier.init.shared.b64", "fence.mbarrier_init.release.cluster",
                  "mbarrier.try_wait.parity.shared::cta.b64", "mbarrier.arrive.shared.b64"):
         assert want in ptx, want
@@ -255,8 +254,7 @@ def test_sm80_wait_spins_on_test_wait():
 
     out = np.zeros(4, np.int32)
     f = cute.compile(_single_op_host(body), out, options=f"{CPU} --gpu-arch sm_80")
-    if f.__ptx__ is None:
-        pytest.skip("libNVVM not available")
+    toolchain.ptx_of(f)
     assert "mbarrier.test_wait.parity.shared.b64" in f.__ptx__ and "try_wait" not in f.__ptx__
     f(out)  # runs on the emulator too
 
@@ -291,11 +289,11 @@ def test_fence_proxy_kinds():
     out = np.zeros(4, np.int32)
     f = cute.compile(_single_op_host(body), out, options=f"{CPU} --gpu-arch sm_90a")
     f(out)
-    if f.__ptx__ is not None:
-        for want in ("fence.proxy.async.shared::cta", "fence.proxy.async.shared::cluster", "fence.proxy.async.global",
-                     "fence.proxy.async;", "fence.proxy.alias", "fence.acq_rel.cta", "fence.acq_rel.cluster",
-                     "fence.acq_rel.gpu", "fence.acq_rel.sys"):
-            assert want in f.__ptx__, want
+    toolchain.ptx_of(f)
+    for want in ("fence.proxy.async.shared::cta", "fence.proxy.async.shared::cluster", "fence.proxy.async.global",
+                 "fence.proxy.async;", "fence.proxy.alias", "fence.acq_rel.cta", "fence.acq_rel.cluster",
+                 "fence.acq_rel.gpu", "fence.acq_rel.sys"):
+        assert want in f.__ptx__, want
     with pytest.raises(ValueError, match="unknown proxy kind"):
         cute.compile(_single_op_host(lambda b, o: cute.arch.fence_proxy("bogus")), out, options=CPU)
 

@@ -11,6 +11,7 @@ import cutlass.cute as cute
 from cutlass import Float16, Float32, Int32, Int64
 from cutlass.cute.nvgpu import cpasync
 from cutlass.cute.runtime import from_dlpack
+import toolchain
 
 CPU = "--target cpu"
 
@@ -118,11 +119,10 @@ def test_tma_load_ptx_for_sm90a_and_error_for_sm80():
     out = np.zeros_like(a)
     host = _load_kernel((8, 32), cute.make_layout((8, 32), stride=(32, 1)), Float32)
     f = cute.compile(host, a, out, options=f"{CPU} --gpu-arch sm_90a")
-    if f.__ptx__ is not None:
-        ptx = f.__ptx__
-        assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
-        assert ".param .align 64 .b8" in ptx  # the descriptor, by value
-        assert "elect.sync" in ptx
+    ptx = toolchain.ptx_of(f)
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert ".param .align 64 .b8" in ptx  # the descriptor, by value
+    assert "elect.sync" in ptx
     with pytest.raises(cute.DSLUserCodeError, match="needs sm_90 or newer") as e:
         cute.compile(host, a, out, options=f"{CPU} --gpu-arch sm_80")
     assert e.value.filename == __file__
@@ -189,10 +189,10 @@ def test_tma_store_writes_back_clipped():
     f(c)
     r, k = np.meshgrid(np.arange(m), np.arange(n), indexing="ij")
     np.testing.assert_array_equal(c, (r * 1000 + k).astype(np.float32))
-    if f.__ptx__ is not None:
-        for want in ("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
-                     "cp.async.bulk.wait_group.read 0", "fence.proxy.async.shared::cta", "prefetch.tensormap"):
-            assert want in f.__ptx__, want
+    toolchain.ptx_of(f)
+    for want in ("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group", "cp.async.bulk.commit_group",
+                 "cp.async.bulk.wait_group.read 0", "fence.proxy.async.shared::cta", "prefetch.tensormap"):
+        assert want in f.__ptx__, want
 
 
 
@@ -524,9 +524,9 @@ def test_multicast_fills_every_cta_of_the_mask_and_remote_arrives_reach_the_peer
     want = np.stack([a, a])
     want[0, 0, 0] = -7  # CTA 0 saw CTA 1's remote arrival
     np.testing.assert_array_equal(out, want)
-    if f.__ptx__ is not None:
-        assert ".multicast::cluster" in f.__ptx__
-        assert "mbarrier.arrive.shared::cluster.b64" in f.__ptx__
+    toolchain.ptx_of(f)
+    assert ".multicast::cluster" in f.__ptx__
+    assert "mbarrier.arrive.shared::cluster.b64" in f.__ptx__
 
 
 @cute.kernel

@@ -11,6 +11,7 @@ import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int64
 from cutlass.cute.nvgpu import cpasync
+import toolchain
 
 CPU = "--target cpu"
 TM, TK = 8, 32
@@ -79,9 +80,9 @@ def test_hierarchical_batch_mode_loads_every_head(broadcast_hr):
     f = cute.compile(_host(broadcast_hr), a, out, options=f"{CPU} --gpu-arch sm_90a")
     f(a, out)
     np.testing.assert_array_equal(out, _want(storage, broadcast_hr))
-    if f.__ptx__ is not None:
-        assert "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes" in f.__ptx__
-        assert cute.compile(_host(broadcast_hr), a, out, options="--gpu-arch sm_90a").__cubin__
+    toolchain.ptx_of(f)
+    assert "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes" in f.__ptx__
+    assert cute.compile(_host(broadcast_hr), a, out, options="--gpu-arch sm_90a").__cubin__
 
 
 def test_merged_dimension_needs_stride_multiples():

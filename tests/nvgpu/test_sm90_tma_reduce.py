@@ -7,6 +7,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.nvgpu import cpasync
+import toolchain
 
 TILE = (8, 32)
 
@@ -60,8 +61,8 @@ def _run(target, reduction, dtype, combine):
 def test_reduce_store_combines_into_global_memory(reduction, dtype, combine):
     f = _run("cpu", reduction, dtype, combine)
     name = reduction if isinstance(reduction, str) else reduction.name.lower()
-    if f.__ptx__ is not None:
-        assert f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{name}.tile.bulk_group" in f.__ptx__
+    toolchain.ptx_of(f)
+    assert f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{name}.tile.bulk_group" in f.__ptx__
 
 
 @pytest.mark.gpu

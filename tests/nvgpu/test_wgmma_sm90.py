@@ -14,6 +14,7 @@ from cutlass import _core
 from cutlass._dsl.errors import DSLUserCodeError
 from cutlass.cute.nvgpu import OperandMajorMode, warpgroup
 from cutlass.utils import LayoutEnum
+import toolchain
 
 K_MAJOR, MN_MAJOR = OperandMajorMode.K, OperandMajorMode.MN
 ROW, COL = LayoutEnum.ROW_MAJOR, LayoutEnum.COL_MAJOR
@@ -261,8 +262,7 @@ def test_wgmma_register_a_on_the_emulator(dtype, b_enum):
     compiled(A, B, C)
     np.testing.assert_array_equal(C, A @ B.T)
     gpu = cute.compile(run_wgmma, A, B, C, dtype, ROW, b_enum, M, N, K, True)
-    if gpu.__ptx__ is None:
-        pytest.skip("no libNVVM here: PTX was not generated")
+    toolchain.ptx_of(gpu)
     assert gpu.__cubin__  # nvJitLink accepted the PTX for sm_90a
 
 
@@ -294,8 +294,7 @@ def test_f16_accumulators_on_the_emulator_and_ptx():
     compiled(A, B, C)
     np.testing.assert_array_equal(C.astype(np.float32), A @ B.T + C0)
     gpu = cute.compile(run_wgmma, A, B, C, *args)
-    if gpu.__ptx__ is None:
-        pytest.skip("no libNVVM here: PTX was not generated")
+    toolchain.ptx_of(gpu)
     assert "wgmma.mma_async.sync.aligned.m64n32k16.f16.f16.f16" in gpu.__ptx__
     assert gpu.__cubin__
 
@@ -305,8 +304,7 @@ def test_n256_bf16_ptx_is_accepted_for_sm90a():
     A, B = operands(64, 256, 64)
     C = np.zeros((64, 256), np.float32)
     compiled = cute.compile(run_wgmma, A, B, C, cutlass.BFloat16, COL, ROW, 64, 256, 64)
-    if compiled.__ptx__ is None:
-        pytest.skip("no libNVVM here: PTX was not generated")
+    toolchain.ptx_of(compiled)
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in compiled.__ptx__
     assert compiled.__cubin__
 
@@ -369,8 +367,7 @@ def test_fp8_wgmma_on_the_emulator_and_ptx():
     compiled(A, B, C)
     np.testing.assert_array_equal(C, A @ B.T)
     gpu = cute.compile(run_fp8, A, B, C)
-    if gpu.__ptx__ is None:
-        pytest.skip("no libNVVM here: PTX was not generated")
+    toolchain.ptx_of(gpu)
     assert "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3" in gpu.__ptx__
     assert gpu.__cubin__  # nvJitLink accepted the PTX for sm_90a
 
@@ -383,8 +380,7 @@ def test_ptx_is_accepted_for_sm90a(a_regs, b_enum, instruction, operands_text):
     A, B = operands(64, 64, 64)
     C = np.zeros((64, 64), np.float32)
     compiled = cute.compile(run_wgmma, A, B, C, cutlass.Float16, ROW, b_enum, 64, 64, 64, a_regs)
-    if compiled.__ptx__ is None:
-        pytest.skip("no libNVVM here: PTX was not generated")
+    toolchain.ptx_of(compiled)
     ptx = compiled.__ptx__
     lines = [line for line in ptx.splitlines() if instruction in line]
     assert len(lines) == 4 and all(line.rstrip().endswith(operands_text + " }") for line in lines)

@@ -81,7 +81,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
         nvvm_line_info_ = options.generate_line_info;
         ptx_ = std::move(hit->ptx);
         cubin_ = std::move(hit->cubin);
-        timings_.cache_hit = true;
+        timings_.cache_hit = true;  // (nvvm_text() lowers again if the NVVM IR is asked for)
       }
     }
     if (!timings_.cache_hit) {
