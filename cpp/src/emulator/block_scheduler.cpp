@@ -191,6 +191,11 @@ void DeviceEmulator::launch(const LaunchRequest& r, const EmulatorConfig& cfg) c
   const unsigned cluster_size = shape[0] * shape[1] * shape[2];
   const unsigned nclusters3[3] = {r.grid[0] / shape[0], r.grid[1] / shape[1], r.grid[2] / shape[2]};
   const uint64_t clusters = uint64_t(nclusters3[0]) * nclusters3[1] * nclusters3[2];
+  // Clusters are launched in order from this counter; a running one may cancel the next ones
+  // (cluster launch control), which are then never launched.
+  std::atomic<uint64_t> next{0};
+  c.next_cluster = &next;
+  c.num_clusters = clusters;
 
   // One host thread's blocks: a cluster's worth, reused for each cluster the thread runs.
   struct ClusterRunner {
@@ -220,10 +225,9 @@ void DeviceEmulator::launch(const LaunchRequest& r, const EmulatorConfig& cfg) c
   if (nthreads <= 1) {
     ClusterRunner runner;
     prepare(runner);
-    for (uint64_t k = 0; k < clusters; ++k) run_cluster(c, runner.state, k);
+    for (uint64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < clusters;) run_cluster(c, runner.state, k);
     return;
   }
-  std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex err_mu;
   std::exception_ptr first_error;

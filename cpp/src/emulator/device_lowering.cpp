@@ -1,6 +1,7 @@
 // Lowers a kernel's structured IR into the emulator's linear program (device_program.h).
 #include <algorithm>
 
+#include "emulator/cluster_launch_control.h"
 #include "emulator/device_program.h"
 #include "emulator/sm90_mma.h"
 #include "emulator/sm80_copy.h"
@@ -368,7 +369,8 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
             op.file, op.line);
       default:
         if (!lower_sm80_copy(*this, op) && !lower_sm90_mma(*this, op) && !lower_sm90_async(*this, op) &&
-            !lower_sm90_warp(*this, op) && !lower_sm90_tensormap(*this, op))
+            !lower_sm90_warp(*this, op) && !lower_sm90_tensormap(*this, op) &&
+            !lower_cluster_launch_control(*this, op))
           unsupported(op, kname);
     }
   }

@@ -94,6 +94,8 @@ const char* opcode_name(OpCode code) {
     case OpCode::SetMaxNReg: return "setmaxnreg";
     case OpCode::Prmt: return "prmt";
     case OpCode::WarpUniform: return "warp_uniform";
+    case OpCode::ClcTryCancel: return "clc_try_cancel";
+    case OpCode::ClcQueryCancel: return "clc_query_cancel";
   }
   return "?";
 }

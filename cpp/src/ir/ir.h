@@ -99,6 +99,7 @@ enum class OpCode : uint8_t {
   // TMA (cute/atom/copy_sm90): `desc` is the generic address of a CUtensorMap (a grid-constant
   // kernel parameter); coordinates are i32 in the tensor map's dimension order (dim 0 innermost)
   TmaLoad,    // (desc, smem dst ptr, mbarrier ptr, coords..., [i16 multicast mask]); int_attr = rank,
+              // ints = {multicast, predicated[, CTA group 2: the bytes complete the pair leader's mbarrier]};
               // ints = {multicast}; the bytes landing complete transactions on the mbarrier
   TmaStore,   // (desc, smem src ptr, coords...); int_attr = rank; joins the thread's bulk group
   BulkCommit,  // cp.async.bulk.commit_group
@@ -124,6 +125,13 @@ enum class OpCode : uint8_t {
   TmaDescCopy,           // (descriptor ptr, dst ptr to global or shared memory): the 128-byte tensor map
   TmaDescReplace,        // (tensor map ptr, value i64/i32); int_attr = TmaDescField, ints = {ordinal}
   TmaDescCpFenceRelease, // (global ptr, shared ptr): tensormap.cp_fenceproxy ... release.gpu, 128 bytes
+  // Blackwell cluster launch control (clc: dsl/cluster_launch_control, target/nvvm/lower_cluster_launch_control.cpp,
+  // emulator/cluster_launch_control.cpp): a running cluster takes over the work of a cluster not launched yet
+  ClcTryCancel,    // (16-byte response smem ptr, mbarrier smem ptr); ints = {multicast}: asks to cancel the launch
+                   // of a cluster that has not started; the 16-byte response lands at the pointer and completes 16
+                   // transaction bytes on the mbarrier (with multicast: the same offsets in every CTA of the cluster)
+  ClcQueryCancel,  // (response smem ptr) -> (x i32, y i32, z i32, canceled i1): the response's first ctaid of the
+                   // canceled cluster (undefined unless canceled)
 };
 
 // TmaDescReplace fields: tensormap.replace.tile.{global_address (i64), global_dim (ordinal = dimension,

@@ -179,6 +179,7 @@ class Printer {
       case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
+      case OpCode::ClcTryCancel: case OpCode::ClcQueryCancel:
         if (op.code != OpCode::CpAsyncCommit) {
           os << " [" << op.int_attr;
           for (int64_t v : op.ints) os << ", " << v;

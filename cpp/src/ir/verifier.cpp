@@ -304,6 +304,8 @@ class Verifier {
         for (size_t k = fixed; ok && k < fixed + rank; ++k) ok = o[k]->type == i32();
         if (ok && mcast) ok = o[fixed + rank]->type->is_int();
         if (ok && pred) ok = o.back()->type->is_bool();
+        // ints[2] (loads): the CTA group, 1 or 2 (cta_group::2).
+        if (ok && load && op.ints.size() > 2) ok = op.ints.size() == 3 && (op.ints[2] == 1 || op.ints[2] == 2);
         // ints[0] (stores): a reduce-store's TmaReduceKind.
         if (ok && !load && !op.ints.empty())
           ok = op.ints.size() == 1 && op.ints[0] > 0 && op.ints[0] < int64_t(TmaReduceKind::NumKinds);
@@ -337,6 +339,23 @@ class Verifier {
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
         verify_sm90_warp_op(op);
+        break;
+      case OpCode::ClcTryCancel: {
+        auto smem_ptr = [](const Value* v) {
+          return v->type->is_pointer() && (v->type->space == AddrSpace::Smem || v->type->space == AddrSpace::Generic);
+        };
+        expect(op, o.size() == 2 && op.results.empty() && smem_ptr(o[0]) && smem_ptr(o[1]) && op.ints.size() == 1,
+               "clc_try_cancel takes (response pointer, mbarrier pointer) into shared memory and a multicast flag");
+        expect(op, fn_->kind == FunctionKind::Kernel, "clc_try_cancel is only valid in a kernel");
+        break;
+      }
+      case OpCode::ClcQueryCancel:
+        expect(op, o.size() == 1 && o[0]->type->is_pointer() &&
+                       (o[0]->type->space == AddrSpace::Smem || o[0]->type->space == AddrSpace::Generic) &&
+                       op.results.size() == 4 && op.results[0]->type == i32() && op.results[1]->type == i32() &&
+                       op.results[2]->type == i32() && op.results[3]->type == bool_type(),
+               "clc_query_cancel takes a response pointer into shared memory and yields (i32 x, i32 y, i32 z, i1 canceled)");
+        expect(op, fn_->kind == FunctionKind::Kernel, "clc_query_cancel is only valid in a kernel");
         break;
       case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease: {
         bool ok = o.size() == 2 && op.results.empty() && o[0]->type->is_pointer();

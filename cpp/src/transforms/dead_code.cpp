@@ -21,7 +21,7 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::BulkWait: case ir::OpCode::TmaDescOp: case ir::OpCode::TmaEncode:
     case ir::OpCode::TmaDescCopy: case ir::OpCode::TmaDescReplace: case ir::OpCode::TmaDescCpFenceRelease:
     case ir::OpCode::ClusterBarrier: case ir::OpCode::ElectOne: case ir::OpCode::SyncWarp: case ir::OpCode::SetMaxNReg:
-    case ir::OpCode::WarpUniform:
+    case ir::OpCode::WarpUniform: case ir::OpCode::ClcTryCancel: case ir::OpCode::ClcQueryCancel:
       // loads stay: removing them would hide faulting accesses; shuffles and votes synchronise the warp
       return false;
     case ir::OpCode::InlineAsm:

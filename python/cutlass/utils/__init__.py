@@ -8,6 +8,7 @@ from .grouped_gemm_tile_scheduler_helper import (GroupedGemmTileSchedulerHelper,
 from .hardware_info import HardwareInfo
 from .tensormap_manager import TensorMapManager, TensorMapUpdateMode
 from .static_persistent_tile_scheduler import PersistentTileSchedulerParams, StaticPersistentTileScheduler, WorkTileInfo
+from .dynamic_persistent_tile_scheduler import ClcDynamicPersistentTileScheduler, ClcDynamicPersistentTileSchedulerParams
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
 from . import hopper_helpers, sm90
@@ -15,4 +16,5 @@ from . import hopper_helpers, sm90
 __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
            "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes",
            "HardwareInfo", "TensorMapManager", "TensorMapUpdateMode", "GroupedGemmTileSchedulerHelper", "GroupSearchResult", "GroupSearchState",
-           "create_initial_search_state", "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90"]
+           "create_initial_search_state", "ClcDynamicPersistentTileScheduler", "ClcDynamicPersistentTileSchedulerParams",
+           "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90"]

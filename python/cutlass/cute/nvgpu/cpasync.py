@@ -53,7 +53,10 @@ class _TmaOp:
         self.cta_group = cta_group
 
     def _atom_kind(self):
-        return self._kind
+        # A cta_group::2 load (CtaGroup.TWO, Blackwell's 2-CTA MMA operands) completes its bytes on
+        # the mbarrier of the CTA pair's leader.
+        two = getattr(self.cta_group, "value", self.cta_group) == 2
+        return self._kind + "_2sm" if two and self._kind != "store" else self._kind
 
     def __repr__(self):
         return f"{type(self).__name__}()"
