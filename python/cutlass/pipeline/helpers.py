@@ -203,12 +203,8 @@ class MbarrierArray:
         whose barrier it arrives at (None: this CTA's), `cta_group` the MMAs' CtaGroup."""
         a = _arch()
         if self.op_type is PipelineOp.TCGen05Mma:
-            # The MMA warp releases as a whole; one lane commits (CUTLASS's umma_arrive elects too).
-            with a.elect_one():
-                if cta_group is None:
-                    _tcgen05.commit(self.get_barrier(index), dst_rank)
-                else:
-                    _tcgen05.commit(self.get_barrier(index), dst_rank, cta_group)
+            # The MMA warp releases as a whole: tcgen05.commit is issued by one elected lane.
+            _tcgen05.commit(self.get_barrier(index), dst_rank, _tcgen05.CtaGroup.ONE if cta_group is None else cta_group)
         elif self.op_type in (PipelineOp.TmaLoad, PipelineOp.ClcLoad):
             self.arrive_and_expect_tx(index, self.tx_count)
         elif self.agent is Agent.Warp:

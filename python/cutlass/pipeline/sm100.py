@@ -274,18 +274,12 @@ class PipelineTmaMultiConsumersAsync(PipelineAsync):
 
     def consumer_release(self, state, op_type=PipelineOp.AsyncThread):
         if op_type is PipelineOp.TCGen05Mma:
-            a = _arch()
-            with a.elect_one():
-                _commit(self.sync_object_empty.get_barrier(state.index), self.cta_group)
+            _tcgen05.commit(self.sync_object_empty.get_barrier(state.index), None, self.cta_group)
         elif op_type is PipelineOp.AsyncThread:
             self.sync_object_empty.arrive(state.index)
         else:
             raise ValueError(f"{type(self).__name__}.consumer_release: op_type must be PipelineOp.TCGen05Mma or "
                              f"PipelineOp.AsyncThread, got {op_type!r}")
-
-
-def _commit(barrier, cta_group):
-    _tcgen05.commit(barrier, None, cta_group)
 
 
 # ---- cluster launch control ---------------------------------------------------------------------
