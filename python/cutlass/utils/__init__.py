@@ -10,9 +10,11 @@ from .tensormap_manager import TensorMapManager, TensorMapUpdateMode
 from .static_persistent_tile_scheduler import PersistentTileSchedulerParams, StaticPersistentTileScheduler, WorkTileInfo
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
+from .tmem_allocator import TmemAllocator, get_num_tmem_alloc_cols
 from . import hopper_helpers, sm90
 
 __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
            "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes",
            "HardwareInfo", "TensorMapManager", "TensorMapUpdateMode", "GroupedGemmTileSchedulerHelper", "GroupSearchResult", "GroupSearchState",
-           "create_initial_search_state", "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90"]
+           "create_initial_search_state", "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90",
+           "TmemAllocator", "get_num_tmem_alloc_cols"]
