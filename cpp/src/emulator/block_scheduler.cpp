@@ -88,6 +88,7 @@ void start_block(const LaunchCtx& c, Worker& w) {
   w.wgmma_reads.reset(reinterpret_cast<uintptr_t>(w.smem), w.smem_size, (c.block_threads + kWarp - 1) / kWarp);
   for (int b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = w.named_count[b] = 0;
   w.mbarriers.reset();
+  w.tmem.reset();
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;
@@ -162,7 +163,10 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
       for (Warp& warp : w->warps) warp.state = WarpState::Running;
       running = progress = true;
     }
-    if (!unfinished) return;
+    if (!unfinished) {
+      for (Worker* w : cl.blocks) report_leaked_tmem(c, *w);
+      return;
+    }
     if (running) continue;
     if (!progress) report_deadlock(c, cl);
   }

@@ -12,6 +12,8 @@
 #include "emulator/sm80_copy.h"
 #include "emulator/sm90_async.h"
 #include "emulator/sm90_mma.h"
+#include "emulator/sm100_mma.h"
+#include "emulator/sm100_tmem.h"
 
 namespace opencute::emulator {
 
@@ -92,6 +94,7 @@ struct Worker {
   int64_t named_arrived[kNamedBarriers] = {};
   int64_t named_count[kNamedBarriers] = {};
   MbarrierTable mbarriers;  // the block's mbarriers (emulator/sm90_async.h)
+  TensorMemory tmem;        // the block's tensor memory (emulator/sm100_tmem.h)
 };
 
 struct LaunchCtx {

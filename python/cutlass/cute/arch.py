@@ -743,3 +743,9 @@ def popc(value, *, loc=None, ip=None):
     x = (x & Uint32(0x33333333)) + ((x >> 2) & Uint32(0x33333333))
     x = (x + (x >> 4)) & Uint32(0x0F0F0F0F)
     return Int32((x * Uint32(0x01010101)) >> 24)
+
+
+# ---- Blackwell tensor memory (cute/_arch_sm100.py) ----------------------------------------------
+from ._arch_sm100 import (alloc_tmem, dealloc_tmem, fence_view_async_tmem_load,  # noqa: E402,F401
+                          fence_view_async_tmem_store, get_max_tmem_alloc_cols, get_min_tmem_alloc_cols,
+                          relinquish_tmem_alloc_permit, retrieve_tmem_ptr)

@@ -11,10 +11,12 @@ from .static_persistent_tile_scheduler import PersistentTileSchedulerParams, Sta
 from .dynamic_persistent_tile_scheduler import ClcDynamicPersistentTileScheduler, ClcDynamicPersistentTileSchedulerParams
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
+from .tmem_allocator import TmemAllocator, get_num_tmem_alloc_cols
 from . import hopper_helpers, sm90
 
 __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
            "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes",
            "HardwareInfo", "TensorMapManager", "TensorMapUpdateMode", "GroupedGemmTileSchedulerHelper", "GroupSearchResult", "GroupSearchState",
            "create_initial_search_state", "ClcDynamicPersistentTileScheduler", "ClcDynamicPersistentTileSchedulerParams",
-           "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90"]
+           "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90",
+           "TmemAllocator", "get_num_tmem_alloc_cols"]
