@@ -1,7 +1,9 @@
-"""`cutlass.utils.blackwell_helpers`: importable so that libraries whose common modules import it
-(FlashAttention-4's copy_utils, quack's GEMM front ends) load on Hopper. Its helpers are for
-Blackwell's tcgen05 / TMEM (sm_100), which OpenCuTe does not implement yet: reading any of them
-is an AttributeError that says so."""
+"""`cutlass.utils.blackwell_helpers` (also `cutlass.utils.sm100`): the Blackwell GEMM helpers. The
+TMA-op, epilogue-tile and epilogue-layout helpers are in blackwell_epilogue; the tcgen05 MMA and
+tensor-memory helpers that are not available yet are an AttributeError that says so."""
+from .blackwell_epilogue import (cluster_shape_to_tma_atom_A, cluster_shape_to_tma_atom_B,  # noqa: F401
+                                 cluster_shape_to_tma_atom_SFB, compute_epilogue_tile_shape, get_smem_store_op,
+                                 make_smem_layout_epi)
 
 
 def __getattr__(name):
