@@ -76,10 +76,11 @@ def test_epilogue_smem_layout_is_the_swizzled_row_major_subtile():
     outer = layout.outer
     for m, n, s in [(0, 0, 0), (1, 0, 0), (7, 31, 0), (8, 0, 0), (127, 5, 1), (64, 17, 1)]:
         assert outer((m, n, s)) == s * 128 * 32 + m * 32 + n
-    # Swizzle<2,3,3> on half offsets: 16-byte chunk bits 3-4 XOR row bits 6-7 (of 8 x 32 halves).
+    # TMA's 64-byte swizzle on byte addresses: the 16-byte chunk (bits 4-5) XOR the 128-byte row
+    # (bits 7-8), Swizzle<2,4,3>.
     sw = layout.inner
-    for off in (0, 8, 32 * 2, 32 * 3 + 8, 32 * 7 + 31):
-        assert sw(off) == off ^ (((off >> 6) & 3) << 3)
+    for off in (0, 16, 64, 128, 128 * 3 + 16, 128 * 7 + 48, 1024 + 128):
+        assert sw(off) == off ^ (((off >> 7) & 3) << 4)
 
 
 # ---- make_tiled_tma_atom_A / B -----------------------------------------------------------------------

@@ -94,7 +94,9 @@ def make_smem_layout_epi(epi_dtype, epi_layout, epi_tile, epi_stage, *, loc=None
     tiled over the subtile and the stages (as for sm90)."""
     if not isinstance(epi_layout, LayoutEnum):
         raise TypeError(f"make_smem_layout_epi: epi_layout must be a utils.LayoutEnum, got {epi_layout!r}")
-    return hopper_helpers.make_smem_layout_epi(epi_dtype, epi_layout, epi_tile, epi_stage)
+    # The subtile's extent in each mode (a tiler of layouts, as compute_epilogue_tile_shape gives, or of ints).
+    extents = tuple(cute.size(t) for t in epi_tile)
+    return hopper_helpers.make_smem_layout_epi(epi_dtype, epi_layout, extents, epi_stage)
 
 
 def get_smem_store_op(layout_d, elem_ty_d, elem_ty_acc, tiled_tmem_load=None, *, loc=None, ip=None):
