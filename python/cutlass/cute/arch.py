@@ -500,11 +500,14 @@ def exp2(a, *, loc=None, ip=None):
     return wrap(_core.math("exp2_approx", [_f32(a)]))
 
 
-# NVIDIA's examples import warp constants from `cutlass.cute.arch.nvvm_wrappers`: the same names.
+# NVIDIA's examples import warp constants from `cutlass.cute.arch.nvvm_wrappers`: the same names,
 import sys as _sys  # noqa: E402
 
 nvvm_wrappers = _sys.modules[__name__]
 _sys.modules[__name__ + ".nvvm_wrappers"] = nvvm_wrappers
+# ... and `cutlass.cute.arch.smem` (map_dsmem_ptr and the shared-memory allocations).
+smem = nvvm_wrappers
+_sys.modules[__name__ + ".smem"] = smem
 
 
 # ---- mbarrier (SM90 transaction barriers) and fences -----------------------------------------
