@@ -83,6 +83,19 @@ def test_epilogue_smem_layout_is_the_swizzled_row_major_subtile():
         assert sw(off) == off ^ (((off >> 7) & 3) << 4)
 
 
+def test_tile_smem_layout_picks_the_widest_swizzle_of_its_leading_mode():
+    # K-major (64, 64) halves: 128 bytes per row, the 128-byte swizzle; rows 64 apart, stages 4096.
+    k_major = sm100_utils.make_smem_layout(utils.LayoutEnum.ROW_MAJOR.mma_major_mode(), (64, 64), Float16, 2)
+    for m, k, s in [(0, 0, 0), (1, 0, 0), (9, 63, 0), (63, 1, 1)]:
+        assert k_major.outer((m, k, s)) == s * 4096 + m * 64 + k
+    assert k_major.inner(128 + 16) == (128 + 16) ^ (1 << 4)  # Swizzle<3,4,3>: row 1 flips chunk bit 4
+    # MN-major (32, 8) halves: 64 bytes of M contiguous, the 64-byte swizzle, K columns 32 apart.
+    mn_major = sm100_utils.make_smem_layout(utils.LayoutEnum.COL_MAJOR.mma_major_mode(), (32, 8), Float16, 1)
+    for m, k in [(0, 0), (31, 0), (5, 7)]:
+        assert mn_major.outer((m, k, 0)) == k * 32 + m
+    assert mn_major.inner(128 * 3) == 128 * 3 ^ (3 << 4)
+
+
 # ---- make_tiled_tma_atom_A / B -----------------------------------------------------------------------
 
 def _mma_ordered_layout(rows, k, atom_k):

@@ -3,7 +3,7 @@ around the tensor cores: which TMA op loads an operand for a cluster shape, the 
 shared-memory layout and its register -> shared-memory copy. Library code over DSL operations; the
 rules follow CUTLASS's sm100 collective builders (sm100_common.inl, sm100_builder.inl)."""
 from .. import cute
-from ..cute.nvgpu import cpasync
+from ..cute.nvgpu import cpasync, warpgroup
 from ..cute.nvgpu.tcgen05 import CtaGroup
 from ..cute.tensor import CopyUniversalOp
 from . import hopper_helpers
@@ -88,6 +88,20 @@ def compute_epilogue_tile_shape(cta_tile_shape, use_2cta_instrs, layout_d, elem_
     return (cute.make_layout(m), tile_n)
 
 
+def make_smem_layout(leading_mode, smem_tile_shape, element_type, num_stages=1, *, loc=None, ip=None):
+    """A staged (MN, K, stages) shared-memory layout for a tile that TMA fills and tcgen05 or threads
+    read: the widest swizzle atom (128, 64, 32 bytes, else none) whose contiguous run divides the
+    tile's extent in its leading mode (`leading_mode` an OperandMajorMode: K or MN), tiled over the tile
+    and the stages."""
+    mn, k = (cute.size(e) if not isinstance(e, int) else e for e in smem_tile_shape)
+    is_k = getattr(leading_mode, "value", leading_mode) in ("k", "K")
+    layout_enum = LayoutEnum.ROW_MAJOR if is_k else LayoutEnum.COL_MAJOR  # row-major (MN, K) is K-major
+    major_size = k if is_k else mn
+    atom = warpgroup.make_smem_layout_atom(hopper_helpers.get_smem_layout_atom(layout_enum, element_type, major_size),
+                                           element_type)
+    return cute.tile_to_shape(atom, (mn, k, num_stages), order=(0, 1, 2) if is_k else (1, 0, 2))
+
+
 def make_smem_layout_epi(epi_dtype, epi_layout, epi_tile, epi_stage, *, loc=None, ip=None):
     """The staged (epi_M, epi_N, stages) shared-memory layout of the epilogue subtile: the widest
     swizzle atom whose contiguous run (N for an N-major D, else M) divides the subtile's extent,
@@ -106,4 +120,4 @@ def get_smem_store_op(layout_d, elem_ty_d, elem_ty_acc, tiled_tmem_load=None, *,
 
 
 __all__ = ["cluster_shape_to_tma_atom_A", "cluster_shape_to_tma_atom_B", "cluster_shape_to_tma_atom_SFB",
-           "compute_epilogue_tile_shape", "make_smem_layout_epi", "get_smem_store_op"]
+           "compute_epilogue_tile_shape", "make_smem_layout", "make_smem_layout_epi", "get_smem_store_op"]

@@ -3,7 +3,7 @@ TMA-op, epilogue-tile and epilogue-layout helpers are in blackwell_epilogue; the
 tensor-memory helpers that are not available yet are an AttributeError that says so."""
 from .blackwell_epilogue import (cluster_shape_to_tma_atom_A, cluster_shape_to_tma_atom_B,  # noqa: F401
                                  cluster_shape_to_tma_atom_SFB, compute_epilogue_tile_shape, get_smem_store_op,
-                                 make_smem_layout_epi)
+                                 make_smem_layout, make_smem_layout_epi)
 
 
 def __getattr__(name):
