@@ -166,3 +166,52 @@ def test_operand_tma_refuses_a_layout_not_in_mma_order():
 
     with pytest.raises(Exception, match="MMA-ordered"):
         cute.compile(host, a, options=SM100)
+
+
+def _multicast_host(rows, k):
+    cluster_vmnk = (1, 1, 2, 1)  # two CTAs along N share the A tile: each loads half for both
+
+    @cute.kernel
+    def kernel(atom: cute.CopyAtom, tma: cute.Tensor, out: cute.Tensor):
+        bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+        s = cute.make_tensor(cute.arch.alloc_smem(Float32, rows * k, alignment=1024), _mma_ordered_layout(rows, k, 8))
+        n = cute.arch.block_idx_in_cluster()
+        tidx, _, _ = cute.arch.thread_idx()
+        if tidx == 0:
+            cute.arch.mbarrier_init(bar, 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+        if tidx == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, rows * k * 4)  # both halves land here
+        layout_vmnk = cute.make_layout(cluster_vmnk)
+        a_cta_layout = cute.make_layout(2)
+        g = cute.local_tile(tma, (rows, k), (0, 0))
+        tAsA, tAgA = cpasync.tma_partition(atom, n, a_cta_layout, cute.group_modes(s, 0, 3), cute.group_modes(g, 0, 2))
+        mask = cpasync.create_tma_multicast_mask(layout_vmnk, (0, 0, n, 0), mcast_mode=2)
+        cute.copy(atom, tAgA, tAsA, tma_bar_ptr=bar, mcast_mask=mask)
+        cute.arch.mbarrier_wait(bar, 0)
+        for i in cutlass.range(tidx, rows * k, 32):
+            r = i // k
+            c = i % k
+            out[n, r, c] = s[(r, c % 8), 0, c // 8]
+        cute.arch.cluster_arrive()
+        cute.arch.cluster_wait()
+
+    @cute.jit
+    def host(a: cute.Tensor, out: cute.Tensor):
+        op = cpasync.CopyBulkTensorTileG2SMulticastOp()
+        atom, tma = cute.nvgpu.make_tiled_tma_atom_A(op, a, _mma_ordered_layout(rows, k, 8), (rows, 16, k),
+                                                     _PairMma(1), cluster_vmnk)
+        kernel(atom, tma, out).launch(grid=(1, 2, 1), block=(32, 1, 1), cluster=(1, 2, 1))
+
+    return host
+
+
+def test_operand_tma_multicast_splits_the_tile_between_the_sharing_ctas():
+    rows, k = 8, 32
+    a = (np.arange(rows * k) * 3 % 89).astype(np.float32).reshape(rows, k)
+    out = np.full((2, rows, k), -1, np.float32)
+    cute.compile(_multicast_host(rows, k), a, out, options=SM100)(a, out)
+    np.testing.assert_array_equal(out[0], a)
+    np.testing.assert_array_equal(out[1], a)

@@ -120,6 +120,9 @@ class TmaCopyAtom:
         self.op = op
         self._atom = atom
         self._desc = desc
+        # An MMA operand's atom (make_tiled_tma_atom_A/B): the extents of the MMA atom's (X, K)
+        # modes, whose views tma_partition takes in MMA order ((atom X, atom K), rest X, rest K).
+        self.mma_atom_extents = None
         # A tensor with more than 5 modes to address shares the last tensor-map dimension
         # between its trailing modes: their stride ratios (host values) travel with the descriptor.
         self._ratios = list(ratios)
@@ -142,7 +145,9 @@ class TmaCopyAtom:
         return [self._desc] + self._ratios
 
     def __new_from_mlir_values__(self, values):
-        return TmaCopyAtom(self.op, self._atom, values[0], values[1:1 + len(self._ratios)])
+        new = TmaCopyAtom(self.op, self._atom, values[0], values[1:1 + len(self._ratios)])
+        new.mma_atom_extents = self.mma_atom_extents
+        return new
 
     def __str__(self):
         a = self._atom
@@ -218,6 +223,20 @@ def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, *, loc=
                          f"num_multicast={a.num_multicast}", code="TMA_LAYOUT")
     index = crd2idx(cta_coord, cta_layout)
     offs = tuple(index * a.mcast_step if m == a.mcast_mode else 0 for m in range(a.tile_rank))
+    if atom.mma_atom_extents is not None:
+        # MMA-ordered views (mode 0 grouped as ((atom X, atom K), rest X, rest K)): the tile
+        # coordinate (x, k) is ((x % atom X, k % atom K), x // atom X, k // atom K) there.
+        # A view whose mode 0 is the plain (x, k) tile takes the tile coordinate itself.
+        ax, ak = atom.mma_atom_extents
+        x, k = offs
+        mma = ((x % ax, k % ak), x // ax, k // ak)
+
+        def mma_start(t):
+            shape0 = t.shape[0] if rank(t) > 1 or len(t.shape) == 1 else t.shape
+            mma_ordered = isinstance(shape0, tuple) and len(shape0) == 3 and isinstance(shape0[0], tuple)
+            return ((mma if mma_ordered else offs),) + (0,) * (rank(t) - 1)
+
+        return domain_offset(mma_start(smem_tensor), smem_tensor), domain_offset(mma_start(gmem_tensor), gmem_tensor)
 
     def start(t):
         # The tile modes are grouped in mode 0 (group_modes(x, 0, 2)), or are the tensor's first modes.

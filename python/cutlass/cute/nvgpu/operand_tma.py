@@ -59,7 +59,13 @@ def _make_operand_atom(which, op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled
         # A is shared by the CTAs of the cluster's N mode, B by those of its M mode (VMNK).
         num_multicast = _static(tuple(cluster_shape_vmnk)[2 if which == "A" else 1],
                                 f"{what}: the cluster shape")
-    return make_tiled_tma_atom(op, gmem_tensor, tile_layout, cta_tile, num_multicast, internal_type=internal_type)
+    info = make_tiled_tma_atom(op, gmem_tensor, tile_layout, cta_tile, num_multicast, internal_type=internal_type)
+    # tma_partition offsets this CTA's multicast slice in the MMA-ordered views: the extents of the
+    # MMA atom's (X, K) modes turn a tile coordinate into an MMA-ordered one.
+    outer = smem_layout.outer if isinstance(smem_layout, ComposedLayout) else smem_layout
+    atom = get(outer, mode=[0])
+    info.atom.mma_atom_extents = (size(get(atom, mode=[0])), size(get(atom, mode=[1])))
+    return info
 
 
 def make_tiled_tma_atom_A(op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled_mma, cluster_shape_vmnk, *,
