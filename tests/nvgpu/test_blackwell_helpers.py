@@ -215,3 +215,34 @@ def test_operand_tma_multicast_splits_the_tile_between_the_sharing_ctas():
     cute.compile(_multicast_host(rows, k), a, out, options=SM100)(a, out)
     np.testing.assert_array_equal(out[0], a)
     np.testing.assert_array_equal(out[1], a)
+
+
+# ---- utils.gemm.sm100 --------------------------------------------------------------------------------
+
+@cute.kernel
+def _untile_kernel(c: cute.Tensor, out: cute.Tensor):
+    # ((4, 8), 2, 2): the MMA-partitioned view of C by a (4, 8) atom; transformed back to (M, N) tile modes.
+    parts = cute.tiled_divide(c, (4, 8))
+    xf = utils.gemm.sm100.transform_partitioned_tensor_layout(parts)
+    tidx, _, _ = cute.arch.thread_idx()
+    for n in cutlass.range_constexpr(16):
+        out[tidx, n] = xf[tidx, n]
+    ident = utils.gemm.sm100.transform_partitioned_tensor_layout(cute.tiled_divide(cute.make_identity_tensor((8, 16)),
+                                                                                   (4, 8)))
+    m, n = ident[tidx, 5]
+    out[tidx, 16] = m * 100 + n
+
+
+@cute.jit
+def _untile_host(c: cute.Tensor, out: cute.Tensor):
+    _untile_kernel(c, out).launch(grid=(1, 1, 1), block=(8, 1, 1))
+
+
+def test_transform_partitioned_tensor_layout_gives_back_the_tile_modes():
+    c = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+    out = np.zeros((8, 17), np.float32)
+    cute.compile(_untile_host, c, out, options=SM100)(c, out)
+    np.testing.assert_array_equal(out[:, :16], c)
+    np.testing.assert_array_equal(out[:, 16], np.arange(8) * 100 + 5)
+    with pytest.raises(AttributeError, match="tensor-memory copies"):
+        utils.gemm.sm100.epilogue

@@ -15,7 +15,7 @@ from .static_persistent_group_tile_scheduler import GroupedWorkTileInfo, StaticP
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
 from .tmem_allocator import TmemAllocator, get_num_tmem_alloc_cols
-from . import blackwell_helpers, hopper_helpers, sm90
+from . import blackwell_helpers, gemm, hopper_helpers, sm90
 from .blackwell_epilogue import compute_epilogue_tile_shape
 
 # `cutlass.utils.sm100` is blackwell_helpers under its other name (as sm90 is hopper_helpers').
@@ -28,4 +28,5 @@ __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tens
            "create_initial_search_state", "ClcDynamicPersistentTileScheduler", "ClcDynamicPersistentTileSchedulerParams",
            "GroupedWorkTileInfo", "StaticPersistentGroupTileScheduler",
            "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90",
-           "TmemAllocator", "get_num_tmem_alloc_cols", "blackwell_helpers", "sm100", "compute_epilogue_tile_shape"]
+           "TmemAllocator", "get_num_tmem_alloc_cols", "blackwell_helpers", "sm100", "compute_epilogue_tile_shape",
+           "gemm"]
