@@ -8,7 +8,8 @@ from .copy import (Cp2x64x128bOp, Cp4x32x128bOp, Cp4x256bOp, Cp128x128bOp, Cp128
                    Ld16x128bOp, Ld16x256bOp, Ld32x32bOp, Pack, Repetition, St16x32bx2Op, St16x64bOp, St16x128bOp,
                    St16x256bOp, St32x32bOp, Unpack, find_tmem_tensor_col_offset, get_s2t_smem_desc_tensor, is_tmem_load, is_tmem_store,
                    make_s2t_copy, make_tmem_copy)
-from .helpers import commit, fence_after_thread_sync, fence_before_thread_sync
+from .helpers import (commit, fence_after_thread_sync, fence_before_thread_sync, make_smem_layout_atom,
+                      tile_to_mma_shape)
 from .mma import (CtaGroup, Field, MmaF8F6F4Op, MmaF16BF16Op, MmaFP8Op, MmaI8Op, MmaMXF4NVF4Op, MmaMXF4Op, MmaMXF8Op,
                   MmaOp, MmaTF32Op, OperandMajorMode, OperandSource, SM100MmaPeerBitMask, SmemLayoutAtomKind)
 
