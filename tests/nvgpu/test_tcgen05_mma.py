@@ -232,3 +232,90 @@ def test_ptx_for_sm100a_is_accepted_by_nvjitlink(args, text):
         pytest.skip("no libNVVM here: PTX was not generated")
     assert text in gpu.__ptx__ and "tcgen05.ld.sync.aligned.32x32b.x16.b32" in gpu.__ptx__
     assert gpu.__cubin__
+
+
+# ---- A from tensor memory -------------------------------------------------------------------------
+
+@cute.kernel
+def tmem_a_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
+                  M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    dtype = cutlass.Float16
+    sB_l = sm100_utils.make_smem_layout_b(tiled_mma, (M, N, K), dtype, 1)
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    bar = smem.allocate_array(cutlass.Int64, 1)
+    sB = smem.allocate_tensor(dtype, sB_l.outer, 1024, sB_l.inner)
+    gA = cute.make_tensor(mA.iterator, cute.make_layout((M, K), stride=(K, 1)))
+    gB = cute.make_tensor(mB.iterator, cute.make_layout((N, K), stride=(K, 1)))
+    gC = cute.make_tensor(mC.iterator, cute.make_layout((M, N), stride=(N, 1)))
+    for j in cutlass.range_constexpr(N * K // 128):
+        i = tidx + j * 128
+        n, k = i % N, i // N
+        sB[((n, k % 16), 0, k // 16, 0)] = gB[(n, k)].to(dtype)
+    cute.arch.fence_proxy("async.shared", space="cta")
+    if tidx == 0:
+        cute.arch.mbarrier_init(bar, 1)
+    cute.arch.mbarrier_init_fence()
+    if warp == 0:
+        cute.arch.alloc_tmem(128, holder)
+    cute.arch.sync_threads()
+    acc_ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+    tCtAcc = cute.make_tensor(acc_ptr, tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((M, N))).layout)
+    # A after the accumulator's N columns: two f16 to a 32-bit column.
+    a_ptr = cute.recast_ptr(acc_ptr + N, dtype=dtype)
+    tCtA = cute.make_tensor(a_ptr, tiled_mma.make_fragment_A(tiled_mma.partition_shape_A((M, K))).layout)
+    tA = cute.make_tensor(a_ptr, cute.make_layout((M, K), stride=(131072, 1)))
+    r2t = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.St32x32bOp(tcgen05.Repetition.x8), dtype), tA)
+    thr = r2t.get_slice(tidx)
+    src = thr.partition_S(gA)
+    frag = cute.make_rmem_tensor(src.shape, dtype)
+    frag.store(src.load().to(dtype))
+    cute.copy(r2t, frag, thr.partition_D(tA))
+    cute.arch.fence_view_async_tmem_store()
+    tcgen05.fence_before_thread_sync()
+    cute.arch.sync_threads()
+    tcgen05.fence_after_thread_sync()
+    tCrB = tiled_mma.make_fragment_B(sB)
+    if warp == 0:
+        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+        for k in cutlass.range_constexpr(cute.size(tCrB, mode=[2])):
+            cute.gemm(tiled_mma, tCtAcc, tCtA[(None, None, k)], tCrB[(None, None, k, 0)], tCtAcc)
+            tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+        tcgen05.commit(bar)
+    cute.arch.mbarrier_wait(bar, 0)
+    tCgC = tiled_mma.get_slice(0).partition_C(gC)
+    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld16x256bOp(tcgen05.Repetition.x2), cutlass.Float32),
+                                 tCtAcc[(None, 0, 0)])
+    tl = t2r.get_slice(tidx)
+    dst = tl.partition_D(tCgC[(None, 0, 0)])
+    out = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
+    cute.copy(t2r, tl.partition_S(tCtAcc[(None, 0, 0)]), out)
+    cute.arch.fence_view_async_tmem_load()
+    cute.autovec_copy(out, dst)
+    cute.arch.sync_threads()
+    if warp == 0:
+        cute.arch.relinquish_tmem_alloc_permit()
+        cute.arch.dealloc_tmem(acc_ptr, 128)
+
+
+@cute.jit
+def run_tmem_a(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, M: cutlass.Constexpr, N: cutlass.Constexpr,
+               K: cutlass.Constexpr):
+    tiled_mma = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, K_MAJOR, K_MAJOR, cutlass.Float32, ONE, (M, N),
+                                                   tcgen05.OperandSource.TMEM)
+    tmem_a_kernel(mA, mB, mC, tiled_mma, M, N, K).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_operand_a_from_tensor_memory():
+    M, N, K = 128, 32, 32
+    A, B = operands(M, N, K, seed=7)
+    C = np.zeros((M, N), np.float32)
+    gA = np.ascontiguousarray(A)
+    cute.compile(run_tmem_a, gA, B, C, M, N, K, options=EMU)(gA, B, C)
+    np.testing.assert_array_equal(C, A @ B.T)
+    gpu = cute.compile(run_tmem_a, gA, B, C, M, N, K, options="--gpu-arch sm_100a")
+    if gpu.__ptx__ is not None:
+        assert "tcgen05.mma.cta_group::1.kind::f16 [" in gpu.__ptx__ and "], [" in gpu.__ptx__
+        assert "tcgen05.st.sync.aligned.32x32b.x8.b32" in gpu.__ptx__ and gpu.__cubin__

@@ -67,13 +67,15 @@ CopyAtom make_tmem_copy_atom(int shape, int repetitions, bool pack, bool store, 
   if (R < 1 || R > max_repetitions(s) || (R & (R - 1)))
     atom_error("INVALID_COPY_ATOM", "tcgen05." + name + ": the " + kShapeNames[shape] + " shape has repetitions x1 to x" +
                                         std::to_string(max_repetitions(s)) + ", got x" + std::to_string(R));
+  // 32-bit values, or 16-bit ones two to a register: two to a column, or with packing one to a
+  // column (its low half).
   const int bits = value_type->bit_size();
-  if (bits != (pack ? 16 : 32))
-    atom_error("TYPE_MISMATCH", "tcgen05." + name + " moves " + (pack ? "16-bit values packed two to a register" :
-                                                                       "32-bit values") +
-                                    "; the atom's value type " + ir::to_string(value_type) + " has " +
-                                    std::to_string(bits) + " bits" +
-                                    (bits == 16 && !pack ? " (use Pack.PACK_16b_IN_32b / Unpack.UNPACK_32b_IN_16b)" : ""));
+  if (bits != 32 && bits != 16)
+    atom_error("TYPE_MISMATCH", "tcgen05." + name + " moves 32-bit or 16-bit values; the atom's value type " +
+                                    ir::to_string(value_type) + " has " + std::to_string(bits) + " bits");
+  if (pack && bits != 16)
+    atom_error("TYPE_MISMATCH", "tcgen05." + name + ": 16-bit packing needs a 16-bit value type, got " +
+                                    ir::to_string(value_type));
   CopyAtom a;
   a.op = store ? CopyOp::TmemStore : CopyOp::TmemLoad;
   a.op_name = name;
@@ -151,7 +153,7 @@ ir::Value* element_pointer(ir::Builder& b, const Tensor& t, const Layout& l, int
 
 }  // namespace
 
-void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
+void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::string& file, int line) {
   const std::string& name = atom.op_name;
   const bool load = atom.op == CopyOp::TmemLoad;
   const Tensor& tm = load ? src : dst;
@@ -192,6 +194,7 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
         ir::Op* op = b.create(ir::OpCode::Tcgen05Ld, {addr}, std::vector<ir::Type>(size_t(nregs), ir::i32()));
         op->int_attr = atom.tmem_shape;
         op->ints = ints;
+        if (!file.empty()) op->file = file, op->line = line;
         for (int k = 0; k < nr; ++k) {
           ir::Value* reg = op->result(vbits == 32 ? k : k / 2);
           ir::Value* x;
@@ -223,6 +226,7 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
         ir::Op* op = b.create(ir::OpCode::Tcgen05St, ops, {});
         op->int_attr = atom.tmem_shape;
         op->ints = ints;
+        if (!file.empty()) op->file = file, op->line = line;
       }
     }
 }

@@ -28,7 +28,8 @@ CopyAtom make_tmem_copy_atom(int shape, int repetitions, bool pack, bool store, 
 // tcgen05.make_tmem_copy(atom, tmem_tensor).
 TiledCopy make_tmem_copy(const CopyAtom& atom, const Tensor& tmem);
 // cute.copy with a tensor-memory atom: per atom call one Tcgen05Ld / Tcgen05St.
-void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst);
+// `file` / `line`: the user's call, recorded on the ops (the emulator names it).
+void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::string& file = "", int line = 0);
 // find_tmem_tensor_col_offset: the columns a tensor-memory tensor spans (cosize in 32-bit
 // columns, the column bits of the address).
 int64_t tmem_tensor_columns(const Tensor& t);
