@@ -181,3 +181,133 @@ def test_ptx_for_sm100a_is_accepted_by_nvjitlink(fn, args, expected):
     for text in expected:
         assert text in gpu.__ptx__
     assert gpu.__cubin__  # nvJitLink accepted the PTX for sm_100a
+
+
+# ---- tcgen05.st then tcgen05.ld, each shape -------------------------------------------------------
+
+COLS = 64
+
+
+@cute.kernel
+def roundtrip_kernel(gin: cute.Tensor, gout: cute.Tensor, st_op: cutlass.Constexpr, ld_op: cutlass.Constexpr,
+                     dtype: cutlass.Constexpr):
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    tidx, _, _ = cute.arch.thread_idx()
+    if warp == 0:
+        cute.arch.alloc_tmem(COLS * 2, holder)
+    cute.arch.sync_threads()
+    ptr = cute.arch.retrieve_tmem_ptr(dtype, 16, holder)
+    # 32-bit values one to a column; 16-bit ones packed (one to a column) or dense (two to a column).
+    dp = 65536 * 32 // dtype.width
+    col = 2 if st_op.packed else 1  # element offsets: 16-bit values packed one to a column are 2 apart
+    tm = cute.make_tensor(ptr, cute.make_layout((128, COLS), stride=(dp, col)))
+    gi = cute.make_tensor(gin.iterator, cute.make_layout((128, COLS), stride=(COLS, 1)))
+    go = cute.make_tensor(gout.iterator, cute.make_layout((128, COLS), stride=(COLS, 1)))
+    st = tcgen05.make_tmem_copy(cute.make_copy_atom(st_op, dtype), tm)
+    ts = st.get_slice(tidx)
+    src = ts.partition_S(gi)
+    frag = cute.make_rmem_tensor(src.shape, dtype)
+    cute.autovec_copy(src, frag)
+    cute.copy(st, frag, ts.partition_D(tm))
+    cute.arch.fence_view_async_tmem_store()
+    cute.arch.sync_threads()
+    ld = tcgen05.make_tmem_copy(cute.make_copy_atom(ld_op, dtype), tm)
+    tl = ld.get_slice(tidx)
+    dst = tl.partition_D(go)
+    frag2 = cute.make_rmem_tensor(dst.shape, dtype)
+    cute.copy(ld, tl.partition_S(tm), frag2)
+    cute.arch.fence_view_async_tmem_load()
+    cute.autovec_copy(frag2, dst)
+    cute.arch.sync_threads()
+    if warp == 0:
+        cute.arch.relinquish_tmem_alloc_permit()
+        cute.arch.dealloc_tmem(ptr, COLS * 2)
+
+
+@cute.jit
+def run_roundtrip(gin: cute.Tensor, gout: cute.Tensor, st_op: cutlass.Constexpr, ld_op: cutlass.Constexpr,
+                  dtype: cutlass.Constexpr):
+    roundtrip_kernel(gin, gout, st_op, ld_op, dtype).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+R = tcgen05.Repetition
+
+
+@pytest.mark.parametrize("st,ld", [
+    (tcgen05.St32x32bOp(R.x8), tcgen05.Ld32x32bOp(R.x16)),
+    (tcgen05.St16x64bOp(R.x4), tcgen05.Ld32x32bOp(R.x8)),
+    (tcgen05.St32x32bOp(R.x16), tcgen05.Ld16x128bOp(R.x4)),
+    (tcgen05.St16x256bOp(R.x2), tcgen05.Ld16x64bOp(R.x8)),
+    (tcgen05.St16x128bOp(R.x1), tcgen05.Ld16x256bOp(R.x1)),
+    (tcgen05.St16x32bx2Op(R.x4), tcgen05.Ld32x32bOp(R.x64)),
+    (tcgen05.St32x32bOp(R.x64), tcgen05.Ld16x32bx2Op(R.x8)),
+])
+def test_store_then_load_each_shape(st, ld):
+    # Different shapes on either side: each lays the same (lane, column) cells out differently.
+    gin = np.arange(128 * COLS, dtype=np.float32).reshape(128, COLS)
+    gout = np.zeros_like(gin)
+    cute.compile(run_roundtrip, gin, gout, st, ld, cutlass.Float32, options=EMU)(gin, gout)
+    np.testing.assert_array_equal(gout, gin)
+
+
+@pytest.mark.parametrize("st,ld", [
+    (tcgen05.St32x32bOp(R.x16, unpack=tcgen05.Unpack.UNPACK_32b_IN_16b), tcgen05.Ld16x128bOp(R.x4, tcgen05.Pack.PACK_16b_IN_32b)),
+    (tcgen05.St32x32bOp(R.x16), tcgen05.Ld16x64bOp(R.x8)),  # dense: two 16-bit values to a column
+])
+def test_store_then_load_16_bit_values(st, ld):
+    gin = (np.arange(128 * COLS) % 2000).astype(np.float16).reshape(128, COLS)
+    gout = np.zeros_like(gin)
+    cute.compile(run_roundtrip, gin, gout, st, ld, cutlass.Float16, options=EMU)(gin, gout)
+    np.testing.assert_array_equal(gout, gin)
+
+
+def test_tmem_copy_ptx_for_sm100a_is_accepted_by_nvjitlink():
+    gin = np.zeros((128, COLS), np.float16)
+    st = tcgen05.St32x32bOp(R.x16, unpack=tcgen05.Unpack.UNPACK_32b_IN_16b)
+    ld = tcgen05.Ld16x128bOp(R.x4, tcgen05.Pack.PACK_16b_IN_32b)
+    gpu = cute.compile(run_roundtrip, gin, gin, st, ld, cutlass.Float16, options="--gpu-arch sm_100a")
+    if gpu.__ptx__ is None:
+        pytest.skip("no libNVVM here: PTX was not generated")
+    assert "tcgen05.st.sync.aligned.32x32b.x16.unpack::16b.b32" in gpu.__ptx__
+    assert "tcgen05.ld.sync.aligned.16x128b.x4.pack::16b.b32" in gpu.__ptx__
+    assert "tcgen05.wait::st.sync.aligned" in gpu.__ptx__ and "tcgen05.wait::ld.sync.aligned" in gpu.__ptx__
+    assert gpu.__cubin__
+
+
+@cute.kernel
+def overrun_kernel(gout: cute.Tensor):
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    tidx, _, _ = cute.arch.thread_idx()
+    if warp == 0:
+        cute.arch.alloc_tmem(32, holder)
+    cute.arch.sync_threads()
+    ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+    tm = cute.make_tensor(ptr, cute.make_layout((128, 64), stride=(65536, 1)))
+    go = cute.make_tensor(gout.iterator, cute.make_layout((128, 64), stride=(64, 1)))
+    ld = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(R.x64), cutlass.Float32), tm)
+    tl = ld.get_slice(tidx)
+    dst = tl.partition_D(go)
+    frag = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
+    cute.copy(ld, tl.partition_S(tm), frag)  # LINE overrun
+    cute.arch.fence_view_async_tmem_load()
+    cute.autovec_copy(frag, dst)
+    cute.arch.sync_threads()
+    if warp == 0:
+        cute.arch.dealloc_tmem(ptr, 32)
+
+
+@cute.jit
+def run_overrun(gout: cute.Tensor):
+    overrun_kernel(gout).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_tmem_access_outside_the_allocation_is_reported():
+    g = np.zeros((128, 64), np.float32)
+    with pytest.raises(cutlass.DSLRuntimeError) as e:
+        cute.compile(run_overrun, g, options=EMU)(g)
+    assert "tcgen05.ld reaches tensor-memory column 32, outside the CTA's allocation" in str(e.value)
+    assert f"(line {line_of('overrun')})" in str(e.value)

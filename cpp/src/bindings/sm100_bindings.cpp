@@ -7,6 +7,7 @@
 #include <nanobind/stl/string.h>
 
 #include "bindings/num_convert.h"
+#include "cute/atom/copy_sm100.h"
 #include "dsl/sm100_ops.h"
 
 namespace nb = nanobind;
@@ -34,6 +35,14 @@ void bind_sm100(nb::module_& root) {
     dsl::tcgen05_commit(to_num(bar), m, cta_group);
   }, nb::arg("bar"), nb::arg("mask").none(), nb::arg("cta_group"));
   m.def("wait", &dsl::tcgen05_wait, nb::arg("store"));
+  // Tensor-memory copy atoms (cute/atom/copy_sm100): shape 0..4 = 32x32b, 16x64b, 16x128b, 16x256b, 16x32bx2.
+  m.def("make_tmem_copy_atom", [](int shape, int repetitions, bool pack, bool store, nb::handle dtype) {
+    return cute::make_tmem_copy_atom(shape, repetitions, pack, store, dtype_of(dtype));
+  });
+  m.def("make_tmem_copy", &cute::make_tmem_copy);
+  m.def("tmem_tensor_columns", &cute::tmem_tensor_columns);
+  m.def("is_tmem_load", [](const cute::CopyAtom& a) { return a.op == cute::CopyOp::TmemLoad; });
+  m.def("is_tmem_store", [](const cute::CopyAtom& a) { return a.op == cute::CopyOp::TmemStore; });
   m.def("fence", &dsl::tcgen05_fence, nb::arg("after"));
 }
 

@@ -201,6 +201,15 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     }
   }
   const int m_cta = M / group, n_cta = N / group;
+  // The descriptors hold shared-window offsets, the same in both CTAs of a pair: decode them in the
+  // issuing CTA's window, then move to the CTA whose shared memory holds the operand.
+  auto address_in = [&](const Cta& cta, uint64_t desc, bool mn_major, int bits, int64_t mn, int64_t k,
+                        std::string* why) -> uintptr_t {
+    uintptr_t a = operand_address(desc, mn_major, bits, mn, k, ctas[0].smem, ctas[0].smem_size, why);
+    if (!a || &cta == &ctas[0]) return a;
+    a = a - ctas[0].smem + cta.smem;
+    return a + size_t(bits / 8) <= cta.smem + cta.smem_size ? a : 0;
+  };
   const int abits = elem_bits(dd.a), bbits = elem_bits(dd.b);
   // B^T (K x N) gathered from the CTAs' halves, read once per instruction.
   std::vector<float> bt(size_t(K) * size_t(N));
@@ -208,7 +217,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     for (int n = 0; n < n_cta; ++n)
       for (int k = 0; k < K; ++k) {
         std::string why;
-        uintptr_t a = operand_address(b_desc, dd.b_mn, bbits, n, k, ctas[p].smem, ctas[p].smem_size, &why);
+        uintptr_t a = address_in(ctas[p], b_desc, dd.b_mn, bbits, n, k, &why);
         if (!a)
           fail("the B descriptor " + hex64(b_desc) +
                (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(n) + "," +
@@ -246,7 +255,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       for (int m = 0; m < m_cta; ++m)
         for (int k = 0; k < K; ++k) {
           std::string why;
-          uintptr_t a = operand_address(a_val, dd.a_mn, abits, m, k, cta.smem, cta.smem_size, &why);
+          uintptr_t a = address_in(cta, a_val, dd.a_mn, abits, m, k, &why);
           if (!a)
             fail("the A descriptor " + hex64(a_val) +
                  (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(m) + "," +

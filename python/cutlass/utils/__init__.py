@@ -1,7 +1,5 @@
 """`cutlass.utils`: helpers written with DSL operations that NVIDIA's kernels share (shared-memory
 allocation, layouts, FP8 tensors, printing)."""
-import sys as _sys
-
 from . import tensor_helpers
 from .layout import LayoutEnum, OperandMajorMode
 from .print_latex import print_latex, print_latex_tv
@@ -15,12 +13,8 @@ from .static_persistent_group_tile_scheduler import GroupedWorkTileInfo, StaticP
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
 from .tmem_allocator import TmemAllocator, get_num_tmem_alloc_cols
-from . import blackwell_helpers, gemm, hopper_helpers, sm90
+from . import blackwell_helpers, gemm, hopper_helpers, sm90, sm100
 from .blackwell_epilogue import compute_epilogue_tile_shape
-
-# `cutlass.utils.sm100` is blackwell_helpers under its other name (as sm90 is hopper_helpers').
-sm100 = blackwell_helpers
-_sys.modules[__name__ + ".sm100"] = blackwell_helpers
 
 __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
            "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes",
