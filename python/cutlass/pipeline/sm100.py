@@ -31,12 +31,14 @@ def _cluster_layout(cta_layout_vmnk):
 
 
 def _coords_by_rank(cta_layout_vmnk):
-    """{rank: (v, m, n, k)} of the static cluster layout."""
-    shape = tuple(cta_layout_vmnk.shape)
-    shape = shape + (1,) * (4 - len(shape))
+    """{rank: (v, m, n, k)} of the static cluster layout (a hierarchical mode, as tiled_divide makes
+    the V mode, is indexed by one linear coordinate)."""
+    modes = cute.rank(cta_layout_vmnk)
+    extents = tuple(_static_int(cute.size(cta_layout_vmnk, mode=[i]), "the cluster layout's extent")
+                    for i in range(modes))
     out = {}
-    for coord in itertools.product(*(range(e) for e in shape)):
-        out[int(cta_layout_vmnk(coord[:len(tuple(cta_layout_vmnk.shape))]))] = coord
+    for coord in itertools.product(*(range(e) for e in extents)):
+        out[int(cta_layout_vmnk(coord))] = coord + (0,) * (4 - modes)
     return out
 
 

@@ -1,7 +1,12 @@
-"""`cutlass.utils.gemm.sm100`: the Blackwell GEMM epilogue's building blocks. Library code over DSL
-operations. The epilogue loops themselves (epilogue, epilogue_tma_store, epilogue_tmem_copy_and_partition)
-need tensor-memory copies that are not available yet: reading one is an AttributeError that says so."""
+"""`cutlass.utils.gemm.sm100`: the Blackwell GEMM epilogue's building blocks, library code over DSL
+operations: the accumulator of one tile read from tensor memory subtile by subtile (tcgen05.ld),
+converted, passed through the kernel's epilogue_op and stored to global memory. They take the
+kernel object (`gemm`) of NVIDIA's examples and read its cta_tile_shape_mnk, c_layout, c_dtype,
+acc_dtype and use_2cta_instrs. The TMA-store epilogue is not available yet."""
 from ... import cute
+from ...cute.nvgpu import tcgen05
+from ...cute.tensor import CopyUniversalOp
+from .. import blackwell_helpers
 
 
 def transform_partitioned_tensor_layout(tensor, *, loc=None, ip=None):
@@ -23,8 +28,61 @@ def transform_partitioned_tensor_layout(tensor, *, loc=None, ip=None):
     return cute.make_tensor(tensor.iterator, cute.make_layout(shape, stride=stride))
 
 
+def _tile_modes(tensor, mma_rank):
+    """The tensor with (M, N) tile modes: MMA-partitioned ones (rank `mma_rank`) are transformed."""
+    return transform_partitioned_tensor_layout(tensor) if cute.rank(tensor) == mma_rank else tensor
+
+
+def epilogue_tmem_copy_and_partition(gemm, tidx, tAcc, gC_mnl, epi_tile, use_2cta_instrs, *, loc=None, ip=None):
+    """The tensor-memory load of the epilogue and this thread's views: (tiled copy, tTR_tAcc
+    (T2R, T2R_M, T2R_N, EPI_M, EPI_N, STAGE), tTR_rAcc (the registers of one subtile)). `tAcc` is the
+    accumulator (MMA, MMA_M, MMA_N, STAGE) or its tile-mode form, `gC_mnl` C partitioned by the MMA
+    ((MMA, MMA_M, MMA_N, RestM, RestN, L) or its tile-mode form)."""
+    atom = blackwell_helpers.get_tmem_load_op(gemm.cta_tile_shape_mnk, gemm.c_layout, gemm.c_dtype, gemm.acc_dtype,
+                                              epi_tile, use_2cta_instrs)
+    # (EPI_TILE_M, EPI_TILE_N, EPI_M, EPI_N, STAGE)
+    tAcc_epi = cute.flat_divide(_tile_modes(tAcc, 4), epi_tile)
+    tiled_copy = tcgen05.make_tmem_copy(atom, tAcc_epi[(None, None, 0, 0, 0)])
+    thr_copy = tiled_copy.get_slice(tidx)
+    tTR_tAcc = thr_copy.partition_S(tAcc_epi)
+    # (EPI_TILE_M, EPI_TILE_N, EPI_M, EPI_N, RestM, RestN, L)
+    gC_epi = cute.flat_divide(_tile_modes(gC_mnl, 6), epi_tile)
+    tTR_gC = thr_copy.partition_D(gC_epi)
+    tTR_rAcc = cute.make_rmem_tensor(tTR_gC[(None, None, None, 0, 0, 0, 0, 0)].shape, gemm.acc_dtype)
+    return tiled_copy, tTR_tAcc, tTR_rAcc
+
+
+def epilogue(gemm, tidx, tCtAcc_base, tCgC, epi_tile, epilogue_op, mma_tile_coord_mnl, acc_consumer_state,
+             acc_pipeline, *, loc=None, ip=None):
+    """One tile's epilogue by the epilogue warps: wait for the accumulator stage (PipelineUmmaAsync),
+    load it subtile by subtile from tensor memory, store epilogue_op(acc converted to C's type) to C
+    at tile `mma_tile_coord_mnl`, release the stage (one arrival per warp) and return the advanced
+    consumer state."""
+    tiled_copy, tTR_tAcc_base, tTR_rAcc = epilogue_tmem_copy_and_partition(gemm, tidx, tCtAcc_base, tCgC, epi_tile,
+                                                                            gemm.use_2cta_instrs)
+    thr_copy = tiled_copy.get_slice(tidx)
+    tTR_gC_all = thr_copy.partition_D(cute.flat_divide(_tile_modes(tCgC, 6), epi_tile))
+    tTR_gC = tTR_gC_all[(None, None, None, None, None, *mma_tile_coord_mnl)]
+    tTR_tAcc = tTR_tAcc_base[(None, None, None, None, None, acc_consumer_state.index)]
+    acc_pipeline.consumer_wait(acc_consumer_state)
+    # (T2R, T2R_M, T2R_N, subtiles)
+    tTR_tAcc = cute.group_modes(tTR_tAcc, 3, cute.rank(tTR_tAcc))
+    tTR_gC = cute.group_modes(tTR_gC, 3, cute.rank(tTR_gC))
+    tTR_rC = cute.make_rmem_tensor(tTR_rAcc.shape, gemm.c_dtype)
+    store = cute.make_copy_atom(CopyUniversalOp(), gemm.c_dtype)
+    for subtile in range(cute.size(tTR_tAcc.shape, mode=[3])):
+        cute.copy(tiled_copy, tTR_tAcc[(None, None, None, subtile)], tTR_rAcc)
+        cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld: the registers hold the values now
+        tTR_rC.store(epilogue_op(tTR_rAcc.load().to(gemm.c_dtype)))
+        cute.copy(store, tTR_rC, tTR_gC[(None, None, None, subtile)])
+    with cute.arch.elect_one():
+        acc_pipeline.consumer_release(acc_consumer_state)
+    acc_consumer_state.advance()
+    return acc_consumer_state
+
+
 def __getattr__(name):
     if name.startswith("__"):
         raise AttributeError(name)
-    raise AttributeError(f"cutlass.utils.gemm.sm100.{name}: the Blackwell epilogue loops need tensor-memory copies "
-                         "(tcgen05.ld), which are not available in OpenCuTe yet")
+    raise AttributeError(f"cutlass.utils.gemm.sm100.{name}: not available in OpenCuTe yet (the TMA-store epilogue "
+                         "and its shared-memory partitioning)")
