@@ -112,3 +112,53 @@ def test_without_the_switch_emulator_compiles_stop_at_ptx(monkeypatch):
     out = np.zeros(2, np.float32)
     compiled = cute.compile(warp_sum, x, out, options="--target cpu --gpu-arch sm_100a")
     assert compiled.__cubin__ is None
+
+
+# ---- NVIDIA's Blackwell examples (the `bw:` rows of ../shared/tools/run_nvidia_examples.sh) ----
+# Each runs as a script on the emulator for sm_100a (its own reference check decides), with every
+# kernel it compiles also linked to an sm_100a cubin and dumped; the test then checks that a cubin
+# was produced for each compiled program. The examples allocate with torch on the GPU (staged
+# through host memory around each emulated launch), so they need torch and a CUDA device: the lead
+# runs them on the GPU machine (`pytest -m gpu tests/nvgpu/test_sm100_codegen.py`).
+GEMM_ARGS = ["--mnkl", "256,256,512,1"]
+BW_ROWS = [(f"{k}{' 2cta' if two else ''}", f"cute/blackwell/kernel/dense_gemm/{k}.py",
+            GEMM_ARGS + (["--use_2cta_instrs", "--cluster_shape_mn", "2,1"] if two else []))
+           for k in ("dense_gemm", "dense_gemm_persistent", "dense_gemm_persistent_dynamic",
+                     "dense_gemm_persistent_prefetch", "dense_gemm_software_pipeline",
+                     "dense_gemm_alpha_beta_persistent") for two in (False, True)]
+BW_ROWS += [("grouped_gemm", "cute/blackwell/kernel/grouped_gemm/grouped_gemm.py", []),
+            ("rmsnorm", "cute/blackwell/kernel/rmsnorm/rmsnorm.py", ["--M", "256", "--N", "4096"])]
+BW_ROWS += [(f"fp16_gemm_{t}", f"cute/blackwell/tutorial/tutorial_gemm/fp16_gemm_{t}.py", ["--mnk", "512,512,256"])
+            for t in ("0", "1", "2", "3", "3_1", "4", "5", "6")]
+BW_ROWS += [(f"tma_v{t}", f"cute/blackwell/tutorial/tutorial_tma/tma_v{t}.py", []) for t in range(3)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name,relative,args", BW_ROWS, ids=[r[0] for r in BW_ROWS])
+def test_nvidia_blackwell_example_links_sm100a_cubins(name, relative, args, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    import nvidia_examples
+    if nvidia_examples.ROOT is None:
+        pytest.skip("NVIDIA's examples are not present (set OPENCUTE_NVIDIA_EXAMPLES)")
+    pytest.importorskip("torch")
+    why = toolchain_missing()
+    if why is not None:
+        pytest.skip(f"libNVVM / nvJitLink absent: {why}")
+    dump = tmp_path / "dump"
+    env = dict(os.environ, CUTE_DSL_ARCH="sm_100a", CUTE_DSL_TARGET="cpu", CUTE_DSL_KEEP_CUBIN="1",
+               CUTE_DSL_KEEP_PTX="1", CUTE_DSL_DUMP_DIR=str(dump), **{LINK: "1"})
+    out = subprocess.run([sys.executable, nvidia_examples.path(relative), *args], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, (out.stdout[-3000:], out.stderr[-3000:])
+    assert "FAILED" not in out.stdout
+    ptx = sorted(p.name for p in dump.rglob("*.ptx"))
+    cubins = sorted(p for p in dump.rglob("*.cubin"))
+    assert ptx, "the example compiled no kernel"
+    assert len(cubins) == len(ptx), (ptx, [c.name for c in cubins])
+    for c in cubins:
+        assert c.read_bytes()[:4] == b"\x7fELF", c
+    for p in dump.rglob("*.ptx"):
+        assert ".target sm_100a" in p.read_text(), p

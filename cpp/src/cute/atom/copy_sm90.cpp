@@ -453,7 +453,8 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
       if (!a.outermost[k]) c = c % L::Int(a.run[k]);
       coords.push_back(c.materialize(ir::i32()));
     }
-    ir::Value* smem_ptr = element_address(s, L::IntTuple(start));
+    // The hardware swizzles the box by shared address itself: it takes the sub-box's unswizzled start.
+    ir::Value* smem_ptr = unswizzled_element_address(s, L::IntTuple(start));
     std::vector<ir::Value*> ops = {dsl::materialize(descriptor), smem_ptr};
     if (load) ops.push_back(dsl::materialize(*mbar));
     ops.insert(ops.end(), coords.begin(), coords.end());
