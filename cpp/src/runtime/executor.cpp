@@ -118,7 +118,7 @@ std::string CompiledProgram::disk_cache_key(const CompileOptions& o) const {
 
 const std::string& CompiledProgram::nvvm_text() const {
   if (nvvm_text_.empty() && timings_.cache_hit && module_)
-    nvvm_text_ = target::lower_kernels_to_nvvm(*module_, nvvm_line_info_).text;
+    nvvm_text_ = target::lower_kernels_to_nvvm(*module_, nvvm_line_info_, arch_).text;
   return nvvm_text_;
 }
 
