@@ -8,6 +8,7 @@ python=${2:-python3}
 root=$(realpath "$(dirname "$0")/..")
 venv=$(mktemp -d)/venv
 "$python" -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
 "$venv/bin/python" -m pip install -q "$wheel"
 cd "$(dirname "$venv")"   # away from the checkout, so `import cutlass` finds only the wheel
 "$venv/bin/python" - <<'PY'

@@ -42,7 +42,7 @@ PROGRAM = textwrap.dedent('''
     n = cute.sym_int()
     fake = cute.runtime.make_fake_compact_tensor(cute.Float32, (n,))
     compiled = cute.compile(scale, fake, options=sys.argv[2] if len(sys.argv) > 2 else None)
-    print(json.dumps({"hit": compiled.timings_ms["cache_hit"], "ptx": compiled.__ptx__,
+    print(json.dumps({"hit": compiled.timings_ms["cache_hit"], "ptx": compiled.__ptx__, "nvvm_ir": compiled.nvvm_ir,
                       "cubin": len(compiled.__cubin__ or b""), "hash": compiled.hash}))
 ''')
 
@@ -78,6 +78,14 @@ def test_second_process_hits_and_gets_the_same_code(tmp_path, needs_cubin):
     second, _ = run(tmp_path)
     assert second["hit"] is True
     assert second["ptx"] == first["ptx"] and second["cubin"] == first["cubin"]
+
+
+def test_a_hit_still_shows_the_nvvm_ir(tmp_path, needs_cubin):
+    # The entry stores PTX and cubin only; the NVVM IR is lowered again when asked for.
+    first, _ = run(tmp_path)
+    second, _ = run(tmp_path)
+    assert second["hit"] is True
+    assert "define" in first["nvvm_ir"] and second["nvvm_ir"] == first["nvvm_ir"]
 
 
 def test_changed_ir_misses(tmp_path, needs_cubin):

@@ -9,6 +9,7 @@ files and its backward postprocess, which needs tcgen05) are replaced by empty p
 the SM90 paths never use them, and OpenCuTe does not implement Blackwell yet."""
 import importlib
 import os
+import re
 import sys
 import types
 
@@ -218,12 +219,10 @@ def test_fa4_sm90_forward_compiles_for_sm90a(monkeypatch, tmp_path):
     assert "cp.async.bulk.tensor" in ptx
 
 
-def test_quack_sm90_gemm_compiles_for_sm90a(monkeypatch, tmp_path):
-    """Without a GPU: quack's SM90 GEMM traces and compiles for sm_90a."""
-    if torch.cuda.is_available():
-        pytest.skip("covered by test_gpu_quack_sm90_gemm")
+def _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, **config):
+    """Without a GPU: quack's SM90 GEMM traced and compiled for sm_90a; its PTX (the launch
+    refuses the CPU tensors)."""
     qg = _quack_gemm_module()
-    cdu = _quack("cute_dsl_utils")
     import cuda.bindings.driver as cuda_driver
     import cutlass.torch as cutlass_torch
     monkeypatch.setattr(qg, "get_device_capacity", lambda device=None: (9, 0))
@@ -239,10 +238,89 @@ def test_quack_sm90_gemm_compiles_for_sm90a(monkeypatch, tmp_path):
     monkeypatch.setenv("CUTE_DSL_TARGET", "gpu")
     monkeypatch.setenv("CUTE_DSL_KEEP_PTX", "1")
     monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path))
+    with pytest.raises(cutlass.DSLRuntimeError, match="host memory"):  # compiled; the CPU tensors are refused
+        qg.gemm(A, B, D, None, None, **config)
+    return "".join(p.read_text() for p in tmp_path.glob("*.ptx"))
+
+
+def test_quack_sm90_gemm_compiles_for_sm90a(monkeypatch, tmp_path):
+    """Without a GPU: quack's SM90 GEMM traces and compiles for sm_90a."""
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_sm90_gemm")
     A, B = torch.randn(1, 128, 64, dtype=torch.bfloat16), torch.randn(1, 128, 64, dtype=torch.bfloat16)
     D = torch.empty(1, 128, 128, dtype=torch.bfloat16)
-    with pytest.raises(cutlass.DSLRuntimeError, match="host memory"):  # compiled; the CPU tensors are refused
-        qg.gemm(A, B, D, None, None, tile_M=128, tile_N=128, cluster_M=1, cluster_N=1, add_to_output=True)
-    ptx = "".join(p.read_text() for p in tmp_path.glob("*.ptx"))
+    ptx = _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, tile_M=128, tile_N=128, cluster_M=1,
+                                    cluster_N=1, add_to_output=True)
     assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
     assert "cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group" in ptx
+
+
+# quack's default configuration (tile 128 x 192, cluster 2 x 1) with an N-major B, and its mirror
+# (an M-major A, tile_M 192, cluster 1 x 2): the multicast operand's 192-row tile is three rows of
+# 64-element swizzle atoms, which two CTAs cannot split; each loads half of K in three instructions.
+MULTICAST_MN_MAJOR = [
+    pytest.param("B", dict(tile_M=128, tile_N=192, cluster_M=2, cluster_N=1), id="n_major_b"),
+    pytest.param("A", dict(tile_M=192, tile_N=128, cluster_M=1, cluster_N=2), id="m_major_a"),
+]
+
+
+def _mn_major_operands(major, L, M, N, K, device):
+    if major == "A":
+        return (torch.randn(L, K, M, dtype=torch.bfloat16, device=device).transpose(1, 2),
+                torch.randn(L, N, K, dtype=torch.bfloat16, device=device))
+    return (torch.randn(L, M, K, dtype=torch.bfloat16, device=device),
+            torch.randn(L, K, N, dtype=torch.bfloat16, device=device).transpose(1, 2))
+
+
+@pytest.mark.parametrize("major,config", MULTICAST_MN_MAJOR)
+def test_quack_sm90_gemm_multicasts_an_mn_major_operand_in_three_boxes(monkeypatch, tmp_path, major, config):
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_sm90_gemm_multicast_mn_major")
+    A, B = _mn_major_operands(major, 1, 384, 384, 128, "cpu")
+    D = torch.empty(1, 384, 384, dtype=torch.bfloat16)
+    ptx = _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, pingpong=False, **config)
+    multicast_loads = re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global\.mbarrier::"
+                                 r"complete_tx::bytes\.multicast::cluster", ptx)
+    assert len(multicast_loads) == 3
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("major,config", MULTICAST_MN_MAJOR)
+def test_gpu_quack_sm90_gemm_multicast_mn_major(major, config):
+    qg = _quack_gemm_module()
+    L, M, N, K = 2, 384, 384, 512
+    A, B = _mn_major_operands(major, L, M, N, K, "cuda")
+    D = torch.empty(L, M, N, dtype=torch.bfloat16, device="cuda")
+    qg.gemm(A, B, D, None, None, pingpong=False, **config)
+    _close(D, torch.einsum("lmk,lnk->lmn", A.float(), B.float()), 1.0)
+
+
+# ---- FlashAttention-4: packed GQA (query heads of a KV head in the sequence mode) ------------------
+
+def test_fa4_sm90_forward_packed_gqa_compiles_for_sm90a(monkeypatch, tmp_path):
+    """Without a GPU: with 4 query heads per KV head packed into the sequence mode, ((4, seqlen), d),
+    the query's TMA has one tensor-map dimension per leaf: d, h, s, d's second half and the rest."""
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_fa4_sm90_forward_packed_gqa")
+    interface = _fa4_interface()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "gpu")
+    monkeypatch.setenv("CUTE_DSL_KEEP_PTX", "1")
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path))
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
+    q = torch.randn(1, 128, 4, 128, dtype=torch.bfloat16)
+    k, v = (torch.randn(1, 128, 1, 128, dtype=torch.bfloat16) for _ in range(2))
+    with _OnCpu(), pytest.raises(ValueError, match="device_type"):  # compiled; the CPU tensors are refused
+        interface._flash_attn_fwd(q, k, v, causal=True, pack_gqa=True, _compute_capability=9)
+    ptx = "".join(p.read_text() for p in tmp_path.glob("*.ptx"))
+    assert "cp.async.bulk.tensor.5d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal,head_dim,qhead_per_kvhead", [(True, 128, 4), (False, 64, 2), (True, 64, 8)])
+def test_gpu_fa4_sm90_forward_packed_gqa(causal, head_dim, qhead_per_kvhead):
+    interface = _fa4_interface()
+    q = torch.randn(2, 300, 2 * qhead_per_kvhead, head_dim, dtype=torch.bfloat16, device="cuda")
+    k, v = (torch.randn(2, 300, 2, head_dim, dtype=torch.bfloat16, device="cuda") for _ in range(2))
+    out, _ = interface._flash_attn_fwd(q, k, v, causal=causal, pack_gqa=True, return_lse=True)
+    kk, vv = (x.repeat_interleave(qhead_per_kvhead, dim=2) for x in (k, v))
+    _close(out, _attention_ref(q, kk, vv, causal), 2e-2)

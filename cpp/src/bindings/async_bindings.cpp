@@ -65,6 +65,8 @@ void bind_async(nb::module_& root) {
       .def_prop_ro("op_name", [](const cute::TmaAtom& a) { return a.op_name; })
       .def_prop_ro("rank", [](const cute::TmaAtom& a) { return a.rank; })
       .def_prop_ro("box", [](const cute::TmaAtom& a) { return std::vector<int64_t>(a.box, a.box + a.rank); })
+      // TMA instructions one cute.copy issues per CTA (several when a slice is not one box)
+      .def_prop_ro("copies_per_tile", [](const cute::TmaAtom& a) { return a.copies; })
       .def_prop_ro("swizzle_bytes", [](const cute::TmaAtom& a) { return a.swizzle_bytes; })
       .def_prop_ro("is_store", [](const cute::TmaAtom& a) { return a.kind == cute::TmaKind::Store; })
       .def_prop_ro("is_multicast", [](const cute::TmaAtom& a) { return a.kind == cute::TmaKind::LoadMulticast; })

@@ -21,10 +21,13 @@
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
 #include "ir/parser.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
+#include "runtime/host_staging.h"
 #include "runtime/export.h"
 #include "runtime/tensor_spec.h"
 #include "target/nvvm/nvvm_compiler.h"
+#include "bindings/python_object_access.h"
 
 namespace opencute::bindings {
 namespace {
@@ -102,11 +105,11 @@ ir::Scalar c_pointer_argument(nb::handle pointers, const ArgSlot& s) {
 void check_pointer_argument(const PointerCheck& c, nb::handle arg) {
   nb::object key = nb::getattr(arg, "_type_key", nb::none());
   const std::string type_key = key.is_none() ? std::string() : nb::cast<std::string>(key);
-  if (type_key != c.type_key) {  // the message shows the argument
-    runtime::ArgumentError e = runtime::check_pointer(c, type_key, 0, nb::str(arg).c_str());
-    throw dsl::UserError(e.code, e.message);
-  }
-  runtime::ArgumentError e = runtime::check_pointer(c, type_key, as_int64(arg.attr("_address")), "");
+  const int64_t address = type_key.empty() ? 0 : as_int64(arg.attr("_address"));
+  // The message shows the argument when its type does not fit.
+  const std::string shown = runtime::pointer_type_fits(c.type_key, type_key, address, c.align) ? std::string()
+                                                                                              : nb::str(arg).c_str();
+  runtime::ArgumentError e = runtime::check_pointer(c, type_key, address, shown);
   if (e.code) throw dsl::UserError(e.code, e.message);
 }
 
@@ -139,7 +142,7 @@ constexpr size_t kStackArguments = 64;
 using FlatArguments = SmallArray<PyObject*, kStackArguments>;
 
 size_t flat_argument_count(const Executor& ex, PyObject* args) {
-  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  const size_t n = size_t(tuple_size(args));
   if (ex.plan.arg_lengths.empty()) return n;
   if (n != ex.plan.arg_lengths.size())
     throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(ex.plan.arg_lengths.size()) +
@@ -151,24 +154,24 @@ size_t flat_argument_count(const Executor& ex, PyObject* args) {
 
 // The call's arguments with list/tuple arguments expanded into their items, as compiled.
 void flatten_arguments(const Executor& ex, PyObject* args, FlatArguments& flat) {
-  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  const size_t n = size_t(tuple_size(args));
   if (ex.plan.arg_lengths.empty()) {
-    for (size_t i = 0; i < n; ++i) flat[i] = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    for (size_t i = 0; i < n; ++i) flat[i] = tuple_item(args, Py_ssize_t(i));
     return;
   }
   size_t out = 0;
   for (size_t i = 0; i < n; ++i) {
     int len = ex.plan.arg_lengths[i];
-    PyObject* a = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    PyObject* a = tuple_item(args, Py_ssize_t(i));
     if (len < 0) {
       flat[out++] = a;
       continue;
     }
-    if (!(PyList_Check(a) || PyTuple_Check(a)) || PySequence_Fast_GET_SIZE(a) != len)
+    if (!(PyList_Check(a) || PyTuple_Check(a)) || sequence_size(a) != len)
       throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " was compiled as a list of " +
                                                   std::to_string(len) + " items, got " +
                                                   std::string(nb::str(nb::handle(a).type()).c_str()));
-    for (int j = 0; j < len; ++j) flat[out++] = PySequence_Fast_ITEMS(a)[j];
+    for (int j = 0; j < len; ++j) flat[out++] = sequence_item(a, j);
   }
 }
 
@@ -183,7 +186,7 @@ bool trailing_streams_only(const Executor& ex, size_t given) {
 // A call that passes more arguments than the runtime ones passes None for the parameters that
 // were compiled with None: checks them and returns the arguments without them (in `holder`).
 PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& holder) {
-  const size_t n = size_t(PyTuple_GET_SIZE(args));
+  const size_t n = size_t(tuple_size(args));
   const size_t runtime_count = ex.plan.arg_lengths.empty() ? size_t(ex.plan.num_sources) : ex.plan.arg_lengths.size();
   if (n <= runtime_count) return args;  // the runtime arguments only
   size_t given_nones = 0;
@@ -193,7 +196,7 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
   holder = nb::steal(kept);
   size_t out = 0, next_none = 0;
   for (size_t i = 0; i < n; ++i) {
-    PyObject* a = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+    PyObject* a = tuple_item(args, Py_ssize_t(i));
     if (next_none < given_nones && size_t(ex.none_positions[next_none]) == i) {
       if (a != Py_None)
         throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " (" +
@@ -204,7 +207,7 @@ PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& ho
       continue;
     }
     Py_INCREF(a);
-    PyTuple_SET_ITEM(kept, Py_ssize_t(out++), a);
+    PyTuple_SetItem(kept, Py_ssize_t(out++), a);
   }
   return kept;
 }
@@ -261,6 +264,52 @@ inline __attribute__((always_inline)) void read_tensor_slot(const Executor& ex, 
   }
 }
 
+// The GPU memory one emulated call stages through host memory (runtime/host_staging.h): the
+// tensors in device memory and the device allocations that pointer arguments point into. Their
+// host parameters (data pointers) and memory regions are rewritten to the host copies.
+class DeviceStaging {
+ public:
+  bool empty() const { return !staging_; }
+  // Tensor data slot `slot`, whose memory region (device addresses) is regions[region].
+  void add_tensor(size_t slot, size_t region, const emulator::MemoryRegion& r) {
+    if (r.end <= r.begin) return;  // an empty tensor: nothing to read, its pointer is never used
+    start(r.begin);
+    staging_->add(r.begin, r.end);
+    slots_.push_back(slot);
+    regions_.push_back(region);
+  }
+  // Pointer slot `slot` holding `address`: its allocation is staged when it is device memory.
+  void add_pointer(size_t slot, uintptr_t address) {
+    const runtime::DeviceAllocation a = runtime::device_allocation_of(address);
+    if (!a.device) return;
+    start(address, a.context);
+    staging_->add(a.begin, a.begin + a.size);
+    slots_.push_back(slot);
+  }
+  void copy_in(ir::Scalar* vals, std::vector<emulator::MemoryRegion>& regions) {
+    staging_->copy_in();
+    for (size_t slot : slots_) vals[slot] = ir::Scalar::of_int(int64_t(staging_->host_address(uintptr_t(vals[slot].i))));
+    for (size_t k : regions_) {
+      emulator::MemoryRegion& r = regions[k];
+      const uintptr_t size = r.end - r.begin;
+      r.begin = staging_->host_address(r.begin);
+      r.end = r.begin + size;
+    }
+  }
+  void copy_out() { staging_->copy_out(); }
+
+ private:
+  void start(uintptr_t address, void* context = nullptr) {
+    if (staging_) return;
+    if (!context) context = runtime::device_allocation_of(address).context;
+    device_ = runtime::cuda_device_memory(context);
+    staging_ = std::make_unique<runtime::HostStaging>(*device_);
+  }
+  std::unique_ptr<runtime::DeviceMemory> device_;
+  std::unique_ptr<runtime::HostStaging> staging_;
+  std::vector<size_t> slots_, regions_;
+};
+
 nb::object call_executor(Executor& ex, nb::args call_args) {
   PyObject* arg_tuple = call_args.ptr();
   nb::object without_nones;
@@ -279,10 +328,11 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   // Kernels on the CPU emulator check each access against the tensors' extents.
   const bool emulated = ex.program->runs_on_emulator();
   // (A program that discards its launches, for measurement, takes tensors in either memory.)
-  const KernelMemory where = !ex.program->has_kernels() || ex.program->discards_launches() ? KernelMemory::Any
-                             : emulated                                                     ? KernelMemory::Host
-                                                                                            : KernelMemory::Device;
+  // On the emulator, with a GPU present, GPU memory is staged through host memory (host_staging.h).
+  const KernelMemory where = runtime::kernel_memory(ex.program->has_kernels() && !ex.program->discards_launches(),
+                                                    emulated, emulated && runtime::CudaDriver::get().available());
   std::vector<emulator::MemoryRegion> regions;
+  DeviceStaging staging;  // what this call stages: nothing on the hot path
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
@@ -331,6 +381,9 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         }
         if (s.check >= 0) check_tensor_argument(ex.plan.checks[size_t(s.check)], *tensor, where, &vals[0]);
         read_tensor_slot(ex, s, *tensor, emulated, vals[i], regions);
+        if (s.kind == kTensorData && where == KernelMemory::HostStaged &&
+            tensor->memory() == TensorArgument::Memory::Device)
+          staging.add_tensor(i, regions.size() - 1, regions.back());
         break;
       }
       case kStream: {
@@ -346,6 +399,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         if (a.is_none()) none_for_a_value(ex, s.source);
         if (nb::hasattr(a, "_address")) vals[i] = ir::Scalar::of_int(as_int64(a.attr("_address")));
         else vals[i] = ir::Scalar::of_int(as_int64(a));
+        if (where == KernelMemory::HostStaged) staging.add_pointer(i, uintptr_t(vals[i].i));
         break;
       }
       case kCPointer:
@@ -371,14 +425,22 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   std::vector<ir::Scalar> results;
   const ir::Scalar* values = vals.data();
   const size_t num_values = vals.size();
-  if (ex.release_gil) {
-    nb::gil_scoped_release release;
-    results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions)
-                       : ex.program->run(values, num_values);
-  } else {
-    results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions)
-                       : ex.program->run(values, num_values);
+  if (!staging.empty()) staging.copy_in(&vals[0], regions);
+  try {
+    if (ex.release_gil) {
+      nb::gil_scoped_release release;
+      results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions)
+                         : ex.program->run(values, num_values);
+    } else {
+      results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions)
+                         : ex.program->run(values, num_values);
+    }
+  } catch (...) {
+    // What the kernels wrote before failing lands on the device, as it would on a GPU.
+    if (!staging.empty()) staging.copy_out();
+    throw;
   }
+  if (!staging.empty()) staging.copy_out();
   if (ex.result_types.empty()) return nb::none();
   nb::list out;
   for (size_t i = 0; i < ex.result_types.size(); ++i) {

@@ -3,7 +3,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
-#if PY_VERSION_HEX < 0x030B0000
+#if PY_VERSION_HEX < 0x030B0000 && !defined(Py_LIMITED_API)
 #include <frameobject.h>
 #endif
 
@@ -18,6 +18,7 @@
 
 #include "bindings/tensor_argument.h"
 #include "runtime/tensor_spec.h"
+#include "bindings/python_object_access.h"
 
 namespace opencute::bindings {
 namespace {
@@ -39,6 +40,46 @@ struct TraceRecorder {
   bool active = false;
 };
 
+void record_call(TraceRecorder& r, PyObject* code, PyObject* globals) {
+  if (!r.seen.emplace(code, globals).second) return;
+  PyObject* t = PyTuple_Pack(2, code, globals);
+  if (t) {
+    PyList_Append(r.executed.ptr(), t);
+    Py_DECREF(t);
+  } else {
+    PyErr_Clear();
+  }
+}
+
+void record_c_call(TraceRecorder& r, PyObject* callee) {
+  if (callee == r.print_fn.ptr()) {
+    r.printed = true;
+  } else if (PyCFunction_Check(callee)) {
+    PyObject* owner = PyCFunction_GetSelf(callee);
+    if (owner && (owner == r.out.ptr() || owner == r.err.ptr())) r.printed = true;
+  }
+}
+
+#ifdef Py_LIMITED_API
+// The stable ABI has no C-level profile hook; the recorder runs as a sys.setprofile callback
+// (slower, and only while a function is being traced).
+void start_profiling(nb::handle self) {
+  nb::object recorder = nb::borrow(self);
+  nb::module_::import_("sys").attr("setprofile")(
+      nb::cpp_function([recorder](nb::args a) {  // (frame, event, arg); arg may be None
+        auto* r = nb::inst_ptr<TraceRecorder>(recorder);
+        const char* event = PyUnicode_AsUTF8AndSize(a[1].ptr(), nullptr);
+        if (!event) throw nb::python_error();
+        if (std::strcmp(event, "call") == 0) {
+          nb::object code = a[0].attr("f_code"), globals = a[0].attr("f_globals");
+          record_call(*r, code.ptr(), globals.ptr());
+        } else if (std::strcmp(event, "c_call") == 0) {
+          record_c_call(*r, a[2].ptr());
+        }
+      }));
+}
+void stop_profiling() { nb::module_::import_("sys").attr("setprofile")(nb::none()); }
+#else
 int record_profile_event(PyObject* self, PyFrameObject* frame, int what, PyObject* arg) {
   auto* r = nb::inst_ptr<TraceRecorder>(self);
   if (what == PyTrace_CALL) {
@@ -49,27 +90,17 @@ int record_profile_event(PyObject* self, PyFrameObject* frame, int what, PyObjec
     PyObject* globals = frame->f_globals;  // the frame struct is public before 3.11
     Py_XINCREF(globals);
 #endif
-    if (r->seen.emplace(reinterpret_cast<PyObject*>(code), globals).second) {
-      PyObject* t = PyTuple_Pack(2, reinterpret_cast<PyObject*>(code), globals);
-      if (t) {
-        PyList_Append(r->executed.ptr(), t);
-        Py_DECREF(t);
-      } else {
-        PyErr_Clear();
-      }
-    }
+    record_call(*r, reinterpret_cast<PyObject*>(code), globals);
     Py_XDECREF(globals);
     Py_DECREF(code);
   } else if (what == PyTrace_C_CALL) {
-    if (arg == r->print_fn.ptr()) {
-      r->printed = true;
-    } else if (PyCFunction_Check(arg)) {
-      PyObject* owner = PyCFunction_GET_SELF(arg);
-      if (owner && (owner == r->out.ptr() || owner == r->err.ptr())) r->printed = true;
-    }
+    record_c_call(*r, arg);
   }
   return 0;
 }
+void start_profiling(nb::handle self) { PyEval_SetProfile(record_profile_event, self.ptr()); }
+void stop_profiling() { PyEval_SetProfile(nullptr, nullptr); }
+#endif
 
 // ---- argument specialisation keys --------------------------------------------------------
 // How the front end treats values of a type passed for a runtime (non-Constexpr) parameter;
@@ -154,7 +185,7 @@ class DirectCallCache {
     for (size_t i = 0; i < e.runtime_positions.size(); ++i) {
       PyObject* v = bound[e.runtime_positions[i]];
       Py_INCREF(v);
-      PyTuple_SET_ITEM(values, Py_ssize_t(i), v);
+      PyTuple_SetItem(values, Py_ssize_t(i), v);
     }
     ++hits_;
     // Held here: the call may release the GIL, and another thread's trace may replace the entry.
@@ -173,7 +204,7 @@ class DirectCallCache {
     std::string key;
     Entry e;
     std::vector<PyObject*> refs;
-    if (!PyFunction_Check(fn_.ptr()) || !bind(args, kwargs, bound) || !make_key(bound, key, &refs)) return false;
+    if (!is_python_function(fn_.ptr()) || !bind(args, kwargs, bound) || !make_key(bound, key, &refs)) return false;
     for (PyObject* r : refs) e.refs.push_back(nb::borrow(r));
     e.compiled = std::move(compiled);
     e.runtime_positions = std::move(runtime_positions);
@@ -236,15 +267,15 @@ class DirectCallCache {
     const size_t n = params_.size();
     if (n > kMaxParams || !PyTuple_Check(args_h.ptr())) return false;
     PyObject* args = args_h.ptr();
-    const size_t nargs = size_t(PyTuple_GET_SIZE(args));
+    const size_t nargs = size_t(tuple_size(args));
     if (nargs > n) return false;
     for (size_t i = 0; i < n; ++i) bound[i] = nullptr;
     for (size_t i = 0; i < nargs; ++i) {
       if (params_[i].kind == kKeywordOnly) return false;
-      bound[i] = PyTuple_GET_ITEM(args, Py_ssize_t(i));
+      bound[i] = tuple_item(args, Py_ssize_t(i));
     }
     PyObject* kwargs = kwargs_h.is_none() ? nullptr : kwargs_h.ptr();
-    if (kwargs && PyDict_GET_SIZE(kwargs) > 0) {
+    if (kwargs && PyDict_Size(kwargs) > 0) {
       Py_ssize_t pos = 0;
       PyObject *k, *v;
       while (PyDict_Next(kwargs, &pos, &k, &v)) {
@@ -259,16 +290,16 @@ class DirectCallCache {
       }
     }
     PyObject* fn = fn_.ptr();
-    PyObject* defaults = PyFunction_GET_DEFAULTS(fn);
-    PyObject* kwdefaults = PyFunction_GET_KW_DEFAULTS(fn);
+    PyObject* defaults = function_defaults(fn);
+    PyObject* kwdefaults = function_kw_defaults(fn);
     size_t positional = 0;
     for (const Param& p : params_) positional += p.kind != kKeywordOnly;
-    const size_t ndefaults = defaults ? size_t(PyTuple_GET_SIZE(defaults)) : 0;
+    const size_t ndefaults = defaults ? size_t(tuple_size(defaults)) : 0;
     for (size_t i = 0; i < n; ++i) {
       if (bound[i]) continue;
       if (params_[i].kind != kKeywordOnly) {
         if (i + ndefaults < positional) return false;
-        bound[i] = PyTuple_GET_ITEM(defaults, Py_ssize_t(i + ndefaults - positional));
+        bound[i] = tuple_item(defaults, Py_ssize_t(i + ndefaults - positional));
       } else {
         PyObject* d = kwdefaults ? PyDict_GetItem(kwdefaults, params_[i].name.ptr()) : nullptr;
         if (!d) return false;
@@ -307,7 +338,7 @@ class DirectCallCache {
       append_pod(key, x);
     } else if (PyFloat_CheckExact(v)) {
       key += 'f';
-      append_pod(key, PyFloat_AS_DOUBLE(v));
+      append_pod(key, float_value(v));
     } else if (PyUnicode_CheckExact(v)) {
       Py_ssize_t n = 0;
       const char* s = PyUnicode_AsUTF8AndSize(v, &n);
@@ -320,11 +351,11 @@ class DirectCallCache {
       key.append(s, size_t(n));
     } else if (PyTuple_CheckExact(v)) {
       key += '(';
-      append_pod(key, PyTuple_GET_SIZE(v));
-      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(v); ++i)
-        if (!describe_static(PyTuple_GET_ITEM(v, i), key, refs, depth + 1)) return false;
-    } else if (PyType_Check(v) || PyModule_CheckExact(v) || PyFunction_Check(v) ||
-               (PyCFunction_Check(v) && (!PyCFunction_GET_SELF(v) || PyModule_Check(PyCFunction_GET_SELF(v)))) ||
+      append_pod(key, tuple_size(v));
+      for (Py_ssize_t i = 0; i < tuple_size(v); ++i)
+        if (!describe_static(tuple_item(v, i), key, refs, depth + 1)) return false;
+    } else if (PyType_Check(v) || PyModule_CheckExact(v) || is_python_function(v) ||
+               (PyCFunction_Check(v) && (!PyCFunction_GetSelf(v) || PyModule_Check(PyCFunction_GetSelf(v)))) ||
                category(Py_TYPE(v)).identity) {
       key += '@';
       append_pod(key, v);
@@ -345,8 +376,7 @@ class DirectCallCache {
       PyObject* x = todo.back();
       todo.pop_back();
       if (PyTuple_Check(x) || PyList_Check(x)) {
-        PyObject** items = PySequence_Fast_ITEMS(x);
-        for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(x); ++i) todo.push_back(items[i]);
+        for (Py_ssize_t i = 0; i < sequence_size(x); ++i) todo.push_back(sequence_item(x, i));
       } else if (x == Py_None) {
         none = true;
       } else if (!PyLong_CheckExact(x)) {
@@ -390,11 +420,10 @@ class DirectCallCache {
         key += PyTuple_Check(v) ? 'U' : 'L';
         append_pod(key, type);
         add_ref(refs, reinterpret_cast<PyObject*>(type));
-        Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+        Py_ssize_t n = sequence_size(v);
         append_pod(key, n);
-        PyObject** items = PySequence_Fast_ITEMS(v);
         for (Py_ssize_t i = 0; i < n; ++i)
-          if (!describe_runtime(items[i], key, refs, depth + 1)) return false;
+          if (!describe_runtime(sequence_item(v, i), key, refs, depth + 1)) return false;
         return true;
       }
       default: return false;
@@ -481,7 +510,7 @@ class DirectCallCache {
         if (PyErr_Occurred()) throw nb::python_error();
         key += '\x01';
       } else if (PyBytes_Check(value)) {
-        key.append(PyBytes_AS_STRING(value), size_t(PyBytes_GET_SIZE(value)));
+        key.append(PyBytes_AsString(value), size_t(PyBytes_Size(value)));
       } else if (!describe_static(value, key, nullptr)) {
         return false;
       }
@@ -495,7 +524,7 @@ class DirectCallCache {
     if (now == then) return true;
     if (Py_TYPE(now) != Py_TYPE(then) || depth > 8) return false;
     if (PyFloat_CheckExact(now)) {
-      double a = PyFloat_AS_DOUBLE(now), b = PyFloat_AS_DOUBLE(then);
+      double a = float_value(now), b = float_value(then);
       return std::memcmp(&a, &b, sizeof a) == 0;
     }
     if (PyLong_CheckExact(now) || PyUnicode_CheckExact(now) || PyBytes_CheckExact(now) ||
@@ -505,14 +534,14 @@ class DirectCallCache {
       return r == 1;
     }
     if (PyTuple_CheckExact(now) || PyList_CheckExact(now)) {
-      Py_ssize_t n = PySequence_Fast_GET_SIZE(now);
-      if (n != PySequence_Fast_GET_SIZE(then)) return false;
+      Py_ssize_t n = sequence_size(now);
+      if (n != sequence_size(then)) return false;
       for (Py_ssize_t i = 0; i < n; ++i)
-        if (!same_value(PySequence_Fast_ITEMS(now)[i], PySequence_Fast_ITEMS(then)[i], depth + 1)) return false;
+        if (!same_value(sequence_item(now, i), sequence_item(then, i), depth + 1)) return false;
       return true;
     }
     if (PyDict_CheckExact(now)) {
-      if (PyDict_GET_SIZE(now) != PyDict_GET_SIZE(then)) return false;
+      if (PyDict_Size(now) != PyDict_Size(then)) return false;
       Py_ssize_t pos = 0;
       PyObject *k, *v;
       while (PyDict_Next(then, &pos, &k, &v)) {
@@ -544,7 +573,7 @@ class DirectCallCache {
           break;
         }
         case kCellContents: {
-          PyObject* now = PyCell_GET(g.container.ptr());
+          PyObject* now = cell_contents(g.container.ptr());
           if (!same_value(now ? now : missing_.ptr(), g.expected.ptr())) return false;
           break;
         }
@@ -563,11 +592,11 @@ class DirectCallCache {
         case kFunctionState: {  // expected: (code, defaults, kwdefaults)
           PyObject* f = g.container.ptr();
           PyObject* then = g.expected.ptr();
-          PyObject* defaults = PyFunction_GET_DEFAULTS(f);
-          PyObject* kwdefaults = PyFunction_GET_KW_DEFAULTS(f);
-          if (PyFunction_GET_CODE(f) != PyTuple_GET_ITEM(then, 0) ||
-              !same_value(defaults ? defaults : Py_None, PyTuple_GET_ITEM(then, 1)) ||
-              !same_value(kwdefaults ? kwdefaults : Py_None, PyTuple_GET_ITEM(then, 2)))
+          PyObject* defaults = function_defaults(f);
+          PyObject* kwdefaults = function_kw_defaults(f);
+          if (function_code(f) != tuple_item(then, 0) ||
+              !same_value(defaults ? defaults : Py_None, tuple_item(then, 1)) ||
+              !same_value(kwdefaults ? kwdefaults : Py_None, tuple_item(then, 2)))
             return false;
           break;
         }
@@ -653,11 +682,11 @@ void bind_direct_calls(nb::module_& m) {
              r->out = sys.attr("stdout");
              r->err = sys.attr("stderr");
              r->active = true;
-             PyEval_SetProfile(record_profile_event, self.ptr());
+             start_profiling(self);
            })
       .def("stop",
            [](TraceRecorder& r) {
-             if (r.active) PyEval_SetProfile(nullptr, nullptr);
+             if (r.active) stop_profiling();
              r.active = false;
              r.print_fn = r.out = r.err = nb::object();
            })

@@ -23,6 +23,7 @@
 #include "dsl/tracer.h"
 #include "ir/printer.h"
 #include "runtime/cuda_driver.h"
+#include "support/arch.h"
 #include "runtime/executor.h"
 #include "support/crash_report.h"
 #include "support/env.h"
@@ -330,6 +331,23 @@ NB_MODULE(_core, m) {
   m.def("initialize_cuda_context", [](int device) { runtime::CudaDriver::get().initialize_context(device); });
   m.def("device_arch", [](int device) { return runtime::CudaDriver::get().device_arch(device); });
   m.def("device_attribute", [](int attr, int device) { return runtime::CudaDriver::get().device_attribute(attr, device); });
+  // The part the emulator stands for with kernels for `arch` (support/arch.h), or None.
+  m.def("emulated_part", [](const std::string& arch) -> nb::object {
+    const support::EmulatedPart* p = support::emulated_part(support::parse_arch(arch));
+    if (!p) return nb::none();
+    nb::dict d;
+    d["name"] = p->name;
+    d["sm_count"] = p->sm_count;
+    d["l2_cache_bytes"] = p->l2_cache_bytes;
+    d["smem_per_sm_bytes"] = p->smem_per_sm_bytes;
+    d["smem_per_block_bytes"] = p->smem_per_block_bytes;
+    d["max_cluster_size_portable"] = p->max_cluster_size_portable;
+    d["max_cluster_size_non_portable"] = p->max_cluster_size_non_portable;
+    nb::list clusters;  // max_active_clusters of sizes 0 .. 16
+    for (int n = 0; n <= 16; ++n) clusters.append(p->max_active_clusters(n));
+    d["max_active_clusters"] = clusters;
+    return d;
+  }, nb::arg("arch"));
   m.def("add_cuda_search_root", &support::add_cuda_search_root);
   m.def("compile_cache_dir", []() { return runtime::DiskCache::instance().dir(); });
   m.def("log", [](int level, const std::string& message) { support::log(support::LogLevel(level), message); });

@@ -15,6 +15,7 @@
 
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
+#include "bindings/python_object_access.h"
 
 namespace opencute::bindings {
 namespace {
@@ -132,7 +133,7 @@ TypeInfo classify_uncached(nb::handle obj) {
   if (has_attr(obj, n.array_interface)) return {TensorArgument::Kind::ArrayInterface, nullptr};
   throw dsl::UserError("ARG_UNSUPPORTED_TYPE",
                        "expected a tensor argument (a cute tensor, a torch tensor or a numpy array), got " +
-                           std::string(Py_TYPE(obj.ptr())->tp_name));
+                           std::string(nb::type_name(obj.type()).c_str()));
 }
 
 TypeInfo classify(nb::handle obj) {
@@ -241,9 +242,9 @@ int64_t TensorArgument::data_slow() {
     case Kind::ArrayInterface: {
       nb::object ai = get_attr(obj_, n.array_interface);
       PyObject* d = PyDict_GetItem(ai.ptr(), n.data);  // borrowed
-      if (!d || !PyTuple_Check(d) || PyTuple_GET_SIZE(d) < 1)
+      if (!d || !PyTuple_Check(d) || tuple_size(d) < 1)
         throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "__array_interface__ has no data pointer");
-      return to_int64(PyTuple_GET_ITEM(d, 0));
+      return to_int64(tuple_item(d, 0));
     }
   }
   return 0;
@@ -286,9 +287,9 @@ void TensorArgument::need_layout() {
       nb::tuple shape = nb::steal<nb::tuple>(PyTuple_New(buffer_.ndim));
       nb::tuple stride = nb::steal<nb::tuple>(PyTuple_New(buffer_.ndim));
       for (int i = 0; i < buffer_.ndim; ++i) {
-        PyTuple_SET_ITEM(shape.ptr(), i, PyLong_FromSsize_t(buffer_.shape[i]));
+        PyTuple_SetItem(shape.ptr(), i, PyLong_FromSsize_t(buffer_.shape[i]));
         Py_ssize_t st = buffer_.strides ? buffer_.strides[i] / buffer_.itemsize : 1;
-        PyTuple_SET_ITEM(stride.ptr(), i, PyLong_FromSsize_t(st));
+        PyTuple_SetItem(stride.ptr(), i, PyLong_FromSsize_t(st));
       }
       shape_ = shape;
       stride_ = stride;
@@ -311,15 +312,15 @@ size_t TensorArgument::rank_slow() {
   if (kind_ == Kind::DLPackExchange) return size_t(dl_.ndim);
   if (kind_ == Kind::Buffer) return size_t(buffer_.ndim);
   need_layout();
-  return size_t(PyTuple_GET_SIZE(shape_.ptr()));
+  return size_t(tuple_size(shape_.ptr()));
 }
 
 int64_t TensorArgument::shape_slow(size_t mode) {
   if (kind_ == Kind::DLPackExchange) return mode < size_t(dl_.ndim) ? dl_.shape[mode] : 1;
   if (kind_ == Kind::Buffer) return mode < size_t(buffer_.ndim) ? int64_t(buffer_.shape[mode]) : 1;
   need_layout();
-  if (mode >= size_t(PyTuple_GET_SIZE(shape_.ptr()))) return 1;
-  return to_int64(PyTuple_GET_ITEM(shape_.ptr(), Py_ssize_t(mode)));
+  if (mode >= size_t(tuple_size(shape_.ptr()))) return 1;
+  return to_int64(tuple_item(shape_.ptr(), Py_ssize_t(mode)));
 }
 
 int64_t TensorArgument::stride_slow(size_t mode) {
@@ -335,8 +336,8 @@ int64_t TensorArgument::stride_slow(size_t mode) {
     return buffer_.strides ? int64_t(buffer_.strides[mode] / buffer_.itemsize) : 1;
   }
   need_layout();
-  if (mode >= size_t(PyTuple_GET_SIZE(stride_.ptr()))) return 0;
-  return to_int64(PyTuple_GET_ITEM(stride_.ptr(), Py_ssize_t(mode)));
+  if (mode >= size_t(tuple_size(stride_.ptr()))) return 0;
+  return to_int64(tuple_item(stride_.ptr(), Py_ssize_t(mode)));
 }
 
 std::string TensorArgument::layout_string() {
@@ -404,6 +405,17 @@ ir::Type type_from_buffer_format(const char* fmt, int64_t itemsize) {
   return nullptr;
 }
 
+// torch.dtype's type, recognised by its qualified name once and by address after that.
+bool is_torch_dtype(PyObject* o) {
+  static PyTypeObject* torch_dtype = nullptr;
+  PyTypeObject* type = Py_TYPE(o);
+  if (torch_dtype) return type == torch_dtype;
+  if (std::string_view(nb::type_name(nb::handle(reinterpret_cast<PyObject*>(type))).c_str()) != "torch.dtype") return false;
+  Py_INCREF(reinterpret_cast<PyObject*>(type));  // kept: its address identifies the type from now on
+  torch_dtype = type;
+  return true;
+}
+
 // A framework's `dtype` attribute by name (torch.float32, numpy's dtype('bfloat16') ...).
 ir::Type type_from_dtype_attribute(nb::handle obj) {
   PyObject* dt = PyObject_GetAttr(obj.ptr(), names().dtype);
@@ -418,7 +430,7 @@ ir::Type type_from_dtype_attribute(nb::handle obj) {
     return dsl::dtype_from_framework_name(text);
   };
   // torch dtypes are singletons; numpy's dtype objects need not be, so only torch's are cached.
-  if (std::string_view(Py_TYPE(d.ptr())->tp_name) == "torch.dtype") return cached_by_identity(d.ptr(), by_name);
+  if (is_torch_dtype(d.ptr())) return cached_by_identity(d.ptr(), by_name);
   return by_name();
 }
 
@@ -459,7 +471,9 @@ ir::Type TensorArgument::element_type() {
       nb::object ai = get_attr(obj_, n.array_interface);
       PyObject* ts = PyDict_GetItem(ai.ptr(), n.typestr);  // borrowed
       if (ts && PyUnicode_Check(ts)) {
-        std::string s = PyUnicode_AsUTF8(ts);
+        Py_ssize_t length = 0;
+        const char* chars = PyUnicode_AsUTF8AndSize(ts, &length);
+        std::string s = chars ? std::string(chars, size_t(length)) : std::string();
         if (s.size() >= 3) {
           char* end = nullptr;
           long bytes = std::strtol(s.c_str() + 2, &end, 10);

@@ -19,6 +19,7 @@
 #include "ir/scalar_semantics.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
+#include "bindings/python_object_access.h"
 
 namespace opencute::bindings {
 namespace {
@@ -533,7 +534,7 @@ struct ArgumentReader {
     }
     if (PyFloat_CheckExact(o)) {
       out.type_index = kFloat;
-      out.v_float64 = PyFloat_AS_DOUBLE(o);
+      out.v_float64 = float_value(o);
       return Read::Ok;
     }
     // TVM_FFI_SKIP_DLPACK_C_EXCHANGE_API=1 turns tvm-ffi's use of the table off: ours too.
@@ -563,12 +564,11 @@ struct ArgumentReader {
 
   Read argument(PyObject* o, FfiAny& out) {
     if (!PyTuple_CheckExact(o) && !PyList_CheckExact(o)) return leaf(o, out);
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(o);
-    PyObject** elements = PySequence_Fast_ITEMS(o);
+    Py_ssize_t n = sequence_size(o);
     FfiAny* items = s.items.data() + next_item;
     next_item += size_t(n);
     for (Py_ssize_t i = 0; i < n; ++i) {
-      PyObject* e = elements[i];
+      PyObject* e = sequence_item(o, i);
       if (PyTuple_Check(e) || PyList_Check(e)) return Read::Unsupported;  // nested: tvm-ffi's path
       Read r = leaf(e, items[i]);
       if (r != Read::Ok) return r;
@@ -606,11 +606,11 @@ PyObject* python_result(const FfiAny& r) {
 PyObject* fast_call(TvmFfiFunction& f, PyObject* args, bool* handled) {
   *handled = true;
   PyCallScratch& scratch = *py_call_scratch();
-  Py_ssize_t num_args = PyTuple_GET_SIZE(args);
+  Py_ssize_t num_args = tuple_size(args);
   size_t leaves = size_t(num_args);
   for (Py_ssize_t i = 0; i < num_args; ++i) {
-    PyObject* o = PyTuple_GET_ITEM(args, i);
-    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) leaves += size_t(PySequence_Fast_GET_SIZE(o));
+    PyObject* o = tuple_item(args, i);
+    if (PyTuple_CheckExact(o) || PyList_CheckExact(o)) leaves += size_t(sequence_size(o));
   }
   // Sized before reading: the packed values point into these arrays.
   if (scratch.tensors.size() < leaves) scratch.tensors.resize(leaves);
@@ -619,7 +619,7 @@ PyObject* fast_call(TvmFfiFunction& f, PyObject* args, bool* handled) {
   if (scratch.args.size() < size_t(num_args)) scratch.args.resize(size_t(num_args));
   ArgumentReader reader{scratch, f.uses_env_stream, {}};
   for (Py_ssize_t i = 0; i < num_args; ++i) {
-    Read r = reader.argument(PyTuple_GET_ITEM(args, i), scratch.args[size_t(i)]);
+    Read r = reader.argument(tuple_item(args, i), scratch.args[size_t(i)]);
     if (r == Read::Error) return nullptr;
     if (r == Read::Unsupported) {
       *handled = false;
@@ -655,12 +655,15 @@ ternaryfunc base_call = nullptr;
 // `_opencute_state`; the function object owns the state, so it lives as long as `self`).
 TvmFfiFunction* state_of(PyObject* self) {
   static PyObject* key = PyUnicode_InternFromString("_opencute_state");
-  PyTypeObject* type = Py_TYPE(self);
   PyObject* v = nullptr;
+#ifndef Py_LIMITED_API
+  PyTypeObject* type = Py_TYPE(self);
   if (type->tp_dictoffset > 0) {  // tvm_ffi.Function has a __dict__ slot: one dict look-up
     PyObject* dict = *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(self) + type->tp_dictoffset);
     v = dict ? PyDict_GetItemWithError(dict, key) : nullptr;  // borrowed
-  } else {
+  } else
+#endif
+  {
     v = PyObject_GetAttr(self, key);
     Py_XDECREF(v);  // the dict keeps it
   }
@@ -683,7 +686,7 @@ PyObject* call_positional(PyObject* self, PyObject* args) {
 }
 
 PyObject* compiled_function_call(PyObject* self, PyObject* args, PyObject* kwargs) {
-  if (!kwargs || PyDict_GET_SIZE(kwargs) == 0) return call_positional(self, args);
+  if (!kwargs || PyDict_Size(kwargs) == 0) return call_positional(self, args);
   static PyObject* bind_name = PyUnicode_InternFromString("_bind");
   PyObject* bound = PyObject_CallMethodObjArgs(self, bind_name, args, kwargs, nullptr);
   if (!bound) return nullptr;
@@ -719,10 +722,22 @@ void bind_tvm_ffi_functions(nb::module_& m) {
   });
   m.def("tvm_ffi_install_call_slot", [](nb::handle cls) {
     auto* type = reinterpret_cast<PyTypeObject*>(cls.ptr());
-    if (!PyType_Check(cls.ptr()) || !type->tp_base || !type->tp_base->tp_call)
-      throw std::invalid_argument("expected a subclass of tvm_ffi.Function");
-    base_call = type->tp_base->tp_call;
+    PyTypeObject* base = PyType_Check(cls.ptr()) ? reinterpret_cast<PyTypeObject*>(PyType_GetSlot(type, Py_tp_base)) : nullptr;
+    base_call = base ? reinterpret_cast<ternaryfunc>(PyType_GetSlot(base, Py_tp_call)) : nullptr;
+    if (!base_call) throw std::invalid_argument("expected a subclass of tvm_ffi.Function");
+#ifdef Py_LIMITED_API
+    // Type slots cannot be written through the stable ABI: the class's __call__ becomes a C++
+    // method instead (one bound-method hop more than the slot, still no Python frame).
+    cls.attr("__call__") = nb::cpp_function(
+        [](nb::handle self, nb::args args, nb::kwargs kwargs) {
+          PyObject* r = compiled_function_call(self.ptr(), args.ptr(), kwargs.ptr());
+          if (!r) throw nb::python_error();
+          return nb::steal(r);
+        },
+        nb::is_method());
+#else
     type->tp_call = compiled_function_call;
+#endif
   });
   m.def("tvm_ffi_free_function_state", [](int64_t state) { delete_function(reinterpret_cast<void*>(intptr_t(state))); });
 }

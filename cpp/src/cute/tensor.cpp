@@ -222,6 +222,19 @@ ir::Value* element_address(const Tensor& t, const L::IntTuple& coord) {
   return offset_pointer(trace_builder("tensor indexing"), t.ptr, index);
 }
 
+ir::Value* unswizzled_element_address(const Tensor& t, const L::IntTuple& coord) {
+  L::IntTuple off = t.layout(coord);
+  if (!off.is_int()) throw dsl::UserError("TYPE_MISMATCH", "memory tensor " + to_string(t) + " maps " +
+                                                               L::to_string(coord) + " to " + L::to_string(off) +
+                                                               ", not an element offset");
+  L::Int index = off.as_int();
+  if (t.swizzle && !t.swizzle_in_address) {
+    L::BuilderScope scope(&trace_builder("tensor indexing"));
+    index = t.swizzle_offset + index;
+  }
+  return offset_pointer(trace_builder("tensor indexing"), t.ptr, index);
+}
+
 Tensor recast_tensor(const Tensor& t, ir::Type element) {
   require_memory(t, "recast_tensor");
   ir::Type old = t.element();

@@ -68,6 +68,11 @@ ir::Value* swizzle_address(ir::Builder& b, ir::Value* ptr, const layout::Swizzle
 Tensor with_composed_layout(const Tensor& t, const layout::ComposedLayout& l);
 // The address of element `coord` (a full coordinate or a linear index) of a memory tensor.
 ir::Value* element_address(const Tensor& t, const layout::IntTuple& coord);
+// The address `coord` has before the tensor's swizzle moves it (the address itself for an
+// unswizzled tensor): what an instruction that swizzles by address itself takes (a TMA copy's
+// shared-memory tile), so that it lands where the swizzled tensor reads it whatever the tile's
+// alignment.
+ir::Value* unswizzled_element_address(const Tensor& t, const layout::IntTuple& coord);
 // CuTe's recast_tensor: the same bytes seen as elements of `element` (layout and swizzle recast).
 Tensor recast_tensor(const Tensor& t, ir::Type element);
 

@@ -246,10 +246,11 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
   if (dst < base || dst + bytes > base + w.smem_size)
     w.fail(lane, "a TMA load of " + std::to_string(bytes) + " bytes to shared offset " + std::to_string(int64_t(dst - base)) +
                      " runs outside the block's " + std::to_string(w.smem_size) + " bytes of shared memory");
-  const int align = d.swizzle_bytes ? d.swizzle_bytes * 8 : 128;
-  if ((dst - base) % uintptr_t(align))
-    w.fail(lane, "a TMA load to shared offset " + std::to_string(dst - base) + ", which is not " + std::to_string(align) +
-                     "-byte aligned" + (d.swizzle_bytes ? " (the swizzle pattern repeats every " + std::to_string(align) + " bytes)" : ""));
+  // The PTX ISA asks 128 bytes of a tensor copy's shared address, swizzled or not: the swizzle is
+  // a function of the address itself (`swizzled`), so a box at 128 mod 1024 starts mid-pattern,
+  // just as a swizzled-pointer tensor over that memory reads it.
+  if ((dst - base) % 128)
+    w.fail(lane, "a TMA load to shared offset " + std::to_string(dst - base) + ", which is not 128-byte aligned");
   if (bar < base || bar + 8 > base + w.smem_size || !w.table->find(bar))
     w.fail(lane, "a TMA load completing on an mbarrier that is not an initialised shared-memory mbarrier");
   // Multicast: every CTA in the mask receives the box at the same offset and its own mbarrier

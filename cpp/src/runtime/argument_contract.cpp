@@ -78,7 +78,7 @@ ArgumentError compiled_function_error(const TensorContract& c, const F& f, const
             label + " has element type " + in.got_element + " but the function was compiled for " +
                 dsl::framework_dtype_name(c.element) + " (" + dsl::dtype_name(c.element) + ")"};
   if (f.has(F::kMemory)) {
-    if (f.where == KernelMemory::Host)
+    if (f.where == KernelMemory::Host || f.where == KernelMemory::HostStaged)
       return {"ARG_DEVICE_MISMATCH", "ValueError",
               label + " is in GPU memory, but this function's kernels run on the CPU emulator, which reads host memory"};
     return {"ARG_DEVICE_MISMATCH", "ValueError",
@@ -256,9 +256,41 @@ ArgumentError argument_error(MessageStyle style, const TensorContract& c, const 
   return none();
 }
 
+namespace {
+// A runtime pointer's type key, "Float32,1,16": element type, address space, alignment.
+struct PointerKey {
+  std::string element;
+  int space = -1;
+  int64_t align = 0;
+};
+bool parse_pointer_key(const std::string& key, PointerKey* out) {
+  const size_t b = key.rfind(',');
+  if (b == std::string::npos || b == 0) return false;
+  const size_t a = key.rfind(',', b - 1);
+  if (a == std::string::npos) return false;
+  try {
+    out->element = key.substr(0, a);
+    out->space = std::stoi(key.substr(a + 1, b - a - 1));
+    out->align = std::stoll(key.substr(b + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+bool pointer_type_fits(const std::string& compiled_key, const std::string& given_key, int64_t address, int64_t align) {
+  if (given_key == compiled_key) return true;
+  PointerKey want, got;
+  if (!parse_pointer_key(compiled_key, &want) || !parse_pointer_key(given_key, &got)) return false;
+  constexpr int kGeneric = 0;  // AddressSpace.generic
+  return got.element == want.element && (got.space == want.space || got.space == kGeneric || want.space == kGeneric) &&
+         (align <= 1 || address % align == 0);
+}
+
 ArgumentError check_pointer(const PointerContract& c, const std::string& type_key, int64_t address,
                             const std::string& shown) {
-  if (type_key.empty() || type_key != c.type_key)
+  if (type_key.empty() || !pointer_type_fits(c.type_key, type_key, address, c.align))
     return {"ARG_POINTER_MISMATCH", "TypeError",
             "argument #" + to_string(c.source) + " is " + shown + " but the function was compiled for " + c.description};
   if (c.align > 1 && address % c.align != 0)

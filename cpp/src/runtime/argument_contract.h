@@ -98,7 +98,9 @@ std::vector<int> check_of_slots(const ArgumentPlan& plan);
 // ---- the tensor a call passes, as every call path can see it --------------------------------
 
 // Where the program's kernels read tensor memory (Any: the tensors are only passed around).
-enum class KernelMemory : uint8_t { Any, Host, Device };
+// HostStaged: the CPU emulator on a machine with a GPU, where device memory is copied to host
+// memory around each launch (host_staging.h) rather than refused.
+enum class KernelMemory : uint8_t { Any, Host, Device, HostStaged };
 // Where a tensor's memory is, by DLPack's device type. Managed memory serves both kinds of
 // kernels; pinned host memory is host memory.
 enum class TensorMemory : int32_t { Other = 0, Host = 1 /* kDLCPU */, Device = 2 /* kDLCUDA */,
@@ -117,12 +119,26 @@ constexpr uint32_t kMemoryServing[] = {
     ~0u,                                                 // Any
     (1u << 1) | (1u << 3) | (1u << 13),                  // Host: CPU, pinned, managed
     (1u << 2) | (1u << 13),                              // Device: CUDA, managed
+    (1u << 1) | (1u << 2) | (1u << 3) | (1u << 13),      // HostStaged: host-readable, or CUDA (staged)
 };
 inline bool dl_memory_serves(int32_t device_type, KernelMemory where) {
   return where == KernelMemory::Any ||
          (uint32_t(device_type) < 32 && (kMemoryServing[int(where)] >> uint32_t(device_type)) & 1u);
 }
 inline bool memory_serves(TensorMemory m, KernelMemory where) { return dl_memory_serves(int32_t(m), where); }
+
+// The one decision of where a call's tensors must be. `runs_kernels`: the program launches
+// kernels that run (not discarded for measurement); `emulated`: they run on the CPU emulator;
+// `device_present`: a CUDA device is there to stage GPU memory from.
+inline KernelMemory kernel_memory(bool runs_kernels, bool emulated, bool device_present) {
+  if (!runs_kernels) return KernelMemory::Any;
+  if (!emulated) return KernelMemory::Device;
+  return device_present ? KernelMemory::HostStaged : KernelMemory::Host;
+}
+// True when a tensor in `m` is copied to host memory around the launch (host_staging.h).
+inline bool stages_through_host(TensorMemory m, KernelMemory where) {
+  return where == KernelMemory::HostStaged && m == TensorMemory::Device;
+}
 
 // DLPack's DLTensor (dlpack.h), declared here so that no DLPack header is needed.
 struct DLTensorView {
@@ -272,6 +288,13 @@ struct MessageInputs {
 // null) when the style does not check what broke (see argument_contract.cpp).
 ArgumentError argument_error(MessageStyle style, const TensorContract& c, const ContractFindings& findings,
                              const MessageInputs& in);
+// Whether a runtime pointer with type key `given_key` (its element type, address space and
+// alignment, "Float32,1,16") at `address` fits a parameter compiled for `compiled_key`, whose code
+// assumes `align` bytes: the same key, or the same element type in the same or the generic
+// address space at an address with the compiled alignment. What the code assumes of the address
+// then holds (NVIDIA's rmsnorm compiles for gmem pointers aligned to 16 bytes and calls with
+// make_ptr(dtype, t.data_ptr()), generic and aligned to the element).
+bool pointer_type_fits(const std::string& compiled_key, const std::string& given_key, int64_t address, int64_t align);
 // A cute.Pointer argument against its contract: `type_key` is the runtime pointer's (empty: it
 // has none), `shown` how the argument prints. Code null when it passes.
 ArgumentError check_pointer(const PointerContract& c, const std::string& type_key, int64_t address,

@@ -102,6 +102,7 @@ struct CudaDriver::Api {
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t);
+  CUresult (*PointerGetAttribute)(void*, int, CUdeviceptr);
   CUresult (*EventCreate)(CUevent*, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventSynchronize)(CUevent);
@@ -197,6 +198,7 @@ const CudaDriver::Api& CudaDriver::api() {
       bind(a->MemFree, "cuMemFree_v2");
       bind(a->MemcpyHtoD, "cuMemcpyHtoD_v2");
       bind(a->MemcpyDtoH, "cuMemcpyDtoH_v2");
+      bind(a->PointerGetAttribute, "cuPointerGetAttribute");
       bind(a->EventCreate, "cuEventCreate");
       bind(a->EventRecord, "cuEventRecord");
       bind(a->EventSynchronize, "cuEventSynchronize");
@@ -477,6 +479,30 @@ void CudaDriver::memcpy_htod(void* dst_device, const void* src_host, size_t byte
 void CudaDriver::memcpy_dtoh(void* dst_host, const void* src_device, size_t bytes) {
   const Api& a = initialized();
   check(a, "cuMemcpyDtoH_v2", a.MemcpyDtoH(dst_host, to_dptr(src_device), bytes));
+}
+
+CudaDriver::PointerInfo CudaDriver::pointer_info(const void* address) noexcept {
+  PointerInfo info;
+  if (!available()) return info;
+  // cuda.h's CUpointer_attribute values.
+  constexpr int kContext = 1, kMemoryType = 2, kIsManaged = 8, kRangeStart = 11, kRangeSize = 12;
+  const Api& a = *api_.load(std::memory_order_acquire);
+  const CUdeviceptr p = to_dptr(address);
+  unsigned int type = 0;
+  if (a.PointerGetAttribute(&type, kMemoryType, p) != CUDA_SUCCESS) return info;  // not the driver's
+  unsigned int managed = 0;
+  CUdeviceptr begin = 0;
+  size_t size = 0;
+  CUcontext context = nullptr;
+  if (a.PointerGetAttribute(&managed, kIsManaged, p) == CUDA_SUCCESS) info.managed = managed != 0;
+  if (a.PointerGetAttribute(&begin, kRangeStart, p) == CUDA_SUCCESS &&
+      a.PointerGetAttribute(&size, kRangeSize, p) == CUDA_SUCCESS) {
+    info.range_begin = uintptr_t(begin);
+    info.range_size = size;
+  }
+  if (a.PointerGetAttribute(&context, kContext, p) == CUDA_SUCCESS) info.context = context;
+  info.memory_type = int(type);
+  return info;
 }
 
 EventHandle CudaDriver::event_create() {

@@ -13,6 +13,7 @@
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -125,6 +126,19 @@ class CudaDriver {
   void mem_free(void* ptr);
   void memcpy_htod(void* dst_device, const void* src_host, size_t bytes);
   void memcpy_dtoh(void* dst_host, const void* src_device, size_t bytes);
+
+  // What the driver knows of an address (cuPointerGetAttribute): its memory type (cuda.h's
+  // CUmemorytype: 1 host, 2 device, 4 unified; 0 when the driver does not know the address),
+  // whether it is managed, its allocation and context. Never throws: without a driver, or for
+  // an address no allocation holds, memory_type is 0.
+  struct PointerInfo {
+    int memory_type = 0;
+    bool managed = false;
+    uintptr_t range_begin = 0;
+    size_t range_size = 0;
+    void* context = nullptr;
+  };
+  PointerInfo pointer_info(const void* address) noexcept;
 
   // cuTensorMapEncodeTiled (CUDA 12.0+): writes the 128-byte CUtensorMap at `map` (64-byte
   // aligned). `strides` holds rank - 1 byte strides (of dims 1..rank-1); enums as cuda.h's

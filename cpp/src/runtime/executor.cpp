@@ -77,6 +77,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
       std::optional<CachedCode> hit = DiskCache::instance().load(key);
       timings_.cache_ms = ms_since(t0);
       if (hit) {
+        nvvm_line_info_ = options.generate_line_info;
         ptx_ = std::move(hit->ptx);
         cubin_ = std::move(hit->cubin);
         timings_.cache_hit = true;
@@ -115,16 +116,27 @@ std::string CompiledProgram::disk_cache_key(const CompileOptions& o) const {
   return key + ir_text_;
 }
 
+const std::string& CompiledProgram::nvvm_text() const {
+  if (nvvm_text_.empty() && timings_.cache_hit && module_)
+    nvvm_text_ = target::lower_kernels_to_nvvm(*module_, nvvm_line_info_, arch_).text;
+  return nvvm_text_;
+}
+
 void CompiledProgram::generate_code(const CompileOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
-  target::NvvmModuleText nvvm = target::lower_kernels_to_nvvm(*module_, options.generate_line_info);
+  target::NvvmModuleText nvvm = target::lower_kernels_to_nvvm(*module_, options.generate_line_info, arch_);
   nvvm_text_ = nvvm.text;
   timings_.lower_ms = ms_since(t0);
 
   // Kernels that will run on the CPU emulator need neither PTX nor a cubin: both are then
   // best effort (for inspection), so a machine without libNVVM / nvJitLink can still compile.
-  const bool best_effort = target_ == CompileOptions::Target::Cpu ||
-                           (target_ == CompileOptions::Target::Auto && !CudaDriver::get().available());
+  const bool emulated = target_ == CompileOptions::Target::Cpu ||
+                        (target_ == CompileOptions::Target::Auto && !CudaDriver::get().available());
+  // OPENCUTE_EMULATOR_LINK_CUBIN: kernels for the emulator are also linked to a cubin, and a
+  // toolchain that rejects them (or is missing) is an error: the check that what the emulator runs
+  // is code the GPU's toolchain accepts for the arch (sm_100a on a machine without a Blackwell).
+  const bool link_for_emulator = emulated && support::env_flag("OPENCUTE_EMULATOR_LINK_CUBIN");
+  const bool best_effort = emulated && !link_for_emulator;
   try {
     // What the libraries' own timers leave out is loading them: the first compile's extra.
     auto t_nvvm = std::chrono::steady_clock::now();
@@ -133,7 +145,7 @@ void CompiledProgram::generate_code(const CompileOptions& options) {
     timings_.load_ms += std::max(0.0, ms_since(t_nvvm) - ptx.ms);
     ptx_ = std::move(ptx.ptx);
     timings_.nvvm_ms = ptx.ms;
-    if (!options.need_cubin || target_ == CompileOptions::Target::Cpu) return;
+    if (!options.need_cubin || (target_ == CompileOptions::Target::Cpu && !link_for_emulator)) return;
     auto t_link = std::chrono::steady_clock::now();
     target::CubinResult cubin = target::link_ptx_to_cubin(ptx_, arch_, options.opt_level, options.ptxas_options);
     timings_.load_ms += std::max(0.0, ms_since(t_link) - cubin.ms);

@@ -68,7 +68,8 @@ class CompiledProgram : public emulator::LaunchHandler {
   CompileOptions::Target target() const { return target_; }
 
   const std::string& ir_text() const { return ir_text_; }
-  const std::string& nvvm_text() const { return nvvm_text_; }
+  // After a disk-cache hit the NVVM IR is lowered again on the first request (it is not stored).
+  const std::string& nvvm_text() const;
   // A program rebuilt from stored code (traced_program_cache.h) gets the NVVM IR stored with it.
   void set_nvvm_text(std::string text) { nvvm_text_ = std::move(text); }
   const std::string& ptx() const { return ptx_; }
@@ -105,7 +106,9 @@ class CompiledProgram : public emulator::LaunchHandler {
   std::unique_ptr<ir::Module> module_;
   ir::Function* host_ = nullptr;
   std::unique_ptr<emulator::HostInterpreter> interpreter_;
-  std::string ir_text_, nvvm_text_, ptx_, arch_, hash_;
+  std::string ir_text_, ptx_, arch_, hash_;
+  mutable std::string nvvm_text_;
+  bool nvvm_line_info_ = false;  // how nvvm_text_ is lowered when it is asked for after a cache hit
   std::vector<char> cubin_;
   std::vector<std::string> kernel_names_;
   CompileTimings timings_;

@@ -35,4 +35,18 @@ int64_t Arch::smem_capacity_bytes() const {
   return int64_t(kib - 1) * 1024;
 }
 
+const EmulatedPart* emulated_part(const Arch& arch) {
+  // B200: 148 SMs (74 of each die's 80), 228 KiB of shared memory per SM (227 KiB per block),
+  // clusters of up to 8 CTAs portably and 16 with the non-portable opt-in; the 126 MB L2 is
+  // chipsandcheese's measurement ("Nvidia's B200: Keeping the CUDA Juggernaut Rolling").
+  static const EmulatedPart b200{"B200", 148, int64_t(126) << 20, 228 << 10, 227 << 10, 8, 16};
+  // B300 (Blackwell Ultra): NVIDIA publishes the full die's 160 SMs but not how many a B300
+  // enables, nor its L2; until it does, the emulated B300 has the B200's figures.
+  static const EmulatedPart b300{"B300", 148, int64_t(126) << 20, 228 << 10, 227 << 10, 8, 16};
+  if (arch.suffix != 'a' && arch.suffix != 'f') return nullptr;
+  if (arch.number == 100) return &b200;
+  if (arch.number == 103) return &b300;
+  return nullptr;
+}
+
 }  // namespace opencute::support

@@ -32,7 +32,31 @@ struct Arch {
   // Shared memory one block may use, in bytes (the opt-in maximum less the 1 KiB the system
   // reserves); -1 for an architecture outside the table.
   int64_t smem_capacity_bytes() const;
+  // libNVVM (CUDA 12.8+) reads IR for sm_100 and newer in a later LLVM dialect, where a by-value
+  // parameter names its type (`byval([16 x i64])`); for older architectures it reads the LLVM 7
+  // dialect, which rejects that form.
+  bool nvvm_byval_names_type() const { return number >= 100; }
 };
+
+// The GPU the CPU emulator stands for when it runs kernels compiled for an architecture no GPU
+// here has: what `cutlass.utils.HardwareInfo` answers, so that a persistent kernel sizes its grid
+// and a kernel its shared memory as it would on that part.
+struct EmulatedPart {
+  const char* name;           // "B200"
+  int sm_count;
+  int64_t l2_cache_bytes;
+  int64_t smem_per_sm_bytes;     // the SM's shared memory
+  int64_t smem_per_block_bytes;  // what one block may opt in to (the SM's less the 1 KiB reserved)
+  int max_cluster_size_portable;
+  int max_cluster_size_non_portable;
+  // Clusters of `cluster_size` CTAs resident at once when each CTA fills its SM's shared memory
+  // (one CTA per SM): every SM busy, as NVIDIA's persistent schedulers size their grids.
+  int max_active_clusters(int cluster_size) const { return cluster_size > 0 ? sm_count / cluster_size : 0; }
+};
+
+// The part for sm_100a / sm_100f (B200) and sm_103a / sm_103f (B300); null for any other
+// architecture (kernels for it run on the emulator without a part to describe).
+const EmulatedPart* emulated_part(const Arch& arch);
 
 // An optional "sm_" or "compute_" prefix, one to four digits, at most one letter of suffix.
 // Anything else gives an Arch whose number is 0 (its name kept for messages).

@@ -66,6 +66,39 @@ TEST(ArchFeatures, Table) {
   EXPECT_EQ(parse_arch("sm_75").smem_capacity_bytes(), -1);
 }
 
+TEST(ArchFeatures, NvvmDialect) {
+  // libNVVM's parser for sm_100 and newer wants `byval(<type>)`; for sm_90 and older it rejects it.
+  EXPECT_FALSE(parse_arch("sm_80").nvvm_byval_names_type());
+  EXPECT_FALSE(parse_arch("sm_90a").nvvm_byval_names_type());
+  EXPECT_TRUE(parse_arch("sm_100a").nvvm_byval_names_type());
+  EXPECT_TRUE(parse_arch("sm_103a").nvvm_byval_names_type());
+  EXPECT_TRUE(parse_arch("sm_120a").nvvm_byval_names_type());
+  EXPECT_FALSE(parse_arch("").nvvm_byval_names_type());
+}
+
+TEST(EmulatedPart, BlackwellArchesStandForB200AndB300) {
+  using opencute::support::emulated_part;
+  for (const char* name : {"sm_100a", "sm_100f"}) {
+    const opencute::support::EmulatedPart* p = emulated_part(parse_arch(name));
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_STREQ(p->name, "B200");
+    EXPECT_EQ(p->sm_count, 148);
+    EXPECT_EQ(p->smem_per_sm_bytes, 228 * 1024);
+    EXPECT_EQ(p->smem_per_block_bytes, 227 * 1024);
+    EXPECT_EQ(p->smem_per_block_bytes, parse_arch(name).smem_capacity_bytes());  // one figure, two tables agree
+    EXPECT_EQ(p->max_cluster_size_portable, 8);
+    EXPECT_EQ(p->max_cluster_size_non_portable, 16);
+    EXPECT_EQ(p->max_active_clusters(1), 148);
+    EXPECT_EQ(p->max_active_clusters(2), 74);
+    EXPECT_EQ(p->max_active_clusters(4), 37);
+    EXPECT_EQ(p->max_active_clusters(16), 9);
+  }
+  ASSERT_NE(emulated_part(parse_arch("sm_103a")), nullptr);
+  EXPECT_STREQ(emulated_part(parse_arch("sm_103a"))->name, "B300");
+  for (const char* name : {"sm_80", "sm_90a", "sm_100", "sm_120a", ""})
+    EXPECT_EQ(emulated_part(parse_arch(name)), nullptr) << name;
+}
+
 TEST(ArchOfTrace, EachTracerKeepsItsOwn) {
   using opencute::dsl::Tracer;
   EXPECT_TRUE(Tracer::current_target_arch().empty());  // outside tracing: nothing to check

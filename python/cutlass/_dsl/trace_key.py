@@ -67,9 +67,10 @@ FORMAT = "opencute trace key 1"
 # CUTE_DSL_TARGET, which enter through the arch and target).
 _CODEGEN_ENV = ("CUTE_DSL_ENABLE_ASSERTIONS", "CUTE_DSL_LINEINFO", "OPENCUTE_PTXAS", "OPENCUTE_LIBNVVM",
                 "OPENCUTE_LIBNVJITLINK", "OPENCUTE_LIBDEVICE")
-# Debug switches whose output needs the IR or the trace: they force tracing.
+# Debug switches whose output needs the IR or the trace: they force tracing. (An entry for the
+# emulator keeps no cubin, so OPENCUTE_EMULATOR_LINK_CUBIN, whose output is the cubin, is one.)
 _TRACE_ENV = ("CUTE_DSL_PRINT_IR", "CUTE_DSL_PRINT_AFTER_PREPROCESSOR", "CUTE_DSL_KEEP_IR", "CUTE_DSL_KEEP_PTX",
-              "CUTE_DSL_KEEP_CUBIN", "CUTE_DSL_ENABLE_TVM_FFI")
+              "CUTE_DSL_KEEP_CUBIN", "CUTE_DSL_ENABLE_TVM_FFI", "OPENCUTE_EMULATOR_LINK_CUBIN")
 _TRACE_OPTIONS = ("keep_ptx", "keep_cubin", "keep_sass", "dump_dir", "enable_tvm_ffi", "link_libraries")
 
 # What reads state outside the values hashed here: a call of code that reaches them is not keyed.

@@ -68,8 +68,9 @@ int64_t static_int(const L::IntTuple& t, const std::string& what) {
 
 struct Run {
   int mode;
-  int64_t size, sstride, tile_stride;
-  int leaf = -1;  // the global layout's flattened leaf this dimension addresses (-1: leaf of `mode`)
+  int64_t size, sstride, tile_stride;  // tile_stride: position stride in the mode, then coordinate step in the leaf
+  int leaf = -1;                       // the global layout's flattened leaf this dimension addresses
+  int64_t pos_stride = 0;              // position stride in the tile mode
 };
 
 // The leaves of mode i of a static layout, with their position strides inside the mode.
@@ -137,62 +138,112 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
                                   " was expected); TMA fills a box without gaps");
     dense *= run.size;
   }
-  std::vector<Run> dims;
+  std::vector<Run> runs_by_mode;
   for (const Run& run : runs) {
-    if (!dims.empty() && dims.back().mode == run.mode && dims.back().tile_stride * dims.back().size == run.tile_stride)
-      dims.back().size *= run.size;  // the next run of the same mode: one dimension
+    if (!runs_by_mode.empty() && runs_by_mode.back().mode == run.mode &&
+        runs_by_mode.back().tile_stride * runs_by_mode.back().size == run.tile_stride)
+      runs_by_mode.back().size *= run.size;  // the next run of the same mode: one dimension
     else
-      dims.push_back(run);
-  }
-  // Multicast: the outermost run is split between the CTAs of the group, one slice each.
-  const size_t run_dims = dims.size();
-  int mcast_mode = -1;
-  int64_t mcast_step = 0;
-  if (num_multicast > 1) {
-    if (run_dims == 0 || dims.back().size % num_multicast != 0)
-      tma_error("TMA_LAYOUT", name + ": the tile's outermost smem run (" +
-                                  std::to_string(run_dims ? dims.back().size : 1) + " elements of mode " +
-                                  std::to_string(run_dims ? dims.back().mode : 0) + ") cannot be split between " +
-                                  std::to_string(num_multicast) + " CTAs");
-    dims.back().size /= num_multicast;
-    mcast_mode = dims.back().mode;
-    mcast_step = dims.back().size * dims.back().tile_stride;
+      runs_by_mode.push_back(run);
   }
   // The global layout's leaves: a hierarchical mode outside the tile (fmha.py's ((h_r, h_k), b))
   // addresses one tensor-map dimension per leaf.
   const std::vector<L::IntTuple> flat_shape = L::flatten_to_vector(g.shape), flat_stride = L::flatten_to_vector(g.stride);
   std::vector<int> leaf_start(size_t(g.rank()) + 1, 0);
   for (int i = 0; i < g.rank(); ++i) leaf_start[size_t(i) + 1] = leaf_start[size_t(i)] + int(L::flatten_to_vector(g.shape[i]).size());
-  // A mode the tile spans is one dimension: one leaf, or a hierarchical mode whose other leaves
-  // have static extent 1 (FlashAttention-4's packed-GQA query, ((1, seqlen), ...), with one head
-  // per KV head), whose coordinate is then that leaf's.
-  for (Run& d : dims) {
-    int moving = -1, count = 0;
-    for (int f = leaf_start[size_t(d.mode)]; f < leaf_start[size_t(d.mode) + 1]; ++f) {
+  auto unit_leaf = [&](int f) {
+    const L::IntTuple& fs = flat_shape[size_t(f)];
+    return fs.is_int() && fs.as_int().is_static_value(1);
+  };
+  // A run over a mode the tile spans: the leaves of that mode it crosses, one dimension each.
+  // Positions p of a mode (h, s) are coordinates (p % h, p / h): a run of 128 positions over
+  // (4, seqlen) is 4 along h and 32 along s (FlashAttention-4's packed-GQA query). Leaves of static
+  // extent 1 never move; the last leaf that moves takes the rest of the run, whatever its extent.
+  std::vector<Run> dims;
+  for (const Run& d : runs_by_mode) {
+    const std::string refused = name + ": mode " + std::to_string(d.mode) + " of the global tensor is hierarchical; "
+                                       "a mode the tile spans needs one extent and stride";
+    int last = -1;
+    for (int f = leaf_start[size_t(d.mode)]; f < leaf_start[size_t(d.mode) + 1]; ++f)
+      if (!unit_leaf(f)) last = f;
+    if (last < 0) last = leaf_start[size_t(d.mode)];
+    int64_t leaf_pos = 1;  // position stride of the leaf's coordinate inside the mode
+    int64_t step = d.tile_stride, rest = d.size, sstride = d.sstride;
+    for (int f = leaf_start[size_t(d.mode)]; f <= last && rest > 1; ++f) {
+      if (f != last && unit_leaf(f)) continue;
       const L::IntTuple& fs = flat_shape[size_t(f)];
-      if (fs.is_int() && fs.as_int().is_static_value(1)) continue;
-      moving = f;
-      ++count;
+      if (!fs.is_int() || !flat_stride[size_t(f)].is_int()) tma_error("TMA_LAYOUT", refused);
+      if (f != last && !fs.as_int().is_static()) tma_error("TMA_LAYOUT", refused);
+      const int64_t extent = f == last ? 0 : fs.as_int().value();
+      if (f != last && step >= leaf_pos * extent) {  // the run steps over this leaf
+        leaf_pos *= extent;
+        continue;
+      }
+      if (step % leaf_pos != 0) tma_error("TMA_LAYOUT", refused);
+      const int64_t c = step / leaf_pos;
+      int64_t take = rest;
+      if (f != last) {
+        if (extent % c != 0) tma_error("TMA_LAYOUT", refused);
+        const int64_t fits = extent / c;
+        if (rest > fits) {
+          if (rest % fits != 0) tma_error("TMA_LAYOUT", refused);
+          take = fits;
+        }
+      }
+      dims.push_back({d.mode, take, sstride, c, f, step});
+      rest /= take;
+      step *= take;
+      sstride *= take;
+      if (f != last) leaf_pos *= extent;
     }
-    if (count == 0) moving = leaf_start[size_t(d.mode)], count = 1;
-    if (count != 1 || !flat_shape[size_t(moving)].is_int() || !flat_stride[size_t(moving)].is_int())
-      tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(d.mode) + " of the global tensor is hierarchical; "
-                                     "a mode the tile spans needs one extent and stride");
-    d.leaf = moving;
+    if (rest != 1) tma_error("TMA_LAYOUT", refused);
+  }
+  const size_t tile_dims = dims.size();
+  // One instruction per slice where TMA allows; else the box is whole below a split dimension,
+  // a part of it there and 1 above, and each copy steps through the rest (CuTe's (TMA, TMA_Iter)).
+  // Multicast: each CTA's slice is 1/num_multicast of the split dimension, which is the outermost
+  // dimension that divides by num_multicast (CuTe's choice too when its box ends below: an
+  // MN-major (64,3) tile multicast by 2 splits its 64 rows of K, three instructions each).
+  int split = tile_dims == 0 ? -1 : int(tile_dims) - 1;
+  for (size_t k = 0; k < tile_dims; ++k)
+    if (dims[k].size > 256) {
+      split = int(k);
+      break;
+    }
+  if (num_multicast > 1) {
+    while (split >= 0 && dims[size_t(split)].size % num_multicast != 0) --split;
+    if (split < 0)
+      tma_error("TMA_LAYOUT", name + ": the tile's outermost smem run (" +
+                                  std::to_string(tile_dims ? dims.back().size : 1) + " elements of mode " +
+                                  std::to_string(tile_dims ? dims.back().mode : 0) + ") cannot be split between " +
+                                  std::to_string(num_multicast) + " CTAs");
+  }
+  int mcast_mode = -1;
+  int64_t mcast_step = 0, split_box = 1, copies = 1;
+  if (split >= 0) {
+    const Run& sd = dims[size_t(split)];
+    const int64_t slice = sd.size / num_multicast;
+    split_box = slice;
+    while (split_box > 256 || slice % split_box != 0) --split_box;
+    copies = slice / split_box;
+    for (size_t k = size_t(split) + 1; k < tile_dims; ++k) copies *= dims[k].size;
+    if (num_multicast > 1) {
+      mcast_mode = sd.mode;
+      mcast_step = slice * sd.pos_stride;
+    }
   }
   // Tile modes of size 1 and global modes outside the tile: a dimension with a box of 1 per leaf,
   // except leaves that never move the address (static extent 1 or static stride 0), as CuTe does.
-  for (int i = 0; i < g.rank(); ++i) {
-    bool present = std::any_of(dims.begin(), dims.end(), [&](const Run& d) { return d.mode == i; });
-    if (present) continue;
-    for (int f = leaf_start[size_t(i)]; f < leaf_start[size_t(i) + 1]; ++f) {
-      const L::IntTuple& fs = flat_shape[size_t(f)];
-      const L::IntTuple& fd = flat_stride[size_t(f)];
-      if ((fs.is_int() && fs.as_int().is_static_value(1)) || (fd.is_int() && fd.as_int().is_static_value(0))) continue;
-      if (!fs.is_int() || !fd.is_int())
-        tma_error("TMA_LAYOUT", name + ": leaf " + std::to_string(f) + " of the global tensor is not an integer mode");
-      dims.push_back({i, 1, 0, 1, f});
-    }
+  for (int f = 0; f < leaf_start[size_t(g.rank())]; ++f) {
+    if (std::any_of(dims.begin(), dims.end(), [&](const Run& d) { return d.leaf == f; })) continue;
+    const L::IntTuple& fs = flat_shape[size_t(f)];
+    const L::IntTuple& fd = flat_stride[size_t(f)];
+    if ((fs.is_int() && fs.as_int().is_static_value(1)) || (fd.is_int() && fd.as_int().is_static_value(0))) continue;
+    if (!fs.is_int() || !fd.is_int())
+      tma_error("TMA_LAYOUT", name + ": leaf " + std::to_string(f) + " of the global tensor is not an integer mode");
+    int mode = 0;
+    while (leaf_start[size_t(mode) + 1] <= f) ++mode;
+    dims.push_back({mode, 1, 0, 1, f, 0});
   }
   // More than 5: the trailing box-1 dimensions become one (CuTe groups modes 4.. the same way).
   // Its stride is the first leaf's; each leaf's coordinate counts in multiples of it (ratio_j =
@@ -218,6 +269,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   a.num_multicast = num_multicast;
   a.mcast_mode = mcast_mode;
   a.mcast_step = mcast_step;
+  a.split_dim = split;
+  a.copies = copies;
   a.tile_rank = r;
   if (a.element->width < 8) tma_error("TMA_LAYOUT", name + ": TMA moves whole bytes; sub-byte types are not supported");
   const int elem_bytes = a.element->byte_size();
@@ -236,8 +289,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   }
   // Global extents and byte strides of each dimension (host values).
   std::vector<ir::Value*> extents, strides;
-  std::vector<int64_t> last_run_stride(size_t(g.rank()), 0);
-  for (const Run& d : dims) last_run_stride[size_t(d.mode)] = std::max(last_run_stride[size_t(d.mode)], d.tile_stride);
+  std::vector<int64_t> last_run_stride(flat_shape.size(), 0);
+  for (const Run& d : dims) last_run_stride[size_t(d.leaf)] = std::max(last_run_stride[size_t(d.leaf)], d.tile_stride);
   ir::Builder& b = t.builder();
   L::BuilderScope scope(&b);
   for (size_t k = 0; k < dims.size(); ++k) {
@@ -276,15 +329,20 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       }
       a.tile_stride[k] = 1;
       a.box[k] = 1;
+      a.run[k] = 1;
+      a.tile_mode[k] = -1;
       a.outermost[k] = true;
       extents.push_back(extent);
       strides.push_back(b.binary(ir::OpCode::Mul, base, b.const_int(i64, elem_bytes)));
       continue;
     }
     a.tile_stride[k] = d.tile_stride;
-    a.box[k] = d.size;
-    a.outermost[k] = d.tile_stride == last_run_stride[size_t(d.mode)];
-    const int64_t run = last_run_stride[size_t(d.mode)];
+    a.run[k] = d.size;
+    a.box[k] = int(k) < split ? d.size : int(k) == split ? split_box : 1;
+    a.pos_stride[k] = d.pos_stride;
+    a.tile_mode[k] = k < tile_dims ? d.mode : -1;
+    a.outermost[k] = d.tile_stride == last_run_stride[size_t(d.leaf)];
+    const int64_t run = last_run_stride[size_t(d.leaf)];
     if (a.outermost[k] && run > 1 && gs.as_int().divisibility() % run != 0) {
       // A split mode: the inner runs address whole runs, so the extent must be a multiple of
       // them (else the last run would read past the mode's end). Checked now when the extent is
@@ -380,45 +438,64 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
     tma_error("TMA_COPY", what + " needs mcast_mask= (the CTAs of the cluster that receive the tile)");
   ir::Builder& b = t.builder();
   L::BuilderScope scope(&b);
-  // The tile's first coordinate, in global modes, becomes the tensor map's coordinates.
-  std::vector<L::IntTuple> origin = L::flatten_to_vector(coordinate_at(g, L::IntTuple(0)));
-  std::vector<ir::Value*> coords;
-  for (int k = 0; k < a.rank; ++k) {
-    if (size_t(a.gmode[k]) >= origin.size())
-      tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
-    if (k == 4 && a.merged_leaves) {
-      if (merge_ratios.size() != size_t(a.merged_leaves))
-        tma_error("TMA_COPY", what + ": the atom's stride ratios did not come with it");
-      L::Int c = 0;
-      for (int j = 0; j < a.merged_leaves; ++j) {
-        if (size_t(a.merged_leaf[j]) >= origin.size())
-          tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
-        const dsl::Num& r = merge_ratios[size_t(j)];
-        L::Int ratio = r.is_static ? L::Int(r.s.i) : L::Int::dynamic(dsl::materialize(r));
-        c = c + origin[size_t(a.merged_leaf[j])].as_int() * ratio;
-      }
-      coords.push_back(c.materialize(ir::i32()));
-      continue;
+  if (load && !mbar->type->is_pointer()) tma_error("TYPE_MISMATCH", what + ": tma_bar_ptr must be an mbarrier pointer");
+  // Where each instruction starts, as a tile index (colexicographic over the tile modes, as the
+  // smem tile and the global coordinate tile both read it): 0 for one box per copy, else the
+  // sub-boxes along split_dim, then every position of the dimensions above it.
+  std::vector<int64_t> starts = {0};
+  if (a.copies > 1) {
+    std::vector<int64_t> mode_prefix(size_t(a.tile_rank), 1);
+    for (int i = 1; i < a.tile_rank; ++i)
+      mode_prefix[size_t(i)] = mode_prefix[size_t(i) - 1] * L::size(a.smem_layout[i - 1]).value();
+    for (int k = a.split_dim; k < a.rank && a.tile_mode[k] >= 0; ++k) {
+      const int64_t step = k == a.split_dim ? a.box[k] : 1;
+      const int64_t count = k == a.split_dim ? a.run[k] / a.num_multicast / a.box[k] : a.run[k];
+      std::vector<int64_t> next;
+      for (int64_t j = 0; j < count; ++j)
+        for (int64_t base : starts) next.push_back(base + j * step * a.pos_stride[k] * mode_prefix[size_t(a.tile_mode[k])]);
+      starts = std::move(next);
     }
-    L::Int x = origin[size_t(a.gmode[k])].as_int();
-    L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
-    if (!a.outermost[k]) c = c % L::Int(a.box[k]);
-    coords.push_back(c.materialize(ir::i32()));
+    if (int64_t(starts.size()) != a.copies) tma_error("TMA_COPY", what + ": the atom's sub-boxes do not cover its tile");
   }
-  ir::Value* smem_ptr = element_address(s, L::IntTuple(0));
-  std::vector<ir::Value*> ops = {dsl::materialize(descriptor), smem_ptr};
-  if (load) {
-    if (!mbar->type->is_pointer()) tma_error("TYPE_MISMATCH", what + ": tma_bar_ptr must be an mbarrier pointer");
-    ops.push_back(dsl::materialize(*mbar));
-  }
-  ops.insert(ops.end(), coords.begin(), coords.end());
   const bool mcast = a.kind == TmaKind::LoadMulticast;
-  if (mcast) ops.push_back(dsl::materialize(dsl::convert(*mcast_mask, ir::i32())));
-  ir::Op* op = b.create(load ? ir::OpCode::TmaLoad : ir::OpCode::TmaStore, ops, {});
-  op->int_attr = a.rank;
-  if (load) op->ints = {mcast ? 1 : 0};
-  if (load && a.cta_group == 2) op->ints = {mcast ? 1 : 0, 0, 2};
-  if (!load && a.reduce != ir::TmaReduceKind::None) op->ints = {int64_t(a.reduce)};
+  for (int64_t start : starts) {
+    // The sub-box's first coordinate, in global modes, becomes the tensor map's coordinates.
+    std::vector<L::IntTuple> origin = L::flatten_to_vector(coordinate_at(g, L::IntTuple(start)));
+    std::vector<ir::Value*> coords;
+    for (int k = 0; k < a.rank; ++k) {
+      if (size_t(a.gmode[k]) >= origin.size())
+        tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
+      if (k == 4 && a.merged_leaves) {
+        if (merge_ratios.size() != size_t(a.merged_leaves))
+          tma_error("TMA_COPY", what + ": the atom's stride ratios did not come with it");
+        L::Int c = 0;
+        for (int j = 0; j < a.merged_leaves; ++j) {
+          if (size_t(a.merged_leaf[j]) >= origin.size())
+            tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
+          const dsl::Num& r = merge_ratios[size_t(j)];
+          L::Int ratio = r.is_static ? L::Int(r.s.i) : L::Int::dynamic(dsl::materialize(r));
+          c = c + origin[size_t(a.merged_leaf[j])].as_int() * ratio;
+        }
+        coords.push_back(c.materialize(ir::i32()));
+        continue;
+      }
+      L::Int x = origin[size_t(a.gmode[k])].as_int();
+      L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
+      if (!a.outermost[k]) c = c % L::Int(a.run[k]);
+      coords.push_back(c.materialize(ir::i32()));
+    }
+    // The hardware swizzles the box by shared address itself: it takes the sub-box's unswizzled start.
+    ir::Value* smem_ptr = unswizzled_element_address(s, L::IntTuple(start));
+    std::vector<ir::Value*> ops = {dsl::materialize(descriptor), smem_ptr};
+    if (load) ops.push_back(dsl::materialize(*mbar));
+    ops.insert(ops.end(), coords.begin(), coords.end());
+    if (mcast) ops.push_back(dsl::materialize(dsl::convert(*mcast_mask, ir::i32())));
+    ir::Op* op = b.create(load ? ir::OpCode::TmaLoad : ir::OpCode::TmaStore, ops, {});
+    op->int_attr = a.rank;
+    if (load) op->ints = {mcast ? 1 : 0};
+    if (load && a.cta_group == 2) op->ints = {mcast ? 1 : 0, 0, 2};
+    if (!load && a.reduce != ir::TmaReduceKind::None) op->ints = {int64_t(a.reduce)};
+  }
 }
 
 void tma_descriptor_op(const dsl::Num& descriptor, bool prefetch) {

@@ -5,9 +5,14 @@
 //     dropped) must lay the tile out densely; sorting its leaves by smem stride gives the box
 //     dimensions, innermost first, each a contiguous run of one tile mode (a mode may be split:
 //     an MN-major 128B-swizzle atom of 64 elements tiled to 128 makes two dimensions);
+//   - a run over a hierarchical global mode ((h, s) with h > 1: FlashAttention-4's packed GQA)
+//     becomes one dimension per leaf it crosses, as CuTe C++ splits such modes;
 //   - box dimension 0 must be contiguous in global memory; each dimension's global stride is the
-//     mode's stride times the run's position in the mode; global modes outside the tile become
-//     dimensions with a box of 1 (batch modes), so one box is one CTA tile;
+//     leaf's stride times the run's coordinate step in the leaf; global leaves outside the tile
+//     become dimensions with a box of 1 (batch modes);
+//   - one box is one CTA tile (one multicast slice) where TMA allows: when the slice does not
+//     split along the outermost dimension, or a dimension exceeds TMA's 256-element box, the
+//     copy issues several instructions over sub-boxes (CuTe's (TMA, TMA_Iter) partition);
 //   - the swizzle S<B,M,3> (element units) must be TMA's 32/64/128-byte swizzle in bytes.
 // The TMA tensor is the identity coordinate tensor over the global shape: it tiles and
 // partitions like the global tensor, and a copy turns its first coordinate into the tensor
@@ -32,15 +37,23 @@ struct TmaAtom {
   ir::Type element = nullptr;
   int rank = 0;                  // tensor-map dimensions
   int gmode[5] = {};             // the global layout's flattened leaf of each dimension
-  int64_t tile_stride[5] = {};   // position stride of the dimension inside its mode (1: innermost run)
-  int64_t box[5] = {};
-  bool outermost[5] = {};        // the last run of its mode (takes the coordinate's quotient whole)
+  int64_t tile_stride[5] = {};   // coordinate stride of the dimension inside its leaf (1: innermost run)
+  int64_t box[5] = {};           // what one instruction copies along the dimension
+  int64_t run[5] = {};           // the tile's extent along the dimension (a multiple of box)
+  int64_t pos_stride[5] = {};    // position stride of the dimension inside its tile mode
+  int tile_mode[5] = {};         // the tile mode the dimension runs along (-1: outside the tile)
+  bool outermost[5] = {};        // the last run of its leaf (takes the coordinate's quotient whole)
+  // A tile (or a CTA's multicast slice) larger than one box: the box is whole along the
+  // dimensions below `split_dim`, a part of it along `split_dim` and 1 above; each copy issues
+  // `copies` instructions, stepping box[split_dim] along split_dim then through the dimensions above.
+  int split_dim = -1;
+  int64_t copies = 1;
   int swizzle_bytes = 0;
   layout::Layout smem_layout;    // the tile's smem layout (outer, no stage mode)
   int64_t tile_elems = 0;
   int num_multicast = 1;
-  // Multicast: each of the num_multicast CTAs loads one slice of the tile (along the outermost
-  // run of smem, tile mode `mcast_mode`) into every CTA of the mask; CTA i's slice starts at
+  // Multicast: each of the num_multicast CTAs loads one slice of the tile (along dimension
+  // split_dim, tile mode `mcast_mode`) into every CTA of the mask; CTA i's slice starts at
   // position i * mcast_step of that mode (tma_partition offsets the tensors there).
   int mcast_mode = -1;
   int64_t mcast_step = 0;

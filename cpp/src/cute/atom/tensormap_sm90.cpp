@@ -62,9 +62,12 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
     fail("TYPE_MISMATCH", what + ": the atom copies " + dsl::dtype_name(a.element) + ", the tensor holds " +
                               dsl::dtype_name(g.element()));
   const L::Layout& gl = g.layout;
+  // gmode[] are flattened leaves; a tensor without hierarchical modes has one leaf per mode.
+  const std::vector<L::IntTuple> leaf_shape = L::flatten_to_vector(gl.shape), leaf_stride = L::flatten_to_vector(gl.stride);
   int modes = 0;
   for (int k = 0; k < a.rank; ++k) modes = std::max(modes, a.gmode[k] + 1);
-  if (gl.rank() != modes)
+  const bool hierarchical = int(leaf_shape.size()) != gl.rank();
+  if (hierarchical ? int(leaf_shape.size()) < modes : gl.rank() != modes)
     fail("TMA_LAYOUT", what + ": the atom's tensor had " + std::to_string(modes) + " modes, the new tensor has " +
                            std::to_string(gl.rank()));
   L::BuilderScope scope(&b);
@@ -73,8 +76,8 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
   fields.push_back({ir::TmaDescField::GlobalAddress, {0, b.bitcast(g.ptr, ir::i64())}});
   L::Int prev_stride_bytes(elem_bytes), prev_extent(1);
   for (int k = 0; k < a.rank; ++k) {
-    const L::IntTuple& gs = gl.shape[a.gmode[k]];
-    const L::IntTuple& gd = gl.stride[a.gmode[k]];
+    const L::IntTuple& gs = leaf_shape[size_t(a.gmode[k])];
+    const L::IntTuple& gd = leaf_stride[size_t(a.gmode[k])];
     if (!gs.is_int() || !gd.is_int())
       fail("TMA_LAYOUT", what + ": mode " + std::to_string(a.gmode[k]) + " of the tensor is hierarchical; TMA needs "
                                 "one extent and stride per mode");
@@ -87,7 +90,7 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
                                 "known to be a multiple of " + std::to_string(a.tile_stride[k]) +
                                 " (make its layout with a divisibility, or use a K-major operand)");
     // The same extents and strides make_tiled_tma_atom encodes (copy_sm90.cpp).
-    L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.box[k]);
+    L::Int extent = a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.run[k]);
     L::Int stride = gd.as_int() * L::Int(a.tile_stride[k]);
     if (k == 0) {
       if (stride.is_static() && !stride.is_static_value(1))

@@ -29,6 +29,7 @@ struct ModuleState {
   // Line info (--generate-line-info): one compile unit, a DIFile per source file, a
   // DISubprogram per kernel and a DILocation per distinct (scope, line). lower_debug_info.cpp.
   bool line_info = false;
+  bool byval_names_type = false;  // `byval(<type>)`, as libNVVM reads IR for sm_100 and newer
   int compile_unit = -1;
   std::map<std::string, int> files;
   std::map<std::pair<int, int>, int> locations;  // (scope, line) -> DILocation

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/arch.h"
 #include "target/nvvm/kernel_lowering.h"
 #include "target/nvvm/nvvm_types.h"
 #include "target/nvvm/op_lowering.h"
@@ -75,7 +76,8 @@ std::string KernelLowering::run(std::string* fn_type) {
       // A 128-byte CUtensorMap passed by value (__grid_constant__, see the annotations): the
       // kernel uses its generic address.
       param_types.push_back("[16 x i64]*");
-      params.push_back("[16 x i64]* byval align 64 " + n);
+      params.push_back(ms_.byval_names_type ? "[16 x i64]* byval([16 x i64]) align 64 " + n
+                                            : "[16 x i64]* byval align 64 " + n);
       grid_constant_args.emplace_back(a.get(), n);
       continue;
     } else {
@@ -112,9 +114,10 @@ std::string KernelLowering::run(std::string* fn_type) {
   return os.str();
 }
 
-NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info) {
+NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info, const std::string& arch) {
   ModuleState ms;
   ms.line_info = line_info;
+  ms.byval_names_type = support::parse_arch(arch).nvvm_byval_names_type();
   NvvmModuleText out;
   std::vector<std::string> definitions;
   std::vector<std::pair<std::string, const Function*>> kernels;  // (function type, kernel)

@@ -36,6 +36,8 @@ struct NvvmModuleText {
 // Throws std::runtime_error naming the op and kernel when an op cannot run in a kernel
 // (e.g. launch) or has no lowering. With line_info, every instruction carries the source line
 // of its op (DWARF line tables only), which libNVVM's -generate-line-info turns into PTX .loc.
-NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info = false);
+// `arch`: the architecture libNVVM compiles for, where its IR dialect differs (support/arch.h's
+// nvvm_byval_names_type); empty: the dialect of sm_90 and older.
+NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info = false, const std::string& arch = "");
 
 }  // namespace opencute::target

@@ -151,8 +151,9 @@ class TmaCopyAtom:
 
     def __str__(self):
         a = self._atom
+        copies = f", {a.copies_per_tile} instructions per copy" if a.copies_per_tile > 1 else ""
         return (f"Copy Atom\n  ThrID: 1:0\n  {a.op_name}: box {tuple(a.box)}, swizzle {a.swizzle_bytes} B, "
-                f"{a.value_type}")
+                f"{a.value_type}{copies}")
 
 
 class TmaInfo:
@@ -211,7 +212,9 @@ def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, *, loc=
     """(smem, gmem) views for this CTA's TMA copies: mode 0 is one copy (one whole tile), the
     other modes index stages / tiles (`tAsA[(None, stage)]`, `tAgA[(None, k)]`). With a multicast
     group (`cta_layout` of num_multicast CTAs) this CTA issues the slice `cta_layout(cta_coord)`
-    of each tile, which lands in every CTA of the mask: both views start at that slice."""
+    of each tile, which lands in every CTA of the mask: both views start at that slice. A copy
+    whose tile or slice is more than one TMA box issues one instruction per box (`str(atom)`
+    tells how many)."""
     a = atom._atom
     n = size(cta_layout)
     if not isinstance(n, int):

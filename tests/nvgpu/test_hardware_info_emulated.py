@@ -1,0 +1,63 @@
+"""cutlass.utils.HardwareInfo on the emulator for the Blackwell architectures: with CUTE_DSL_TARGET=cpu
+and CUTE_DSL_ARCH=sm_100a / sm_100f it answers for a B200 (148 SMs, one CTA per SM when a CTA fills
+its 227 KiB of shared memory), sm_103a for a B300; other architectures, and the GPU target, keep
+asking the device. Shared-memory capacity per block agrees with the same C++ table."""
+import pytest
+
+import cutlass
+import cutlass.utils as utils
+from cutlass.utils.hardware_info import emulated_part
+
+
+@pytest.fixture
+def emulated(monkeypatch):
+    def use(arch):
+        monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+        monkeypatch.setenv("CUTE_DSL_ARCH", arch)
+    return use
+
+
+@pytest.mark.parametrize("arch", ["sm_100a", "sm_100f"])
+def test_b200_figures(emulated, arch):
+    emulated(arch)
+    info = utils.HardwareInfo()
+    assert info.get_device_multiprocessor_count() == 148
+    assert info.get_l2_cache_size_in_bytes() == 126 * 2**20
+    assert [info.get_max_active_clusters(n) for n in (1, 2, 4, 8, 16)] == [148, 74, 37, 18, 9]
+    part = emulated_part()
+    assert part["name"] == "B200"
+    assert part["smem_per_sm_bytes"] == 228 * 1024 and part["smem_per_block_bytes"] == 227 * 1024
+    assert (part["max_cluster_size_portable"], part["max_cluster_size_non_portable"]) == (8, 16)
+    assert utils.get_smem_capacity_in_bytes(arch) == part["smem_per_block_bytes"]
+    with pytest.raises(cutlass.DSLRuntimeError, match="cluster_size"):
+        info.get_max_active_clusters(17)
+
+
+def test_b300_for_sm_103a(emulated):
+    emulated("sm_103a")
+    assert emulated_part()["name"] == "B300"
+    assert utils.HardwareInfo().get_device_multiprocessor_count() == 148
+
+
+def test_smem_capacity_by_name():
+    for arch in ("sm_100", "sm_100a", "sm_100f", "sm_103a"):
+        assert utils.get_smem_capacity_in_bytes(arch) == 227 * 1024
+
+
+def test_other_architectures_and_the_gpu_target_ask_the_device(emulated, monkeypatch):
+    emulated("sm_90a")
+    assert emulated_part() is None
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    monkeypatch.setenv("CUTE_DSL_TARGET", "gpu")
+    assert emulated_part() is None
+    if not cutlass._core.cuda_available():
+        with pytest.raises(cutlass.DSLRuntimeError, match="needs a CUDA device"):
+            utils.HardwareInfo().get_device_multiprocessor_count()
+
+
+def test_automatic_target_without_a_device_is_the_emulator(monkeypatch):
+    if cutlass._core.cuda_available():
+        pytest.skip("a CUDA device is present: the automatic target is the GPU")
+    monkeypatch.delenv("CUTE_DSL_TARGET", raising=False)
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    assert utils.HardwareInfo().get_device_multiprocessor_count() == 148
