@@ -244,5 +244,3 @@ def test_transform_partitioned_tensor_layout_gives_back_the_tile_modes():
     cute.compile(_untile_host, c, out, options=SM100)(c, out)
     np.testing.assert_array_equal(out[:, :16], c)
     np.testing.assert_array_equal(out[:, 16], np.arange(8) * 100 + 5)
-    with pytest.raises(AttributeError, match="TMA-store epilogue"):
-        utils.gemm.sm100.epilogue_tma_store

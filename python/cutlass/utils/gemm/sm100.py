@@ -2,9 +2,10 @@
 operations: the accumulator of one tile read from tensor memory subtile by subtile (tcgen05.ld),
 converted, passed through the kernel's epilogue_op and stored to global memory. They take the
 kernel object (`gemm`) of NVIDIA's examples and read its cta_tile_shape_mnk, c_layout, c_dtype,
-acc_dtype and use_2cta_instrs. The TMA-store epilogue is not available yet."""
+acc_dtype and use_2cta_instrs (the TMA-store epilogue also epilog_sync_bar_id and epilogue_warp_id)."""
 from ... import cute
-from ...cute.nvgpu import tcgen05
+from ...cute.nvgpu import cpasync, tcgen05
+from ...pipeline.named_barrier import NamedBarrier
 from ...cute.tensor import CopyUniversalOp
 from .. import blackwell_helpers
 
@@ -81,8 +82,54 @@ def epilogue(gemm, tidx, tCtAcc_base, tCgC, epi_tile, epilogue_op, mma_tile_coor
     return acc_consumer_state
 
 
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"cutlass.utils.gemm.sm100.{name}: not available in OpenCuTe yet (the TMA-store epilogue "
-                         "and its shared-memory partitioning)")
+def epilogue_smem_copy_and_partition(gemm, tiled_copy_t2r, tTR_rC, tidx, sC, *, loc=None, ip=None):
+    """The register -> shared-memory store of the TMA-store epilogue: (copy atom, tRS_rC, tRS_sC),
+    each thread storing the elements its tensor-memory load gave it (the load's destination
+    partition of the staged C buffer (EPI_M, EPI_N, STAGE))."""
+    atom = blackwell_helpers.get_smem_store_op(gemm.c_layout, gemm.c_dtype, gemm.acc_dtype, tiled_copy_t2r)
+    return atom, tTR_rC, tiled_copy_t2r.get_slice(tidx).partition_D(sC)
+
+
+def epilogue_tma_store(gemm, tidx, warp_idx, tma_atom_c, tCtAcc_base, sC, tCgC, epi_tile, num_tiles_executed,
+                       epilogue_op, mma_tile_coord_mnl, acc_consumer_state, acc_pipeline, c_pipeline, *, loc=None,
+                       ip=None):
+    """One tile's epilogue through shared memory and TMA stores: each subtile is loaded from tensor
+    memory, converted, passed through epilogue_op and written to the next of the staged C buffers
+    (sC: (EPI_M, EPI_N, STAGE)); after the epilogue warps met at gemm.epilog_sync_bar_id, the first
+    epilogue warp stores it with `tma_atom_c` and throttles the buffers through `c_pipeline`
+    (PipelineTmaStore). `num_tiles_executed` counts this CTA's tiles before this one (it picks the
+    buffers). Returns the advanced accumulator consumer state."""
+    tiled_copy_t2r, tTR_tAcc_base, tTR_rAcc = epilogue_tmem_copy_and_partition(gemm, tidx, tCtAcc_base, tCgC, epi_tile,
+                                                                                gemm.use_2cta_instrs)
+    tTR_rC = cute.make_rmem_tensor(tTR_rAcc.shape, gemm.c_dtype)
+    tiled_copy_r2s, tRS_rC, tRS_sC = epilogue_smem_copy_and_partition(gemm, tiled_copy_t2r, tTR_rC, tidx, sC)
+    # (EPI_M, EPI_N, n_epi_m, n_epi_n, RestM, RestN, L): C's subtiles, for the TMA store.
+    gC_epi = cute.flat_divide(_tile_modes(tCgC, 6), epi_tile)
+    bSG_sC, bSG_gC_all = cpasync.tma_partition(tma_atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
+                                               cute.group_modes(gC_epi, 0, 2))
+    bSG_gC = bSG_gC_all[(None, None, None, *mma_tile_coord_mnl)]
+    bSG_gC = cute.group_modes(bSG_gC, 1, cute.rank(bSG_gC))
+    tTR_tAcc = tTR_tAcc_base[(None, None, None, None, None, acc_consumer_state.index)]
+    tTR_tAcc = cute.group_modes(tTR_tAcc, 3, cute.rank(tTR_tAcc))
+    sync = NamedBarrier(barrier_id=gemm.epilog_sync_bar_id, num_threads=32 * len(gemm.epilogue_warp_id))
+    num_stages = cute.size(sC, mode=[2])
+    subtiles = cute.size(tTR_tAcc.shape, mode=[3])
+    acc_pipeline.consumer_wait(acc_consumer_state)
+    for subtile in range(subtiles):
+        cute.copy(tiled_copy_t2r, tTR_tAcc[(None, None, None, subtile)], tTR_rAcc)
+        cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld
+        tRS_rC.store(epilogue_op(tTR_rAcc.load().to(gemm.c_dtype)))
+        buffer = (num_tiles_executed * subtiles + subtile) % num_stages
+        cute.copy(tiled_copy_r2s, tRS_rC, tRS_sC[(None, None, None, buffer)])
+        # The shared-memory writes are seen by the TMA (async proxy) once every epilogue warp made them.
+        cute.arch.fence_proxy(cute.arch.ProxyKind.async_shared, space=cute.arch.SharedSpace.shared_cta)
+        sync.arrive_and_wait()
+        with cute.arch._if_region(warp_idx == gemm.epilogue_warp_id[0]):
+            cute.copy(tma_atom_c, bSG_sC[(None, buffer)], bSG_gC[(None, subtile)])
+            c_pipeline.producer_commit()
+            c_pipeline.producer_acquire()
+        sync.arrive_and_wait()
+    with cute.arch.elect_one():
+        acc_pipeline.consumer_release(acc_consumer_state)
+    acc_consumer_state.advance()
+    return acc_consumer_state
