@@ -1,11 +1,15 @@
 """cutlass.utils.HardwareInfo on the emulator for the Blackwell architectures: with CUTE_DSL_TARGET=cpu
 and CUTE_DSL_ARCH=sm_100a / sm_100f it answers for a B200 (148 SMs, one CTA per SM when a CTA fills
-its 227 KiB of shared memory), sm_103a for a B300; other architectures, and the GPU target, keep
-asking the device. Shared-memory capacity per block agrees with the same C++ table."""
+its 227 KiB of shared memory), sm_103a for a B300, and a cooperative grid must fit that part; other
+architectures, and the GPU target, keep asking the device. Shared-memory capacity per block agrees
+with the same C++ table."""
+import numpy as np
 import pytest
 
 import cutlass
+import cutlass.cute as cute
 import cutlass.utils as utils
+from cutlass.cutlass_dsl import DSLCudaRuntimeError
 from cutlass.utils.hardware_info import emulated_part
 
 
@@ -61,3 +65,27 @@ def test_automatic_target_without_a_device_is_the_emulator(monkeypatch):
     monkeypatch.delenv("CUTE_DSL_TARGET", raising=False)
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
     assert utils.HardwareInfo().get_device_multiprocessor_count() == 148
+
+
+@cute.kernel
+def _coop_kernel(out: cute.Tensor):
+    t, _, _ = cute.arch.thread_idx()
+    b, _, _ = cute.arch.block_idx()
+    if t == 0:
+        out[b] = b
+
+
+@cute.jit
+def _coop_host(out: cute.Tensor, blocks: cutlass.Constexpr):
+    _coop_kernel(out).launch(grid=(blocks, 1, 1), block=(1024, 1, 1), cooperative=True)
+
+
+def test_cooperative_grids_fit_the_emulated_part():
+    # 1024-thread blocks, two per SM: 296 co-resident on the emulated B200's 148 SMs, 264 on the
+    # H100 the emulator models for sm_90a.
+    out = np.zeros(296, np.int32)
+    cute.compile(_coop_host, out, 296, options="--target cpu --gpu-arch sm_100a")(out)
+    np.testing.assert_array_equal(out, np.arange(296))
+    with pytest.raises(DSLCudaRuntimeError, match="264") as info:
+        cute.compile(_coop_host, out, 296, options="--target cpu --gpu-arch sm_90a")(out)
+    assert int(info.value.error_code) == 720  # cudaErrorCooperativeLaunchTooLarge

@@ -102,7 +102,7 @@ struct CudaDriver::Api {
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void*, size_t);
   CUresult (*MemcpyDtoH)(void*, CUdeviceptr, size_t);
-  CUresult (*PointerGetAttribute)(void*, int, CUdeviceptr);
+  CUresult (*PointerGetAttribute)(void*, int, CUdeviceptr);  // optional
   CUresult (*EventCreate)(CUevent*, unsigned);
   CUresult (*EventRecord)(CUevent, CUstream);
   CUresult (*EventSynchronize)(CUevent);
@@ -198,7 +198,7 @@ const CudaDriver::Api& CudaDriver::api() {
       bind(a->MemFree, "cuMemFree_v2");
       bind(a->MemcpyHtoD, "cuMemcpyHtoD_v2");
       bind(a->MemcpyDtoH, "cuMemcpyDtoH_v2");
-      bind(a->PointerGetAttribute, "cuPointerGetAttribute");
+      bind(a->PointerGetAttribute, "cuPointerGetAttribute", /*required=*/false);  // staging only
       bind(a->EventCreate, "cuEventCreate");
       bind(a->EventRecord, "cuEventRecord");
       bind(a->EventSynchronize, "cuEventSynchronize");
@@ -487,6 +487,7 @@ CudaDriver::PointerInfo CudaDriver::pointer_info(const void* address) noexcept {
   // cuda.h's CUpointer_attribute values.
   constexpr int kContext = 1, kMemoryType = 2, kIsManaged = 8, kRangeStart = 11, kRangeSize = 12;
   const Api& a = *api_.load(std::memory_order_acquire);
+  if (!a.PointerGetAttribute) return info;  // a stand-in driver without it knows no address
   const CUdeviceptr p = to_dptr(address);
   unsigned int type = 0;
   if (a.PointerGetAttribute(&type, kMemoryType, p) != CUDA_SUCCESS) return info;  // not the driver's

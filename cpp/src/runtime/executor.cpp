@@ -17,6 +17,7 @@
 #include "runtime/debug_dumps.h"
 #include "runtime/cooperative_grid.h"
 #include "runtime/gpu_launch.h"
+#include "support/arch.h"
 #include "support/env.h"
 #include "target/nvvm/lower_to_nvvm.h"
 #include "target/nvvm/nvvm_compiler.h"
@@ -240,8 +241,16 @@ void CompiledProgram::emulate(const emulator::LaunchRequest& r, const emulator::
     });
   }
   // A cooperative grid must fit on the device at once (the GPU driver's rule, applied to a model of
-  // an H100); the emulator then runs all its blocks concurrently so that they may wait on each other.
-  if (r.cooperative) check_cooperative_grid(OccupancyModel(), r.grid, r.block, r.smem);
+  // the part the emulator stands for: a B200 for sm_100a, else an H100); the emulator then runs all
+  // its blocks concurrently so that they may wait on each other.
+  if (r.cooperative) {
+    OccupancyModel model;
+    if (const support::EmulatedPart* part = support::emulated_part(support::parse_arch(arch_))) {
+      model.sms = part->sm_count;
+      model.smem_per_sm = part->smem_per_sm_bytes;
+    }
+    check_cooperative_grid(model, r.grid, r.block, r.smem);
+  }
   emulator::DeviceEmulator* emu = nullptr;
   {
     std::lock_guard<std::mutex> lock(emu_mu_);

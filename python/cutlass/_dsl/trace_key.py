@@ -47,6 +47,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 import time
 import types
 import warnings
@@ -433,30 +434,40 @@ class _KeyWalk:
 _package_identity = None
 
 
+def _scan_package():
+    global _package_identity
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    h = hashlib.blake2b(digest_size=16)
+    h.update(f"{VERSION}\n{sys.version}\n{sys.implementation.cache_tag}\n".encode())
+    stack = [root]
+    while stack:
+        d = stack.pop()
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError:
+            continue
+        for e in entries:
+            if e.is_dir(follow_symlinks=False):
+                if e.name != "__pycache__":
+                    stack.append(e.path)
+            elif e.name.endswith(".py"):
+                st = e.stat()
+                h.update(f"{e.path[len(root):]}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    _package_identity = h.hexdigest()
+
+
 def _package():
     """The cutlass package's Python files (relative path, size, modification time) and the
     interpreter: what turns a user program into IR besides the C++ library."""
-    global _package_identity
     if _package_identity is None:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        h = hashlib.blake2b(digest_size=16)
-        h.update(f"{VERSION}\n{sys.version}\n{sys.implementation.cache_tag}\n".encode())
-        stack = [root]
-        while stack:
-            d = stack.pop()
-            try:
-                entries = sorted(os.scandir(d), key=lambda e: e.name)
-            except OSError:
-                continue
-            for e in entries:
-                if e.is_dir(follow_symlinks=False):
-                    if e.name != "__pycache__":
-                        stack.append(e.path)
-                elif e.name.endswith(".py"):
-                    st = e.stat()
-                    h.update(f"{e.path[len(root):]}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-        _package_identity = h.hexdigest()
+        if _package_scan is not None:
+            _package_scan.join()
+        if _package_identity is None:
+            _scan_package()
     return _package_identity
+
+
+_package_scan = None  # the background scan started at import (end of this module)
 
 
 # -- the key of one call ---------------------------------------------------------------------
@@ -686,3 +697,10 @@ def _uncovered(jf, key, recorder, runtime_positions):
         if code not in covered and not _is_library_file(code.co_filename):
             return f"it ran {code.co_name} ({code.co_filename}:{code.co_firstlineno}), which the key does not cover"
     return None
+
+
+# The package scan is about a hundred stat calls (0.7 ms): run in the background while the
+# process goes on importing, so that a first call keyed without tracing finds it done.
+if not (_env_flag("CUTE_DSL_DISABLE_FILE_CACHING") or _env_flag("OPENCUTE_DISABLE_TRACE_KEY_CACHE")):
+    _package_scan = threading.Thread(target=_scan_package, name="opencute-package-scan", daemon=True)
+    _package_scan.start()
