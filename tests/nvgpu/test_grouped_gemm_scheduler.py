@@ -121,3 +121,53 @@ def test_helper_arguments_are_checked():
         utils.GroupedGemmTileSchedulerHelper(2, params, (128, 128), state)
     with pytest.raises(cutlass.DSLUserCodeError, match="search_state"):
         utils.GroupedGemmTileSchedulerHelper(2, params, (128, 128, 64), (0, 0))
+
+
+# ---- utils.StaticPersistentGroupTileScheduler (Blackwell's grouped_gemm.py drives it) -----------------
+
+@cute.kernel
+def group_scheduler_kernel(problems: cute.Tensor, out: cute.Tensor, count: cute.Tensor,
+                           params: utils.PersistentTileSchedulerParams, group_count: cutlass.Constexpr,
+                           cluster_tile: cutlass.Constexpr):
+    bidx, bidy, bidz = cute.arch.block_idx()
+    gdx, gdy, _ = cute.arch.grid_dim()
+    block = (bidz * gdy + bidy) * gdx + bidx
+    sched = utils.StaticPersistentGroupTileScheduler.create(params, cute.arch.block_idx(), cute.arch.grid_dim(),
+                                                            cluster_tile, utils.create_initial_search_state(),
+                                                            group_count, problems)
+    work = sched.initial_work_tile_info()
+    while work.is_valid_tile:
+        k = sched.num_tiles_executed
+        info = work.group_search_result
+        out[block, k, 0] = info.group_idx
+        out[block, k, 1] = info.cta_tile_idx_m
+        out[block, k, 2] = info.cta_tile_idx_n
+        out[block, k, 3] = info.cta_tile_count_k
+        out[block, k, 4] = info.problem_shape_m * 1000 + info.problem_shape_n
+        sched.advance_to_next_work()
+        work = sched.get_current_work()
+    count[block] = sched.num_tiles_executed
+
+
+@cute.jit
+def run_group_scheduler(problems: cute.Tensor, out: cute.Tensor, count: cute.Tensor, total_clusters: Int32,
+                        group_count: cutlass.Constexpr, cluster_mn: cutlass.Constexpr,
+                        cluster_tile: cutlass.Constexpr, max_active: cutlass.Constexpr):
+    params = utils.PersistentTileSchedulerParams((*cluster_mn, total_clusters), (*cluster_mn, 1))
+    grid = utils.StaticPersistentGroupTileScheduler.get_grid_shape(params, max_active)
+    group_scheduler_kernel(problems, out, count, params, group_count, cluster_tile).launch(grid=grid,
+                                                                                         block=(1, 1, 1))
+
+
+def test_group_tile_scheduler_visits_the_groups_tiles_in_order():
+    problems = [(256, 128, 64, 1), (64, 384, 200, 1), (128, 128, 32, 1)]
+    cluster_tile = (128, 128, 64)
+    units, _ = model(problems, (1, 1), cluster_tile, True, (1, 1, 1))
+    grid = (1, 1, 3)
+    _, want = model(problems, (1, 1), cluster_tile, True, grid)
+    out = np.full((3, MAX_TILES, 5), -1, np.int32)
+    count = np.full(3, -1, np.int32)
+    run_group_scheduler(np.array(problems, np.int32), out, count, len(units), len(problems), (1, 1), cluster_tile, 3)
+    for block, tiles in want.items():
+        assert count[block] == len(tiles)
+        assert [tuple(out[block, k]) for k in range(len(tiles))] == tiles, block

@@ -1,6 +1,6 @@
-"""cute.nvgpu.tcgen05 exists so that libraries importing it at load time (quack's GEMM front end,
-FlashAttention-4's interface) run their Hopper paths; its operations refuse use until Blackwell
-code generation lands, with a DSL error that names them."""
+"""cute.nvgpu.tcgen05's names: the enums libraries read at import, and the operations that are still
+absent (block-scaled MMAs, tcgen05.cp atoms) refusing use with a DSL error that names them. The
+implemented ones are tested in test_tcgen05_mma.py and test_tmem_sm100.py."""
 import pytest
 
 import cutlass
@@ -17,10 +17,10 @@ def test_the_module_and_its_submodules_load_with_the_enums_libraries_read_at_imp
 
 
 @pytest.mark.parametrize("use", [
-    lambda: tcgen05.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (128, 256, 16)),
-    lambda: tcgen05.copy.Ld32x32bOp(tcgen05.copy.Repetition.x16),
-    lambda: tcgen05.make_tmem_copy(None, None),
-    lambda: tcgen05.find_tmem_tensor_col_offset(None),
+    lambda: tcgen05.MmaMXF8Op(),
+    lambda: tcgen05.Cp128x256bOp(),
+    lambda: tcgen05.make_s2t_copy(None, None),
+    lambda: tcgen05.get_s2t_smem_desc_tensor(None, None),
 ])
 def test_operations_refuse_use_with_a_dsl_error(use):
     with pytest.raises(cutlass.DSLUserCodeError) as e:

@@ -71,16 +71,20 @@ void bind_async(nb::module_& root) {
       .def_prop_ro("is_store", [](const cute::TmaAtom& a) { return a.kind == cute::TmaKind::Store; })
       .def_prop_ro("is_multicast", [](const cute::TmaAtom& a) { return a.kind == cute::TmaKind::LoadMulticast; })
       .def_prop_ro("num_multicast", [](const cute::TmaAtom& a) { return a.num_multicast; })
+      .def_prop_ro("cta_group", [](const cute::TmaAtom& a) { return a.cta_group; })
       .def_prop_ro("tile_elems", [](const cute::TmaAtom& a) { return a.tile_elems; })
       .def_prop_ro("tile_rank", [](const cute::TmaAtom& a) { return a.tile_rank; })
       .def_prop_ro("mcast_mode", [](const cute::TmaAtom& a) { return a.mcast_mode; })
       .def_prop_ro("mcast_step", [](const cute::TmaAtom& a) { return a.mcast_step; })
       .def_prop_ro("value_type", [](const cute::TmaAtom& a) { return dsl::dtype_name(a.element); })
       .def_prop_ro("smem_layout", [](const cute::TmaAtom& a) { return py(a.smem_layout); });
-  // kind: "load", "load_multicast" or "store"; smem_layout: a Layout or a swizzled ComposedLayout.
-  m.def("make_tiled_tma_atom", [](const std::string& kind, nb::handle gmem, nb::handle smem_layout, nb::handle tiler,
+  // kind: "load", "load_multicast" or "store", a load kind ending in "_2sm" for cta_group::2; smem_layout: a
+  // Layout or a swizzled ComposedLayout.
+  m.def("make_tiled_tma_atom", [](std::string kind, nb::handle gmem, nb::handle smem_layout, nb::handle tiler,
                                   int num_multicast, const std::string& file, int line) {
     Scope scope;
+    const bool two_sm = kind.size() > 4 && kind.compare(kind.size() - 4, 4, "_2sm") == 0;
+    if (two_sm) kind.resize(kind.size() - 4);
     // "store_<op>": a reduce-store (CopyReduceBulkTensorTileS2GOp) combining with <op>.
     ir::TmaReduceKind reduce = ir::TmaReduceKind::None;
     if (kind.rfind("store_", 0) == 0) {
@@ -127,6 +131,10 @@ void bind_async(nb::module_& root) {
       r.atom.op_name = "CopyReduceBulkTensorTileS2GOp";
     }
     r.atom.reduce = reduce;
+    if (two_sm) {
+      if (k == cute::TmaKind::Store) throw dsl::UserError("NOT_SUPPORTED", "make_tiled_tma_atom: a TMA store has no CTA group");
+      r.atom.cta_group = 2;
+    }
     nb::list ratios;
     for (const dsl::Num& x : r.merge_ratios) ratios.append(nb::cast(x));
     return nb::make_tuple(r.atom, r.descriptor, r.tma_tensor, ratios);

@@ -9,6 +9,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings/layout_convert.h"
+#include "cute/atom/mma_sm100.h"
 #include "bindings/num_convert.h"
 #include "cute/algorithm/gemm.h"
 #include "cute/atom/mma_sm80.h"
@@ -70,7 +71,7 @@ void set_accumulate(MmaAtom& a, nb::handle v) {
 }
 
 nb::object get_accumulate(const MmaAtom& a) {
-  if (a.kind != cute::MmaKind::Warpgroup)
+  if (a.kind != cute::MmaKind::Warpgroup && a.kind != cute::MmaKind::Tcgen05)
     throw dsl::UserError("INVALID_MMA_OP", "get(Field.ACCUMULATE): only warpgroup MMAs have the ACCUMULATE field");
   Scope scope;
   dsl::Num n = cute::wgmma_accumulate(a);
@@ -143,7 +144,8 @@ void bind_mma(nb::module_& root) {
 
   // The codes the warpgroup atoms take, named as cute.nvgpu's public enums name them.
   nb::enum_<cute::OperandSource>(m, "OperandSource", nb::is_arithmetic())
-      .value("SMEM", cute::OperandSource::Smem).value("RMEM", cute::OperandSource::Rmem);
+      .value("SMEM", cute::OperandSource::Smem).value("RMEM", cute::OperandSource::Rmem)
+      .value("TMEM", cute::OperandSource::Tmem);
   nb::enum_<cute::OperandMajor>(m, "OperandMajor", nb::is_arithmetic())
       .value("K", cute::OperandMajor::K).value("MN", cute::OperandMajor::MN);
   nb::enum_<cute::SmemLayoutAtomKind>(m, "SmemLayoutAtomKind", nb::is_arithmetic())
@@ -162,6 +164,10 @@ void bind_mma(nb::module_& root) {
       .def_prop_ro("b_dtype", [](const MmaAtom& a) { return dtype_class(a.b_type); })
       .def_prop_ro("acc_dtype", [](const MmaAtom& a) { return dtype_class(a.c_type); })
       .def_prop_ro("_op_string", [](const MmaAtom& a) { return cute::op_string(a); })
+      .def_prop_ro("_a_major", [](const MmaAtom& a) { return int(a.a_major); })
+      .def_prop_ro("_b_major", [](const MmaAtom& a) { return int(a.b_major); })
+      .def_prop_ro("_a_source", [](const MmaAtom& a) { return int(a.a_source); })
+      .def_prop_ro("_cta_group", [](const MmaAtom& a) { return a.cta_group; })
       .def("make_fragment_A", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::A, x); })
       .def("make_fragment_B", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::B, x); })
       .def("make_fragment_C", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::C, x); })
@@ -205,6 +211,22 @@ void bind_mma(nb::module_& root) {
     cute::GmmaDescriptorFields f = cute::gmma_descriptor_fields(as_layout(tile), element_bits, swizzle_bits,
                                                                 cute::OperandMajor(major), "operand");
     return nb::make_tuple(int(f.layout_type), f.lbo, f.sbo, cute::encode_gmma_descriptor(f, 0));
+  });
+  // tcgen05 (mma_sm100): kind 0 f16, 1 tf32, 2 f8f6f4, 3 i8.
+  m.def("make_tcgen05_mma", [](int kind, nb::handle a, nb::handle b, nb::handle acc, nb::handle shape, int cta_group,
+                               int a_src, int a_major, int b_major) {
+    std::vector<int64_t> s;
+    for (nb::handle e : shape) s.push_back(nb::cast<int64_t>(e));
+    return cute::make_tcgen05_mma(ir::Tcgen05Kind(kind), mma_dtype(a), mma_dtype(b), mma_dtype(acc), s, cta_group,
+                                  cute::OperandSource(a_src), cute::OperandMajor(a_major), cute::OperandMajor(b_major));
+  });
+  m.def("tcgen05_instruction_descriptor", [](const MmaAtom& a) { return cute::tcgen05_instruction_descriptor(a); });
+  // The SM100 descriptor bits of one (MN, K) tile (start address 0) for tests and make_umma_smem_desc.
+  m.def("umma_descriptor_bits", [](nb::handle tile, int element_bits, int swizzle_bits, int major) {
+    Scope scope;
+    cute::GmmaDescriptorFields f = cute::gmma_descriptor_fields(as_layout(tile), element_bits, swizzle_bits,
+                                                                cute::OperandMajor(major), "operand");
+    return cute::encode_umma_descriptor(f, swizzle_bits, 0);
   });
   m.def("warpgroup_fence", [] { Scope s; cute::warpgroup_fence(); });
   m.def("warpgroup_commit_group", [] { Scope s; cute::warpgroup_commit_group(); });

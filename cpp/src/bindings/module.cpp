@@ -42,6 +42,8 @@
 #include "bindings/python_errors.h"
 #include "bindings/runtime_bindings.h"
 #include "bindings/sm90_bindings.h"
+#include "bindings/cluster_launch_control_bindings.h"
+#include "bindings/sm100_bindings.h"
 #include "bindings/smem_bindings.h"
 #include "runtime/tensor_spec.h"
 #include "bindings/tensor_argument.h"
@@ -368,6 +370,8 @@ NB_MODULE(_core, m) {
   bindings::bind_runtime(m);
   bindings::bind_smem(m);
   bindings::bind_sm90(m);
+  bindings::bind_cluster_launch_control(m);
+  bindings::bind_sm100(m);
   bindings::bind_tensor_ssa(m);
   bindings::bind_carry(m);
   bindings::bind_async(m);

@@ -88,6 +88,7 @@ void start_block(const LaunchCtx& c, Worker& w) {
   w.wgmma_reads.reset(reinterpret_cast<uintptr_t>(w.smem), w.smem_size, (c.block_threads + kWarp - 1) / kWarp);
   for (int b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = w.named_count[b] = 0;
   w.mbarriers.reset();
+  w.tmem.reset();
   for (Warp& warp : w.warps) {
     warp.pc = 0;
     warp.mask = warp.live;
@@ -162,7 +163,10 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
       for (Warp& warp : w->warps) warp.state = WarpState::Running;
       running = progress = true;
     }
-    if (!unfinished) return;
+    if (!unfinished) {
+      for (Worker* w : cl.blocks) report_leaked_tmem(c, *w);
+      return;
+    }
     if (running) continue;
     if (!progress) report_deadlock(c, cl);
   }
@@ -191,6 +195,11 @@ void DeviceEmulator::launch(const LaunchRequest& r, const EmulatorConfig& cfg) c
   const unsigned cluster_size = shape[0] * shape[1] * shape[2];
   const unsigned nclusters3[3] = {r.grid[0] / shape[0], r.grid[1] / shape[1], r.grid[2] / shape[2]};
   const uint64_t clusters = uint64_t(nclusters3[0]) * nclusters3[1] * nclusters3[2];
+  // Clusters are launched in order from this counter; a running one may cancel the next ones
+  // (cluster launch control), which are then never launched.
+  std::atomic<uint64_t> next{0};
+  c.next_cluster = &next;
+  c.num_clusters = clusters;
 
   // One host thread's blocks: a cluster's worth, reused for each cluster the thread runs.
   struct ClusterRunner {
@@ -220,10 +229,9 @@ void DeviceEmulator::launch(const LaunchRequest& r, const EmulatorConfig& cfg) c
   if (nthreads <= 1) {
     ClusterRunner runner;
     prepare(runner);
-    for (uint64_t k = 0; k < clusters; ++k) run_cluster(c, runner.state, k);
+    for (uint64_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < clusters;) run_cluster(c, runner.state, k);
     return;
   }
-  std::atomic<uint64_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex err_mu;
   std::exception_ptr first_error;

@@ -1,12 +1,15 @@
 // Lowers a kernel's structured IR into the emulator's linear program (device_program.h).
 #include <algorithm>
 
+#include "emulator/cluster_launch_control.h"
 #include "emulator/device_program.h"
 #include "emulator/sm90_mma.h"
 #include "emulator/sm80_copy.h"
 #include "emulator/sm90_async.h"
 #include "emulator/sm90_tensormap.h"
 #include "emulator/sm90_warp.h"
+#include "emulator/sm100_mma.h"
+#include "emulator/sm100_tmem.h"
 
 namespace opencute::emulator {
 
@@ -119,6 +122,11 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
         // a whole number of bytes (checked when the op was built).
         ir::Type e = op.operands[0]->type->element;
         i.imm = e->is_sub_byte() ? -e->bit_size() : e->byte_size();
+        i.space = op.operands[0]->type->space;
+        if (i.space == ir::AddrSpace::Tmem) {  // imm: log2 of the elements per 32-bit column
+          i.imm = 0;
+          while (i.imm < 5 && (32 >> i.imm) > e->bit_size()) ++i.imm;
+        }
         i.a = in(0), i.b = in(1), i.dst = out();
         emit(std::move(i));
         break;
@@ -368,7 +376,9 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
             op.file, op.line);
       default:
         if (!lower_sm80_copy(*this, op) && !lower_sm90_mma(*this, op) && !lower_sm90_async(*this, op) &&
-            !lower_sm90_warp(*this, op) && !lower_sm90_tensormap(*this, op))
+            !lower_sm90_warp(*this, op) && !lower_sm90_tensormap(*this, op) &&
+            !lower_cluster_launch_control(*this, op) && !lower_sm100_tmem(*this, op) &&
+            !lower_sm100_mma(*this, op))
           unsupported(op, kname);
     }
   }

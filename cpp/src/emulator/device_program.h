@@ -32,6 +32,9 @@ enum class K : uint8_t {
   Sm90Tensormap,  // copy / replace / fence of TMA descriptors in memory (emulator/sm90_tensormap.cpp)
   Sm90Warp,  // elect / sync_warp / setmaxnreg / prmt / warp_uniform (emulator/sm90_warp.cpp); code says which
   Cluster,   // cluster registers, barrier.cluster, mapa (emulator/sm90_warp.cpp); code says which
+  ClusterLaunchControl,  // clusterlaunchcontrol try_cancel / query_cancel (emulator/cluster_launch_control.cpp)
+  Sm100Tmem,  // tensor memory: alloc / dealloc / relinquish, tcgen05.ld / st / cp / wait / fence (emulator/sm100_tmem.cpp)
+  Sm100Mma,   // tcgen05.mma and tcgen05.commit (emulator/sm100_mma.cpp); code says which
   // control
   Barrier, NamedBarrier, If, Else, EndIf, LoopBegin, ForTest, ForStep, WhileTest, Jump, LoopEnd, Return,
 };

@@ -205,6 +205,16 @@ static std::string mbarrier_deadlock(const LaunchCtx& c, const ClusterState& cl)
   throw ExecutionError("deadlock in kernel '" + *c.kernel + where + ": no warp can proceed: " + stuck);
 }
 
+void report_leaked_tmem(const LaunchCtx& c, const Worker& w) {
+  int64_t columns = 0;
+  const ir::Op* op = w.tmem.leaked(&columns);
+  if (!op) return;
+  std::string at = op->line ? " (line " + std::to_string(op->line) + ")" : "";
+  throw ExecutionError("tensor memory leaked in kernel '" + *c.kernel + "'" + at + ", block " + dims3(w.block_idx) +
+                       ": " + std::to_string(columns) +
+                       " columns allocated by tcgen05.alloc were never freed (tcgen05.dealloc) before the CTA exited");
+}
+
 void check_launch(const LaunchRequest& r, const std::string& kernel, size_t num_args) {
   for (int d = 0; d < 3; ++d)
     if (r.grid[d] == 0 || r.block[d] == 0)

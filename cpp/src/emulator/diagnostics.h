@@ -36,6 +36,9 @@ void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
 // No warp of the cluster can make progress: says what each one waits for.
 [[noreturn]] void report_deadlock(const LaunchCtx& c, const ClusterState& cl);
 
+// Raises ExecutionError when block `w` exits with tensor-memory columns still allocated.
+void report_leaked_tmem(const LaunchCtx& c, const Worker& w);
+
 // The launch's grid, block, argument count and cluster shape, checked before any block runs.
 void check_launch(const LaunchRequest& r, const std::string& kernel, size_t num_args);
 

@@ -3,6 +3,7 @@
 // Private to the emulator: block_scheduler.cpp creates and schedules it, warp_interpreter.cpp
 // and the op handlers (op_handlers.h) run instructions on it, diagnostics.cpp describes it.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "emulator/sm80_copy.h"
 #include "emulator/sm90_async.h"
 #include "emulator/sm90_mma.h"
+#include "emulator/sm100_mma.h"
+#include "emulator/sm100_tmem.h"
 
 namespace opencute::emulator {
 
@@ -91,6 +94,7 @@ struct Worker {
   int64_t named_arrived[kNamedBarriers] = {};
   int64_t named_count[kNamedBarriers] = {};
   MbarrierTable mbarriers;  // the block's mbarriers (emulator/sm90_async.h)
+  TensorMemory tmem;        // the block's tensor memory (emulator/sm100_tmem.h)
 };
 
 struct LaunchCtx {
@@ -101,6 +105,10 @@ struct LaunchCtx {
   unsigned block_threads;
   int num_warps;
   size_t local_stride;
+  // The clusters not launched yet: the scheduler launches cluster *next_cluster++ while it is below
+  // num_clusters, and clusterlaunchcontrol.try_cancel takes them from the same counter.
+  std::atomic<uint64_t>* next_cluster = nullptr;
+  uint64_t num_clusters = 0;
 };
 
 inline void thread_coords(const LaunchCtx& c, unsigned lin, unsigned out[3]) {

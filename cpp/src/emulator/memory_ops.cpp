@@ -11,7 +11,17 @@ namespace {
 Flow exec_ptr_add(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const uint32_t m = warp.mask;
   const LaneRegs at{warp.regs};
-  if (i.imm >= 0) {
+  if (i.space == ir::AddrSpace::Tmem) {
+    // 32-bit tensor-memory addresses: the element index rotated right by log2(elements per
+    // column), as the NVVM lowering and CuTe's tmem_ptr do.
+    const unsigned s = unsigned(i.imm);
+    FOR_LANES(m) {
+      int l = LANE;
+      uint32_t x = uint32_t(at(i.b, l).i);
+      if (s) x = (x >> s) | (x << (32 - s));
+      at(i.dst, l).i = int64_t(uint32_t(uint32_t(at(i.a, l).i) + x));
+    }
+  } else if (i.imm >= 0) {
     FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + at(i.b, l).i * i.imm; }
   } else {  // packed sub-byte elements: -imm bits each
     FOR_LANES(m) { int l = LANE; at(i.dst, l).i = at(i.a, l).i + ((at(i.b, l).i * -i.imm) >> 3); }

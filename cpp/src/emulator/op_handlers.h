@@ -76,6 +76,13 @@ void register_sm90_async_handlers(HandlerTable& t);
 void register_sm90_warp_handlers(HandlerTable& t);
 // TMA descriptors in device memory (copy, tensormap.replace, cp_fenceproxy): sm90_tensormap.cpp.
 void register_sm90_tensormap_handlers(HandlerTable& t);
+// Blackwell cluster launch control (try_cancel, query_cancel): cluster_launch_control.cpp.
+void register_cluster_launch_control_handlers(HandlerTable& t);
+// Blackwell tensor memory (alloc / dealloc / relinquish, tcgen05.ld / st / cp, waits and fences):
+// sm100_tmem.cpp.
+void register_sm100_tmem_handlers(HandlerTable& t);
+// tcgen05.mma and tcgen05.commit: sm100_mma.cpp.
+void register_sm100_mma_handlers(HandlerTable& t);
 
 // A warp's registers seen lane by lane: register `reg` of lane `lane` (SoA, device_emulator.h).
 struct LaneRegs {

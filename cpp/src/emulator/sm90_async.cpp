@@ -254,10 +254,12 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
   if (bar < base || bar + 8 > base + w.smem_size || !w.table->find(bar))
     w.fail(lane, "a TMA load completing on an mbarrier that is not an initialised shared-memory mbarrier");
   // Multicast: every CTA in the mask receives the box at the same offset and its own mbarrier
-  // (at the same offset) is credited; without a mask, this CTA only.
+  // (at the same offset) is credited; without a mask, this CTA only. A cta_group::2 load credits
+  // the mbarrier of the receiving CTA's pair leader (even rank) instead.
+  const bool two_sm = i.op && i.op->ints.size() > 2 && i.op->ints[2] == 2;
   std::vector<int64_t> ranks;
   if (i.dsts.empty()) {
-    ranks.push_back(-1);
+    ranks.push_back(two_sm ? w.rank : -1);
   } else {
     const uint32_t mask = uint32_t(at(w, i.dsts[0], lane).i) & 0xffff;
     for (int r = 0; r < 16; ++r)
@@ -283,10 +285,18 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
         std::memset(p, 0, size_t(d.elem_bytes));  // out-of-bounds elements are zero-filled
       }
     });
-    const uintptr_t peer_bar = reinterpret_cast<uintptr_t>(smem) + (bar - base);
+    char* bar_smem = smem;
+    if (two_sm) {
+      auto [s, t] = w.peer(rank & ~int64_t(1));
+      if (!s) w.fail(lane, "a cta_group::2 TMA load into CTA rank " + std::to_string(rank) + ", whose pair leader is not "
+                           "in the cluster");
+      bar_smem = s, table = t;
+    }
+    const uintptr_t peer_bar = reinterpret_cast<uintptr_t>(bar_smem) + (bar - base);
     if (!table->find(peer_bar))
-      w.fail(lane, "a TMA multicast to CTA rank " + std::to_string(rank) + " whose mbarrier at shared offset " +
-                       std::to_string(bar - base) + " was never initialised");
+      w.fail(lane, "a TMA " + std::string(two_sm ? "load (cta_group::2)" : "multicast") + " to CTA rank " +
+                       std::to_string(rank) + " whose mbarrier at shared offset " + std::to_string(bar - base) +
+                       (two_sm ? " of its pair leader" : "") + " was never initialised");
     table->add_filling(reinterpret_cast<uintptr_t>(smem) + off, reinterpret_cast<uintptr_t>(smem) + off + bytes, peer_bar,
                        i.op);
     table->complete_tx(peer_bar, int64_t(bytes));
@@ -454,6 +464,7 @@ Flow exec_sm90_async(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   ctx.regs = warp.regs;
   ctx.mask = m;
   ctx.table = &w.mbarriers;
+  ctx.rank = w.rank;
   ctx.smem = w.smem;
   ctx.smem_size = w.smem_size;
   // The CTA of rank `rank` in this cluster (without a cluster, a block is rank 0 of one).

@@ -105,6 +105,7 @@ struct Sm90WarpContext {
   Scalar* regs = nullptr;  // SoA: register r of lane l at regs[r * 32 + l]
   uint32_t mask = 0;       // active lanes
   MbarrierTable* table = nullptr;
+  int64_t rank = 0;        // the block's rank in its cluster
   char* smem = nullptr;    // the block's shared memory
   size_t smem_size = 0;
   // The shared memory of the CTA of the cluster with rank `rank` and its table (null smem when

@@ -34,6 +34,9 @@ const HandlerTable& emulator_handlers() {
     register_sm90_mma_handlers(t);
     register_sm90_async_handlers(t);
     register_sm90_warp_handlers(t);
+    register_cluster_launch_control_handlers(t);
+    register_sm100_tmem_handlers(t);
+    register_sm100_mma_handlers(t);
     register_sm90_tensormap_handlers(t);
     t.check_complete();
     return t;

@@ -94,6 +94,18 @@ const char* opcode_name(OpCode code) {
     case OpCode::SetMaxNReg: return "setmaxnreg";
     case OpCode::Prmt: return "prmt";
     case OpCode::WarpUniform: return "warp_uniform";
+    case OpCode::ClcTryCancel: return "clc_try_cancel";
+    case OpCode::ClcQueryCancel: return "clc_query_cancel";
+    case OpCode::TmemAlloc: return "tcgen05.alloc";
+    case OpCode::TmemDealloc: return "tcgen05.dealloc";
+    case OpCode::TmemRelinquish: return "tcgen05.relinquish_alloc_permit";
+    case OpCode::Tcgen05Mma: return "tcgen05.mma";
+    case OpCode::Tcgen05Commit: return "tcgen05.commit";
+    case OpCode::Tcgen05Ld: return "tcgen05.ld";
+    case OpCode::Tcgen05St: return "tcgen05.st";
+    case OpCode::Tcgen05Wait: return "tcgen05.wait";
+    case OpCode::Tcgen05Fence: return "tcgen05.fence";
+    case OpCode::Tcgen05Cp: return "tcgen05.cp";
   }
   return "?";
 }

@@ -99,6 +99,7 @@ enum class OpCode : uint8_t {
   // TMA (cute/atom/copy_sm90): `desc` is the generic address of a CUtensorMap (a grid-constant
   // kernel parameter); coordinates are i32 in the tensor map's dimension order (dim 0 innermost)
   TmaLoad,    // (desc, smem dst ptr, mbarrier ptr, coords..., [i16 multicast mask]); int_attr = rank,
+              // ints = {multicast, predicated[, CTA group 2: the bytes complete the pair leader's mbarrier]};
               // ints = {multicast}; the bytes landing complete transactions on the mbarrier
   TmaStore,   // (desc, smem src ptr, coords...); int_attr = rank; joins the thread's bulk group
   BulkCommit,  // cp.async.bulk.commit_group
@@ -124,7 +125,43 @@ enum class OpCode : uint8_t {
   TmaDescCopy,           // (descriptor ptr, dst ptr to global or shared memory): the 128-byte tensor map
   TmaDescReplace,        // (tensor map ptr, value i64/i32); int_attr = TmaDescField, ints = {ordinal}
   TmaDescCpFenceRelease, // (global ptr, shared ptr): tensormap.cp_fenceproxy ... release.gpu, 128 bytes
+  // Blackwell cluster launch control (clc: dsl/cluster_launch_control, target/nvvm/lower_cluster_launch_control.cpp,
+  // emulator/cluster_launch_control.cpp): a running cluster takes over the work of a cluster not launched yet
+  ClcTryCancel,    // (16-byte response smem ptr, mbarrier smem ptr); ints = {multicast}: asks to cancel the launch
+                   // of a cluster that has not started; the 16-byte response lands at the pointer and completes 16
+                   // transaction bytes on the mbarrier (with multicast: the same offsets in every CTA of the cluster)
+  ClcQueryCancel,  // (response smem ptr) -> (x i32, y i32, z i32, canceled i1): the response's first ctaid of the
+                   // canceled cluster (undefined unless canceled)
+  // SM100 tensor memory and tcgen05 (dsl/sm100_ops, cute/atom/mma_sm100, cute/atom/copy_sm100,
+  // target/nvvm/lower_sm100.cpp, emulator/sm100_tmem.cpp + emulator/sm100_mma.cpp). Tensor-memory
+  // addresses are i32 (lane << 16 | column); int_attr = CTA group (1 or 2) where the PTX form has one.
+  TmemAlloc,       // (smem ptr receiving the address, i32 column count): tcgen05.alloc (warp-wide)
+  TmemDealloc,     // (i32 tensor-memory address, i32 column count): tcgen05.dealloc (warp-wide)
+  TmemRelinquish,  // tcgen05.relinquish_alloc_permit (warp-wide)
+  Tcgen05Mma,      // (D address i32, A descriptor i64 | A tensor-memory address i32, B descriptor i64,
+                   //  instruction descriptor i32, enable input D i1); ints = {Tcgen05Kind, A from tensor memory}
+  Tcgen05Commit,   // (mbarrier ptr[, i16 CTA mask]): tcgen05.commit ... mbarrier::arrive::one[.multicast::cluster]
+  Tcgen05Ld,       // (i32 address) -> b32 values (i32); int_attr = Tcgen05Shape, ints = {repetitions, pack 16b,
+                   //  half split-off columns (16x32bx2)}: tcgen05.ld.sync.aligned (warp-wide)
+  Tcgen05St,       // (i32 address, b32 values...); int_attr / ints as Tcgen05Ld (unpack instead of pack)
+  Tcgen05Wait,     // int_attr = 0: tcgen05.wait::ld, 1: tcgen05.wait::st
+  Tcgen05Fence,    // int_attr = 0: tcgen05.fence::before_thread_sync, 1: ::after_thread_sync
+  Tcgen05Cp,       // (i32 address, smem descriptor i64); int_attr = CTA group, ints = {Tcgen05CpShape}
 };
+
+// The kinds of tcgen05.mma (the PTX `.kind`), and the shapes of tcgen05.ld / st / cp.
+enum class Tcgen05Kind : uint8_t { F16 = 0, TF32 = 1, F8F6F4 = 2, I8 = 3 };
+enum class Tcgen05Shape : uint8_t { S32x32b = 0, S16x64b = 1, S16x128b = 2, S16x256b = 3, S16x32bx2 = 4 };
+// .128x256b, .4x256b, .128x128b, .64x128b.warpx2::02_13, .64x128b.warpx2::01_23, .32x128b.warpx4
+// The 32-bit registers per thread that a tcgen05.ld / st of `shape` x `repetitions` moves. With
+// .pack::16b / .unpack::16b the count stays and each register holds the low halves of two
+// adjacent columns (the instruction covers twice the columns).
+inline int tcgen05_ldst_registers(Tcgen05Shape shape, int64_t repetitions) {
+  int per = shape == Tcgen05Shape::S16x128b ? 2 : shape == Tcgen05Shape::S16x256b ? 4 : 1;
+  return int(per * repetitions);
+}
+enum class Tcgen05CpShape : uint8_t { S128x256b = 0, S4x256b = 1, S128x128b = 2, S64x128bWarpx2_02_13 = 3,
+                                      S64x128bWarpx2_01_23 = 4, S32x128bWarpx4 = 5 };
 
 // TmaDescReplace fields: tensormap.replace.tile.{global_address (i64), global_dim (ordinal = dimension,
 // i32 extent), global_stride (ordinal k = the byte stride of dimension k + 1, i64)}.

@@ -124,7 +124,7 @@ class Cursor {
       expect(">");
       expect(">");
       AddrSpace as = space == "generic" ? AddrSpace::Generic : space == "gmem" ? AddrSpace::Gmem
-                   : space == "smem"    ? AddrSpace::Smem    : space == "cmem" ? AddrSpace::Cmem
+                   : space == "smem"    ? AddrSpace::Smem    : space == "cmem" ? AddrSpace::Cmem : space == "tmem" ? AddrSpace::Tmem
                    : space == "rmem"    ? AddrSpace::Rmem    : space == "param" ? AddrSpace::Param : (fail("unknown address space '" + space + "'"), AddrSpace::Generic);
       return pointer_type(elem, as, int(align));
     }
@@ -401,7 +401,11 @@ class Parser {
       case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode:
       case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
-      case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform: {
+      case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
+      case OpCode::ClcTryCancel: case OpCode::ClcQueryCancel:
+      case OpCode::TmemAlloc: case OpCode::TmemDealloc: case OpCode::TmemRelinquish: case OpCode::Tcgen05Mma:
+      case OpCode::Tcgen05Commit: case OpCode::Tcgen05Ld: case OpCode::Tcgen05St: case OpCode::Tcgen05Wait:
+      case OpCode::Tcgen05Fence: case OpCode::Tcgen05Cp: {
         // SM80 copies, wgmma, the SM90 async ops and the SM90 warp / cluster ops: `[int_attr, ints...] operands : result types`
         std::vector<int64_t> attrs;
         if (c.accept("[")) {

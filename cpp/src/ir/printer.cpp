@@ -179,6 +179,10 @@ class Printer {
       case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
+      case OpCode::ClcTryCancel: case OpCode::ClcQueryCancel:
+      case OpCode::TmemAlloc: case OpCode::TmemDealloc: case OpCode::TmemRelinquish: case OpCode::Tcgen05Mma:
+      case OpCode::Tcgen05Commit: case OpCode::Tcgen05Ld: case OpCode::Tcgen05St: case OpCode::Tcgen05Wait:
+      case OpCode::Tcgen05Fence: case OpCode::Tcgen05Cp:
         if (op.code != OpCode::CpAsyncCommit) {
           os << " [" << op.int_attr;
           for (int64_t v : op.ints) os << ", " << v;

@@ -105,6 +105,7 @@ std::string to_string(AddrSpace s) {
     case AddrSpace::Gmem: return "gmem";
     case AddrSpace::Smem: return "smem";
     case AddrSpace::Cmem: return "cmem";
+    case AddrSpace::Tmem: return "tmem";
     case AddrSpace::Rmem: return "rmem";
     case AddrSpace::Param: return "param";
   }

@@ -13,7 +13,9 @@ enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2, E2M1 };
 // Numeric values follow the CuTe DSL / NVVM address-space numbering. Param: a kernel parameter
 // passed by value as a __grid_constant__ (a TMA descriptor), reached through its generic address;
 // on the host, the pointer to the parameter's bytes.
-enum class AddrSpace : uint8_t { Generic = 0, Gmem = 1, Smem = 3, Cmem = 4, Rmem = 5, Param = 101 };
+// Tmem: Blackwell's tensor memory, addressed by 32-bit (lane << 16 | column) addresses; a pointer
+// into it cannot be dereferenced (only tcgen05 instructions reach it).
+enum class AddrSpace : uint8_t { Generic = 0, Gmem = 1, Smem = 3, Cmem = 4, Rmem = 5, Tmem = 6, Param = 101 };
 
 struct TypeStorage;
 using Type = const TypeStorage*;

@@ -46,6 +46,60 @@ class Verifier {
     if (!cond) fail(&op, msg);
   }
 
+  // The SM100 tensor-memory / tcgen05 family (ir.h).
+  void verify_sm100_op(const Op& op) {
+    const auto& o = op.operands;
+    const bool group_ok = op.int_attr == 1 || op.int_attr == 2;
+    auto address = [](const Value* v) { return v->type == i32(); };
+    switch (op.code) {
+      case OpCode::TmemAlloc:
+        expect(op, group_ok && o.size() == 2 && o[0]->type->is_pointer() && o[1]->type == i32() && op.results.empty(),
+               "tcgen05.alloc takes (shared pointer, i32 columns) and a CTA group of 1 or 2");
+        break;
+      case OpCode::TmemDealloc:
+        expect(op, group_ok && o.size() == 2 && address(o[0]) && o[1]->type == i32() && op.results.empty(),
+               "tcgen05.dealloc takes (i32 address, i32 columns) and a CTA group of 1 or 2");
+        break;
+      case OpCode::TmemRelinquish:
+        expect(op, group_ok && o.empty() && op.results.empty(), "tcgen05.relinquish_alloc_permit takes no operands");
+        break;
+      case OpCode::Tcgen05Mma:
+        expect(op, group_ok && o.size() == 5 && op.ints.size() == 2 && address(o[0]) &&
+                       o[1]->type == (op.ints[1] ? i32() : i64()) && o[2]->type == i64() && o[3]->type == i32() &&
+                       o[4]->type == bool_type() && op.results.empty() && op.ints[0] >= 0 && op.ints[0] <= 3,
+               "tcgen05.mma takes (D address i32, A descriptor i64 or address i32, B descriptor i64, idesc i32, "
+               "enable input D i1) and {kind, A from tensor memory}");
+        break;
+      case OpCode::Tcgen05Commit:
+        expect(op, group_ok && (o.size() == 1 || (o.size() == 2 && o[1]->type == int_type(16, false))) &&
+                       o[0]->type->is_pointer() && op.results.empty(),
+               "tcgen05.commit takes (mbarrier pointer[, u16 CTA mask])");
+        break;
+      case OpCode::Tcgen05Ld: case OpCode::Tcgen05St: {
+        bool ld = op.code == OpCode::Tcgen05Ld;
+        bool ok = op.int_attr >= 0 && op.int_attr <= 4 && op.ints.size() == 3 && !o.empty() && address(o[0]);
+        size_t n = ld ? op.results.size() : o.size() - 1;
+        ok = ok && n >= 1 && (ld ? o.size() == 1 : op.results.empty()) &&
+             int(n) == tcgen05_ldst_registers(Tcgen05Shape(op.int_attr), op.ints[0]);
+        for (size_t k = 0; ok && k < n; ++k) ok = (ld ? op.results[k]->type : o[k + 1]->type) == i32();
+        expect(op, ok, std::string(opcode_name(op.code)) + " moves i32 registers at an i32 address, with a shape, "
+                                                             "repetition count, packing and split-off");
+        break;
+      }
+      case OpCode::Tcgen05Wait: case OpCode::Tcgen05Fence:
+        expect(op, o.empty() && op.results.empty() && (op.int_attr == 0 || op.int_attr == 1),
+               std::string(opcode_name(op.code)) + " takes no operands and a kind of 0 or 1");
+        break;
+      case OpCode::Tcgen05Cp:
+        expect(op, group_ok && o.size() == 2 && address(o[0]) && o[1]->type == i64() && op.ints.size() == 1 &&
+                       op.results.empty(),
+               "tcgen05.cp takes (i32 address, i64 shared-memory descriptor) and a shape");
+        break;
+      default:
+        break;
+    }
+  }
+
   // The Hopper warp / cluster family (ir.h).
   void verify_sm90_warp_op(const Op& op) {
     const auto& o = op.operands;
@@ -304,6 +358,8 @@ class Verifier {
         for (size_t k = fixed; ok && k < fixed + rank; ++k) ok = o[k]->type == i32();
         if (ok && mcast) ok = o[fixed + rank]->type->is_int();
         if (ok && pred) ok = o.back()->type->is_bool();
+        // ints[2] (loads): the CTA group, 1 or 2 (cta_group::2).
+        if (ok && load && op.ints.size() > 2) ok = op.ints.size() == 3 && (op.ints[2] == 1 || op.ints[2] == 2);
         // ints[0] (stores): a reduce-store's TmaReduceKind.
         if (ok && !load && !op.ints.empty())
           ok = op.ints.size() == 1 && op.ints[0] > 0 && op.ints[0] < int64_t(TmaReduceKind::NumKinds);
@@ -337,6 +393,28 @@ class Verifier {
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:
       case OpCode::SyncWarp: case OpCode::SetMaxNReg: case OpCode::Prmt: case OpCode::WarpUniform:
         verify_sm90_warp_op(op);
+        break;
+      case OpCode::ClcTryCancel: {
+        auto smem_ptr = [](const Value* v) {
+          return v->type->is_pointer() && (v->type->space == AddrSpace::Smem || v->type->space == AddrSpace::Generic);
+        };
+        expect(op, o.size() == 2 && op.results.empty() && smem_ptr(o[0]) && smem_ptr(o[1]) && op.ints.size() == 1,
+               "clc_try_cancel takes (response pointer, mbarrier pointer) into shared memory and a multicast flag");
+        expect(op, fn_->kind == FunctionKind::Kernel, "clc_try_cancel is only valid in a kernel");
+        break;
+      }
+      case OpCode::ClcQueryCancel:
+        expect(op, o.size() == 1 && o[0]->type->is_pointer() &&
+                       (o[0]->type->space == AddrSpace::Smem || o[0]->type->space == AddrSpace::Generic) &&
+                       op.results.size() == 4 && op.results[0]->type == i32() && op.results[1]->type == i32() &&
+                       op.results[2]->type == i32() && op.results[3]->type == bool_type(),
+               "clc_query_cancel takes a response pointer into shared memory and yields (i32 x, i32 y, i32 z, i1 canceled)");
+        expect(op, fn_->kind == FunctionKind::Kernel, "clc_query_cancel is only valid in a kernel");
+        break;
+      case OpCode::TmemAlloc: case OpCode::TmemDealloc: case OpCode::TmemRelinquish: case OpCode::Tcgen05Mma:
+      case OpCode::Tcgen05Commit: case OpCode::Tcgen05Ld: case OpCode::Tcgen05St: case OpCode::Tcgen05Wait:
+      case OpCode::Tcgen05Fence: case OpCode::Tcgen05Cp:
+        verify_sm100_op(op);
         break;
       case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease: {
         bool ok = o.size() == 2 && op.results.empty() && o[0]->type->is_pointer();

@@ -25,6 +25,8 @@ struct Arch {
   bool has_clusters() const { return number >= 90; }
   bool has_wgmma() const { return is_sm90a(); }
   bool has_setmaxnreg() const { return is_sm90a() || number >= 100; }
+  // clusterlaunchcontrol.try_cancel / query_cancel (PTX ISA 8.6): sm_100 and newer.
+  bool has_cluster_launch_control() const { return number >= 100; }
   // tcgen05 (TMEM, UMMA): the sm_100 family's arch- or family-specific sets, not sm_120.
   bool has_tcgen05() const { return number >= 100 && number < 120 && (suffix == 'a' || suffix == 'f'); }
   // Shared memory one block may use, in bytes (the opt-in maximum less the 1 KiB the system

@@ -21,7 +21,10 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::BulkWait: case ir::OpCode::TmaDescOp: case ir::OpCode::TmaEncode:
     case ir::OpCode::TmaDescCopy: case ir::OpCode::TmaDescReplace: case ir::OpCode::TmaDescCpFenceRelease:
     case ir::OpCode::ClusterBarrier: case ir::OpCode::ElectOne: case ir::OpCode::SyncWarp: case ir::OpCode::SetMaxNReg:
-    case ir::OpCode::WarpUniform:
+    case ir::OpCode::WarpUniform: case ir::OpCode::ClcTryCancel: case ir::OpCode::ClcQueryCancel:
+    case ir::OpCode::TmemAlloc: case ir::OpCode::TmemDealloc: case ir::OpCode::TmemRelinquish:
+    case ir::OpCode::Tcgen05Mma: case ir::OpCode::Tcgen05Commit: case ir::OpCode::Tcgen05Ld: case ir::OpCode::Tcgen05St:
+    case ir::OpCode::Tcgen05Wait: case ir::OpCode::Tcgen05Fence: case ir::OpCode::Tcgen05Cp:
       // loads stay: removing them would hide faulting accesses; shuffles and votes synchronise the warp
       return false;
     case ir::OpCode::InlineAsm:

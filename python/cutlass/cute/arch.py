@@ -263,6 +263,25 @@ def griddepcontrol_launch_dependents(*, loc=None, ip=None):
     context.tracer().griddepcontrol(False)
 
 
+# ---- cluster launch control (sm_100+) ------------------------------------------------------------
+# A persistent kernel launched over its whole problem asks, from one thread, to cancel the launch
+# of a cluster that has not started yet (issue_clc_query) and does that cluster's work itself. The
+# 16-byte answer lands in shared memory and completes 16 transaction bytes on the mbarrier, in
+# every CTA of the cluster; clc_response reads it once the barrier's phase completed.
+
+def issue_clc_query(mbar_ptr, clc_response_ptr, *, loc=None, ip=None):
+    """clusterlaunchcontrol.try_cancel (multicast to the cluster): the response (16 bytes, 16-byte
+    aligned shared memory) and 16 transaction bytes on `mbar_ptr`'s barrier, in every CTA of the cluster."""
+    _core.clc.try_cancel(_pointer_value(clc_response_ptr), _pointer_value(mbar_ptr), True)
+
+
+def clc_response(result_addr, *, loc=None, ip=None):
+    """(x, y, z, valid), Int32 each: the ctaid of the first CTA of the cluster the query canceled, and
+    1 when it canceled one (0: no cluster was left to take, x / y / z are then 0)."""
+    x, y, z, canceled = _core.clc.query_cancel(_pointer_value(result_addr))
+    return wrap(x), wrap(y), wrap(z), Int32(wrap(canceled))
+
+
 # ---- warp shuffles and votes ------------------------------------------------------------------
 # PTX shfl.sync semantics: `mask_and_clamp` is the instruction's `c` operand (clamp in bits 0-4,
 # segment mask in bits 8-12); a source lane outside the clamp gives the lane its own value.
@@ -481,11 +500,14 @@ def exp2(a, *, loc=None, ip=None):
     return wrap(_core.math("exp2_approx", [_f32(a)]))
 
 
-# NVIDIA's examples import warp constants from `cutlass.cute.arch.nvvm_wrappers`: the same names.
+# NVIDIA's examples import warp constants from `cutlass.cute.arch.nvvm_wrappers`: the same names,
 import sys as _sys  # noqa: E402
 
 nvvm_wrappers = _sys.modules[__name__]
 _sys.modules[__name__ + ".nvvm_wrappers"] = nvvm_wrappers
+# ... and `cutlass.cute.arch.smem` (map_dsmem_ptr and the shared-memory allocations).
+smem = nvvm_wrappers
+_sys.modules[__name__ + ".smem"] = smem
 
 
 # ---- mbarrier (SM90 transaction barriers) and fences -----------------------------------------
@@ -724,3 +746,9 @@ def popc(value, *, loc=None, ip=None):
     x = (x & Uint32(0x33333333)) + ((x >> 2) & Uint32(0x33333333))
     x = (x + (x >> 4)) & Uint32(0x0F0F0F0F)
     return Int32((x * Uint32(0x01010101)) >> 24)
+
+
+# ---- Blackwell tensor memory (cute/_arch_sm100.py) ----------------------------------------------
+from ._arch_sm100 import (alloc_tmem, dealloc_tmem, fence_view_async_tmem_load,  # noqa: E402,F401
+                          fence_view_async_tmem_store, get_max_tmem_alloc_cols, get_min_tmem_alloc_cols,
+                          relinquish_tmem_alloc_permit, retrieve_tmem_ptr)

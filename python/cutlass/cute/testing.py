@@ -21,6 +21,11 @@ from .testing_convert import convert  # noqa: E402,F401
 _L2_CACHE_SIZE_ATTRIBUTE = 38  # CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
 
 
+class CantImplementError(Exception):
+    """A kernel cannot implement the requested configuration (its can_implement checks raise it and
+    NVIDIA's examples catch it to report the configuration as unsupported)."""
+
+
 class JitArguments:
     """The positional and keyword arguments of one call of the benchmarked callable."""
 

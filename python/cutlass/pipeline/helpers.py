@@ -8,6 +8,7 @@ from .. import _core
 from .._dsl.numeric import Boolean, Int32, Int64, Numeric, as_numeric, wrap
 from .._dsl.carry import extract_mlir_values, new_from_mlir_values
 from ..cute import arch as _cute_arch
+from ..cute.nvgpu import tcgen05 as _tcgen05
 from ..cute.layout import size as _layout_size
 from .named_barrier import NamedBarrier
 
@@ -141,8 +142,10 @@ def _warp_idx():
 
 class PipelineOp(enum.Enum):
     """What completes a pipeline barrier's phase: thread arrivals (AsyncThread), a TMA load's
-    bytes (TmaLoad: the arrival also expects the stage's transaction bytes), and Blackwell's
-    tcgen05 MMA commits and CLC loads (not available here)."""
+    bytes (TmaLoad: the arrival also expects the stage's transaction bytes), Blackwell's tcgen05
+    MMA commits (TCGen05Mma: the arrival is a tcgen05.commit, made when the MMAs issued before it
+    completed) and cluster launch control responses (ClcLoad: like TmaLoad, the response's 16
+    bytes complete the transaction)."""
     AsyncThread = enum.auto()
     TCGen05Mma = enum.auto()
     TmaLoad = enum.auto()
@@ -162,9 +165,10 @@ class MbarrierArray:
         self.op_type, self.cg = agent if isinstance(agent, tuple) else (PipelineOp.AsyncThread, agent)
         if not isinstance(self.op_type, PipelineOp) or not isinstance(self.cg, CooperativeGroup):
             raise TypeError(f"MbarrierArray: agent must be (PipelineOp, CooperativeGroup), got {agent!r}")
-        if self.op_type not in (PipelineOp.AsyncThread, PipelineOp.TmaLoad):
-            raise NotImplementedError(f"MbarrierArray: {self.op_type} barriers are not available (sm_90 pipelines "
-                                      "use AsyncThread and TmaLoad)")
+        if self.op_type not in (PipelineOp.AsyncThread, PipelineOp.TmaLoad, PipelineOp.TCGen05Mma,
+                                PipelineOp.ClcLoad):
+            raise NotImplementedError(f"MbarrierArray: {self.op_type} barriers are not available (the pipelines "
+                                      "use AsyncThread, TmaLoad, TCGen05Mma and ClcLoad)")
         self.barrier_storage = barrier_storage
         self.mbarrier_base = barrier_storage
         self.num_stages = num_stages
@@ -172,7 +176,7 @@ class MbarrierArray:
         self.tx_count = tx_count
         if self.num_stages <= 0:
             raise ValueError("MbarrierArray: num_stages must be positive")
-        if self.op_type is PipelineOp.TmaLoad and self.tx_count < 0:
+        if self.op_type in (PipelineOp.TmaLoad, PipelineOp.ClcLoad) and self.tx_count < 0:
             raise ValueError("MbarrierArray: tx_count must not be negative for a TMA barrier")
         self.mbarrier_init()
 
@@ -194,9 +198,14 @@ class MbarrierArray:
     def arrive(self, index, dst_rank=None, cta_group=None):
         """One arrival per agent: every calling thread (Agent.Thread), or one lane of each calling
         warp (Agent.Warp); with `dst_rank`, at the same barrier of that CTA of the cluster. A
-        TmaLoad barrier's arrival (one elected lane) also expects tx_count bytes."""
+        TmaLoad barrier's arrival (one elected lane) also expects tx_count bytes. A TCGen05Mma
+        barrier's arrival is a tcgen05.commit: `dst_rank` is then the multicast mask of the CTAs
+        whose barrier it arrives at (None: this CTA's), `cta_group` the MMAs' CtaGroup."""
         a = _arch()
-        if self.op_type is PipelineOp.TmaLoad:
+        if self.op_type is PipelineOp.TCGen05Mma:
+            # The MMA warp releases as a whole: tcgen05.commit is issued by one elected lane.
+            _tcgen05.commit(self.get_barrier(index), dst_rank, _tcgen05.CtaGroup.ONE if cta_group is None else cta_group)
+        elif self.op_type in (PipelineOp.TmaLoad, PipelineOp.ClcLoad):
             self.arrive_and_expect_tx(index, self.tx_count)
         elif self.agent is Agent.Warp:
             with a.elect_one():

@@ -8,11 +8,19 @@ from .grouped_gemm_tile_scheduler_helper import (GroupedGemmTileSchedulerHelper,
 from .hardware_info import HardwareInfo
 from .tensormap_manager import TensorMapManager, TensorMapUpdateMode
 from .static_persistent_tile_scheduler import PersistentTileSchedulerParams, StaticPersistentTileScheduler, WorkTileInfo
+from .dynamic_persistent_tile_scheduler import ClcDynamicPersistentTileScheduler, ClcDynamicPersistentTileSchedulerParams
+from .static_persistent_group_tile_scheduler import GroupedWorkTileInfo, StaticPersistentGroupTileScheduler
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
-from . import hopper_helpers, sm90
+from .tmem_allocator import TmemAllocator, get_num_tmem_alloc_cols
+from . import blackwell_helpers, gemm, hopper_helpers, sm90, sm100
+from .blackwell_epilogue import compute_epilogue_tile_shape
 
 __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tensor_for_fp8", "is_fp8_dtype",
            "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes",
            "HardwareInfo", "TensorMapManager", "TensorMapUpdateMode", "GroupedGemmTileSchedulerHelper", "GroupSearchResult", "GroupSearchState",
-           "create_initial_search_state", "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90"]
+           "create_initial_search_state", "ClcDynamicPersistentTileScheduler", "ClcDynamicPersistentTileSchedulerParams",
+           "GroupedWorkTileInfo", "StaticPersistentGroupTileScheduler",
+           "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90",
+           "TmemAllocator", "get_num_tmem_alloc_cols", "blackwell_helpers", "sm100", "compute_epilogue_tile_shape",
+           "gemm"]

@@ -1,42 +1,93 @@
-"""`cutlass.utils.blackwell_helpers`: the SM100 helpers of NVIDIA's API. Those that need only the
-shared-memory swizzle atoms (which UMMA shares with Hopper's GMMA: the same 128/64/32-byte K- and
-MN-major atoms) are here; the tcgen05 / TMEM ones are not available yet, and reading one of them
-is an AttributeError that says so (libraries whose common modules import this one still load)."""
-from .. import cute
-from ..cute.nvgpu import warpgroup
+"""`cutlass.utils.blackwell_helpers` (imported as `sm100_utils` by NVIDIA's Blackwell examples; also
+`cutlass.utils.sm100`): the tcgen05 tiled MMA of a data type, the staged shared-memory layouts of
+its operands, and the tensor-memory load of the epilogue. Written with DSL operations; the
+layouts and atoms they build are checked in C++. The TMA-op, epilogue-tile and epilogue-layout
+helpers are in blackwell_epilogue."""
+from .._dsl.numeric import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32, Int8, Uint8
+from .. import _core, cute
+from ..cute.nvgpu import tcgen05
 from ..cute.nvgpu.common import OperandMajorMode
-from ..cute.nvgpu.warpgroup import SmemLayoutAtomKind
+from ..cute.nvgpu.tcgen05 import CtaGroup, OperandSource, SmemLayoutAtomKind
+from .blackwell_epilogue import (cluster_shape_to_tma_atom_A, cluster_shape_to_tma_atom_B,  # noqa: F401
+                                 cluster_shape_to_tma_atom_SFB, compute_epilogue_tile_shape, get_smem_store_op,
+                                 make_smem_layout, make_smem_layout_epi)
 
-__all__ = ["get_smem_layout_atom_ab", "make_smem_layout"]
+
+def make_trivial_tiled_mma(ab_dtype, a_leading_mode, b_leading_mode, acc_dtype, cta_group, mma_tiler_mn,
+                           a_source=OperandSource.SMEM, *, loc=None, ip=None):
+    """The tiled MMA of one tcgen05 atom of shape (mma_tiler_mn, K) for `ab_dtype`: f16/bf16 ->
+    MmaF16BF16Op, Float32 (tf32) -> MmaTF32Op, Int8/Uint8 -> MmaI8Op, 8-bit floats -> MmaFP8Op."""
+    shape = tuple(mma_tiler_mn[:2])
+    if ab_dtype in (Float16, BFloat16):
+        op = tcgen05.MmaF16BF16Op(ab_dtype, acc_dtype, shape, cta_group, a_source, a_leading_mode, b_leading_mode)
+    elif ab_dtype is Float32 or getattr(ab_dtype, "__name__", "") == "TFloat32":
+        op = tcgen05.MmaTF32Op(shape, cta_group, a_source, a_leading_mode, b_leading_mode)
+    elif ab_dtype in (Int8, Uint8):
+        op = tcgen05.MmaI8Op(ab_dtype, shape, cta_group, a_source, a_leading_mode, b_leading_mode)
+    elif ab_dtype in (Float8E4M3FN, Float8E5M2):
+        op = tcgen05.MmaFP8Op(ab_dtype, acc_dtype, shape, cta_group, a_source, a_leading_mode, b_leading_mode)
+    else:
+        raise TypeError(f"make_trivial_tiled_mma: unsupported ab_dtype {ab_dtype}")
+    return cute.make_tiled_mma(op)
 
 
 def get_smem_layout_atom_ab(major_mode, element_type, smem_shape_mn_k, *, loc=None, ip=None):
-    """The widest swizzle atom (128, 64, 32 bytes, else the interleaved one) whose contiguous run
-    divides the tile's extent along `major_mode` (OperandMajorMode.K: the K extent, else the MN
-    extent) of `smem_shape_mn_k` = (MN, K)."""
-    is_k = major_mode == OperandMajorMode.K
-    major_size = smem_shape_mn_k[1] if is_k else smem_shape_mn_k[0]
-    bits = major_size * element_type.width
-    for run, (mn_kind, k_kind) in ((1024, (SmemLayoutAtomKind.MN_SW128, SmemLayoutAtomKind.K_SW128)),
-                                   (512, (SmemLayoutAtomKind.MN_SW64, SmemLayoutAtomKind.K_SW64)),
-                                   (256, (SmemLayoutAtomKind.MN_SW32, SmemLayoutAtomKind.K_SW32))):
-        if bits % run == 0:
-            return k_kind if is_k else mn_kind
-    return SmemLayoutAtomKind.K_INTER if is_k else SmemLayoutAtomKind.MN_INTER
+    """The widest swizzle atom (128, 64 or 32 bytes, else none) whose row the operand's contiguous
+    extent fills: K for K-major operands, M/N for MN-major ones."""
+    k_major = major_mode == OperandMajorMode.K
+    extent = cute.size(smem_shape_mn_k[1] if k_major else smem_shape_mn_k[0])
+    row_bytes = extent * element_type.width // 8
+    for width, kind in ((128, "SW128"), (64, "SW64"), (32, "SW32")):
+        if row_bytes % width == 0:
+            return SmemLayoutAtomKind[("K_" if k_major else "MN_") + kind]
+    return SmemLayoutAtomKind.K_INTER if k_major else SmemLayoutAtomKind.MN_INTER
 
 
-def make_smem_layout(leading_mode, smem_tile_shape, element_type, num_stages, *, loc=None, ip=None):
-    """The staged (MN, K, stages) shared-memory layout of an operand tile `smem_tile_shape` = (MN, K)
-    whose major mode is `leading_mode`: the widest swizzle atom that fits, tiled over the tile along
-    the major mode first, then over the stages."""
-    shape = cute.product_each(smem_tile_shape)
-    atom = warpgroup.make_smem_layout_atom(get_smem_layout_atom_ab(leading_mode, element_type, shape), element_type)
-    order = (0, 1, 2) if leading_mode == OperandMajorMode.K else (1, 0, 2)
-    return cute.tile_to_shape(atom, cute.append(shape, num_stages), order=order)
+def make_smem_layout_atom(kind, element_type, *, loc=None, ip=None):
+    """The canonical swizzle atom of `kind` for `element_type` (as warpgroup.make_smem_layout_atom)."""
+    return tcgen05.make_smem_layout_atom(kind, element_type)
 
 
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    raise AttributeError(f"cutlass.utils.blackwell_helpers.{name}: the Blackwell (sm_100, tcgen05/TMEM) helpers "
-                         "are not available in OpenCuTe yet")
+def _staged_operand_layout(tiled_mma, mma_tiler_mnk, dtype, num_stages, operand):
+    atom = tiled_mma._atom_copy()
+    code = atom._a_major if operand == 0 else atom._b_major
+    major = OperandMajorMode.K if code == int(_core.cute.OperandMajor.K) else OperandMajorMode.MN
+    if operand == 0:
+        shape = tiled_mma.partition_shape_A(cute.dice(mma_tiler_mnk, (1, None, 1)))
+    else:
+        shape = tiled_mma.partition_shape_B(cute.dice(mma_tiler_mnk, (None, 1, 1)))
+    mn_k = (cute.size(shape[0][0]) * cute.size(shape[1]), cute.size(shape[0][1]) * cute.size(shape[2]))
+    layout_atom = make_smem_layout_atom(get_smem_layout_atom_ab(major, dtype, mn_k), dtype)
+    order = (0, 1, 2) if major == OperandMajorMode.K else (1, 0, 2)
+    return tcgen05.tile_to_mma_shape(layout_atom, cute.append(shape, num_stages), order=order)
+
+
+def make_smem_layout_a(tiled_mma, mma_tiler_mnk, a_dtype, num_stages, *, loc=None, ip=None):
+    """A's staged shared-memory layout ((MMA_M, MMA_K), M_reps, K_reps, stages): the widest swizzle
+    atom of A's major mode tiled over the CTA's part of the MMA tile."""
+    return _staged_operand_layout(tiled_mma, mma_tiler_mnk, a_dtype, num_stages, 0)
+
+
+def make_smem_layout_b(tiled_mma, mma_tiler_mnk, b_dtype, num_stages, *, loc=None, ip=None):
+    """B's staged shared-memory layout ((MMA_N, MMA_K), N_reps, K_reps, stages)."""
+    return _staged_operand_layout(tiled_mma, mma_tiler_mnk, b_dtype, num_stages, 1)
+
+
+def get_tmem_load_op(cta_tile_shape_mnk, layout_d, elem_ty_d, elem_ty_acc, epi_tile, use_2cta_instrs, *, loc=None,
+                     ip=None):
+    """The tensor-memory -> register copy atom of the epilogue: tcgen05.ld 32x32b (each thread one
+    lane of the accumulator, the rows of the CTA tile spread over the four warps), repeated over
+    the epilogue tile's columns (up to x128; 32-bit accumulators)."""
+    if elem_ty_acc.width != 32:
+        raise TypeError(f"get_tmem_load_op: expected 32-bit accumulators, got {elem_ty_acc}")
+    cols = cute.size(epi_tile[1]) if isinstance(epi_tile, (tuple, list)) else cute.size(epi_tile, mode=[1])
+    rep = 1
+    while rep * 2 <= min(cols, 128) and cols % (rep * 2) == 0:
+        rep *= 2
+    return cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition(rep)), elem_ty_acc)
+
+
+__all__ = ["make_trivial_tiled_mma", "get_smem_layout_atom_ab", "make_smem_layout_atom", "make_smem_layout_a",
+           "make_smem_layout_b", "get_tmem_load_op", "CtaGroup", "cluster_shape_to_tma_atom_A",
+           "cluster_shape_to_tma_atom_B", "cluster_shape_to_tma_atom_SFB", "compute_epilogue_tile_shape",
+           "make_smem_layout", "make_smem_layout_epi", "get_smem_store_op"]

@@ -1,6 +1,7 @@
 #include "cute/algorithm/copy.h"
 
 #include "cute/atom/copy_sm80.h"
+#include "cute/atom/copy_sm100.h"
 #include "cute/atom/copy_sm90.h"
 #include "cute/copy_predicate.h"
 #include "cute/pointer.h"
@@ -109,6 +110,10 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const Copy
     case CopyOp::LdMatrix:
     case CopyOp::StMatrix: return copy_sm80(atom, src, dst, operands.pred);
     case CopyOp::Tma: return copy_sm90(atom, src, dst, operands);
+    case CopyOp::TmemLoad:
+    case CopyOp::TmemStore:
+      if (operands.pred) throw dsl::UserError("INVALID_COPY", atom.op_name + " is warp-collective and cannot be predicated");
+      return copy_sm100(atom, src, dst, operands.file, operands.line);
   }
 }
 

@@ -15,7 +15,7 @@
 namespace opencute::cute {
 
 // The instruction an atom issues.
-enum class CopyOp : uint8_t { Universal, CpAsync, LdMatrix, StMatrix, Tma };
+enum class CopyOp : uint8_t { Universal, CpAsync, LdMatrix, StMatrix, Tma, TmemLoad, TmemStore };
 
 struct TmaAtom;  // the TMA table (copy_sm90.h)
 
@@ -38,6 +38,9 @@ struct CopyAtom {
   // TMA: the tensor map's table, the host program's descriptor value and the stride ratios of
   // a merged trailing dimension (make_tma_copy_atom, copy_sm90.h).
   std::shared_ptr<const TmaAtom> tma;
+  // tcgen05.ld / st (copy_sm100.h): the shape (ir::Tcgen05Shape), repetitions, 16-bit packing.
+  int tmem_shape = 0, tmem_repetitions = 1;
+  bool tmem_pack = false;
   std::optional<dsl::Num> tma_descriptor;
   std::vector<dsl::Num> tma_ratios;
 

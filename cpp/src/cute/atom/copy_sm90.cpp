@@ -15,6 +15,37 @@ namespace {
 
 [[noreturn]] void tma_error(const std::string& code, const std::string& msg) { throw dsl::UserError(code, msg); }
 
+// The (extent, stride) runs of a static layout's leaves sorted by stride, adjacent runs merged:
+// two layouts with the same runs cover the same offsets in the same order of strides, whatever
+// the order of their modes (the (M, K) tile a TMA atom fills and the MMA-partitioned
+// ((atom M, atom K), rest M, rest K) view of the same shared memory).
+std::vector<std::pair<int64_t, int64_t>> sorted_runs(const L::Layout& l) {
+  std::vector<std::pair<int64_t, int64_t>> runs;  // (stride, extent)
+  std::vector<L::IntTuple> shapes = L::flatten_to_vector(l.shape), strides = L::flatten_to_vector(l.stride);
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    if (!shapes[k].is_int() || !strides[k].is_int() || !shapes[k].as_int().is_static() ||
+        !strides[k].as_int().is_static())
+      return {};
+    const int64_t n = shapes[k].as_int().value(), d = strides[k].as_int().value();
+    if (n > 1) runs.push_back({d, n});
+  }
+  std::stable_sort(runs.begin(), runs.end());
+  std::vector<std::pair<int64_t, int64_t>> merged;
+  for (auto [d, n] : runs) {
+    if (!merged.empty() && merged.back().first * merged.back().second == d)
+      merged.back().second *= n;
+    else
+      merged.push_back({d, n});
+  }
+  return merged;
+}
+
+bool same_tile_offsets(const L::Layout& a, const L::Layout& b) {
+  if (L::coalesce(a) == L::coalesce(b)) return true;
+  std::vector<std::pair<int64_t, int64_t>> ra = sorted_runs(a);
+  return !ra.empty() && ra == sorted_runs(b);
+}
+
 const char* op_name(TmaKind k) {
   switch (k) {
     case TmaKind::Load: return "CopyBulkTensorTileG2SOp";
@@ -425,7 +456,7 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
   if (s.element() != a.element)
     tma_error("TYPE_MISMATCH", what + ": the shared tile holds " + dsl::dtype_name(s.element()) + ", the atom copies " +
                                    dsl::dtype_name(a.element));
-  if (!s.layout.is_static() || !(L::coalesce(s.layout) == L::coalesce(a.smem_layout)))
+  if (!s.layout.is_static() || !same_tile_offsets(s.layout, a.smem_layout))
     tma_error("TMA_COPY", what + ": the shared tile's layout is not the smem layout the atom was made for (one "
                                  "TMA box is one whole tile: index the stage / tile modes first)");
   if (L::size(g.layout).is_static() && L::size(g.layout).value() != a.tile_elems)
@@ -492,6 +523,7 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
     ir::Op* op = b.create(load ? ir::OpCode::TmaLoad : ir::OpCode::TmaStore, ops, {});
     op->int_attr = a.rank;
     if (load) op->ints = {mcast ? 1 : 0};
+    if (load && a.cta_group == 2) op->ints = {mcast ? 1 : 0, 0, 2};
     if (!load && a.reduce != ir::TmaReduceKind::None) op->ints = {int64_t(a.reduce)};
   }
 }

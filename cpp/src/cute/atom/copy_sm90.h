@@ -66,6 +66,10 @@ struct TmaAtom {
   std::string op_name;
   // CopyReduceBulkTensorTileS2GOp: the store combines into global memory (TmaStore's ints[0]).
   ir::TmaReduceKind reduce = ir::TmaReduceKind::None;
+  // 2: a Blackwell cta_group::2 load (a 2-CTA MMA's operand): the bytes land in the issuing (or
+  // multicast) CTA and complete the mbarrier of that CTA's pair leader (even rank), at the same
+  // offset as tma_bar_ptr (TmaLoad's ints[2]).
+  int cta_group = 1;
 };
 
 struct TmaAtomResult {

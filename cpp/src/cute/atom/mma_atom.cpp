@@ -1,6 +1,7 @@
 #include "cute/atom/mma_atom.h"
 
 #include "cute/atom/mma_sm80.h"
+#include "cute/atom/mma_sm100.h"
 #include "cute/atom/mma_sm90.h"
 #include "cute/pointer.h"
 #include "dsl/dtype.h"
@@ -101,6 +102,7 @@ void mma_atom_call(const MmaAtom& atom, const Tensor& d, const std::vector<dsl::
     case MmaKind::F16BF16:
     case MmaKind::FP8:
     case MmaKind::Warpgroup:  // not reached: gemm() gives warpgroup atoms their descriptor operands
+    case MmaKind::Tcgen05:    // nor tcgen05 atoms
       results = mma_sync_call(atom, av, bv, cv);
       break;
   }
@@ -120,6 +122,8 @@ std::string op_string(const MmaAtom& a) {
       return mma_sm80_op_string(a);
     case MmaKind::Warpgroup:
       return wgmma_op_string(a);
+    case MmaKind::Tcgen05:
+      return tcgen05_op_string(a);
   }
   return "";
 }

@@ -15,11 +15,12 @@
 
 namespace opencute::cute {
 
-enum class MmaKind : uint8_t { Universal, F16BF16, FP8, Warpgroup };
+enum class MmaKind : uint8_t { Universal, F16BF16, FP8, Warpgroup, Tcgen05 };
 
 // Warpgroup (SM90 wgmma) atoms only, see mma_sm90.h: where operand A comes from and which mode of
 // A / B is contiguous in shared memory.
-enum class OperandSource : uint8_t { Smem, Rmem };
+// Tmem: operand A of a tcgen05 MMA from tensor memory (mma_sm100.h).
+enum class OperandSource : uint8_t { Smem, Rmem, Tmem };
 enum class OperandMajor : uint8_t { K, MN };
 
 struct MmaAtom {
@@ -37,13 +38,20 @@ struct MmaAtom {
   OperandMajor a_major = OperandMajor::K, b_major = OperandMajor::K;
   dsl::Num accumulate = dsl::Num::of_int(ir::bool_type(), 0);
   ir::Value* accumulate_cell = nullptr;
+  // tcgen05 atoms (mma_sm100.h): the PTX .kind (ir::Tcgen05Kind) and the CTA group (1 or 2; the
+  // atom's "threads" are the CTAs of the group).
+  int tcgen05_kind = 0;
+  int cta_group = 1;
 
-  int num_threads() const { return kind == MmaKind::Universal ? 1 : kind == MmaKind::Warpgroup ? 128 : 32; }
+  int num_threads() const {
+    return kind == MmaKind::Universal ? 1 : kind == MmaKind::Warpgroup ? 128 : kind == MmaKind::Tcgen05 ? cta_group : 32;
+  }
   // Shared-memory operands of a warpgroup atom are whole tiles that every thread sees.
   int values_a() const {
     return kind == MmaKind::Warpgroup && a_source == OperandSource::Smem ? m * k : m * k / num_threads();
   }
   int values_b() const { return kind == MmaKind::Warpgroup ? n * k : n * k / num_threads(); }
+  bool is_tcgen05() const { return kind == MmaKind::Tcgen05; }
   int values_c() const { return m * n / num_threads(); }
   std::vector<int64_t> shape_mnk() const { return {m, n, k}; }
 };

@@ -268,7 +268,7 @@ ir::Value* live_cell(const MmaAtom& atom, ir::Block* body) {
 }  // namespace
 
 void set_wgmma_accumulate(MmaAtom& atom, const dsl::Num& v) {
-  if (atom.kind != MmaKind::Warpgroup)
+  if (atom.kind != MmaKind::Warpgroup && atom.kind != MmaKind::Tcgen05)
     throw dsl::UserError("INVALID_MMA_OP", "set(Field.ACCUMULATE, ...): only warpgroup MMAs have the ACCUMULATE field");
   dsl::Num b = dsl::to_boolean(v);
   dsl::Tracer* tracer = dsl::Tracer::current();

@@ -71,7 +71,9 @@ TiledCopy make_tiled_copy_D(const CopyAtom& atom, const TiledCopy& tc) {
 Tensor partition(const TiledCopy& tc, const Tensor& t, const L::Int& thr_index, bool source) {
   // CuTe's tidfrg_S / tidfrg_D: tile t by tiler_mn, then map (thread, value) of the tile
   // through layout_tv, with each thread's values split into (atom values, rest values).
-  L::Layout tiled = L::zipped_divide(t.layout, L::Tiler::from_shape(tc.tiler_mn));
+  L::Tiler tiler = L::Tiler::from_shape(tc.tiler_mn);
+  if (!tc.tiler_layouts.empty()) tiler = L::Tiler(std::vector<L::Tiler>(tc.tiler_layouts.begin(), tc.tiler_layouts.end()));
+  L::Layout tiled = L::zipped_divide(t.layout, tiler);
   L::Layout thrval2mn = thrval_to_tile(tc, source);
   L::Layout tile_tv = L::composition(tiled[0], thrval2mn);
   L::IntTuple rest_shape = L::get(tiled.shape, {1});

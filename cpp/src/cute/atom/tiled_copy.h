@@ -3,6 +3,7 @@
 // retiling, and make_tiled_copy_S / _D.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "cute/atom/copy_atom.h"
 
@@ -14,6 +15,10 @@ struct TiledCopy {
   CopyAtom atom;
   layout::Layout layout_tv;
   layout::IntTuple tiler_mn;
+  // CuTe's layout tiler (Tiler_MN of layouts, one per mode, sizes tiler_mn), when the tile's
+  // elements are not a leading block of each mode (make_tmem_copy with 16-lane atoms); empty: the
+  // tiler is the shape tiler_mn.
+  std::vector<layout::Layout> tiler_layouts;
 
   layout::Int size() const { return layout::size(layout_tv, {0}); }
 };

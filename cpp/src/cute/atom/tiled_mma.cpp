@@ -1,5 +1,6 @@
 #include "cute/atom/tiled_mma.h"
 
+#include "cute/atom/mma_sm100.h"
 #include "cute/atom/mma_sm90.h"
 
 #include "dsl/tracer.h"
@@ -163,6 +164,11 @@ IntTuple partition_shape(const TiledMma& mma, MmaOperand w, const IntTuple& shap
 
 Tensor make_fragment(const TiledMma& mma, MmaOperand w, const Tensor& partitioned) {
   if (is_wgmma_desc_operand(mma.atom, w)) return make_wgmma_desc_fragment(mma, w, partitioned);
+  if (is_tcgen05_desc_operand(mma.atom, w)) return make_tcgen05_desc_fragment(mma, w, partitioned);
+  if (mma.atom.is_tcgen05())
+    throw dsl::UserError("TYPE_MISMATCH", std::string("make_fragment_") + operand_name(w) +
+                                              ": a tcgen05 MMA's accumulator (and A from tensor memory) is made from a "
+                                              "shape (partition_shape_C / _A of the tile), got " + to_string(partitioned));
   std::string fn = std::string("make_fragment_") + operand_name(w);
   if (partitioned.layout.rank() < 3)
     throw dsl::UserError("SHAPE_MISMATCH", fn + ": expected a partitioned tensor (MMA, MMA_M/N, MMA_K/N, ...) of rank >= 3, got " +
@@ -176,6 +182,7 @@ Tensor make_fragment(const TiledMma& mma, MmaOperand w, const Tensor& partitione
 }
 
 Tensor make_fragment(const TiledMma& mma, MmaOperand w, const IntTuple& shape) {
+  if (mma.atom.is_tcgen05() && !is_tcgen05_desc_operand(mma.atom, w)) return make_tcgen05_tmem_fragment(mma, w, shape);
   return make_rmem_tensor(L::make_layout(shape), value_type(mma.atom, w));
 }
 

@@ -109,8 +109,26 @@ std::string index_to_i64(KernelLowering& k, const Op& op, const Value* idx) {
   return k.emit_def(std::string(it->is_signed ? "sext " : "zext ") + llvm_type(it) + " " + i + " to i64");
 }
 
+// A tensor-memory address advanced by `index` elements: TMEM is addressed in 32-bit columns, so
+// elements narrower than 32 bits advance by index >> shift columns, the sub-column index kept in
+// the high bits (CuTe's tmem_ptr: a rotate right by shift).
+void lower_tmem_ptr_add(const Op& op, KernelLowering& k) {
+  Type pt = op.operands[0]->type;
+  std::string idx = k.operand(op.operands[1]);
+  Type it = op.operands[1]->type;
+  if (it->width > 32) idx = k.emit_def("trunc " + llvm_type(it) + " " + idx + " to i32");
+  else if (it->width < 32) idx = k.emit_def("sext " + llvm_type(it) + " " + idx + " to i32");
+  int bits = pt->element->bit_size(), shift = 0;
+  while (bits < 32 && (32 >> shift) > bits) ++shift;
+  if (shift)
+    idx = k.emit_def("call i32 @llvm.fshr.i32(i32 " + idx + ", i32 " + idx + ", i32 " + std::to_string(shift) + ")"),
+    k.module().declare("i32", "llvm.fshr.i32", "i32, i32, i32");
+  k.define(op, 0, k.emit_def("add i32 " + k.operand(op.operands[0]) + ", " + idx));
+}
+
 void lower_ptr_add(const Op& op, KernelLowering& k) {
   Type pt = op.operands[0]->type;
+  if (pt->space == ir::AddrSpace::Tmem) return lower_tmem_ptr_add(op, k);
   std::string p = k.operand(op.operands[0]);
   std::string idx = index_to_i64(k, op, op.operands[1]);
   if (natural_layout(pt->element)) {
@@ -220,13 +238,22 @@ void lower_dyn_smem(const Op& op, KernelLowering& k) {
   k.define(op, 0, k.emit_def("bitcast [0 x i8] addrspace(3)* @__opencute_dyn_smem to " + llvm_type(rt)));
 }
 
+// A tensor-memory pointer is its i32 address: widened or narrowed like an integer.
+std::string resize_int(KernelLowering& k, const std::string& v, int from, int to) {
+  if (from == to) return v;
+  return k.emit_def(std::string(from < to ? "zext i" : "trunc i") + std::to_string(from) + " " + v + " to i" +
+                    std::to_string(to));
+}
+
 void lower_ptr_to_int(const Op& op, KernelLowering& k) {
   Type pt = op.operands[0]->type, rt = op.result()->type;
+  if (pt->space == ir::AddrSpace::Tmem) return k.define(op, 0, resize_int(k, k.operand(op.operands[0]), 32, rt->width));
   k.define(op, 0, k.emit_def("ptrtoint " + llvm_type(pt) + " " + k.operand(op.operands[0]) + " to " + llvm_type(rt)));
 }
 
 void lower_int_to_ptr(const Op& op, KernelLowering& k) {
   Type it = op.operands[0]->type, rt = op.result()->type;
+  if (rt->space == ir::AddrSpace::Tmem) return k.define(op, 0, resize_int(k, k.operand(op.operands[0]), it->width, 32));
   k.define(op, 0, k.emit_def("inttoptr " + llvm_type(it) + " " + k.operand(op.operands[0]) + " to " + llvm_type(rt)));
 }
 

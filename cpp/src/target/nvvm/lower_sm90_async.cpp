@@ -151,11 +151,17 @@ void lower_tma(const Op& op, KernelLowering& k) {
     // holds issue the copy, no election. Its operands are computed by every lane, outside the
     // predicated instruction.
     const bool predicated = op.ints.size() > 1 && op.ints[1];
+    // ints[2] == 2: cta_group::2 (a 2-CTA MMA's operand). The bytes complete the mbarrier of the CTA
+    // pair's leader: the shared::cluster address with the peer bit (bit 24, the CTA rank's lowest
+    // bit) cleared, as CUTLASS's SM100_TMA_2SM_LOAD does.
+    const bool two_sm = op.ints.size() > 2 && op.ints[2] == 2;
     std::string bar = shared_address(k, op, op.operands[2]);
+    if (two_sm) bar = k.emit_def("and i32 " + bar + ", -16777217");
     std::string args = "i32 " + smem + ", i64 " + desc + ", i32 " + bar, cons = "r,l,r";
     for (int d = 0; d < rank; ++d) args += ", i32 " + k.operand(op.operands[size_t(3 + d)]), cons += ",r";
-    std::string text = "cp.async.bulk.tensor." + dims + ".shared::cluster.global.mbarrier::complete_tx::bytes" +
-                       (mcast ? ".multicast::cluster" : "") + " [$0], [$1, " + coord_list(3, rank) + "], [$2]";
+    std::string text = "cp.async.bulk.tensor." + dims + (two_sm ? ".cta_group::2" : "") +
+                       ".shared::cluster.global.mbarrier::complete_tx::bytes" + (mcast ? ".multicast::cluster" : "") +
+                       " [$0], [$1, " + coord_list(3, rank) + "], [$2]";
     if (mcast) {
       const ir::Value* m = op.operands[size_t(3 + rank)];
       std::string mask = k.operand(m);

@@ -49,8 +49,10 @@ const LoweringTable& nvvm_lowerings() {
     register_sm90_mma_lowerings(t);
     register_sm90_async_lowerings(t);
     register_sm90_warp_lowerings(t);
+    register_sm100_lowerings(t);
     register_sm90_tensormap_lowerings(t);
     register_launch_control_lowerings(t);
+    register_cluster_launch_control_lowerings(t);
     t.add(OpCode::Launch, [](const Op& op, KernelLowering& k) {
       k.error(op, "kernel launches are only valid in host code");
     });

@@ -24,6 +24,7 @@ int llvm_addrspace(AddrSpace s) {
     case AddrSpace::Gmem: return 1;
     case AddrSpace::Smem: return 3;
     case AddrSpace::Cmem: return 4;
+    case AddrSpace::Tmem: return 6;
     case AddrSpace::Rmem: return 0;  // allocas are reached through generic pointers
     case AddrSpace::Param: return 0;  // a grid-constant parameter is reached through its generic address
   }
@@ -68,7 +69,10 @@ std::string llvm_type(Type t) {
       }
       break;
     case TypeKind::Vector: return "<" + std::to_string(t->lanes) + " x " + llvm_type(t->element) + ">";
-    case TypeKind::Pointer: return pointer_text(t->element, t->space);
+    case TypeKind::Pointer:
+      // A tensor-memory address is a 32-bit value that only tcgen05 instructions take.
+      if (t->space == AddrSpace::Tmem) return "i32";
+      return pointer_text(t->element, t->space);
   }
   return "void";
 }

@@ -58,5 +58,11 @@ void register_sm90_async_lowerings(LoweringTable& t);
 void register_sm90_warp_lowerings(LoweringTable& t);
 // TMA descriptors in device memory (copy, tensormap.replace, cp_fenceproxy): lower_sm90_tensormap.cpp.
 void register_sm90_tensormap_lowerings(LoweringTable& t);
+// Blackwell cluster launch control (clusterlaunchcontrol.try_cancel / query_cancel):
+// lower_cluster_launch_control.cpp.
+void register_cluster_launch_control_lowerings(LoweringTable& t);
+// Blackwell tensor memory and tcgen05 (alloc / dealloc, mma, commit, ld / st / cp, waits and
+// fences): lower_sm100.cpp.
+void register_sm100_lowerings(LoweringTable& t);
 
 }  // namespace opencute::target

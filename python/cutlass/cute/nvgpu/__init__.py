@@ -4,5 +4,7 @@ from ..mma import MmaUniversalOp
 from . import cpasync, tcgen05, warp, warpgroup
 from .common import OperandMajorMode
 from .cpasync import LoadCacheMode
+from .operand_tma import make_tiled_tma_atom_A, make_tiled_tma_atom_B
 
-__all__ = ["CopyUniversalOp", "MmaUniversalOp", "LoadCacheMode", "OperandMajorMode", "cpasync", "tcgen05", "warp", "warpgroup"]
+__all__ = ["CopyUniversalOp", "MmaUniversalOp", "LoadCacheMode", "OperandMajorMode", "cpasync", "tcgen05", "warp", "warpgroup",
+           "make_tiled_tma_atom_A", "make_tiled_tma_atom_B"]

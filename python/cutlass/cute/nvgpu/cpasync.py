@@ -8,7 +8,7 @@ from ..._dsl import numeric as _numeric
 from ..._dsl.errors import user_error
 from ..._dsl.numeric import as_numeric, num_of
 from ..arch import _pointer_value, _user_line
-from ..layout import crd2idx, make_layout_image_mask, rank, size
+from ..layout import Layout, coalesce, crd2idx, make_layout_image_mask, rank, size
 from ..tensor import domain_offset
 
 
@@ -53,7 +53,10 @@ class _TmaOp:
         self.cta_group = cta_group
 
     def _atom_kind(self):
-        return self._kind
+        # A cta_group::2 load (CtaGroup.TWO, Blackwell's 2-CTA MMA operands) completes its bytes on
+        # the mbarrier of the CTA pair's leader.
+        two = getattr(self.cta_group, "value", self.cta_group) == 2
+        return self._kind + "_2sm" if two and self._kind != "store" else self._kind
 
     def __repr__(self):
         return f"{type(self).__name__}()"
@@ -117,6 +120,9 @@ class TmaCopyAtom:
         self.op = op
         self._atom = atom
         self._desc = desc
+        # An MMA operand's atom (make_tiled_tma_atom_A/B): the extents of the MMA atom's (X, K)
+        # modes, whose views tma_partition takes in MMA order ((atom X, atom K), rest X, rest K).
+        self.mma_atom_extents = None
         # A tensor with more than 5 modes to address shares the last tensor-map dimension
         # between its trailing modes: their stride ratios (host values) travel with the descriptor.
         self._ratios = list(ratios)
@@ -139,7 +145,9 @@ class TmaCopyAtom:
         return [self._desc] + self._ratios
 
     def __new_from_mlir_values__(self, values):
-        return TmaCopyAtom(self.op, self._atom, values[0], values[1:1 + len(self._ratios)])
+        new = TmaCopyAtom(self.op, self._atom, values[0], values[1:1 + len(self._ratios)])
+        new.mma_atom_extents = self.mma_atom_extents
+        return new
 
     def __str__(self):
         a = self._atom
@@ -167,12 +175,24 @@ class TmaInfo:
         return (self.atom, self.tma_tensor)[i]
 
 
+def _contiguous_extent(layout):
+    """The extent of a tiler mode given as a layout, which must take a contiguous run (stride 1)."""
+    c = coalesce(layout)
+    if rank(c) != 1 or (size(c) != 1 and c.stride != 1):
+        raise user_error(f"make_tiled_tma_atom: a tiler mode given as a layout must be a contiguous run (n:1); got "
+                         f"{layout}", code="NOT_SUPPORTED")
+    return size(c)
+
+
 def _tile_of_cta_v_map(cta_tiler, smem_layout):
     """The tile a CTA copies, from `cta_tiler`: a tile (tuple), or CuTe's cta_v_map layout,
     `composition(make_identity_layout(gmem.shape), tile)`, which maps the tile's coordinates to
     the gmem modes 1@0, 1@1 ... in order. Its modes past the smem layout's rank (the batch mode
     quack keeps) are outside the box: extent 1 there, so they are dropped."""
-    if isinstance(cta_tiler, tuple) or not hasattr(cta_tiler, "shape"):
+    if isinstance(cta_tiler, tuple):
+        # A tiler of layouts (compute_epilogue_tile_shape's): each a contiguous run of its mode.
+        return tuple(_contiguous_extent(t) if isinstance(t, Layout) else t for t in cta_tiler)
+    if not hasattr(cta_tiler, "shape"):
         return cta_tiler
     shape, stride = tuple(cta_tiler.shape), tuple(cta_tiler.stride)
     for i, d in enumerate(stride):
@@ -218,6 +238,20 @@ def tma_partition(atom, cta_coord, cta_layout, smem_tensor, gmem_tensor, *, loc=
                          f"num_multicast={a.num_multicast}", code="TMA_LAYOUT")
     index = crd2idx(cta_coord, cta_layout)
     offs = tuple(index * a.mcast_step if m == a.mcast_mode else 0 for m in range(a.tile_rank))
+    if atom.mma_atom_extents is not None:
+        # MMA-ordered views (mode 0 grouped as ((atom X, atom K), rest X, rest K)): the tile
+        # coordinate (x, k) is ((x % atom X, k % atom K), x // atom X, k // atom K) there.
+        # A view whose mode 0 is the plain (x, k) tile takes the tile coordinate itself.
+        ax, ak = atom.mma_atom_extents
+        x, k = offs
+        mma = ((x % ax, k % ak), x // ax, k // ak)
+
+        def mma_start(t):
+            shape0 = t.shape[0] if rank(t) > 1 or len(t.shape) == 1 else t.shape
+            mma_ordered = isinstance(shape0, tuple) and len(shape0) == 3 and isinstance(shape0[0], tuple)
+            return ((mma if mma_ordered else offs),) + (0,) * (rank(t) - 1)
+
+        return domain_offset(mma_start(smem_tensor), smem_tensor), domain_offset(mma_start(gmem_tensor), gmem_tensor)
 
     def start(t):
         # The tile modes are grouped in mode 0 (group_modes(x, 0, 2)), or are the tensor's first modes.

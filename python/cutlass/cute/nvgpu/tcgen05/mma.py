@@ -1,25 +1,33 @@
-"""`cute.nvgpu.tcgen05.mma`: Blackwell's tensor-core MMA operations (names only for now)."""
+"""`cute.nvgpu.tcgen05.mma`: Blackwell's tensor-core MMA operations (tcgen05.mma). The atoms'
+tables, the instruction and shared-memory descriptors and every check are C++
+(`cpp/src/cute/atom/mma_sm100.cpp`); an invalid combination, or a target without tcgen05, raises
+DSLUserCodeError when the op is made."""
 import enum
 
+from .... import _core
+from ...._dsl.numeric import Float32, Int32
+from ...mma import MmaOp as _MmaOpBase
+from ..common import OperandMajorMode
 from ._unavailable import UnavailableOp
+
+_C = _core.cute
 
 
 class CtaGroup(enum.Enum):
+    """How many CTAs one tcgen05 instruction spans: ONE, or TWO (a CTA pair of a cluster)."""
     ONE = 1
     TWO = 2
 
 
-class OperandMajorMode(enum.Enum):
-    MN = "mn"
-    K = "k"
-
-
 class OperandSource(enum.Enum):
+    """Where operand A of a tcgen05 MMA comes from: shared memory (a descriptor) or tensor memory."""
     SMEM = "smem"
     TMEM = "tmem"
 
 
 class Field(enum.Enum):
+    """Runtime fields of an MMA atom; `tiled_mma.set(Field.ACCUMULATE, b)` makes the following
+    cute.gemm compute D = A*B + D (True) or D = A*B (False)."""
     NEGATE_A = "neg_a"
     NEGATE_B = "neg_b"
     ACCUMULATE = "accum_c"
@@ -27,39 +35,119 @@ class Field(enum.Enum):
     SFB = "sf_b"
 
 
-class MmaOp(UnavailableOp):
-    pass
+class SmemLayoutAtomKind(enum.Enum):
+    """The canonical shared-memory layout atoms of tcgen05 operands (as wgmma's)."""
+    MN_INTER = 0
+    MN_SW32 = 1
+    MN_SW64 = 2
+    MN_SW128 = 3
+    K_INTER = 4
+    K_SW32 = 5
+    K_SW64 = 6
+    K_SW128 = 7
+
+
+_KIND_F16, _KIND_TF32, _KIND_F8F6F4, _KIND_I8 = 0, 1, 2, 3
+
+
+def _group(cta_group):
+    if isinstance(cta_group, CtaGroup):
+        return cta_group.value
+    raise TypeError(f"cta_group must be a tcgen05.CtaGroup, got {cta_group!r}")
+
+
+def _source(a_src):
+    if isinstance(a_src, OperandSource):
+        return int(_C.OperandSource[a_src.name])
+    raise TypeError(f"a_src must be a tcgen05.OperandSource, got {a_src!r}")
+
+
+def _major(mode, which):
+    if isinstance(mode, OperandMajorMode):
+        return int(_C.OperandMajor[mode.name])
+    raise TypeError(f"{which} must be an OperandMajorMode, got {mode!r}")
+
+
+class MmaOp(_MmaOpBase):
+    """Base of the tcgen05 MMA operations."""
+    def _build(self, kind, a_dtype, b_dtype, acc_dtype, instruction_shape, cta_group, a_src, a_major_mode,
+               b_major_mode):
+        self.a_dtype, self.b_dtype, self.acc_dtype = a_dtype, b_dtype, acc_dtype
+        self.cta_group, self.a_src = cta_group, a_src
+        self.a_major_mode, self.b_major_mode = a_major_mode, b_major_mode
+        self._atom = _C.make_tcgen05_mma(kind, a_dtype, b_dtype, acc_dtype, tuple(instruction_shape),
+                                         _group(cta_group), _source(a_src), _major(a_major_mode, "a_major_mode"),
+                                         _major(b_major_mode, "b_major_mode"))
+        self.shape_mnk = tuple(self._atom.shape_mnk)
+
+    def _key(self):
+        return (self.a_dtype, self.b_dtype, self.acc_dtype, self.shape_mnk, self.cta_group, self.a_src,
+                self.a_major_mode, self.b_major_mode)
 
 
 class MmaF16BF16Op(MmaOp):
-    pass
+    """tcgen05.mma .kind::f16: Float16/BFloat16 A and B, Float32 (or Float16) accumulators in
+    tensor memory; shape (M, N[, 16])."""
+
+    def __init__(self, ab_dtype, acc_dtype, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM,
+                 a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K):
+        self.ab_dtype = ab_dtype
+        self._build(_KIND_F16, ab_dtype, ab_dtype, acc_dtype, instruction_shape, cta_group, a_src, a_major_mode,
+                    b_major_mode)
 
 
 class MmaTF32Op(MmaOp):
-    pass
+    """tcgen05.mma .kind::tf32: TFloat32 (Float32 storage) A and B, Float32 accumulators; shape (M, N[, 8])."""
+
+    def __init__(self, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM,
+                 a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K):
+        self._build(_KIND_TF32, Float32, Float32, Float32, instruction_shape, cta_group, a_src, a_major_mode,
+                    b_major_mode)
 
 
 class MmaI8Op(MmaOp):
-    pass
+    """tcgen05.mma .kind::i8: Int8/Uint8 A and B, Int32 accumulators; shape (M, N[, 32])."""
+
+    def __init__(self, ab_dtype, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM,
+                 a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K):
+        self.ab_dtype = ab_dtype
+        self._build(_KIND_I8, ab_dtype, ab_dtype, Int32, instruction_shape, cta_group, a_src, a_major_mode,
+                    b_major_mode)
 
 
 class MmaFP8Op(MmaOp):
-    pass
+    """tcgen05.mma .kind::f8f6f4 with 8-bit floats: Float8E4M3FN/Float8E5M2 A and B, Float32 (or
+    Float16) accumulators; shape (M, N[, 32])."""
+
+    def __init__(self, ab_dtype, acc_dtype, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM,
+                 a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K):
+        self.ab_dtype = ab_dtype
+        self._build(_KIND_F8F6F4, ab_dtype, ab_dtype, acc_dtype, instruction_shape, cta_group, a_src, a_major_mode,
+                    b_major_mode)
 
 
 class MmaF8F6F4Op(MmaOp):
+    """tcgen05.mma .kind::f8f6f4 with A and B each its own 8-bit float type."""
+
+    def __init__(self, a_dtype, b_dtype, acc_dtype, instruction_shape, cta_group=CtaGroup.ONE,
+                 a_src=OperandSource.SMEM, a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K):
+        self._build(_KIND_F8F6F4, a_dtype, b_dtype, acc_dtype, instruction_shape, cta_group, a_src, a_major_mode,
+                    b_major_mode)
+
+
+class _BlockScaledOp(UnavailableOp):
+    """The block-scaled tcgen05 MMAs (MXF8, MXF4, NVF4): not implemented yet."""
+
+
+class MmaMXF8Op(_BlockScaledOp):
     pass
 
 
-class MmaMXF8Op(MmaOp):
+class MmaMXF4Op(_BlockScaledOp):
     pass
 
 
-class MmaMXF4Op(MmaOp):
-    pass
-
-
-class MmaMXF4NVF4Op(MmaOp):
+class MmaMXF4NVF4Op(_BlockScaledOp):
     pass
 
 

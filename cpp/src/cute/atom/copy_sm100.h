@@ -1,0 +1,38 @@
+// Tensor-memory copy atoms of SM100 (CuTe C++'s copy_traits_sm100.hpp): tcgen05.ld / tcgen05.st,
+// issued by a whole warp, moving between the 32 (or 16) tensor-memory lanes of the warp's
+// subpartition and the lanes' registers. As CuTe's Copy_Traits, each atom is a table in bits:
+//   ValID      logical bit -> tensor-memory bit: (32 W R, D) : (1, DP_b) (D lanes of W 32-bit units
+//              per repetition; with Pack.PACK_16b_IN_32b each 16-bit value sits in the low half of
+//              its own column: ((16, 2 W R), D) : ((1, 32), DP_b)); DP_b = 1 << 21
+//   SrcLayout  (32, 32 W R D) : (0, 1) for loads (every lane names the whole region, through the
+//              warp's address), the register layout below for stores
+//   DstLayout  (thread, register bit) -> logical bit, the PTX ISA's fragments:
+//     32x32b   (32, 32R) : (32R, 1)
+//     16x64b   ((2,2,8), (32,R)) : ((512R, 32, 64R), (1, 64))
+//     16x128b  ((4,8), (32,2,R)) : ((32, 128R), (1, 1024R, 128))
+//     16x256b  ((4,8), (64,2,R)) : ((64, 256R), (1, 2048R, 256))
+//     16x32bx2 ((16,2), 32R) : ((64R, 32R), 1)   (the second half R columns on: immHalfSplitoff = R)
+// make_tmem_copy spreads an atom over the four warps of a warpgroup, each on its own 32 lanes
+// (CuTe's make_tmem_copy / make_cotiled_copy).
+#pragma once
+#include <string>
+
+#include "cute/atom/tiled_copy.h"
+
+namespace opencute::cute {
+
+// tcgen05.Ld32x32bOp(Repetition.xR, Pack) and the other shapes: `shape` an ir::Tcgen05Shape,
+// `store` for the St ops. Errors: repetitions the shape does not have, a value type of another
+// width (32 bits, or 16 with packing).
+CopyAtom make_tmem_copy_atom(int shape, int repetitions, bool pack, bool store, ir::Type value_type);
+// tcgen05.make_tmem_copy(atom, tmem_tensor).
+TiledCopy make_tmem_copy(const CopyAtom& atom, const Tensor& tmem);
+// cute.copy with a tensor-memory atom: per atom call one Tcgen05Ld / Tcgen05St.
+// `file` / `line`: the user's call, recorded on the ops (the emulator names it).
+void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::string& file = "", int line = 0);
+// find_tmem_tensor_col_offset: the columns a tensor-memory tensor spans (cosize in 32-bit
+// columns, the column bits of the address).
+int64_t tmem_tensor_columns(const Tensor& t);
+bool is_tmem_copy(const CopyAtom& atom);
+
+}  // namespace opencute::cute

@@ -1,0 +1,323 @@
+#include "cute/atom/mma_sm100.h"
+
+#include "cute/atom/mma_sm90.h"
+#include "dsl/dtype.h"
+#include "dsl/sm100_ops.h"
+#include "dsl/tracer.h"
+#include "layout/print.h"
+
+namespace opencute::cute {
+
+namespace L = opencute::layout;
+using L::IntTuple;
+using L::Layout;
+
+namespace {
+
+IntTuple T(std::initializer_list<IntTuple> e) { return IntTuple(std::vector<IntTuple>(e)); }
+
+[[noreturn]] void invalid(const std::string& msg) { throw dsl::UserError("INVALID_MMA_OP", msg); }
+
+const char* kind_op_name(ir::Tcgen05Kind k) {
+  switch (k) {
+    case ir::Tcgen05Kind::F16: return "MmaF16BF16Op";
+    case ir::Tcgen05Kind::TF32: return "MmaTF32Op";
+    case ir::Tcgen05Kind::F8F6F4: return "MmaFP8Op";
+    case ir::Tcgen05Kind::I8: return "MmaI8Op";
+  }
+  return "MmaOp";
+}
+
+const char* major_name(OperandMajor m) { return m == OperandMajor::K ? "K" : "MN"; }
+
+ir::Builder& kernel_builder(const std::string& what) {
+  dsl::Tracer& t = dsl::Tracer::require(what.c_str());
+  if (!t.in_kernel()) throw dsl::UserError("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
+  return trace_builder(what.c_str());
+}
+
+// The operand format code of the instruction descriptor (A / B fields).
+uint32_t format_code(ir::Tcgen05Kind kind, ir::Type t) {
+  switch (kind) {
+    case ir::Tcgen05Kind::F16: return t->is_bf16() ? 1 : 0;
+    case ir::Tcgen05Kind::TF32: return 2;
+    case ir::Tcgen05Kind::F8F6F4: return t->is_float_kind(ir::FloatKind::E5M2) ? 1 : 0;
+    case ir::Tcgen05Kind::I8: return t->is_signed ? 1 : 0;
+  }
+  return 0;
+}
+
+}  // namespace
+
+MmaAtom make_tcgen05_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape,
+                         int cta_group, OperandSource a_src, OperandMajor a_major, OperandMajor b_major) {
+  const std::string op = std::string("tcgen05.") + kind_op_name(kind);
+  dsl::require_tcgen05(op);
+  auto name = [](ir::Type t) { return mma_type_name(t); };
+  switch (kind) {
+    case ir::Tcgen05Kind::F16:
+      if (!a->is_f16() && !a->is_bf16()) invalid(op + ": ab_dtype must be Float16 or BFloat16, got " + name(a));
+      if (!acc->is_f32() && !acc->is_f16()) invalid(op + ": acc_dtype must be Float32 or Float16, got " + name(acc));
+      break;
+    case ir::Tcgen05Kind::TF32:
+      if (!a->is_f32()) invalid(op + ": ab_dtype must be TFloat32 (Float32 storage), got " + name(a));
+      if (!acc->is_f32()) invalid(op + ": acc_dtype must be Float32, got " + name(acc));
+      break;
+    case ir::Tcgen05Kind::F8F6F4:
+      if (!a->is_fp8()) invalid(op + ": a_dtype must be Float8E4M3FN or Float8E5M2, got " + name(a));
+      if (!b->is_fp8()) invalid(op + ": b_dtype must be Float8E4M3FN or Float8E5M2, got " + name(b));
+      if (!acc->is_f32() && !acc->is_f16()) invalid(op + ": acc_dtype must be Float32 or Float16, got " + name(acc));
+      break;
+    case ir::Tcgen05Kind::I8:
+      if (!a->is_int8()) invalid(op + ": a_dtype must be Int8 or Uint8, got " + name(a));
+      if (!b->is_int8()) invalid(op + ": b_dtype must be Int8 or Uint8, got " + name(b));
+      if (!acc->is_int() || acc->width != 32 || !acc->is_signed) invalid(op + ": acc_dtype must be Int32, got " + name(acc));
+      break;
+  }
+  if (kind != ir::Tcgen05Kind::F8F6F4 && kind != ir::Tcgen05Kind::I8 && a != b)
+    invalid(op + ": A and B must have the same type, got " + name(a) + " and " + name(b));
+  if (cta_group != 1 && cta_group != 2) invalid(op + ": cta_group must be CtaGroup.ONE or CtaGroup.TWO");
+  const int64_t k = 256 / a->width;
+  bool ok = (shape.size() == 2 || (shape.size() == 3 && shape[2] == k));
+  const int64_t M = ok ? shape[0] : 0, N = ok ? shape[1] : 0;
+  if (cta_group == 1) ok = ok && ((M == 64 && N % 8 == 0 && N >= 8) || (M == 128 && N % 16 == 0 && N >= 16)) && N <= 256;
+  else ok = ok && (M == 128 || M == 256) && N % 16 == 0 && N >= 32 && N <= 256;
+  if (!ok)
+    invalid(op + ": instruction_shape must be (M, N) or (M, N, " + std::to_string(k) + ") with " +
+            (cta_group == 1 ? "M = 64 (N a multiple of 8) or M = 128 (N a multiple of 16), N <= 256"
+                            : "M = 128 or 256 and N a multiple of 16 in [32, 256] (CtaGroup.TWO)") +
+            ", got " + mma_shape_text(shape));
+  if (a_src == OperandSource::Tmem && a_major != OperandMajor::K)
+    invalid(op + ": operand A in tensor memory (OperandSource.TMEM) must be K-major");
+  if (a_src == OperandSource::Rmem) invalid(op + ": operand A comes from shared or tensor memory");
+  MmaAtom t;
+  t.kind = MmaKind::Tcgen05;
+  t.tcgen05_kind = int(kind);
+  t.cta_group = cta_group;
+  t.a_type = a, t.b_type = b, t.c_type = acc;
+  t.m = int(M), t.n = int(N), t.k = int(k);
+  t.a_source = a_src, t.a_major = a_major, t.b_major = b_major;
+  const int64_t g = cta_group;
+  t.thr_id = g == 1 ? Layout(1, 0) : Layout(2, 1);
+  auto tv = [&](int64_t mn, int64_t kk) {
+    return g == 1 ? Layout(T({1, T({mn, kk})}), T({0, T({1, mn})}))
+                  : Layout(T({2, T({mn / 2, kk})}), T({mn / 2, T({1, mn})}));
+  };
+  t.layout_a_tv = tv(M, k);
+  t.layout_b_tv = tv(N, k);
+  t.layout_c_tv = g == 1 ? Layout(T({1, T({M, N})}), T({0, T({1, M})}))
+                         : Layout(T({2, T({M / 2, N})}), T({M / 2, T({1, M})}));
+  return t;
+}
+
+uint32_t tcgen05_instruction_descriptor(const MmaAtom& atom) {
+  const auto kind = ir::Tcgen05Kind(atom.tcgen05_kind);
+  const uint32_t c = atom.c_type->is_int() ? 2 : atom.c_type->is_f32() ? 1 : 0;
+  return (c << 4) | (format_code(kind, atom.a_type) << 7) | (format_code(kind, atom.b_type) << 10) |
+         (uint32_t(atom.a_major == OperandMajor::MN) << 15) | (uint32_t(atom.b_major == OperandMajor::MN) << 16) |
+         (uint32_t(atom.n >> 3) << 17) | (uint32_t(atom.m >> 4) << 24);
+}
+
+uint64_t encode_umma_descriptor(const GmmaDescriptorFields& f, int swizzle_bits, uint64_t smem_address) {
+  static const uint64_t layout_codes[4] = {0, 6, 4, 2};  // none, 32B, 64B, 128B
+  return ((smem_address >> 4) & 0x3FFF) | (uint64_t(f.lbo & 0x3FFF) << 16) | (uint64_t(f.sbo & 0x3FFF) << 32) |
+         (uint64_t(1) << 46) | (layout_codes[swizzle_bits] << 61);
+}
+
+bool is_tcgen05_desc_operand(const MmaAtom& atom, MmaOperand which) {
+  if (!atom.is_tcgen05()) return false;
+  return which == MmaOperand::B || (which == MmaOperand::A && atom.a_source == OperandSource::Smem);
+}
+
+namespace {
+
+const char* operand_name(MmaOperand w) { return w == MmaOperand::A ? "A" : w == MmaOperand::B ? "B" : "C"; }
+
+int swizzle_bits_of(const Tensor& t, const std::string& what) {
+  if (!t.swizzle) return 0;
+  if (!t.swizzle_in_address)
+    throw dsl::UserError("INVALID_SMEM_LAYOUT",
+                         what + ": the swizzle must be on the pointer (get_tensor(layout.outer, swizzle=layout.inner) "
+                                "or recast_ptr(ptr, swizzle)), not in a composed layout; got " + to_string(t));
+  const L::Swizzle& s = *t.swizzle;
+  if (s.bits == 0) return 0;
+  if (s.base != 4 || s.shift != 3 || s.bits > 3)
+    throw dsl::UserError("INVALID_SMEM_LAYOUT", what + ": tcgen05.mma reads swizzles S<1..3,4,3> (32, 64, 128 bytes), got " +
+                                                    L::to_string(s));
+  return s.bits;
+}
+
+// The CTA's part of the atom's tile of an operand: (M / g, K) for A, (N / g, K) for B.
+int64_t cta_extent(const MmaAtom& atom, MmaOperand w) { return (w == MmaOperand::A ? atom.m : atom.n) / atom.cta_group; }
+
+}  // namespace
+
+Tensor make_tcgen05_desc_fragment(const TiledMma& mma, MmaOperand w, const Tensor& p) {
+  const std::string fn = std::string("make_fragment_") + operand_name(w);
+  const MmaAtom& atom = mma.atom;
+  ir::Type want = w == MmaOperand::A ? atom.a_type : atom.b_type;
+  if (!p.is_memory() || p.space() != ir::AddrSpace::Smem)
+    throw dsl::UserError("TYPE_MISMATCH", fn + ": tcgen05.mma reads operand " + operand_name(w) +
+                                              " from shared memory; expected an smem tensor, got " + to_string(p));
+  if (p.element() != want)
+    throw dsl::UserError("TYPE_MISMATCH", fn + ": " + to_string(p) + " holds " + mma_type_name(p.element()) +
+                                              " but the MMA atom takes " + mma_type_name(want));
+  if (p.layout.rank() < 2)
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": expected a tensor ((MMA_MN, MMA_K), ...) in the MMA's shape "
+                                               "(tile_to_mma_shape / make_smem_layout_a/b), got " + to_string(p));
+  Layout tile = p.layout[0];
+  const int64_t mn = cta_extent(atom, w);
+  if (tile.rank() != 2 || !tile.is_static() || L::size(tile, {0}).value() != mn || L::size(tile, {1}).value() != atom.k)
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": mode 0 of " + to_string(p) + " must be the atom's (" +
+                                               std::to_string(mn) + ", " + std::to_string(atom.k) + ") tile");
+  OperandMajor major = w == MmaOperand::A ? atom.a_major : atom.b_major;
+  gmma_descriptor_fields(tile, want->width, swizzle_bits_of(p, fn), major, operand_name(w));  // checks the layout
+  std::vector<Layout> modes{Layout(1, 0)};
+  for (int i = 1; i < p.layout.rank(); ++i) modes.push_back(p.layout[i]);
+  Tensor r = p;
+  r.layout = L::make_layout(modes);
+  r.desc_tile = tile;
+  return r;
+}
+
+Tensor make_tcgen05_tmem_fragment(const TiledMma& mma, MmaOperand w, const IntTuple& shape) {
+  const MmaAtom& atom = mma.atom;
+  const std::string fn = std::string("make_fragment_") + operand_name(w);
+  Layout full = L::make_layout(shape);
+  if (full.rank() < 1 || L::get(full, {0}).rank() != 2 || !full.is_static())
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": expected a static shape ((M, N), ...) (partition_shape_" +
+                                               operand_name(w) + " of the tile), got " + L::to_string(shape));
+  const int64_t m = L::size(full, {0, 0}).value(), n = L::size(full, {0, 1}).value();
+  ir::Type element = w == MmaOperand::C ? atom.c_type : atom.a_type;
+  const int bits = element->bit_size();
+  // Element offsets of tensor memory: a column holds 32 / bits elements, a lane is 1 << 16 columns.
+  const int64_t per_col = 32 / std::min(bits, 32), dp = (int64_t(1) << 16) * per_col;
+  Layout atom_layout;
+  if (w == MmaOperand::A || m == 128) {
+    atom_layout = Layout(T({m, n}), T({1, 128}));
+  } else if (atom.cta_group == 1 && m == 64) {
+    atom_layout = Layout(T({T({16, 4}), n}), T({T({1, 32}), 128}));
+  } else if (atom.cta_group == 2 && (m == 64 || m == 32)) {
+    const int64_t q = 128 / m;
+    atom_layout = Layout(T({m, T({n / q, q})}), T({m, T({128, m})}));
+  } else {
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": no tensor-memory layout for a (" + std::to_string(m) + ", " +
+                                               std::to_string(n) + ") tile of this MMA");
+  }
+  std::vector<IntTuple> rest;
+  for (int i = 1; i < full.rank(); ++i) rest.push_back(L::shape(full, {i}));
+  Layout logical = atom_layout;
+  if (!rest.empty()) logical = L::tiled_product(atom_layout, L::Tiler(L::make_layout(IntTuple(rest))));
+  // (lane, column) of the logical index: 128 lanes, then columns.
+  Layout restride(T({128, 16384}), T({dp, 1}));
+  Layout tmem = L::composition(restride, logical);
+  ir::Builder& b = kernel_builder(fn + " (tensor memory)");
+  ir::Value* ptr = b.create(ir::OpCode::IntToPtr, {b.const_int(ir::i32(), 0)},
+                            {ir::pointer_type(element, ir::AddrSpace::Tmem, 16)})->result();
+  return make_tensor(ptr, tmem);
+}
+
+namespace {
+
+ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, OperandMajor major, const char* which) {
+  if (!t.desc_tile)
+    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which +
+                                              " of a tcgen05 MMA must be a descriptor fragment (tiled_mma.make_fragment_" +
+                                              which + " of an smem tensor), got " + to_string(t));
+  if (t.element() != want)
+    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + mma_type_name(t.element()) +
+                                              " but the MMA atom takes " + mma_type_name(want));
+  L::Int n = L::size(t.layout);
+  if (!n.is_static() || n.value() != 1)
+    throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) +
+                                               " must be one descriptor per atom call");
+  const int swz = swizzle_bits_of(t, std::string("gemm: operand ") + which);
+  GmmaDescriptorFields f = gmma_descriptor_fields(*t.desc_tile, want->width, swz, major, which);
+  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()})->result();
+  addr = b.binary(ir::OpCode::Shr, addr, b.const_int(ir::i64(), 4));
+  addr = b.binary(ir::OpCode::And, addr, b.const_int(ir::i64(), 0x3FFF));
+  return b.binary(ir::OpCode::Or, addr, b.const_int(ir::i64(), int64_t(encode_umma_descriptor(f, swz, 0))));
+}
+
+ir::Value* tmem_address(ir::Builder& b, const Tensor& t, ir::Type want, const char* which) {
+  if (!t.is_memory() || t.space() != ir::AddrSpace::Tmem || t.element() != want)
+    throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " of a tcgen05 MMA must be a tensor-memory "
+                                              "tensor of " + mma_type_name(want) + " (make_fragment_" + which +
+                                              " with the allocated pointer), got " + to_string(t));
+  return b.create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i32()})->result();
+}
+
+void tcgen05_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const dsl::Num& accumulate) {
+  ir::Builder& bld = kernel_builder("cute.gemm with a tcgen05 MMA");
+  const bool a_tmem = atom.a_source == OperandSource::Tmem;
+  ir::Value* dv = tmem_address(bld, d, atom.c_type, "C");
+  ir::Value* av = a_tmem ? tmem_address(bld, a, atom.a_type, "A") : descriptor_value(bld, a, atom.a_type, atom.a_major, "A");
+  ir::Value* bv = descriptor_value(bld, b, atom.b_type, atom.b_major, "B");
+  ir::Value* id = bld.const_int(ir::i32(), int64_t(int32_t(tcgen05_instruction_descriptor(atom))));
+  ir::Op* op = bld.create(ir::OpCode::Tcgen05Mma, {dv, av, bv, id, dsl::materialize(dsl::to_boolean(accumulate))}, {});
+  op->int_attr = atom.cta_group;
+  op->ints = {atom.tcgen05_kind, a_tmem ? 1 : 0};
+}
+
+[[noreturn]] void incongruent(const std::string& why, const Tensor& d, const Tensor& a, const Tensor& b) {
+  throw dsl::UserError("SHAPE_MISMATCH", "gemm: " + why + "; got D " + to_string(d) + ", A " + to_string(a) + ", B " +
+                                             to_string(b));
+}
+
+int64_t static_mode(const Tensor& t, int mode, const Tensor& d, const Tensor& a, const Tensor& b) {
+  L::Int n = L::size(t.layout, {mode});
+  if (!n.is_static()) incongruent("fragment modes must be static", d, a, b);
+  return n.value();
+}
+
+Tensor pick(const Tensor& t, std::vector<int64_t> coords) {
+  std::vector<IntTuple> c{IntTuple::underscore()};
+  for (int64_t x : coords) c.push_back(IntTuple(x));
+  return slice(t, IntTuple(c));
+}
+
+void tcgen05_vmn(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const dsl::Num& accumulate) {
+  int64_t M = static_mode(a, 1, d, a, b), N = static_mode(b, 1, d, a, b);
+  if (static_mode(d, 1, d, a, b) != M || static_mode(d, 2, d, a, b) != N)
+    incongruent("the accumulator's (M, N) modes must match A's M and B's N", d, a, b);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) tcgen05_call(atom, pick(d, {m, n}), pick(a, {m}), pick(b, {n}), accumulate);
+}
+
+}  // namespace
+
+void tcgen05_gemm(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c) {
+  dsl::require_tcgen05("cute.gemm with a tcgen05 MMA");
+  if (c.ptr != d.ptr || !(c.layout == d.layout))
+    if (!(c.is_memory() && d.is_memory() && c.space() == ir::AddrSpace::Tmem))
+      incongruent("a tcgen05 MMA accumulates in place: C must be the tensor-memory accumulator D", d, a, b);
+  int rd = d.layout.rank(), ra = a.layout.rank(), rb = b.layout.rank();
+  if (ra != rb) incongruent("A and B must have the same rank", d, a, b);
+  dsl::Num accumulate = wgmma_accumulate(atom);
+  if (rd == 1 && ra == 1) return tcgen05_call(atom, d, a, b, accumulate);
+  if (rd == 3 && ra == 2) return tcgen05_vmn(atom, d, a, b, accumulate);
+  if (rd == 3 && ra == 3) {
+    int64_t K = static_mode(a, 2, d, a, b);
+    if (static_mode(b, 2, d, a, b) != K) incongruent("A's and B's K modes differ", d, a, b);
+    IntTuple us = IntTuple::underscore();
+    for (int64_t k = 0; k < K; ++k)
+      tcgen05_vmn(atom, d, slice(a, IntTuple{us, us, IntTuple(k)}), slice(b, IntTuple{us, us, IntTuple(k)}),
+                  k == 0 ? accumulate : dsl::Num::of_int(ir::bool_type(), 1));
+    return;
+  }
+  incongruent("a tcgen05 MMA takes (V)x(V)->(V), (V,M)x(V,N)->(V,M,N) or (V,M,K)x(V,N,K)->(V,M,N)", d, a, b);
+}
+
+std::string tcgen05_op_string(const MmaAtom& a) {
+  const auto kind = ir::Tcgen05Kind(a.tcgen05_kind);
+  std::string s = std::string("tcgen05 ") + kind_op_name(kind) + " MMA Operation\n";
+  s += "  CTA group = " + std::string(a.cta_group == 1 ? "1CTA" : "2CTA") + "\n";
+  if (a.a_type == a.b_type) s += "  A/B data type = " + mma_type_name(a.a_type) + "\n";
+  else s += "  A data type = " + mma_type_name(a.a_type) + "\n  B data type = " + mma_type_name(a.b_type) + "\n";
+  return s + "  Accumulator data type = " + mma_type_name(a.c_type) + "\n  Instruction shape MNK = " +
+         mma_shape_text(a.shape_mnk()) + "\n  A source location = " +
+         (a.a_source == OperandSource::Tmem ? "TMEM" : "SMEM") + "\n  A major mode = " + major_name(a.a_major) +
+         "\n  B major mode = " + major_name(a.b_major);
+}
+
+}  // namespace opencute::cute
