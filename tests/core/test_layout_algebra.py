@@ -280,3 +280,11 @@ def test_same_inside_jit(name):
 
     compiled = cute.compile(traced)
     assert "= add" not in compiled.__mlir__ and "= mul" not in compiled.__mlir__
+
+
+def test_zipped_divide_by_a_nested_tiler_zips_the_sub_modes():
+    # CuTe's zip2_by: a by-mode tiler of a nested mode tiles each sub-mode; the tile gathers the
+    # sub-modes' tiles and the rest their rests (the Blackwell tutorials' epilogue sub-tiles).
+    acc = cute.make_layout(((128, 256), 1, 1), stride=((65536, 1), 0, 0))
+    epi = cute.zipped_divide(acc, ((128, 64),))
+    assert str(epi) == "(((128,64)),((1,4),1,1)):(((65536,1)),((0,64),0,0))"

@@ -319,3 +319,96 @@ def test_operand_a_from_tensor_memory():
     if gpu.__ptx__ is not None:
         assert "tcgen05.mma.cta_group::1.kind::f16 [" in gpu.__ptx__ and "], [" in gpu.__ptx__
         assert "tcgen05.st.sync.aligned.32x32b.x8.b32" in gpu.__ptx__ and gpu.__cubin__
+
+
+# ---- a whole small GEMM: TMA -> smem -> tcgen05.mma -> TMEM -> tcgen05.ld -> gmem --------------
+
+TM, TN, TK = 128, 128, 64
+
+
+@cute.kernel
+def tma_gemm_kernel(atom_a: cute.CopyAtom, tA: cute.Tensor, atom_b: cute.CopyAtom, tB: cute.Tensor, mC: cute.Tensor,
+                    tiled_mma: cute.TiledMma, a_tile: cute.ComposedLayout, b_tile: cute.ComposedLayout):
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, bidy, _ = cute.arch.block_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    dtype = cutlass.Float16
+    sA_l = sm100_utils.make_smem_layout_a(tiled_mma, (TM, TN, TK), dtype, 1)
+    sB_l = sm100_utils.make_smem_layout_b(tiled_mma, (TM, TN, TK), dtype, 1)
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    bars = smem.allocate_array(cutlass.Int64, 3)  # TMA landed, the stage's MMAs done, the accumulator done
+    sA = smem.allocate_tensor(dtype, sA_l.outer, 1024, sA_l.inner)
+    sB = smem.allocate_tensor(dtype, sB_l.outer, 1024, sB_l.inner)
+    # The same bytes as the TMA boxes see them: (M, K) tiles with the swizzle in the layout.
+    sA_tma = cute.make_tensor(cute.recast_ptr(sA.iterator, None), a_tile)
+    sB_tma = cute.make_tensor(cute.recast_ptr(sB.iterator, None), b_tile)
+    if tidx == 0:
+        cute.arch.mbarrier_init(bars, 1)
+        cute.arch.mbarrier_init(bars + 1, 1)
+        cute.arch.mbarrier_init(bars + 2, 1)
+    cute.arch.mbarrier_init_fence()
+    if warp == 0:
+        cute.arch.alloc_tmem(TN, holder)
+    cute.arch.sync_threads()
+    acc = cute.make_tensor(cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder),
+                           tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((TM, TN))).layout)
+    tCrA = tiled_mma.make_fragment_A(sA)
+    tCrB = tiled_mma.make_fragment_B(sB)
+    gA = cute.local_tile(tA, (TM, TK), (bidx, None))
+    gB = cute.local_tile(tB, (TN, TK), (bidy, None))
+    for kt in cutlass.range(cute.size(gA, mode=[2]), unroll=1):
+        if warp == 0:
+            if tidx == 0:
+                cute.arch.mbarrier_arrive_and_expect_tx(bars, (TM + TN) * TK * 2)
+            cute.copy(atom_a, gA[(None, None, kt)], sA_tma, tma_bar_ptr=bars)
+            cute.copy(atom_b, gB[(None, None, kt)], sB_tma, tma_bar_ptr=bars)
+            cute.arch.mbarrier_wait(bars, kt % 2)
+            for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+                cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, 0)], tCrB[(None, None, kb, 0)], acc)
+                tiled_mma.set(tcgen05.Field.ACCUMULATE, True)  # after the first gemm, as the tutorials
+            tcgen05.commit(bars + 1)
+            cute.arch.mbarrier_wait(bars + 1, kt % 2)  # the MMAs read the stage: reuse it after they finish
+    if warp == 0:
+        tcgen05.commit(bars + 2)
+    cute.arch.mbarrier_wait(bars + 2, 0)
+    gC = cute.local_tile(mC, (TM, TN), (bidx, bidy))
+    tCgC = tiled_mma.get_slice(0).partition_C(gC)
+    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x32), cutlass.Float32),
+                                 acc[(None, 0, 0)])
+    thr = t2r.get_slice(tidx)
+    dst = thr.partition_D(tCgC[(None, 0, 0)])
+    frag = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
+    cute.copy(t2r, thr.partition_S(acc[(None, 0, 0)]), frag)
+    cute.arch.fence_view_async_tmem_load()
+    cute.autovec_copy(frag, dst)
+    cute.arch.sync_threads()
+    if warp == 0:
+        cute.arch.relinquish_tmem_alloc_permit()
+        cute.arch.dealloc_tmem(acc.iterator, TN)
+
+
+@cute.jit
+def run_tma_gemm(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
+    tiled_mma = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, K_MAJOR, K_MAJOR, cutlass.Float32, ONE, (TM, TN))
+    atom = tcgen05.make_smem_layout_atom(tcgen05.SmemLayoutAtomKind.K_SW128, cutlass.Float16)
+    a_tile = cute.tile_to_shape(atom, (TM, TK), order=(0, 1))
+    b_tile = cute.tile_to_shape(atom, (TN, TK), order=(0, 1))
+    atom_a, tA = cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mA, a_tile, (TM, TK))
+    atom_b, tB = cute.nvgpu.cpasync.make_tiled_tma_atom(cute.nvgpu.cpasync.CopyBulkTensorTileG2SOp(), mB, b_tile, (TN, TK))
+    tma_gemm_kernel(atom_a, tA, atom_b, tB, mC, tiled_mma, a_tile, b_tile).launch(
+        grid=(cute.size(mC, mode=[0]) // TM, cute.size(mC, mode=[1]) // TN, 1), block=(128, 1, 1))
+
+
+def test_tma_to_tcgen05_to_tmem_gemm_against_numpy():
+    M, N, K = 256, 256, 256
+    rng = np.random.default_rng(11)
+    A = rng.integers(-3, 4, (M, K)).astype(np.float16)
+    B = rng.integers(-3, 4, (N, K)).astype(np.float16)
+    C = np.zeros((M, N), np.float32)
+    cute.compile(run_tma_gemm, A, B, C, options=EMU)(A, B, C)
+    np.testing.assert_array_equal(C, A.astype(np.float32) @ B.astype(np.float32).T)
+    gpu = cute.compile(run_tma_gemm, A, B, C, options="--gpu-arch sm_100a")
+    if gpu.__ptx__ is not None:
+        assert "cp.async.bulk.tensor.2d" in gpu.__ptx__ and "tcgen05.mma.cta_group::1.kind::f16" in gpu.__ptx__
+        assert gpu.__cubin__  # nvJitLink accepted the whole GEMM for sm_100a

@@ -277,6 +277,49 @@ def test_tmem_copy_ptx_for_sm100a_is_accepted_by_nvjitlink():
 
 
 @cute.kernel
+def early_use_kernel(gout: cute.Tensor, wait_first: cutlass.Constexpr):
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    tidx, _, _ = cute.arch.thread_idx()
+    if warp == 0:
+        cute.arch.alloc_tmem(32, holder)
+    cute.arch.sync_threads()
+    ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+    tm = cute.make_tensor(ptr, cute.make_layout((128, 32), stride=(65536, 1)))
+    go = cute.make_tensor(gout.iterator, cute.make_layout((128, 32), stride=(32, 1)))
+    ld = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(R.x32), cutlass.Float32), tm)
+    tl = ld.get_slice(tidx)
+    dst = tl.partition_D(go)
+    frag = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
+    cute.copy(ld, tl.partition_S(tm), frag)
+    if cutlass.const_expr(wait_first):
+        cute.arch.fence_view_async_tmem_load()
+    cute.autovec_copy(frag, dst)  # reads the registers: before the wait unless wait_first
+    cute.arch.fence_view_async_tmem_load()
+    cute.arch.sync_threads()
+    if warp == 0:
+        cute.arch.dealloc_tmem(ptr, 32)
+
+
+@cute.jit
+def run_early_use(gout: cute.Tensor, wait_first: cutlass.Constexpr):
+    early_use_kernel(gout, wait_first).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_a_copied_fragment_can_be_read_without_a_fence():
+    # NVIDIA's GEMM epilogues read the registers of a tensor-memory copy without
+    # fence_view_async_tmem_load: cute.copy waits for its loads itself (tcgen05.wait::ld after them),
+    # else the emulator would report the read of a register the load has not filled yet.
+    g = np.zeros((128, 32), np.float32)
+    cute.compile(run_early_use, g, False, options=EMU)(g)
+    gpu = cute.compile(run_early_use, g, False, options="--gpu-arch sm_100a")
+    if gpu.__ptx__ is not None:
+        ptx = gpu.__ptx__
+        assert ptx.index("tcgen05.ld.sync.aligned.32x32b.x32.b32") < ptx.index("tcgen05.wait::ld.sync.aligned")
+
+
+@cute.kernel
 def overrun_kernel(gout: cute.Tensor):
     smem = cutlass.utils.SmemAllocator()
     holder = smem.allocate_array(cutlass.Int32, 1)

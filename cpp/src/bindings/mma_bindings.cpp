@@ -257,7 +257,12 @@ void bind_mma(nb::module_& root) {
 
   m.def("gemm", [](nb::handle atom, nb::handle d, nb::handle a, nb::handle b, nb::handle c) {
     Scope scope;
-    cute::gemm(atom_of(atom), as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(b, "gemm"), as_tensor(c, "gemm"));
+    // The tiled MMA's own atom (not a copy): its ACCUMULATE cell must outlive this call.
+    MmaAtom* own = nb::isinstance<TiledMma>(atom) ? &nb::cast<TiledMma&>(atom).atom
+                   : nb::isinstance<MmaAtom>(atom) ? &nb::cast<MmaAtom&>(atom) : nullptr;
+    if (own) cute::prepare_accumulate_field(*own);
+    cute::gemm(own ? *own : atom_of(atom), as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(b, "gemm"),
+               as_tensor(c, "gemm"));
   });
 
   m.def("make_tiled_copy_C_atom", [](const cute::CopyAtom& atom, nb::handle mma) {

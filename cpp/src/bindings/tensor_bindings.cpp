@@ -176,7 +176,10 @@ void bind_tensors(nb::module_& root) {
         return PointerValue{b.create(ir::OpCode::IntToPtr, {addr}, {want})->result(), p.swizzle};
       }, nb::arg("min_align"))
       .def("toint", [](const PointerValue& p) {
-        return wrap_num(Num::of_value(cute::trace_builder("Pointer.toint").bitcast(p.value, ir::i64())));
+        ir::Builder& b = cute::trace_builder("Pointer.toint");
+        if (p.value->type->space == ir::AddrSpace::Tmem)  // a tensor-memory address is 32 bits
+          return wrap_num(Num::of_value(b.create(ir::OpCode::PtrToInt, {p.value}, {ir::i32()})->result()));
+        return wrap_num(Num::of_value(b.bitcast(p.value, ir::i64())));
       })
       .def("__extract_mlir_values__", [](const PointerValue& p) {
         nb::list out;

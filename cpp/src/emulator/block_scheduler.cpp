@@ -98,6 +98,9 @@ void start_block(const LaunchCtx& c, Worker& w) {
     warp.cluster_phase = 0;
     warp.spins = 0;
     warp.spin_epoch = 0;
+    warp.tmem_pending_ld = nullptr;
+    std::fill(warp.tmem_pending_regs.begin(), warp.tmem_pending_regs.end(), 0);
+    warp.tmem_pending_local.clear();
   }
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "emulator/device_program.h"
@@ -46,6 +47,11 @@ struct Warp {
   const Inst* mbar_wait = nullptr;
   uint64_t spin_epoch = 0;
   int spins = 0;
+  // tcgen05.ld results not yet waited for (tcgen05.wait::ld): the registers holding them or values
+  // computed from them, and the local-memory bytes they were stored to (emulator/sm100_tmem.cpp).
+  const ir::Op* tmem_pending_ld = nullptr;
+  std::vector<uint8_t> tmem_pending_regs;  // per register (sized on the first tcgen05.ld)
+  std::unordered_set<uintptr_t> tmem_pending_local;
   // barrier.cluster: the lanes that arrived and have not waited yet, and the phase they arrived in.
   uint32_t cluster_arrived = 0;
   int64_t cluster_phase = 0;

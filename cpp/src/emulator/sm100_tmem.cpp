@@ -1,5 +1,6 @@
 #include "emulator/sm100_tmem.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -229,6 +230,71 @@ Flow exec_cp(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   return Flow::Next;
 }
 
+bool pending(const Warp& warp, int reg, int width) {
+  if (reg < 0) return false;
+  for (int k = 0; k < width; ++k)
+    if (size_t(reg + k) < warp.tmem_pending_regs.size() && warp.tmem_pending_regs[size_t(reg + k)]) return true;
+  return false;
+}
+
+void set_pending(Warp& warp, int reg, int width, bool on) {
+  if (reg < 0) return;
+  for (int k = 0; k < width; ++k)
+    if (size_t(reg + k) < warp.tmem_pending_regs.size()) warp.tmem_pending_regs[size_t(reg + k)] = on;
+}
+
+}  // namespace
+
+void check_tmem_pending(const LaunchCtx& c, Worker& w, Warp& warp, const Inst& i) {
+  const LaneRegs at{warp.regs};
+  auto used = [&]() {
+    Inst ld;
+    ld.op = warp.tmem_pending_ld;
+    fail_at(c, w, warp, __builtin_ctz(warp.mask ? warp.mask : 1u), ld,
+            "a tcgen05.ld result is used before tcgen05.wait::ld (cute.arch.fence_view_async_tmem_load):");
+  };
+  const bool in_a = pending(warp, i.a, i.width), in_b = pending(warp, i.b, i.width), in_c = pending(warp, i.c, i.width);
+  bool in_srcs = false;
+  for (int s : i.srcs) in_srcs = in_srcs || pending(warp, s, 1);
+  switch (i.kind) {
+    case K::Move: case K::Bitcast: case K::Cast: case K::Unary: case K::Binary: case K::AddI32: case K::SubI32:
+    case K::MulI32: case K::AddF32: case K::MulF32: case K::VecInsert: case K::VecSplat:
+      // Moving or converting the value carries the mark along.
+      set_pending(warp, i.dst, i.width, in_a || in_b || in_c);
+      return;
+    case K::PMove:
+      for (size_t k = 0; k < i.srcs.size(); ++k) set_pending(warp, i.dsts[k], 1, pending(warp, i.srcs[k], 1));
+      return;
+    case K::Store: {
+      // Stored to memory (the register fragment's local array): the mark follows the bytes.
+      if (in_b) used();
+      FOR_LANES(warp.mask) {
+        uintptr_t addr = uintptr_t(at(i.b, LANE).i);
+        if (in_a) warp.tmem_pending_local.insert(addr);
+        else warp.tmem_pending_local.erase(addr);
+      }
+      return;
+    }
+    case K::Load: {
+      if (in_a) used();
+      if (!warp.tmem_pending_local.empty())
+        FOR_LANES(warp.mask) {
+          if (warp.tmem_pending_local.count(uintptr_t(at(i.a, LANE).i))) used();
+        }
+      set_pending(warp, i.dst, i.width, false);
+      return;
+    }
+    case K::Sm100Tmem:
+      return;  // further tcgen05.ld / st and the waits: their handler
+    default:
+      if (in_a || in_b || in_c || in_srcs) used();
+      set_pending(warp, i.dst, i.width, false);
+      for (int d : i.dsts) set_pending(warp, d, 1, false);
+  }
+}
+
+namespace {
+
 Flow exec_tmem(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const ir::Op& op = *i.op;
   const LaneRegs at{warp.regs};
@@ -262,8 +328,22 @@ Flow exec_tmem(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       check(whole_warp(warp, "tcgen05.relinquish_alloc_permit"));
       w.tmem.relinquish();
       return Flow::Next;
-    case OpCode::Tcgen05Ld: case OpCode::Tcgen05St:
+    case OpCode::Tcgen05Ld:
+      exec_ldst(i, c, w, warp);
+      // The registers hold the values once tcgen05.wait::ld returns (check_tmem_pending).
+      if (warp.tmem_pending_regs.size() < size_t(c.prog->num_regs)) warp.tmem_pending_regs.resize(size_t(c.prog->num_regs));
+      for (int d : i.dsts) warp.tmem_pending_regs[size_t(d)] = 1;
+      warp.tmem_pending_ld = &op;
+      return Flow::Next;
+    case OpCode::Tcgen05St:
       return exec_ldst(i, c, w, warp);
+    case OpCode::Tcgen05Wait:
+      if (op.int_attr == 0 && warp.tmem_pending_ld) {
+        warp.tmem_pending_ld = nullptr;
+        std::fill(warp.tmem_pending_regs.begin(), warp.tmem_pending_regs.end(), 0);
+        warp.tmem_pending_local.clear();
+      }
+      return Flow::Next;
     case OpCode::Tcgen05Cp:
       return exec_cp(i, c, w, warp);
     default:

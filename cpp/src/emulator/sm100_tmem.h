@@ -24,6 +24,10 @@
 
 namespace opencute::emulator {
 
+struct LaunchCtx;
+struct Worker;
+struct Warp;
+
 class TensorMemory {
  public:
   static constexpr int kLanes = 128, kColumns = 512;
@@ -53,6 +57,12 @@ class TensorMemory {
   std::array<bool, kColumns> used_{};
   bool relinquished_ = false;
 };
+
+// A tcgen05.ld's registers may be read only after tcgen05.wait::ld. While a warp has loads not
+// waited for, run_warp calls this before each instruction: moving, converting or storing the
+// values to the thread's local memory carries the mark along; any other use of them, or a load of
+// the local bytes they went to, is reported at the load's line.
+void check_tmem_pending(const LaunchCtx& c, Worker& w, Warp& warp, const Inst& i);
 
 // Lowers one of the tensor-memory ops (TmemAlloc, TmemDealloc, TmemRelinquish, Tcgen05Ld / St /
 // Wait / Fence / Cp) into the program; false when `op` is not one.

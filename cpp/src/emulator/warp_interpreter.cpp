@@ -49,6 +49,7 @@ void run_warp(const LaunchCtx& c, Worker& w, Warp& warp) {
   const HandlerTable& handlers = emulator_handlers();
   for (;;) {
     const Inst& i = code[warp.pc];
+    if (warp.tmem_pending_ld) check_tmem_pending(c, w, warp, i);
     switch (handlers.find(i.kind)(i, c, w, warp)) {
       case Flow::Next: ++warp.pc; break;
       case Flow::Jumped: break;

@@ -16,6 +16,11 @@ inline std::pair<Layout, Layout> unzip(const Layout& r, const Tiler& tiler) {
       if (tiler.modes[i].kind == Tiler::Kind::Underscore) {
         first.push_back(r[i]);  // `_`: the whole mode is the tile
         second.push_back(Layout(1, 0));
+      } else if (tiler.modes[i].kind == Tiler::Kind::Tuple) {
+        // A by-mode tiler of a nested mode (CuTe's zip2_by): its sub-modes' tiles, then their rests.
+        auto [t, rest] = unzip(r[i], tiler.modes[i]);
+        first.push_back(t);
+        second.push_back(rest);
       } else {
         first.push_back(r[i][0]);
         second.push_back(r[i][1]);

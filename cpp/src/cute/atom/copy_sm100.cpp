@@ -185,6 +185,10 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, cons
   const int nregs = ir::tcgen05_ldst_registers(shape, atom.tmem_repetitions);
   ir::Builder& b = trace_builder(("copy with " + name).c_str());
   const ir::Type u16 = ir::int_type(16, false);
+  // Loads: every call's tcgen05.ld first, then one tcgen05.wait::ld, then the registers go to the
+  // fragment. NVIDIA's examples read a copied fragment without a fence (the CuTe DSL waits for the
+  // loads of a copy itself); the emulator reports a register read before its wait (sm100_tmem.h).
+  std::vector<std::pair<ir::Op*, std::pair<int64_t, int64_t>>> loads;
   for (int64_t r = 0; r < nrest; ++r)
     for (int64_t c = 0; c < calls; ++c) {
       ir::Value* p = offset_pointer(b, tm.ptr, tv(IntTuple{IntTuple(c * nt), IntTuple(r)}).as_int());
@@ -195,19 +199,7 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, cons
         op->int_attr = atom.tmem_shape;
         op->ints = ints;
         if (!file.empty()) op->file = file, op->line = line;
-        for (int k = 0; k < nr; ++k) {
-          ir::Value* reg = op->result(vbits == 32 ? k : k / 2);
-          ir::Value* x;
-          if (vbits == 32) {
-            x = rg.element() == ir::i32() ? reg : b.bitcast(reg, rg.element());
-          } else {
-            ir::Value* sh = k % 2 ? b.binary(ir::OpCode::Shr, b.bitcast(reg, ir::int_type(32, false)),
-                                             b.const_int(ir::int_type(32, false), 16))
-                                  : b.bitcast(reg, ir::int_type(32, false));
-            x = b.bitcast(b.cast(sh, u16), rg.element());
-          }
-          b.store(x, element_pointer(b, rg, rv, c * nr + k, r));
-        }
+        loads.push_back({op, {r, c}});
       } else {
         std::vector<ir::Value*> ops{addr};
         for (int j = 0; j < nregs; ++j) {
@@ -229,6 +221,23 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, cons
         if (!file.empty()) op->file = file, op->line = line;
       }
     }
+  if (!load) return;
+  b.create(ir::OpCode::Tcgen05Wait, {}, {})->int_attr = 0;
+  for (auto& [op, rc] : loads) {
+    const int64_t r = rc.first, c = rc.second;
+    for (int k = 0; k < nr; ++k) {
+      ir::Value* reg = op->result(vbits == 32 ? k : k / 2);
+      ir::Value* x;
+      if (vbits == 32) {
+        x = rg.element() == ir::i32() ? reg : b.bitcast(reg, rg.element());
+      } else {
+        ir::Type u32 = ir::int_type(32, false);
+        ir::Value* sh = k % 2 ? b.binary(ir::OpCode::Shr, b.bitcast(reg, u32), b.const_int(u32, 16)) : b.bitcast(reg, u32);
+        x = b.bitcast(b.cast(sh, u16), rg.element());
+      }
+      b.store(x, element_pointer(b, rg, rv, c * nr + k, r));
+    }
+  }
 }
 
 int64_t tmem_tensor_columns(const Tensor& t) {

@@ -281,6 +281,11 @@ void set_wgmma_accumulate(MmaAtom& atom, const dsl::Num& v) {
     return;
   }
   ir::Builder& bld = trace_builder("set(Field.ACCUMULATE)");
+  ir::Value* cell = accumulate_cell(atom, bld);
+  bld.store(dsl::materialize(dsl::convert(b, ir::i32())), cell);
+}
+
+ir::Value* accumulate_cell(MmaAtom& atom, ir::Builder& bld) {
   ir::Block* body = function_body(bld.block());
   ir::Value* cell = live_cell(atom, body);
   if (!cell) {
@@ -293,7 +298,14 @@ void set_wgmma_accumulate(MmaAtom& atom, const dsl::Num& v) {
     std::rotate(body->ops.begin(), body->ops.begin() + long(before), body->ops.end());
     atom.accumulate_cell = cell;
   }
-  bld.store(dsl::materialize(dsl::convert(b, ir::i32())), cell);
+  return cell;
+}
+
+void prepare_accumulate_field(MmaAtom& atom) {
+  if (atom.kind != MmaKind::Warpgroup && atom.kind != MmaKind::Tcgen05) return;
+  dsl::Tracer* tracer = dsl::Tracer::current();
+  if (!tracer || !tracer->in_kernel() || !atom.accumulate.is_static) return;
+  accumulate_cell(atom, trace_builder("cute.gemm"));
 }
 
 dsl::Num wgmma_accumulate(const MmaAtom& atom) {

@@ -80,6 +80,13 @@ void wgmma_gemm(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Ten
 // the atom's cell, an i32 local of the kernel allocated (and initialised with the static value)
 // at the start of the kernel on first use, so it dominates every later use.
 void set_wgmma_accumulate(MmaAtom& atom, const dsl::Num& v);
+// The atom's cell in the kernel being traced, made (holding the static value, at the kernel's
+// entry) when it has none.
+ir::Value* accumulate_cell(MmaAtom& atom, ir::Builder& bld);
+// Called by cute.gemm inside a kernel before it reads the field: gives the atom its cell, so that
+// a set(Field.ACCUMULATE, ...) later in a dynamic loop (after the loop's first gemm, as NVIDIA's
+// Blackwell tutorials write it) reaches that gemm in the following iterations.
+void prepare_accumulate_field(MmaAtom& atom);
 // The ACCUMULATE value at the current insertion point: a load of the cell inside the kernel that
 // owns it, else the static value.
 dsl::Num wgmma_accumulate(const MmaAtom& atom);
