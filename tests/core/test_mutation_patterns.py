@@ -33,14 +33,3 @@ def test_a_patch_that_no_longer_matches_stops_the_script(tmp_path):
                        match="mutation wgmma_transpose_swapped: its pattern matches cpp/src/target/nvvm/"
                              "lower_sm90_mma.cpp 0 times, not once"):
         run_mutations.check_patterns(str(tmp_path), [mutation])
-
-
-def test_the_tcgen05_placeholder_waits_for_its_lowering_then_asks_for_a_patch(tmp_path):
-    mutation = next(m for m in run_mutations.MUTATIONS if m.name == "tcgen05_ld_destination_reversed")
-    os.makedirs(tmp_path / run_mutations.NVVM)
-    assert run_mutations.status_of(str(tmp_path), mutation) == ("skip", "not yet: tcgen05.ld lowering absent")
-    (tmp_path / run_mutations.NVVM / "lower_sm100_tmem.cpp").write_text('// "tcgen05.ld.sync.aligned"\n')
-    if mutation.patches:
-        return  # written: its pattern is checked by the test above
-    with pytest.raises(run_mutations.ScriptError, match="the code it needs now exists; write its patch"):
-        run_mutations.status_of(str(tmp_path), mutation)

@@ -38,6 +38,7 @@ MMA_SYNC_TESTS = FRAGMENT_TESTS + ["nvgpu/test_mma_sm80.py", "nvgpu/test_ampere_
                                    "nvgpu/test_attention_sm80.py", "examples/test_ampere_gemm_examples.py"]
 LDMATRIX_TESTS = FRAGMENT_TESTS + ["nvgpu/test_copy_sm80.py", "nvgpu/test_mma_sm80.py",
                                    "nvgpu/test_ampere_gemm_support.py", "examples/test_ampere_gemm_examples.py"]
+TCGEN05_TESTS = ["nvgpu/test_tmem_sm100.py", "nvgpu/test_tcgen05_mma.py", "nvgpu/test_pipeline_sm100.py"]
 TMA_TESTS = ["nvgpu/test_sm90_tma.py", "nvgpu/test_sm90_tma_hierarchical.py", "nvgpu/test_sm90_tma_reduce.py",
              "nvgpu/test_pipeline_sm90.py", "nvgpu/test_tma_descriptor_update.py", "examples/test_hopper_gemm_examples.py"]
 
@@ -51,12 +52,6 @@ class Mutation:
     def __init__(self, name, what, patches, tests, pending=None):
         self.name, self.what, self.patches, self.tests = name, what, patches, tests
         self.pending = pending  # a function of the source folder: why the mutation cannot run yet, or None
-
-
-def _tcgen05_ld_lowering(src):
-    """Why the tcgen05.ld mutation cannot run yet (None once the lowering exists)."""
-    files = [f for f in glob.glob(os.path.join(src, NVVM, "*.cpp")) if "tcgen05.ld" in open(f).read()]
-    return None if files else "not yet: tcgen05.ld lowering absent"
 
 
 MUTATIONS = [
@@ -112,8 +107,10 @@ MUTATIONS = [
              WGMMA_TESTS),
     Mutation("tcgen05_ld_destination_reversed",
              "tcgen05.ld's destination registers in reverse order",
-             [],  # to be written once the lowering exists (issue 27, Blackwell)
-             [], pending=_tcgen05_ld_lowering),
+             [Patch(f"{NVVM}/lower_sm100.cpp",
+                    'k.define(op, int(i), k.emit_def("extractvalue " + rt + " " + r + ", " + std::to_string(i)));',
+                    'k.define(op, int(i), k.emit_def("extractvalue " + rt + " " + r + ", " + std::to_string(n - 1 - i)));')],
+             TCGEN05_TESTS),
 ]
 
 

@@ -168,6 +168,21 @@ def test_operand_tma_refuses_a_layout_not_in_mma_order():
         cute.compile(host, a, options=SM100)
 
 
+def test_operand_tma_multicast_needs_the_cluster_shape():
+    # Without a multicast op the cluster shape may be left out (NVIDIA's tutorials do); with one,
+    # it decides how many CTAs share the tile and must be given.
+    a = np.zeros((16, 32), np.float32)
+
+    @cute.jit
+    def host(a: cute.Tensor):
+        cute.nvgpu.make_tiled_tma_atom_A(cpasync.CopyBulkTensorTileG2SMulticastOp(), a,
+                                         _mma_ordered_layout(16, 32, 8), (16, 16, 32), _PairMma(1))
+
+    with pytest.raises(cute.DSLUserCodeError,
+                       match="a multicast TMA op needs cluster_shape_vmnk"):
+        cute.compile(host, a, options=SM100)
+
+
 def _multicast_host(rows, k):
     cluster_vmnk = (1, 1, 2, 1)  # two CTAs along N share the A tile: each loads half for both
 

@@ -57,6 +57,8 @@ def _make_operand_atom(which, op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled
     num_multicast = 1
     if isinstance(op, CopyBulkTensorTileG2SMulticastOp):
         # A is shared by the CTAs of the cluster's N mode, B by those of its M mode (VMNK).
+        if cluster_shape_vmnk is None:
+            raise user_error(f"{what}: a multicast TMA op needs cluster_shape_vmnk", code="TMA_LAYOUT")
         num_multicast = _static(tuple(cluster_shape_vmnk)[2 if which == "A" else 1],
                                 f"{what}: the cluster shape")
     info = make_tiled_tma_atom(op, gmem_tensor, tile_layout, cta_tile, num_multicast, internal_type=internal_type)
@@ -68,7 +70,7 @@ def _make_operand_atom(which, op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled
     return info
 
 
-def make_tiled_tma_atom_A(op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled_mma, cluster_shape_vmnk, *,
+def make_tiled_tma_atom_A(op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled_mma, cluster_shape_vmnk=None, *,
                           internal_type=None, loc=None, ip=None):
     """The TMA atom loading this CTA's part of operand A of `tiled_mma`'s (M, N, K) tile
     `mma_tiler_mnk` into `smem_layout` (make_smem_layout_a's), and the TMA tensor (M, K, L)."""
@@ -76,7 +78,7 @@ def make_tiled_tma_atom_A(op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled_mma
                               internal_type)
 
 
-def make_tiled_tma_atom_B(op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled_mma, cluster_shape_vmnk, *,
+def make_tiled_tma_atom_B(op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled_mma, cluster_shape_vmnk=None, *,
                           internal_type=None, loc=None, ip=None):
     """The TMA atom loading this CTA's part of operand B (N, K) of `tiled_mma`'s tile, and the TMA tensor."""
     return _make_operand_atom("B", op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled_mma, cluster_shape_vmnk,
