@@ -24,6 +24,10 @@ struct TmaDescriptorImage {
 };
 static_assert(sizeof(TmaDescriptorImage) == 128, "a tensor map slot is 128 bytes");
 
+// The 128-byte slot image of a descriptor (what copy_tensormap writes; the PTX executor puts a
+// descriptor parameter's image in the kernel's .param space).
+TmaDescriptorImage tma_descriptor_image(const TmaDescriptor& d);
+
 // The descriptor at `addr`: a host-encoded TmaDescriptor or a slot's image. False when neither.
 bool tma_descriptor_at(uintptr_t addr, TmaDescriptor* out);
 
