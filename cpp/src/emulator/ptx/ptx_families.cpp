@@ -13,6 +13,9 @@ void register_ptx_control(PtxFamilyTable& t);     // ptx_control.cpp
 void register_ptx_warp(PtxFamilyTable& t);        // ptx_warp.cpp
 void register_ptx_mma_sync(PtxFamilyTable& t);    // ptx_mma_sync.cpp
 void register_ptx_ldmatrix(PtxFamilyTable& t);    // ptx_ldmatrix.cpp
+void register_ptx_wgmma(PtxFamilyTable& t);       // ptx_wgmma.cpp
+void register_ptx_mbarrier(PtxFamilyTable& t);    // ptx_mbarrier.cpp
+void register_ptx_bulk_copy(PtxFamilyTable& t);   // ptx_bulk_copy.cpp
 
 const PtxFamilyTable& ptx_families() {
   static const PtxFamilyTable table = [] {
@@ -26,6 +29,9 @@ const PtxFamilyTable& ptx_families() {
     register_ptx_warp(t);
     register_ptx_mma_sync(t);
     register_ptx_ldmatrix(t);
+    register_ptx_wgmma(t);
+    register_ptx_mbarrier(t);
+    register_ptx_bulk_copy(t);
     return t;
   }();
   return table;

@@ -464,8 +464,15 @@ Operand Parser::parse_operand(const std::string& raw, int line) {
     return o;
   }
   if (s[0] == '[') {
-    o.kind = Operand::Addr;
     std::string body = trim(s.substr(1, s.size() - 2));
+    std::vector<std::string> parts = split_top(body, ',');
+    if (parts.size() > 1) {  // [tensorMap, {c0, c1, ...}]: a Vec of the map's address and the coordinates
+      o.kind = Operand::Vec;
+      for (const std::string& e : parts) o.elems.push_back(parse_operand(e, line));
+      o.symbol = "[" + body + "]";
+      return o;
+    }
+    o.kind = Operand::Addr;
     std::string base = body, off;
     size_t plus = body.find('+', 1);
     size_t minus = body.find('-', 1);
