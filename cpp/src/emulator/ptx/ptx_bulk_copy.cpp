@@ -154,7 +154,7 @@ void decode_bulk(Inst& i) {
   }
   if (dst == Space::Generic) unsupported(i, "no state spaces");
   if (i.has_mod("tensor")) {
-    if (!i.has_mod("tile")) unsupported(i, "only the .tile mode");
+    if (i.has_mod("im2col") || i.has_mod("im2col_no_offs")) unsupported(i, "only the .tile mode");
     i.i0 = dst == Space::Global ? TensorStore : TensorLoad;
     i.flags = i.has_mod("multicast::cluster");
     const Operand& map = i.ops.at(i.i0 == TensorLoad ? 1 : 0);

@@ -483,7 +483,7 @@ Operand Parser::parse_operand(const std::string& raw, int line) {
       o.imm += parse_int(base, line);
       return o;
     }
-    if (base[0] == '%') {
+    if (base[0] == '%' || find_reg(base) >= 0) {  // inline asm names registers without %
       o.reg = find_reg(base);
       if (o.reg < 0) fail(line, "undeclared register " + base);
       o.symbol = base;

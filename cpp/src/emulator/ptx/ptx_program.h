@@ -15,6 +15,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "emulator/host_interpreter.h"
+
 namespace opencute::emulator::ptx {
 
 // PTX scalar types as the executor computes with them.
@@ -131,9 +133,10 @@ struct Module {
   const Kernel* find(const std::string& name) const;
 };
 
-// An instruction or a construct the executor does not run, or malformed text.
-struct PtxError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+// An instruction or a construct the executor does not run, or malformed text (raised to Python
+// as a DSLRuntimeError, as the emulator's errors are).
+struct PtxError : ExecutionError {
+  using ExecutionError::ExecutionError;
 };
 
 // Fills an instruction's run (or collective) function and decoded fields from its opcode and
