@@ -162,3 +162,46 @@ def test_ptx_target_is_selected_by_option_and_environment(monkeypatch):
     compiled = cute.compile(run, a, np.zeros(64, np.float16), np.zeros(elems, np.float16))
     assert compiled.target == "ptx"
     assert "ldmatrix.sync.aligned.m8n8.x1" in compiled.__ptx__
+
+
+# ---- warp collectives, special registers, clusters ------------------------------------------------
+
+def test_ptx_elect_one_runs_its_body_in_one_lane_per_warp():
+    from test_hopper_warp_cluster import elect_host
+    emulated, executed = run_on_both_targets(elect_host, [np.zeros(3, np.int32), np.full(3, -1, np.int32)],
+                                             options="--gpu-arch sm_90a")
+    np.testing.assert_array_equal(executed[0], [1, 1, 1])
+    # elect.sync elects the lowest member lane (the PTX ISA's leader).
+    np.testing.assert_array_equal(executed[1], [0, 0, 0])
+    np.testing.assert_array_equal(executed[0], emulated[0])
+
+
+def test_ptx_prmt_shuffle_and_redux():
+    from test_hopper_warp_cluster import prmt_host, prmt_model
+    rng = np.random.default_rng(7)
+    a = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 2**32, 32, dtype=np.uint64).astype(np.uint32)
+    sel = rng.integers(0, 2**16, 32, dtype=np.uint64).astype(np.uint32)
+    sel[:4] = [0x5410, 0x7632, 0x3276, 0x1054]
+    arrays = [a, b, sel, np.zeros(32, np.uint32), np.zeros(32, np.uint32), np.zeros((2, 32), np.int32)]
+    emulated, executed = run_on_both_targets(prmt_host, arrays, options="--gpu-arch sm_90a")
+    np.testing.assert_array_equal(executed[3], [prmt_model(int(x), int(y), int(s)) for x, y, s in zip(a, b, sel)])
+    np.testing.assert_array_equal(executed[4], a[(np.arange(32) * 7 + 3) % 32])
+    v = np.arange(32) * 37 % 101
+    np.testing.assert_array_equal(executed[5][0], np.full(32, v.sum()))
+    np.testing.assert_array_equal(executed[5][1], np.repeat(v.reshape(4, 8).max(axis=1), 8))
+    assert_same_on_both_targets(emulated, executed)
+
+
+def test_ptx_cluster_special_registers_and_distributed_shared_memory():
+    from test_hopper_warp_cluster import cluster_regs_host, dsmem_host
+    emulated, executed = run_on_both_targets(cluster_regs_host, [np.full((8, 9), -1, np.int32)],
+                                             options="--gpu-arch sm_90a")
+    for by in range(2):
+        for bx in range(4):
+            ix, iy = bx % 2, by % 2
+            assert list(executed[0][by * 4 + bx]) == [bx // 2, by // 2, 2, 1, ix, iy, 22, ix + 2 * iy, 4]
+    assert_same_on_both_targets(emulated, executed)
+    emulated, executed = run_on_both_targets(dsmem_host, [np.full(8 * 64, -1, np.int32)], options="--gpu-arch sm_90a")
+    np.testing.assert_array_equal(executed[0], [((b % 4 + 1) % 4) * 1000 + (t + 1) % 64 for b in range(8) for t in range(64)])
+    assert_same_on_both_targets(emulated, executed)

@@ -634,7 +634,7 @@ void bind_compiled_functions(nb::module_& m) {
     else if (target == "ptx") opts.target = runtime::CompileOptions::Target::Ptx;
     else if (target == "gpu") opts.target = runtime::CompileOptions::Target::Gpu;
     else if (!target.empty() && target != "auto")
-      throw dsl::UserError("CONFIG_MALFORMED_COMPILE_OPTIONS", "unknown compile target '" + target + "' (cpu, ptx or gpu)");
+      throw dsl::UserError("CONFIG_MALFORMED_COMPILE_OPTIONS", "unknown compile target '" + target + "' (cpu or gpu)");
     auto ex = std::make_unique<Executor>();
     {
       auto module = tracer.take_module();

@@ -581,6 +581,9 @@ void Parser::kernel_statement(const Stmt& s) {
       k_->static_shared_bytes = off + v.size;
       k_->dynamic_shared_offset = (k_->static_shared_bytes + 1023) / 1024 * 1024;
       k_->shared.push_back(v);
+      // Variables demoted into the function come before the dynamic window: it moves past them.
+      for (const VarDecl& m : module_shared_)
+        if (m.dynamic) kernel_symbols_[m.name] = SymbolInfo{Space::Shared, k_->dynamic_shared_offset};
     }
     kernel_symbols_[v.name] = SymbolInfo{sp, v.offset};
     return;

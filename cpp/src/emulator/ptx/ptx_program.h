@@ -72,6 +72,8 @@ using ThreadFn = Step (*)(const Inst& i, ThreadCtx& t);
 // Runs a warp- or warpgroup-collective instruction once for all its threads (lane order).
 using CollectiveFn = void (*)(const Inst& i, CollectiveCtx& c);
 
+constexpr int kConvergedLanes = -2;
+
 // How wide a collective instruction's group is.
 enum class Scope : uint8_t { Thread, Warp, Warpgroup };
 
@@ -79,7 +81,9 @@ struct Inst {
   ThreadFn run = nullptr;
   CollectiveFn collective = nullptr;  // set for warp / warpgroup collectives
   Scope scope = Scope::Thread;
-  int member_mask_operand = -1;  // collectives with a membermask operand (shfl.sync ...)
+  // Collectives with a membermask operand (shfl.sync ...): its index. -1: the whole warp;
+  // kConvergedLanes: the lanes that reach the instruction together (activemask).
+  int member_mask_operand = -1;
   int32_t guard = -1;            // predicate register of @%p, -1: none
   bool guard_negated = false;
   std::string opcode;            // the whole opcode ("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32")

@@ -73,7 +73,18 @@ bool run_collectives(const Launch& L, Cluster& cl, Cta& cta) {
         for (int k = 0; k < 32 && w * 32 + k < nthreads; ++k)
           if (cta.threads[size_t(w * 32 + k)].state != ThreadState::Exited) exists |= 1u << k;
         uint32_t mask = exists;
-        if (i.member_mask_operand >= 0) {
+        if (i.member_mask_operand == kConvergedLanes) {
+          // The lanes at this instruction once every lane of the warp has run as far as it can:
+          // the converged set (threads run one at a time, so no other notion of "active" exists).
+          mask = 0;
+          bool settled = true;
+          for (int k = 0; k < 32 && w * 32 + k < nthreads; ++k) {
+            const Thread& o = cta.threads[size_t(w * 32 + k)];
+            if (o.state == ThreadState::Ready) settled = false;
+            if (o.state == ThreadState::AtCollective && o.pc == pc) mask |= 1u << k;
+          }
+          if (!settled) continue;
+        } else if (i.member_mask_operand >= 0) {
           ThreadCtx tc{L, cl, cta, th, &i};
           mask = uint32_t(tc.get(i.ops[size_t(i.member_mask_operand)])) & exists;
           if (!(mask >> lane & 1)) {

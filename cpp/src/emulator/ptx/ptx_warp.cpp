@@ -107,13 +107,10 @@ void run_redux(const Inst& i, CollectiveCtx& c) {
 
 void run_no_collective(const Inst&, CollectiveCtx&) {}
 
-Step run_activemask(const Inst& i, ThreadCtx& t) {
-  // Threads run one at a time: the warp's threads that have not exited are the converged set.
-  uint32_t m = 0;
-  for (Thread& o : t.cta.threads)
-    if (o.warp == t.th.warp && o.state != ThreadState::Exited) m |= 1u << o.lane;
-  t.set(i.ops[0], m);
-  return Step::Next;
+// activemask.b32 d: the lanes that arrived together (see kConvergedLanes).
+void run_activemask(const Inst& i, CollectiveCtx& c) {
+  for (int l = 0; l < 32; ++l)
+    if (c.threads[size_t(l)]) c.ctx(l).set(i.ops[0], c.mask);
 }
 
 void as_warp_collective(Inst& i, CollectiveFn fn, int mask_operand) { as_collective(i, fn, Scope::Warp, mask_operand); }
@@ -166,7 +163,7 @@ void register_ptx_warp(PtxFamilyTable& t) {
   t.add("elect", decode_elect);
   t.add("redux", decode_redux);
   t.add("bar.warp", decode_bar_warp);  // reached through bar's decoder
-  t.add("activemask", [](Inst& i) { i.run = run_activemask; });
+  t.add("activemask", [](Inst& i) { as_collective(i, run_activemask, Scope::Warp, kConvergedLanes); });
 }
 
 }  // namespace opencute::emulator::ptx
