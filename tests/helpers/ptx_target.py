@@ -14,13 +14,26 @@ LIBNVVM_AVAILABLE = _core.libnvvm_available()
 needs_libnvvm = pytest.mark.skipif(not LIBNVVM_AVAILABLE, reason="libNVVM not found: the ptx target needs it")
 
 
+def _aligned_copy(a):
+    """A copy of `a` at a 256-byte aligned address (kernels may rely on the alignment the test
+    gave the original: TMA slots, 128-bit accesses), in the same memory order."""
+    if not isinstance(a, np.ndarray) or not (a.flags.c_contiguous or a.flags.f_contiguous):
+        return copy.deepcopy(a)
+    buf = np.empty(a.nbytes + 256, np.uint8)
+    off = (-buf.ctypes.data) % 256
+    order = "C" if a.flags.c_contiguous else "F"
+    c = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape, order=order)
+    c[...] = a
+    return c
+
+
 def run_on_both_targets(fn, arrays, extra_args=(), options="", scalars=()):
     """Compiles `fn(*arrays, *scalars, *extra_args)` (extra_args: compile-time values) for "cpu"
     and "ptx" and calls each with its own copy of `arrays` and `scalars`; returns (arrays after the
     emulator, arrays after the PTX executor)."""
     results = []
     for target in ("cpu", "ptx"):
-        mine = [copy.deepcopy(a) for a in arrays]
+        mine = [_aligned_copy(a) for a in arrays]
         compiled = cute.compile(fn, *mine, *scalars, *extra_args, options=f"--target {target} {options}".strip())
         assert compiled.target == target
         compiled(*mine, *scalars)

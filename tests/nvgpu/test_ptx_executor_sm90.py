@@ -13,6 +13,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float16, Float32
+from cutlass.cute.nvgpu import cpasync
 from ptx_target import assert_same_on_both_targets, needs_libnvvm, run_on_both_targets
 from test_sm90_tma import (_dense_gemm_shaped, _load_kernel, _padded, multicast_host, pipelined_host)
 from test_wgmma_sm90 import COL, ROW, operands, run_wgmma
@@ -119,3 +120,65 @@ def test_ptx_three_stage_tma_mbarrier_pipeline(k_tiles):
                                              options=SM90)
     np.testing.assert_array_equal(executed[1], (a.reshape(16, k_tiles, 8, 4) * 2).sum(axis=(1, 3)))
     assert_same_on_both_targets(emulated, executed)
+
+
+@cute.kernel
+def _store_kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor):
+    bidx, bidy, _ = cute.arch.block_idx()
+    tidx, _, _ = cute.arch.thread_idx()
+    s = cute.make_tensor(cute.arch.alloc_smem(Float32, 256, alignment=128), cute.make_layout((8, 32), stride=(32, 1)))
+    for i in cutlass.range(tidx, 256, 32):
+        s[i // 32, i % 32] = Float32((bidx * 8 + i // 32) * 1000 + bidy * 32 + i % 32)
+    cute.arch.fence_proxy("async.shared", space="cta")
+    cute.arch.sync_threads()
+    cute.copy(atom, s, cute.local_tile(tma_tensor, (8, 32), (bidx, bidy)))
+    cute.arch.cp_async_bulk_commit_group()
+    cute.arch.cp_async_bulk_wait_group(0, read=True)
+
+
+@cute.jit
+def _store_host(c: cute.Tensor):
+    atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c, cute.make_layout((8, 32), stride=(32, 1)),
+                                          (8, 32))
+    _store_kernel(atom, t).launch(grid=(2, 2, 1), block=(32, 1, 1))
+
+
+def test_ptx_tma_store_writes_back_clipped():
+    emulated, executed = run_on_both_targets(_store_host, [np.full((12, 40), -1, np.float32)], options=SM90)
+    r, k = np.meshgrid(np.arange(12), np.arange(40), indexing="ij")
+    np.testing.assert_array_equal(executed[0], (r * 1000 + k).astype(np.float32))
+    assert_same_on_both_targets(emulated, executed)
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_ptx_tma_reduce_store(case):
+    from test_sm90_tma_reduce import CASES, reduce_store_host
+    reduction, dtype, combine = CASES[case]
+    rng = np.random.default_rng(3)
+    dst = (rng.standard_normal((12, 40)) * 100).astype(dtype)
+    src = (rng.standard_normal((16, 64)) * 100).astype(dtype)
+    emulated, executed = run_on_both_targets(reduce_store_host, [dst, src], (reduction,), options=SM90)
+    np.testing.assert_array_equal(executed[0], combine(dst, src[:12, :40]))
+    assert_same_on_both_targets(emulated, executed)
+
+
+# ---- TMA descriptors in device memory (tensormap.replace, tensormap.cp_fenceproxy) -------------------
+
+@pytest.mark.parametrize("slot_space", ["gmem", "smem"])
+def test_ptx_tiles_load_through_a_descriptor_re_pointed_in_device_memory(slot_space):
+    from test_tma_descriptor_update import _inputs, _tiles_through_slot
+    from test_tma_descriptor_update import _padded as padded_b
+    a, b, slots, out = _inputs()
+    emulated, executed = run_on_both_targets(_tiles_through_slot(slot_space), [a, b, slots, out], options=SM90)
+    np.testing.assert_array_equal(executed[3], padded_b(b))
+    np.testing.assert_array_equal(executed[3], emulated[3])
+
+
+@pytest.mark.parametrize("mode", ["GMEM", "SMEM"])
+def test_ptx_tensormap_manager_re_points_a_descriptor(mode):
+    from test_tma_descriptor_update import _inputs, _manager_host
+    from test_tma_descriptor_update import _padded as padded_b
+    a, b, slots, out = _inputs()
+    emulated, executed = run_on_both_targets(_manager_host(mode), [a, b, slots, out], options=SM90)
+    np.testing.assert_array_equal(executed[3], padded_b(b))
+    np.testing.assert_array_equal(executed[3], emulated[3])

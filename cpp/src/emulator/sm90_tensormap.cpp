@@ -72,6 +72,7 @@ void replace(const Inst& i, Sm90WarpContext& w, int lane) {
 TmaDescriptorImage tma_descriptor_image(const TmaDescriptor& d) {
   TmaDescriptorImage m;
   m.rank = d.rank, m.elem_bytes = d.elem_bytes, m.swizzle_bytes = d.swizzle_bytes;
+  m.data_type_plus_one = d.data_type + 1;
   m.global_address = d.global_address;
   for (int k = 0; k < 5; ++k) m.strides[k] = d.strides[k], m.dims[k] = uint32_t(d.dims[k]), m.box[k] = d.box[k];
   return m;
@@ -86,6 +87,7 @@ bool tma_descriptor_at(uintptr_t addr, TmaDescriptor* out) {
     std::memcpy(&m, reinterpret_cast<const void*>(addr), sizeof m);
     TmaDescriptor d;
     d.rank = m.rank, d.elem_bytes = m.elem_bytes, d.swizzle_bytes = m.swizzle_bytes;
+    d.data_type = m.data_type_plus_one - 1;
     d.global_address = m.global_address;
     for (int k = 0; k < 5; ++k) d.strides[k] = m.strides[k], d.dims[k] = m.dims[k], d.box[k] = m.box[k];
     *out = d;

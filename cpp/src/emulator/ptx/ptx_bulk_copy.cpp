@@ -1,6 +1,7 @@
 // Hopper bulk copies (TMA): cp.async.bulk.tensor loads (with multicast to the CTAs of a cluster
-// mask) and stores of a box of the tensor a CUtensorMap describes, the non-tensor cp.async.bulk
-// copies, their mbarrier complete_tx, and the bulk groups (commit / wait: the copies complete
+// mask), stores and reducing stores (cp.reduce.async.bulk.tensor) of a box of the tensor a
+// CUtensorMap describes, the non-tensor cp.async.bulk copies and reductions, their mbarrier
+// complete_tx, and the bulk groups (commit / wait: the copies complete
 // when issued). The tensor map is the 128-byte image the launch laid out (or a kernel copied);
 // it is read with the emulator's decoding (tma_descriptor_at). The box lands densely, dimension 0
 // innermost, with the map's swizzle applied to the shared-window address; elements outside the
@@ -15,7 +16,34 @@ void mbarrier_complete_tx(ThreadCtx& t, Cluster& cl, uint64_t key, int64_t bytes
 
 namespace {
 
-enum Kind : int32_t { TensorLoad, TensorStore, BulkLoad, BulkStore, Nothing };
+enum Kind : int32_t { TensorLoad, TensorStore, TensorReduce, BulkLoad, BulkStore, BulkReduce, Nothing };
+
+// The element type a reducing tensor store combines: the map's CUtensorMapDataType.
+PType element_type(ThreadCtx& t, const TmaDescriptor& d) {
+  switch (d.data_type) {
+    case 0: return PType::U8;
+    case 1: return PType::U16;
+    case 2: return PType::U32;
+    case 3: return PType::S32;
+    case 4: return PType::U64;
+    case 5: return PType::S64;
+    case 6: return PType::F16;
+    case 7: return PType::F32;
+    case 8: return PType::F64;
+    case 9: return PType::BF16;
+    default: t.fail("the tensor map does not say its element type; a reducing store cannot combine");
+  }
+}
+
+// global[i] = op(global[i], shared[i]) for one element of `eb` bytes.
+void combine(ThreadCtx& t, uint8_t* g, const uint8_t* s, int32_t op, PType ty, int eb) {
+  uint64_t old = 0, v = 0;
+  std::memcpy(&old, g, size_t(eb));
+  std::memcpy(&v, s, size_t(eb));
+  const uint64_t r = atom_apply(op, ty, old, v, 0);
+  std::memcpy(g, &r, size_t(eb));
+  (void)t;
+}
 
 uint64_t tma_swizzle(uint64_t off, int swizzle_bytes) {
   if (!swizzle_bytes) return off;
@@ -107,16 +135,20 @@ Step run_bulk(const Inst& i, ThreadCtx& t) {
       }
       return Step::Next;
     }
-    case TensorStore: {
+    case TensorStore:
+    case TensorReduce: {
       // [map, {coords}], [src]
       const TmaDescriptor d = tensor_map(t, i.ops[0].elems.at(0));
+      const PType ty = i.i0 == TensorReduce ? element_type(t, d) : PType::None;
       const uint64_t src = t.address(i.ops[1]);
       check_swizzle_alignment(t, src, d.swizzle_bytes);
       if (src + box_bytes(d) > t.cta.smem_size) t.fail("the TMA box runs past the CTA's shared memory");
       for_each_box_element(t, d, i.ops[0].elems.at(1), [&](uint64_t o, uint64_t g) {
         if (!g) return;
         const uint8_t* p = t.cta.smem + tma_swizzle(src + o, d.swizzle_bytes);
-        std::memcpy(t.host(g, Space::Global, uint64_t(d.elem_bytes), true, 1), p, size_t(d.elem_bytes));
+        uint8_t* gp = t.host(g, Space::Global, uint64_t(d.elem_bytes), true, 1);
+        if (i.i0 == TensorReduce) combine(t, gp, p, i.i1, ty, d.elem_bytes);
+        else std::memcpy(gp, p, size_t(d.elem_bytes));
       });
       return Step::Next;
     }
@@ -129,10 +161,17 @@ Step run_bulk(const Inst& i, ThreadCtx& t) {
       mbarrier_complete_tx(t, t.cl, reinterpret_cast<uintptr_t>(bar), int64_t(size));
       return Step::Next;
     }
-    case BulkStore: {
+    case BulkStore:
+    case BulkReduce: {
       const uint64_t size = t.get(i.ops[2]) & 0xffffffff;
       const uint8_t* src = t.host(t.address(i.ops[1]), Space::Shared, size, false, 16);
-      std::memcpy(t.host(t.address(i.ops[0]), Space::Global, size, true, 16), src, size_t(size));
+      uint8_t* dst = t.host(t.address(i.ops[0]), Space::Global, size, true, 16);
+      if (i.i0 == BulkStore) {
+        std::memcpy(dst, src, size_t(size));
+        return Step::Next;
+      }
+      const int eb = std::max(1, ptype_bits(i.type) / 8);
+      for (uint64_t o = 0; o + uint64_t(eb) <= size; o += uint64_t(eb)) combine(t, dst + o, src + o, i.i1, i.type, eb);
       return Step::Next;
     }
   }
@@ -145,7 +184,12 @@ void decode_bulk(Inst& i) {
     i.i0 = Nothing;
     return;
   }
-  if (i.has_mod("reduce")) unsupported(i, "bulk reductions (cp.reduce.async.bulk)");
+  const bool reduce = i.has_mod("reduce");
+  if (reduce) {
+    i.i1 = atom_op_of(i);
+    if (i.i1 < 0 || i.i1 == AExch || i.i1 == ACas) unsupported(i, "no reduction operation");
+    i.type = last_type(i);
+  }
   // The destination space is the first space modifier: .shared::cluster (load) or .global (store).
   Space dst = Space::Generic;
   for (const std::string& m : i.mods) {
@@ -155,12 +199,13 @@ void decode_bulk(Inst& i) {
   if (dst == Space::Generic) unsupported(i, "no state spaces");
   if (i.has_mod("tensor")) {
     if (i.has_mod("im2col") || i.has_mod("im2col_no_offs")) unsupported(i, "only the .tile mode");
-    i.i0 = dst == Space::Global ? TensorStore : TensorLoad;
+    i.i0 = dst == Space::Global ? (reduce ? TensorReduce : TensorStore) : TensorLoad;
     i.flags = i.has_mod("multicast::cluster");
     const Operand& map = i.ops.at(i.i0 == TensorLoad ? 1 : 0);
     if (map.kind != Operand::Vec || map.elems.size() != 2) unsupported(i, "the [tensorMap, {coordinates}] operand");
   } else {
-    i.i0 = dst == Space::Global ? BulkStore : BulkLoad;
+    i.i0 = dst == Space::Global ? (reduce ? BulkReduce : BulkStore) : BulkLoad;
+    if (reduce && i.type == PType::None) unsupported(i, "no element type");
     if (i.has_mod("multicast::cluster")) unsupported(i, "multicast bulk copies");
   }
 }

@@ -16,6 +16,7 @@ void register_ptx_ldmatrix(PtxFamilyTable& t);    // ptx_ldmatrix.cpp
 void register_ptx_wgmma(PtxFamilyTable& t);       // ptx_wgmma.cpp
 void register_ptx_mbarrier(PtxFamilyTable& t);    // ptx_mbarrier.cpp
 void register_ptx_bulk_copy(PtxFamilyTable& t);   // ptx_bulk_copy.cpp
+void register_ptx_tensormap(PtxFamilyTable& t);   // ptx_tensormap.cpp
 
 const PtxFamilyTable& ptx_families() {
   static const PtxFamilyTable table = [] {
@@ -32,6 +33,7 @@ const PtxFamilyTable& ptx_families() {
     register_ptx_wgmma(t);
     register_ptx_mbarrier(t);
     register_ptx_bulk_copy(t);
+    register_ptx_tensormap(t);
     return t;
   }();
   return table;

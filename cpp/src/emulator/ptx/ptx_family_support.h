@@ -77,6 +77,13 @@ inline PType last_type(const Inst& i) {
   throw PtxError("the PTX executor does not support '" + i.opcode + "'" + (why.empty() ? "" : ": " + why));
 }
 
+// Read-modify-write operations of atom / red and the reducing bulk copies (ptx_memory.cpp).
+enum AtomOp : int32_t { AAdd, AMin, AMax, AInc, ADec, AAnd, AOr, AXor, AExch, ACas };
+// The new value of a cell holding `old` after `op` with operands b (and c for cas).
+uint64_t atom_apply(int32_t op, PType ty, uint64_t old, uint64_t b, uint64_t c);
+// The operation a modifier list names (.add, .min ...), -1 when none.
+int32_t atom_op_of(const Inst& i);
+
 inline Step run_collective_outside_group(const Inst& i, ThreadCtx& t) { t.fail(i.opcode + " ran outside its group"); }
 
 // Marks `i` a collective of `scope` (its threads arrive, then `fn` runs once for all of them);

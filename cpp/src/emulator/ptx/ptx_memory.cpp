@@ -44,7 +44,7 @@ Step run_st(const Inst& i, ThreadCtx& t) {
   return Step::Next;
 }
 
-enum AtomOp : int32_t { AAdd, AMin, AMax, AInc, ADec, AAnd, AOr, AXor, AExch, ACas };
+}  // namespace
 
 uint64_t atom_apply(int32_t op, PType ty, uint64_t old, uint64_t b, uint64_t c) {
   const int bits = ptype_bits(ty);
@@ -61,10 +61,16 @@ uint64_t atom_apply(int32_t op, PType ty, uint64_t old, uint64_t b, uint64_t c) 
       return low_bits(old + b, bits);
     case AMin:
       if (ty == PType::F32) return bits_of(std::fmin(f32_of(old), f32_of(b)));
+      if (ty == PType::F64) return bits_of(std::fmin(f64_of(old), f64_of(b)));
+      if (ty == PType::F16 || ty == PType::BF16)
+        return half_value(uint16_t(b), ty) < half_value(uint16_t(old), ty) ? b : old;
       return ptype_is_signed(ty) ? (sign_extend(b, bits) < sign_extend(old, bits) ? b : old)
                                  : (low_bits(b, bits) < low_bits(old, bits) ? b : old);
     case AMax:
       if (ty == PType::F32) return bits_of(std::fmax(f32_of(old), f32_of(b)));
+      if (ty == PType::F64) return bits_of(std::fmax(f64_of(old), f64_of(b)));
+      if (ty == PType::F16 || ty == PType::BF16)
+        return half_value(uint16_t(b), ty) > half_value(uint16_t(old), ty) ? b : old;
       return ptype_is_signed(ty) ? (sign_extend(b, bits) > sign_extend(old, bits) ? b : old)
                                  : (low_bits(b, bits) > low_bits(old, bits) ? b : old);
     case AInc: return low_bits(old, 32) >= low_bits(b, 32) ? 0 : old + 1;
@@ -77,6 +83,8 @@ uint64_t atom_apply(int32_t op, PType ty, uint64_t old, uint64_t b, uint64_t c) 
   }
   return old;
 }
+
+namespace {
 
 Step run_atom(const Inst& i, ThreadCtx& t) {
   const bool has_dst = i.base == "atom";
@@ -120,14 +128,7 @@ void decode_ld(Inst& i) {
 }
 
 void decode_atom(Inst& i) {
-  static const std::unordered_map<std::string, AtomOp> ops = {
-      {"add", AAdd}, {"min", AMin}, {"max", AMax}, {"inc", AInc}, {"dec", ADec}, {"and", AAnd},
-      {"or", AOr},   {"xor", AXor}, {"exch", AExch}, {"cas", ACas}};
-  i.i0 = -1;
-  for (const std::string& m : i.mods) {
-    auto it = ops.find(m);
-    if (it != ops.end()) i.i0 = it->second;
-  }
+  i.i0 = atom_op_of(i);
   if (i.i0 < 0) unsupported(i, "no atomic operation");
   if (i.has_mod("v2") || i.has_mod("v4") || i.has_mod("v8")) unsupported(i, "vector atomics");
   i.space = space_of(i);
@@ -153,6 +154,18 @@ void decode_cp_async(Inst& i) {
 void decode_nothing(Inst& i) { i.run = run_nothing; }
 
 }  // namespace
+
+int32_t atom_op_of(const Inst& i) {
+  static const std::unordered_map<std::string, AtomOp> ops = {
+      {"add", AAdd}, {"min", AMin}, {"max", AMax}, {"inc", AInc}, {"dec", ADec}, {"and", AAnd},
+      {"or", AOr},   {"xor", AXor}, {"exch", AExch}, {"cas", ACas}};
+  int32_t op = -1;
+  for (const std::string& m : i.mods) {
+    auto it = ops.find(m);
+    if (it != ops.end()) op = it->second;
+  }
+  return op;
+}
 
 void register_ptx_memory(PtxFamilyTable& t) {
   t.add("ld", decode_ld);
