@@ -184,6 +184,6 @@ $L__BB0_1:
   } catch (const ExecutionError& e) {
     const std::string w = e.what();
     EXPECT_NE(w.find("deadlock"), std::string::npos) << w;
-    EXPECT_NE(w.find("waits on an mbarrier at PTX line 15"), std::string::npos) << w;
+    EXPECT_NE(w.find("spins on a failed mbarrier.try_wait at PTX line 15"), std::string::npos) << w;
   }
 }

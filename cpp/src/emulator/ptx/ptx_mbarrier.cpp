@@ -2,9 +2,9 @@
 // shared::cluster address, expect_tx / complete_tx, test_wait / try_wait by phase parity or
 // state, inval, pending_count) and cp.async.mbarrier.arrive. A barrier's state lives beside the
 // cluster (keyed by the host address of its 8 bytes); a phase completes when its pending
-// arrivals and transaction bytes both reach zero. try_wait that would return false parks the
-// thread until the barrier moves (the GPU may return false and let the kernel loop; waiting
-// instead is one of the behaviours the ISA allows).
+// arrivals and transaction bytes both reach zero. A try_wait whose phase has not completed
+// returns false and ends the thread's turn, as a GPU's try_wait returns false once its time
+// limit passes; a kernel spinning on it forever is reported as a deadlock by the scheduler.
 #include "emulator/ptx/ptx_family_support.h"
 
 namespace opencute::emulator::ptx {
@@ -92,15 +92,10 @@ Step run_mbarrier(const Inst& i, ThreadCtx& t) {
       // .parity: the phase of that parity completed (the current one has the other parity);
       // a state token: the phase it was taken in completed.
       const bool done = (i.flags & Parity) ? (b.phase & 1) != (v & 1) : b.phase > v;
-      if (done || i.i0 == TestWait) {
-        t.set(i.ops[0], done);
-        return Step::Next;
-      }
-      if (!(i.flags & Parity)) t.fail("mbarrier.try_wait by state token is not supported; use .parity");
-      t.th.state = ThreadState::AtMbarrier;
-      t.th.wait_addr = key;
-      t.th.wait_parity = uint32_t(v & 1);
-      return Step::Block;
+      t.set(i.ops[0], done);
+      // A failed try_wait returns false (its time limit passed) and lets the other threads run:
+      // the kernel's loop tries again on its next turn.
+      return done || i.i0 == TestWait ? Step::Next : Step::Yield;
     }
     case PendingCount:
       t.fail("mbarrier.pending_count is not supported");

@@ -56,9 +56,11 @@ std::vector<Stmt> split_statements(const std::string& src) {
   for (size_t i = 0; i < src.size(); ++i) {
     char c = src[i];
     if (c == '\n') {
-      // .version, .target and .address_size end at the end of their line (no semicolon).
+      // .version, .target, .address_size and the debug directives .file / .loc end at the end of
+      // their line (no semicolon).
       const std::string t = trim(buf);
-      if (depth == 0 && (t.rfind(".version", 0) == 0 || t.rfind(".target", 0) == 0 || t.rfind(".address_size", 0) == 0))
+      if (depth == 0 && (t.rfind(".version", 0) == 0 || t.rfind(".target", 0) == 0 || t.rfind(".address_size", 0) == 0 ||
+                         t.rfind(".file", 0) == 0 || t.rfind(".loc", 0) == 0))
         flush(Stmt::Plain);
       ++line;
     }
@@ -85,7 +87,9 @@ std::vector<Stmt> split_statements(const std::string& src) {
       if (t.empty()) {
         buf_line = line;
         flush(Stmt::Open);
-      } else if (depth == 0 && (t.find(".entry") != std::string::npos || t.find(".func") != std::string::npos) &&
+      } else if (depth == 0 &&
+                 (t.find(".entry") != std::string::npos || t.find(".func") != std::string::npos ||
+                  t.rfind(".section", 0) == 0) &&
                  t.find('=') == std::string::npos) {
         flush(Stmt::Plain);
         buf_line = line;
@@ -308,7 +312,7 @@ void Parser::module_statement(const Stmt& s) {
   std::vector<std::string> w = words(s.text);
   if (w.empty()) return;
   const std::string& d = w[0];
-  if (d == ".version" || d == ".address_size") return;
+  if (d == ".version" || d == ".address_size" || d == ".file") return;
   if (d == ".target") {
     m_.target = w.size() > 1 ? w[1] : "";
     return;
@@ -675,9 +679,11 @@ std::unique_ptr<Module> parse_ptx(const std::string& text) {
   std::vector<Stmt> kept;
   for (size_t i = 0; i < stmts.size(); ++i) {
     const Stmt& s = stmts[i];
-    bool func_header = s.kind == Stmt::Plain && s.text.find(".func") != std::string::npos &&
-                       s.text.find(".entry") == std::string::npos && i + 1 < stmts.size() &&
-                       stmts[i + 1].kind == Stmt::Open;
+    // .section blocks (DWARF debug information) are skipped the same way.
+    bool func_header = s.kind == Stmt::Plain &&
+                       ((s.text.find(".func") != std::string::npos && s.text.find(".entry") == std::string::npos) ||
+                        s.text.rfind(".section", 0) == 0) &&
+                       i + 1 < stmts.size() && stmts[i + 1].kind == Stmt::Open;
     if (!func_header) {
       kept.push_back(s);
       continue;

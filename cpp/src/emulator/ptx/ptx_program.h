@@ -65,6 +65,7 @@ enum class Step : uint8_t {
   Jumped,    // to the pc the instruction set
   Block,     // the thread waits (a barrier, an mbarrier, a warp-collective); pc stays on the instruction
   Exit,      // the thread ends
+  Yield,     // the next instruction, after the other threads had a turn (a failed mbarrier.try_wait)
 };
 
 // Runs `i` for one thread.

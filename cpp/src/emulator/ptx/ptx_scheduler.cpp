@@ -6,12 +6,21 @@ namespace opencute::emulator::ptx {
 
 namespace {
 
+constexpr uint64_t kSliceInstructions = uint64_t(1) << 20;
+
 // Runs `th` until it blocks or exits; returns the number of instructions it executed.
 uint64_t run_thread(const Launch& L, Cluster& cl, Cta& cta, Thread& th) {
   const std::vector<Inst>& code = L.kernel->code;
   ThreadCtx ctx{L, cl, cta, th, nullptr};
   uint64_t n = 0;
+  th.yielded_at_wait = th.out_of_slice = false;
   for (;;) {
+    // A thread spinning on memory another thread writes (a flag, a volatile poll) never blocks:
+    // after a slice of instructions it lets the others run.
+    if (n >= kSliceInstructions) {
+      th.out_of_slice = true;
+      return n;
+    }
     if (th.pc >= code.size()) {
       th.state = ThreadState::Exited;
       return n;
@@ -32,6 +41,10 @@ uint64_t run_thread(const Launch& L, Cluster& cl, Cta& cta, Thread& th) {
       case Step::Jumped: break;
       case Step::Block: return n;
       case Step::Exit: th.state = ThreadState::Exited; return n;
+      case Step::Yield:
+        th.spin_pc = th.pc++;
+        th.yielded_at_wait = true;
+        return n;
     }
   }
 }
@@ -80,7 +93,7 @@ bool run_collectives(const Launch& L, Cluster& cl, Cta& cta) {
           bool settled = true;
           for (int k = 0; k < 32 && w * 32 + k < nthreads; ++k) {
             const Thread& o = cta.threads[size_t(w * 32 + k)];
-            if (o.state == ThreadState::Ready) settled = false;
+            if (o.state == ThreadState::Ready && !o.yielded_at_wait) settled = false;  // spinning lanes have settled
             if (o.state == ThreadState::AtCollective && o.pc == pc) mask |= 1u << k;
           }
           if (!settled) continue;
@@ -161,7 +174,7 @@ const char* state_name(ThreadState s) {
     case ThreadState::AtBarrier: return "waits at a barrier";
     case ThreadState::AtMbarrier: return "waits on an mbarrier";
     case ThreadState::AtClusterBarrier: return "waits at the cluster barrier";
-    default: return "runs";
+    default: return "spins on a failed mbarrier.try_wait";
   }
 }
 
@@ -172,7 +185,7 @@ const char* state_name(ThreadState s) {
   for (Cta& cta : cl.ctas)
     for (Thread& t : cta.threads)
       if (t.state != ThreadState::Exited) {
-        ++at[{t.pc, int(t.state)}];
+        ++at[{t.state == ThreadState::Ready ? t.spin_pc : t.pc, int(t.state)}];
         if (!first) first = &t, first_cta = &cta;
       }
   std::string what = "deadlock: no thread can go on;";
@@ -181,17 +194,40 @@ const char* state_name(ThreadState s) {
     what += " " + std::to_string(n) + " thread(s) " + state_name(ThreadState(key.second)) + " at PTX line " +
             std::to_string(i.line) + " `" + i.text + "`;";
   }
-  fail_at(L, *first_cta, *first, L.kernel->code[first->pc], what);
+  fail_at(L, *first_cta, *first, L.kernel->code[first->state == ThreadState::Ready ? first->spin_pc : first->pc], what);
 }
 
 }  // namespace
 
 void run_cluster(const Launch& L, Cluster& cl) {
+  // Rounds in which every thread only blocked or spun on a failed try_wait, and nothing any wait
+  // depends on changed: two in a row are a deadlock (the spinning threads can never succeed).
+  int idle_rounds = 0;
   for (;;) {
-    bool moved = false, any_live = false;
+    bool moved = false, any_live = false, worked = false;
+    const uint64_t changes_before = cl.changes;
+    int live_before = 0;
+    for (Cta& cta : cl.ctas)
+      for (Thread& th : cta.threads) live_before += th.state != ThreadState::Exited;
     for (Cta& cta : cl.ctas)
       for (Thread& th : cta.threads)
-        if (th.state == ThreadState::Ready) moved = run_thread(L, cl, cta, th) > 0 || moved;
+        if (th.state == ThreadState::Ready) {
+          moved = run_thread(L, cl, cta, th) > 0 || moved;
+          worked = worked || th.out_of_slice;
+        }
+    bool released = false;
+    for (Cta& cta : cl.ctas) {
+      released = run_collectives(L, cl, cta) || released;
+      released = release_barriers(cta) || released;
+    }
+    released = release_waits(cl) || released;
+    moved = moved || released;
+    int live_after = 0;
+    for (Cta& cta : cl.ctas)
+      for (Thread& th : cta.threads) live_after += th.state != ThreadState::Exited;
+    const bool idle = !released && !worked && cl.changes == changes_before && live_after == live_before;
+    idle_rounds = idle ? idle_rounds + 1 : 0;
+    if (idle_rounds >= 2 && live_after) report_deadlock(L, cl);
     for (Cta& cta : cl.ctas) {
       moved = run_collectives(L, cl, cta) || moved;
       moved = release_barriers(cta) || moved;

@@ -41,6 +41,9 @@ struct Thread {
   uint32_t wait_parity = 0;
   uint64_t cluster_phase = 0;  // barrier.cluster phases this thread arrived at
   bool cluster_arrived = false;
+  // How its last turn ended: at a failed try_wait (spin_pc: that instruction), or out of its slice.
+  bool yielded_at_wait = false, out_of_slice = false;
+  uint32_t spin_pc = 0;
 };
 
 struct Mbarrier {
