@@ -95,7 +95,9 @@ Step run_mbarrier(const Inst& i, ThreadCtx& t) {
       t.set(i.ops[0], done);
       // A failed try_wait returns false (its time limit passed) and lets the other threads run:
       // the kernel's loop tries again on its next turn.
-      return done || i.i0 == TestWait ? Step::Next : Step::Yield;
+      // test_wait does not wait at all, but a kernel spinning on it (sm_80's wait loop) needs
+      // the others to run as much.
+      return done ? Step::Next : Step::Yield;
     }
     case PendingCount:
       t.fail("mbarrier.pending_count is not supported");
