@@ -11,9 +11,11 @@ import pytest
 
 import cutlass
 import cutlass.cute as cute
+from ptx_target import needs_libnvvm
 
 
-TARGETS = ["cpu", pytest.param("gpu", marks=pytest.mark.gpu)]
+# "ptx": the PTX executor runs the PTX libNVVM made for these kernels (needs libNVVM, no GPU).
+TARGETS = ["cpu", pytest.param("ptx", marks=needs_libnvvm), pytest.param("gpu", marks=pytest.mark.gpu)]
 PKG_PATH = os.path.dirname(os.path.dirname(os.path.abspath(cutlass.__file__)))
 
 
@@ -29,10 +31,10 @@ class Device:
 
     def array(self, values):
         values = np.ascontiguousarray(values)
-        return values.copy() if self.target == "cpu" else self.torch.from_numpy(values.copy()).cuda()
+        return values.copy() if self.target != "gpu" else self.torch.from_numpy(values.copy()).cuda()
 
     def numpy(self, x):
-        if self.target == "cpu":
+        if self.target != "gpu":
             return x
         self.torch.cuda.synchronize()
         return x.cpu().numpy()

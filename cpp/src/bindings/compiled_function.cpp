@@ -559,7 +559,10 @@ void bind_compiled_functions(nb::module_& m) {
       .def_prop_ro("arch", [](const Executor& e) { return e.program->arch(); })
       .def_prop_ro("hash", [](const Executor& e) { return e.program->hash(); })
       .def_prop_ro("has_kernels", [](const Executor& e) { return e.program->has_kernels(); })
-      .def_prop_ro("target", [](const Executor& e) { return e.program->runs_on_emulator() ? "cpu" : "gpu"; })
+      .def_prop_ro("target", [](const Executor& e) {
+        if (e.program->target() == runtime::CompileOptions::Target::Ptx) return "ptx";
+        return e.program->runs_on_emulator() ? "cpu" : "gpu";
+      })
       .def_prop_rw(
           "_discard_launches", [](const Executor& e) { return e.program->discards_launches(); },
           [](Executor& e, bool on) { e.program->set_discard_launches(on); },
@@ -690,6 +693,7 @@ void bind_compiled_functions(nb::module_& m) {
     std::string target;
     get("target", target);
     if (target == "cpu") opts.target = runtime::CompileOptions::Target::Cpu;
+    else if (target == "ptx") opts.target = runtime::CompileOptions::Target::Ptx;
     else if (target == "gpu") opts.target = runtime::CompileOptions::Target::Gpu;
     else if (!target.empty() && target != "auto")
       throw dsl::UserError("CONFIG_MALFORMED_COMPILE_OPTIONS", "unknown compile target '" + target + "' (cpu or gpu)");

@@ -26,6 +26,7 @@
 #include "support/arch.h"
 #include "runtime/executor.h"
 #include "support/crash_report.h"
+#include "support/cuda_paths.h"
 #include "support/env.h"
 #include "support/log.h"
 #include "runtime/compile_cache.h"
@@ -328,6 +329,14 @@ NB_MODULE(_core, m) {
 
   // ---- CUDA ----
   m.def("cuda_available", []() { return runtime::CudaDriver::get().available(); });
+  // True when libNVVM is found (the ptx target compiles kernels with it; the GPU is not needed).
+  m.def("libnvvm_available", []() {
+    try {
+      return !support::find_libnvvm().empty();
+    } catch (const std::exception&) {
+      return false;
+    }
+  });
   m.def("initialize_cuda_context", [](int device) { runtime::CudaDriver::get().initialize_context(device); });
   m.def("device_arch", [](int device) { return runtime::CudaDriver::get().device_arch(device); });
   m.def("device_attribute", [](int attr, int device) { return runtime::CudaDriver::get().device_attribute(attr, device); });

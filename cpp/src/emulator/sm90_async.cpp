@@ -87,6 +87,7 @@ void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t 
   d.magic = kTmaDescriptorMagic;
   d.rank = rank;
   d.elem_bytes = element->byte_size();
+  d.data_type = tensor_map_data_type(element);
   d.swizzle_bytes = swizzle_bytes;
   d.global_address = global_address;
   if (global_address % 16) bad("the global tensor's address must be 16-byte aligned");

@@ -41,6 +41,7 @@ struct TmaDescriptor {
   uint64_t dims[5] = {1, 1, 1, 1, 1};
   uint64_t strides[5] = {0, 0, 0, 0, 0};  // bytes
   uint32_t box[5] = {1, 1, 1, 1, 1};
+  int32_t data_type = -1;  // CUtensorMapDataType (tensor_map_data_type); what a reducing store combines
 };
 
 // CUtensorMapDataType of an element type; -1 when TMA cannot move it.

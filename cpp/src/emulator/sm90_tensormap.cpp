@@ -15,14 +15,6 @@ using ir::OpCode;
 
 Scalar& at(Sm90WarpContext& w, int reg, int lane) { return w.regs[size_t(reg) * kWarp + size_t(lane)]; }
 
-TmaDescriptorImage image_of(const TmaDescriptor& d) {
-  TmaDescriptorImage m;
-  m.rank = d.rank, m.elem_bytes = d.elem_bytes, m.swizzle_bytes = d.swizzle_bytes;
-  m.global_address = d.global_address;
-  for (int k = 0; k < 5; ++k) m.strides[k] = d.strides[k], m.dims[k] = uint32_t(d.dims[k]), m.box[k] = d.box[k];
-  return m;
-}
-
 // The 128 bytes of a slot at `addr`: inside the block's shared memory or checked as a global access.
 char* slot_bytes(Sm90WarpContext& w, int lane, uintptr_t addr, bool store, const char* what, bool shared) {
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem);
@@ -77,6 +69,15 @@ void replace(const Inst& i, Sm90WarpContext& w, int lane) {
 
 }  // namespace
 
+TmaDescriptorImage tma_descriptor_image(const TmaDescriptor& d) {
+  TmaDescriptorImage m;
+  m.rank = d.rank, m.elem_bytes = d.elem_bytes, m.swizzle_bytes = d.swizzle_bytes;
+  m.data_type_plus_one = d.data_type + 1;
+  m.global_address = d.global_address;
+  for (int k = 0; k < 5; ++k) m.strides[k] = d.strides[k], m.dims[k] = uint32_t(d.dims[k]), m.box[k] = d.box[k];
+  return m;
+}
+
 bool tma_descriptor_at(uintptr_t addr, TmaDescriptor* out) {
   if (!addr) return false;
   uint64_t head;
@@ -86,6 +87,7 @@ bool tma_descriptor_at(uintptr_t addr, TmaDescriptor* out) {
     std::memcpy(&m, reinterpret_cast<const void*>(addr), sizeof m);
     TmaDescriptor d;
     d.rank = m.rank, d.elem_bytes = m.elem_bytes, d.swizzle_bytes = m.swizzle_bytes;
+    d.data_type = m.data_type_plus_one - 1;
     d.global_address = m.global_address;
     for (int k = 0; k < 5; ++k) d.strides[k] = m.strides[k], d.dims[k] = m.dims[k], d.box[k] = m.box[k];
     *out = d;
@@ -105,7 +107,7 @@ void execute_sm90_tensormap(const Inst& i, Sm90WarpContext& w) {
         TmaDescriptor d;
         if (!tma_descriptor_at(uintptr_t(at(w, i.a, l).i), &d))
           w.fail(l, "copy_tensormap from a pointer that is not a TMA descriptor made by make_tiled_tma_atom");
-        const TmaDescriptorImage img = image_of(d);
+        const TmaDescriptorImage img = tma_descriptor_image(d);
         std::memcpy(slot_bytes(w, l, uintptr_t(at(w, i.b, l).i), true, "copy_tensormap", i.space == ir::AddrSpace::Smem), &img,
                     sizeof img);
         break;

@@ -15,7 +15,8 @@ namespace opencute::emulator {
 constexpr uint64_t kTmaImageMagic = 0x3147414d49414d54ull;  // "TMAIMAG1", low nibble 4
 struct TmaDescriptorImage {
   uint64_t magic = kTmaImageMagic;
-  int32_t rank = 0, elem_bytes = 0, swizzle_bytes = 0, reserved = 0;
+  int32_t rank = 0, elem_bytes = 0, swizzle_bytes = 0;
+  int32_t data_type_plus_one = 0;  // TmaDescriptor::data_type + 1 (0: unknown)
   uint64_t global_address = 0;
   uint64_t strides[5] = {};  // bytes
   uint32_t dims[5] = {};
@@ -23,6 +24,10 @@ struct TmaDescriptorImage {
   uint32_t padding[4] = {};
 };
 static_assert(sizeof(TmaDescriptorImage) == 128, "a tensor map slot is 128 bytes");
+
+// The 128-byte slot image of a descriptor (what copy_tensormap writes; the PTX executor puts a
+// descriptor parameter's image in the kernel's .param space).
+TmaDescriptorImage tma_descriptor_image(const TmaDescriptor& d);
 
 // The descriptor at `addr`: a host-encoded TmaDescriptor or a slot's image. False when neither.
 bool tma_descriptor_at(uintptr_t addr, TmaDescriptor* out);

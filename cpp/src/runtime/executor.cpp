@@ -70,6 +70,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
     // The switch is read at each compile (not once per process), as a test or an application
     // may turn it off after the first compile.
     bool cacheable = options.use_disk_cache && options.need_cubin && target_ != CompileOptions::Target::Cpu &&
+                     target_ != CompileOptions::Target::Ptx &&
                      DiskCache::instance().enabled() && !support::env_flag("CUTE_DSL_DISABLE_FILE_CACHING");
     std::string key;
     if (cacheable) {
@@ -146,7 +147,9 @@ void CompiledProgram::generate_code(const CompileOptions& options) {
     timings_.load_ms += std::max(0.0, ms_since(t_nvvm) - ptx.ms);
     ptx_ = std::move(ptx.ptx);
     timings_.nvvm_ms = ptx.ms;
-    if (!options.need_cubin || (target_ == CompileOptions::Target::Cpu && !link_for_emulator)) return;
+    if (!options.need_cubin || (target_ == CompileOptions::Target::Cpu && !link_for_emulator) ||
+        target_ == CompileOptions::Target::Ptx)
+      return;
     auto t_link = std::chrono::steady_clock::now();
     target::CubinResult cubin = target::link_ptx_to_cubin(ptx_, arch_, options.opt_level, options.ptxas_options);
     timings_.load_ms += std::max(0.0, ms_since(t_link) - cubin.ms);
@@ -227,7 +230,7 @@ class EmulatorLauncher : public emulator::LaunchHandler {
 };
 
 bool CompiledProgram::runs_on_emulator() const {
-  if (target_ == CompileOptions::Target::Cpu) return true;
+  if (target_ == CompileOptions::Target::Cpu || target_ == CompileOptions::Target::Ptx) return true;
   if (target_ == CompileOptions::Target::Gpu) return false;
   return has_kernels() && !CudaDriver::get().available();
 }
@@ -250,6 +253,21 @@ void CompiledProgram::emulate(const emulator::LaunchRequest& r, const emulator::
       model.smem_per_sm = part->smem_per_sm_bytes;
     }
     check_cooperative_grid(model, r.grid, r.block, r.smem);
+  }
+  if (target_ == CompileOptions::Target::Ptx) {
+    const emulator::ptx::PtxExecutor* ptx = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(emu_mu_);
+      if (!ptx_executor_) {
+        if (ptx_.empty())
+          throw emulator::ExecutionError("the ptx target has no PTX to run" +
+                                         (ptx_error_.empty() ? std::string() : ": " + ptx_error_));
+        ptx_executor_ = std::make_unique<emulator::ptx::PtxExecutor>(ptx_);
+      }
+      ptx = ptx_executor_.get();
+    }
+    ptx->launch(r, config);
+    return;
   }
   emulator::DeviceEmulator* emu = nullptr;
   {
@@ -303,7 +321,8 @@ void CompiledProgram::encode_tma(emulator::TmaDescriptor& d, ir::Type element) {
 void CompiledProgram::launch(const emulator::LaunchRequest& r) {
   CudaDriver& drv = CudaDriver::get();
   if (!cu_module_.load(std::memory_order_acquire) && !discard_launches_) {
-    if (target_ == CompileOptions::Target::Cpu || (target_ == CompileOptions::Target::Auto && !drv.available())) {
+    if (target_ == CompileOptions::Target::Cpu || target_ == CompileOptions::Target::Ptx ||
+        (target_ == CompileOptions::Target::Auto && !drv.available())) {
       emulate(r, emulator::EmulatorConfig{});
       return;
     }

@@ -9,6 +9,7 @@
 
 #include "emulator/device_emulator.h"
 #include "emulator/host_interpreter.h"
+#include "emulator/ptx/ptx_executor.h"
 #include "ir/ir.h"
 
 namespace opencute::runtime {
@@ -27,7 +28,8 @@ struct CompileOptions {
   std::string dump_dir;
   // Where kernels run. Auto: the GPU, or the CPU emulator when no CUDA device is present.
   // Cpu: always the emulator; PTX is then best effort (skipped when libNVVM is unavailable).
-  enum class Target { Auto, Gpu, Cpu } target = Target::Auto;
+  // Ptx: the PTX libNVVM made, run on the CPU by the PTX executor (emulator/ptx); needs libNVVM.
+  enum class Target { Auto, Gpu, Cpu, Ptx } target = Target::Auto;
 };
 
 struct CompileTimings {
@@ -63,7 +65,8 @@ class CompiledProgram : public emulator::LaunchHandler {
   void launch(const emulator::LaunchRequest& request) override;
   // Kernels that run on a GPU get the driver's encoding of a TMA descriptor (runtime/tma_descriptor).
   void encode_tma(emulator::TmaDescriptor& d, ir::Type element) override;
-  // True when kernels of this program run (or will run) on the CPU emulator.
+  // True when kernels of this program run (or will run) on the CPU: the emulator or, for the Ptx
+  // target, the PTX executor.
   bool runs_on_emulator() const;
   CompileOptions::Target target() const { return target_; }
 
@@ -126,6 +129,7 @@ class CompiledProgram : public emulator::LaunchHandler {
   CompileOptions::Target target_ = CompileOptions::Target::Auto;
   std::string ptx_error_;  // why PTX is missing when a CPU target skipped it
   std::mutex emu_mu_;
+  std::unique_ptr<emulator::ptx::PtxExecutor> ptx_executor_;  // the Ptx target's, built on first launch
   // Emulators by kernel name, built on first launch.
   std::vector<std::pair<std::string, std::unique_ptr<emulator::DeviceEmulator>>> emulators_;
 };

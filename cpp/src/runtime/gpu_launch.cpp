@@ -1,5 +1,6 @@
 #include "runtime/gpu_launch.h"
 
+#include "emulator/launch_parameters.h"
 #include "ir/scalar_semantics.h"
 #include "runtime/cuda_driver.h"
 
@@ -11,24 +12,8 @@ void launch_on_gpu(void* fn, const emulator::LaunchRequest& r, bool discard) {
   if (r.num_args > kMaxParams) throw emulator::ExecutionError("too many kernel parameters");
   alignas(8) unsigned char storage[kMaxParams][8];
   void* params[kMaxParams];
-  for (size_t i = 0; r.args_in_place && i < r.num_args; ++i) params[i] = const_cast<int64_t*>(&r.args[i].i);
-  for (size_t i = 0; !r.args_in_place && i < r.num_args; ++i) {
-    ir::Type t = r.arg_types[i];
-    if (t->is_pointer() && t->space == ir::AddrSpace::Param) {
-      // A by-value parameter (a TMA descriptor): the argument points at its bytes.
-      params[i] = reinterpret_cast<void*>(uintptr_t(r.args[i].i));
-    } else if (t->is_pointer() || (t->is_int() && t->width <= 64)) {
-      // The common parameters (tensors' pointers and extents), decided without byte_size()'s call.
-      params[i] = const_cast<int64_t*>(&r.args[i].i);
-    } else if (!t->is_float() && t->byte_size() <= 8) {
-      // Pointers and integers: the low bytes of the 64-bit value (little endian) are the
-      // parameter, so the driver reads them in place; it copies them before returning.
-      params[i] = const_cast<int64_t*>(&r.args[i].i);
-    } else {
-      ir::store_scalar(t, r.args[i], storage[i]);
-      params[i] = storage[i];
-    }
-  }
+  for (size_t i = 0; i < r.num_args; ++i)
+    params[i] = const_cast<void*>(emulator::launch_parameter_bytes(r, i, storage[i]));
   if (discard) {
     asm volatile("" : : "r"(params) : "memory");  // the packed parameters count as used
     return;

@@ -77,11 +77,12 @@ class DumpDir(CompileOption):
     default = ""
 
 
-TARGETS = ("gpu", "cpu")
+TARGETS = ("gpu", "cpu", "ptx")
 
 
 class Target(CompileOption):
-    """Where kernels run: "gpu", or "cpu" (the SIMT emulator, no GPU needed). Unset: the
+    """Where kernels run: "gpu", "cpu" (the SIMT emulator, no GPU needed) or "ptx" (the PTX that
+    libNVVM made, run on the CPU by the PTX executor: needs libNVVM, no GPU). Unset: the
     CUTE_DSL_TARGET environment variable, else the GPU with a fallback to the emulator when no
     CUDA device is present."""
     name = "target"

@@ -562,6 +562,8 @@ def compute(jf, args, kwargs, options):
         arch = _arch_for_compile(options)
         if target == "gpu" and not _core.cuda_available():
             return None
+        if target == "ptx":  # an entry rebuilds a cpu or gpu program, never the PTX executor's
+            return None
         walk = _KeyWalk()
         walk.put(FORMAT)
         walk.put("package", _package())
