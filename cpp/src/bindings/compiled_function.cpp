@@ -606,6 +606,8 @@ void bind_compiled_functions(nb::module_& m) {
 
   m.def("preload_toolchain", &target::preload_toolchain_async,
         "Starts loading libNVVM and nvJitLink on a background thread (once per process).");
+  m.def("wait_for_toolchain_preload", &target::wait_for_toolchain_preload, nb::call_guard<nb::gil_scoped_release>(),
+        "Waits for the loading thread preload_toolchain started (registered with atexit).");
 
   // ---- the argument plan (runtime/argument_contract.h), as the front end builds it while tracing ----
   nb::enum_<runtime::SlotKind>(m, "SlotKind", "How a host parameter is read from its runtime argument")

@@ -1,5 +1,6 @@
 """@jit and @kernel: tracing, compilation, caching and launch (arguments are classified in
 argument_plan.py)."""
+import atexit
 import contextlib
 import copy
 import dataclasses
@@ -20,6 +21,9 @@ from .numeric import Int64, Numeric, NumericMeta, _wrap_int, annotated_class, as
 from .options import (  # noqa: F401 - _arch_for_compile keeps its old home
     ENV_ASSERTIONS, ENV_LINE_INFO, VERSION, CompileOptions, EnableTVMFFI, _arch_for_compile, resolve_target)
 from .source_lines import track_source_lines
+
+# The toolchain's loading thread (preload_toolchain) must be done before the process tears down.
+atexit.register(_core.wait_for_toolchain_preload)
 
 _env_flag = _core.env_flag
 

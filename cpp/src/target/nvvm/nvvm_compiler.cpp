@@ -514,20 +514,38 @@ CubinResult link_ptx_to_cubin(const std::string& ptx, const std::string& arch, i
   }
 }
 
+namespace {
+// Never destroyed: the exit path joins the thread through it after static destructors may have run.
+std::mutex& preload_mutex() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+std::thread*& preload_thread() {
+  static std::thread* t = nullptr;
+  return t;
+}
+}  // namespace
+
 void preload_toolchain_async() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::thread([] {
-      try {
-        nvvm_api();
-      } catch (...) {
-      }
-      try {
-        nvjitlink_api(nullptr);
-      } catch (...) {
-      }
-    }).detach();
+  std::lock_guard<std::mutex> lock(preload_mutex());
+  static bool started = false;
+  if (started) return;
+  started = true;
+  preload_thread() = new std::thread([] {
+    try {
+      nvvm_api();
+    } catch (...) {
+    }
+    try {
+      nvjitlink_api(nullptr);
+    } catch (...) {
+    }
   });
+}
+
+void wait_for_toolchain_preload() {
+  std::lock_guard<std::mutex> lock(preload_mutex());
+  if (preload_thread() && preload_thread()->joinable()) preload_thread()->join();
 }
 
 }  // namespace opencute::target

@@ -49,6 +49,10 @@ CubinResult link_ptx_to_cubin(const std::string& ptx, const std::string& arch, i
 // compile finds them loaded (the libraries are ~150 MB; from a cold disk loading them costs
 // more than compiling a small kernel). Failures are left for the compile to report.
 void preload_toolchain_async();
+// Waits for that thread. Called when the interpreter exits: a process that ends while the thread
+// is still inside dlopen tears down the loader's and our statics under it (heap corruption seen as
+// "malloc_consolidate(): unaligned fastbin chunk" in short-lived processes on a loaded machine).
+void wait_for_toolchain_preload();
 
 namespace detail {
 // The two linker back ends, exposed so tests can exercise each one directly.
