@@ -278,11 +278,11 @@ def test_target_option_forms():
     np.testing.assert_array_equal(y, x + 1)
     compiled = cute.compile(add_one, a, b, options="--target=cpu --opt-level 2")
     assert compiled.target == "cpu"
-    with pytest.raises(DSLUserCodeError, match="compile target must be one of gpu, cpu, got 'tpu'"):
+    with pytest.raises(DSLUserCodeError, match="compile target must be one of gpu, cpu, ptx, got 'tpu'"):
         cute.compile(add_one, a, b, options="--target tpu")
     with pytest.raises(DSLUserCodeError, match="compile option --target needs a value"):
         cute.compile(add_one, a, b, options="--target")
-    with pytest.raises(DSLUserCodeError, match="compile target must be one of gpu, cpu, got 'cuda'"):
+    with pytest.raises(DSLUserCodeError, match="compile target must be one of gpu, cpu, ptx, got 'cuda'"):
         Target("cuda")
 
 
