@@ -232,6 +232,44 @@ def test_allocation_beyond_the_capacity_is_an_error_at_the_users_line():
 
 
 @cute.kernel
+def branch_alloc_kernel(a: cute.Tensor, out: cute.Tensor, n: cutlass.Constexpr):
+    # Two 100 KiB buffers, one on each path of a dynamic `if` (NVIDIA's fp16_gemm_4 mega-kernel):
+    # together more than sm_80's 163 KiB, each alone within it.
+    tidx, _, _ = cute.arch.thread_idx()
+    bidx, _, _ = cute.arch.block_idx()
+    allocator = cutlass.utils.SmemAllocator()
+    if bidx == 0:
+        buf = allocator.allocate_tensor(cutlass.Float32, cute.make_layout(n), byte_alignment=16)
+        for i in cutlass.range(tidx, n, 128):
+            buf[i] = a[i] + 1.0
+        cute.arch.sync_threads()
+        for i in cutlass.range(tidx, n, 128):
+            out[i] = buf[n - 1 - i]
+    else:
+        buf = allocator.allocate_tensor(cutlass.Float32, cute.make_layout(n), byte_alignment=16)
+        for i in cutlass.range(tidx, n, 128):
+            buf[i] = a[i] * 2.0
+        cute.arch.sync_threads()
+        for i in cutlass.range(tidx, n, 128):
+            out[n + i] = buf[i]
+
+
+@cute.jit
+def branch_alloc_host(a: cute.Tensor, out: cute.Tensor, n: cutlass.Constexpr, merge: cutlass.Constexpr):
+    branch_alloc_kernel(a, out, n).launch(grid=(2, 1, 1), block=(128, 1, 1), smem_merge_branch_allocs=merge)
+
+
+def test_merged_branch_allocations_share_their_offset():
+    n = 100 * 1024 // 4
+    a = np.arange(n, dtype=np.float32)
+    out = np.zeros(2 * n, np.float32)
+    cute.compile(branch_alloc_host, a, out, n, True, options="--target cpu --gpu-arch sm_80")(a, out)
+    np.testing.assert_array_equal(out, np.concatenate([(a + 1)[::-1], a * 2]))
+    with pytest.raises(cutlass.DSLUserCodeError, match="102400 bytes at offset 102400"):
+        cute.compile(branch_alloc_host, a, out, n, False, options="--target cpu --gpu-arch sm_80")
+
+
+@cute.kernel
 def oversized_struct_kernel():
     @cute.struct
     class Huge:

@@ -168,6 +168,23 @@ def test_operand_tma_refuses_a_layout_not_in_mma_order():
         cute.compile(host, a, options=SM100)
 
 
+def test_operand_tma_info_keeps_the_staged_smem_layout():
+    # Kernels allocate their staged operand buffers from tma_a.smem_layout (NVIDIA's tutorials
+    # select its first three modes): it is the caller's layout, stage mode included.
+    a = np.zeros((16, 32), np.float32)
+    staged = cute.make_layout(((16, 8), 1, 4, 3), stride=((32, 1), 0, 8, 512))
+    seen = []
+
+    @cute.jit
+    def host(a: cute.Tensor):
+        info = cute.nvgpu.make_tiled_tma_atom_A(cpasync.CopyBulkTensorTileG2SOp(), a, staged, (16, 16, 32),
+                                                _PairMma(1))
+        seen.append((str(info.smem_layout), cute.size(cute.select(info.smem_layout, mode=[0, 1, 2]))))
+
+    cute.compile(host, a, options=SM100)
+    assert seen == [("((16,8),1,4,3):((32,1),0,8,512)", 16 * 32)]
+
+
 def test_operand_tma_multicast_needs_the_cluster_shape():
     # Without a multicast op the cluster shape may be left out (NVIDIA's tutorials do); with one,
     # it decides how many CTAs share the tile and must be given.

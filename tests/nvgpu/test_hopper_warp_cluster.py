@@ -174,6 +174,20 @@ def cluster_regs_host(out: cute.Tensor):
     cluster_regs_kernel(out).launch(grid=(4, 2, 1), block=(32, 1, 1), cluster=(2, 2, 1))
 
 
+@cute.jit
+def fallback_cluster_host(out: cute.Tensor):
+    cluster_regs_kernel(out).launch(grid=(4, 2, 1), block=(32, 1, 1), cluster=(4, 2, 1), fallback_cluster=(2, 1, 1))
+
+
+def test_a_preferred_cluster_launch_runs_fallback_clusters():
+    # cluster= is the preferred shape, a hint; OpenCuTe launches the fallback shape (2, 1, 1).
+    out = np.full((8, 9), -1, np.int32)
+    cute.compile(fallback_cluster_host, out, options=CPU)(out)
+    for by in range(2):
+        for bx in range(4):
+            assert list(out[by * 4 + bx]) == [bx // 2, by, 2, 2, bx % 2, 0, 21, bx % 2, 2], (bx, by, out[by * 4 + bx])
+
+
 def test_cluster_registers_describe_the_cluster_grid():
     out = np.full((8, 9), -1, np.int32)
     cute.compile(cluster_regs_host, out, options=CPU)(out)

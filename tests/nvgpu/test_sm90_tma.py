@@ -670,3 +670,80 @@ def test_a_spanned_mode_with_extent_one_leaves_is_one_dimension():
         t.iterator, cute.make_layout(((1, 24), 64), stride=((1, 64), 1))))
     cute.compile(host, a, out, options=CPU)(a, out)
     np.testing.assert_array_equal(out, a)
+
+
+def test_tma_info_passed_whole_to_a_kernel():
+    # make_tiled_tma_atom's TmaInfo as one kernel argument (NVIDIA's Blackwell tutorials do this):
+    # its descriptor and its TMA tensor's dynamic extents become kernel parameters.
+    tm, tk = 8, 32
+    layout = cute.make_layout((tm, tk), stride=(tk, 1))
+
+    @cute.kernel
+    def kernel(tma: cpasync.TmaInfo, out: cute.Tensor):
+        bidx, bidy, _ = cute.arch.block_idx()
+        tidx, _, _ = cute.arch.thread_idx()
+        bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+        s = cute.make_tensor(cute.arch.alloc_smem(Float32, tm * tk, alignment=1024), tma.smem_layout)
+        if tidx == 0:
+            cute.arch.mbarrier_init(bar, 1)
+            cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        g = cute.local_tile(tma.tma_tensor, (tm, tk), (bidx, bidy))
+        if tidx == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, tm * tk * 4)
+        if tidx < 32:
+            cute.copy(tma.atom, g, s, tma_bar_ptr=bar)
+        cute.arch.mbarrier_wait(bar, 0)
+        for i in cutlass.range(tidx, tm * tk, 64):
+            out[bidx * tm + i // tk, bidy * tk + i % tk] = s[i // tk, i % tk] * 2.0
+
+    @cute.jit
+    def host(a: cute.Tensor, out: cute.Tensor):
+        tma = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, layout, (tm, tk))
+        kernel(tma, out).launch(grid=(cute.ceil_div(cute.size(a, mode=[0]), tm),
+                                      cute.ceil_div(cute.size(a, mode=[1]), tk), 1), block=(64, 1, 1))
+
+    a = np.arange(20 * 72, dtype=np.float32).reshape(20, 72) + 1
+    out = np.full(_padded(a, (tm, tk)).shape, -1, np.float32)
+    cute.compile(host, a, out, options=CPU)(a, out)
+    np.testing.assert_array_equal(out, _padded(a, (tm, tk)) * 2)
+
+
+def test_tma_info_chosen_in_a_dynamic_branch():
+    # A TmaInfo assigned in a dynamic `if` is carried as its parts' values (descriptor, extents)
+    # and rebuilt after it: block 1 loads from the second tensor.
+    tm, tk = 8, 32
+    layout = cute.make_layout((tm, tk), stride=(tk, 1))
+
+    @cute.kernel
+    def kernel(tma0: cpasync.TmaInfo, tma1: cpasync.TmaInfo, out: cute.Tensor):
+        bidx, _, _ = cute.arch.block_idx()
+        tidx, _, _ = cute.arch.thread_idx()
+        tma = tma0
+        if bidx == 1:
+            tma = tma1
+        bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+        s = cute.make_tensor(cute.arch.alloc_smem(Float32, tm * tk, alignment=1024), tma.smem_layout)
+        if tidx == 0:
+            cute.arch.mbarrier_init(bar, 1)
+            cute.arch.mbarrier_init_fence()
+        cute.arch.sync_threads()
+        if tidx == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, tm * tk * 4)
+        if tidx < 32:
+            cute.copy(tma.atom, cute.local_tile(tma.tma_tensor, (tm, tk), (0, 0)), s, tma_bar_ptr=bar)
+        cute.arch.mbarrier_wait(bar, 0)
+        for i in cutlass.range(tidx, tm * tk, 64):
+            out[bidx * tm + i // tk, i % tk] = s[i // tk, i % tk]
+
+    @cute.jit
+    def host(a0: cute.Tensor, a1: cute.Tensor, out: cute.Tensor):
+        op = cpasync.CopyBulkTensorTileG2SOp()
+        kernel(cpasync.make_tiled_tma_atom(op, a0, layout, (tm, tk)), cpasync.make_tiled_tma_atom(op, a1, layout, (tm, tk)),
+               out).launch(grid=(2, 1, 1), block=(64, 1, 1))
+
+    a0 = np.arange(tm * tk, dtype=np.float32).reshape(tm, tk) + 1
+    a1 = -a0
+    out = np.zeros((2 * tm, tk), np.float32)
+    cute.compile(host, a0, a1, out, options=CPU)(a0, a1, out)
+    np.testing.assert_array_equal(out, np.concatenate([a0, a1]))

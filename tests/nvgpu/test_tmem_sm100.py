@@ -263,6 +263,58 @@ def test_store_then_load_16_bit_values(st, ld):
     np.testing.assert_array_equal(gout, gin)
 
 
+@cute.kernel
+def tmem_to_gmem_through_copy_d_kernel(gin: cute.Tensor, gout: cute.Tensor, ld_op: cutlass.Constexpr):
+    # An epilogue's shape (NVIDIA's fp16_gemm_2): a tcgen05.ld tiled copy, then a register -> memory
+    # copy made with make_tiled_copy_D from it, writing the retiled fragment.
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    tidx, _, _ = cute.arch.thread_idx()
+    if warp == 0:
+        cute.arch.alloc_tmem(COLS, holder)
+    cute.arch.sync_threads()
+    ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+    tm = cute.make_tensor(ptr, cute.make_layout((128, COLS), stride=(65536, 1)))
+    gi = cute.make_tensor(gin.iterator, cute.make_layout((128, COLS), stride=(COLS, 1)))
+    go = cute.make_tensor(gout.iterator, cute.make_layout((128, COLS), stride=(COLS, 1)))
+    st = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.St32x32bOp(R.x16), cutlass.Float32), tm)
+    ts = st.get_slice(tidx)
+    src = ts.partition_S(gi)
+    frag = cute.make_rmem_tensor(src.shape, cutlass.Float32)
+    cute.autovec_copy(src, frag)
+    cute.copy(st, frag, ts.partition_D(tm))
+    cute.arch.fence_view_async_tmem_store()
+    cute.arch.sync_threads()
+    ld = tcgen05.make_tmem_copy(cute.make_copy_atom(ld_op, cutlass.Float32), tm)
+    tl = ld.get_slice(tidx)
+    acc = cute.make_rmem_tensor(tl.partition_D(go).shape, cutlass.Float32)
+    cute.copy(ld, tl.partition_S(tm), acc)
+    cute.arch.fence_view_async_tmem_load()
+    r2g = cute.make_tiled_copy_D(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32), ld)
+    tr = r2g.get_slice(tidx)
+    cute.copy(r2g, r2g.retile(acc), tr.partition_D(go))
+    cute.arch.sync_threads()
+    if warp == 0:
+        cute.arch.relinquish_tmem_alloc_permit()
+        cute.arch.dealloc_tmem(ptr, COLS)
+
+
+@cute.jit
+def run_tmem_to_gmem_through_copy_d(gin: cute.Tensor, gout: cute.Tensor, ld_op: cutlass.Constexpr):
+    tmem_to_gmem_through_copy_d_kernel(gin, gout, ld_op).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+@pytest.mark.parametrize("ld", [tcgen05.Ld32x32bOp(R.x32), tcgen05.Ld16x256bOp(R.x2)])
+def test_make_tiled_copy_d_of_a_tmem_copy_keeps_its_rows(ld):
+    # make_tmem_copy's tile orders a warpgroup's rows warp-fastest (a layout tiler); a copy made
+    # from it with make_tiled_copy_D must keep that tiler, or warp w's lane l lands in row 4 l + w.
+    gin = np.arange(128 * COLS, dtype=np.float32).reshape(128, COLS)
+    gout = np.zeros_like(gin)
+    cute.compile(run_tmem_to_gmem_through_copy_d, gin, gout, ld, options=EMU)(gin, gout)
+    np.testing.assert_array_equal(gout, gin)
+
+
 def test_tmem_copy_ptx_for_sm100a_is_accepted_by_nvjitlink():
     gin = np.zeros((128, COLS), np.float16)
     st = tcgen05.St32x32bOp(R.x16, unpack=tcgen05.Unpack.UNPACK_32b_IN_16b)

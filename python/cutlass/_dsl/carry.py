@@ -13,6 +13,7 @@ loop whose body weakens them is traced again from the weaker structure ("widened
 import enum
 
 from .. import _core
+from .extracted_values import flat_values, rebuild_from_flat
 from .numeric import Boolean, Numeric, as_numeric, wrap
 
 _Native = _core.carry.Structure
@@ -116,7 +117,7 @@ def structure_of(value, literals_static=False):
         return Native(flat[0], None)
     if hasattr(value, "__extract_mlir_values__") and hasattr(value, "__new_from_mlir_values__") \
             and not isinstance(value, type):
-        return Protocol(value, [v.ir_type for v in _nums(value.__extract_mlir_values__())])
+        return Protocol(value, [v.ir_type for v in _nums(flat_values(value.__extract_mlir_values__()))])
     return Static(value)
 
 
@@ -182,7 +183,7 @@ def values_for(node, value):
         _, vals = _core.carry.flatten(value._t if node.wrapper else value)
         return node.s.conform(vals)
     if isinstance(node, Protocol):
-        return _nums(value.__extract_mlir_values__())
+        return _nums(flat_values(value.__extract_mlir_values__()))
     return []
 
 
@@ -224,7 +225,7 @@ def _rebuild(node, values):
             obj = node.wrapper._from_native(obj)
         return obj, rest
     if isinstance(node, Protocol):
-        return node.template.__new_from_mlir_values__(mine), rest
+        return rebuild_from_flat(node.template, mine), rest
     return node.obj, rest
 
 

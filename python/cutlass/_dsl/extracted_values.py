@@ -25,3 +25,23 @@ def rebuild_parts(groups, make_values):
         else:
             parts.append(make_values([group])[0])
     return parts
+
+
+def is_grouped(values):
+    return any(isinstance(v, (list, tuple)) for v in values)
+
+
+def flat_values(values):
+    """The IR values of an extraction, grouped or not, in one list."""
+    if not is_grouped(values):
+        return list(values)
+    return [x for v in values for x in (v if isinstance(v, (list, tuple)) else [v])]
+
+
+def rebuild_from_flat(obj, values):
+    """`obj` rebuilt from `values`, new IR values in the order flat_values gives its own."""
+    groups = obj.__extract_mlir_values__()
+    if not is_grouped(groups):
+        return obj.__new_from_mlir_values__(list(values))
+    it = iter(values)
+    return obj.__new_from_mlir_values__(rebuild_parts(groups, lambda group: [next(it) for _ in group]))

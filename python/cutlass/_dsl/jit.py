@@ -279,6 +279,9 @@ class _KernelSmemUsage:
     def __init__(self):
         self.bytes = 0
         self.static_bytes = 0  # cute.arch.alloc_smem arrays, placed before the dynamic memory
+        # launch(smem_merge_branch_allocs=True): the two paths of a dynamic `if` (only one runs)
+        # allocate from the same offset, and the kernel needs the larger of the two.
+        self.merge_branch_allocs = False
 
 
 def _launch_smem(smem, allocated, kernel_name, static_bytes=0):
@@ -318,6 +321,16 @@ class KernelLauncher:
         ctx = context.current()
         tracer = ctx.tracer
         grid3, block3 = _dims(grid, "grid"), _dims(block, "block")
+        fallback_cluster = other.pop("fallback_cluster", None)
+        if fallback_cluster is not None:
+            # `cluster` is the preferred shape, a hint the driver may decline for the fallback one;
+            # OpenCuTe does not pass the hint yet, so every cluster has the fallback shape (the
+            # kernel's branch for fallback clusters runs, as it may on a GPU).
+            if cluster is None:
+                raise DSLUserCodeError("launch: fallback_cluster needs cluster= (the preferred cluster shape)",
+                                       code="LAUNCH_INVALID_CLUSTER")
+            cluster = fallback_cluster
+        merge_branch_allocs = other.pop("smem_merge_branch_allocs", False)
         if cluster is not None:
             cluster = list(cluster)
             if len(cluster) != 3:
@@ -367,6 +380,7 @@ class KernelLauncher:
                 _core.sm90_warp.set_minctasm(min_blocks)
             ctx.kernel_depth += 1
             outer_smem, ctx.kernel_smem = getattr(ctx, "kernel_smem", None), _KernelSmemUsage()
+            ctx.kernel_smem.merge_branch_allocs = bool(merge_branch_allocs)
             try:
                 self._kernel._body()(**call)
                 allocated, static_bytes = ctx.kernel_smem.bytes, ctx.kernel_smem.static_bytes

@@ -159,10 +159,17 @@ def if_(pred, then_fn, else_fn, names, init, loc, assigned=None):
     tr = context.tracer()
     in_place = _in_place(init, assigned)
     op = tr.if_begin(pred._n)
+    smem = getattr(context.current(), "kernel_smem", None)
+    merge_smem = smem is not None and smem.merge_branch_allocs
+    smem_start = smem.bytes if merge_smem else 0
     tr.enter_region(op, 0)
     then_out = then_fn(*_clone(init, in_place))
+    if merge_smem:
+        smem_then, smem.bytes = smem.bytes, smem_start
     tr.enter_region(op, 1)
     else_out = else_fn(*_clone(init, in_place)) if else_fn is not None else _clone(init, in_place)
+    if merge_smem:
+        smem.bytes = builtins.max(smem_then, smem.bytes)
 
     carried, outputs = [], list(init)  # carried: (index, structure)
     for k, name in enumerate(names):

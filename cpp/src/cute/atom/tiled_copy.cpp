@@ -60,12 +60,19 @@ L::Layout tiled_layout_tv(const TiledCopy& tc, bool source) {
   return L::composition(ref, thrval_to_tile(tc, source));
 }
 
+// The derived copy's layout_tv is in the coordinates of tc's tile, so it keeps tc's tiler: with
+// a layout tiler (make_tmem_copy's, whose tile orders a warpgroup's rows warp-fastest) the tile's
+// coordinates are not the tensor's, and the shape alone would put rows in the wrong places.
 TiledCopy make_tiled_copy_S(const CopyAtom& atom, const TiledCopy& tc) {
-  return make_tiled_copy(atom, tiled_layout_tv(tc, true), tc.tiler_mn);
+  TiledCopy out = make_tiled_copy(atom, tiled_layout_tv(tc, true), tc.tiler_mn);
+  out.tiler_layouts = tc.tiler_layouts;
+  return out;
 }
 
 TiledCopy make_tiled_copy_D(const CopyAtom& atom, const TiledCopy& tc) {
-  return make_tiled_copy(atom, tiled_layout_tv(tc, false), tc.tiler_mn);
+  TiledCopy out = make_tiled_copy(atom, tiled_layout_tv(tc, false), tc.tiler_mn);
+  out.tiler_layouts = tc.tiler_layouts;
+  return out;
 }
 
 Tensor partition(const TiledCopy& tc, const Tensor& t, const L::Int& thr_index, bool source) {

@@ -6,6 +6,7 @@ import enum
 from ... import _core
 from ..._dsl import numeric as _numeric
 from ..._dsl.errors import user_error
+from ..._dsl.extracted_values import ExtractedValues
 from ..._dsl.numeric import as_numeric, num_of
 from ..arch import _pointer_value, _user_line
 from ..layout import Layout, coalesce, crd2idx, make_layout_image_mask, rank, size
@@ -158,7 +159,9 @@ class TmaCopyAtom:
 
 class TmaInfo:
     """What make_tiled_tma_atom returns: `.atom`, `.tma_tensor`, `.smem_layout`; unpacks as
-    (atom, tma_tensor)."""
+    (atom, tma_tensor). Passed whole to a kernel, its atom (the descriptor) and its TMA tensor
+    (the dynamic extents) become kernel parameters, one group each, and the kernel sees a TmaInfo
+    rebuilt from them; the smem layout is static and travels as it is."""
 
     def __init__(self, atom, tma_tensor, smem_layout):
         self.atom = atom
@@ -173,6 +176,14 @@ class TmaInfo:
 
     def __getitem__(self, i):
         return (self.atom, self.tma_tensor)[i]
+
+    def __extract_mlir_values__(self):
+        return [ExtractedValues(self.atom.__extract_mlir_values__(), self.atom),
+                ExtractedValues(self.tma_tensor.__extract_mlir_values__(), self.tma_tensor)]
+
+    def __new_from_mlir_values__(self, parts):
+        atom, tma_tensor = parts
+        return TmaInfo(atom, tma_tensor, self.smem_layout)
 
 
 def _contiguous_extent(layout):

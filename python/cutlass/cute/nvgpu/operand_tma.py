@@ -67,6 +67,8 @@ def _make_operand_atom(which, op, gmem_tensor, smem_layout, mma_tiler_mnk, tiled
     outer = smem_layout.outer if isinstance(smem_layout, ComposedLayout) else smem_layout
     atom = get(outer, mode=[0])
     info.atom.mma_atom_extents = (size(get(atom, mode=[0])), size(get(atom, mode=[1])))
+    # The caller's layout, stages included: kernels allocate their staged buffers from it.
+    info.smem_layout = smem_layout
     return info
 
 
