@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 import cutlass
+import cutlass.cute as cute
 from cutlass.cute.nvgpu import tcgen05
 from ptx_target import assert_same_on_both_targets, needs_libnvvm, run_on_both_targets
-from test_tmem_sm100 import COLS, run_alloc, run_roundtrip
+from test_tmem_sm100 import COLS, run_alloc, run_overrun, run_roundtrip
 
 pytestmark = needs_libnvvm
 SM100 = "--gpu-arch sm_100a"
+PTX = "--target ptx --gpu-arch sm_100a"
 R = tcgen05.Repetition
 
 
@@ -57,3 +59,20 @@ def test_ptx_tmem_store_then_load_16_bit_values(st, ld):
                                              options=SM100)
     np.testing.assert_array_equal(executed[1], gin)
     assert_same_on_both_targets(emulated, executed)
+
+
+@pytest.mark.parametrize("first,second,relinquish,message", [
+    (256, 512, False, "tcgen05.alloc of 512 columns cannot be satisfied"),
+    (64, 32, True, "tcgen05.alloc after tcgen05.relinquish_alloc_permit"),
+])
+def test_ptx_tmem_allocator_misuse_is_reported(first, second, relinquish, message):
+    out = np.zeros(2, np.int32)
+    with pytest.raises(cutlass.DSLRuntimeError, match=message):
+        cute.compile(run_alloc, out, first, second, True, relinquish, options=PTX)(out)
+
+
+def test_ptx_tmem_load_outside_the_allocation_is_reported():
+    # 64 columns read from a 32-column allocation.
+    g = np.zeros((128, 64), np.float32)
+    with pytest.raises(cutlass.DSLRuntimeError, match="column 32 of tensor memory is not allocated"):
+        cute.compile(run_overrun, g, options=PTX)(g)
