@@ -17,6 +17,7 @@ void register_ptx_wgmma(PtxFamilyTable& t);       // ptx_wgmma.cpp
 void register_ptx_mbarrier(PtxFamilyTable& t);    // ptx_mbarrier.cpp
 void register_ptx_bulk_copy(PtxFamilyTable& t);   // ptx_bulk_copy.cpp
 void register_ptx_tensormap(PtxFamilyTable& t);   // ptx_tensormap.cpp
+void register_ptx_tcgen05_tmem(PtxFamilyTable& t); // ptx_tcgen05_tmem.cpp
 
 const PtxFamilyTable& ptx_families() {
   static const PtxFamilyTable table = [] {
@@ -34,6 +35,7 @@ const PtxFamilyTable& ptx_families() {
     register_ptx_mbarrier(t);
     register_ptx_bulk_copy(t);
     register_ptx_tensormap(t);
+    register_ptx_tcgen05_tmem(t);
     return t;
   }();
   return table;

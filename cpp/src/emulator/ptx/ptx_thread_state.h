@@ -68,6 +68,12 @@ struct Cta {
   NamedBarrier bars[16];
   Cluster* cluster = nullptr;
   // Async groups (cp.async, cp.async.bulk, wgmma) complete when issued: their waits are no-ops.
+  // Tensor memory (sm_100, ptx_tcgen05_tmem.cpp): 128 lanes x 512 columns of 32 bits, lane-major,
+  // made on the first tcgen05.alloc; which columns are allocated, and whether the permit to
+  // allocate was given up.
+  std::vector<uint32_t> tmem;
+  std::vector<bool> tmem_allocated;
+  bool tmem_relinquished = false;
 };
 
 struct Launch;
