@@ -205,6 +205,15 @@ def _tile_of_cta_v_map(cta_tiler, smem_layout):
     return shape[:keep] if len(shape) > keep else shape
 
 
+def _type_name(internal_type):
+    if internal_type is None:
+        return ""
+    if not isinstance(internal_type, _numeric.NumericMeta):
+        raise user_error(f"make_tiled_tma_atom: internal_type must be a cutlass numeric type, got {internal_type!r}",
+                         code="TYPE_MISMATCH")
+    return internal_type.__name__
+
+
 def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1, *, internal_type=None,
                         loc=None, ip=None):
     """A TMA atom copying `cta_tiler`-shaped tiles of `gmem_tensor` into (or out of) a shared
@@ -212,11 +221,10 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     coordinate tensor to tile and partition like `gmem_tensor`."""
     if not isinstance(op, _TmaOp):
         raise ValueError(f"make_tiled_tma_atom: expected a TMA copy op (CopyBulkTensorTile*Op), got {op!r}")
-    if internal_type is not None:
-        raise user_error("make_tiled_tma_atom: internal_type= is not supported yet", code="NOT_SUPPORTED")
     tiler = _tile_of_cta_v_map(cta_tiler, smem_layout)
     atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._atom_kind(), gmem_tensor, smem_layout, tiler,
-                                                                    int(num_multicast), *_user_line())
+                                                                    int(num_multicast), _type_name(internal_type),
+                                                                    *_user_line())
     return TmaInfo(TmaCopyAtom(op, atom, desc, ratios), tma_tensor, smem_layout)
 
 
