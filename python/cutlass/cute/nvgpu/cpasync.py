@@ -44,6 +44,33 @@ class CopyG2SOp:
         return _core.cute.make_cp_async_atom(dtype, int(num_bits or 0), 1 if mode is LoadCacheMode.GLOBAL else 0)
 
 
+class CopyDsmemStoreOp:
+    """st.async.shared::cluster.mbarrier::complete_tx::bytes: a store into another CTA's shared memory
+    (a `map_dsmem_ptr` pointer) that completes bytes on that CTA's mbarrier (`cute.copy(...,
+    mbar_ptr=)`). The atom can be made; copying with it is not implemented yet (NOT_SUPPORTED)."""
+
+    def __str__(self):
+        return "st.async SMEM -> DSMEM copy Operation"
+
+    def __repr__(self):
+        return "CopyDsmemStoreOp()"
+
+    def _make_copy_atom(self, dtype, num_bits):
+        return _UnimplementedCopyAtom(self, dtype)
+
+
+class _UnimplementedCopyAtom:
+    """The atom of an op whose copies OpenCuTe cannot run yet: made so kernels that build it on a path
+    they never copy with still trace; cute.copy with it raises NOT_SUPPORTED at the user's line."""
+
+    def __init__(self, op, dtype):
+        self.op, self.value_type = op, dtype
+
+    def _refuse_copy(self):
+        raise user_error(f"cute.copy: {self.op!r} (st.async to distributed shared memory) is not supported yet",
+                         code="NOT_SUPPORTED")
+
+
 # ---- TMA (SM90 bulk tensor copies) ---------------------------------------------------------------
 
 class _TmaOp:
