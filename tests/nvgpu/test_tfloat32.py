@@ -155,3 +155,10 @@ def test_make_fragment_c_in_host_code_gives_the_layout():
     # Two (128, 64) Float32 accumulators: 128 columns, already a power of two of at least 32.
     assert seen["cols"] == 128
     assert seen["layout"] == "((128,64),1,1,2):((65536,1),0,0,64)"
+
+
+def test_create_cute_tensor_for_fp8_gives_the_requested_tfloat32_over_float32_storage():
+    storage = np.zeros((4, 8), np.float32)
+    t = utils.tensor_helpers.create_cute_tensor_for_fp8(storage, TFloat32, 1)
+    assert t.element_type is TFloat32
+    assert utils.tensor_helpers.create_cute_tensor_for_fp8(storage, Float32, 1).element_type is Float32
