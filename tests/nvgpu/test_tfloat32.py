@@ -162,3 +162,42 @@ def test_create_cute_tensor_for_fp8_gives_the_requested_tfloat32_over_float32_st
     t = utils.tensor_helpers.create_cute_tensor_for_fp8(storage, TFloat32, 1)
     assert t.element_type is TFloat32
     assert utils.tensor_helpers.create_cute_tensor_for_fp8(storage, Float32, 1).element_type is Float32
+
+
+def test_prefetch_of_a_tma_tile_is_accepted_and_changes_nothing_and_refuses_other_atoms():
+    tm, tk = 8, 32
+
+    def make(use_tma_atom):
+        @cute.kernel
+        def kernel(atom: cute.CopyAtom, tma_tensor: cute.Tensor, out: cute.Tensor):
+            tidx, _, _ = cute.arch.thread_idx()
+            bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+            s = cute.make_tensor(cute.arch.alloc_smem(Float32, tm * tk, alignment=1024),
+                                 cute.make_layout((tm, tk), stride=(tk, 1)))
+            g = cute.local_tile(tma_tensor, (tm, tk), (0, 0))
+            if cutlass.const_expr(use_tma_atom):
+                cute.prefetch(atom, g)
+            else:
+                cute.prefetch(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), Float32), g)
+            if tidx == 0:
+                cute.arch.mbarrier_init(bar, 1)
+                cute.arch.mbarrier_init_fence()
+                cute.arch.mbarrier_arrive_and_expect_tx(bar, tm * tk * 4)
+                cute.copy(atom, g, s, tma_bar_ptr=bar)
+            cute.arch.mbarrier_wait(bar, 0)
+            out[tidx // tk, tidx % tk] = s[tidx // tk, tidx % tk]
+
+        @cute.jit
+        def host(a: cute.Tensor, out: cute.Tensor):
+            atom, t = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a,
+                                                  cute.make_layout((tm, tk), stride=(tk, 1)), (tm, tk))
+            kernel(atom, t, out).launch(grid=(1, 1, 1), block=(tm * tk, 1, 1))
+
+        return host
+
+    a = np.arange(tm * tk, dtype=np.float32).reshape(tm, tk)
+    out = np.zeros_like(a)
+    cute.compile(make(True), a, out, options=EMU)(a, out)
+    np.testing.assert_array_equal(out, a)
+    with pytest.raises(Exception, match="TYPE_MISMATCH"):
+        cute.compile(make(False), a, out, options=EMU)

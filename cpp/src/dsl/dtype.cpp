@@ -109,7 +109,9 @@ ir::Type dtype_from_dlpack(uint8_t code, uint8_t bits) {
     auto* t = new Table();
     for (auto& r : rows()) {
       int width = r.type->is_bool() ? 8 : r.type->width;
-      if (r.dlpack_code < kCodes && width < kBits) t->type[r.dlpack_code][width] = r.type;
+      // The first row of a (code, bits) wins: float32 data is Float32, not TFloat32.
+      if (r.dlpack_code < kCodes && width < kBits && !t->type[r.dlpack_code][width])
+        t->type[r.dlpack_code][width] = r.type;
     }
     return t;
   }();

@@ -39,6 +39,12 @@ ir::Builder& kernel_builder(const std::string& what) {
   return trace_builder(what.c_str());
 }
 
+// Whether a buffer of `element` holds MMA operands of type `want`: tf32 operands live in Float32
+// or TFloat32 buffers (the same bytes).
+bool holds_operand_type(ir::Type element, ir::Type want) {
+  return element == want || (want->is_float_kind(ir::FloatKind::TF32) && element->is_f32());
+}
+
 // The operand format code of the instruction descriptor (A / B fields).
 uint32_t format_code(ir::Tcgen05Kind kind, ir::Type t) {
   switch (kind) {
@@ -164,9 +170,7 @@ Tensor make_tcgen05_desc_fragment(const TiledMma& mma, MmaOperand w, const Tenso
   if (!p.is_memory() || p.space() != ir::AddrSpace::Smem)
     throw dsl::UserError("TYPE_MISMATCH", fn + ": tcgen05.mma reads operand " + operand_name(w) +
                                               " from shared memory; expected an smem tensor, got " + to_string(p));
-  // tf32 operands live in Float32 or TFloat32 buffers (the same bytes).
-  const bool tf32_storage = want->is_float_kind(ir::FloatKind::TF32) && p.element()->is_f32();
-  if (p.element() != want && !tf32_storage)
+  if (!holds_operand_type(p.element(), want))
     throw dsl::UserError("TYPE_MISMATCH", fn + ": " + to_string(p) + " holds " + mma_type_name(p.element()) +
                                               " but the MMA atom takes " + mma_type_name(want));
   if (p.layout.rank() < 2)
@@ -244,7 +248,7 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which +
                                               " of a tcgen05 MMA must be a descriptor fragment (tiled_mma.make_fragment_" +
                                               which + " of an smem tensor), got " + to_string(t));
-  if (t.element() != want)
+  if (!holds_operand_type(t.element(), want))
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + mma_type_name(t.element()) +
                                               " but the MMA atom takes " + mma_type_name(want));
   L::Int n = L::size(t.layout);
