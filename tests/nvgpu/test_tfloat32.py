@@ -201,3 +201,17 @@ def test_prefetch_of_a_tma_tile_is_accepted_and_changes_nothing_and_refuses_othe
     np.testing.assert_array_equal(out, a)
     with pytest.raises(Exception, match="TYPE_MISMATCH"):
         cute.compile(make(False), a, out, options=EMU)
+
+
+def test_reading_a_host_made_tmem_fragment_is_refused_at_the_users_line():
+    @cute.jit
+    def host():
+        tiled_mma = sm100_utils.make_trivial_tiled_mma(Float16, K_MAJOR, K_MAJOR, Float32, tcgen05.CtaGroup.ONE,
+                                                       (128, 64))
+        acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((128, 64)))
+        cute.printf("{}", acc[0])  # refused here
+
+    with pytest.raises(Exception) as e:
+        cute.compile(host, options=EMU)
+    text = str(e.value)
+    assert "placeholder with no storage" in text and "test_tfloat32.py" in text
