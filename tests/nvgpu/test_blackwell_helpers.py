@@ -11,7 +11,7 @@ import cutlass.cute as cute
 import cutlass.utils as utils
 import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass import Float16, Float32, Int64
-from cutlass.cute.nvgpu import cpasync, tcgen05
+from cutlass.cute.nvgpu import OperandMajorMode, cpasync, tcgen05
 
 SM100 = "--target cpu --gpu-arch sm_100a"
 
@@ -276,3 +276,14 @@ def test_transform_partitioned_tensor_layout_gives_back_the_tile_modes():
     cute.compile(_untile_host, c, out, options=SM100)(c, out)
     np.testing.assert_array_equal(out[:, :16], c)
     np.testing.assert_array_equal(out[:, 16], np.arange(8) * 100 + 5)
+
+
+def test_make_trivial_tiled_mma_takes_a_separate_b_dtype_as_newer_examples_pass_it():
+    old = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K, cutlass.Float32,
+                                             tcgen05.CtaGroup.ONE, (128, 64))
+    new = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K,
+                                             cutlass.Float32, tcgen05.CtaGroup.ONE, (128, 64))
+    assert str(new) == str(old) and "128" in str(new)
+    with pytest.raises(TypeError, match="different types"):
+        sm100_utils.make_trivial_tiled_mma(cutlass.Float16, cutlass.BFloat16, OperandMajorMode.K, OperandMajorMode.K,
+                                           cutlass.Float32, tcgen05.CtaGroup.ONE, (128, 64))

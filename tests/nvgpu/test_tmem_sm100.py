@@ -406,3 +406,33 @@ def test_tmem_access_outside_the_allocation_is_reported():
         cute.compile(run_overrun, g, options=EMU)(g)
     assert "tcgen05.ld reaches tensor-memory column 32, outside the CTA's allocation" in str(e.value)
     assert f"(line {line_of('overrun')})" in str(e.value)
+
+
+def test_make_tiled_copy_d_of_a_tmem_load_keeps_each_thread_on_its_lane_row():
+    # tcgen05.ld 32x32b: thread t of the warpgroup reads lane t, i.e. row t of the (128, N) tile; a
+    # register -> smem copy made from it (make_tiled_copy_D, as the TMA-store epilogues do) must
+    # write that row too.
+    import cutlass.utils.blackwell_helpers as sm100_utils
+    from cutlass.cute.nvgpu import OperandMajorMode
+    seen = {}
+
+    @cute.kernel
+    def kernel(tiled_mma: cute.TiledMma):
+        acc = tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((128, 128)))
+        acc_epi = cute.flat_divide(acc[((None, None), 0, 0)], (128, 32))
+        t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x32), cutlass.Float32),
+                                     acc_epi[(None, None, 0, 0)])
+        r2s = cute.make_tiled_copy_D(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32), t2r)
+        for t in (0, 1, 5, 32, 97):
+            seen[t] = (str(t2r.get_slice(t).partition_D(cute.make_identity_tensor((128, 32))).iterator),
+                       str(r2s.get_slice(t).partition_D(cute.make_identity_tensor((128, 32))).iterator))
+
+    @cute.jit
+    def host():
+        tiled_mma = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K,
+                                                       cutlass.Float32, tcgen05.CtaGroup.ONE, (128, 128))
+        kernel(tiled_mma).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+    cute.compile(host, options=EMU)
+    for t, (t2r_first, r2s_first) in seen.items():
+        assert t2r_first == r2s_first == f"({t}, 0)", (t, t2r_first, r2s_first)

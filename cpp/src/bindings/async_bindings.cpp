@@ -81,7 +81,8 @@ void bind_async(nb::module_& root) {
   // kind: "load", "load_multicast" or "store", a load kind ending in "_2sm" for cta_group::2; smem_layout: a
   // Layout or a swizzled ComposedLayout.
   m.def("make_tiled_tma_atom", [](std::string kind, nb::handle gmem, nb::handle smem_layout, nb::handle tiler,
-                                  int num_multicast, const std::string& file, int line) {
+                                  int num_multicast, const std::string& internal_type, const std::string& file,
+                                  int line) {
     Scope scope;
     const bool two_sm = kind.size() > 4 && kind.compare(kind.size() - 4, 4, "_2sm") == 0;
     if (two_sm) kind.resize(kind.size() - 4);
@@ -130,6 +131,21 @@ void bind_async(nb::module_& root) {
                                                   dsl::dtype_name(e) + " elements with " + ir::tma_reduce_kind_name(reduce));
       r.atom.op_name = "CopyReduceBulkTensorTileS2GOp";
     }
+    // internal_type: the type the TMA unit sees the elements as. Only the tensor's own type or
+    // TFloat32 over Float32 (fp32 bytes, moved unchanged; the tf32 MMA drops the low mantissa bits).
+    if (!internal_type.empty()) located(file, line, [&] {
+      ir::Type want;
+      try {
+        want = dsl::dtype_from_name(internal_type);
+      } catch (const std::invalid_argument& e) {
+        throw dsl::UserError("TYPE_MISMATCH", std::string("make_tiled_tma_atom: internal_type: ") + e.what());
+      }
+      const ir::Type e = r.atom.element;
+      if (want != e && !(want == ir::tf32() && e == ir::f32()))
+        throw dsl::UserError("NOT_SUPPORTED", "make_tiled_tma_atom: internal_type " + internal_type + " over " +
+                                                  dsl::dtype_name(e) + " elements is not supported (only the "
+                                                  "tensor's own type, or TFloat32 over Float32)");
+    });
     r.atom.reduce = reduce;
     if (two_sm) {
       if (k == cute::TmaKind::Store) throw dsl::UserError("NOT_SUPPORTED", "make_tiled_tma_atom: a TMA store has no CTA group");
@@ -139,7 +155,7 @@ void bind_async(nb::module_& root) {
     for (const dsl::Num& x : r.merge_ratios) ratios.append(nb::cast(x));
     return nb::make_tuple(r.atom, r.descriptor, r.tma_tensor, ratios);
   }, nb::arg("kind"), nb::arg("gmem"), nb::arg("smem_layout"), nb::arg("tiler"), nb::arg("num_multicast"),
-     nb::arg("file") = "", nb::arg("line") = 0);
+     nb::arg("internal_type") = "", nb::arg("file") = "", nb::arg("line") = 0);
   // The generic copy atom that cute.copy takes (cute.copy dispatches on its op in C++): the TMA
   // table with the descriptor value of this trace and make_tiled_tma_atom's fourth result (the
   // stride ratios of a merged trailing dimension).

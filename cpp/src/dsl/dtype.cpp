@@ -32,6 +32,8 @@ const std::vector<DTypeRow>& rows() {
       {"BFloat16", ir::bf16(), "bfloat16", kDLBfloat},
       {"Float32", ir::f32(), "float32", kDLFloat},
       {"Float64", ir::f64(), "float64", kDLFloat},
+      // After Float32, so float32 storage and DLPack tensors read back as Float32.
+      {"TFloat32", ir::tf32(), "float32", kDLFloat},
       {"Float8E4M3FN", ir::f8e4m3(), "float8_e4m3fn", kDLFloat8_e4m3fn},
       {"Float8E5M2", ir::f8e5m2(), "float8_e5m2", kDLFloat8_e5m2},
       // torch has only the packed pair type; DLPack describes it as bits 4, lanes 2.
@@ -44,6 +46,7 @@ int float_rank(ir::Type t) {
   switch (t->float_kind) {
     case ir::FloatKind::F64: return 3;
     case ir::FloatKind::F32: return 2;
+    case ir::FloatKind::TF32: return 2;
     case ir::FloatKind::F16: return 1;
     case ir::FloatKind::BF16: return 0;
     case ir::FloatKind::E4M3: return -1;  // the 8-bit floats promote to any wider float
@@ -106,7 +109,9 @@ ir::Type dtype_from_dlpack(uint8_t code, uint8_t bits) {
     auto* t = new Table();
     for (auto& r : rows()) {
       int width = r.type->is_bool() ? 8 : r.type->width;
-      if (r.dlpack_code < kCodes && width < kBits) t->type[r.dlpack_code][width] = r.type;
+      // The first row of a (code, bits) wins: float32 data is Float32, not TFloat32.
+      if (r.dlpack_code < kCodes && width < kBits && !t->type[r.dlpack_code][width])
+        t->type[r.dlpack_code][width] = r.type;
     }
     return t;
   }();

@@ -12,6 +12,9 @@ std::string type_mismatch(const char* what, Type a, Type b) {
 
 void Builder::check_scope(Value* v) const {
   if (!v) throw TypeError("null operand");
+  if (!v->owner && !v->def)  // a placeholder: make_fragment_C's tensor-memory pointer in host code
+    throw ScopeError("this value is a placeholder with no storage (a tensor-memory fragment made outside a "
+                     "@cute.kernel has only a layout); make it inside the kernel to read or write it");
   if (!block_->is_within(v->owner))
     throw ScopeError("a value defined inside a dynamic region (if/for/while body or another function) is used outside it");
 }

@@ -146,6 +146,7 @@ class Cursor {
     if (w == "f8E5M2") return f8e5m2();
     if (w == "f4E2M1FN") return f4e2m1();
     if (w == "f32") return f32();
+    if (w == "tf32") return tf32();
     if (w == "f64") return f64();
     if (w == "void") return void_type();
     if (w.size() > 1 && (w[0] == 'i' || w[0] == 'u')) {

@@ -30,7 +30,7 @@ int64_t wrap_int(Type t, int64_t v) {
 double round_float(Type t, double v) {
   switch (t->float_kind) {
     case FloatKind::F64: return v;
-    case FloatKind::F32: return double(float(v));
+    case FloatKind::F32: case FloatKind::TF32: return double(float(v));
     case FloatKind::F16: return double(half_bits_to_float(float_to_half_bits(float(v))));
     case FloatKind::BF16: return double(bf16_bits_to_float(float_to_bf16_bits(float(v))));
     case FloatKind::E4M3:
@@ -47,7 +47,7 @@ void store_scalar(Type t, Scalar s, void* dst) {
   if (t->is_float()) {
     switch (t->float_kind) {
       case FloatKind::F64: std::memcpy(dst, &s.f, 8); return;
-      case FloatKind::F32: { float f = float(s.f); std::memcpy(dst, &f, 4); return; }
+      case FloatKind::F32: case FloatKind::TF32: { float f = float(s.f); std::memcpy(dst, &f, 4); return; }
       case FloatKind::F16: { uint16_t h = float_to_half_bits(float(s.f)); std::memcpy(dst, &h, 2); return; }
       case FloatKind::BF16: { uint16_t h = float_to_bf16_bits(float(s.f)); std::memcpy(dst, &h, 2); return; }
       case FloatKind::E4M3:
@@ -67,7 +67,7 @@ Scalar load_scalar(Type t, const void* src) {
   if (t->is_float()) {
     switch (t->float_kind) {
       case FloatKind::F64: { double d; std::memcpy(&d, src, 8); return Scalar::of_float(d); }
-      case FloatKind::F32: { float f; std::memcpy(&f, src, 4); return Scalar::of_float(f); }
+      case FloatKind::F32: case FloatKind::TF32: { float f; std::memcpy(&f, src, 4); return Scalar::of_float(f); }
       case FloatKind::F16: { uint16_t h; std::memcpy(&h, src, 2); return Scalar::of_float(half_bits_to_float(h)); }
       case FloatKind::BF16: { uint16_t h; std::memcpy(&h, src, 2); return Scalar::of_float(bf16_bits_to_float(h)); }
       case FloatKind::E4M3:

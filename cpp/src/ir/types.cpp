@@ -65,7 +65,7 @@ Type float_type(FloatKind kind) {
   TypeStorage t;
   t.kind = TypeKind::Float;
   t.float_kind = kind;
-  t.width = kind == FloatKind::F64 ? 64 : kind == FloatKind::F32 ? 32
+  t.width = kind == FloatKind::F64 ? 64 : (kind == FloatKind::F32 || kind == FloatKind::TF32) ? 32
           : (kind == FloatKind::E4M3 || kind == FloatKind::E5M2) ? 8 : kind == FloatKind::E2M1 ? 4 : 16;
   return intern(t);
 }
@@ -73,6 +73,7 @@ Type float_type(FloatKind kind) {
 Type f16() { return float_type(FloatKind::F16); }
 Type bf16() { return float_type(FloatKind::BF16); }
 Type f32() { return float_type(FloatKind::F32); }
+Type tf32() { return float_type(FloatKind::TF32); }
 Type f64() { return float_type(FloatKind::F64); }
 Type f8e4m3() { return float_type(FloatKind::E4M3); }
 Type f8e5m2() { return float_type(FloatKind::E5M2); }
@@ -126,6 +127,7 @@ std::string to_string(Type t) {
         case FloatKind::E5M2: return "f8E5M2";
         case FloatKind::E2M1: return "f4E2M1FN";
         case FloatKind::F32: return "f32";
+        case FloatKind::TF32: return "tf32";
         case FloatKind::F64: return "f64";
       }
       return "f?";

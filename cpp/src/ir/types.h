@@ -9,7 +9,8 @@ namespace opencute::ir {
 enum class TypeKind : uint8_t { Void, Int, Float, Vector, Pointer };
 // E4M3 / E5M2: the 8-bit floats Float8E4M3FN and Float8E5M2 (support/fp8.h).
 // E2M1: the 4-bit float Float4E2M1FN (support/fp4.h), two to a byte, the first in the low nibble.
-enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2, E2M1 };
+// TF32: tensor-float-32, stored as an f32 whose low 13 mantissa bits the tf32 MMAs ignore.
+enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2, E2M1, TF32 };
 // Numeric values follow the CuTe DSL / NVVM address-space numbering. Param: a kernel parameter
 // passed by value as a __grid_constant__ (a TMA descriptor), reached through its generic address;
 // on the host, the pointer to the parameter's bytes.
@@ -69,6 +70,7 @@ Type float_type(FloatKind kind);
 Type f16();
 Type bf16();
 Type f32();
+Type tf32();
 Type f64();
 Type f8e4m3();
 Type f8e5m2();

@@ -230,7 +230,7 @@ std::string c_type_name(ir::Type t) {
   if (t->is_int()) return std::string(t->is_signed ? "int" : "uint") + std::to_string(t->width) + "_t";
   if (t->is_float()) {
     switch (t->float_kind) {
-      case ir::FloatKind::F32: return "float";
+      case ir::FloatKind::F32: case ir::FloatKind::TF32: return "float";
       case ir::FloatKind::F64: return "double";
       default: return "uint16_t";  // f16 / bf16: the raw bits
     }

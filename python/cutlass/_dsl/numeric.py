@@ -293,6 +293,8 @@ Uint64 = _make("Uint64", Integer)
 Float16 = _make("Float16", Float)
 BFloat16 = _make("BFloat16", Float)
 Float32 = _make("Float32", Float)
+# tf32: Float32 storage whose low 13 mantissa bits the tf32 MMAs (tcgen05 .kind::tf32) ignore.
+TFloat32 = _make("TFloat32", Float)
 Float64 = _make("Float64", Float)
 Float8E4M3FN = _make("Float8E4M3FN", Float)
 Float8E5M2 = _make("Float8E5M2", Float)

@@ -15,6 +15,7 @@ from .layout import *  # noqa: F401,F403 - the layout algebra
 from .layout import Layout, ComposedLayout, Swizzle, ScaledBasis, IntValue
 from .tensor import *  # noqa: F401,F403 - tensors, pointers and copies
 from .tensor import CopyUniversalOp
+from .prefetch import prefetch  # noqa: F401
 from .mma import *  # noqa: F401,F403 - MMA atoms, tiled MMAs, cute.gemm, make_tiled_copy_A/B/C
 from . import nvgpu
 from .smem_struct import struct, union

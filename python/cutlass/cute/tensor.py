@@ -206,6 +206,8 @@ def copy(atom, src, dst, *, pred=None, unroll_factor=None, loc=None, ip=None, tm
     pred= (one Boolean per atom call), and for TMA atoms tma_bar_ptr= (the mbarrier a load
     completes on), mcast_mask= (multicast loads) and tma_desc_ptr= (a copy of the atom's descriptor
     in memory, maybe re-pointed at another tensor; the box and swizzle stay the atom's)."""
+    if hasattr(atom, "_refuse_copy"):
+        atom._refuse_copy()
     _C.copy(atom, src, dst, pred,
             None if tma_bar_ptr is None else _pointer_value(tma_bar_ptr),
             None if mcast_mask is None else _numeric.num_of(_numeric.as_numeric(mcast_mask)),

@@ -21,6 +21,23 @@ from .testing_convert import convert  # noqa: E402,F401
 _L2_CACHE_SIZE_ATTRIBUTE = 38  # CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE
 
 
+def add_tensor_init_args(parser, supports_int_dtypes=False):
+    """The examples' tensor-initialisation options: --init_normal (normal instead of uniform random
+    values; integer tensors keep the uniform ones), --normal_mean and --normal_std."""
+    note = "" if not supports_int_dtypes else " (integer dtypes keep uniform random values)"
+    parser.add_argument("--init_normal", action="store_true", default=False,
+                        help="Initialize the tensors from a normal distribution" + note)
+    parser.add_argument("--normal_mean", type=float, default=0.0, help="Mean of the normal initialization")
+    parser.add_argument("--normal_std", type=float, default=1.0, help="Standard deviation of the normal initialization")
+    return parser
+
+
+def validate_tensor_init_args(args, parser):
+    """Rejects (parser.error) a normal initialization whose standard deviation is not positive."""
+    if getattr(args, "init_normal", False) and not args.normal_std > 0:
+        parser.error(f"--normal_std must be positive, got {args.normal_std}")
+
+
 class CantImplementError(Exception):
     """A kernel cannot implement the requested configuration (its can_implement checks raise it and
     NVIDIA's examples catch it to report the configuration as unsupported)."""

@@ -3,7 +3,7 @@
 its operands, and the tensor-memory load of the epilogue. Written with DSL operations; the
 layouts and atoms they build are checked in C++. The TMA-op, epilogue-tile and epilogue-layout
 helpers are in blackwell_epilogue."""
-from .._dsl.numeric import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32, Int8, Uint8
+from .._dsl.numeric import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32, Int8, NumericMeta, TFloat32, Uint8
 from .. import _core, cute
 from ..cute.nvgpu import tcgen05
 from ..cute.nvgpu.common import OperandMajorMode
@@ -13,14 +13,28 @@ from .blackwell_epilogue import (cluster_shape_to_tma_atom_A, cluster_shape_to_t
                                  make_smem_layout, make_smem_layout_epi)
 
 
-def make_trivial_tiled_mma(ab_dtype, a_leading_mode, b_leading_mode, acc_dtype, cta_group, mma_tiler_mn,
-                           a_source=OperandSource.SMEM, *, loc=None, ip=None):
+def make_trivial_tiled_mma(ab_dtype, *args, a_source=None, loc=None, ip=None):
     """The tiled MMA of one tcgen05 atom of shape (mma_tiler_mn, K) for `ab_dtype`: f16/bf16 ->
-    MmaF16BF16Op, Float32 (tf32) -> MmaTF32Op, Int8/Uint8 -> MmaI8Op, 8-bit floats -> MmaFP8Op."""
+    MmaF16BF16Op, Float32 (tf32) -> MmaTF32Op, Int8/Uint8 -> MmaI8Op, 8-bit floats -> MmaFP8Op.
+    Takes (ab_dtype, a_leading_mode, b_leading_mode, acc_dtype, cta_group, mma_tiler_mn[, a_source])
+    or, as NVIDIA's newer examples call it, (a_dtype, b_dtype, a_leading_mode, ...)."""
+    if args and isinstance(args[0], NumericMeta):
+        b_dtype, args = args[0], args[1:]
+        if b_dtype is not ab_dtype:
+            raise TypeError(f"make_trivial_tiled_mma: A and B of different types ({ab_dtype}, {b_dtype}) "
+                            "are not supported yet")
+    if len(args) not in (5, 6):
+        raise TypeError("make_trivial_tiled_mma: expected (ab_dtype[, b_dtype], a_leading_mode, b_leading_mode, "
+                        "acc_dtype, cta_group, mma_tiler_mn[, a_source])")
+    a_leading_mode, b_leading_mode, acc_dtype, cta_group, mma_tiler_mn = args[:5]
+    if len(args) == 6:
+        a_source = args[5]
+    if a_source is None:
+        a_source = OperandSource.SMEM
     shape = tuple(mma_tiler_mn[:2])
     if ab_dtype in (Float16, BFloat16):
         op = tcgen05.MmaF16BF16Op(ab_dtype, acc_dtype, shape, cta_group, a_source, a_leading_mode, b_leading_mode)
-    elif ab_dtype is Float32 or getattr(ab_dtype, "__name__", "") == "TFloat32":
+    elif ab_dtype in (Float32, TFloat32):
         op = tcgen05.MmaTF32Op(shape, cta_group, a_source, a_leading_mode, b_leading_mode)
     elif ab_dtype in (Int8, Uint8):
         op = tcgen05.MmaI8Op(ab_dtype, shape, cta_group, a_source, a_leading_mode, b_leading_mode)

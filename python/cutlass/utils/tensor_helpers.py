@@ -40,8 +40,9 @@ def create_cute_tensor_for_fp8(storage, dtype, leading_dim, source_f32_tensor=No
     """A cute tensor over `storage` (a framework tensor; uint8 storage for FP8 types) with element
     type `dtype`; for FP8 types, `source_f32_tensor` (same shape) is converted into the storage."""
     tensor = from_dlpack(storage, assumed_align=assumed_align)
+    # Always the requested type: the storage's own type differs for FP8 (uint8) and TFloat32 (float32).
+    tensor.element_type = dtype
     if is_fp8_dtype(dtype):
-        tensor.element_type = dtype
         if source_f32_tensor is not None:
             _convert(source_f32_tensor, tensor, dtype)
     if mark_dynamic_layout:

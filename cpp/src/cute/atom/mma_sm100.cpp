@@ -1,5 +1,8 @@
 #include "cute/atom/mma_sm100.h"
 
+#include <map>
+#include <memory>
+
 #include "cute/atom/mma_sm90.h"
 #include "dsl/dtype.h"
 #include "dsl/sm100_ops.h"
@@ -36,6 +39,12 @@ ir::Builder& kernel_builder(const std::string& what) {
   return trace_builder(what.c_str());
 }
 
+// Whether a buffer of `element` holds MMA operands of type `want`: tf32 operands live in Float32
+// or TFloat32 buffers (the same bytes).
+bool holds_operand_type(ir::Type element, ir::Type want) {
+  return element == want || (want->is_float_kind(ir::FloatKind::TF32) && element->is_f32());
+}
+
 // The operand format code of the instruction descriptor (A / B fields).
 uint32_t format_code(ir::Tcgen05Kind kind, ir::Type t) {
   switch (kind) {
@@ -60,7 +69,9 @@ MmaAtom make_tcgen05_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type 
       if (!acc->is_f32() && !acc->is_f16()) invalid(op + ": acc_dtype must be Float32 or Float16, got " + name(acc));
       break;
     case ir::Tcgen05Kind::TF32:
-      if (!a->is_f32()) invalid(op + ": ab_dtype must be TFloat32 (Float32 storage), got " + name(a));
+      if (!a->is_f32() && !a->is_float_kind(ir::FloatKind::TF32))
+        invalid(op + ": ab_dtype must be TFloat32 (Float32 storage), got " + name(a));
+      a = b = ir::tf32();  // Float32 data is read as tf32 (the low 13 mantissa bits ignored)
       if (!acc->is_f32()) invalid(op + ": acc_dtype must be Float32, got " + name(acc));
       break;
     case ir::Tcgen05Kind::F8F6F4:
@@ -159,7 +170,7 @@ Tensor make_tcgen05_desc_fragment(const TiledMma& mma, MmaOperand w, const Tenso
   if (!p.is_memory() || p.space() != ir::AddrSpace::Smem)
     throw dsl::UserError("TYPE_MISMATCH", fn + ": tcgen05.mma reads operand " + operand_name(w) +
                                               " from shared memory; expected an smem tensor, got " + to_string(p));
-  if (p.element() != want)
+  if (!holds_operand_type(p.element(), want))
     throw dsl::UserError("TYPE_MISMATCH", fn + ": " + to_string(p) + " holds " + mma_type_name(p.element()) +
                                               " but the MMA atom takes " + mma_type_name(want));
   if (p.layout.rank() < 2)
@@ -211,9 +222,22 @@ Tensor make_tcgen05_tmem_fragment(const TiledMma& mma, MmaOperand w, const IntTu
   // (lane, column) of the logical index: 128 lanes, then columns.
   Layout restride(T({128, 16384}), T({dp, 1}));
   Layout tmem = L::composition(restride, logical);
+  const ir::Type ptr_type = ir::pointer_type(element, ir::AddrSpace::Tmem, 16);
+  dsl::Tracer* tracer = dsl::Tracer::current();
+  if (!tracer || !tracer->in_kernel()) {
+    // Host code builds the fragment only to read its layout (get_num_tmem_alloc_cols): the pointer
+    // is a placeholder defined by no op, so any op that would read or write through it fails the
+    // IR's visibility check instead of touching memory.
+    static std::map<ir::Type, std::unique_ptr<ir::Value>> placeholders;
+    auto& v = placeholders[ptr_type];
+    if (!v) {
+      v = std::make_unique<ir::Value>();
+      v->type = ptr_type;
+    }
+    return make_tensor(v.get(), tmem);
+  }
   ir::Builder& b = kernel_builder(fn + " (tensor memory)");
-  ir::Value* ptr = b.create(ir::OpCode::IntToPtr, {b.const_int(ir::i32(), 0)},
-                            {ir::pointer_type(element, ir::AddrSpace::Tmem, 16)})->result();
+  ir::Value* ptr = b.create(ir::OpCode::IntToPtr, {b.const_int(ir::i32(), 0)}, {ptr_type})->result();
   return make_tensor(ptr, tmem);
 }
 
@@ -224,7 +248,7 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which +
                                               " of a tcgen05 MMA must be a descriptor fragment (tiled_mma.make_fragment_" +
                                               which + " of an smem tensor), got " + to_string(t));
-  if (t.element() != want)
+  if (!holds_operand_type(t.element(), want))
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + mma_type_name(t.element()) +
                                               " but the MMA atom takes " + mma_type_name(want));
   L::Int n = L::size(t.layout);

@@ -29,6 +29,7 @@ std::string ptx_type(Type t) {
     case ir::FloatKind::F16: return "f16";
     case ir::FloatKind::BF16: return "bf16";
     case ir::FloatKind::F32: return "f32";
+    case ir::FloatKind::TF32: return "tf32";
     case ir::FloatKind::E4M3: return "e4m3";
     case ir::FloatKind::E5M2: return "e5m2";
     default: throw std::runtime_error("wgmma: no PTX operand type for " + ir::to_string(t));

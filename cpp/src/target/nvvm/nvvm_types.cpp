@@ -64,7 +64,7 @@ std::string llvm_type(Type t) {
         case FloatKind::E4M3:
         case FloatKind::E5M2: return "i8";   // nor 8-bit floats
         case FloatKind::E2M1: return "i4";   // nor 4-bit ones: the code in the low bits
-        case FloatKind::F32: return "float";
+        case FloatKind::F32: case FloatKind::TF32: return "float";
         case FloatKind::F64: return "double";
       }
       break;
@@ -119,7 +119,7 @@ std::string hex_double(double d) {
 std::string float_literal(Type t, double d) {
   switch (t->float_kind) {
     case FloatKind::F64: return hex_double(d);
-    case FloatKind::F32: return hex_double(double(float(d)));  // LLVM wants the double spelling
+    case FloatKind::F32: case FloatKind::TF32: return hex_double(double(float(d)));  // LLVM wants the double spelling
     case FloatKind::F16: {
       char buf[16];
       std::snprintf(buf, sizeof buf, "0xH%04X", unsigned(support::float_to_half_bits(float(d))));

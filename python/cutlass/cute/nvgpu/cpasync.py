@@ -45,6 +45,33 @@ class CopyG2SOp:
         return _core.cute.make_cp_async_atom(dtype, int(num_bits or 0), 1 if mode is LoadCacheMode.GLOBAL else 0)
 
 
+class CopyDsmemStoreOp:
+    """st.async.shared::cluster.mbarrier::complete_tx::bytes: a store into another CTA's shared memory
+    (a `map_dsmem_ptr` pointer) that completes bytes on that CTA's mbarrier (`cute.copy(...,
+    mbar_ptr=)`). The atom can be made; copying with it is not implemented yet (NOT_SUPPORTED)."""
+
+    def __str__(self):
+        return "st.async SMEM -> DSMEM copy Operation"
+
+    def __repr__(self):
+        return "CopyDsmemStoreOp()"
+
+    def _make_copy_atom(self, dtype, num_bits):
+        return _UnimplementedCopyAtom(self, dtype)
+
+
+class _UnimplementedCopyAtom:
+    """The atom of an op whose copies OpenCuTe cannot run yet: made so kernels that build it on a path
+    they never copy with still trace; cute.copy with it raises NOT_SUPPORTED at the user's line."""
+
+    def __init__(self, op, dtype):
+        self.op, self.value_type = op, dtype
+
+    def _refuse_copy(self):
+        raise user_error(f"cute.copy: {self.op!r} (st.async to distributed shared memory) is not supported yet",
+                         code="NOT_SUPPORTED")
+
+
 # ---- TMA (SM90 bulk tensor copies) ---------------------------------------------------------------
 
 class _TmaOp:
@@ -216,6 +243,15 @@ def _tile_of_cta_v_map(cta_tiler, smem_layout):
     return shape[:keep] if len(shape) > keep else shape
 
 
+def _type_name(internal_type):
+    if internal_type is None:
+        return ""
+    if not isinstance(internal_type, _numeric.NumericMeta):
+        raise user_error(f"make_tiled_tma_atom: internal_type must be a cutlass numeric type, got {internal_type!r}",
+                         code="TYPE_MISMATCH")
+    return internal_type.__name__
+
+
 def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1, *, internal_type=None,
                         loc=None, ip=None):
     """A TMA atom copying `cta_tiler`-shaped tiles of `gmem_tensor` into (or out of) a shared
@@ -223,11 +259,10 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     coordinate tensor to tile and partition like `gmem_tensor`."""
     if not isinstance(op, _TmaOp):
         raise ValueError(f"make_tiled_tma_atom: expected a TMA copy op (CopyBulkTensorTile*Op), got {op!r}")
-    if internal_type is not None:
-        raise user_error("make_tiled_tma_atom: internal_type= is not supported yet", code="NOT_SUPPORTED")
     tiler = _tile_of_cta_v_map(cta_tiler, smem_layout)
     atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._atom_kind(), gmem_tensor, smem_layout, tiler,
-                                                                    int(num_multicast), *_user_line())
+                                                                    int(num_multicast), _type_name(internal_type),
+                                                                    *_user_line())
     return TmaInfo(TmaCopyAtom(op, atom, desc, ratios), tma_tensor, smem_layout)
 
 

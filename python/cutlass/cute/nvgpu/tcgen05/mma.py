@@ -5,7 +5,7 @@ DSLUserCodeError when the op is made."""
 import enum
 
 from .... import _core
-from ...._dsl.numeric import Float32, Int32
+from ...._dsl.numeric import Float32, Int32, TFloat32
 from ...mma import MmaOp as _MmaOpBase
 from ..common import OperandMajorMode
 from ._unavailable import UnavailableOp
@@ -101,7 +101,7 @@ class MmaTF32Op(MmaOp):
 
     def __init__(self, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM,
                  a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K):
-        self._build(_KIND_TF32, Float32, Float32, Float32, instruction_shape, cta_group, a_src, a_major_mode,
+        self._build(_KIND_TF32, TFloat32, TFloat32, Float32, instruction_shape, cta_group, a_src, a_major_mode,
                     b_major_mode)
 
 
