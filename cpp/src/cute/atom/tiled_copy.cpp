@@ -56,12 +56,9 @@ L::Layout thrval_to_tile(const TiledCopy& tc, bool source) {
 
 L::Layout tiled_layout_tv(const TiledCopy& tc, bool source) {
   // CuTe's get_layoutS_TV / get_layoutD_TV: tile2thrfrg of the identity over the tiler.
-  // A tiled copy with tiler layouts (make_tmem_copy's) has tile coordinates that those layouts map
-  // into the (M, N) tile, as partition() reads them: the layout must be through them, else its
-  // threads land on permuted rows (a make_tiled_copy_D of a tensor-memory load stored rows 4l+w).
+  // From the tile's shape only, as CuTe's: a copy derived from one with tiler layouts
+  // (make_tmem_copy's) keeps those layouts, and partition() maps through them.
   L::Layout ref = L::make_layout(tc.tiler_mn);
-  if (!tc.tiler_layouts.empty())
-    ref = L::composition(ref, L::Tiler(std::vector<L::Tiler>(tc.tiler_layouts.begin(), tc.tiler_layouts.end())));
   return L::composition(ref, thrval_to_tile(tc, source));
 }
 
