@@ -150,7 +150,7 @@ Flow exec_ldst(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   int max_unit = 0;
   for (int t = 0; t < kWarp; ++t)
     for (int r = 0; r < nregs; ++r) {
-      int l, u;
+      int l = 0, u = 0;
       ldst_cell(shape, t, r, 0, &l, &u);
       max_unit = std::max(max_unit, u);
     }
@@ -160,7 +160,7 @@ Flow exec_ldst(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   if (!e.empty()) fail_at(c, w, warp, 0, i, e + " (address " + hex32(a) + ")");
   for (int t = 0; t < kWarp; ++t)
     for (int r = 0; r < nregs; ++r) {
-      int l, u;
+      int l = 0, u = 0;
       ldst_cell(shape, t, r, 0, &l, &u);
       uint32_t col = col0;
       if (shape == ir::Tcgen05Shape::S16x32bx2) col += uint32_t((t / 16) * split), u = r;

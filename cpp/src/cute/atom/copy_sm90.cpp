@@ -275,7 +275,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   // sum((extent_j - 1) * ratio_j) + 1.
   std::vector<Run> merged;
   if (dims.size() > 5) {
-    merged.assign(dims.begin() + 4, dims.end());
+    // (one by one: GCC 12's -Wnonnull misreads vector::assign of a sub-range at -O3)
+    for (size_t i = 4; i < dims.size(); ++i) merged.push_back(dims[i]);
     if (size_t(merged.size()) > sizeof(TmaAtom::merged_leaf) / sizeof(int) ||
         std::any_of(merged.begin(), merged.end(), [](const Run& d) { return d.size != 1; }))
       tma_error("TMA_LAYOUT", name + ": the copy needs " + std::to_string(dims.size()) +

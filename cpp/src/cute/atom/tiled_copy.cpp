@@ -29,7 +29,7 @@ TiledCopy make_tiled_copy(const CopyAtom& atom, const L::Layout& layout_tv, cons
     throw L::LayoutError("make_tiled_copy: " + std::to_string(threads.value()) + " threads cannot run the " +
                          atom.op_name + " atom, which needs a multiple of " + std::to_string(atom.num_threads()) +
                          " threads");
-  return TiledCopy{atom, layout_tv, tiler_mn};
+  return TiledCopy{atom, layout_tv, tiler_mn, {}};
 }
 
 TiledCopy make_tiled_copy_tv(const CopyAtom& atom, const L::Layout& thr_layout, const L::Layout& val_layout) {

@@ -123,7 +123,7 @@ void run_ldst(const Inst& i, CollectiveCtx& c) {
   const int per_reg = packed ? 2 : 1;  // columns a register covers
   auto cell = [&](int t, int reg, int half) -> uint32_t& {
     const int rep = reg / info.regs;
-    int lane, column;
+    int lane = 0, column = 0;
     cell_of(shape, t, reg % info.regs, split, &lane, &column);
     const uint32_t col = col0 + uint32_t(((rep * info.columns) + column) * per_reg + half);
     const uint32_t ln = lane0 + uint32_t(lane);
