@@ -8,6 +8,8 @@
 namespace opencute::runtime {
 namespace {
 
+constexpr uintptr_t kAlignment = 1024;  // the largest alignment PTX asks of an address (swizzled tiles)
+
 class CudaDeviceMemory final : public DeviceMemory {
  public:
   explicit CudaDeviceMemory(void* context) : context_(context) {}
@@ -53,7 +55,7 @@ DeviceAllocation device_allocation_of(uintptr_t address) {
 
 void HostStaging::add(uintptr_t begin, uintptr_t end) {
   if (end <= begin) return;
-  spans_.push_back(Span{begin, end, nullptr, nullptr});
+  spans_.push_back(Span{begin, end, nullptr, nullptr, nullptr});
 }
 
 void HostStaging::copy_in() {
@@ -71,10 +73,14 @@ void HostStaging::copy_in() {
   device_.synchronize();  // the inputs may still be being written by the device
   for (Span& s : spans_) {
     const size_t n = s.end - s.begin;
-    s.host.reset(new unsigned char[n]);
+    // The host copy keeps the device address's alignment up to kAlignment bytes: kernels check
+    // the alignment of what they address (a tensor map must be 64-byte aligned, TMA tiles 128).
+    s.storage.reset(new unsigned char[n + kAlignment]);
+    const uintptr_t base = reinterpret_cast<uintptr_t>(s.storage.get());
+    s.host = s.storage.get() + ((s.begin - base) & (kAlignment - 1));
     s.original.reset(new unsigned char[n]);
-    device_.copy_to_host(s.host.get(), s.begin, n);
-    std::memcpy(s.original.get(), s.host.get(), n);
+    device_.copy_to_host(s.host, s.begin, n);
+    std::memcpy(s.original.get(), s.host, n);
   }
   copied_in_ = true;
 }
@@ -85,7 +91,7 @@ uintptr_t HostStaging::host_address(uintptr_t a) const {
   if (it == spans_.begin()) return a;
   const Span& s = *(it - 1);
   if (a > s.end || !s.host) return a;
-  return reinterpret_cast<uintptr_t>(s.host.get()) + (a - s.begin);
+  return reinterpret_cast<uintptr_t>(s.host) + (a - s.begin);
 }
 
 size_t HostStaging::copy_out() {
@@ -93,7 +99,7 @@ size_t HostStaging::copy_out() {
   size_t copied = 0;
   for (Span& s : spans_) {
     const size_t n = s.end - s.begin;
-    const unsigned char* now = s.host.get();
+    const unsigned char* now = s.host;
     const unsigned char* was = s.original.get();
     // The first and last changed byte: one copy of the range between them. Bytes the launch did
     // not change are left alone on the device.

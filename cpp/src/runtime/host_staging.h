@@ -68,7 +68,8 @@ class HostStaging {
  private:
   struct Span {
     uintptr_t begin, end;
-    std::unique_ptr<unsigned char[]> host;      // what the launch reads and writes
+    std::unique_ptr<unsigned char[]> storage;   // holds `host`
+    unsigned char* host = nullptr;              // what the launch reads and writes
     std::unique_ptr<unsigned char[]> original;  // what copy_in read, to find the writes
   };
   DeviceMemory& device_;

@@ -110,6 +110,22 @@ TEST(HostStaging, TouchingAllocationsAreCopiedSeparately) {
   EXPECT_EQ(reinterpret_cast<uint8_t*>(staging.host_address(fake.base + 64))[0], 64);
 }
 
+TEST(HostStaging, HostCopiesKeepTheDeviceAlignment) {
+  // A tensor map must be 64-byte aligned and swizzled tiles up to 1024: the host copy of a span
+  // sits at the same address modulo 1024 as the device memory it stands for.
+  std::vector<uint8_t> device(4096);
+  FakeDevice fake;
+  fake.base = uintptr_t(device.data());
+  runtime::HostStaging staging(fake);
+  const uintptr_t first = (fake.base + 1023) / 1024 * 1024 + 64, second = first + 2048 + 200;
+  staging.add(first, first + 128);
+  staging.add(second, second + 8);
+  staging.copy_in();
+  EXPECT_EQ(staging.host_address(first) % 1024, first % 1024);
+  EXPECT_EQ(staging.host_address(second) % 1024, second % 1024);
+  EXPECT_NE(staging.host_address(first), first);
+}
+
 TEST(HostStaging, ALaunchThatWritesNothingCopiesNothingBack) {
   std::vector<uint8_t> device(64, 7);
   FakeDevice fake;
