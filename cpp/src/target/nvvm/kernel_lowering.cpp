@@ -77,6 +77,25 @@ bool reusable(const std::string& rhs) {
 
 }  // namespace
 
+void KernelLowering::emit_asm_clobbering_memory(const std::string& text, const std::string& constraints,
+                                                const std::string& args) {
+  emit_line("call void asm sideeffect \"" + text + "\", \"" + constraints + (constraints.empty() ? "" : ",") +
+            "~{memory}\"(" + args + ")");
+}
+
+std::string KernelLowering::shared_window_address(const ir::Op& op, const ir::Value* ptr,
+                                                  const std::string& error_message) {
+  ir::Type t = ptr->type;
+  std::string p = operand(ptr), pt = llvm_type(t);
+  if (t->space != ir::AddrSpace::Smem) {
+    if (t->space != ir::AddrSpace::Generic) error(op, error_message);
+    std::string to = pt.substr(0, pt.size() - 1) + " addrspace(3)*";
+    p = emit_def("addrspacecast " + pt + " " + p + " to " + to);
+    pt = to;
+  }
+  return emit_def("ptrtoint " + pt + " " + p + " to i32");
+}
+
 std::string KernelLowering::emit_def(const std::string& rhs) {
   const bool reuse = reusable(rhs);
   if (reuse) {

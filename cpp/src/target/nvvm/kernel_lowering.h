@@ -58,6 +58,12 @@ class KernelLowering {
   // block returns that value instead.
   std::string emit_def(const std::string& rhs);
   void emit_line(const std::string& instruction);  // an instruction without a result
+  // `call void asm sideeffect` of PTX without results; it clobbers memory so that the compiler
+  // keeps ordinary accesses on their side of it.
+  void emit_asm_clobbering_memory(const std::string& text, const std::string& constraints, const std::string& args);
+  // The 32-bit shared-window address of `ptr` (a generic pointer is converted); any other address
+  // space is reported with `error_message`.
+  std::string shared_window_address(const ir::Op& op, const ir::Value* ptr, const std::string& error_message);
   // At the top of the entry block (allocas, so that they are static and promotable).
   std::string emit_def_in_entry(const std::string& rhs);
   std::string fresh();  // a new value name, defined later (phis)

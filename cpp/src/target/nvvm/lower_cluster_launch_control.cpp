@@ -15,15 +15,7 @@ using ir::OpCode;
 
 // The 32-bit shared-window address of a pointer into shared memory (generic pointers are converted).
 std::string shared_window_address(KernelLowering& k, const Op& op, const ir::Value* ptr) {
-  ir::Type t = ptr->type;
-  std::string p = k.operand(ptr), pt = llvm_type(t);
-  if (t->space != ir::AddrSpace::Smem) {
-    if (t->space != ir::AddrSpace::Generic) k.error(op, "a cluster launch control pointer must point into shared memory");
-    std::string to = pt.substr(0, pt.size() - 1) + " addrspace(3)*";
-    p = k.emit_def("addrspacecast " + pt + " " + p + " to " + to);
-    pt = to;
-  }
-  return k.emit_def("ptrtoint " + pt + " " + p + " to i32");
+  return k.shared_window_address(op, ptr, "a cluster launch control pointer must point into shared memory");
 }
 
 void lower_try_cancel(const Op& op, KernelLowering& k) {

@@ -22,20 +22,11 @@ using ir::Op;
 using ir::OpCode;
 
 std::string shared_address(KernelLowering& k, const Op& op, const ir::Value* ptr) {
-  ir::Type t = ptr->type;
-  std::string p = k.operand(ptr), pt = llvm_type(t);
-  if (t->space != ir::AddrSpace::Smem) {
-    if (t->space != ir::AddrSpace::Generic) k.error(op, "a tcgen05 shared-memory operand must point into shared memory");
-    std::string to = pt.substr(0, pt.size() - 1) + " addrspace(3)*";
-    p = k.emit_def("addrspacecast " + pt + " " + p + " to " + to);
-    pt = to;
-  }
-  return k.emit_def("ptrtoint " + pt + " " + p + " to i32");
+  return k.shared_window_address(op, ptr, "a tcgen05 shared-memory operand must point into shared memory");
 }
 
 void asm_void(KernelLowering& k, const std::string& text, const std::string& constraints, const std::string& args) {
-  k.emit_line("call void asm sideeffect \"" + text + "\", \"" + constraints + (constraints.empty() ? "" : ",") +
-              "~{memory}\"(" + args + ")");
+  k.emit_asm_clobbering_memory(text, constraints, args);
 }
 
 // `insn` issued by one elected lane of the active ones.

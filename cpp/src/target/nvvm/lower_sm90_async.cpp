@@ -29,20 +29,11 @@ using ir::OpCode;
 
 // The 32-bit shared-window address of the barrier pointer (generic pointers are converted).
 std::string shared_address(KernelLowering& k, const Op& op, const ir::Value* ptr) {
-  ir::Type t = ptr->type;
-  std::string p = k.operand(ptr), pt = llvm_type(t);
-  if (t->space != ir::AddrSpace::Smem) {
-    if (t->space != ir::AddrSpace::Generic) k.error(op, "an mbarrier pointer must point into shared memory");
-    std::string to = pt.substr(0, pt.size() - 1) + " addrspace(3)*";
-    p = k.emit_def("addrspacecast " + pt + " " + p + " to " + to);
-    pt = to;
-  }
-  return k.emit_def("ptrtoint " + pt + " " + p + " to i32");
+  return k.shared_window_address(op, ptr, "an mbarrier pointer must point into shared memory");
 }
 
 void asm_void(KernelLowering& k, const std::string& text, const std::string& constraints, const std::string& args) {
-  k.emit_line("call void asm sideeffect \"" + text + "\", \"" + constraints + (constraints.empty() ? "" : ",") +
-              "~{memory}\"(" + args + ")");
+  k.emit_asm_clobbering_memory(text, constraints, args);
 }
 
 // cp.async.mbarrier.arrive[.noinc].shared.b64 [bar] (sm_80+).

@@ -17,7 +17,7 @@ using ir::Op;
 using ir::OpCode;
 
 void asm_void(KernelLowering& k, const std::string& text, const std::string& constraints, const std::string& args) {
-  k.emit_line("call void asm sideeffect \"" + text + "\", \"" + constraints + ",~{memory}\"(" + args + ")");
+  k.emit_asm_clobbering_memory(text, constraints, args);
 }
 
 // The 64-bit generic address of any pointer (shared ones are converted to the generic window).
