@@ -44,3 +44,21 @@ def test_tensormap_manager_arguments_are_checked():
     assert manager.tensormap_update_mode is utils.TensorMapUpdateMode.SMEM and manager.bytes_per_tensormap == 128
     with pytest.raises(cutlass.DSLUserCodeError, match="gmem or smem"):
         manager.get_tensormap_ptr(None, cute.AddressSpace.rmem)
+
+
+def test_a_frozen_dataclass_subclass_takes_the_two_fields():
+    # quack's TensorMapManagerSm90 is `@dataclass(frozen=True) class ...(TensorMapManager)` with its
+    # own jit methods, constructed as TensorMapManagerSm90(mode, bytes_per_tensormap).
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Subclassed(utils.TensorMapManager):
+        def slot_offset(self, slot):
+            return slot * self.bytes_per_tensormap
+
+    manager = Subclassed(utils.TensorMapUpdateMode.GMEM, 256)
+    assert manager.tensormap_update_mode is utils.TensorMapUpdateMode.GMEM and manager.slot_offset(3) == 768
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        manager.bytes_per_tensormap = 128
+    with pytest.raises(cutlass.DSLUserCodeError, match="multiple of 128"):
+        Subclassed(utils.TensorMapUpdateMode.GMEM, 100)

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <climits>
+#include <cstdlib>
 #include <cstdio>
 
 #include "dsl/arch_ops.h"
@@ -87,6 +88,14 @@ std::vector<Num> results_of(ir::Op* op) {
 NB_MODULE(_core, m) {
   m.doc() = "OpenCuTe C++ core";
   opencute::support::install_crash_report_if_requested();
+  // Libraries keep compiled kernels, atoms and layouts in module-level caches that the
+  // interpreter may not clear before this module goes away at exit; nanobind would print each as
+  // a "leak" at every user's exit. OPENCUTE_NANOBIND_LEAK_WARNINGS=1 turns them back on to hunt
+  // real reference-count bugs.
+  {
+    const char* leaks = std::getenv("OPENCUTE_NANOBIND_LEAK_WARNINGS");
+    nb::set_leak_warnings(leaks != nullptr && leaks[0] == '1');
+  }
 
   m.def("_set_user_error_class", [](nb::object cls) { bindings::user_error_class() = cls; });
   m.def("_set_runtime_error_class", [](nb::object cls) { bindings::runtime_error_class() = cls; });

@@ -6,6 +6,7 @@ over the `cute.nvgpu.cpasync` descriptor operations (`copy_tensormap`, `update_t
 A descriptor lives in global memory, one 128-byte slot per CTA and operand. GMEM mode rewrites
 it there; SMEM mode rewrites a shared-memory copy and publishes it to the global slot with a
 release fence. Either way the TMA unit reads the global slot after an acquire fence."""
+import dataclasses
 import enum
 
 from .. import cute
@@ -27,10 +28,18 @@ def _cpasync(name):
     return op
 
 
+@dataclasses.dataclass(frozen=True)
 class TensorMapManager:
-    """Descriptor slots of `bytes_per_tensormap` bytes updated in `tensormap_update_mode`."""
+    """Descriptor slots of `bytes_per_tensormap` bytes updated in `tensormap_update_mode`.
 
-    def __init__(self, tensormap_update_mode, bytes_per_tensormap):
+    A frozen dataclass, as libraries expect: quack subclasses it with `@dataclass(frozen=True)`
+    and constructs the subclass with the two fields."""
+
+    tensormap_update_mode: TensorMapUpdateMode
+    bytes_per_tensormap: int
+
+    def __post_init__(self):
+        tensormap_update_mode, bytes_per_tensormap = self.tensormap_update_mode, self.bytes_per_tensormap
         if not isinstance(tensormap_update_mode, TensorMapUpdateMode):
             raise DSLUserCodeError(f"tensormap_update_mode must be a TensorMapUpdateMode, got "
                                    f"{tensormap_update_mode!r}", code="VALUE_INVALID")
@@ -38,8 +47,6 @@ class TensorMapManager:
                 bytes_per_tensormap < 128 or bytes_per_tensormap % _DESCRIPTOR_ALIGN:
             raise DSLUserCodeError(f"bytes_per_tensormap must be a multiple of {_DESCRIPTOR_ALIGN} bytes (a TMA "
                                    f"descriptor is 128), got {bytes_per_tensormap!r}", code="VALUE_INVALID")
-        self.tensormap_update_mode = tensormap_update_mode
-        self.bytes_per_tensormap = bytes_per_tensormap
 
     def get_tensormap_ptr(self, ptr, address_space=AddressSpace.gmem):
         """`ptr` (the start of a descriptor slot) as a 128-byte aligned pointer in `address_space`."""
