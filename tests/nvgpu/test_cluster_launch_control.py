@@ -1,7 +1,8 @@
 """Blackwell cluster launch control on the CPU emulator: cute.arch.issue_clc_query / clc_response
 take clusters that have not started, the dynamic persistent tile scheduler
 (utils.ClcDynamicPersistentTileScheduler with pipeline.PipelineClcFetchAsync) does every tile of a
-problem exactly once with clusters of two CTAs, and the errors a kernel gets (a response read
+problem exactly once with clusters of two CTAs, a CTA that takes over tiles runs each one's k-loop
+through one pipeline whose handles are reset per tile, and the errors a kernel gets (a response read
 before any query wrote it, an architecture without launch control)."""
 import numpy as np
 import pytest
@@ -147,6 +148,108 @@ def test_grid_covers_the_problem_in_whole_clusters():
     params = utils.ClcDynamicPersistentTileSchedulerParams((5, 3, 2), (2, 1, 1))
     assert utils.ClcDynamicPersistentTileScheduler.get_grid_shape(params) == (6, 3, 2)
     assert params.get_grid_shape() == (6, 3, 2)
+
+
+# ---- a persistent CTA runs the k-loops of several tiles through one pipeline -------------------------
+# As NVIDIA's dense_gemm_persistent_dynamic: a scheduler warp fetches tiles with cluster launch
+# control, a producer warp fills K_BLOCKS slots per tile, a consumer warp sums them; both handles
+# are reset() at each tile so that `count` numbers the tile's k-blocks. A CTA that took a canceled
+# tile starts its second k-loop mid-ring (K_BLOCKS is no multiple of STAGES): the barriers' phases
+# go on from where the first tile left them, so reset must keep the slot index and phase.
+
+STAGES, K_BLOCKS = 3, 5
+
+
+@cute.kernel
+def k_loop_kernel(data: cute.Tensor, out: cute.Tensor, count: cute.Tensor,
+                  params: utils.ClcDynamicPersistentTileSchedulerParams):
+    @cute.struct
+    class Storage:
+        clc_mbar: cute.struct.MemRange[Int64, 2]
+        response: cute.struct.Align[cute.struct.MemRange[Int32, 4], 16]
+        data_mbar: cute.struct.MemRange[Int64, 2 * STAGES]
+        slots: cute.struct.MemRange[Int32, 32 * STAGES]
+
+    storage = utils.SmemAllocator().allocate(Storage)
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    lane = cute.arch.lane_idx()
+    clc = pipeline.PipelineClcFetchAsync.create(
+        barrier_storage=storage.clc_mbar.data_ptr(), num_stages=1,
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 32 * 3), tx_count=16, defer_sync=True)
+    warp = pipeline.CooperativeGroup(pipeline.Agent.Thread, 32)
+    producer, consumer = pipeline.PipelineAsync.create(
+        num_stages=STAGES, producer_group=warp, consumer_group=warp, barrier_storage=storage.data_mbar.data_ptr(),
+        defer_sync=True).make_participants()
+    pipeline.pipeline_init_arrive()
+    pipeline.pipeline_init_wait()
+    cute.arch.sync_threads()
+    slots = storage.slots.get_tensor(cute.make_layout((32, STAGES)))
+    sched = utils.ClcDynamicPersistentTileScheduler.create(params, cute.arch.block_idx(), cute.arch.grid_dim(),
+                                                           storage.response.data_ptr())
+    work = sched.initial_work_tile_info()
+    clc_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+    if warp_idx == 0:
+        clc_producer = pipeline.make_pipeline_state(pipeline.PipelineUserType.ProducerConsumer, 1)
+        while work.is_valid_tile:
+            clc.producer_acquire(clc_producer)
+            sched.advance_to_next_work(clc.producer_get_barrier(clc_producer))
+            clc_producer.advance()
+            clc.consumer_wait(clc_state)
+            work = sched.get_current_work()
+            clc.consumer_release(clc_state)
+            clc_state.advance()
+        clc.producer_tail(clc_producer)
+    if warp_idx == 1:
+        while work.is_valid_tile:
+            tile, _, _ = work.tile_idx
+            producer.reset()
+            for _k in cutlass.range(K_BLOCKS, unroll=1):
+                handle = producer.acquire_and_advance()
+                slots[lane, handle.index] = data[tile, handle.count, lane]
+                handle.commit()
+            clc.consumer_wait(clc_state)
+            work = sched.get_current_work()
+            clc.consumer_release(clc_state)
+            clc_state.advance()
+        producer.tail()
+    if warp_idx == 2:
+        while work.is_valid_tile:
+            tile, _, _ = work.tile_idx
+            consumer.reset()
+            acc = Int32(0)
+            for _k in cutlass.range(K_BLOCKS, unroll=1):
+                handle = consumer.wait_and_advance()
+                acc = acc + slots[lane, handle.index] * (handle.count + 1)
+                handle.release()
+            out[tile, lane] = acc
+            if lane == 0:
+                count[tile] = count[tile] + 1
+            clc.consumer_wait(clc_state)
+            work = sched.get_current_work()
+            clc.consumer_release(clc_state)
+            clc_state.advance()
+
+
+@cute.jit
+def k_loop_host(data: cute.Tensor, out: cute.Tensor, count: cute.Tensor):
+    params = utils.ClcDynamicPersistentTileSchedulerParams((cute.size(count), 1, 1), (1, 1, 1))
+    grid = utils.ClcDynamicPersistentTileScheduler.get_grid_shape(params)
+    k_loop_kernel(data, out, count, params).launch(grid=grid, block=(96, 1, 1))
+
+
+@pytest.mark.parametrize("host_threads", ["1", "2"])
+def test_tiles_taken_over_run_their_k_loop_once(monkeypatch, host_threads):
+    # One host thread: the first CTA cancels every other one and runs all 7 tiles' k-loops.
+    monkeypatch.setenv("OPENCUTE_EMULATOR_THREADS", host_threads)
+    tiles = 7
+    data = np.random.default_rng(5).integers(-9, 10, (tiles, K_BLOCKS, 32)).astype(np.int32)
+    out = np.zeros((tiles, 32), np.int32)
+    count = np.zeros(tiles, np.int32)
+    cute.compile(k_loop_host, data, out, count, options=SM100)(data, out, count)
+    np.testing.assert_array_equal(count, np.ones(tiles, np.int32))
+    weights = np.arange(1, K_BLOCKS + 1, dtype=np.int32)[None, :, None]
+    np.testing.assert_array_equal(out, (data * weights).sum(axis=1))
 
 
 # ---- errors ------------------------------------------------------------------------------------------

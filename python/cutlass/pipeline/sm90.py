@@ -320,7 +320,10 @@ class _PipelineRole(_OnPipelineState):
         return self._state
 
     def reset(self):
-        self._state = make_pipeline_state(self._user_type, self._pipeline.num_stages)
+        """Restarts `count` (the handles' `count` numbers the slots of one work tile) and keeps the
+        slot index and phase: the barriers keep counting phases across tiles, so a cursor moved back
+        to slot 0 would wait on a slot and parity that no longer match them."""
+        self._state.reset_count()
 
     def advance(self):
         self._state.advance()
