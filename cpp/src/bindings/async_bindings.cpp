@@ -117,7 +117,7 @@ void bind_async(nb::module_& root) {
       if (!nb::isinstance<cute::Tensor>(gmem))
         throw dsl::UserError("TYPE_MISMATCH", "make_tiled_tma_atom: the gmem tensor must be a tensor of the traced "
                                               "function, got " + py_type_name(gmem));
-      return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tuple(tiler), num_multicast);
+      return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tiler(tiler), num_multicast);
     });
     if (reduce != ir::TmaReduceKind::None) {
       // The element types PTX's cp.reduce.async.bulk.tensor combines with each operation.

@@ -102,15 +102,30 @@ def make_smem_layout(leading_mode, smem_tile_shape, element_type, num_stages=1, 
     return cute.tile_to_shape(atom, (mn, k, num_stages), order=(0, 1, 2) if is_k else (1, 0, 2))
 
 
+def _tma_run(tile_mode):
+    """The contiguous run a TMA box can take of an epilogue tile mode (an extent, or a layout from
+    positions to coordinates: (32,2):(1,64) takes 32 columns, then 32 more 64 further on)."""
+    if isinstance(tile_mode, int):
+        return tile_mode
+    return cute.size(cute.coalesce(cute.right_inverse(tile_mode)), mode=[0])
+
+
 def make_smem_layout_epi(epi_dtype, epi_layout, epi_tile, epi_stage, *, loc=None, ip=None):
     """The staged (epi_M, epi_N, stages) shared-memory layout of the epilogue subtile: the widest
-    swizzle atom whose contiguous run (N for an N-major D, else M) divides the subtile's extent,
-    tiled over the subtile and the stages (as for sm90)."""
+    swizzle atom whose contiguous run (N for an N-major D, else M) divides the run a TMA box takes
+    of that mode, tiled over the subtile and the stages, the major mode's atoms after the other's
+    (as CUTLASS's sm100 builder: with the warps' columns interleaved, (32,2):(1,64), each 32-column
+    half is a whole box of its own, 128-byte aligned)."""
     if not isinstance(epi_layout, LayoutEnum):
         raise TypeError(f"make_smem_layout_epi: epi_layout must be a utils.LayoutEnum, got {epi_layout!r}")
     # The subtile's extent in each mode (a tiler of layouts, as compute_epilogue_tile_shape gives, or of ints).
     extents = tuple(cute.size(t) for t in epi_tile)
-    return hopper_helpers.make_smem_layout_epi(epi_dtype, epi_layout, extents, epi_stage)
+    runs = tuple(_tma_run(t) for t in epi_tile)
+    major_run = runs[0] if epi_layout.is_m_major_c() else runs[1]
+    atom = warpgroup.make_smem_layout_atom(hopper_helpers.get_smem_layout_atom(epi_layout, epi_dtype, major_run),
+                                           epi_dtype)
+    order = (1, 0, 2) if epi_layout.is_m_major_c() else (0, 1, 2)
+    return cute.tile_to_shape(atom, (*extents, epi_stage), order=order)
 
 
 def get_smem_store_op(layout_d, elem_ty_d, elem_ty_acc, tiled_tmem_load=None, *, loc=None, ip=None):

@@ -11,6 +11,7 @@ from ..cute.nvgpu.tcgen05 import CtaGroup, OperandSource, SmemLayoutAtomKind
 from .blackwell_epilogue import (cluster_shape_to_tma_atom_A, cluster_shape_to_tma_atom_B,  # noqa: F401
                                  cluster_shape_to_tma_atom_SFB, compute_epilogue_tile_shape, get_smem_store_op,
                                  make_smem_layout, make_smem_layout_epi)
+from .blackwell_epilogue import _tmem_warps
 
 
 def make_trivial_tiled_mma(ab_dtype, *args, a_source=None, loc=None, ip=None):
@@ -91,10 +92,13 @@ def get_tmem_load_op(cta_tile_shape_mnk, layout_d, elem_ty_d, elem_ty_acc, epi_t
                      ip=None):
     """The tensor-memory -> register copy atom of the epilogue: tcgen05.ld 32x32b (each thread one
     lane of the accumulator, the rows of the CTA tile spread over the four warps), repeated over
-    the epilogue tile's columns (up to x128; 32-bit accumulators)."""
+    the columns one warp reads (up to x128; 32-bit accumulators): the epilogue tile's, or half of
+    them where a 2-CTA MMA of 64 rows per CTA splits the columns between two pairs of warps (CUTLASS's
+    sm100_get_tmem_load_op over the epilogue tile divided by the warps)."""
     if elem_ty_acc.width != 32:
         raise TypeError(f"get_tmem_load_op: expected 32-bit accumulators, got {elem_ty_acc}")
     cols = cute.size(epi_tile[1]) if isinstance(epi_tile, (tuple, list)) else cute.size(epi_tile, mode=[1])
+    cols //= _tmem_warps(cute.size(cta_tile_shape_mnk, mode=[0]), use_2cta_instrs)[1]
     rep = 1
     while rep * 2 <= min(cols, 128) and cols % (rep * 2) == 0:
         rep *= 2

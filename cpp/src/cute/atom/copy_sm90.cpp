@@ -7,6 +7,7 @@
 #include "dsl/mbarrier.h"
 #include "dsl/tracer.h"
 #include "ir/source_line.h"
+#include "layout/print.h"
 
 namespace opencute::cute {
 namespace L = layout;
@@ -68,20 +69,45 @@ int64_t static_int(const L::IntTuple& t, const std::string& what) {
 
 struct Run {
   int mode;
-  int64_t size, sstride, tile_stride;  // tile_stride: position stride in the mode, then coordinate step in the leaf
+  int64_t size, sstride, tile_stride;  // tile_stride: coordinate step in the mode, then in the leaf
   int leaf = -1;                       // the global layout's flattened leaf this dimension addresses
   int64_t pos_stride = 0;              // position stride in the tile mode
   bool folded = false;  // an outer run of a leaf kept whole: extent 1, stepped through by the copies
 };
 
-// The leaves of mode i of a static layout, with their position strides inside the mode.
-void mode_runs(const L::Layout& s, int i, std::vector<Run>& out) {
+// The leaves of mode i of a static smem layout, each a run of positions in the tile mode, taken to
+// global coordinates through the CTA tiler's mode `tile` (positions -> coordinate offsets): one
+// run per contiguous piece. A plain extent n is n:1 and keeps each leaf whole; an epilogue tile
+// that interleaves the warps' columns, (32,2):(1,64), breaks a 64-position leaf into 32 columns
+// and then the 32 columns 64 further on.
+void mode_runs(const L::Layout& s, int i, const L::Layout& tile, const std::string& name, std::vector<Run>& out) {
   L::Layout m = s[i];
   std::vector<L::IntTuple> shapes = L::flatten_to_vector(m.shape), strides = L::flatten_to_vector(m.stride);
   int64_t pos = 1;
   for (size_t k = 0; k < shapes.size(); ++k) {
     int64_t n = static_int(shapes[k], "the smem layout's shape");
-    if (n > 1) out.push_back({i, n, static_int(strides[k], "the smem layout's stride"), pos});
+    int64_t sstride = static_int(strides[k], "the smem layout's stride");
+    if (n > 1) {
+      L::Layout coords;
+      try {
+        coords = L::coalesce(L::composition(tile, L::Layout(n, pos)));
+      } catch (const L::LayoutError&) {
+        tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(i) + " of the CTA tiler, " + L::to_string(tile) +
+                                    ", cannot be split along the smem layout's runs of that mode");
+      }
+      std::vector<L::IntTuple> cs = L::flatten_to_vector(coords.shape), cd = L::flatten_to_vector(coords.stride);
+      int64_t p = pos, sd = sstride;
+      for (size_t j = 0; j < cs.size(); ++j) {
+        const int64_t cn = static_int(cs[j], "the CTA tiler's shape"), step = static_int(cd[j], "the CTA tiler's stride");
+        if (cn == 1) continue;
+        if (step <= 0)
+          tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(i) + " of the CTA tiler, " + L::to_string(tile) +
+                                      ", must take increasing global coordinates (positive strides)");
+        out.push_back({i, cn, sd, step, -1, p});
+        p *= cn;
+        sd *= cn;
+      }
+    }
     pos *= n;
   }
 }
@@ -89,7 +115,7 @@ void mode_runs(const L::Layout& s, int i, std::vector<Run>& out) {
 }  // namespace
 
 TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Layout& smem_outer,
-                                  const std::optional<L::Swizzle>& smem_swizzle, const L::IntTuple& cta_tiler,
+                                  const std::optional<L::Swizzle>& smem_swizzle, const L::Tiler& cta_tiler,
                                   int num_multicast) {
   const std::string name = std::string("make_tiled_tma_atom(") + op_name(kind) + ")";
   dsl::Tracer& t = dsl::Tracer::require(name.c_str());
@@ -103,7 +129,14 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   if (kind != TmaKind::LoadMulticast && num_multicast != 1)
     tma_error("INVALID_VALUE", name + ": num_multicast=" + std::to_string(num_multicast) +
                                    " needs CopyBulkTensorTileG2SMulticastOp");
-  const int r = cta_tiler.rank();
+  // The tiler's modes: extents (n:1) or layouts from tile positions to global coordinate offsets.
+  std::vector<L::Layout> tile_modes;
+  for (const L::Tiler& mode : cta_tiler.kind == L::Tiler::Kind::Tuple ? cta_tiler.modes : std::vector<L::Tiler>{cta_tiler}) {
+    if (mode.kind != L::Tiler::Kind::Layout || !mode.layout.is_static())
+      tma_error("TMA_LAYOUT", name + ": each mode of the CTA tiler must be a static extent or layout");
+    tile_modes.push_back(mode.layout);
+  }
+  const int r = int(tile_modes.size());
   const L::Layout& g = gmem.layout;
   if (g.rank() < r)
     tma_error("TMA_LAYOUT", name + ": the CTA tiler has " + std::to_string(r) + " modes but the tensor only " +
@@ -121,13 +154,13 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   std::vector<Run> runs;
   int64_t tile_elems = 1;
   for (int i = 0; i < r; ++i) {
-    int64_t want = static_int(r == 1 ? cta_tiler : cta_tiler[i], "the CTA tiler");
+    int64_t want = L::size(tile_modes[size_t(i)]).value();
     int64_t have = L::size(s[i]).value();
     if (want != have)
       tma_error("TMA_LAYOUT", name + ": mode " + std::to_string(i) + " of the smem layout has " + std::to_string(have) +
                                   " elements but the CTA tiler asks for " + std::to_string(want));
     tile_elems *= want;
-    mode_runs(s, i, runs);
+    mode_runs(s, i, tile_modes[size_t(i)], name, runs);
   }
   std::stable_sort(runs.begin(), runs.end(), [](const Run& a, const Run& b) { return a.sstride < b.sstride; });
   // TMA writes a box densely, dimension 0 fastest: the smem layout must be such an arrangement.
@@ -142,7 +175,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   std::vector<Run> runs_by_mode;
   for (const Run& run : runs) {
     if (!runs_by_mode.empty() && runs_by_mode.back().mode == run.mode &&
-        runs_by_mode.back().tile_stride * runs_by_mode.back().size == run.tile_stride)
+        runs_by_mode.back().tile_stride * runs_by_mode.back().size == run.tile_stride &&
+        runs_by_mode.back().pos_stride * runs_by_mode.back().size == run.pos_stride)
       runs_by_mode.back().size *= run.size;  // the next run of the same mode: one dimension
     else
       runs_by_mode.push_back(run);
@@ -169,7 +203,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       if (!unit_leaf(f)) last = f;
     if (last < 0) last = leaf_start[size_t(d.mode)];
     int64_t leaf_pos = 1;  // position stride of the leaf's coordinate inside the mode
-    int64_t step = d.tile_stride, rest = d.size, sstride = d.sstride;
+    int64_t step = d.tile_stride, pos = d.pos_stride, rest = d.size, sstride = d.sstride;
     for (int f = leaf_start[size_t(d.mode)]; f <= last && rest > 1; ++f) {
       if (f != last && unit_leaf(f)) continue;
       const L::IntTuple& fs = flat_shape[size_t(f)];
@@ -191,9 +225,10 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
           take = fits;
         }
       }
-      dims.push_back({d.mode, take, sstride, c, f, step});
+      dims.push_back({d.mode, take, sstride, c, f, pos});
       rest /= take;
       step *= take;
+      pos *= take;
       sstride *= take;
       if (f != last) leaf_pos *= extent;
     }
@@ -364,6 +399,18 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     }
     a.tile_stride[k] = d.tile_stride;
     a.run[k] = d.size;
+    // An inner run's dimension reaches up to the leaf's next run (whose coordinate step is a
+    // multiple of this one's): the run itself when the tiler takes the leaf contiguously, more
+    // when it skips coordinates (the box then covers the first `size` of them).
+    int64_t next = 0;
+    for (const Run& o : dims)
+      if (o.leaf == d.leaf && !o.folded && o.tile_stride > d.tile_stride && (!next || o.tile_stride < next))
+        next = o.tile_stride;
+    if (next && (next % d.tile_stride != 0 || next / d.tile_stride < d.size))
+      tma_error("TMA_LAYOUT", name + ": the CTA tiler takes coordinates of global leaf " + std::to_string(d.leaf) +
+                                  " in runs that overlap or do not nest (" + std::to_string(d.size) + " at step " +
+                                  std::to_string(d.tile_stride) + ", then step " + std::to_string(next) + ")");
+    a.wrap[k] = next ? next / d.tile_stride : d.size;
     a.box[k] = int(k) < split ? d.size : int(k) == split ? split_box : 1;
     a.pos_stride[k] = d.pos_stride;
     a.tile_mode[k] = k < tile_dims ? d.mode : -1;
@@ -385,7 +432,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       tma_error("TMA_LAYOUT", name + ": the smem tile's innermost run (mode " + std::to_string(d.mode) +
                                   ") is not contiguous in global memory; TMA needs its innermost box dimension to be");
     L::Int extent = d.folded ? L::Int(1) : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(d.tile_stride))
-                                                           : L::Int(d.size);
+                                                           : L::Int(a.wrap[k]);
     extents.push_back(extent.materialize(ir::i64()));
     ir::Value* byte_stride = (stride * L::Int(elem_bytes)).materialize(ir::i64());
     // A folded run (extent 1) is only read at coordinate 0: any stride TMA accepts will do.
@@ -511,7 +558,7 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
       }
       L::Int x = origin[size_t(a.gmode[k])].as_int();
       L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
-      if (!a.outermost[k]) c = c % L::Int(a.run[k]);
+      if (!a.outermost[k]) c = c % L::Int(a.wrap[k]);
       if (a.folded[k]) c = L::Int(0);  // the leaf's whole dimension holds the position
       coords.push_back(c.materialize(ir::i32()));
     }

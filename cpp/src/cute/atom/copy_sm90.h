@@ -14,6 +14,9 @@
 //     split along the outermost dimension, or a dimension exceeds TMA's 256-element box, the
 //     copy issues several instructions over sub-boxes (CuTe's (TMA, TMA_Iter) partition);
 //   - the swizzle S<B,M,3> (element units) must be TMA's 32/64/128-byte swizzle in bytes.
+//   - a tiler mode may be a layout from tile positions to coordinate offsets (the sm100 epilogue
+//     tile (32,2):(1,64) interleaves two warps' columns): each smem run is taken through it, and
+//     an inner run whose next run starts further on spans the gap in the tensor map (wrap).
 // The TMA tensor is the identity coordinate tensor over the global shape: it tiles and
 // partitions like the global tensor, and a copy turns its first coordinate into the tensor
 // map's coordinates. (NVIDIA's TMA tensor uses basis strides in the map's dimension order; the
@@ -40,6 +43,7 @@ struct TmaAtom {
   int64_t tile_stride[5] = {};   // coordinate stride of the dimension inside its leaf (1: innermost run)
   int64_t box[5] = {};           // what one instruction copies along the dimension
   int64_t run[5] = {};           // the tile's extent along the dimension (a multiple of box)
+  int64_t wrap[5] = {};          // the tensor map's extent of an inner run (its coordinate modulo this; see copy_sm90.cpp)
   int64_t pos_stride[5] = {};    // position stride of the dimension inside its tile mode
   int tile_mode[5] = {};         // the tile mode the dimension runs along (-1: outside the tile)
   bool outermost[5] = {};        // the last run of its leaf (takes the coordinate's quotient whole)
@@ -82,7 +86,7 @@ struct TmaAtomResult {
 // `smem_swizzle`: the swizzle of a ComposedLayout smem layout (or none). Emits the descriptor's
 // tma_encode op in the host program being traced.
 TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const layout::Layout& smem_outer,
-                                  const std::optional<layout::Swizzle>& smem_swizzle, const layout::IntTuple& cta_tiler,
+                                  const std::optional<layout::Swizzle>& smem_swizzle, const layout::Tiler& cta_tiler,
                                   int num_multicast);
 
 // cute.copy with a TMA atom: src/dst are the global coordinate tile and the shared tile of one

@@ -210,7 +210,7 @@ Tensor make_tcgen05_tmem_fragment(const TiledMma& mma, MmaOperand w, const IntTu
     atom_layout = Layout(T({T({16, 4}), n}), T({T({1, 32}), 128}));
   } else if (atom.cta_group == 2 && (m == 64 || m == 32)) {
     const int64_t q = 128 / m;
-    atom_layout = Layout(T({m, T({n / q, q})}), T({m, T({128, m})}));
+    atom_layout = Layout(T({m, T({n / q, q})}), T({1, T({128, m})}));
   } else {
     throw dsl::UserError("SHAPE_MISMATCH", fn + ": no tensor-memory layout for a (" + std::to_string(m) + ", " +
                                                std::to_string(n) + ") tile of this MMA");

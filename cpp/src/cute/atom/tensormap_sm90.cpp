@@ -91,7 +91,7 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
                                 " (make its layout with a divisibility, or use a K-major operand)");
     // The same extents and strides make_tiled_tma_atom encodes (copy_sm90.cpp).
     L::Int extent = a.folded[k] ? L::Int(1)
-                  : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.run[k]);
+                  : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.wrap[k]);
     L::Int stride = gd.as_int() * L::Int(a.tile_stride[k]);
     if (k == 0) {
       if (stride.is_static() && !stride.is_static_value(1))

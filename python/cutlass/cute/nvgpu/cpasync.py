@@ -9,7 +9,7 @@ from ..._dsl.errors import user_error
 from ..._dsl.extracted_values import ExtractedValues
 from ..._dsl.numeric import as_numeric, num_of
 from ..arch import _pointer_value, _user_line
-from ..layout import Layout, coalesce, crd2idx, make_layout_image_mask, rank, size
+from ..layout import crd2idx, make_layout_image_mask, rank, size
 from ..tensor import domain_offset
 
 
@@ -213,23 +213,14 @@ class TmaInfo:
         return TmaInfo(atom, tma_tensor, self.smem_layout)
 
 
-def _contiguous_extent(layout):
-    """The extent of a tiler mode given as a layout, which must take a contiguous run (stride 1)."""
-    c = coalesce(layout)
-    if rank(c) != 1 or (size(c) != 1 and c.stride != 1):
-        raise user_error(f"make_tiled_tma_atom: a tiler mode given as a layout must be a contiguous run (n:1); got "
-                         f"{layout}", code="NOT_SUPPORTED")
-    return size(c)
-
-
 def _tile_of_cta_v_map(cta_tiler, smem_layout):
-    """The tile a CTA copies, from `cta_tiler`: a tile (tuple), or CuTe's cta_v_map layout,
-    `composition(make_identity_layout(gmem.shape), tile)`, which maps the tile's coordinates to
-    the gmem modes 1@0, 1@1 ... in order. Its modes past the smem layout's rank (the batch mode
-    quack keeps) are outside the box: extent 1 there, so they are dropped."""
+    """The tile a CTA copies, from `cta_tiler`: a tile (tuple of extents, or of layouts from tile
+    positions to coordinate offsets, as compute_epilogue_tile_shape gives), or CuTe's cta_v_map
+    layout, `composition(make_identity_layout(gmem.shape), tile)`, which maps the tile's
+    coordinates to the gmem modes 1@0, 1@1 ... in order. Its modes past the smem layout's rank
+    (the batch mode quack keeps) are outside the box: extent 1 there, so they are dropped."""
     if isinstance(cta_tiler, tuple):
-        # A tiler of layouts (compute_epilogue_tile_shape's): each a contiguous run of its mode.
-        return tuple(_contiguous_extent(t) if isinstance(t, Layout) else t for t in cta_tiler)
+        return cta_tiler
     if not hasattr(cta_tiler, "shape"):
         return cta_tiler
     shape, stride = tuple(cta_tiler.shape), tuple(cta_tiler.stride)
