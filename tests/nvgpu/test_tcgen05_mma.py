@@ -162,13 +162,30 @@ def test_accumulate_field(accumulate):
     np.testing.assert_array_equal(C, A @ B.T + (C0 if accumulate else 0))
 
 
-def test_two_cta_mma_in_a_2x1_cluster():
-    M, N, K = 256, 64, 32
+@pytest.mark.parametrize("M,N,cols", [(256, 64, 64), (128, 64, 32), (128, 128, 64)])
+def test_two_cta_mma_in_a_2x1_cluster(M, N, cols):
+    # M = 128: 64 rows per CTA, the accumulator's N columns split over the lane halves, so N / 2
+    # tensor-memory columns hold it (an allocation of N / 2 columns is reported when overrun).
+    K = 32
     A, B = operands(M, N, K, seed=5)
     C = np.zeros((M, N), np.float32)
-    cute.compile(run_mma, A, B, C, cutlass.Float16, cutlass.Float32, K_MAJOR, K_MAJOR, M, N, K, False, 64, True,
+    cute.compile(run_mma, A, B, C, cutlass.Float16, cutlass.Float32, K_MAJOR, K_MAJOR, M, N, K, False, cols, True,
                  options=EMU)(A, B, C)
     np.testing.assert_array_equal(C, A @ B.T)
+
+
+def test_two_cta_accumulator_of_64_rows_per_cta_in_tensor_memory():
+    # CuTe's tmem_frg_2sm for 64 rows per CTA, the "2x2" atom (64,(N/2,2)):(1,(128,64)) in
+    # (lane, column) addressing: row r and column n of one MMA's (64, N) tile sit at lane
+    # r + 64 * (n // (N/2)), column n % (N/2); the next MMA tile along N starts N/2 columns on.
+    # Tensor-memory offsets of f32: lane << 16 | column.
+    mma = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, K_MAJOR, K_MAJOR, cutlass.Float32, TWO, (128, 64))
+    shape = mma.partition_shape_C((128, 128))
+    assert shape == ((64, 64), 1, 2)
+    layout = mma.make_fragment_C(shape).layout
+    for r, n, j in [(0, 0, 0), (1, 0, 0), (63, 31, 0), (0, 32, 0), (5, 40, 0), (63, 63, 0), (0, 0, 1), (7, 33, 1)]:
+        lane, col = r + 64 * (n // 32), n % 32 + 32 * j
+        assert cute.crd2idx(((r, n), 0, j), layout) == (lane << 16) + col, (r, n, j)
 
 
 def test_accumulator_outside_the_allocation_is_reported():
