@@ -391,6 +391,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       a.tile_stride[k] = 1;
       a.box[k] = 1;
       a.run[k] = 1;
+      a.wrap[k] = 1;
       a.tile_mode[k] = -1;
       a.outermost[k] = true;
       extents.push_back(extent);
