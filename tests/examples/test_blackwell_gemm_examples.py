@@ -49,6 +49,9 @@ def _run(monkeypatch, script, cluster, m, n, k, l=1):
     elif script in ("dense_gemm_persistent", "dense_gemm_persistent_prefetch"):
         gemm = ex.PersistentDenseGemmKernel(acc, two_cta, tiler, cluster, True)
         cute.compile(gemm, a, b, c, 148, make_fake_stream(), options=OPTIONS)(a, b, c, _default_stream())
+    elif script == "dense_gemm_persistent_dynamic":  # tiles handed out over cluster launch control
+        gemm = ex.PersistentDenseGemmKernel(acc, two_cta, tiler, cluster, True)
+        cute.compile(gemm, a, b, c, make_fake_stream(), options=OPTIONS)(a, b, c, _default_stream())
     else:  # D = alpha * A B + beta * C, C read through the epilogue's TMA load
         src32, _, src = _operand(rng, l, m, n)
         gemm = ex.SM100PersistentDenseGemmAlphaBetaKernel(acc, cutlass.Float32, two_cta, tiler, cluster)
@@ -63,7 +66,8 @@ def _run(monkeypatch, script, cluster, m, n, k, l=1):
 # Two MMA tiles along M and two along N (the epilogue's interleaved columns in both halves of each
 # CTA's accumulator), K of 256: four k-tiles of 64.
 @pytest.mark.parametrize("script", ["dense_gemm", "dense_gemm_persistent", "dense_gemm_persistent_prefetch",
-                                    "dense_gemm_software_pipeline", "dense_gemm_alpha_beta_persistent"])
+                                    "dense_gemm_software_pipeline", "dense_gemm_alpha_beta_persistent",
+                                    "dense_gemm_persistent_dynamic"])
 def test_two_cta_default_tiler_on_the_emulator(monkeypatch, script):
     _run(monkeypatch, script, (2, 1), 256, 256, 256)
 
