@@ -486,8 +486,10 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
       staging.capture(stream, ex, values, num_values, std::move(regions));
       return nb::none();
     }
-    device_memory = staging.map();
   }
+  // Without a GPU too: an address the kernels reach that is no mapped memory is an error at the
+  // kernel's line, not a crash of the process.
+  if (emulated && where != KernelMemory::Any) device_memory = staging.map();
   if (!staging.empty()) staging.copy_in(&vals[0], regions);
   try {
     if (ex.release_gil) {

@@ -1,6 +1,7 @@
 #include "runtime/host_staging.h"
 
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -102,7 +103,14 @@ bool stream_is_capturing(void* stream) {
 }
 
 bool DeviceMemory::host_mapped(uintptr_t address) {
-  // msync answers ENOMEM for a page no mapping holds, and reads nothing.
+  // A read of one byte through the kernel fails with EFAULT where a load would crash: unmapped
+  // pages, and the inaccessible reservations that hold the GPU's share of a unified address space.
+  char byte;
+  struct iovec local = {&byte, 1};
+  struct iovec remote = {reinterpret_cast<void*>(address), 1};
+  if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == 1) return true;
+  if (errno == EFAULT) return false;
+  // Where the call is not allowed: msync answers ENOMEM for a page no mapping holds.
   static const uintptr_t page_size = uintptr_t(sysconf(_SC_PAGESIZE));
   void* page = reinterpret_cast<void*>(address & ~(page_size - 1));
   return msync(page, 1, MS_ASYNC) == 0 || errno != ENOMEM;

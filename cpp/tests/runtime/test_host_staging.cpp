@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 #include "emulator/host_interpreter.h"
@@ -325,4 +327,19 @@ TEST(PointerContract, APointerFitsWhenWhatTheCodeAssumesOfItsAddressHolds) {
   EXPECT_FALSE(runtime::pointer_type_fits("Float16,1,16", "Float16,3,16", 0x1000, 16));  // smem for gmem
   EXPECT_FALSE(runtime::pointer_type_fits("Float16,1,16", "", 0x1000, 16));
   EXPECT_FALSE(runtime::pointer_type_fits("Float16,1,16", "garbage", 0x1000, 16));
+}
+
+TEST(HostStaging, TheHostMemoryTestTellsReadableFromUnmappedAndInaccessiblePages) {
+  // The test that keeps the emulator from dereferencing an address it cannot read: a device
+  // address of a unified address space is an inaccessible reservation on the host.
+  FakeDevice fake;
+  int x = 1;
+  EXPECT_TRUE(fake.DeviceMemory::host_mapped(uintptr_t(&x)));
+  const long page = sysconf(_SC_PAGESIZE);
+  void* reserved = mmap(nullptr, size_t(page) * 2, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(reserved, MAP_FAILED);
+  EXPECT_FALSE(fake.DeviceMemory::host_mapped(uintptr_t(reserved) + 8));
+  munmap(reinterpret_cast<char*>(reserved) + page, size_t(page));
+  EXPECT_FALSE(fake.DeviceMemory::host_mapped(uintptr_t(reserved) + uintptr_t(page) + 8));  // now unmapped
+  munmap(reserved, size_t(page));
 }
