@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -144,6 +145,22 @@ DeviceAllocation device_allocation_of(uintptr_t address) {
   return a;
 }
 
+namespace {
+std::atomic<uint64_t> next_staging_id{1};
+
+// Each emulator thread's last answer of host_address(address, bytes): the span (or host page) it
+// fell in. A kernel's accesses come in runs over one buffer (a TMA box is one lookup per element),
+// which this serves without the lock.
+struct LastAnswer {
+  uint64_t staging = 0;  // HostStaging::id_, 0 for none
+  uintptr_t begin = 0, end = 0;
+  uintptr_t host = 0;  // what `begin` stands for (begin itself for host memory)
+};
+thread_local LastAnswer last_answer;
+}  // namespace
+
+HostStaging::HostStaging(DeviceMemory& device) : device_(device), id_(next_staging_id.fetch_add(1)) {}
+
 void HostStaging::add(uintptr_t begin, uintptr_t end) {
   if (end <= begin) return;
   spans_.push_back(Span{begin, end, nullptr, nullptr, nullptr});
@@ -206,6 +223,8 @@ uintptr_t HostStaging::host_address(uintptr_t a) const {
 }
 
 uintptr_t HostStaging::host_address(uintptr_t address, size_t bytes) const {
+  LastAnswer& last = last_answer;
+  if (last.staging == id_ && address >= last.begin && address + bytes <= last.end) return last.host + (address - last.begin);
   const uintptr_t page = address & ~(kPage - 1);
   {
     std::shared_lock<std::shared_mutex> lock(mu_);
@@ -214,9 +233,13 @@ uintptr_t HostStaging::host_address(uintptr_t address, size_t bytes) const {
       if (address + bytes > s->end)
         throw emulator::ExecutionError("it runs over the end of the " + std::to_string(s->end - s->begin) +
                                        " bytes of device memory at " + emulator::hex(s->begin) + " staged for the launch");
+      last = LastAnswer{id_, s->begin, s->end, reinterpret_cast<uintptr_t>(s->host)};
       return reinterpret_cast<uintptr_t>(s->host) + (address - s->begin);
     }
-    if (host_pages_.count(page) && ((address + bytes - 1) & ~(kPage - 1)) == page) return address;
+    if (host_pages_.count(page) && ((address + bytes - 1) & ~(kPage - 1)) == page) {
+      last = LastAnswer{id_, page, page + kPage, page};
+      return address;
+    }
   }
   // A host function replaying a captured launch may not call CUDA: only what was staged is known.
   if (!captured_) {

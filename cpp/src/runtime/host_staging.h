@@ -90,7 +90,7 @@ DeviceAllocation device_allocation_of(uintptr_t address);
 
 class HostStaging final : public emulator::DeviceAddressMap {
  public:
-  explicit HostStaging(DeviceMemory& device) : device_(device) {}
+  explicit HostStaging(DeviceMemory& device);
   HostStaging(const HostStaging&) = delete;
   HostStaging& operator=(const HostStaging&) = delete;
 
@@ -138,6 +138,7 @@ class HostStaging final : public emulator::DeviceAddressMap {
   static void run_captured(void* self);
 
   DeviceMemory& device_;
+  const uint64_t id_;  // unique for the process: names this staging in each thread's cache of its last answer
   // Sorted and disjoint after copy_in. Spans staged during the launch (host_address) are added
   // under mu_, from the emulator's threads; their host buffers never move.
   mutable std::vector<Span> spans_;
