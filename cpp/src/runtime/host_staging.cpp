@@ -241,6 +241,8 @@ uintptr_t HostStaging::host_address(uintptr_t address, size_t bytes) const {
       return address;
     }
   }
+  // First contact with this memory: one thread at a time asks the driver and stages it.
+  std::unique_lock<std::shared_mutex> lock(mu_);
   // A host function replaying a captured launch may not call CUDA: only what was staged is known.
   if (!captured_) {
     const DeviceMemory::Range a = device_.allocation_of(address);
@@ -252,13 +254,12 @@ uintptr_t HostStaging::host_address(uintptr_t address, size_t bytes) const {
         (captured_ ? " (a launch captured into a CUDA graph stages only the memory its arguments reach: pass that "
                      "memory as a tensor argument)"
                    : ""));
-  std::unique_lock<std::shared_mutex> lock(mu_);
   for (uintptr_t p = page; p <= ((address + bytes - 1) & ~(kPage - 1)); p += kPage) host_pages_.insert(p);
   return address;
 }
 
 uintptr_t HostStaging::stage_allocation(const DeviceMemory::Range& a, uintptr_t address, size_t bytes) const {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  // Under mu_, held exclusively. Another thread may have staged the allocation meanwhile.
   if (!span_holding(address) || address >= span_holding(address)->end) {
     if (!synchronized_) {
       device_.synchronize();

@@ -134,7 +134,7 @@ class HostStaging final : public emulator::DeviceAddressMap {
   void merge_spans();
   void allocate(Span& s, bool for_capture);
   const Span* span_holding(uintptr_t a) const;  // under mu_
-  uintptr_t stage_allocation(const DeviceMemory::Range& a, uintptr_t address, size_t bytes) const;
+  uintptr_t stage_allocation(const DeviceMemory::Range& a, uintptr_t address, size_t bytes) const;  // under mu_
   static void run_captured(void* self);
 
   DeviceMemory& device_;
