@@ -21,7 +21,7 @@ constexpr uintptr_t kAlignment = 1024;  // the largest alignment PTX asks of an 
 constexpr uintptr_t kPage = 4096;       // the granule of host_mapped's answers
 
 // Page-locked buffers whose graph is gone. They are released by a graph's destructor callback,
-// where CUDA may not be called, so they are freed later, by the next staging on a Python thread.
+// where CUDA may not be called, so they are freed later, when a staged call next waits for the device.
 std::mutex unfreed_mu;
 std::vector<void*> unfreed;
 
@@ -40,6 +40,7 @@ class CudaDeviceMemory final : public DeviceMemory {
   void synchronize() override {
     enter();
     CudaDriver::get().context_synchronize();
+    free_released_host_buffers();  // not inside a capture: freeing may wait for the device
   }
   void copy_to_host(void* host, uintptr_t device, size_t bytes) override {
     enter();
@@ -91,7 +92,6 @@ class CudaDeviceMemory final : public DeviceMemory {
 }  // namespace
 
 std::unique_ptr<DeviceMemory> cuda_device_memory(void* context) {
-  free_released_host_buffers();
   return std::make_unique<CudaDeviceMemory>(context);
 }
 
