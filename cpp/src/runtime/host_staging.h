@@ -116,7 +116,7 @@ class HostStaging final : public emulator::DeviceAddressMap {
   // every span into host buffers, a host function calling `launch` (which reads the host copies
   // through host_address), and copies of every span back (whole: the graph cannot know the
   // launch's writes in advance). `launch` reports failure by throwing; the message is printed and
-  // kept (last_replay_error). The staging must outlive the graph (DeviceMemory::keep_while_graph_lives).
+  // kept (take_replay_error). The staging must outlive the graph (DeviceMemory::keep_while_graph_lives).
   void capture(void* stream, std::function<void()> launch);
   // What the last replayed launch of any captured staging threw, or empty; cleared by reading.
   static std::string take_replay_error();
