@@ -349,11 +349,12 @@ class DeviceStaging {
 };
 
 // The stream a call's launches go to when it is being captured into a CUDA graph, else null.
+// (Stream slots also carry events, for which the driver answers no.)
 void* capturing_stream(const Executor& ex, const ir::Scalar* vals) {
   for (size_t i = 0; i < ex.slots.size(); ++i)
     if (ex.slots[i].kind == kStream && vals[i].i) {
       void* stream = reinterpret_cast<void*>(uintptr_t(vals[i].i));
-      return runtime::stream_is_capturing(stream) ? stream : nullptr;
+      if (runtime::stream_is_capturing(stream)) return stream;
     }
   return nullptr;
 }
