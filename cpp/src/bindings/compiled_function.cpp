@@ -348,14 +348,19 @@ class DeviceStaging {
   std::vector<size_t> slots_, regions_;
 };
 
-// The stream a call's launches go to when it is being captured into a CUDA graph, else null.
-// (Stream slots also carry events, for which the driver answers no.)
-void* capturing_stream(const Executor& ex, const ir::Scalar* vals) {
-  for (size_t i = 0; i < ex.slots.size(); ++i)
-    if (ex.slots[i].kind == kStream && vals[i].i) {
-      void* stream = reinterpret_cast<void*>(uintptr_t(vals[i].i));
-      if (runtime::stream_is_capturing(stream)) return stream;
-    }
+// True when `a`, passed in a stream slot, is an event (launch_completion_event and the like share
+// the slot kind): the driver must not be asked about it as a stream.
+bool is_event_handle(nb::handle a) {
+  return std::strstr(Py_TYPE(a.ptr())->tp_name, "Event") != nullptr;
+}
+
+// The stream a call's launches go to (`streams`: its stream slots' values) when it is being
+// captured into a CUDA graph, else null.
+void* capturing_stream(const std::vector<int64_t>& streams) {
+  for (int64_t handle : streams) {
+    void* stream = reinterpret_cast<void*>(uintptr_t(handle));
+    if (handle && runtime::stream_is_capturing(stream)) return stream;
+  }
   return nullptr;
 }
 
@@ -382,6 +387,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
                                                     emulated, emulated && runtime::CudaDriver::get().available());
   std::vector<emulator::MemoryRegion> regions;
   DeviceStaging staging;  // what this call stages: nothing on the hot path
+  std::vector<int64_t> streams;  // of a staged call: its streams, one of which may be capturing
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
@@ -442,6 +448,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         else if (nb::hasattr(a, "cuda_stream")) h = as_int64(a.attr("cuda_stream"));
         else h = as_int64(nb::int_(a));  // cuda.bindings CUstream: int() is the handle (getPtr() is not)
         vals[i] = ir::Scalar::of_int(h);
+        if (where == KernelMemory::HostStaged && !is_event_handle(a)) streams.push_back(h);
         break;
       }
       case kPointer: {
@@ -480,7 +487,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
     if (!replay_error.empty())
       throw emulator::ExecutionError("an emulated launch replayed from a CUDA graph failed: " + replay_error);
     // A call on a stream being captured into a CUDA graph is recorded, to run at each replay.
-    if (void* stream = capturing_stream(ex, &vals[0])) {
+    if (void* stream = capturing_stream(streams)) {
       if (!ex.result_types.empty())
         throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "a function that returns values cannot be captured into a CUDA "
                                                      "graph when its kernels run on the emulator");
