@@ -1,5 +1,6 @@
 // The CPU SIMT emulator: lock-step divergence, loops with divergent trip counts, barriers over
-// shared state, printf formatting, local arrays and the out-of-bounds / misaligned errors.
+// shared state, printf formatting, local arrays, the out-of-bounds / misaligned errors, and device
+// addresses loaded from memory resolved through the launch's device map.
 #include <gtest/gtest.h>
 
 #include <algorithm>
