@@ -1,6 +1,9 @@
 // GPU memory staged through host memory around an emulated launch, with a fake device (host
 // memory standing for device memory): the decision of what is staged, overlapping views kept as
-// one host buffer, address translation, and only the launch's writes copied back.
+// one host buffer, address translation, only the launch's writes copied back, device addresses
+// found in memory staged on first access (whole allocations, around the arguments' copies),
+// addresses that are no memory refused, and a launch on a capturing stream recorded as
+// stream-ordered copies around a host function that each replay repeats.
 #include <gtest/gtest.h>
 
 #include <cstdint>
