@@ -116,3 +116,35 @@ def test_an_emulated_launch_captured_into_a_cuda_graph_runs_at_each_replay():
     compiled(x, y, cutlass.cuda.make_stream(side.cuda_stream))  # an ordinary call after the graph
     side.synchronize()
     torch.testing.assert_close(y, first + 4)
+
+
+@cute.jit
+def scale_through_table_on(table: cute.Tensor, also_an_argument: cute.Tensor, stream):
+    scale_through_table_kernel(table).launch(grid=(cute.size(table), 1, 1), block=(GROUP, 1, 1), stream=stream)
+
+
+@pytest.mark.gpu
+def test_a_captured_launch_reaching_device_memory_only_through_memory_fails_at_the_next_call():
+    # A host function may not call CUDA, so a replay cannot stage what no argument reaches: the
+    # replay's error is printed, and raised by the next call (the graph itself cannot raise).
+    torch = pytest.importorskip("torch")
+    reached_only_through_the_table = torch.randn(1 << 20, device="cuda")
+    argument = torch.randn(GROUP, device="cuda")
+    table = torch.tensor([argument.data_ptr(), reached_only_through_the_table.data_ptr()], dtype=torch.int64,
+                         device="cuda")
+    side = torch.cuda.Stream()
+    stream = cutlass.cuda.make_stream(side.cuda_stream)
+    compiled = cute.compile(scale_through_table_on, table, argument, side, options=OPTIONS)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=side):
+        compiled(table, argument, stream)
+    graph.replay()
+    torch.cuda.synchronize()
+    with pytest.raises(cutlass.DSLRuntimeError, match="an emulated launch replayed from a CUDA graph failed") as raised:
+        compiled(table, argument, stream)
+    assert "a launch captured into a CUDA graph stages only the memory its arguments reach" in str(raised.value)
+    # The error was reported once: the next call runs (outside a capture, the table's memory is staged).
+    before = reached_only_through_the_table[:GROUP].clone()
+    compiled(table, argument, stream)
+    side.synchronize()
+    torch.testing.assert_close(reached_only_through_the_table[:GROUP], before * 2 + 1)
