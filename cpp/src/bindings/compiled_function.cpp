@@ -264,12 +264,31 @@ inline __attribute__((always_inline)) void read_tensor_slot(const Executor& ex, 
   }
 }
 
+// One emulated call recorded into a CUDA graph (HostStaging::capture): what each replay runs. The
+// graph owns it (DeviceMemory::keep_while_graph_lives).
+struct CapturedCall {
+  std::shared_ptr<runtime::CompiledProgram> program;
+  std::unique_ptr<runtime::DeviceMemory> device;
+  std::unique_ptr<runtime::HostStaging> staging;
+  std::vector<ir::Scalar> values;  // the call's arguments, pointing at the host buffers
+  std::vector<emulator::MemoryRegion> regions;
+  bool strict = false;
+  void run() { program->run(values.data(), values.size(), regions, strict, staging.get()); }
+};
+
 // The GPU memory one emulated call stages through host memory (runtime/host_staging.h): the
 // tensors in device memory and the device allocations that pointer arguments point into. Their
-// host parameters (data pointers) and memory regions are rewritten to the host copies.
+// host parameters (data pointers) and memory regions are rewritten to the host copies; device
+// addresses the kernels find in memory are resolved by the staging (map()).
 class DeviceStaging {
  public:
   bool empty() const { return !staging_; }
+  // The emulator's map of device addresses: staging starts, with nothing staged yet, so that the
+  // kernels may still reach device memory through pointers they load.
+  const emulator::DeviceAddressMap* map() {
+    if (!staging_) start(0);
+    return staging_.get();
+  }
   // Tensor data slot `slot`, whose memory region (device addresses) is regions[region].
   void add_tensor(size_t slot, size_t region, const emulator::MemoryRegion& r) {
     if (r.end <= r.begin) return;  // an empty tensor: nothing to read, its pointer is never used
@@ -288,15 +307,25 @@ class DeviceStaging {
   }
   void copy_in(ir::Scalar* vals, std::vector<emulator::MemoryRegion>& regions) {
     staging_->copy_in();
-    for (size_t slot : slots_) vals[slot] = ir::Scalar::of_int(int64_t(staging_->host_address(uintptr_t(vals[slot].i))));
-    for (size_t k : regions_) {
-      emulator::MemoryRegion& r = regions[k];
-      const uintptr_t size = r.end - r.begin;
-      r.begin = staging_->host_address(r.begin);
-      r.end = r.begin + size;
-    }
+    to_host_copies(vals, regions);
   }
   void copy_out() { staging_->copy_out(); }
+  // Records the call into the CUDA graph being captured on `stream` instead of running it.
+  void capture(void* stream, const Executor& ex, const ir::Scalar* vals, size_t num_vals,
+               std::vector<emulator::MemoryRegion> regions) {
+    map();
+    auto call = std::make_unique<CapturedCall>();
+    call->program = ex.program;
+    call->values.assign(vals, vals + num_vals);
+    call->regions = std::move(regions);
+    call->strict = ex.strict_regions;
+    CapturedCall* c = call.get();
+    staging_->capture(stream, [c] { c->run(); });
+    to_host_copies(c->values.data(), c->regions);
+    call->device = std::move(device_);
+    call->staging = std::move(staging_);
+    c->device->keep_while_graph_lives(stream, call.release(), [](void* p) { delete static_cast<CapturedCall*>(p); });
+  }
 
  private:
   void start(uintptr_t address, void* context = nullptr) {
@@ -305,10 +334,35 @@ class DeviceStaging {
     device_ = runtime::cuda_device_memory(context);
     staging_ = std::make_unique<runtime::HostStaging>(*device_);
   }
+  void to_host_copies(ir::Scalar* vals, std::vector<emulator::MemoryRegion>& regions) {
+    for (size_t slot : slots_) vals[slot] = ir::Scalar::of_int(int64_t(staging_->host_address(uintptr_t(vals[slot].i))));
+    for (size_t k : regions_) {
+      emulator::MemoryRegion& r = regions[k];
+      const uintptr_t size = r.end - r.begin;
+      r.begin = staging_->host_address(r.begin);
+      r.end = r.begin + size;
+    }
+  }
   std::unique_ptr<runtime::DeviceMemory> device_;
   std::unique_ptr<runtime::HostStaging> staging_;
   std::vector<size_t> slots_, regions_;
 };
+
+// True when `a`, passed in a stream slot, is an event (launch_completion_event and the like share
+// the slot kind): the driver must not be asked about it as a stream.
+bool is_event_handle(nb::handle a) {
+  return std::strstr(Py_TYPE(a.ptr())->tp_name, "Event") != nullptr;
+}
+
+// The stream a call's launches go to (`streams`: its stream slots' values) when it is being
+// captured into a CUDA graph, else null.
+void* capturing_stream(const std::vector<int64_t>& streams) {
+  for (int64_t handle : streams) {
+    void* stream = reinterpret_cast<void*>(uintptr_t(handle));
+    if (handle && runtime::stream_is_capturing(stream)) return stream;
+  }
+  return nullptr;
+}
 
 nb::object call_executor(Executor& ex, nb::args call_args) {
   PyObject* arg_tuple = call_args.ptr();
@@ -333,6 +387,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
                                                     emulated, emulated && runtime::CudaDriver::get().available());
   std::vector<emulator::MemoryRegion> regions;
   DeviceStaging staging;  // what this call stages: nothing on the hot path
+  std::vector<int64_t> streams;  // of a staged call: its streams, one of which may be capturing
   // Slots of one tensor are adjacent, so one reader serves them all.
   std::optional<bindings::TensorArgument> tensor;
   int tensor_source = -1;
@@ -393,6 +448,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
         else if (nb::hasattr(a, "cuda_stream")) h = as_int64(a.attr("cuda_stream"));
         else h = as_int64(nb::int_(a));  // cuda.bindings CUstream: int() is the handle (getPtr() is not)
         vals[i] = ir::Scalar::of_int(h);
+        if (where == KernelMemory::HostStaged && !is_event_handle(a)) streams.push_back(h);
         break;
       }
       case kPointer: {
@@ -425,14 +481,31 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
   std::vector<ir::Scalar> results;
   const ir::Scalar* values = vals.data();
   const size_t num_values = vals.size();
+  const emulator::DeviceAddressMap* device_memory = nullptr;
+  if (where == KernelMemory::HostStaged) {
+    const std::string replay_error = runtime::HostStaging::take_replay_error();
+    if (!replay_error.empty())
+      throw emulator::ExecutionError("an emulated launch replayed from a CUDA graph failed: " + replay_error);
+    // A call on a stream being captured into a CUDA graph is recorded, to run at each replay.
+    if (void* stream = capturing_stream(streams)) {
+      if (!ex.result_types.empty())
+        throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "a function that returns values cannot be captured into a CUDA "
+                                                     "graph when its kernels run on the emulator");
+      staging.capture(stream, ex, values, num_values, std::move(regions));
+      return nb::none();
+    }
+  }
+  // Without a GPU too: an address the kernels reach that is no mapped memory is an error at the
+  // kernel's line, not a crash of the process.
+  if (emulated && where != KernelMemory::Any) device_memory = staging.map();
   if (!staging.empty()) staging.copy_in(&vals[0], regions);
   try {
     if (ex.release_gil) {
       nb::gil_scoped_release release;
-      results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions)
+      results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions, device_memory)
                          : ex.program->run(values, num_values);
     } else {
-      results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions)
+      results = emulated ? ex.program->run(values, num_values, regions, ex.strict_regions, device_memory)
                          : ex.program->run(values, num_values);
     }
   } catch (...) {

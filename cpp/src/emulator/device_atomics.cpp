@@ -75,8 +75,7 @@ Flow exec_atomic(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   // Lanes update one after another, in lane order: one of the orders the GPU may pick.
   FOR_LANES(m) {
     int l = LANE;
-    uintptr_t p = uintptr_t(at(i.a, l).i);
-    check_access(c, w, warp, l, i, p, bytes, true);
+    const uintptr_t p = check_access(c, w, warp, l, i, uintptr_t(at(i.a, l).i), bytes, true);
     Scalar cmp = i.c >= 0 ? at(i.c, l) : Scalar{};
     at(i.dst, l) = atomic_update(kind, i.type, reinterpret_cast<void*>(p), at(i.b, l), cmp);
   }

@@ -25,7 +25,10 @@
 // and, when the launch registered the buffers the kernel may reach (tensor arguments with their
 // extents), that the access lies inside one of them, inside the thread's local arrays, or inside
 // the block's shared memory; otherwise it raises an ExecutionError naming the kernel, the block
-// and thread indices and the address, instead of corrupting memory.
+// and thread indices and the address, instead of corrupting memory. A launch whose buffers are
+// GPU memory copied to the host (runtime/host_staging.h) also gives the emulator a
+// DeviceAddressMap: an address that no buffer covers, such as a device address the kernel loaded
+// from memory, is then looked up there and accessed at the host address that stands for it.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -45,12 +48,27 @@ struct MemoryRegion {
   std::string name;  // e.g. "tensor argument `a` (#0)", for error messages
 };
 
+// Device memory the launch reaches through host copies (runtime/host_staging.h). The kernel's own
+// arguments already point at the copies; device addresses that it reads from memory or computes
+// (a table of pointers, a tensor map written on the device) still name the device, and every
+// access the launch's buffers do not cover is resolved here.
+class DeviceAddressMap {
+ public:
+  virtual ~DeviceAddressMap() = default;
+  // The host address to access for the `bytes` at `address`, or `address` itself when it is host
+  // memory the launch may access in place. Thread-safe. Throws ExecutionError (without the
+  // kernel's place, which the caller adds) when it is neither, or runs out of a staged span.
+  virtual uintptr_t host_address(uintptr_t address, size_t bytes) const = 0;
+};
+
 struct EmulatorConfig {
   // Buffers the kernel may reach. With `strict`, an access outside all of them (and outside
   // local and shared memory) is an error; without, unknown addresses are trusted (a kernel given
   // raw pointers whose extents nobody knows).
   const std::vector<MemoryRegion>* regions = nullptr;
   bool strict = false;
+  // Device memory staged through host memory, or null when the launch reaches none.
+  const DeviceAddressMap* device_memory = nullptr;
   int threads = 0;  // host threads for blocks; 0: default_emulator_threads()
 };
 

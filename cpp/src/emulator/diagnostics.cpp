@@ -57,8 +57,8 @@ std::string where(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
   throw ExecutionError(what);
 }
 
-void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i, uintptr_t addr,
-                  size_t bytes, bool store) {
+uintptr_t check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i, uintptr_t addr,
+                       size_t bytes, bool store) {
   if (addr == 0) fail_at(c, w, warp, lane, i, std::string("a ") + (store ? "store" : "load") + " through a null pointer");
   if (w.mbarriers.any_filling() && in_smem(w, addr, bytes)) {  // TMA bytes not yet waited for (sm90_async.h)
     std::string race = const_cast<Worker&>(w).mbarriers.check_filling(addr, bytes, w.smem);
@@ -76,7 +76,7 @@ void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
     bad_access(c, w, warp, lane, i, addr, bytes, store, true);
   // A shared-memory pointer must stay inside the block's shared memory, known or not to the launch.
   if (i.space == ir::AddrSpace::Smem) {
-    if (in_smem(w, addr, bytes)) return;
+    if (in_smem(w, addr, bytes)) return addr;
     uintptr_t sb = reinterpret_cast<uintptr_t>(w.smem);
     std::string off = addr >= sb ? "offset " + std::to_string(addr - sb) : std::to_string(sb - addr) + " bytes before it";
     fail_at(c, w, warp, lane, i, std::string("out-of-bounds shared-memory ") + (store ? "store" : "load") + " of " +
@@ -87,13 +87,40 @@ void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
   }
   // The thread's own local arrays.
   uintptr_t lb = reinterpret_cast<uintptr_t>(warp.local) + uintptr_t(lane) * c.local_stride;
-  if (addr >= lb && addr + bytes <= lb + c.local_stride) return;
-  if (!c.cfg->regions) return;
-  for (const MemoryRegion& r : *c.cfg->regions)
-    if (addr >= r.begin && addr + bytes <= r.end) return;
-  if (in_smem(w, addr, bytes)) return;
-  if (w.cluster->size > 1 && cluster_block_holding(w, addr, bytes)) return;  // distributed shared memory
-  if (c.cfg->strict) bad_access(c, w, warp, lane, i, addr, bytes, store, false);
+  if (addr >= lb && addr + bytes <= lb + c.local_stride) return addr;
+  if (!c.cfg->regions && !c.cfg->device_memory) return addr;
+  if (c.cfg->regions)
+    for (const MemoryRegion& r : *c.cfg->regions)
+      if (addr >= r.begin && addr + bytes <= r.end) return addr;
+  if (in_smem(w, addr, bytes)) return addr;
+  if (w.cluster->size > 1 && cluster_block_holding(w, addr, bytes)) return addr;  // distributed shared memory
+  // A device address (loaded from memory or computed) stands for its staged host copy. In a strict
+  // launch an address the map refuses is reported as any access outside the buffers.
+  if (c.cfg->device_memory) {
+    uintptr_t host = addr;
+    try {
+      host = c.cfg->device_memory->host_address(addr, bytes);
+    } catch (const ExecutionError& e) {
+      if (c.cfg->strict && c.cfg->regions) bad_access(c, w, warp, lane, i, addr, bytes, store, false);
+      fail_at(c, w, warp, lane, i, std::string("an access of ") + std::to_string(bytes) + " bytes at address " +
+                                       hex(addr) + ": " + e.what());
+    }
+    // (A host copy keeps its device address's alignment: `addr` was checked above.)
+    if (host != addr) return host;
+  }
+  if (c.cfg->strict && c.cfg->regions) bad_access(c, w, warp, lane, i, addr, bytes, store, false);
+  return addr;
+}
+
+uintptr_t device_host_address(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
+                              uintptr_t addr, size_t bytes) {
+  if (!c.cfg->device_memory) return addr;
+  try {
+    return c.cfg->device_memory->host_address(addr, bytes);
+  } catch (const ExecutionError& e) {
+    fail_at(c, w, warp, lane, i, std::string("an access of ") + std::to_string(bytes) + " bytes at address " + hex(addr) +
+                                     ": " + e.what());
+  }
 }
 
 [[noreturn]] void report_assertion(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i) {

@@ -24,9 +24,16 @@ std::string where(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
 // Checks one load or store of `bytes` at `addr` by a lane: not null, naturally aligned, no race
 // with TMA / cp.async / wgmma in flight, inside shared memory for a shared pointer, else inside the
 // thread's local arrays, a buffer the launch registered or the cluster's shared memory (strict
-// launches only). Raises ExecutionError naming the access otherwise.
-void check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i, uintptr_t addr,
-                  size_t bytes, bool store);
+// launches only), or device memory that the launch's DeviceAddressMap resolves. Raises
+// ExecutionError naming the access otherwise. Returns the host address to access: `addr` itself,
+// or the host copy standing for a staged device address.
+uintptr_t check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i, uintptr_t addr,
+                       size_t bytes, bool store);
+
+// The host address standing for `addr` in the launch's DeviceAddressMap (`addr` itself without
+// one, or when it is host memory); raises ExecutionError naming the lane when the map refuses it.
+uintptr_t device_host_address(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
+                              uintptr_t addr, size_t bytes);
 
 // Raises AssertionFailure for a device assertion that failed in `lane`.
 [[noreturn]] void report_assertion(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i);

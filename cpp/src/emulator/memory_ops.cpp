@@ -36,8 +36,7 @@ Flow exec_load(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     const size_t bytes = (size_t(-i.imm) * size_t(i.width) + 7) / 8;
     FOR_LANES(m) {
       int l = LANE;
-      uintptr_t p = uintptr_t(at(i.a, l).i);
-      check_access(c, w, warp, l, i, p, bytes, false);
+      const uintptr_t p = check_access(c, w, warp, l, i, uintptr_t(at(i.a, l).i), bytes, false);
       for (int k = 0; k < i.width; ++k) at(i.dst + k, l) = ir::load_packed_scalar(i.type, reinterpret_cast<const void*>(p), k);
     }
     return Flow::Next;
@@ -45,8 +44,7 @@ Flow exec_load(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const size_t bytes = size_t(i.imm) * size_t(i.width);
   FOR_LANES(m) {
     int l = LANE;
-    uintptr_t p = uintptr_t(at(i.a, l).i);
-    check_access(c, w, warp, l, i, p, bytes, false);
+    const uintptr_t p = check_access(c, w, warp, l, i, uintptr_t(at(i.a, l).i), bytes, false);
     for (int k = 0; k < i.width; ++k)
       at(i.dst + k, l) = ir::load_scalar(i.type, reinterpret_cast<const void*>(p + uintptr_t(k * i.imm)));
   }
@@ -60,8 +58,7 @@ Flow exec_store(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     const size_t bytes = (size_t(-i.imm) * size_t(i.width) + 7) / 8;
     FOR_LANES(m) {
       int l = LANE;
-      uintptr_t p = uintptr_t(at(i.b, l).i);
-      check_access(c, w, warp, l, i, p, bytes, true);
+      const uintptr_t p = check_access(c, w, warp, l, i, uintptr_t(at(i.b, l).i), bytes, true);
       for (int k = 0; k < i.width; ++k) ir::store_packed_scalar(i.type, at(i.a + k, l), reinterpret_cast<void*>(p), k);
     }
     return Flow::Next;
@@ -69,8 +66,7 @@ Flow exec_store(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const size_t bytes = size_t(i.imm) * size_t(i.width);
   FOR_LANES(m) {
     int l = LANE;
-    uintptr_t p = uintptr_t(at(i.b, l).i);
-    check_access(c, w, warp, l, i, p, bytes, true);
+    const uintptr_t p = check_access(c, w, warp, l, i, uintptr_t(at(i.b, l).i), bytes, true);
     for (int k = 0; k < i.width; ++k)
       ir::store_scalar(i.type, at(i.a + k, l), reinterpret_cast<void*>(p + uintptr_t(k * i.imm)));
   }

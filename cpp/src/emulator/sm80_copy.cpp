@@ -187,7 +187,7 @@ void execute_sm80_copy(const Inst& i, Sm80WarpContext& w) {
         w.check(l, dst, size_t(bytes), true, true);
         // A zero-fill copy (source size 0) does not touch its source: predicated-off threads may
         // point anywhere. The source's alignment still follows the copy size.
-        if (src_bytes > 0) w.check(l, src, size_t(bytes), false, false);
+        if (src_bytes > 0) src = w.check(l, src, size_t(bytes), false, false);
         else if (src % uintptr_t(bytes))
           w.fail(l, "misaligned cp.async source address: not a multiple of " + std::to_string(bytes));
         unsigned t = w.first_thread + unsigned(l);
@@ -253,7 +253,7 @@ Flow exec_sm80_copy(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   ctx.mask = m;
   ctx.first_thread = warp.first_thread;
   ctx.async = &w.async;
-  ctx.check = [&](int lane, uintptr_t addr, size_t bytes, bool store, bool smem) {
+  ctx.check = [&](int lane, uintptr_t addr, size_t bytes, bool store, bool smem) -> uintptr_t {
     if (smem && !in_smem(w, addr, bytes))
       fail_at(c, w, warp, lane, i, std::string("a ") + ir::opcode_name(i.code) + " shared-memory address " +
                                        hex(addr) + " (" + std::to_string(bytes) +
@@ -267,7 +267,7 @@ Flow exec_sm80_copy(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     }
     Inst probe = i;
     probe.space = smem ? ir::AddrSpace::Smem : ir::AddrSpace::Generic;
-    if (!smem) check_access(c, w, warp, lane, probe, addr, bytes, store);
+    return smem ? addr : check_access(c, w, warp, lane, probe, addr, bytes, store);
   };
   ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
   execute_sm80_copy(i, ctx);

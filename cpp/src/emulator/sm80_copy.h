@@ -65,7 +65,8 @@ struct Sm80WarpContext {
   unsigned first_thread = 0;
   AsyncCopyTracker* async = nullptr;
   // Bounds and alignment check of one access (raises); `smem` says it must be shared memory.
-  std::function<void(int lane, uintptr_t addr, size_t bytes, bool store, bool smem)> check;
+  // Returns the host address to access (a staged device address's host copy, else `addr`).
+  std::function<uintptr_t(int lane, uintptr_t addr, size_t bytes, bool store, bool smem)> check;
   std::function<void(int lane, const std::string& what)> fail;  // raises
 };
 

@@ -206,7 +206,9 @@ uintptr_t swizzled(uintptr_t addr, int swizzle_bytes) {
 // The host's descriptor (a kernel parameter) or a tensor map a kernel copied into memory (sm90_tensormap).
 TmaDescriptor descriptor_of(const Inst& i, Sm90WarpContext& w, int lane) {
   TmaDescriptor d;
-  if (!tma_descriptor_at(uintptr_t(at(w, i.a, lane).i), &d))
+  uintptr_t addr = uintptr_t(at(w, i.a, lane).i);
+  if (w.tensor_map_address && addr) addr = w.tensor_map_address(lane, addr);
+  if (!tma_descriptor_at(addr, &d))
     w.fail(lane, std::string(ir::opcode_name(i.code)) + " through a pointer that is not a TMA descriptor made by "
                                                         "make_tiled_tma_atom (nor a copy of one: copy_tensormap)");
   if (d.rank != int(i.imm))
@@ -281,7 +283,7 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
       char* p = smem + (swizzled(off + o, d.swizzle_bytes));
       (void)sbase;
       if (g) {
-        w.check_global(lane, g, size_t(d.elem_bytes), false);
+        g = w.check_global(lane, g, size_t(d.elem_bytes), false);
         std::memcpy(p, reinterpret_cast<const void*>(g), size_t(d.elem_bytes));
       } else {
         std::memset(p, 0, size_t(d.elem_bytes));  // out-of-bounds elements are zero-filled
@@ -323,7 +325,7 @@ void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
                                         ir::OpCode::And, ir::OpCode::Or, ir::OpCode::Xor};
   for_box(d, origin, [&](uintptr_t g, uint64_t o) {
     if (!g) return;  // elements outside the tensor are not written
-    w.check_global(lane, g, size_t(d.elem_bytes), true);
+    g = w.check_global(lane, g, size_t(d.elem_bytes), true);
     const char* from = w.smem + swizzled(src - base + o, d.swizzle_bytes);
     if (reduce == ir::TmaReduceKind::None) {
       std::memcpy(reinterpret_cast<void*>(g), from, size_t(d.elem_bytes));
@@ -477,8 +479,10 @@ Flow exec_sm90_async(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   };
   ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
   ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
-    check_access(c, w, warp, lane, i, addr, bytes, store);
+    return check_access(c, w, warp, lane, i, addr, bytes, store);
   };
+  if (c.cfg->device_memory)
+    ctx.tensor_map_address = [&](int lane, uintptr_t addr) { return device_host_address(c, w, warp, lane, i, addr, 128); };
   // A TMA load refilling shared memory that a wgmma in flight (not yet retired by its
   // warpgroup's wait_group) still reads: on the GPU the MMA may read the new bytes.
   ctx.check_smem_fill = [&](int lane, const char* smem, uintptr_t begin, size_t bytes) {

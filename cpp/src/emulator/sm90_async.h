@@ -117,7 +117,11 @@ struct Sm90WarpContext {
   uintptr_t wait_addr = 0;
   int64_t wait_parity = 0;
   // Global-memory bounds check of a TMA access (raises), as for ordinary loads and stores.
-  std::function<void(int lane, uintptr_t addr, size_t bytes, bool store)> check_global;
+  // Returns the host address to access (a staged device address's host copy, else `addr`).
+  std::function<uintptr_t(int lane, uintptr_t addr, size_t bytes, bool store)> check_global;
+  // Optional: the host address of a tensor map the kernel names by `addr`, which may be a
+  // staged device address (raises when it is device memory that is not staged).
+  std::function<uintptr_t(int lane, uintptr_t addr)> tensor_map_address;
   // Optional: checks that a TMA load may write [begin, begin + bytes) of the shared memory `smem`
   // (this CTA's or a peer's) now, e.g. that no wgmma still in flight reads it (raises).
   std::function<void(int lane, const char* smem, uintptr_t begin, size_t bytes)> check_smem_fill;

@@ -28,7 +28,7 @@ char* slot_bytes(Sm90WarpContext& w, int lane, uintptr_t addr, bool store, const
     if (addr + sizeof(TmaDescriptorImage) > base + w.smem_size)
       w.fail(lane, std::string(what) + ": the 128-byte tensor map runs past the block's shared memory");
   } else {
-    w.check_global(lane, addr, sizeof(TmaDescriptorImage), store);
+    addr = w.check_global(lane, addr, sizeof(TmaDescriptorImage), store);
   }
   return reinterpret_cast<char*>(addr);
 }
@@ -105,7 +105,9 @@ void execute_sm90_tensormap(const Inst& i, Sm90WarpContext& w) {
     switch (i.code) {
       case OpCode::TmaDescCopy: {
         TmaDescriptor d;
-        if (!tma_descriptor_at(uintptr_t(at(w, i.a, l).i), &d))
+        uintptr_t from = uintptr_t(at(w, i.a, l).i);
+        if (w.tensor_map_address && from) from = w.tensor_map_address(l, from);
+        if (!tma_descriptor_at(from, &d))
           w.fail(l, "copy_tensormap from a pointer that is not a TMA descriptor made by make_tiled_tma_atom");
         const TmaDescriptorImage img = tma_descriptor_image(d);
         std::memcpy(slot_bytes(w, l, uintptr_t(at(w, i.b, l).i), true, "copy_tensormap", i.space == ir::AddrSpace::Smem), &img,
@@ -190,8 +192,10 @@ Flow exec_sm90_tensormap(const Inst& i, const LaunchCtx& c, Worker& w, Warp& war
   ctx.smem_size = w.smem_size;
   ctx.fail = [&](int lane, const std::string& what) { fail_at(c, w, warp, lane, i, what); };
   ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
-    check_access(c, w, warp, lane, i, addr, bytes, store);
+    return check_access(c, w, warp, lane, i, addr, bytes, store);
   };
+  if (c.cfg->device_memory)
+    ctx.tensor_map_address = [&](int lane, uintptr_t addr) { return device_host_address(c, w, warp, lane, i, addr, 128); };
   execute_sm90_tensormap(i, ctx);
   return Flow::Next;
 }

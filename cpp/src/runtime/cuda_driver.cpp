@@ -116,6 +116,16 @@ struct CudaDriver::Api {
   CUresult (*GraphLaunch)(CUgraphExec, CUstream);
   CUresult (*GraphExecDestroy)(CUgraphExec);
   CUresult (*GraphDestroy)(CUgraph);
+  // Optional: capture staging (has_capture_staging).
+  CUresult (*MemcpyDtoHAsync)(void*, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void*, size_t, CUstream);
+  CUresult (*LaunchHostFunc)(CUstream, void (*)(void*), void*);
+  CUresult (*MemAllocHost)(void**, size_t);
+  CUresult (*MemFreeHost)(void*);
+  CUresult (*ThreadExchangeStreamCaptureMode)(int*);
+  CUresult (*StreamGetCaptureInfo)(CUstream, int*, unsigned long long*, CUgraph*, const void**, size_t*);
+  CUresult (*UserObjectCreate)(void**, void*, void (*)(void*), unsigned, unsigned);
+  CUresult (*GraphRetainUserObject)(CUgraph, void*, unsigned, unsigned);
   CUresult (*TensorMapEncodeTiled)(void*, int, unsigned, void*, const uint64_t*, const uint64_t*, const uint32_t*,
                                    const uint32_t*, int, int, int, int);  // optional: CUDA 12.0+
 };
@@ -216,6 +226,15 @@ const CudaDriver::Api& CudaDriver::api() {
       bind(a->GraphExecDestroy, "cuGraphExecDestroy");
       bind(a->GraphDestroy, "cuGraphDestroy");
       bind(a->TensorMapEncodeTiled, "cuTensorMapEncodeTiled", /*required=*/false);
+      bind(a->MemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2", /*required=*/false);
+      bind(a->MemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", /*required=*/false);
+      bind(a->LaunchHostFunc, "cuLaunchHostFunc", /*required=*/false);
+      bind(a->MemAllocHost, "cuMemAllocHost_v2", /*required=*/false);
+      bind(a->MemFreeHost, "cuMemFreeHost", /*required=*/false);
+      bind(a->ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", /*required=*/false);
+      bind(a->StreamGetCaptureInfo, "cuStreamGetCaptureInfo_v2", /*required=*/false);
+      bind(a->UserObjectCreate, "cuUserObjectCreate", /*required=*/false);
+      bind(a->GraphRetainUserObject, "cuGraphRetainUserObject", /*required=*/false);
       if (missing) {
         load_error_ = "the CUDA driver at " + support::loaded_library_path(lib) +
                       " lacks " + missing + "; the driver is too old";
@@ -479,6 +498,74 @@ void CudaDriver::memcpy_htod(void* dst_device, const void* src_host, size_t byte
 void CudaDriver::memcpy_dtoh(void* dst_host, const void* src_device, size_t bytes) {
   const Api& a = initialized();
   check(a, "cuMemcpyDtoH_v2", a.MemcpyDtoH(dst_host, to_dptr(src_device), bytes));
+}
+
+bool CudaDriver::has_capture_staging() {
+  const Api& a = initialized();
+  return a.MemcpyDtoHAsync && a.MemcpyHtoDAsync && a.LaunchHostFunc;
+}
+
+void CudaDriver::memcpy_dtoh_async(void* dst_host, const void* src_device, size_t bytes, StreamHandle stream) {
+  const Api& a = initialized();
+  check(a, "cuMemcpyDtoHAsync_v2", a.MemcpyDtoHAsync(dst_host, to_dptr(src_device), bytes, stream));
+}
+
+void CudaDriver::memcpy_htod_async(void* dst_device, const void* src_host, size_t bytes, StreamHandle stream) {
+  const Api& a = initialized();
+  check(a, "cuMemcpyHtoDAsync_v2", a.MemcpyHtoDAsync(to_dptr(dst_device), src_host, bytes, stream));
+}
+
+void CudaDriver::launch_host_function(StreamHandle stream, void (*fn)(void*), void* data) {
+  const Api& a = initialized();
+  check(a, "cuLaunchHostFunc", a.LaunchHostFunc(stream, fn, data));
+}
+
+namespace {
+// cuda.h's CUstreamCaptureMode: tolerates calls that are not stream-ordered during a capture.
+constexpr int kCaptureModeRelaxed = 2;
+
+// Runs `f` with the calling thread in relaxed capture mode, then restores its mode.
+template <class F>
+void in_relaxed_capture_mode(const CudaDriver::Api& a, F&& f) {
+  int mode = kCaptureModeRelaxed;
+  const bool exchanged = a.ThreadExchangeStreamCaptureMode && a.ThreadExchangeStreamCaptureMode(&mode) == CUDA_SUCCESS;
+  f();
+  if (exchanged) a.ThreadExchangeStreamCaptureMode(&mode);
+}
+}  // namespace
+
+void* CudaDriver::mem_alloc_host(size_t bytes) noexcept {
+  if (!available()) return nullptr;
+  const Api& a = *api_.load(std::memory_order_acquire);
+  if (!a.MemAllocHost) return nullptr;
+  void* p = nullptr;
+  in_relaxed_capture_mode(a, [&] {
+    if (a.MemAllocHost(&p, bytes) != CUDA_SUCCESS) p = nullptr;
+  });
+  return p;
+}
+
+void CudaDriver::mem_free_host(void* ptr) noexcept {
+  if (!ptr || !available()) return;
+  const Api& a = *api_.load(std::memory_order_acquire);
+  if (a.MemFreeHost) in_relaxed_capture_mode(a, [&] { a.MemFreeHost(ptr); });
+}
+
+bool CudaDriver::graph_keep_object(StreamHandle stream, void* object, void (*destroy)(void*)) {
+  const Api& a = initialized();
+  if (!a.StreamGetCaptureInfo || !a.UserObjectCreate || !a.GraphRetainUserObject) return false;
+  int status = 0;
+  unsigned long long id = 0;
+  CUgraph graph = nullptr;
+  const void* deps = nullptr;
+  size_t num_deps = 0;
+  if (a.StreamGetCaptureInfo(stream, &status, &id, &graph, &deps, &num_deps) != CUDA_SUCCESS || !graph) return false;
+  constexpr unsigned kNoDestructorSync = 1;  // CU_USER_OBJECT_NO_DESTRUCTOR_SYNC
+  constexpr unsigned kMove = 1;              // CU_GRAPH_USER_OBJECT_MOVE: the graph takes our reference
+  void* user_object = nullptr;
+  if (a.UserObjectCreate(&user_object, object, destroy, 1, kNoDestructorSync) != CUDA_SUCCESS) return false;
+  // Should the graph refuse it, the user object keeps `object` unreleased: a leak, never a double free.
+  return a.GraphRetainUserObject(graph, user_object, 1, kMove) == CUDA_SUCCESS;
 }
 
 CudaDriver::PointerInfo CudaDriver::pointer_info(const void* address) noexcept {

@@ -127,6 +127,22 @@ class CudaDriver {
   void memcpy_htod(void* dst_device, const void* src_host, size_t bytes);
   void memcpy_dtoh(void* dst_host, const void* src_device, size_t bytes);
 
+  // Stream-ordered copies, page-locked host memory and host functions, for staging an emulated
+  // launch that is captured into a CUDA graph (host_staging.h). Optional driver entry points:
+  // has_capture_staging() says whether all are there.
+  bool has_capture_staging();
+  void memcpy_dtoh_async(void* dst_host, const void* src_device, size_t bytes, StreamHandle stream);
+  void memcpy_htod_async(void* dst_device, const void* src_host, size_t bytes, StreamHandle stream);
+  void launch_host_function(StreamHandle stream, void (*fn)(void*), void* data);
+  // Page-locked host memory, allocated and freed in relaxed capture mode (neither call is
+  // stream-ordered, and neither may break a capture in progress); null when the driver refuses.
+  void* mem_alloc_host(size_t bytes) noexcept;
+  void mem_free_host(void* ptr) noexcept;
+  // Makes the graph being captured on `stream` own `object`: destroy(object) runs (on a driver
+  // thread, where CUDA may not be called) when the graph is gone. False when the driver cannot
+  // (no user objects: CUDA < 11.3), leaving `object` to the caller.
+  bool graph_keep_object(StreamHandle stream, void* object, void (*destroy)(void*));
+
   // What the driver knows of an address (cuPointerGetAttribute): its memory type (cuda.h's
   // CUmemorytype: 1 host, 2 device, 4 unified; 0 when the driver does not know the address),
   // whether it is managed, its allocation and context. Never throws: without a driver, or for

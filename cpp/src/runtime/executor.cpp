@@ -217,10 +217,12 @@ void CompiledProgram::load_module() {
 // Passes a run's argument buffers to the emulator with each launch.
 class EmulatorLauncher : public emulator::LaunchHandler {
  public:
-  EmulatorLauncher(CompiledProgram* program, const std::vector<emulator::MemoryRegion>* regions, bool strict)
+  EmulatorLauncher(CompiledProgram* program, const std::vector<emulator::MemoryRegion>* regions, bool strict,
+                   const emulator::DeviceAddressMap* device_memory = nullptr)
       : program_(program) {
     config_.regions = regions;
     config_.strict = strict;
+    config_.device_memory = device_memory;
   }
   void launch(const emulator::LaunchRequest& r) override { program_->emulate(r, config_); }
 
@@ -286,9 +288,10 @@ void CompiledProgram::emulate(const emulator::LaunchRequest& r, const emulator::
 }
 
 std::vector<ir::Scalar> CompiledProgram::run(const ir::Scalar* args, size_t num_args,
-                                             const std::vector<emulator::MemoryRegion>& regions, bool strict) {
+                                             const std::vector<emulator::MemoryRegion>& regions, bool strict,
+                                             const emulator::DeviceAddressMap* device_memory) {
   if (!runs_on_emulator()) return run(args, num_args);
-  EmulatorLauncher launcher(this, &regions, strict);
+  EmulatorLauncher launcher(this, &regions, strict, device_memory);
   return interpreter_->run(args, num_args, &launcher);
 }
 

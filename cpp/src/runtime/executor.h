@@ -55,13 +55,15 @@ class CompiledProgram : public emulator::LaunchHandler {
   std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args) { return run(args.data(), args.size()); }
   std::vector<ir::Scalar> run(const ir::Scalar* args, size_t num_args);
   // As run(), with the buffers the arguments own: emulated kernels check every access
-  // against them (strict: an access outside all of them is an error).
+  // against them (strict: an access outside all of them is an error). `device_memory`, when
+  // given, resolves the device addresses of GPU memory staged through host memory (host_staging.h).
   std::vector<ir::Scalar> run(const std::vector<ir::Scalar>& args, const std::vector<emulator::MemoryRegion>& regions,
                               bool strict) {
     return run(args.data(), args.size(), regions, strict);
   }
   std::vector<ir::Scalar> run(const ir::Scalar* args, size_t num_args,
-                              const std::vector<emulator::MemoryRegion>& regions, bool strict);
+                              const std::vector<emulator::MemoryRegion>& regions, bool strict,
+                              const emulator::DeviceAddressMap* device_memory = nullptr);
   void launch(const emulator::LaunchRequest& request) override;
   // Kernels that run on a GPU get the driver's encoding of a TMA descriptor (runtime/tma_descriptor).
   void encode_tma(emulator::TmaDescriptor& d, ir::Type element) override;

@@ -1,5 +1,6 @@
 // The CPU SIMT emulator: lock-step divergence, loops with divergent trip counts, barriers over
-// shared state, printf formatting, local arrays and the out-of-bounds / misaligned errors.
+// shared state, printf formatting, local arrays, the out-of-bounds / misaligned errors, and device
+// addresses loaded from memory resolved through the launch's device map.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -482,5 +483,90 @@ TEST(HostInterpreter, FailedAssertionNamesMessageAndSource) {
   } catch (const AssertionFailure& e) {
     EXPECT_EQ(std::string(e.what()), "host assertion failed: n > 0 (/src/host.py:3)");
     EXPECT_EQ(e.line, 3);
+  }
+}
+
+namespace {
+
+// Device memory standing for a GPU's: addresses from kDevice on name `host`'s bytes, as GPU
+// memory staged through host memory does (runtime/host_staging.h); any other unknown address is refused.
+constexpr uintptr_t kDevice = uintptr_t(0x7e0000000000);
+struct FakeDeviceMap final : opencute::emulator::DeviceAddressMap {
+  std::vector<int32_t>* host = nullptr;
+  uintptr_t host_address(uintptr_t address, size_t bytes) const override {
+    if (address >= kDevice && address + bytes <= kDevice + host->size() * 4)
+      return reinterpret_cast<uintptr_t>(host->data()) + (address - kDevice);
+    throw ExecutionError("the address is neither host memory nor device memory staged for the emulated launch");
+  }
+};
+
+// out_table[0] holds a device address; each thread t stores t at ((int32*)out_table[0])[t].
+Kernel& store_through_loaded_pointer(Kernel& k) {
+  Value* table = k.arg(pointer_type(i64(), AddrSpace::Gmem, 8));
+  Value* address = k.b.load(table, i64());
+  Op* to_ptr = k.b.create(OpCode::IntToPtr, {address}, {ptr_i32()});
+  to_ptr->line = 42;
+  Value* out = to_ptr->result();
+  Value* t = k.tid();
+  Op* store = nullptr;
+  k.store(out, t, t);
+  store = k.f->body->ops.back().get();
+  store->line = 43;
+  k.finish();
+  return k;
+}
+
+void run_with_device_map(const Kernel& k, unsigned block, int64_t* table, const FakeDeviceMap& map) {
+  DeviceEmulator emu(*k.f);
+  LaunchRequest r{};
+  r.grid[0] = r.grid[1] = r.grid[2] = 1;
+  r.block[0] = block, r.block[1] = r.block[2] = 1;
+  r.cluster[0] = r.cluster[1] = r.cluster[2] = 1;
+  std::vector<Scalar> args = {ptr(table)};
+  r.num_args = args.size();
+  std::vector<Type> types = {k.f->body->args[0]->type};
+  r.arg_types = types.data();
+  r.args = args.data();
+  std::vector<MemoryRegion> regions = {MemoryRegion{uintptr_t(table), uintptr_t(table + 1), "tensor argument `table`"}};
+  EmulatorConfig cfg;
+  cfg.regions = &regions;
+  cfg.strict = true;
+  cfg.device_memory = &map;
+  cfg.threads = 1;
+  emu.launch(r, cfg);
+}
+
+}  // namespace
+
+TEST(DeviceEmulator, ADeviceAddressLoadedFromMemoryIsAccessedThroughItsHostCopy) {
+  // A table of device pointers (grouped GEMM's): the kernel loads the address and stores through
+  // it; the launch's DeviceAddressMap serves the device memory's host copy.
+  Kernel k("through_table");
+  store_through_loaded_pointer(k);
+  std::vector<int32_t> staged(40, -1);
+  FakeDeviceMap map;
+  map.host = &staged;
+  int64_t table = int64_t(kDevice + 8);  // element 2 of the device buffer
+  run_with_device_map(k, 32, &table, map);
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(staged[size_t(i)], i >= 2 && i < 34 ? i - 2 : -1) << i;
+}
+
+TEST(DeviceEmulator, AnAddressTheDeviceMapRefusesStopsTheLaunchAtTheKernelLine) {
+  // A kernel that forges pointers runs without bounds checks (its buffers' extents are unknown),
+  // but never dereferences an address the device map refuses (a device address nobody staged
+  // would crash the process): the error names the store's line and the map's reason.
+  Kernel k("through_table");
+  store_through_loaded_pointer(k);
+  std::vector<int32_t> staged(8, -1);
+  FakeDeviceMap map;
+  map.host = &staged;
+  int64_t table = int64_t(kDevice + 16);
+  try {
+    run_with_device_map(k, 32, &table, map);
+    FAIL() << "expected an error";
+  } catch (const ExecutionError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "an access of 4 bytes at address 0x7e0000000020: the address is neither host memory nor device memory "
+              "staged for the emulated launch in kernel 'through_table' (line 43), block (0,0,0) thread (4,0,0)");
   }
 }

@@ -1,7 +1,8 @@
 // The PTX executor's parser and scalar core on hand-written PTX: declarations, loops and
 // predicates, 0f immediates, vector pack / unpack, bit-field and byte-permute instructions,
 // shuffles, inline-asm scopes that reuse register and label names, and its errors (an
-// unsupported instruction named with its line; a deadlock naming the waiting instruction).
+// unsupported instruction named with its line; a deadlock naming the waiting instruction), and a
+// device address loaded from memory, resolved through the launch's device map (host_staging.h).
 // Expected values are computed by hand from the PTX ISA.
 #include <gtest/gtest.h>
 
@@ -185,5 +186,66 @@ $L__BB0_1:
     const std::string w = e.what();
     EXPECT_NE(w.find("deadlock"), std::string::npos) << w;
     EXPECT_NE(w.find("spins on a failed mbarrier.try_wait at PTX line 15"), std::string::npos) << w;
+  }
+}
+
+namespace {
+
+// Thread t stores t through the address held at [param_0] (a table of one device pointer).
+const char* kThroughTableKernel = R"(
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry through_table(
+	.param .u64 through_table_param_0
+)
+{
+	.reg .b32 	%r<2>;
+	.reg .b64 	%rd<6>;
+
+	ld.param.u64 	%rd1, [through_table_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	ld.global.u64 	%rd3, [%rd2];
+	mov.u32 	%r1, %tid.x;
+	mul.wide.u32 	%rd4, %r1, 4;
+	add.s64 	%rd5, %rd3, %rd4;
+	st.global.u32 	[%rd5], %r1;
+	ret;
+}
+)";
+
+// The 4 GiB from kDevice name `host`'s bytes (GPU memory staged through host memory); other
+// addresses are host memory.
+constexpr uintptr_t kDevice = uintptr_t(0x500000000000);
+struct FakeDeviceMap final : opencute::emulator::DeviceAddressMap {
+  std::vector<uint32_t>* host = nullptr;
+  uintptr_t host_address(uintptr_t address, size_t bytes) const override {
+    if (address < kDevice || address >= kDevice + (uintptr_t(1) << 32)) return address;
+    if (address + bytes > kDevice + host->size() * 4) throw ExecutionError("not staged");
+    return reinterpret_cast<uintptr_t>(host->data()) + (address - kDevice);
+  }
+};
+
+}  // namespace
+
+TEST(PtxExecutor, ADeviceAddressLoadedFromMemoryIsAccessedThroughTheDeviceMap) {
+  PtxExecutor ex(kThroughTableKernel);
+  std::vector<uint32_t> staged(6, 0xdeadbeef);
+  FakeDeviceMap map;
+  map.host = &staged;
+  uint64_t table = kDevice + 4;  // element 1
+  Launch l("through_table", {scalar(int64_t(reinterpret_cast<uintptr_t>(&table)))}, 4);
+  EmulatorConfig cfg;
+  cfg.device_memory = &map;
+  ex.launch(l.r, cfg);
+  EXPECT_EQ(staged, (std::vector<uint32_t>{0xdeadbeef, 0, 1, 2, 3, 0xdeadbeef}));
+  table = kDevice + 12;  // threads 3.. run past the staged memory
+  try {
+    ex.launch(l.r, cfg);
+    FAIL() << "expected an error";
+  } catch (const ExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("store to global address 0x500000000018: not staged"), std::string::npos)
+        << e.what();
   }
 }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "emulator/device_emulator.h"
+#include "emulator/sm90_async.h"
 #include "ir/async_attributes.h"
 #include "ir/builder.h"
 #include "ir/parser.h"
@@ -276,6 +277,89 @@ TEST(MbarrierEmulator, PhasesHandOverDataBetweenWarps) {
   emu.launch(r, cfg);
   for (int t = 0; t < 32; ++t) EXPECT_EQ(host[size_t(t)], 7) << t;   // after warp 1's phase
   for (int t = 32; t < 64; ++t) EXPECT_EQ(host[size_t(t)], 42 + t) << t;
+}
+
+
+// Device memory standing for a GPU's (runtime/host_staging.h): the 4 GiB from kDevice on name the
+// bytes of `host`; other addresses are host memory, accessed in place.
+constexpr uintptr_t kDevice = uintptr_t(0x7e0000000000);
+struct FakeDeviceMap final : emulator::DeviceAddressMap {
+  std::vector<float>* host = nullptr;
+  mutable int device_lookups = 0;
+  uintptr_t host_address(uintptr_t address, size_t bytes) const override {
+    if (address < kDevice || address >= kDevice + (uintptr_t(1) << 32)) return address;
+    ++device_lookups;
+    if (address + bytes > kDevice + host->size() * 4) throw emulator::ExecutionError("not staged");
+    return reinterpret_cast<uintptr_t>(host->data()) + (address - kDevice);
+  }
+};
+
+TEST(TmaEmulator, ATensorMapWhoseGlobalAddressIsADeviceAddressLoadsItsHostCopy) {
+  // Grouped GEMM points its tensor maps at device addresses it loads from a table: the TMA engine
+  // reads each element at the host copy the launch's device map names.
+  Kernel k("tma_from_device");
+  Value* desc = k.arg(ir::pointer_type(ir::f32(), AddrSpace::Param, 64));
+  Value* out = k.arg(gptr(ir::f32()));
+  Value* tile = k.b.smem_alloc(ir::f32(), 8, 1024);
+  Value* bar = k.bar();
+  Value* tid = k.b.special(OpCode::ThreadIdx, 0);
+  ir::Op* first = k.b.create_if(k.b.cmp(ir::CmpPredicate::Eq, tid, k.c32(0)));
+  k.b.set_block(first->region_block(0));
+  k.init(bar, 1);
+  k.arrive(ir::MbarrierArriveKind::ArriveExpectTx, bar, k.c32(32));
+  ir::Op* load = k.b.create(OpCode::TmaLoad, {desc, tile, bar, k.c32(0)}, {});
+  load->int_attr = 1;
+  load->ints = {0};
+  k.b.yield({});
+  k.b.set_block(first->region_block(1));
+  k.b.yield({});
+  k.b.set_block(k.f->body.get());
+  k.b.barrier();
+  k.wait(ir::MbarrierWaitKind::Wait, bar, k.c32(0));
+  k.b.store(k.b.load(k.b.ptr_add(tile, tid), ir::f32()), k.b.ptr_add(out, tid));
+  k.finish();
+
+  emulator::TmaDescriptor d;
+  d.rank = 1;
+  d.elem_bytes = 4;
+  d.global_address = kDevice + 8;  // elements 2..9 of the device buffer
+  d.dims[0] = 8;
+  d.strides[0] = 4;
+  d.box[0] = 8;
+  std::vector<float> device(10);
+  for (int i = 0; i < 10; ++i) device[size_t(i)] = float(i) + 0.5f;
+  FakeDeviceMap map;
+  map.host = &device;
+  std::vector<float> host(8, -1.0f);
+  emulator::DeviceEmulator emu(*k.f);
+  ir::Scalar args[2];
+  args[0].i = int64_t(reinterpret_cast<uintptr_t>(&d));
+  args[1].i = int64_t(reinterpret_cast<uintptr_t>(host.data()));
+  Type types[2] = {ir::pointer_type(ir::f32(), AddrSpace::Param, 64), gptr(ir::f32())};
+  emulator::LaunchRequest r{nullptr, {1, 1, 1}, {8, 1, 1}, {1, 1, 1}, false};
+  r.smem = 0;
+  r.stream = nullptr;
+  r.num_args = 2;
+  r.arg_types = types;
+  r.args = args;
+  emulator::EmulatorConfig cfg;
+  cfg.threads = 1;
+  cfg.device_memory = &map;
+  emu.launch(r, cfg);
+  for (int t = 0; t < 8; ++t) EXPECT_EQ(host[size_t(t)], float(t + 2) + 0.5f) << t;
+  EXPECT_EQ(map.device_lookups, 8);  // one per element of the box
+
+  // A tensor map reaching past the staged memory stops the launch with the map's reason.
+  d.global_address = kDevice + 16;
+  try {
+    emu.launch(r, cfg);
+    FAIL() << "expected an error";
+  } catch (const emulator::ExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("an access of 4 bytes at address 0x7e0000000028: not staged in kernel "
+                                         "'tma_from_device'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

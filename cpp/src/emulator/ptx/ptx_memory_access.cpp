@@ -141,6 +141,21 @@ uint8_t* ThreadCtx::host(uint64_t addr, Space space, uint64_t bytes, bool store,
     if (inside(addr, bytes, L.params, uint64_t(L.kernel->param_bytes))) return reinterpret_cast<uint8_t*>(addr);
   }
   const EmulatorConfig* cfg = L.config;
+  // A device address (loaded from memory or computed) stands for its staged host copy.
+  if (cfg && cfg->device_memory) {
+    bool given = false;
+    if (cfg->regions)
+      for (const MemoryRegion& r : *cfg->regions) given = given || (addr >= r.begin && addr + bytes <= r.end);
+    if (!given) {
+      uint64_t h = addr;
+      try {
+        h = cfg->device_memory->host_address(addr, bytes);
+      } catch (const ExecutionError& e) {
+        fail(std::string(store ? "store to" : "load from") + " global address " + hex(addr) + ": " + e.what());
+      }
+      if (h != addr) return reinterpret_cast<uint8_t*>(h);
+    }
+  }
   if (cfg && cfg->regions && cfg->strict) {
     for (const MemoryRegion& r : *cfg->regions)
       if (addr >= r.begin && addr + bytes <= r.end) return reinterpret_cast<uint8_t*>(addr);
