@@ -97,6 +97,43 @@ def test_inline_asm_compiles_to_the_users_ptx(no_file_cache):
     assert "add.s32" in compiled.__ptx__ and "vote.sync.any.pred" in compiled.__ptx__
 
 
+@cute.kernel
+def extra_operand_kernel(out: cute.Tensor, order: cutlass.Constexpr):
+    # quack's tensormap update: `order` is spliced into the text and also passed as an operand
+    # the constraint string does not name.
+    llvm.inline_asm(None, [out.iterator.toint().ir_value(), Int32(5).ir_value(), Int32(order).ir_value()],
+                    f"st.global.b32 [$0+{4 * order}], $1;", "l,r", has_side_effects=True,
+                    is_align_stack=False, asm_dialect=llvm.AsmDialect.AD_ATT)
+
+
+@cute.jit
+def extra_operand_host(out: cute.Tensor, order: cutlass.Constexpr):
+    extra_operand_kernel(out, order).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_inline_asm_drops_operands_the_constraints_and_text_do_not_name(no_file_cache):
+    compiled = cute.compile(extra_operand_host, np.zeros(4, np.int32), 2)
+    assert 'asm sideeffect "st.global.b32 [$0+8], $1;", "l,r"(i64 ' in compiled.nvvm_ir
+    call = compiled.nvvm_ir.split('asm sideeffect "st.global.b32')[1].split("\n")[0]
+    assert call.count("i32 ") == 1  # the unnamed third operand is not passed on
+    toolchain.ptx_of(compiled)
+    assert "st.global.b32" in compiled.__ptx__
+
+
+def test_inline_asm_naming_an_operand_past_its_constraints_is_refused():
+    @cute.kernel
+    def k(out: cute.Tensor):
+        llvm.inline_asm(None, [out.iterator.toint().ir_value(), Int32(5).ir_value(), Int32(6).ir_value()],
+                        "st.global.b32 [$0], $2;", "l,r", has_side_effects=True)
+
+    @cute.jit
+    def host(out: cute.Tensor):
+        k(out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+    with pytest.raises(Exception, match="names 2 input\\(s\\) but 3 operand\\(s\\) were given"):
+        cute.compile(host, np.zeros(4, np.int32))
+
+
 def test_the_emulator_refuses_inline_asm_at_the_users_line():
     with pytest.raises(cutlass.DSLRuntimeError, match="inline PTX") as info:
         asm_host(*_args())

@@ -4,6 +4,7 @@
 //                      registers cannot hold: it is widened to i32 on the way in and compared with
 //                      zero on the way out, so user code may pass Boolean values to "r" operands.
 //   GridDepControl  -> griddepcontrol.wait; / griddepcontrol.launch_dependents;   (sm_90+)
+#include <cctype>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,21 @@ std::vector<std::string> split_constraints(const std::string& s) {
   return parts;
 }
 
+// Whether the asm text names an operand $n with n >= first (a "$$" is a literal dollar sign).
+bool asm_names_operand_from(const std::string& text, size_t first) {
+  for (size_t i = 0; i + 1 < text.size(); ++i) {
+    if (text[i] != '$') continue;
+    if (text[i + 1] == '$') {
+      ++i;
+      continue;
+    }
+    size_t j = i + 1, n = 0;
+    while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) n = n * 10 + size_t(text[j++] - '0');
+    if (j > i + 1 && n >= first) return true;
+  }
+  return false;
+}
+
 void lower_inline_asm(const Op& op, KernelLowering& k) {
   std::vector<std::string> cons = split_constraints(ir::inline_asm_constraints(op));
   size_t outputs = 0;
@@ -59,11 +75,15 @@ void lower_inline_asm(const Op& op, KernelLowering& k) {
   size_t inputs = 0;
   for (size_t i = outputs; i < cons.size(); ++i)
     if (cons[i].empty() || cons[i][0] != '~') ++inputs;
-  if (inputs != op.operands.size())
+  // Operands past the constraint string's inputs are accepted when the asm text cannot name them
+  // (quack passes an operand it spliced into the text as a literal); they are not passed on.
+  size_t passed = op.operands.size();
+  if (inputs < passed && !asm_names_operand_from(ir::inline_asm_text(op), outputs + inputs)) passed = inputs;
+  if (inputs != passed)
     k.error(op, "inline_asm: the constraint string names " + std::to_string(inputs) + " input(s) but " +
                     std::to_string(op.operands.size()) + " operand(s) were given");
   std::string args;
-  for (size_t i = 0; i < op.operands.size(); ++i) {
+  for (size_t i = 0; i < passed; ++i) {
     const ir::Value* v = op.operands[i];
     std::string ty = llvm_type(v->type), val = k.operand(v);
     if (v->type->is_bool() && cons[outputs + i] != "b") {
