@@ -9,6 +9,7 @@
 #include "bindings/num_convert.h"
 #include "cute/atom/copy_sm100.h"
 #include "dsl/sm100_ops.h"
+#include "dsl/tracer.h"
 
 namespace nb = nanobind;
 
@@ -29,11 +30,12 @@ void bind_sm100(nb::module_& root) {
   m.def("retrieve_tmem_ptr", [](nb::handle dtype, int align, nb::handle src) {
     return dsl::retrieve_tmem_ptr(dtype_of(dtype), align, to_num(src));
   });
-  m.def("commit", [](nb::handle bar, nb::handle mask, int cta_group) {
+  m.def("commit", [](nb::handle bar, nb::handle mask, int cta_group, const std::string& file, int line) {
     std::optional<dsl::Num> m;
     if (!mask.is_none()) m = to_num(mask);
+    dsl::UserLocation at(file, line);  // the emulator's reports about MMAs in flight name the commit
     dsl::tcgen05_commit(to_num(bar), m, cta_group);
-  }, nb::arg("bar"), nb::arg("mask").none(), nb::arg("cta_group"));
+  }, nb::arg("bar"), nb::arg("mask").none(), nb::arg("cta_group"), nb::arg("file") = "", nb::arg("line") = 0);
   m.def("wait", &dsl::tcgen05_wait, nb::arg("store"));
   // Tensor-memory copy atoms (cute/atom/copy_sm100): shape 0..4 = 32x32b, 16x64b, 16x128b, 16x256b, 16x32bx2.
   m.def("make_tmem_copy_atom", [](int shape, int repetitions, bool pack, bool store, nb::handle dtype) {

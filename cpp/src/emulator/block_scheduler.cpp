@@ -125,6 +125,7 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
   cl.barrier_arrived = cl.barrier_phase = 0;
   cl.live_threads = int64_t(cl.size) * c.block_threads;
   cl.epoch = 0;
+  cl.mma_completion.reset();
   for (;;) {
     bool progress = false;
     const uint64_t epoch = cl.epoch;
@@ -167,6 +168,7 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
       running = progress = true;
     }
     if (!unfinished) {
+      for (Worker* w : cl.blocks) report_mma_in_flight_at_exit(c, *w);
       for (Worker* w : cl.blocks) report_leaked_tmem(c, *w);
       return;
     }

@@ -14,6 +14,7 @@
 #include "emulator/sm90_async.h"
 #include "emulator/sm90_mma.h"
 #include "emulator/sm100_mma.h"
+#include "emulator/sm100_mma_completion.h"
 #include "emulator/sm100_tmem.h"
 
 namespace opencute::emulator {
@@ -74,6 +75,7 @@ struct ClusterState {
   // Bumped at every change of a synchronisation object: a scheduling round in which no warp got
   // past a wait and this stayed the same can never make progress (a deadlock, reported).
   uint64_t epoch = 0;
+  MmaCompletion mma_completion;  // tcgen05.mma not known to be complete (emulator/sm100_mma_completion.h)
 };
 
 // One host thread's state: registers and local memory for every warp of a block, reused for

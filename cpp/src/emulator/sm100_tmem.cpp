@@ -158,6 +158,13 @@ Flow exec_ldst(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   e = w.tmem.check_columns(col0, span, name);
   if (e.empty() && shape == ir::Tcgen05Shape::S16x32bx2) e = w.tmem.check_columns(col0 + uint32_t(split), span, name);
   if (!e.empty()) fail_at(c, w, warp, 0, i, e + " (address " + hex32(a) + ")");
+  if (load && w.cluster->mma_completion.any_in_flight()) {
+    const uint32_t end = col0 + uint32_t(span) + (shape == ir::Tcgen05Shape::S16x32bx2 ? uint32_t(split) : 0u);
+    if (const MmaCompletion::InFlight* m = w.cluster->mma_completion.writing(w.rank, col0, end))
+      fail_at(c, w, warp, 0, i,
+              "tcgen05.ld reads tensor-memory columns [" + std::to_string(col0) + ", " + std::to_string(end) +
+                  ") before the MMA that writes them is known to be complete: " + describe_mma_in_flight(*w.cluster, *m));
+  }
   for (int t = 0; t < kWarp; ++t)
     for (int r = 0; r < nregs; ++r) {
       int l = 0, u = 0;
