@@ -273,12 +273,18 @@ void check_tmem_pending(const LaunchCtx& c, Worker& w, Warp& warp, const Inst& i
       for (size_t k = 0; k < i.srcs.size(); ++k) set_pending(warp, i.dsts[k], 1, pending(warp, i.srcs[k], 1));
       return;
     case K::Store: {
-      // Stored to memory (the register fragment's local array): the mark follows the bytes.
+      // Stored to the thread's local memory (the register fragment's array): the mark follows the
+      // bytes. Stored anywhere else, the value is used.
       if (in_b) used();
       FOR_LANES(warp.mask) {
         uintptr_t addr = uintptr_t(at(i.b, LANE).i);
-        if (in_a) warp.tmem_pending_local.insert(addr);
-        else warp.tmem_pending_local.erase(addr);
+        if (!in_a) {
+          warp.tmem_pending_local.erase(addr);
+          continue;
+        }
+        const uintptr_t local = reinterpret_cast<uintptr_t>(warp.local) + uintptr_t(LANE) * c.local_stride;
+        if (addr < local || addr >= local + c.local_stride) used();
+        warp.tmem_pending_local.insert(addr);
       }
       return;
     }
