@@ -460,8 +460,8 @@ bool lower_sm90_async(DeviceEmulator::Program& p, const ir::Op& op) {
 
 namespace {
 
-// A wait that saw its mbarrier's phase complete: the tcgen05.mma that commits to it tracked are
-// complete (sm100_mma_completion.h).
+// A wait that saw its mbarrier's phase complete: the tcgen05.mma that the commits arriving on it
+// track are complete (sm100_mma_completion.h).
 void note_wait_for_mma_commits(const Inst& i, Sm90WarpContext& ctx, Worker& w) {
   for (uint32_t m = ctx.mask; m; m &= m - 1) {
     const int l = __builtin_ctz(m);
