@@ -180,3 +180,34 @@ def test_columns_never_freed_point_at_the_allocation():
     assert "128 columns allocated by tcgen05.alloc were never freed (tcgen05.dealloc) before the CTA exited" \
         in str(e.value)
     assert_at(e.value, tmem_tests.__file__, tmem_tests.line_of("alloc"))
+
+
+@cute.kernel
+def dealloc_kernel(out: cute.Tensor, freed: cutlass.Constexpr):
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    tidx, _, _ = cute.arch.thread_idx()
+    if warp == 0:
+        cute.arch.alloc_tmem(64, holder)
+    cute.arch.sync_threads()
+    ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+    out[tidx] = holder[0]
+    if warp == 0:
+        cute.arch.relinquish_tmem_alloc_permit()
+        cute.arch.dealloc_tmem(ptr, freed)  # LINE dealloc
+
+
+@cute.jit
+def run_dealloc(out: cute.Tensor, freed: cutlass.Constexpr):
+    dealloc_kernel(out, freed).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_dealloc_of_another_column_count_points_at_the_dealloc():
+    out = np.full(32, -1, np.int32)
+    cute.compile(run_dealloc, out, 64, options=EMU)(out)  # the matching count: clean
+    assert (out == 0).all()  # the allocation's address: lane 0, column 0
+    with pytest.raises(cutlass.DSLRuntimeError) as e:
+        cute.compile(run_dealloc, out, 32, options=EMU)(out)
+    assert "tcgen05.dealloc of 32 columns at column 0: that allocation has 64 columns" in str(e.value)
+    assert_at(e.value, __file__, line_of("dealloc"))

@@ -23,9 +23,10 @@ void bind_sm100(nb::module_& root) {
   m.def("alloc_tmem", [](nb::handle columns, nb::handle dst, int cta_group, const std::string& file, int line) {
     dsl::tmem_alloc(to_num(columns), to_num(dst), cta_group, file, line);
   });
-  m.def("dealloc_tmem", [](nb::handle address, nb::handle columns, int cta_group) {
+  m.def("dealloc_tmem", [](nb::handle address, nb::handle columns, int cta_group, const std::string& file, int line) {
+    dsl::UserLocation at(file, line);  // the emulator's reports of a wrong dealloc name it
     dsl::tmem_dealloc(to_num(address), to_num(columns), cta_group);
-  });
+  }, nb::arg("address"), nb::arg("columns"), nb::arg("cta_group"), nb::arg("file") = "", nb::arg("line") = 0);
   m.def("relinquish_tmem_alloc_permit", &dsl::tmem_relinquish_alloc_permit);
   m.def("retrieve_tmem_ptr", [](nb::handle dtype, int align, nb::handle src) {
     return dsl::retrieve_tmem_ptr(dtype_of(dtype), align, to_num(src));
