@@ -211,3 +211,84 @@ def test_dealloc_of_another_column_count_points_at_the_dealloc():
         cute.compile(run_dealloc, out, 32, options=EMU)(out)
     assert "tcgen05.dealloc of 32 columns at column 0: that allocation has 64 columns" in str(e.value)
     assert_at(e.value, __file__, line_of("dealloc"))
+
+
+MP, NP = 256, 64  # the 2-CTA MMA: 128 rows of A and 32 of B in each CTA of the pair
+
+
+def pair_epilogue(tiled_mma, tmem_ptr, gC, rank, tidx):
+    tCtAcc = cute.make_tensor(tmem_ptr, tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((MP, NP))).layout)
+    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x16), cutlass.Float32),
+                                 tCtAcc[(None, 0, 0)])
+    thr = t2r.get_slice(tidx)
+    tTR_g = thr.partition_D(tiled_mma.get_slice(rank).partition_C(gC)[(None, 0, 0)])
+    frag = cute.make_rmem_tensor(tTR_g.shape, cutlass.Float32)
+    cute.copy(t2r, thr.partition_S(tCtAcc[(None, 0, 0)]), frag)
+    cute.autovec_copy(frag, tTR_g)
+
+
+@cute.kernel
+def pair_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma):
+    # The leader issues the 2-CTA MMA right after the pair's tcgen05.alloc.cta_group::2, with no other
+    # synchronisation between them: the collective alloc is what makes the peer's columns exist
+    # (NVIDIA's grouped GEMM relies on it).
+    tidx, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    rank = cute.arch.block_idx_in_cluster()
+    sA_l = sm100_utils.make_smem_layout_a(tiled_mma, (MP, NP, K), cutlass.Float16, 1)
+    sB_l = sm100_utils.make_smem_layout_b(tiled_mma, (MP, NP, K), cutlass.Float16, 1)
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    bar = smem.allocate_array(cutlass.Int64, 1)
+    sA = smem.allocate_tensor(cutlass.Float16, sA_l.outer, 1024, sA_l.inner)
+    sB = smem.allocate_tensor(cutlass.Float16, sB_l.outer, 1024, sB_l.inner)
+    gA = cute.make_tensor(mA.iterator, cute.make_layout((MP, K), stride=(K, 1)))
+    gB = cute.make_tensor(mB.iterator, cute.make_layout((NP, K), stride=(K, 1)))
+    gC = cute.make_tensor(mC.iterator, cute.make_layout((MP, NP), stride=(NP, 1)))
+    mc, nc = MP // 2, NP // 2
+    for j in cutlass.range_constexpr(mc * K // 128):
+        i = tidx + j * 128
+        sA[((i % mc, i // mc), 0, 0, 0)] = gA[(rank * mc + i % mc, i // mc)].to(cutlass.Float16)
+    for j in cutlass.range_constexpr(nc * K // 128):
+        i = tidx + j * 128
+        sB[((i % nc, i // nc), 0, 0, 0)] = gB[(rank * nc + i % nc, i // nc)].to(cutlass.Float16)
+    cute.arch.fence_proxy("async.shared", space="cta")
+    if tidx == 0:
+        cute.arch.mbarrier_init(bar, 1)
+    cute.arch.mbarrier_init_fence()
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    if warp == 0:
+        cute.arch.alloc_tmem(COLS, holder, is_two_cta=True)
+        if rank == 0:
+            acc = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+            tCtAcc = cute.make_tensor(acc, tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((MP, NP))).layout)
+            tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+            cute.gemm(tiled_mma, tCtAcc, tiled_mma.make_fragment_A(sA)[(None, None, 0, 0)],
+                      tiled_mma.make_fragment_B(sB)[(None, None, 0, 0)], tCtAcc)
+            tcgen05.commit(bar, mask=3, cta_group=tcgen05.CtaGroup.TWO)
+    cute.arch.sync_threads()
+    tmem_ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+    cute.arch.mbarrier_wait(bar, 0)
+    pair_epilogue(tiled_mma, tmem_ptr, gC, rank, tidx)
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+    if warp == 0:
+        cute.arch.relinquish_tmem_alloc_permit(is_two_cta=True)
+        cute.arch.dealloc_tmem(tmem_ptr, COLS, is_two_cta=True)
+
+
+@cute.jit
+def run_pair(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor):
+    tiled_mma = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, OperandMajorMode.K, OperandMajorMode.K,
+                                                   cutlass.Float32, tcgen05.CtaGroup.TWO, (MP, NP))
+    pair_kernel(mA, mB, mC, tiled_mma).launch(grid=(2, 1, 1), block=(128, 1, 1), cluster=(2, 1, 1))
+
+
+def test_a_pair_alloc_waits_for_the_peer_so_an_mma_right_after_it_is_clean():
+    rng = np.random.default_rng(11)
+    A = rng.integers(-3, 4, (MP, K)).astype(np.float32)
+    B = rng.integers(-3, 4, (NP, K)).astype(np.float32)
+    C = np.zeros((MP, NP), np.float32)
+    cute.compile(run_pair, A, B, C, options=EMU)(A, B, C)
+    np.testing.assert_array_equal(C, A @ B.T)

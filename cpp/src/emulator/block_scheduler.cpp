@@ -101,6 +101,7 @@ void start_block(const LaunchCtx& c, Worker& w) {
     warp.tmem_pending_ld = nullptr;
     std::fill(warp.tmem_pending_regs.begin(), warp.tmem_pending_regs.end(), 0);
     warp.tmem_pending_local.clear();
+    warp.tmem_pair_alloc_waiting = false;
   }
 }
 

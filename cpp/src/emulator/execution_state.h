@@ -53,6 +53,7 @@ struct Warp {
   const ir::Op* tmem_pending_ld = nullptr;
   std::vector<uint8_t> tmem_pending_regs;  // per register (sized on the first tcgen05.ld)
   std::unordered_set<uintptr_t> tmem_pending_local;
+  bool tmem_pair_alloc_waiting = false;  // at a tcgen05.alloc.cta_group::2, for the peer CTA's warp
   // barrier.cluster: the lanes that arrived and have not waited yet, and the phase they arrived in.
   uint32_t cluster_arrived = 0;
   int64_t cluster_phase = 0;

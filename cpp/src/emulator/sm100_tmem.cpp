@@ -15,6 +15,7 @@ void TensorMemory::reset() {
   allocations_.clear();
   used_.fill(false);
   relinquished_ = false;
+  pair_allocs_reached = 0;
 }
 
 std::string TensorMemory::allocate(int64_t columns, const ir::Op* op, uint32_t* column) {
@@ -308,6 +309,22 @@ void check_tmem_pending(const LaunchCtx& c, Worker& w, Warp& warp, const Inst& i
 
 namespace {
 
+// tcgen05.alloc.cta_group::2: one warp of each CTA of the pair allocates, collectively (PTX ISA), so
+// the warp that gets there first waits for the peer's: neither CTA's MMA may then find columns the
+// other has not allocated yet. False while the peer has not reached as many such allocs.
+bool peer_reached_pair_alloc(Worker& w, Warp& warp) {
+  const unsigned peer = w.rank ^ 1u;
+  if (peer >= w.cluster->size) return true;  // no pair: nothing to wait for
+  if (!warp.tmem_pair_alloc_waiting) {
+    warp.tmem_pair_alloc_waiting = true;
+    ++w.tmem.pair_allocs_reached;
+    ++w.cluster->epoch;
+  }
+  if (w.cluster->blocks[peer]->tmem.pair_allocs_reached < w.tmem.pair_allocs_reached) return false;
+  warp.tmem_pair_alloc_waiting = false;
+  return true;
+}
+
 Flow exec_tmem(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const ir::Op& op = *i.op;
   const LaneRegs at{warp.regs};
@@ -324,6 +341,10 @@ Flow exec_tmem(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       if (!in_smem(w, uintptr_t(dst), 4) || (dst & 3))
         check("tcgen05.alloc: the address is written to shared memory, but " + hex(uintptr_t(dst)) +
               " is not a 4-byte aligned address in the CTA's shared memory");
+      if (op.int_attr == 2 && !peer_reached_pair_alloc(w, warp)) {
+        warp.state = WarpState::Parked;  // runs the alloc again when resumed
+        return Flow::Stop;
+      }
       uint32_t col = 0;
       check(w.tmem.allocate(cols, &op, &col));
       std::memcpy(reinterpret_cast<void*>(dst), &col, 4);
