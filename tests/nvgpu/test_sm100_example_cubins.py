@@ -27,6 +27,9 @@ import toolchain
 EMU = "--target cpu --gpu-arch sm_100a"
 M, N, K, L = 256, 256, 128, 1
 
+# dense_gemm.py and dense_gemm_software_pipeline.py name barrier 0 in a NamedBarrier (their choice).
+pytestmark = pytest.mark.filterwarnings("ignore:NamedBarrier. barrier 0 is the one sync_threads uses")
+
 
 @pytest.fixture(autouse=True)
 def cold_cubin_link(monkeypatch):
@@ -96,7 +99,7 @@ def check_cubin(compiled):
     assert cubin is not None and bytes(cubin[:4]) == b"\x7fELF", "nvJitLink produced no sm_100a cubin"
 
 
-# (row name, example, kernel class, extra constructor arguments, 2-CTA)
+# (test id, example file, kernel class, 2-CTA MMA)
 DENSE = [(f"{name}{' 2cta' if two else ''}", name, cls, two)
          for name, cls in (("dense_gemm", "DenseGemmKernel"), ("dense_gemm_persistent", "PersistentDenseGemmKernel"),
                            ("dense_gemm_persistent_dynamic", "PersistentDenseGemmKernel"),
@@ -109,7 +112,9 @@ DENSE = [(f"{name}{' 2cta' if two else ''}", name, cls, two)
 @pytest.mark.parametrize("row,name,cls,two_cta", DENSE, ids=[d[0] for d in DENSE])
 def test_dense_gemm_kernels_link_sm100a_cubins(row, name, cls, two_cta):
     module = load(f"cute/blackwell/kernel/dense_gemm/{name}.py")
-    # The 2-CTA MMA pairs two CTAs of a 2x1 cluster, 128 rows each.
+    # The 2-CTA MMA pairs two CTAs of a 2x1 cluster, 128 rows each (a 256x128 tiler; the bw: rows'
+    # 2-CTA runs keep the default 128x128 one, which does not trace yet: a layout error in
+    # make_fragment_C, benchmarks/RESULTS.md "Session 10").
     tiler, cluster = ((256, 128), (2, 1)) if two_cta else ((128, 128), (1, 1))
     if cls == "SM100PersistentDenseGemmAlphaBetaKernel":
         gemm = getattr(module, cls)(cutlass.Float32, cutlass.Float32, two_cta, tiler, cluster)
@@ -126,10 +131,10 @@ def test_dense_gemm_kernels_link_sm100a_cubins(row, name, cls, two_cta):
     check_cubin(compiled)
 
 
-def operand(rows, cols, np_dtype, dynamic_rows=True):
+def operand(rows, cols, np_dtype):
     """A row-major (rows, cols) tensor as the tutorials make theirs: K (cols) contiguous."""
     t = from_dlpack(zeros((rows, cols), np_dtype), assumed_align=32).mark_layout_dynamic(leading_dim=1)
-    return t.mark_compact_shape_dynamic(mode=1, divisibility=cols) if dynamic_rows else t
+    return t.mark_compact_shape_dynamic(mode=1, divisibility=cols)
 
 
 TUTORIALS = ["0", "1", "2", "3", "3_1", "4", "5", "6"]
