@@ -292,3 +292,30 @@ def test_a_pair_alloc_waits_for_the_peer_so_an_mma_right_after_it_is_clean():
     C = np.zeros((MP, NP), np.float32)
     cute.compile(run_pair, A, B, C, options=EMU)(A, B, C)
     np.testing.assert_array_equal(C, A @ B.T)
+
+
+@cute.kernel
+def lone_pair_alloc_kernel(out: cute.Tensor):
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == 0:
+        if cute.arch.block_idx_in_cluster() == 0:
+            cute.arch.alloc_tmem(32, holder, is_two_cta=True)  # LINE lone_alloc
+    cute.arch.sync_threads()
+
+
+@cute.jit
+def run_lone_pair_alloc(out: cute.Tensor):
+    lone_pair_alloc_kernel(out).launch(grid=(2, 1, 1), block=(64, 1, 1), cluster=(2, 1, 1))
+
+
+def test_a_pair_alloc_the_peer_never_reaches_is_a_deadlock_naming_it():
+    out = np.zeros(4, np.float32)
+    with pytest.raises(cutlass.DSLRuntimeError) as e:
+        cute.compile(run_lone_pair_alloc, out, options=EMU)(out)
+    text = str(e.value)
+    assert "no warp can proceed: block (0,0,0) warp 0 waits at tcgen05.alloc.cta_group::2 for the peer CTA's warp " \
+           f"to allocate with it at {__file__}:{line_of('lone_alloc')}; block (0,0,0) warp 1 waits at sync_threads" \
+        in text, text
+    assert f"--> {__file__}:{line_of('lone_alloc')}" in text, text

@@ -132,6 +132,8 @@ static std::string wait_description(const LaunchCtx& c, const Worker& w, const W
       if (i.kind == K::Cluster && i.code == OpCode::ClusterBarrier)
         s = "cluster_wait (" + std::to_string(cl.barrier_arrived) + " of " + std::to_string(cl.live_threads) +
             " threads of the cluster arrived)";
+      else if (i.code == OpCode::TmemAlloc)  // .cta_group::2 (sm100_tmem.h)
+        s = "tcgen05.alloc.cta_group::2 for the peer CTA's warp to allocate with it";
       else
         s = ir::opcode_name(i.code);
       if (i.op && i.op->line)
@@ -199,13 +201,18 @@ static std::string mbarrier_deadlock(const LaunchCtx& c, const ClusterState& cl)
                          ": warp(s) " + stuck + " wait, and no other warp can arrive");
   }
   std::string stuck;
+  const ir::Op* first = nullptr;  // the source frame: the first wait at a known line
   for (const Worker* w : cl.blocks)
     for (const Warp& warp : w->warps)
-      if (warp.state != WarpState::Done)
+      if (warp.state != WarpState::Done) {
         stuck += std::string(stuck.empty() ? "" : "; ") + "block " + dims3(w->block_idx) + " warp " +
                  std::to_string(warp.index) + " waits at " + wait_description(c, *w, warp);
+        const Inst& i = c.prog->code[size_t(warp.pc)];
+        if (!first && warp.state == WarpState::Parked && i.op && i.op->line) first = i.op;
+      }
   std::string where = cl.size > 1 ? "', cluster " + dims3(cl.blocks[0]->cluster_id) : "'";
-  throw ExecutionError("deadlock in kernel '" + *c.kernel + where + ": no warp can proceed: " + stuck);
+  throw ExecutionError("deadlock in kernel '" + *c.kernel + where + ": no warp can proceed: " + stuck,
+                       first ? first->file : "", first ? first->line : 0);
 }
 
 void report_leaked_tmem(const LaunchCtx& c, const Worker& w) {
