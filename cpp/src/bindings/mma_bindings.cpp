@@ -255,15 +255,18 @@ void bind_mma(nb::module_& root) {
     return cute::make_tiled_mma(a, al, perm);
   }, nb::arg("atom"), nb::arg("atom_layout").none(), nb::arg("permutation").none());
 
-  m.def("gemm", [](nb::handle atom, nb::handle d, nb::handle a, nb::handle b, nb::handle c) {
+  // file / line: the user's call (its ops carry it: the emulator's reports name it).
+  m.def("gemm", [](nb::handle atom, nb::handle d, nb::handle a, nb::handle b, nb::handle c, const std::string& file,
+                   int line) {
     Scope scope;
+    dsl::UserLocation at(file, line);
     // The tiled MMA's own atom (not a copy): its ACCUMULATE cell must outlive this call.
     MmaAtom* own = nb::isinstance<TiledMma>(atom) ? &nb::cast<TiledMma&>(atom).atom
                    : nb::isinstance<MmaAtom>(atom) ? &nb::cast<MmaAtom&>(atom) : nullptr;
     if (own) cute::prepare_accumulate_field(*own);
     cute::gemm(own ? *own : atom_of(atom), as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(b, "gemm"),
                as_tensor(c, "gemm"));
-  });
+  }, nb::arg("atom"), nb::arg("d"), nb::arg("a"), nb::arg("b"), nb::arg("c"), nb::arg("file") = "", nb::arg("line") = 0);
 
   m.def("make_tiled_copy_C_atom", [](const cute::CopyAtom& atom, nb::handle mma) {
     Scope scope;

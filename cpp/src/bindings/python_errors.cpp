@@ -37,8 +37,8 @@ nb::object& cuda_error_class() {
   return *cls;
 }
 
-// Errors of a running program (the emulator's and the host interpreter's) as DSLRuntimeError;
-// a failed assertion points at the user's line.
+// Errors of a running program (the emulator's and the host interpreter's) as DSLRuntimeError,
+// pointing at the user's line when the error knows it.
 void raise_runtime_error(const char* what, const std::string& file, int line) {
   nb::object& cls = runtime_error_class();
   if (!cls.is_valid() || cls.is_none()) {
@@ -68,12 +68,8 @@ void translate_dsl_exception(const std::exception_ptr& p) {
     if (!cls.is_valid() || cls.is_none()) throw;
     nb::object exc = cls(e.what(), e.code());
     PyErr_SetObject((PyObject*)Py_TYPE(exc.ptr()), exc.ptr());
-  } catch (const emulator::UnsupportedOnEmulator& e) {
+  } catch (const emulator::ExecutionError& e) {  // unsupported ops, failed assertions, bad kernels
     raise_runtime_error(e.what(), e.file, e.line);
-  } catch (const emulator::AssertionFailure& e) {
-    raise_runtime_error(e.what(), e.file, e.line);
-  } catch (const emulator::ExecutionError& e) {
-    raise_runtime_error(e.what(), "", 0);
   } catch (const std::bad_cast&) {
     // A failed nb::cast in a binding that did not check the object's type first: say what kind
     // of mistake reaches there rather than "std::bad_cast".

@@ -45,6 +45,17 @@ void Tracer::exit_to_parent(ir::Op* op) { builder().set_block(op->parent); }
 
 Tracer* Tracer::current() { return g_current; }
 
+UserLocation::UserLocation(const std::string& file, int line) {
+  if (file.empty() || !g_current || !g_current->current_function()) return;
+  builder_ = &g_current->builder();
+  file_ = builder_->file(), line_ = builder_->line();
+  builder_->set_location(file, line);
+}
+
+UserLocation::~UserLocation() {
+  if (builder_) builder_->set_location(file_, line_);
+}
+
 const support::Arch& Tracer::current_target_arch() {
   static const support::Arch none;
   return g_current ? g_current->target_arch_ : none;

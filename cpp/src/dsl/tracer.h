@@ -73,4 +73,20 @@ class Tracer {
   Tracer* previous_ = nullptr;
 };
 
+// While it lives, the ops the active trace creates carry the user's `file`:`line`, the call that
+// makes them (the emulator's reports name it); the builder's own location comes back after.
+// Nothing without a trace or a file.
+class UserLocation {
+ public:
+  UserLocation(const std::string& file, int line);
+  ~UserLocation();
+  UserLocation(const UserLocation&) = delete;
+  UserLocation& operator=(const UserLocation&) = delete;
+
+ private:
+  ir::Builder* builder_ = nullptr;
+  std::string file_;
+  int line_ = 0;
+};
+
 }  // namespace opencute::dsl

@@ -101,6 +101,7 @@ void start_block(const LaunchCtx& c, Worker& w) {
     warp.tmem_pending_ld = nullptr;
     std::fill(warp.tmem_pending_regs.begin(), warp.tmem_pending_regs.end(), 0);
     warp.tmem_pending_local.clear();
+    warp.tmem_pair_alloc_waiting = false;
   }
 }
 
@@ -125,6 +126,7 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
   cl.barrier_arrived = cl.barrier_phase = 0;
   cl.live_threads = int64_t(cl.size) * c.block_threads;
   cl.epoch = 0;
+  cl.mma_completion.reset();
   for (;;) {
     bool progress = false;
     const uint64_t epoch = cl.epoch;
@@ -167,6 +169,7 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
       running = progress = true;
     }
     if (!unfinished) {
+      for (Worker* w : cl.blocks) report_mma_in_flight_at_exit(c, *w);
       for (Worker* w : cl.blocks) report_leaked_tmem(c, *w);
       return;
     }

@@ -26,7 +26,7 @@ std::string where(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
 
 [[noreturn]] void fail_at(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
                           const std::string& what) {
-  throw ExecutionError(what + " " + where(c, w, warp, lane, i));
+  throw ExecutionError(what + " " + where(c, w, warp, lane, i), i.op ? i.op->file : "", i.op ? i.op->line : 0);
 }
 
 [[noreturn]] static void bad_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane,
@@ -54,7 +54,7 @@ std::string where(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
       what += ", " + std::to_string(nearest->end - nearest->begin) + " bytes at " + hex(nearest->begin) + ")";
     }
   }
-  throw ExecutionError(what);
+  throw ExecutionError(what, i.op ? i.op->file : "", i.op ? i.op->line : 0);
 }
 
 uintptr_t check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i, uintptr_t addr,
@@ -159,6 +159,8 @@ static std::string wait_description(const LaunchCtx& c, const Worker& w, const W
       if (i.kind == K::Cluster && i.code == OpCode::ClusterBarrier)
         s = "cluster_wait (" + std::to_string(cl.barrier_arrived) + " of " + std::to_string(cl.live_threads) +
             " threads of the cluster arrived)";
+      else if (i.code == OpCode::TmemAlloc)  // .cta_group::2 (sm100_tmem.h)
+        s = "tcgen05.alloc.cta_group::2 for the peer CTA's warp to allocate with it";
       else
         s = ir::opcode_name(i.code);
       if (i.op && i.op->line)
@@ -205,8 +207,11 @@ static std::string mbarrier_deadlock(const LaunchCtx& c, const ClusterState& cl)
 [[noreturn]] void report_deadlock(const LaunchCtx& c, const ClusterState& cl) {
   for (const Worker* w : cl.blocks)
     for (const Warp& warp : w->warps)
-      if (warp.state == WarpState::AtMbarrier || warp.state == WarpState::Spinning)
-        throw ExecutionError(mbarrier_deadlock(c, cl));
+      if (warp.state == WarpState::AtMbarrier || warp.state == WarpState::Spinning) {
+        // The source frame: where the first waiting warp waits.
+        const ir::Op* at = warp.mbar_wait ? warp.mbar_wait->op : nullptr;
+        throw ExecutionError(mbarrier_deadlock(c, cl), at ? at->file : "", at ? at->line : 0);
+      }
   // One block waiting at named barriers only: the message names the barriers' counts.
   bool only_named = cl.size == 1;
   for (const Warp& warp : cl.blocks[0]->warps)
@@ -223,13 +228,18 @@ static std::string mbarrier_deadlock(const LaunchCtx& c, const ClusterState& cl)
                          ": warp(s) " + stuck + " wait, and no other warp can arrive");
   }
   std::string stuck;
+  const ir::Op* first = nullptr;  // the source frame: the first wait at a known line
   for (const Worker* w : cl.blocks)
     for (const Warp& warp : w->warps)
-      if (warp.state != WarpState::Done)
+      if (warp.state != WarpState::Done) {
         stuck += std::string(stuck.empty() ? "" : "; ") + "block " + dims3(w->block_idx) + " warp " +
                  std::to_string(warp.index) + " waits at " + wait_description(c, *w, warp);
+        const Inst& i = c.prog->code[size_t(warp.pc)];
+        if (!first && warp.state == WarpState::Parked && i.op && i.op->line) first = i.op;
+      }
   std::string where = cl.size > 1 ? "', cluster " + dims3(cl.blocks[0]->cluster_id) : "'";
-  throw ExecutionError("deadlock in kernel '" + *c.kernel + where + ": no warp can proceed: " + stuck);
+  throw ExecutionError("deadlock in kernel '" + *c.kernel + where + ": no warp can proceed: " + stuck,
+                       first ? first->file : "", first ? first->line : 0);
 }
 
 void report_leaked_tmem(const LaunchCtx& c, const Worker& w) {
@@ -239,7 +249,40 @@ void report_leaked_tmem(const LaunchCtx& c, const Worker& w) {
   std::string at = op->line ? " (line " + std::to_string(op->line) + ")" : "";
   throw ExecutionError("tensor memory leaked in kernel '" + *c.kernel + "'" + at + ", block " + dims3(w.block_idx) +
                        ": " + std::to_string(columns) +
-                       " columns allocated by tcgen05.alloc were never freed (tcgen05.dealloc) before the CTA exited");
+                       " columns allocated by tcgen05.alloc were never freed (tcgen05.dealloc) before the CTA exited",
+                       op->file, op->line);
+}
+
+// " at FILE:LINE" (or " at line N") of an op the user wrote, "" when unknown.
+static std::string at_line(const ir::Op* op) {
+  if (!op || !op->line) return "";
+  return " at " + (op->file.empty() ? std::string("line ") : op->file + ":") + std::to_string(op->line);
+}
+
+std::string describe_mma_in_flight(const ClusterState& cl, const MmaCompletion::InFlight& m) {
+  std::string s = "the tcgen05.mma" + at_line(m.op) + " writing columns [" + std::to_string(m.begin) + ", " +
+                  std::to_string(m.end) + ")";
+  if (!m.commit)
+    return s + " is not followed by a tcgen05.commit, so nothing can tell that it completed (commit it to an "
+               "mbarrier, e.g. tcgen05.commit or the pipeline's consumer_release / producer_commit, and wait on that "
+               "mbarrier)";
+  const Worker& holder = *cl.blocks[m.commit_block];
+  const std::string bar = "the mbarrier at shared offset " +
+                          std::to_string(int64_t(m.commit_bar - reinterpret_cast<uintptr_t>(holder.smem))) +
+                          (cl.size > 1 ? " of block " + dims3(holder.block_idx) : std::string());
+  return s + " is committed by the tcgen05.commit" + at_line(m.commit) + " to " + bar +
+         ", but no thread has waited for that arrival's phase (mbarrier_wait / the pipeline's consumer_wait)";
+}
+
+void report_mma_in_flight_at_exit(const LaunchCtx& c, const Worker& w) {
+  const ClusterState& cl = *w.cluster;
+  if (!cl.mma_completion.any_in_flight()) return;
+  const MmaCompletion::InFlight* m = cl.mma_completion.in_flight(w.rank);
+  if (!m) return;
+  throw ExecutionError("tcgen05.mma still in flight in kernel '" + *c.kernel + "'" +
+                           (m->op && m->op->line ? " (line " + std::to_string(m->op->line) + ")" : std::string()) +
+                           ", block " + dims3(w.block_idx) + " exits while " + describe_mma_in_flight(cl, *m),
+                       m->op ? m->op->file : "", m->op ? m->op->line : 0);
 }
 
 void check_launch(const LaunchRequest& r, const std::string& kernel, size_t num_args) {

@@ -46,6 +46,13 @@ uintptr_t device_host_address(const LaunchCtx& c, const Worker& w, const Warp& w
 // Raises ExecutionError when block `w` exits with tensor-memory columns still allocated.
 void report_leaked_tmem(const LaunchCtx& c, const Worker& w);
 
+// Why the tcgen05.mma `m` is not known to be complete: no tcgen05.commit after it, or no wait on
+// its commit's mbarrier phase (naming the MMA's and the commit's lines and the barrier).
+std::string describe_mma_in_flight(const ClusterState& cl, const MmaCompletion::InFlight& m);
+// Raises ExecutionError, at the MMA's line, when block `w` exits while a tcgen05.mma writing its
+// tensor memory is not known to be complete.
+void report_mma_in_flight_at_exit(const LaunchCtx& c, const Worker& w);
+
 // The launch's grid, block, argument count and cluster shape, checked before any block runs.
 void check_launch(const LaunchRequest& r, const std::string& kernel, size_t num_args);
 

@@ -14,6 +14,7 @@
 #include "emulator/sm90_async.h"
 #include "emulator/sm90_mma.h"
 #include "emulator/sm100_mma.h"
+#include "emulator/sm100_mma_completion.h"
 #include "emulator/sm100_tmem.h"
 
 namespace opencute::emulator {
@@ -52,6 +53,7 @@ struct Warp {
   const ir::Op* tmem_pending_ld = nullptr;
   std::vector<uint8_t> tmem_pending_regs;  // per register (sized on the first tcgen05.ld)
   std::unordered_set<uintptr_t> tmem_pending_local;
+  bool tmem_pair_alloc_waiting = false;  // at a tcgen05.alloc.cta_group::2, for the peer CTA's warp
   // barrier.cluster: the lanes that arrived and have not waited yet, and the phase they arrived in.
   uint32_t cluster_arrived = 0;
   int64_t cluster_phase = 0;
@@ -74,6 +76,7 @@ struct ClusterState {
   // Bumped at every change of a synchronisation object: a scheduling round in which no warp got
   // past a wait and this stayed the same can never make progress (a deadlock, reported).
   uint64_t epoch = 0;
+  MmaCompletion mma_completion;  // tcgen05.mma not known to be complete (emulator/sm100_mma_completion.h)
 };
 
 // One host thread's state: registers and local memory for every warp of a block, reused for

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "ir/ir.h"
@@ -51,24 +52,23 @@ class LaunchHandler {
   virtual void encode_tma(TmaDescriptor& d, ir::Type element) { (void)d, (void)element; }
 };
 
+// An error of a running program. `file` / `line`: the user's source of the op at fault when known
+// ("" / 0 otherwise); the Python error shows it as its source frame.
 struct ExecutionError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+  explicit ExecutionError(const std::string& what, std::string file_ = "", int line_ = 0)
+      : std::runtime_error(what), file(std::move(file_)), line(line_) {}
+  std::string file;
+  int line;
 };
 
 // An operation the CPU emulator cannot run (inline PTX), with where the user wrote it.
 struct UnsupportedOnEmulator : ExecutionError {
-  UnsupportedOnEmulator(const std::string& what, std::string file_, int line_)
-      : ExecutionError(what), file(std::move(file_)), line(line_) {}
-  std::string file;
-  int line;
+  using ExecutionError::ExecutionError;
 };
 
 // A failed Assert op (host or device): also carries where the user wrote the assertion.
 struct AssertionFailure : ExecutionError {
-  AssertionFailure(const std::string& what, std::string file_, int line_)
-      : ExecutionError(what), file(std::move(file_)), line(line_) {}
-  std::string file;
-  int line;
+  using ExecutionError::ExecutionError;
 };
 
 // Formats one printf call the way the device's printf does, into `out`.

@@ -299,6 +299,8 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
         }
       }
     }
+    // Complete on the GPU only once a commit after it is waited for (sm100_mma_completion.h).
+    w.cluster->mma_completion.issue(&op, w.rank, warp.index, cta.w->rank, d_col, d_col + uint32_t(d_cols));
   }
   return Flow::Next;
 }
@@ -311,6 +313,7 @@ Flow exec_commit(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     if (!holder.mbarriers.find(addr))
       fail_at(c, w, warp, lane, i, "tcgen05.commit arrives on the mbarrier at " + hex(addr) +
                                        ", which was never initialised (mbarrier_init)");
+    w.cluster->mma_completion.commit(i.op, w.rank, warp.index, holder.rank, addr, holder.mbarriers.find(addr)->phase);
     std::string e = holder.mbarriers.arrive(addr, 1);
     if (!e.empty()) fail_at(c, w, warp, lane, i, "tcgen05.commit: " + e);
     ++w.cluster->epoch;

@@ -15,6 +15,7 @@ void TensorMemory::reset() {
   allocations_.clear();
   used_.fill(false);
   relinquished_ = false;
+  pair_allocs_reached = 0;
 }
 
 std::string TensorMemory::allocate(int64_t columns, const ir::Op* op, uint32_t* column) {
@@ -158,6 +159,13 @@ Flow exec_ldst(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   e = w.tmem.check_columns(col0, span, name);
   if (e.empty() && shape == ir::Tcgen05Shape::S16x32bx2) e = w.tmem.check_columns(col0 + uint32_t(split), span, name);
   if (!e.empty()) fail_at(c, w, warp, 0, i, e + " (address " + hex32(a) + ")");
+  if (load && w.cluster->mma_completion.any_in_flight()) {
+    const uint32_t end = col0 + uint32_t(span) + (shape == ir::Tcgen05Shape::S16x32bx2 ? uint32_t(split) : 0u);
+    if (const MmaCompletion::InFlight* m = w.cluster->mma_completion.writing(w.rank, col0, end))
+      fail_at(c, w, warp, 0, i,
+              "tcgen05.ld reads tensor-memory columns [" + std::to_string(col0) + ", " + std::to_string(end) +
+                  ") before the MMA that writes them is known to be complete: " + describe_mma_in_flight(*w.cluster, *m));
+  }
   for (int t = 0; t < kWarp; ++t)
     for (int r = 0; r < nregs; ++r) {
       int l = 0, u = 0;
@@ -266,12 +274,18 @@ void check_tmem_pending(const LaunchCtx& c, Worker& w, Warp& warp, const Inst& i
       for (size_t k = 0; k < i.srcs.size(); ++k) set_pending(warp, i.dsts[k], 1, pending(warp, i.srcs[k], 1));
       return;
     case K::Store: {
-      // Stored to memory (the register fragment's local array): the mark follows the bytes.
+      // Stored to the thread's local memory (the register fragment's array): the mark follows the
+      // bytes. Stored anywhere else, the value is used.
       if (in_b) used();
       FOR_LANES(warp.mask) {
         uintptr_t addr = uintptr_t(at(i.b, LANE).i);
-        if (in_a) warp.tmem_pending_local.insert(addr);
-        else warp.tmem_pending_local.erase(addr);
+        if (!in_a) {
+          warp.tmem_pending_local.erase(addr);
+          continue;
+        }
+        const uintptr_t local = reinterpret_cast<uintptr_t>(warp.local) + uintptr_t(LANE) * c.local_stride;
+        if (addr < local || addr >= local + c.local_stride) used();
+        warp.tmem_pending_local.insert(addr);
       }
       return;
     }
@@ -295,6 +309,22 @@ void check_tmem_pending(const LaunchCtx& c, Worker& w, Warp& warp, const Inst& i
 
 namespace {
 
+// tcgen05.alloc.cta_group::2: one warp of each CTA of the pair allocates, collectively (PTX ISA), so
+// the warp that gets there first waits for the peer's: neither CTA's MMA may then find columns the
+// other has not allocated yet. False while the peer has not reached as many such allocs.
+bool peer_reached_pair_alloc(Worker& w, Warp& warp) {
+  const unsigned peer = w.rank ^ 1u;
+  if (peer >= w.cluster->size) return true;  // no pair: nothing to wait for
+  if (!warp.tmem_pair_alloc_waiting) {
+    warp.tmem_pair_alloc_waiting = true;
+    ++w.tmem.pair_allocs_reached;
+    ++w.cluster->epoch;
+  }
+  if (w.cluster->blocks[peer]->tmem.pair_allocs_reached < w.tmem.pair_allocs_reached) return false;
+  warp.tmem_pair_alloc_waiting = false;
+  return true;
+}
+
 Flow exec_tmem(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const ir::Op& op = *i.op;
   const LaneRegs at{warp.regs};
@@ -311,6 +341,10 @@ Flow exec_tmem(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       if (!in_smem(w, uintptr_t(dst), 4) || (dst & 3))
         check("tcgen05.alloc: the address is written to shared memory, but " + hex(uintptr_t(dst)) +
               " is not a 4-byte aligned address in the CTA's shared memory");
+      if (op.int_attr == 2 && !peer_reached_pair_alloc(w, warp)) {
+        warp.state = WarpState::Parked;  // runs the alloc again when resumed
+        return Flow::Stop;
+      }
       uint32_t col = 0;
       check(w.tmem.allocate(cols, &op, &col));
       std::memcpy(reinterpret_cast<void*>(dst), &col, 4);

@@ -11,6 +11,8 @@
 // the GPU until another warp frees columns: the emulator runs one CTA per SM, so nothing would
 // free them and it reports the request instead. Allocating after relinquish_alloc_permit, freeing
 // what was not allocated, and columns still allocated when the CTA exits are reported.
+// With .cta_group::2 one warp of each CTA of the pair allocates, collectively: the first waits for
+// the other (a peer that never gets there is a deadlock, reported).
 //
 // Who may touch which lanes (PTX ISA "Access restrictions"): warp w of a warpgroup reaches lanes
 // [32 * (w % 4), 32 * (w % 4) + 32) with tcgen05.ld / st.
@@ -38,6 +40,8 @@ class TensorMemory {
   std::string allocate(int64_t columns, const ir::Op* op, uint32_t* column);
   std::string deallocate(uint32_t address, int64_t columns);
   void relinquish() { relinquished_ = true; }
+  // tcgen05.alloc.cta_group::2 calls this CTA's warps have reached (the pair allocates together).
+  uint64_t pair_allocs_reached = 0;
   // "" when columns [column, column + count) are all allocated, else why not.
   std::string check_columns(uint32_t column, int64_t count, const char* what) const;
   // A CTA exiting with columns allocated: the op that allocated the first of them, else null.

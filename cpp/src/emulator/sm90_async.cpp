@@ -462,6 +462,18 @@ bool lower_sm90_async(DeviceEmulator::Program& p, const ir::Op& op) {
 
 namespace {
 
+// A wait that saw its mbarrier's phase complete: the tcgen05.mma that the commits arriving on it
+// track are complete (sm100_mma_completion.h).
+void note_wait_for_mma_commits(const Inst& i, Sm90WarpContext& ctx, Worker& w) {
+  for (uint32_t m = ctx.mask; m; m &= m - 1) {
+    const int l = __builtin_ctz(m);
+    auto [addr, table] = barrier_of(i, ctx, l, false, true);
+    if (!table->phase_done(addr, at(ctx, i.b, l).i)) continue;
+    w.cluster->mma_completion.waited(w.rank, addr, table->find(addr)->phase);
+    return;
+  }
+}
+
 Flow exec_sm90_async(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const uint32_t m = warp.mask;
   Sm90WarpContext ctx;
@@ -506,6 +518,8 @@ Flow exec_sm90_async(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     return Flow::Next;
   }
   const AsyncStep step = execute_sm90_async(i, ctx);
+  if (i.code == OpCode::MbarrierWait && step != AsyncStep::Block && w.cluster->mma_completion.any_commit())
+    note_wait_for_mma_commits(i, ctx, w);
   if (step == AsyncStep::Continue) return Flow::Next;
   warp.mbar = ctx.wait_addr;
   warp.mbar_parity = ctx.wait_parity;

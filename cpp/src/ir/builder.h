@@ -27,6 +27,8 @@ class Builder {
   Block* block() const { return block_; }
   void set_block(Block* b) { block_ = b; }
   void set_location(const std::string& file, int line) { file_ = file; line_ = line; }
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }
 
   Value* const_int(Type t, int64_t v);
   Value* const_float(Type t, double v);

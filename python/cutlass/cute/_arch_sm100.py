@@ -40,7 +40,7 @@ def alloc_tmem(num_columns, smem_ptr_to_write_address, is_two_cta=None, *, loc=N
 
 def dealloc_tmem(tmem_ptr, num_columns, is_two_cta=None, *, loc=None, ip=None):
     """tcgen05.dealloc: frees the `num_columns` columns allocated at `tmem_ptr`. One whole warp."""
-    _core.sm100.dealloc_tmem(_value(tmem_ptr), num_of(as_numeric(num_columns)), _group(is_two_cta))
+    _core.sm100.dealloc_tmem(_value(tmem_ptr), num_of(as_numeric(num_columns)), _group(is_two_cta), *user_line())
 
 
 def relinquish_tmem_alloc_permit(is_two_cta=None, *, loc=None, ip=None):

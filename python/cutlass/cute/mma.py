@@ -5,6 +5,7 @@ dispatch live in C++ (`cpp/src/cute/atom/`, `cpp/src/cute/algorithm/gemm.cpp`)."
 import copy
 
 from .. import _core
+from ._arch_sm100 import user_line
 
 _C = _core.cute
 
@@ -124,7 +125,7 @@ def gemm(atom, d, a, b, c, *, loc=None, ip=None, **kwargs):
     """D <- A * B + C over register fragments (C and D may be the same tensor)."""
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
         raise NotImplementedError("cute.gemm with auxiliary operand tensors (scale factors) is not supported")
-    _C.gemm(_atom_of(atom), d, a, b, c)
+    _C.gemm(_atom_of(atom), d, a, b, c, *user_line())
 
 
 def mma_atom_call(atom, d, a, b, c, *, loc=None, ip=None, **kwargs):

@@ -2,7 +2,7 @@
 before it completed, and the tcgen05 fences around thread synchronisation."""
 from .... import _core
 from ...._dsl.numeric import as_numeric, num_of
-from ..._arch_sm100 import _value
+from ..._arch_sm100 import _value, user_line
 from ... import layout as _layout
 from .mma import CtaGroup, SmemLayoutAtomKind
 
@@ -17,7 +17,7 @@ def commit(mbar_ptr, mask=None, cta_group=CtaGroup.ONE, *, loc=None, ip=None):
     if not isinstance(cta_group, CtaGroup):
         raise TypeError(f"commit: cta_group must be a tcgen05.CtaGroup, got {cta_group!r}")
     m = None if mask is None else num_of(as_numeric(mask))
-    _core.sm100.commit(_value(mbar_ptr), m, cta_group.value)
+    _core.sm100.commit(_value(mbar_ptr), m, cta_group.value, *user_line())
 
 
 def fence_before_thread_sync(*, loc=None, ip=None):
