@@ -331,6 +331,27 @@ def test_launch_attribute_validation():
         dynamic_flag(out, True)
 
 
+def test_launch_refuses_unknown_arguments_and_checks_max_number_threads():
+    out = np.zeros(16, np.int32)
+
+    @cute.jit
+    def misspelt(out: cute.Tensor):
+        event_kernel(out, 0).launch(grid=(1, 1, 1), block=(16, 1, 1), min_block_per_mp=2)
+
+    with pytest.raises(cutlass.DSLUserCodeError, match="unknown argument\\(s\\) min_block_per_mp") as info:
+        misspelt(out)
+    assert info.value.code == "LAUNCH_INVALID_ATTRIBUTE"
+
+    @cute.jit
+    def with_hint(out: cute.Tensor, most: cutlass.Constexpr[int]):
+        event_kernel(out, 4).launch(grid=(1, 1, 1), block=(16, 1, 1), max_number_threads=[most, 1, 1])
+
+    with_hint(out, 32)  # a hint the block stays within runs
+    np.testing.assert_array_equal(out, np.arange(16) + 4)
+    with pytest.raises(cutlass.DSLUserCodeError, match="max_number_threads=\\[8, 1, 1\\] is smaller than the block"):
+        with_hint(out, 8)
+
+
 # ---- GPU (the lead runs these) ----------------------------------------------------------------------------
 
 @pytest.mark.gpu

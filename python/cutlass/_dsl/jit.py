@@ -338,7 +338,21 @@ class KernelLauncher:
                                        code="LAUNCH_INVALID_CLUSTER")
             cluster = _dims(cluster, "cluster")
             _check_cluster(cluster, grid3)
+        max_threads = other.pop("max_number_threads", None)
+        if max_threads is not None:
+            # A hint (the kernel's largest block); OpenCuTe states the exact block shape instead
+            # when it is static, so the hint is only checked.
+            max3 = _dims(max_threads, "max_number_threads")
+            if all(isinstance(v, int) for v in (*max3, *block3)) and \
+                    max3[0] * max3[1] * max3[2] < block3[0] * block3[1] * block3[2]:
+                raise DSLUserCodeError(f"launch: max_number_threads={list(max3)} is smaller than the block "
+                                       f"{list(block3)}", code="LAUNCH_INVALID_ATTRIBUTE")
         min_blocks = _compile_time_int(other.pop("min_blocks_per_mp", 0) or 0, "min_blocks_per_mp")
+        if other:
+            raise DSLUserCodeError(
+                f"launch: unknown argument(s) {', '.join(sorted(other))}; launch takes grid, block, cluster, smem, "
+                "stream, min_blocks_per_mp, max_number_threads, fallback_cluster, smem_merge_branch_allocs, "
+                "cooperative, use_pdl and the launch-event arguments", code="LAUNCH_INVALID_ATTRIBUTE")
         if min_blocks < 0:
             raise DSLUserCodeError(f"launch: min_blocks_per_mp must not be negative, got {min_blocks}",
                                    code="LAUNCH_INVALID_ATTRIBUTE")
