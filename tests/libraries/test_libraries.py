@@ -385,3 +385,100 @@ def test_gpu_quack_gemm_add_n_major_b_with_ragged_n(m, k):
     qg.gemm(A, B, D, None, None, tile_M=128, tile_N=192, cluster_M=2, cluster_N=1, pingpong=False,
             add_to_output=True)
     _close(D, D0 + torch.einsum("lmk,lnk->lmn", A.float(), B.float()), 1.0)
+
+
+# ---- quack's variable-length GEMMs (its test_linear_varlen_m / _k): groups of rows (cu_seqlens_m)
+# or of K (cu_seqlens_k) in one launch, tensor maps rewritten per group in a workspace, and gather_A
+# (A's rows or columns read through A_idx by cp.async) ---------------------------------------------
+
+def _varlen_groups(device, lengths=(200, 64, 300)):
+    seqlens = torch.tensor(lengths, dtype=torch.int32)
+    cu = torch.cat([torch.zeros(1, dtype=torch.int32), seqlens.cumsum(0).to(torch.int32)]).to(device)
+    return cu, int(seqlens.sum())
+
+
+def _gather_rows(total, device, gather_A):
+    """A_idx picking `total` rows of twice as many, or None."""
+    return torch.randperm(2 * total, device=device, dtype=torch.int32)[:total] if gather_A else None
+
+
+def _tensormap_workspace_aligned(monkeypatch):
+    """quack allocates its tensor-map workspace with torch.empty and asks for 128-byte alignment,
+    which CUDA allocations have and CPU ones need not."""
+    gwu = _quack("gemm_wrapper_utils")
+
+    class AlignedEmpty:
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        def empty(self, shape, dtype, device=None):
+            count, size = int(torch.Size(shape).numel()), torch.empty((), dtype=dtype).element_size()
+            raw = torch.empty(count + 128 // size, dtype=dtype)
+            skip = (-raw.data_ptr() % 128) // size
+            return raw[skip:skip + count].view(shape)
+
+    monkeypatch.setattr(gwu, "torch", AlignedEmpty())
+
+
+@pytest.mark.parametrize("gather_A", [False, True])
+def test_quack_sm90_varlen_m_gemm_compiles_for_sm90a(monkeypatch, tmp_path, gather_A):
+    """quack's default configuration (tile 128 x 192, cluster 2 x 1, pingpong) over 3 groups of
+    rows; with gather_A the producer warps read A's rows through A_idx (tiler_mn[0].shape)."""
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_sm90_varlen_m_gemm")
+    _tensormap_workspace_aligned(monkeypatch)
+    cu, total = _varlen_groups("cpu")
+    A_idx = _gather_rows(total, "cpu", gather_A)
+    A = torch.randn(2 * total if gather_A else total, 256, dtype=torch.bfloat16)
+    B = torch.randn(3, 256, 256, dtype=torch.bfloat16)
+    D = torch.empty(total, 256, dtype=torch.bfloat16)
+    ptx = _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, tile_M=128, tile_N=192, cluster_M=2,
+                                    cluster_N=1, pingpong=True, cu_seqlens_m=cu, A_idx=A_idx)
+    assert "tensormap.replace.tile.global_dim" in ptx  # D's tensor map, resized for each group
+    assert ("cp.async.cg.shared.global" in ptx) == gather_A
+
+
+def test_quack_sm90_varlen_k_gemm_compiles_for_sm90a(monkeypatch, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_sm90_varlen_k_gemm")
+    _tensormap_workspace_aligned(monkeypatch)
+    cu, total = _varlen_groups("cpu")
+    A = torch.randn(total, 256, dtype=torch.bfloat16).T  # (m, total_k), m-major
+    B = torch.randn(total, 256, dtype=torch.bfloat16).T  # (n, total_k), n-major
+    D = torch.empty(3, 256, 256, dtype=torch.bfloat16)
+    ptx = _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, tile_M=128, tile_N=192, cluster_M=2,
+                                    cluster_N=1, pingpong=True, cu_seqlens_k=cu)
+    assert "tensormap.replace.tile.global_dim" in ptx  # A's and B's tensor maps, resized for each group
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gather_A", [False, True])
+@pytest.mark.parametrize("pingpong,tile_M", [(True, 128), (False, 256)])
+def test_gpu_quack_sm90_varlen_m_gemm(gather_A, pingpong, tile_M):
+    qg = _quack_gemm_module()
+    cu, total = _varlen_groups("cuda", (700, 64, 1029))
+    A_idx = _gather_rows(total, "cuda", gather_A)
+    K, N = 736, 1504
+    A = torch.randn(2 * total if gather_A else total, K, dtype=torch.bfloat16, device="cuda")
+    B = torch.randn(3, N, K, dtype=torch.bfloat16, device="cuda") / K ** 0.5
+    D = torch.empty(total, N, dtype=torch.bfloat16, device="cuda")
+    qg.gemm(A, B, D, None, None, tile_M, 192, 2, 1, pingpong=pingpong, cu_seqlens_m=cu, A_idx=A_idx)
+    rows = A[A_idx.long()] if gather_A else A
+    ref = torch.cat([rows[cu[g]:cu[g + 1]].float() @ B[g].float().T for g in range(3)])
+    _close(D, ref, 0.1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gather_A", [False, True])
+def test_gpu_quack_sm90_varlen_k_gemm(gather_A):
+    qg = _quack_gemm_module()
+    cu, total = _varlen_groups("cuda", (200, 64, 329))
+    A_idx = _gather_rows(total, "cuda", gather_A)
+    M, N = 1064, 1024
+    A = torch.randn(2 * total if gather_A else total, M, dtype=torch.bfloat16, device="cuda").T
+    B = torch.randn(total, N, dtype=torch.bfloat16, device="cuda").T / 16
+    D = torch.empty(3, M, N, dtype=torch.bfloat16, device="cuda")
+    qg.gemm(A, B, D, None, None, 128, 192, 2, 1, pingpong=True, cu_seqlens_k=cu, A_idx=A_idx)
+    cols = A[:, A_idx.long()] if gather_A else A
+    ref = torch.stack([cols[:, cu[g]:cu[g + 1]].float() @ B[:, cu[g]:cu[g + 1]].float().T for g in range(3)])
+    _close(D, ref, 0.1)
