@@ -19,7 +19,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("quack")
 pytest.importorskip("cuda.bindings.driver")
 
+import numpy as np  # noqa: E402
+
 import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
 
 FA4_DIR = os.environ.get("FLASH_ATTENTION_DIR", "/work/libs/flash-attention")
 
@@ -482,3 +485,85 @@ def test_gpu_quack_sm90_varlen_k_gemm(gather_A):
     cols = A[:, A_idx.long()] if gather_A else A
     ref = torch.stack([cols[:, cu[g]:cu[g + 1]].float() @ B[:, cu[g]:cu[g + 1]].float().T for g in range(3)])
     _close(D, ref, 0.1)
+
+
+# quack's gather_A producers (copy_utils.gather_m_get_copy_fn / gather_k_get_copy_fn) on the
+# emulator: one warp loads a tile of A's rows (varlen_m) or columns (varlen_k) picked by A_idx into
+# shared memory with predicated cp.async (the zero-fill form), as quack's GEMM producer warps do.
+
+def _gather_tile_kernel(gather_k, tile_mk, thr_layout, val_layout):
+    from cutlass import Float16, Int32
+    from cutlass.cute.nvgpu import cpasync
+    copy_utils = _quack("copy_utils")
+    tile_m, tile_k = tile_mk
+    smem_stride = (1, tile_m, tile_m * tile_k) if gather_k else (tile_k, 1, tile_m * tile_k)
+
+    @cute.kernel
+    def kernel(mA: cute.Tensor, mIdx: cute.Tensor, mOut: cute.Tensor, limit: Int32, k_tile: Int32):
+        tidx = cute.arch.thread_idx()[0]
+        sA = cutlass.utils.SmemAllocator().allocate_tensor(
+            Float16, cute.make_layout((tile_m, tile_k, 1), stride=smem_stride), byte_alignment=128)
+        for i in cutlass.range(tidx, tile_m * tile_k, 32):  # what predicated-off copies must overwrite
+            sA[i % tile_m, i // tile_m, 0] = Float16(9.0)
+        cute.arch.sync_threads()
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Float16,
+                                   num_bits_per_copy=128)
+        thr_copy = cute.make_tiled_copy_tv(atom, thr_layout, val_layout).get_slice(tidx)
+        if cutlass.const_expr(gather_k):
+            copy_fn, prefetch = copy_utils.gather_k_get_copy_fn(
+                thr_copy, mA, sA, cute.flat_divide(mIdx, (tile_k,)), limit_m=tile_m, limit_k=limit)
+            copy_fn(k_tile, 0, prefetch(k_tile, pred=True), pred=True)
+        else:
+            copy_fn = copy_utils.gather_m_get_copy_fn(thr_copy, mA, sA, mIdx, limit_m=limit, limit_k=mA.shape[1])
+            copy_fn(k_tile, 0)
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.sync_threads()
+        for i in cutlass.range(tidx, tile_m * tile_k, 32):
+            mOut[i % tile_m, i // tile_m] = sA[i % tile_m, i // tile_m, 0]
+
+    @cute.jit
+    def launch(mA: cute.Tensor, idx: cute.Pointer, num_idx: cutlass.Constexpr, mOut: cute.Tensor, limit: Int32,
+               k_tile: Int32):
+        kernel(mA, cute.make_tensor(idx, cute.make_layout(num_idx)), mOut, limit, k_tile).launch(
+            grid=(1, 1, 1), block=(32, 1, 1))
+
+    return launch
+
+
+def _gathered_tile(gather_k, A, idx, limit, k_tile, tile_mk, thr_layout, val_layout):
+    """Runs the gather on the emulator; A is (rows, K) for gather_m, (K, M) (A m-major) for gather_k.
+    The indices come as a gmem pointer: quack tells gmem indices from smem ones by memspace."""
+    from cutlass.cute.runtime import from_dlpack, make_ptr
+    out = np.full(tile_mk, 5, np.float16)
+    ptr = make_ptr(cutlass.Int32, idx.ctypes.data, cute.AddressSpace.gmem, assumed_align=4)
+    mA = from_dlpack(A.T if gather_k else A, assumed_align=16)
+    launch = _gather_tile_kernel(gather_k, tile_mk, thr_layout, val_layout)
+    cute.compile(launch, mA, ptr, len(idx), from_dlpack(out), limit, k_tile, options="--target cpu")(
+        mA, ptr, from_dlpack(out), limit, k_tile)
+    return out
+
+
+def test_quack_gather_m_loads_the_rows_a_idx_names():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((80, 128)).astype(np.float16)
+    idx = rng.permutation(80)[:32].astype(np.int32)
+    # 4 x 8 threads, 8 halves each: a 4 x 64 tiler over a 32 x 64 tile (tiler_mn[0].shape == 4)
+    out = _gathered_tile(False, A, idx, 27, 1, (32, 64), cute.make_layout((4, 8), stride=(8, 1)),
+                         cute.make_layout((1, 8)))
+    # rows past limit_m (27) read row 0: quack loads whole tiles when tile_M divides by the tiler
+    rows = np.where(np.arange(32) < 27, idx, 0)
+    np.testing.assert_array_equal(out, A[rows, 64:])
+
+
+def test_quack_gather_k_loads_the_columns_a_idx_names():
+    rng = np.random.default_rng(1)
+    total_k = 50
+    A_km = rng.standard_normal((2 * total_k, 64)).astype(np.float16)  # A (64, 100), m-major, as (k, m)
+    idx = np.concatenate([rng.permutation(2 * total_k)[:total_k], np.full(14, -7)]).astype(np.int32)
+    # 8 x 4 threads, 8 halves each down M: a 64 x 4 tiler over a 64 x 32 tile
+    out = _gathered_tile(True, A_km, idx, total_k, 1, (64, 32), cute.make_layout((8, 4), stride=(1, 8)),
+                         cute.make_layout((8, 1)))
+    want = np.zeros((64, 32), np.float16)  # columns past limit_k (50) are zero-filled
+    want[:, :total_k - 32] = A_km[idx[32:total_k]].T
+    np.testing.assert_array_equal(out, want)
