@@ -19,7 +19,10 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("quack")
 pytest.importorskip("cuda.bindings.driver")
 
+import numpy as np  # noqa: E402
+
 import cutlass  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
 
 FA4_DIR = os.environ.get("FLASH_ATTENTION_DIR", "/work/libs/flash-attention")
 
@@ -385,3 +388,182 @@ def test_gpu_quack_gemm_add_n_major_b_with_ragged_n(m, k):
     qg.gemm(A, B, D, None, None, tile_M=128, tile_N=192, cluster_M=2, cluster_N=1, pingpong=False,
             add_to_output=True)
     _close(D, D0 + torch.einsum("lmk,lnk->lmn", A.float(), B.float()), 1.0)
+
+
+# ---- quack's variable-length GEMMs (its test_linear_varlen_m / _k): groups of rows (cu_seqlens_m)
+# or of K (cu_seqlens_k) in one launch, tensor maps rewritten per group in a workspace, and gather_A
+# (A's rows or columns read through A_idx by cp.async) ---------------------------------------------
+
+def _varlen_groups(device, lengths=(200, 64, 300)):
+    seqlens = torch.tensor(lengths, dtype=torch.int32)
+    cu = torch.cat([torch.zeros(1, dtype=torch.int32), seqlens.cumsum(0).to(torch.int32)]).to(device)
+    return cu, int(seqlens.sum())
+
+
+def _gather_rows(total, device, gather_A):
+    """A_idx picking `total` rows of twice as many, or None."""
+    return torch.randperm(2 * total, device=device, dtype=torch.int32)[:total] if gather_A else None
+
+
+def _tensormap_workspace_aligned(monkeypatch):
+    """quack allocates its tensor-map workspace with torch.empty and asks for 128-byte alignment,
+    which CUDA allocations have and CPU ones need not."""
+    gwu = _quack("gemm_wrapper_utils")
+
+    class AlignedEmpty:
+        def __getattr__(self, name):
+            return getattr(torch, name)
+
+        def empty(self, shape, dtype, device=None):
+            count, size = int(torch.Size(shape).numel()), torch.empty((), dtype=dtype).element_size()
+            raw = torch.empty(count + 128 // size, dtype=dtype)
+            skip = (-raw.data_ptr() % 128) // size
+            return raw[skip:skip + count].view(shape)
+
+    monkeypatch.setattr(gwu, "torch", AlignedEmpty())
+
+
+@pytest.mark.parametrize("gather_A", [False, True])
+def test_quack_sm90_varlen_m_gemm_compiles_for_sm90a(monkeypatch, tmp_path, gather_A):
+    """quack's default configuration (tile 128 x 192, cluster 2 x 1, pingpong) over 3 groups of
+    rows; with gather_A the producer warps read A's rows through A_idx (tiler_mn[0].shape)."""
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_sm90_varlen_m_gemm")
+    _tensormap_workspace_aligned(monkeypatch)
+    cu, total = _varlen_groups("cpu")
+    A_idx = _gather_rows(total, "cpu", gather_A)
+    A = torch.randn(2 * total if gather_A else total, 256, dtype=torch.bfloat16)
+    B = torch.randn(3, 256, 256, dtype=torch.bfloat16)
+    D = torch.empty(total, 256, dtype=torch.bfloat16)
+    ptx = _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, tile_M=128, tile_N=192, cluster_M=2,
+                                    cluster_N=1, pingpong=True, cu_seqlens_m=cu, A_idx=A_idx)
+    assert "tensormap.replace.tile.global_dim" in ptx  # D's tensor map, resized for each group
+    assert ("cp.async.cg.shared.global" in ptx) == gather_A
+
+
+def test_quack_sm90_varlen_k_gemm_compiles_for_sm90a(monkeypatch, tmp_path):
+    if torch.cuda.is_available():
+        pytest.skip("covered by test_gpu_quack_sm90_varlen_k_gemm")
+    _tensormap_workspace_aligned(monkeypatch)
+    cu, total = _varlen_groups("cpu")
+    A = torch.randn(total, 256, dtype=torch.bfloat16).T  # (m, total_k), m-major
+    B = torch.randn(total, 256, dtype=torch.bfloat16).T  # (n, total_k), n-major
+    D = torch.empty(3, 256, 256, dtype=torch.bfloat16)
+    ptx = _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, tile_M=128, tile_N=192, cluster_M=2,
+                                    cluster_N=1, pingpong=True, cu_seqlens_k=cu)
+    assert "tensormap.replace.tile.global_dim" in ptx  # A's and B's tensor maps, resized for each group
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gather_A", [False, True])
+@pytest.mark.parametrize("pingpong,tile_M", [(True, 128), (False, 256)])
+def test_gpu_quack_sm90_varlen_m_gemm(gather_A, pingpong, tile_M):
+    qg = _quack_gemm_module()
+    cu, total = _varlen_groups("cuda", (700, 64, 1029))
+    A_idx = _gather_rows(total, "cuda", gather_A)
+    K, N = 736, 1504
+    A = torch.randn(2 * total if gather_A else total, K, dtype=torch.bfloat16, device="cuda")
+    B = torch.randn(3, N, K, dtype=torch.bfloat16, device="cuda") / K ** 0.5
+    D = torch.empty(total, N, dtype=torch.bfloat16, device="cuda")
+    qg.gemm(A, B, D, None, None, tile_M, 192, 2, 1, pingpong=pingpong, cu_seqlens_m=cu, A_idx=A_idx)
+    rows = A[A_idx.long()] if gather_A else A
+    ref = torch.cat([rows[cu[g]:cu[g + 1]].float() @ B[g].float().T for g in range(3)])
+    _close(D, ref, 0.1)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("gather_A", [False, True])
+def test_gpu_quack_sm90_varlen_k_gemm(gather_A):
+    qg = _quack_gemm_module()
+    cu, total = _varlen_groups("cuda", (200, 64, 329))
+    A_idx = _gather_rows(total, "cuda", gather_A)
+    M, N = 1064, 1024
+    A = torch.randn(2 * total if gather_A else total, M, dtype=torch.bfloat16, device="cuda").T
+    B = torch.randn(total, N, dtype=torch.bfloat16, device="cuda").T / 16
+    D = torch.empty(3, M, N, dtype=torch.bfloat16, device="cuda")
+    qg.gemm(A, B, D, None, None, 128, 192, 2, 1, pingpong=True, cu_seqlens_k=cu, A_idx=A_idx)
+    cols = A[:, A_idx.long()] if gather_A else A
+    ref = torch.stack([cols[:, cu[g]:cu[g + 1]].float() @ B[:, cu[g]:cu[g + 1]].float().T for g in range(3)])
+    _close(D, ref, 0.1)
+
+
+# quack's gather_A producers (copy_utils.gather_m_get_copy_fn / gather_k_get_copy_fn) on the
+# emulator: one warp loads a tile of A's rows (varlen_m) or columns (varlen_k) picked by A_idx into
+# shared memory with predicated cp.async (the zero-fill form), as quack's GEMM producer warps do.
+
+def _gather_tile_kernel(gather_k, tile_mk, thr_layout, val_layout):
+    from cutlass import Float16, Int32
+    from cutlass.cute.nvgpu import cpasync
+    copy_utils = _quack("copy_utils")
+    tile_m, tile_k = tile_mk
+    smem_stride = (1, tile_m, tile_m * tile_k) if gather_k else (tile_k, 1, tile_m * tile_k)
+
+    @cute.kernel
+    def kernel(mA: cute.Tensor, mIdx: cute.Tensor, mOut: cute.Tensor, limit: Int32, k_tile: Int32):
+        tidx = cute.arch.thread_idx()[0]
+        sA = cutlass.utils.SmemAllocator().allocate_tensor(
+            Float16, cute.make_layout((tile_m, tile_k, 1), stride=smem_stride), byte_alignment=128)
+        for i in cutlass.range(tidx, tile_m * tile_k, 32):  # what predicated-off copies must overwrite
+            sA[i % tile_m, i // tile_m, 0] = Float16(9.0)
+        cute.arch.sync_threads()
+        atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), Float16,
+                                   num_bits_per_copy=128)
+        thr_copy = cute.make_tiled_copy_tv(atom, thr_layout, val_layout).get_slice(tidx)
+        if cutlass.const_expr(gather_k):
+            copy_fn, prefetch = copy_utils.gather_k_get_copy_fn(
+                thr_copy, mA, sA, cute.flat_divide(mIdx, (tile_k,)), limit_m=tile_m, limit_k=limit)
+            copy_fn(k_tile, 0, prefetch(k_tile, pred=True), pred=True)
+        else:
+            copy_fn = copy_utils.gather_m_get_copy_fn(thr_copy, mA, sA, mIdx, limit_m=limit, limit_k=mA.shape[1])
+            copy_fn(k_tile, 0)
+        cute.arch.cp_async_commit_group()
+        cute.arch.cp_async_wait_group(0)
+        cute.arch.sync_threads()
+        for i in cutlass.range(tidx, tile_m * tile_k, 32):
+            mOut[i % tile_m, i // tile_m] = sA[i % tile_m, i // tile_m, 0]
+
+    @cute.jit
+    def launch(mA: cute.Tensor, idx: cute.Pointer, num_idx: cutlass.Constexpr, mOut: cute.Tensor, limit: Int32,
+               k_tile: Int32):
+        kernel(mA, cute.make_tensor(idx, cute.make_layout(num_idx)), mOut, limit, k_tile).launch(
+            grid=(1, 1, 1), block=(32, 1, 1))
+
+    return launch
+
+
+def _gathered_tile(gather_k, A, idx, limit, k_tile, tile_mk, thr_layout, val_layout):
+    """Runs the gather on the emulator; A is (rows, K) for gather_m, (K, M) (A m-major) for gather_k.
+    The indices come as a gmem pointer: quack tells gmem indices from smem ones by memspace."""
+    from cutlass.cute.runtime import from_dlpack, make_ptr
+    out = np.full(tile_mk, 5, np.float16)
+    ptr = make_ptr(cutlass.Int32, idx.ctypes.data, cute.AddressSpace.gmem, assumed_align=4)
+    mA = from_dlpack(A.T if gather_k else A, assumed_align=16)
+    launch = _gather_tile_kernel(gather_k, tile_mk, thr_layout, val_layout)
+    cute.compile(launch, mA, ptr, len(idx), from_dlpack(out), limit, k_tile, options="--target cpu")(
+        mA, ptr, from_dlpack(out), limit, k_tile)
+    return out
+
+
+def test_quack_gather_m_loads_the_rows_a_idx_names():
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((80, 128)).astype(np.float16)
+    idx = rng.permutation(80)[:32].astype(np.int32)
+    # 4 x 8 threads, 8 halves each: a 4 x 64 tiler over a 32 x 64 tile (tiler_mn[0].shape == 4)
+    out = _gathered_tile(False, A, idx, 27, 1, (32, 64), cute.make_layout((4, 8), stride=(8, 1)),
+                         cute.make_layout((1, 8)))
+    # rows past limit_m (27) read row 0: quack loads whole tiles when tile_M divides by the tiler
+    rows = np.where(np.arange(32) < 27, idx, 0)
+    np.testing.assert_array_equal(out, A[rows, 64:])
+
+
+def test_quack_gather_k_loads_the_columns_a_idx_names():
+    rng = np.random.default_rng(1)
+    total_k = 50
+    A_km = rng.standard_normal((2 * total_k, 64)).astype(np.float16)  # A (64, 100), m-major, as (k, m)
+    idx = np.concatenate([rng.permutation(2 * total_k)[:total_k], np.full(14, -7)]).astype(np.int32)
+    # 8 x 4 threads, 8 halves each down M: a 64 x 4 tiler over a 64 x 32 tile
+    out = _gathered_tile(True, A_km, idx, total_k, 1, (64, 32), cute.make_layout((8, 4), stride=(1, 8)),
+                         cute.make_layout((8, 1)))
+    want = np.zeros((64, 32), np.float16)  # columns past limit_k (50) are zero-filled
+    want[:, :total_k - 32] = A_km[idx[32:total_k]].T
+    np.testing.assert_array_equal(out, want)

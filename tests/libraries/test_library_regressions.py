@@ -448,3 +448,43 @@ def test_thread_slices_take_loc_and_ip():
     assert texts[2] == texts[4]  # retile is the same with and without them
     # One thread of a 1x1x1 MMA: all of the (2,4) accumulator tile, one value per MMA.
     assert texts[3] == "(1,2,4):(0,1,2)"
+
+
+# ---- a tiled copy's tiler_mn is one layout per mode (CuTe's Tiler_MN): quack's gather_A GEMM and
+# FlashAttention-4's forward read `tiled_copy.tiler_mn[0].shape`; FA4's SM100 backward builds a
+# copy from another's tiler_mn -------------------------------------------------------------------
+
+def test_a_tiled_copys_tiler_is_one_layout_per_mode():
+    seen = {}
+
+    @cute.jit
+    def tiler_modes():
+        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32)
+        # 8 rows of 4 threads, each thread 4 consecutive columns: an 8 x 16 tile.
+        tiled = cute.make_tiled_copy_tv(atom, cute.make_layout((8, 4), stride=(4, 1)), cute.make_layout((1, 4)))
+        rows, cols = tiled.get_slice(5).tiler_mn
+        again = cute.make_tiled_copy(atom, tiled.layout_tv_tiled, tiled.tiler_mn)
+        part = again.get_slice(5).partition_S(cute.make_identity_tensor((8, 16)))
+        seen["modes"] = (str(rows), str(cols), rows.shape, cute.size(cols), 24 % rows.shape == 0)
+        seen["coords"] = (part[0], part[3])
+
+    tiler_modes()
+    assert seen["modes"] == ("8:1", "16:1", 8, 16, True)
+    assert seen["coords"] == ((1, 4), (1, 7))  # thread 5 = row 1, thread column 1: tile columns 4..7
+
+
+def test_a_tiled_copy_made_from_a_layout_tiler_keeps_it():
+    seen = {}
+
+    @cute.jit
+    def every_other_row():
+        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32)
+        # 32 threads, one value each, over a 4 x 8 tile whose rows are every other row of the tensor.
+        tiled = cute.make_tiled_copy(atom, cute.make_layout((32, 1)), (cute.make_layout(4, stride=2), 8))
+        part = tiled.get_slice(5).partition_S(cute.make_identity_tensor((8, 8)))
+        seen["modes"] = [str(mode) for mode in tiled.tiler_mn]
+        seen["first"] = part[0]
+
+    every_other_row()
+    assert seen["modes"] == ["4:2", "8:1"]
+    assert seen["first"] == (2, 1)  # thread 5 is the tile's (1, 1) (column-major over 4 x 8): tensor row 2

@@ -589,7 +589,7 @@ def test_tiled_copy_c_atom_covers_the_first_values_of_each_thread():
     tiled = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)))
     atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=64)
     sub = cute.make_tiled_copy_C_atom(atom, tiled)
-    assert sub.tiler_mn == (8, 8)  # c0, c1 of every lane: rows 0..7, columns 0..7
+    assert [str(mode) for mode in sub.tiler_mn] == ["8:1", "8:1"]  # c0, c1 of every lane: rows 0..7, columns 0..7
     got = tv_positions(sub.layout_tv_tiled, 8)
     want = tv_positions(tiled.tv_layout_C_tiled, 16)
     assert {k: v for k, v in want.items() if k[1] < 2} == got

@@ -84,6 +84,13 @@ Tensor memory_tensor(const PointerValue& p, nb::handle layout) {
   return cute::make_tensor(p.value, layout_or_shape(layout));
 }
 
+// The DSL's tiler_mn: a tuple of layouts, one per mode (libraries read `tiler_mn[0].shape`).
+nb::object tiler_mn_py(const cute::TiledCopy& tc) {
+  nb::list out;
+  for (L::Layout& l : cute::tiler_mn_layouts(tc)) out.append(py(std::move(l)));
+  return nb::tuple(out);
+}
+
 // Python's view of a tensor's layout: the composed layout when the swizzle is in the layout.
 nb::object tensor_layout(const Tensor& t) {
   if (t.is_swizzled() && !t.swizzle_in_address) return py(t.composed_layout());
@@ -354,7 +361,7 @@ void bind_tensors(nb::module_& root) {
   });
 
   nb::class_<cute::TiledCopy>(m, "TiledCopy")
-      .def_prop_ro("tiler_mn", [](const cute::TiledCopy& t) { return to_py(t.tiler_mn); })
+      .def_prop_ro("tiler_mn", [](const cute::TiledCopy& t) { return tiler_mn_py(t); })
       .def_prop_ro("layout_tv_tiled", [](const cute::TiledCopy& t) { return py(t.layout_tv); })
       .def_prop_ro("layout_src_tv_tiled", [](const cute::TiledCopy& t) { return py(cute::tiled_layout_tv(t, true)); })
       .def_prop_ro("layout_dst_tv_tiled", [](const cute::TiledCopy& t) { return py(cute::tiled_layout_tv(t, false)); })
@@ -373,7 +380,13 @@ void bind_tensors(nb::module_& root) {
       .def("__repr__", [](const cute::TiledCopy& t) { return cute::to_string(t); });
   m.def("make_tiled_copy", [](const cute::CopyAtom& atom, nb::handle layout_tv, nb::handle tiler_mn) {
     Scope scope;
-    return cute::make_tiled_copy(atom, require_layout(layout_tv, "make_tiled_copy"), to_tuple(tiler_mn));
+    L::Layout tv = require_layout(layout_tv, "make_tiled_copy");
+    if (is_seq(tiler_mn) && tiler_has_layout(tiler_mn)) {  // another copy's tiler_mn
+      std::vector<L::Layout> modes;
+      for (nb::handle m : tiler_mn) modes.push_back(layout_or_shape(m));
+      return cute::make_tiled_copy(atom, tv, modes);
+    }
+    return cute::make_tiled_copy(atom, tv, to_tuple(tiler_mn));
   });
   // SM80 atoms (cute/atom/copy_sm80): cp.async, ldmatrix, stmatrix.
   m.def("make_cp_async_atom", [](nb::handle dtype, int num_bits, int cache_mode) {
@@ -401,7 +414,7 @@ void bind_tensors(nb::module_& root) {
 
   nb::class_<ThrCopy>(m, "ThrCopy")
       .def_prop_ro("thr_idx", [](const ThrCopy& c) { return c.thr_index_py; })
-      .def_prop_ro("tiler_mn", [](const ThrCopy& c) { return to_py(c.tiled.tiler_mn); })
+      .def_prop_ro("tiler_mn", [](const ThrCopy& c) { return tiler_mn_py(c.tiled); })
       .def_prop_ro("layout_tv_tiled", [](const ThrCopy& c) { return py(c.tiled.layout_tv); })
       // loc= / ip= (MLIR source locations in CuTe DSL signatures; quack passes them) are accepted and unused.
       .def("partition_S", [](const ThrCopy& c, nb::handle x, nb::handle, nb::handle) {

@@ -32,6 +32,28 @@ TiledCopy make_tiled_copy(const CopyAtom& atom, const L::Layout& layout_tv, cons
   return TiledCopy{atom, layout_tv, tiler_mn, {}};
 }
 
+TiledCopy make_tiled_copy(const CopyAtom& atom, const L::Layout& layout_tv, const std::vector<L::Layout>& tiler) {
+  std::vector<L::IntTuple> shapes, sizes;
+  bool compact = true;
+  for (const L::Layout& l : tiler) {
+    shapes.push_back(l.shape);
+    sizes.push_back(L::IntTuple(L::size(l)));
+    compact = compact && l == L::make_layout(l.shape);
+  }
+  if (compact) return make_tiled_copy(atom, layout_tv, L::IntTuple(shapes));
+  TiledCopy tc = make_tiled_copy(atom, layout_tv, L::IntTuple(sizes));
+  tc.tiler_layouts = tiler;
+  return tc;
+}
+
+std::vector<L::Layout> tiler_mn_layouts(const TiledCopy& tc) {
+  if (!tc.tiler_layouts.empty()) return tc.tiler_layouts;
+  std::vector<L::Layout> out;
+  if (tc.tiler_mn.kind() != L::IntTuple::Kind::Tuple) return {L::make_layout(tc.tiler_mn)};
+  for (const L::IntTuple& mode : tc.tiler_mn.elems()) out.push_back(L::make_layout(mode));
+  return out;
+}
+
 TiledCopy make_tiled_copy_tv(const CopyAtom& atom, const L::Layout& thr_layout, const L::Layout& val_layout) {
   auto [tiler, tv] = L::make_layout_tv(thr_layout, val_layout);
   return make_tiled_copy(atom, tv, tiler);

@@ -24,6 +24,12 @@ struct TiledCopy {
 };
 
 TiledCopy make_tiled_copy(const CopyAtom& atom, const layout::Layout& layout_tv, const layout::IntTuple& tiler_mn);
+// With the tile given as one layout per mode (CuTe's Tiler_MN of layouts: another copy's
+// tiler_mn_layouts); a mode whose layout is compact column-major is its shape.
+TiledCopy make_tiled_copy(const CopyAtom& atom, const layout::Layout& layout_tv, const std::vector<layout::Layout>& tiler);
+// The tile as CuTe's Tiler_MN of layouts, one per mode (the DSL's TiledCopy.tiler_mn): a mode
+// of shape s is the compact layout of s (128 -> 128:1); a layout tiler's own layouts.
+std::vector<layout::Layout> tiler_mn_layouts(const TiledCopy& tc);
 TiledCopy make_tiled_copy_tv(const CopyAtom& atom, const layout::Layout& thr_layout, const layout::Layout& val_layout);
 
 // The elements of `t` (a tile of at least tiler_mn) that thread `thr_index` copies:
