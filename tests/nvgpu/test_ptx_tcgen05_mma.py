@@ -1,7 +1,8 @@
 """Blackwell GEMMs on the PTX executor ("--target ptx"): tcgen05.mma, tcgen05.commit (and the
 tcgen05.ld epilogue) in the PTX libNVVM made from the NVVM lowering, against numpy. The kernels are
 test_tcgen05_mma.py's: each kind (f16 / bf16 -> f32 and -> f16, tf32, fp8, i8), K- and MN-major
-operands over the 128-, 64- and 32-byte swizzles, Field.ACCUMULATE (the enable-input-d predicate), A
+operands over the 128-, 64- and 32-byte swizzles, an M = 64 MMA (the accumulator in the first 16 lanes
+of each warp's quarter), Field.ACCUMULATE (the enable-input-d predicate), A
 from tensor memory, a 2-CTA MMA (cta_group::2, multicast commit), a TMA-fed GEMM; and NVIDIA's
 Blackwell tutorial GEMM (fp16_gemm_0) driven with numpy arrays.
 
@@ -15,6 +16,8 @@ import pytest
 
 import cutlass
 import cutlass.cute as cute
+import cutlass.utils.blackwell_helpers as sm100_utils
+from cutlass.cute.nvgpu import tcgen05
 from ptx_target import needs_libnvvm
 from test_tcgen05_mma import K_MAJOR, MN_MAJOR, operands, run_mma, run_tma_gemm, run_tmem_a
 
@@ -95,6 +98,80 @@ def test_ptx_tcgen05_mma_two_ctas_share_one_mma():
     compiled = cute.compile(run_mma, A, B, C, cutlass.Float16, cutlass.Float32, K_MAJOR, K_MAJOR, M, N, K, False, 64,
                             True, options=PTX)
     assert "tcgen05.mma.cta_group::2.kind::f16" in compiled.__ptx__
+    compiled(A, B, C)
+    np.testing.assert_array_equal(C, A @ B.T)
+
+
+@cute.kernel
+def m64_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma, N: cutlass.Constexpr,
+               K: cutlass.Constexpr):
+    M, dtype = 64, cutlass.Float16
+    tidx, _, _ = cute.arch.thread_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    sA_l = sm100_utils.make_smem_layout_a(tiled_mma, (M, N, K), dtype, 1)
+    sB_l = sm100_utils.make_smem_layout_b(tiled_mma, (M, N, K), dtype, 1)
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    bar = smem.allocate_array(cutlass.Int64, 1)
+    sA = smem.allocate_tensor(dtype, sA_l.outer, 1024, sA_l.inner)
+    sB = smem.allocate_tensor(dtype, sB_l.outer, 1024, sB_l.inner)
+    gA = cute.make_tensor(mA.iterator, cute.make_layout((M, K), stride=(K, 1)))
+    gB = cute.make_tensor(mB.iterator, cute.make_layout((N, K), stride=(K, 1)))
+    gC = cute.make_tensor(mC.iterator, cute.make_layout((M, N), stride=(N, 1)))
+    for j in cutlass.range_constexpr(M * K // 128):
+        i = tidx + j * 128
+        m, k = i % M, i // M
+        sA[((m, k % 16), 0, k // 16, 0)] = gA[(m, k)].to(dtype)
+    for j in cutlass.range_constexpr(N * K // 128):
+        i = tidx + j * 128
+        n, k = i % N, i // N
+        sB[((n, k % 16), 0, k // 16, 0)] = gB[(n, k)].to(dtype)
+    cute.arch.fence_proxy("async.shared", space="cta")
+    if tidx == 0:
+        cute.arch.mbarrier_init(bar, 1)
+    cute.arch.mbarrier_init_fence()
+    if warp == 0:
+        cute.arch.alloc_tmem(128, holder)
+    cute.arch.sync_threads()
+    tmem_ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+    tCrA = tiled_mma.make_fragment_A(sA)
+    tCrB = tiled_mma.make_fragment_B(sB)
+    acc = cute.make_tensor(tmem_ptr, tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((M, N))).layout)
+    if warp == 0:
+        tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
+        for k in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+            cute.gemm(tiled_mma, acc, tCrA[(None, None, k, 0)], tCrB[(None, None, k, 0)], acc)
+            tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+        tcgen05.commit(bar)
+    cute.arch.mbarrier_wait(bar, 0)
+    # 16-lane loads: each warp reads its 16 rows.
+    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld16x256bOp(tcgen05.Repetition.x1), cutlass.Float32),
+                                 acc[(None, 0, 0)])
+    thr = t2r.get_slice(tidx)
+    dst = thr.partition_D(tiled_mma.get_slice(0).partition_C(gC)[(None, 0, 0)])
+    frag = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
+    cute.copy(t2r, thr.partition_S(acc[(None, 0, 0)]), frag)
+    cute.arch.fence_view_async_tmem_load()
+    cute.autovec_copy(frag, dst)
+    cute.arch.sync_threads()
+    if warp == 0:
+        cute.arch.relinquish_tmem_alloc_permit()
+        cute.arch.dealloc_tmem(tmem_ptr, 128)
+
+
+@cute.jit
+def run_m64(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, N: cutlass.Constexpr, K: cutlass.Constexpr):
+    tiled_mma = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, K_MAJOR, K_MAJOR, cutlass.Float32,
+                                                   tcgen05.CtaGroup.ONE, (64, N))
+    m64_kernel(mA, mB, mC, tiled_mma, N, K).launch(grid=(1, 1, 1), block=(128, 1, 1))
+
+
+def test_ptx_tcgen05_mma_m64_accumulator_layout():
+    N, K = 32, 32
+    A, B = operands(64, N, K, seed=9)
+    C = np.zeros((64, N), np.float32)
+    compiled = cute.compile(run_m64, A, B, C, N, K, options=PTX)
+    assert "tcgen05.ld.sync.aligned.16x256b" in compiled.__ptx__
     compiled(A, B, C)
     np.testing.assert_array_equal(C, A @ B.T)
 
