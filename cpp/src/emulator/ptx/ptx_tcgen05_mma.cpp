@@ -280,18 +280,18 @@ struct Runner {
     const uint32_t taddr = uint32_t(is.ops[0]), lane0 = taddr >> 16, col0 = taddr & 0xffff;
     for (Cta* c : group_ctas(group))
       for (int r = 0; r < rows; ++r) {
-        std::vector<uint32_t> lanes;
-        switch (shape) {
-          case Cp64x128b_02_13: lanes = {uint32_t(r % 32 + 32 * (r / 32)), uint32_t(r % 32 + 32 * (r / 32 + 2))}; break;
-          case Cp64x128b_01_23: lanes = {uint32_t(r % 32 + 64 * (r / 32)), uint32_t(r % 32 + 64 * (r / 32) + 32)}; break;
-          case Cp32x128bx4: lanes = {uint32_t(r), uint32_t(r + 32), uint32_t(r + 64), uint32_t(r + 96)}; break;
-          default: lanes = {uint32_t(r)};
-        }
+        // The lanes row r lands in: warpx2::02_13 sends rows 0-31 to quarters 0 and 2, 32-63 to 1
+        // and 3; warpx2::01_23 rows 0-31 to quarters 0 and 1, 32-63 to 2 and 3; warpx4 to all four.
+        uint32_t lanes[4] = {uint32_t(r), 0, 0, 0};
+        int nlanes = 1;
+        if (shape == Cp64x128b_02_13) lanes[0] = uint32_t(r % 32 + 32 * (r / 32)), lanes[1] = lanes[0] + 64, nlanes = 2;
+        if (shape == Cp64x128b_01_23) lanes[0] = uint32_t(r % 32 + 64 * (r / 32)), lanes[1] = lanes[0] + 32, nlanes = 2;
+        if (shape == Cp32x128bx4) lanes[1] = uint32_t(r + 32), lanes[2] = uint32_t(r + 64), lanes[3] = uint32_t(r + 96), nlanes = 4;
         for (int w = 0; w < bytes / 4; ++w) {
           uint32_t word = 0;
           for (int b = 0; b < 4; ++b)
             word |= uint32_t(*smem(*c, operand_address(ds, false, r, 4 * w + b, 1), 1, "the source")) << (8 * b);
-          for (uint32_t l : lanes) tmem(*c, lane0 + l, col0 + uint32_t(w), "the destination") = word;
+          for (int l = 0; l < nlanes; ++l) tmem(*c, lane0 + lanes[l], col0 + uint32_t(w), "the destination") = word;
         }
       }
   }
