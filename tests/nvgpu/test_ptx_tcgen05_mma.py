@@ -89,13 +89,15 @@ def test_ptx_tcgen05_mma_a_from_tensor_memory():
     np.testing.assert_array_equal(C, A @ B.T)
 
 
-def test_ptx_tcgen05_mma_two_ctas_share_one_mma():
-    # cta_group::2 in a 2x1 cluster: rows 0-127 of A and D in CTA 0, 128-255 in CTA 1, B's halves
-    # from each; the commit multicasts to both CTAs' barriers.
-    M, N, K = 256, 64, 32
+@pytest.mark.parametrize("M,N,cols", [(256, 64, 64), (128, 64, 32), (128, 128, 64)])
+def test_ptx_tcgen05_mma_two_ctas_share_one_mma(M, N, cols):
+    # cta_group::2 in a 2x1 cluster: the first M / 2 rows of A and D in CTA 0, the others in CTA 1,
+    # B's halves from each; the commit multicasts to both CTAs' barriers. M = 128: each CTA's 64
+    # rows hold columns 0 .. N/2 - 1 in lanes 0-63 and the others in lanes 64-127 (N / 2 columns).
+    K = 32
     A, B = operands(M, N, K, seed=5)
     C = np.zeros((M, N), np.float32)
-    compiled = cute.compile(run_mma, A, B, C, cutlass.Float16, cutlass.Float32, K_MAJOR, K_MAJOR, M, N, K, False, 64,
+    compiled = cute.compile(run_mma, A, B, C, cutlass.Float16, cutlass.Float32, K_MAJOR, K_MAJOR, M, N, K, False, cols,
                             True, options=PTX)
     assert "tcgen05.mma.cta_group::2.kind::f16" in compiled.__ptx__
     compiled(A, B, C)
