@@ -111,6 +111,20 @@ MUTATIONS = [
                     'k.define(op, int(i), k.emit_def("extractvalue " + rt + " " + r + ", " + std::to_string(i)));',
                     'k.define(op, int(i), k.emit_def("extractvalue " + rt + " " + r + ", " + std::to_string(n - 1 - i)));')],
              TCGEN05_TESTS),
+    Mutation("tcgen05_mma_a_b_descriptors_swapped",
+             "tcgen05.mma's A and B shared-memory descriptors swapped in the lowering",
+             [Patch(f"{NVVM}/lower_sm100.cpp",
+                    '(a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +\n'
+                    '               ", i64 " + k.operand(op.operands[2])',
+                    '(a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[2]) +\n'
+                    '               ", i64 " + k.operand(op.operands[1])')],
+             TCGEN05_TESTS),
+    Mutation("tcgen05_instruction_descriptor_m_n_swapped",
+             "the tcgen05 instruction descriptor's M and N fields swapped (M >> 4 at bit 17, N >> 3 at bit 24)",
+             [Patch("cpp/src/cute/atom/mma_sm100.cpp",
+                    "(uint32_t(atom.n >> 3) << 17) | (uint32_t(atom.m >> 4) << 24)",
+                    "(uint32_t(atom.m >> 4) << 17) | (uint32_t(atom.n >> 3) << 24)")],
+             TCGEN05_TESTS),
 ]
 
 

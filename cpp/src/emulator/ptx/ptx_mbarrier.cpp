@@ -151,6 +151,9 @@ void mbarrier_complete_tx(ThreadCtx& t, Cluster& cl, uint64_t key, int64_t bytes
   complete_if_done(it->second, cl);
 }
 
+// Used by tcgen05.commit (ptx_tcgen05_mma.cpp): one arrival on the barrier at `key`.
+void mbarrier_arrive_one(ThreadCtx& t, uint64_t key) { arrive(*t.inst, t, key, 1, 0, false); }
+
 void register_ptx_mbarrier(PtxFamilyTable& t) {
   t.add("mbarrier", decode_mbarrier);
   t.add("cp.async.mbarrier", decode_cp_async_mbarrier);  // reached through cp's decoder

@@ -13,6 +13,8 @@
 
 namespace opencute::emulator::ptx {
 
+void decode_tcgen05_async(Inst& i);  // ptx_tcgen05_mma.cpp: mma, cp, commit
+
 namespace {
 
 constexpr uint32_t kLanes = 128, kColumns = 512;
@@ -157,8 +159,10 @@ void decode_tcgen05(Inst& i) {
     i.run = run_no_op;
     return;
   }
+  if (k == "mma" || k == "cp" || k == "commit") return decode_tcgen05_async(i);
   if (k == "alloc" || k == "dealloc" || k == "relinquish_alloc_permit") {
-    if (!i.has_mod("cta_group::1")) unsupported(i, "only .cta_group::1");
+    // cta_group::2: a warp of each CTA of the pair runs it, each for its own tensor memory.
+    if (!i.has_mod("cta_group::1") && !i.has_mod("cta_group::2")) unsupported(i, "only .cta_group::1 and ::2");
     i.space = Space::Shared;
     if (k == "alloc") {
       if (i.ops.size() != 2) unsupported(i, "operands");

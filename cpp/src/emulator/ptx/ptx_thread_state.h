@@ -74,6 +74,15 @@ struct Cta {
   std::vector<uint32_t> tmem;
   std::vector<bool> tmem_allocated;
   bool tmem_relinquished = false;
+  // tcgen05.mma / tcgen05.cp issued and not yet committed (ptx_tcgen05_mma.cpp): the issuing
+  // thread, the instruction and its operands' values; each runs at that thread's next
+  // tcgen05.commit, in issue order.
+  struct Tcgen05Issued {
+    int thread;
+    const Inst* inst;
+    uint64_t ops[5];
+  };
+  std::vector<Tcgen05Issued> tcgen05_issued;
 };
 
 struct Launch;

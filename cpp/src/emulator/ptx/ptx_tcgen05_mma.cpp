@@ -1,0 +1,401 @@
+// tcgen05 tensor-core operations (sm_100a): tcgen05.mma (kind::f16, ::tf32, ::f8f6f4 with 8-bit
+// inputs, ::i8; cta_group::1 and ::2; A from a shared-memory descriptor or from tensor memory; the
+// enable-input-d predicate), tcgen05.cp (shared -> tensor memory) and tcgen05.commit (an arrival
+// on an mbarrier, or on the mbarrier at the same offset of each CTA a multicast mask names).
+//
+// Written from the PTX ISA (tcgen05 "Instruction descriptor", "Shared memory descriptor",
+// "Matrix fragments / data path layouts", tcgen05.mma, tcgen05.commit, tcgen05.cp), independently
+// of the IR emulator's sm100_mma.cpp: the two are compared on the same kernels, so they must not
+// share a misreading.
+//
+// Asynchrony: an MMA or copy is recorded when issued (its operands' register values) and runs
+// when its issuing thread next executes tcgen05.commit; then the commit's arrival happens. So a
+// kernel that reads the accumulator before waiting on the commit's mbarrier sees the old values,
+// and one that overwrites an operand's shared memory before that wait changes what the MMA reads,
+// as either may on the GPU.
+//
+// Shared-memory operands: a 64-bit descriptor gives the start address (bits 0-13), the leading-
+// and stride-dimension byte offsets (16-29, 32-45), all >> 4, the fixed 0b001 at 46-48, the base
+// offset (49-51), the leading-dimension mode (52) and the swizzle (61-63: 0 none, 1 128B with 32B
+// atoms, 2 128B, 4 64B, 6 32B). The matrix is made of core matrices of 8 rows of 16 bytes; the
+// swizzle XORs address bits 4.. with bits 7.. of the shared-window address, as the GPU does.
+// Tensor memory: 128 lanes x 512 columns of 32 bits; a 16-bit accumulator or A packs two
+// elements to a column (the lower column half first), an 8-bit A four.
+#include "emulator/ptx/ptx_family_support.h"
+
+namespace opencute::emulator::ptx {
+
+void mbarrier_arrive_one(ThreadCtx& t, uint64_t key);  // ptx_mbarrier.cpp
+
+namespace {
+
+constexpr uint32_t kLanes = 128, kColumns = 512;
+
+enum Kind : int32_t { Mma, Commit, Copy };
+enum Flag : uint32_t { ATmem = 1, Multicast = 2 };
+enum MmaKind : int32_t { KindF16, KindTf32, KindF8F6F4, KindI8 };
+// tcgen05.cp shapes: lanes x bits per lane, and how the source rows spread over the lane quarters.
+enum CpShape : int32_t { Cp128x256b, Cp4x256b, Cp128x128b, Cp64x128b_02_13, Cp64x128b_01_23, Cp32x128bx4 };
+
+struct InstrDescriptor {
+  PType a = PType::None, b = PType::None, d = PType::None;
+  bool negate_a = false, negate_b = false, mn_major_a = false, mn_major_b = false, saturate = false;
+  int m = 0, n = 0;
+};
+
+struct SmemDescriptor {
+  uint64_t start = 0, leading = 0, stride = 0;
+  int swizzle_bytes = 0;  // 0, 32, 64, 128
+};
+
+// The 32-bit instruction descriptor of the kinds without block scaling (the ISA's table for
+// .kind::tf32, ::f16, ::f8f6f4 and ::i8).
+InstrDescriptor decode_instr_descriptor(uint32_t v, int kind, const std::function<void(const std::string&)>& fail) {
+  auto bits = [&](int lo, int n) { return (v >> lo) & ((1u << n) - 1); };
+  if (bits(2, 1)) fail("sparse MMA (instruction descriptor bit 2) is not supported");
+  InstrDescriptor r;
+  const uint32_t dtype = bits(4, 2), atype = bits(7, 3), btype = bits(10, 3);
+  auto input = [&](uint32_t code, const char* which) -> PType {
+    switch (kind) {
+      case KindF16:
+        if (code == 0) return PType::F16;
+        if (code == 1) return PType::BF16;
+        break;
+      case KindTf32:
+        if (code == 2) return PType::TF32;
+        break;
+      case KindF8F6F4:
+        if (code == 0) return PType::E4M3;
+        if (code == 1) return PType::E5M2;
+        if (code == 3 || code == 4 || code == 5)
+          fail(std::string("the 6- and 4-bit ") + which + " types of kind::f8f6f4 are not supported");
+        break;
+      case KindI8:
+        if (code == 0) return PType::U8;
+        if (code == 1) return PType::S8;
+        break;
+    }
+    fail(std::string("instruction descriptor ") + which + " type " + std::to_string(code) + " is not valid for this kind");
+    return PType::None;
+  };
+  r.a = input(atype, "A");
+  r.b = input(btype, "B");
+  if (kind == KindI8) {
+    if (dtype != 2) fail("kind::i8 needs an S32 accumulator (instruction descriptor dtype 2), got " + std::to_string(dtype));
+    r.d = PType::S32;
+  } else if (dtype == 1) {
+    r.d = PType::F32;
+  } else if (dtype == 0 && kind != KindTf32) {
+    r.d = PType::F16;
+  } else {
+    fail("instruction descriptor dtype " + std::to_string(dtype) + " is not valid for this kind");
+  }
+  r.saturate = bits(3, 1);
+  r.negate_a = bits(13, 1), r.negate_b = bits(14, 1);
+  if (kind == KindI8 && (r.negate_a || r.negate_b)) fail("kind::i8 cannot negate A or B");
+  r.mn_major_a = bits(15, 1), r.mn_major_b = bits(16, 1);
+  r.n = int(bits(17, 6)) << 3;
+  r.m = int(bits(24, 5)) << 4;
+  return r;
+}
+
+SmemDescriptor decode_smem_descriptor(uint64_t d, const char* which, const std::function<void(const std::string&)>& fail) {
+  auto field = [&](int lo, int n) { return (d >> lo) & ((uint64_t(1) << n) - 1); };
+  const std::string what = std::string("the shared-memory descriptor of ") + which;
+  if (field(46, 3) != 1) fail(what + " lacks the fixed value 0b001 in bits 46-48");
+  if (field(49, 3)) fail(what + " has a base offset (" + std::to_string(field(49, 3)) + "), which is not supported");
+  if (field(52, 1)) fail(what + " uses the absolute leading-dimension address mode (sm_103a), which is not supported");
+  SmemDescriptor r;
+  r.start = field(0, 14) << 4;
+  r.leading = field(16, 14) << 4;
+  r.stride = field(32, 14) << 4;
+  switch (field(61, 3)) {
+    case 0: r.swizzle_bytes = 0; break;
+    case 2: r.swizzle_bytes = 128; break;
+    case 4: r.swizzle_bytes = 64; break;
+    case 6: r.swizzle_bytes = 32; break;
+    case 1: fail(what + " uses the 128-byte swizzle with 32-byte atoms, which is not supported"); break;
+    default: fail(what + " has the invalid swizzle mode " + std::to_string(field(61, 3))); break;
+  }
+  return r;
+}
+
+// The shared-window byte address of element (mn, k) of an operand (mn: a row of A, a column of
+// B) of `eb`-byte elements, in the ISA's canonical layouts. In units of 16-byte chunks T:
+//   K-major, no swizzle:  ((8,m),(T,2k)) : ((1T,SBO),(1,LBO))
+//   K-major, W-byte swizzle: ((8,m),(T,2k)) : ((W/16 T,SBO),(1,T))
+//   MN-major, no swizzle: ((T,1,m),(8,k)) : ((1,T,SBO),(1T,LBO))
+//   MN-major, W-byte swizzle: ((T,W/16,m),(8,k)) : ((1,T,LBO),(W/16 T,SBO))
+uint64_t operand_address(const SmemDescriptor& d, bool mn_major, int mn, int k, int eb) {
+  uint64_t a = d.start;
+  const uint64_t W = uint64_t(d.swizzle_bytes);
+  if (!mn_major) {
+    const uint64_t kbyte = uint64_t(k) * uint64_t(eb), row = uint64_t(mn);
+    a += (row / 8) * d.stride + kbyte % 16;
+    a += W ? (row % 8) * W + (kbyte / 16) * 16 : (row % 8) * 16 + (kbyte / 16) * d.leading;
+  } else {
+    const uint64_t mnbyte = uint64_t(mn) * uint64_t(eb), chunk = mnbyte / 16, kk = uint64_t(k);
+    a += mnbyte % 16;
+    if (!W) a += chunk * d.stride + (kk % 8) * 16 + (kk / 8) * d.leading;
+    else a += (chunk % (W / 16)) * 16 + (chunk / (W / 16)) * d.leading + (kk % 8) * W + (kk / 8) * d.stride;
+  }
+  if (W) a ^= ((a >> 7) & (W / 16 - 1)) << 4;
+  return a;
+}
+
+double input_value(const uint8_t* p, PType t) {
+  switch (t) {
+    case PType::F16: case PType::BF16: { uint16_t h; std::memcpy(&h, p, 2); return half_value(h, t); }
+    case PType::TF32: { uint32_t w; std::memcpy(&w, p, 4); return f32_of(w & 0xffffe000u); }  // 10 mantissa bits
+    case PType::E4M3: case PType::E5M2: return fp8_value(*p, t);
+    case PType::S8: return double(int8_t(*p));
+    case PType::U8: return double(*p);
+    default: return 0;
+  }
+}
+
+using Issued = Cta::Tcgen05Issued;
+
+struct Runner {
+  ThreadCtx& t;  // the committing thread (the issuing one)
+  const Inst& inst;
+  [[noreturn]] void fail(const std::string& what) const { fail_at(t.L, t.cta, t.th, inst, inst.opcode + ": " + what); }
+  std::function<void(const std::string&)> failer() const {
+    return [this](const std::string& w) { fail(w); };
+  }
+
+  // The CTAs of the MMA's pair (cta_group::2: the even rank and the next), or this one alone.
+  std::vector<Cta*> group_ctas(int group) const {
+    if (group == 1) return {&t.cta};
+    const size_t even = size_t(t.cta.rank & ~1);
+    if (t.cta.rank & 1) fail("cta_group::2 issued from the odd CTA (rank " + std::to_string(t.cta.rank) + ") of its pair");
+    if (even + 1 >= t.cl.ctas.size())
+      fail("cta_group::2 needs a peer CTA: the cluster has " + std::to_string(t.cl.ctas.size()) + " CTA(s)");
+    return {&t.cl.ctas[even], &t.cl.ctas[even + 1]};
+  }
+
+  const uint8_t* smem(Cta& c, uint64_t addr, int bytes, const char* which) const {
+    if (addr + uint64_t(bytes) > c.smem_size)
+      fail(std::string("operand ") + which + " reads shared address " + std::to_string(addr) + ", past the CTA's " +
+           std::to_string(c.smem_size) + " bytes of shared memory");
+    return c.smem + addr;
+  }
+
+  uint32_t& tmem(Cta& c, uint32_t lane, uint32_t column, const char* which) const {
+    if (c.tmem.empty() || lane >= kLanes || column >= kColumns || !c.tmem_allocated[column])
+      fail(std::string(which) + " reaches tensor-memory lane " + std::to_string(lane) + ", column " +
+           std::to_string(column) + ", outside the CTA's allocation");
+    return c.tmem[size_t(lane) * kColumns + column];
+  }
+
+  // Where row `row` (of the CTA's M / group rows) and column `n` of D live: the data-path layouts.
+  // M = 128 per CTA: row i in lane i. cta_group::1, M = 64: rows 16w .. 16w + 15 in lanes 32w ..
+  // 32w + 15 (the first half of each warp's quarter). cta_group::2, M = 128 (64 rows a CTA): lanes
+  // 0-63 hold columns 0 .. N/2 - 1, lanes 64-127 the others.
+  void d_cell(int group, int rows, int n_total, int row, int n, uint32_t* lane, uint32_t* col) const {
+    if (rows == 128) *lane = uint32_t(row), *col = uint32_t(n);
+    else if (rows == 64 && group == 1) *lane = uint32_t(32 * (row / 16) + row % 16), *col = uint32_t(n);
+    else if (rows == 64 && group == 2) *lane = uint32_t(row + 64 * (n / (n_total / 2))), *col = uint32_t(n % (n_total / 2));
+    else fail("no data-path layout for M = " + std::to_string(rows * group) + " with cta_group::" + std::to_string(group));
+  }
+
+  void mma(const Issued& is) {
+    const int group = inst.i1, kind = inst.i0;
+    const InstrDescriptor id = decode_instr_descriptor(uint32_t(is.ops[3]), kind, failer());
+    const bool a_tmem = inst.flags & ATmem;
+    const int M = id.m, N = id.n, K = 256 / ptype_bits(id.a), eb = ptype_bits(id.a) / 8;
+    if (group == 1 && !((M == 64 && N >= 8 && N <= 256 && N % 8 == 0) || (M == 128 && N >= 16 && N <= 256 && N % 16 == 0)))
+      fail("shape M = " + std::to_string(M) + ", N = " + std::to_string(N) + " is not valid for cta_group::1");
+    if (group == 2 && !((M == 128 || M == 256) && N >= 32 && N <= 256 && N % 16 == 0))
+      fail("shape M = " + std::to_string(M) + ", N = " + std::to_string(N) + " is not valid for cta_group::2");
+    if (ptype_bits(id.a) != ptype_bits(id.b)) fail("A and B types of different widths");
+    const std::vector<Cta*> ctas = group_ctas(group);
+    const int rows = M / group;  // of A and D in each CTA
+    const int ncols = N / group;  // of B in each CTA
+    std::vector<double> A(size_t(M) * size_t(K)), B(size_t(N) * size_t(K));
+    if (a_tmem) {
+      if (rows != 128) fail("A from tensor memory is supported with 128 rows a CTA only");
+      if (id.mn_major_a) fail("A from tensor memory must be K-major (instruction descriptor bit 15)");
+      const uint32_t taddr = uint32_t(is.ops[1]), lane0 = taddr >> 16, col0 = taddr & 0xffff;
+      const int per = 4 / eb;  // elements to a 32-bit column
+      for (int m = 0; m < M; ++m)
+        for (int k = 0; k < K; ++k) {
+          const uint32_t cell = tmem(*ctas[size_t(m / rows)], lane0 + uint32_t(m % rows), col0 + uint32_t(k / per), "A");
+          const uint32_t bits = cell >> (8 * eb * (k % per));
+          uint8_t raw[4];
+          std::memcpy(raw, &bits, 4);
+          A[size_t(m) * size_t(K) + size_t(k)] = input_value(raw, id.a);
+        }
+    } else {
+      const SmemDescriptor da = decode_smem_descriptor(is.ops[1], "A", failer());
+      for (int m = 0; m < M; ++m)
+        for (int k = 0; k < K; ++k)
+          A[size_t(m) * size_t(K) + size_t(k)] =
+              input_value(smem(*ctas[size_t(m / rows)], operand_address(da, id.mn_major_a, m % rows, k, eb), eb, "A"), id.a);
+    }
+    const SmemDescriptor db = decode_smem_descriptor(is.ops[2], "B", failer());
+    for (int n = 0; n < N; ++n)
+      for (int k = 0; k < K; ++k)
+        B[size_t(n) * size_t(K) + size_t(k)] =
+            input_value(smem(*ctas[size_t(n / ncols)], operand_address(db, id.mn_major_b, n % ncols, k, eb), eb, "B"), id.b);
+    const bool accumulate = is.ops[4] & 1;
+    const uint32_t dtaddr = uint32_t(is.ops[0]), dlane0 = dtaddr >> 16, dcol0 = dtaddr & 0xffff;
+    const bool half_d = id.d == PType::F16;
+    const double sa = id.negate_a ? -1.0 : 1.0, sb = id.negate_b ? -1.0 : 1.0;
+    for (int m = 0; m < M; ++m) {
+      Cta& c = *ctas[size_t(m / rows)];
+      const double* a = &A[size_t(m) * size_t(K)];
+      for (int n = 0; n < N; ++n) {
+        const double* b = &B[size_t(n) * size_t(K)];
+        uint32_t lane, col;
+        d_cell(group, rows, N, m % rows, n, &lane, &col);
+        const uint32_t column = dcol0 + (half_d ? col / 2 : col), shift = half_d ? 16 * (col % 2) : 0;
+        uint32_t& cell = tmem(c, dlane0 + lane, column, "D");
+        if (id.d == PType::S32) {
+          int64_t acc = accumulate ? int64_t(int32_t(cell)) : 0;
+          for (int k = 0; k < K; ++k) acc += int64_t(a[k]) * int64_t(b[k]);
+          if (id.saturate) acc = std::min<int64_t>(INT32_MAX, std::max<int64_t>(INT32_MIN, acc));
+          cell = uint32_t(uint64_t(acc));
+        } else if (half_d) {
+          double acc = accumulate ? double(half_value(uint16_t(cell >> shift), PType::F16)) : 0.0;
+          for (int k = 0; k < K; ++k) acc += sa * a[k] * sb * b[k];
+          cell = (cell & ~(0xffffu << shift)) | (uint32_t(half_round(float(acc), PType::F16)) << shift);
+        } else {
+          double acc = accumulate ? double(f32_of(cell)) : 0.0;
+          for (int k = 0; k < K; ++k) acc += sa * a[k] * sb * b[k];
+          cell = uint32_t(bits_of(float(acc)));
+        }
+      }
+    }
+  }
+
+  // tcgen05.cp: the source is a K-major matrix of `rows` rows of `bytes` bytes (the descriptor's
+  // canonical layout with 1-byte elements); row r goes to lane r of each lane quarter the shape
+  // multicasts it to, its 32-bit words to consecutive columns.
+  void copy(const Issued& is) {
+    const int group = inst.i1, shape = inst.i0;
+    static const int kRows[] = {128, 4, 128, 64, 64, 32}, kBytes[] = {32, 32, 16, 16, 16, 16};
+    const int rows = kRows[shape], bytes = kBytes[shape];
+    const SmemDescriptor ds = decode_smem_descriptor(is.ops[1], "the source", failer());
+    const uint32_t taddr = uint32_t(is.ops[0]), lane0 = taddr >> 16, col0 = taddr & 0xffff;
+    for (Cta* c : group_ctas(group))
+      for (int r = 0; r < rows; ++r) {
+        // The lanes row r lands in: warpx2::02_13 sends rows 0-31 to quarters 0 and 2, 32-63 to 1
+        // and 3; warpx2::01_23 rows 0-31 to quarters 0 and 1, 32-63 to 2 and 3; warpx4 to all four.
+        uint32_t lanes[4] = {uint32_t(r), 0, 0, 0};
+        int nlanes = 1;
+        if (shape == Cp64x128b_02_13) lanes[0] = uint32_t(r % 32 + 32 * (r / 32)), lanes[1] = lanes[0] + 64, nlanes = 2;
+        if (shape == Cp64x128b_01_23) lanes[0] = uint32_t(r % 32 + 64 * (r / 32)), lanes[1] = lanes[0] + 32, nlanes = 2;
+        if (shape == Cp32x128bx4) lanes[1] = uint32_t(r + 32), lanes[2] = uint32_t(r + 64), lanes[3] = uint32_t(r + 96), nlanes = 4;
+        for (int w = 0; w < bytes / 4; ++w) {
+          uint32_t word = 0;
+          for (int b = 0; b < 4; ++b)
+            word |= uint32_t(*smem(*c, operand_address(ds, false, r, 4 * w + b, 1), 1, "the source")) << (8 * b);
+          for (int l = 0; l < nlanes; ++l) tmem(*c, lane0 + lanes[l], col0 + uint32_t(w), "the destination") = word;
+        }
+      }
+  }
+};
+
+Step run_issue(const Inst& i, ThreadCtx& t) {
+  Issued is{t.th.linear, &i, {0, 0, 0, 0, 0}};
+  for (size_t o = 0; o < i.ops.size() && o < 5; ++o) {
+    const Operand& op = i.ops[o];
+    is.ops[o] = op.kind == Operand::Addr ? t.address(op) : t.get(op);
+  }
+  t.cta.tcgen05_issued.push_back(is);
+  return Step::Next;
+}
+
+Step run_commit(const Inst& i, ThreadCtx& t) {
+  // This thread's issued operations run now, in issue order.
+  std::vector<Issued> mine, rest;
+  for (const Issued& e : t.cta.tcgen05_issued) (e.thread == t.th.linear ? mine : rest).push_back(e);
+  t.cta.tcgen05_issued = std::move(rest);
+  for (const Issued& e : mine) {
+    const Inst& op = *e.inst;
+    if (op.i1 != i.i1)
+      fail_at(t.L, t.cta, t.th, i, i.opcode + ": commits a cta_group::" + std::to_string(op.i1) +
+                                       " operation (PTX line " + std::to_string(op.line) + ") with cta_group::" +
+                                       std::to_string(i.i1));
+    Runner r{t, op};
+    if (op.i2 == Mma) r.mma(e);
+    else r.copy(e);
+  }
+  uint64_t offset = 0;
+  Cta& named = t.cluster_cta(t.address(i.ops[0]), &offset);
+  std::vector<Cta*> targets;
+  if (i.flags & Multicast) {
+    const uint64_t mask = t.get(i.ops[1]) & 0xffff;
+    for (Cta& c : t.cl.ctas)
+      if (mask >> c.rank & 1) targets.push_back(&c);
+  } else {
+    targets.push_back(&named);
+  }
+  for (Cta* c : targets) {
+    if (offset % 8 || offset + 8 > c->smem_size)
+      t.fail("the mbarrier at shared offset " + std::to_string(offset) + " is outside CTA " + std::to_string(c->rank) +
+             "'s shared memory or misaligned");
+    mbarrier_arrive_one(t, reinterpret_cast<uintptr_t>(c->smem + offset));
+  }
+  return Step::Next;
+}
+
+int cta_group_of(const Inst& i) {
+  if (i.has_mod("cta_group::1")) return 1;
+  if (i.has_mod("cta_group::2")) return 2;
+  unsupported(i, "no .cta_group::1 / ::2");
+}
+
+}  // namespace
+
+// The tcgen05 operations that run asynchronously to their thread: mma, cp and commit (reached
+// through ptx_tcgen05_tmem.cpp's decoder of the tcgen05 family).
+void decode_tcgen05_async(Inst& i) {
+  const std::string& k = i.mods.at(0);
+  i.i1 = cta_group_of(i);
+  if (k == "mma") {
+    for (const char* m : {"ws", "sp", "block_scale", "collector::a::fill", "collector::a::use", "collector::a::lastuse",
+                          "collector::a::discard"})
+      if (i.has_mod(m)) unsupported(i, std::string(".") + m);
+    if (i.has_mod("kind::f16")) i.i0 = KindF16;
+    else if (i.has_mod("kind::tf32")) i.i0 = KindTf32;
+    else if (i.has_mod("kind::f8f6f4")) i.i0 = KindF8F6F4;
+    else if (i.has_mod("kind::i8")) i.i0 = KindI8;
+    else unsupported(i, "a kind other than f16, tf32, f8f6f4, i8");
+    // [d-tmem], a-desc | [a-tmem], b-desc, idesc, enable-input-d
+    if (i.ops.size() != 5 || i.ops[0].kind != Operand::Addr)
+      unsupported(i, "operands other than [d], a, b, idesc, enable-input-d (disable-output-lane, scale-input-d)");
+    if (i.ops[1].kind == Operand::Addr) i.flags |= ATmem;
+    i.i2 = Mma;
+    i.run = run_issue;
+    return;
+  }
+  if (k == "cp") {
+    static const std::pair<const char*, int> shapes[] = {{"128x256b", Cp128x256b}, {"4x256b", Cp4x256b},
+                                                         {"128x128b", Cp128x128b}, {"warpx2::02_13", Cp64x128b_02_13},
+                                                         {"warpx2::01_23", Cp64x128b_01_23}, {"warpx4", Cp32x128bx4}};
+    i.i0 = -1;
+    for (const auto& [name, s] : shapes)
+      if (i.has_mod(name)) i.i0 = s;
+    if (i.i0 < 0) unsupported(i, "an unknown shape");
+    for (const std::string& m : i.mods)
+      if (m.rfind("b8x16", 0) == 0 || m.rfind("b6x16", 0) == 0 || m.rfind("b4x16", 0) == 0)
+        unsupported(i, "decompression ." + m);
+    if (i.ops.size() != 2 || i.ops[0].kind != Operand::Addr) unsupported(i, "operands other than [taddr], s-desc");
+    i.i2 = Copy;
+    i.run = run_issue;
+    return;
+  }
+  if (k == "commit") {
+    if (!i.has_mod("mbarrier::arrive::one")) unsupported(i, "a commit without .mbarrier::arrive::one");
+    if (i.has_mod("multicast::cluster")) i.flags |= Multicast;
+    if (i.ops.size() != ((i.flags & Multicast) ? 2u : 1u)) unsupported(i, "operands");
+    i.space = Space::SharedCluster;
+    i.run = run_commit;
+    return;
+  }
+  unsupported(i);
+}
+
+}  // namespace opencute::emulator::ptx
