@@ -351,7 +351,9 @@ class DeviceStaging {
 // True when `a`, passed in a stream slot, is an event (launch_completion_event and the like share
 // the slot kind): the driver must not be asked about it as a stream.
 bool is_event_handle(nb::handle a) {
-  return std::strstr(Py_TYPE(a.ptr())->tp_name, "Event") != nullptr;
+  // The type's name through its attribute: the stable ABI hides tp_name.
+  const std::string name = nb::cast<std::string>(a.type().attr("__name__"));
+  return name.find("Event") != std::string::npos;
 }
 
 // The stream a call's launches go to (`streams`: its stream slots' values) when it is being
