@@ -27,9 +27,6 @@ import toolchain
 EMU = "--target cpu --gpu-arch sm_100a"
 M, N, K, L = 256, 256, 128, 1
 
-# dense_gemm.py and dense_gemm_software_pipeline.py name barrier 0 in a NamedBarrier (their choice).
-pytestmark = pytest.mark.filterwarnings("ignore:NamedBarrier. barrier 0 is the one sync_threads uses")
-
 
 @pytest.fixture(autouse=True)
 def cold_cubin_link(monkeypatch):

@@ -15,8 +15,6 @@ class NamedBarrier:
     def __post_init__(self):
         if isinstance(self.barrier_id, int) and not 0 <= self.barrier_id <= 15:
             raise ValueError(f"NamedBarrier: barrier_id must be in [0, 15], got {self.barrier_id}")
-        if isinstance(self.barrier_id, int) and self.barrier_id == 0:
-            warnings.warn("NamedBarrier: barrier 0 is the one sync_threads uses", stacklevel=2)
 
     def _emit(self, arrive_only):
         id_ = self.barrier_id if isinstance(self.barrier_id, Numeric) else as_numeric(self.barrier_id)
