@@ -87,6 +87,11 @@ def test_size_cosize_rank_depth():
     assert cute.depth(5) == 0
     assert cute.depth((1, 2)) == 1
     assert cute.depth(((1, 2), 3)) == 2
+    # congruence compares profiles (CuTe's is_congruent / is_weakly_congruent); a layout by its shape
+    assert cute.is_congruent(lay, (1, (1, 1))) and not cute.is_congruent(lay, ((1, 1), (1, 1)))
+    assert cute.is_congruent(cute.logical_divide(L(64, 1), (8,)), ((1, 1),))
+    assert cute.is_congruent(5, 7) and not cute.is_congruent(5, (5,))
+    assert cute.is_weakly_congruent((1, 1), lay) and not cute.is_weakly_congruent(lay, (1, 1))
     assert cute.shape(lay) == (2, (3, 4))
 
 

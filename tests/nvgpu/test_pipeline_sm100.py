@@ -330,3 +330,27 @@ def test_tma_stage_shared_by_an_mma_and_thread_consumers():
     tiles = a.reshape(HALF[0], NK, HALF[1]).transpose(1, 0, 2)
     np.testing.assert_array_equal(res[:, 0], tiles[:, 0])
     np.testing.assert_array_equal(res[:, 1], tiles[:, -1])
+
+
+# ---- the static helpers libraries call (quack's PipelineTmaCpAsyncUmma) ----------------------------------
+
+@cute.kernel
+def leader_and_mask_kernel(out: cute.Tensor):
+    vmnk = cute.make_layout((2, 2, 1, 1))  # 2-CTA MMAs, two pairs along M: rank = v + 2 m
+    rank = cute.arch.block_idx_in_cluster()
+    if cute.arch.thread_idx()[0] == 0:
+        out[rank, 0] = Int32(pipeline.PipelineTmaUmma._compute_mcast_arrival_mask(vmnk))
+        out[rank, 1] = Int32(pipeline.PipelineTmaUmma._compute_is_leader_cta(vmnk))
+
+
+@cute.jit
+def leader_and_mask_host(out: cute.Tensor):
+    leader_and_mask_kernel(out).launch(grid=(4, 1, 1), block=(32, 1, 1), cluster=(4, 1, 1))
+
+
+def test_leader_and_arrival_mask_helpers_per_cta():
+    out = np.full((4, 2), -1, np.int32)
+    cute.compile(leader_and_mask_host, out, options=SM100)(out)
+    # every CTA shares n = 0, so each releases to all four (mcast modes (1, 1)); v = 0 leads
+    np.testing.assert_array_equal(out[:, 0], [0b1111] * 4)
+    np.testing.assert_array_equal(out[:, 1], [1, 0, 1, 0])

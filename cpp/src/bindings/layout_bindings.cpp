@@ -367,6 +367,20 @@ void bind_layouts(nb::module_& root) {
     if (is_composed(x)) return L::depth(as_composed(x).outer);
     return L::depth(to_tuple(x));
   });
+  // CuTe's congruence compares profiles: a layout's is its shape's, a tuple's its own.
+  auto profile = [](nb::handle x) {
+    if (is_layout(x)) return as_layout(x).shape;
+    if (is_composed(x)) return as_composed(x).outer.shape;
+    return to_tuple(x);
+  };
+  m.def("is_congruent", [profile](nb::handle a, nb::handle b) {
+    Scope scope;
+    return L::congruent(profile(a), profile(b));
+  });
+  m.def("is_weakly_congruent", [profile](nb::handle a, nb::handle b) {
+    Scope scope;
+    return L::weakly_congruent(profile(a), profile(b));
+  });
   m.def("shape", [](nb::handle x, nb::handle mode) {
     Scope scope;
     if (is_layout(x)) return to_py(L::shape(as_layout(x), to_mode(mode)));

@@ -151,6 +151,16 @@ def depth(a):
     return _L.depth(_alg(a))
 
 
+def is_congruent(a, b):
+    """Whether a and b have the same profile (the nesting of their shapes; a layout counts by its shape)."""
+    return _L.is_congruent(_alg(a), _alg(b))
+
+
+def is_weakly_congruent(a, b):
+    """Whether a's profile is a prefix of b's: each of a's leaves stands for a whole mode of b."""
+    return _L.is_weakly_congruent(_alg(a), _alg(b))
+
+
 def shape(x, *, mode=None, loc=None, ip=None):
     return _L.shape(_alg(x), mode)
 
@@ -416,7 +426,7 @@ __all__ = [
     "Layout", "ComposedLayout", "Swizzle", "ScaledBasis", "IntValue", "LayoutError", "E",
     "size_in_bytes", "make_layout", "make_ordered_layout", "make_identity_layout", "make_swizzle", "make_composed_layout",
     "make_layout_tv", "tile_to_shape", "recast_layout",
-    "size", "cosize", "rank", "depth", "shape", "get", "select", "group_modes", "slice_", "dice", "prepend",
+    "size", "cosize", "rank", "depth", "is_congruent", "is_weakly_congruent", "shape", "get", "select", "group_modes", "slice_", "dice", "prepend",
     "append", "prepend_ones", "append_ones", "flatten", "flatten_to_tuple", "is_static", "crd2idx", "idx2crd", "product", "product_each", "product_like", "inner_product",
     "shape_div", "ceil_div", "elem_less", "leading_dim", "round_up", "assume", "pretty_str", "repeat_like",
     "coalesce", "filter_zeros", "filter", "composition", "complement", "right_inverse", "left_inverse",

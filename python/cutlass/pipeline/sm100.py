@@ -145,6 +145,18 @@ class PipelineTmaUmma(PipelineAsync):
             _sync_after_init(cluster_size)
         return p
 
+    @staticmethod
+    def _compute_mcast_arrival_mask(cta_layout_vmnk, mcast_mode_mn=(1, 1)):
+        """This CTA's mask of the CTAs its MMA releases a stage to (libraries that build their own
+        TMA -> UMMA pipelines call it, as quack does)."""
+        layout = _cluster_layout(cta_layout_vmnk)
+        return _per_rank(multicast_mask_by_rank(layout, mcast_mode_mn), _rank())
+
+    @staticmethod
+    def _compute_is_leader_cta(cta_layout_vmnk):
+        """Whether this CTA leads its MMA pair (V coordinate 0 of the cluster layout)."""
+        return _is_leader_cta(_coords_by_rank(_cluster_layout(cta_layout_vmnk)), _rank())
+
     def producer_acquire(self, state, try_acquire_token=None):
         _maybe(try_acquire_token, lambda: self.sync_object_empty.wait(state.index, state.phase))
         if self.is_leader_cta is True:
