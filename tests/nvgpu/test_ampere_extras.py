@@ -200,10 +200,9 @@ def test_named_barrier_that_never_completes_is_reported():
 def test_named_barrier_arguments_are_checked():
     with pytest.raises(ValueError, match=r"barrier_id must be in \[0, 15\]"):
         pipeline.NamedBarrier(barrier_id=16, num_threads=64)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        pipeline.NamedBarrier(barrier_id=0, num_threads=64)
-    assert any("sync_threads" in str(x.message) for x in w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # barrier 0 is valid (NVIDIA's Blackwell GEMMs name it): no warning
+        assert pipeline.NamedBarrier(barrier_id=0, num_threads=64).barrier_id == 0
 
     @cute.kernel
     def k():
