@@ -35,7 +35,8 @@ def as_int32(bits):
 
 @cute.kernel
 def carried_a_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
-                     dtype: cutlass.Constexpr, sign_bits: cutlass.Constexpr, iterations: cutlass.Int32):
+                     dtype: cutlass.Constexpr, sign_bits: cutlass.Constexpr, negate_after_fence: cutlass.Constexpr,
+                     iterations: cutlass.Int32):
     tidx, _, _ = cute.arch.thread_idx()
     nthr = cute.size(tiled_mma)
     sA_layout = sm90_utils.make_smem_layout_a(ROW, (M, N, K), dtype, 1)
@@ -65,24 +66,30 @@ def carried_a_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mm
     words = cute.recast_tensor(tCrA, cutlass.Int32)
     for _ in cutlass.range(iterations, unroll=1):
         warpgroup.fence()
+        if cutlass.const_expr(negate_after_fence):
+            # A written after the fence (allowed by the DSL, fenced by ptxas): the wgmmas read it.
+            for j in cutlass.range_constexpr(cute.size(words)):
+                words[j] = words[j] ^ cutlass.Int32(sign_bits)
         for kb in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
             cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, 0)], tCrB[(None, None, kb, 0)], acc)
         warpgroup.commit_group()
         warpgroup.wait_group(0)
-        # The next iteration's A, written a 32-bit word at a time (FlashAttention's cvt_f16).
-        for j in cutlass.range_constexpr(cute.size(words)):
-            words[j] = words[j] ^ cutlass.Int32(sign_bits)
+        if cutlass.const_expr(not negate_after_fence):
+            # The next iteration's A, written a 32-bit word at a time (FlashAttention's cvt_f16).
+            for j in cutlass.range_constexpr(cute.size(words)):
+                words[j] = words[j] ^ cutlass.Int32(sign_bits)
     for i in cutlass.range_constexpr(cute.size(acc)):
         tCgC[i] = acc[i]
 
 
 @cute.jit
 def carried_a(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, iterations: cutlass.Int32,
-              dtype: cutlass.Constexpr):
+              dtype: cutlass.Constexpr, negate_after_fence: cutlass.Constexpr = False):
     tiled_mma = sm90_utils.make_trivial_tiled_mma(dtype, dtype, ROW.sm90_mma_major_mode(), ROW.sm90_mma_major_mode(),
                                                   cutlass.Float32, (1, 1, 1), (64, N),
                                                   warpgroup.OperandSource.RMEM)
-    carried_a_kernel(mA, mB, mC, tiled_mma, dtype, as_int32(SIGN_BITS[dtype]), iterations).launch(
+    carried_a_kernel(mA, mB, mC, tiled_mma, dtype, as_int32(SIGN_BITS[dtype]), negate_after_fence,
+                     iterations).launch(
         grid=(1, 1, 1), block=(cute.size(tiled_mma), 1, 1))
 
 
@@ -144,6 +151,17 @@ def test_carried_register_a_on_the_emulator_and_the_ptx_executor(dtype):
                                              scalars=(ITERATIONS,))
     np.testing.assert_array_equal(emulated[2], A @ B.T)
     np.testing.assert_array_equal(executed[2], A @ B.T)
+    assert_same_on_both_targets(emulated, executed)
+
+
+@needs_libnvvm
+def test_a_written_after_the_fence_is_read_by_the_wgmma():
+    """The words read before the fence are only used when nothing writes the fragment in between:
+    here each iteration negates A after its fence (-A, A, -A)."""
+    A, B, C = operands()
+    emulated, executed = run_on_both_targets(carried_a, [A, B, C], (cutlass.BFloat16, True),
+                                             options="--gpu-arch sm_90a", scalars=(ITERATIONS,))
+    np.testing.assert_array_equal(executed[2], -(A @ B.T))
     assert_same_on_both_targets(emulated, executed)
 
 

@@ -74,22 +74,27 @@ const ir::Op* root_alloca(const ir::Value* p) {
   return p->def && p->def->code == OpCode::Alloca ? p->def : nullptr;
 }
 
-// Whether `op` may write the register array `fragment` (an alloca's pointer): stores and atomics
-// through a pointer into another alloca cannot; ops with regions and other ops taking register or
+bool may_point_at_registers(const ir::Value* p) {
+  return p->type->space == ir::AddrSpace::Rmem || p->type->space == ir::AddrSpace::Generic;
+}
+
+// Whether `op` may write the register array allocated by `fragment`: stores and atomics into
+// another alloca or another memory space cannot; ops with regions and other ops taking register or
 // generic pointers are assumed to.
 bool may_write(const ir::Op& op, const ir::Op* fragment) {
   switch (op.code) {
     case OpCode::Load: case OpCode::PtrAdd: case OpCode::Bitcast: case OpCode::Constant: return false;
     case OpCode::Store: case OpCode::Atomic: {
-      const ir::Op* target = root_alloca(op.operands[op.code == OpCode::Store ? 1 : 0]);
-      return !target || target == fragment;
+      const ir::Value* target = op.operands[op.code == OpCode::Store ? 1 : 0];
+      if (!may_point_at_registers(target)) return false;
+      const ir::Op* array = root_alloca(target);
+      return !array || array == fragment;
     }
     default: break;
   }
   if (!op.regions.empty()) return true;
   for (const ir::Value* v : op.operands)
-    if (v->type->is_pointer() && (v->type->space == ir::AddrSpace::Rmem || v->type->space == ir::AddrSpace::Generic))
-      return true;
+    if (v->type->is_pointer() && may_point_at_registers(v)) return true;
   return false;
 }
 
@@ -142,11 +147,13 @@ void prepare_register_a_operands(const ir::Op& fence, KernelLowering& k) {
     bool ok = true;
     for (const auto& [base, offset] : words) {
       const ir::Op* fragment = root_alloca(base);
+      // An array of unknown origin could be written through any pointer.
+      ok = fragment != nullptr;
       // The array's pointer must already exist (defined before the fence).
-      if (base->def && base->def->parent == block) {
+      if (ok && base->def && base->def->parent == block) {
         size_t d = 0;
         while (d < block->ops.size() && block->ops[d].get() != base->def) ++d;
-        ok = ok && d < at;
+        ok = d < at;
       }
       for (size_t j = at + 1; ok && j < i; ++j) ok = !may_write(*block->ops[j], fragment);
       if (!ok) break;
