@@ -2,14 +2,11 @@
 words between GEMMs, as FlashAttention-4's forward carries P (cvt.rn.bf16x2 at the end of one
 iteration, the P*V wgmma of the next).
 
-The PTX ISA ("wgmma.fence") requires a wgmma.fence between a register access and a wgmma that reads
-that register as its A fragment. When the lowering packed the 16-/8-bit values into 32-bit registers
-at the wgmma, those registers were written after the fence; ptxas then injected a warpgroup.arrive
-before every such wgmma (info C7519) and ran each as its own group, serialising FlashAttention's P*V
-GEMM. The reference for the PTX check is that rule of the ISA; the results are checked against numpy
-on the IR emulator, on the PTX executor (the PTX that libNVVM made) and on the GPU."""
-import re
-
+When the lowering packed the 16-/8-bit values into 32-bit registers at the wgmma, those registers
+were written after the wgmma.fence, against the PTX ISA's rule (helpers/wgmma_fence_rule.py); ptxas
+then injected a warpgroup.arrive before every such wgmma (info C7519) and ran each as its own group,
+serialising FlashAttention's P*V GEMM. The PTX is checked against that rule; the results against
+numpy on the IR emulator, on the PTX executor (the PTX that libNVVM made) and on the GPU."""
 import numpy as np
 import pytest
 
@@ -20,6 +17,7 @@ from cutlass.cute.nvgpu import warpgroup
 from cutlass.utils import LayoutEnum
 from ptx_target import assert_same_on_both_targets, needs_libnvvm, run_on_both_targets
 import toolchain
+from wgmma_fence_rule import a_registers_written_after_the_fence
 
 ROW = LayoutEnum.ROW_MAJOR
 M, N, K = 64, 32, 64
@@ -98,28 +96,6 @@ def operands(seed=3):
     # Small integers: exact in every input type and in the f32 sums.
     return (rng.integers(-3, 4, (M, K)).astype(np.float32), rng.integers(-3, 4, (N, K)).astype(np.float32),
             np.zeros((M, N), np.float32))
-
-
-def a_registers_written_after_the_fence(ptx):
-    """The A registers of each wgmma.mma_async that an instruction wrote after the last
-    wgmma.fence before it: [(register, wgmma line number)]."""
-    written, found = None, []
-    for number, line in enumerate(ptx.splitlines(), 1):
-        text = line.strip()
-        if "wgmma.fence" in text:
-            written = set()
-            continue
-        if written is None:
-            continue
-        mma = re.search(r"wgmma\.mma_async\S*\s+\{[^}]*\},\s*\{([^}]*)\}", text)
-        if mma:
-            found += [(r.strip(), number) for r in mma.group(1).split(",") if r.strip() in written]
-            continue
-        # An instruction's destination is its first operand: a register or a {vector} of them.
-        dest = re.match(r"(?:@!?%\w+\s+)?[a-z][\w.:]*\s+(%\w+|\{[^}]*\})\s*,", text)
-        if dest:
-            written.update(r.strip() for r in dest.group(1).strip("{}").split(","))
-    return found
 
 
 DTYPES = [cutlass.BFloat16, cutlass.Float16, cutlass.Float8E4M3FN]
