@@ -6,7 +6,7 @@
 For head dim 128, FA4's interface gives the non-causal forward a 192-row key tile (230,400 bytes of
 shared memory) and the causal one a 128-row tile. This runs both code paths with both tiles, so
 that a slow non-causal forward can be put down to the tile (its shared memory, its wgmma n192) or
-to the non-causal code path: causal/non-causal x tile_n 128/192, each checked against SDPA and
+to the non-causal code path: causal/non-causal x tile_n 128/176/192, each checked against SDPA and
 timed with CUDA events (median of --reps calls), SDPA timed in the same process.
 """
 import argparse
@@ -21,6 +21,8 @@ def main():
     p.add_argument("--seqlen", type=int, default=2048)
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--reps", type=int, default=50)
+    p.add_argument("--tiles", type=int, nargs="*", default=[128, 176, 192],
+                   help="key tiles to force (176: FlashAttention-3's non-causal choice, 212 KB of shared memory)")
     args = p.parse_args()
 
     import torch
@@ -51,7 +53,7 @@ def main():
         ref = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal).transpose(1, 2)
         sdpa = median_ms(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal))
         print(f"  {'causal' if causal else 'non-causal':10} SDPA            {flops / sdpa / 1e9:7.1f} ({sdpa:.3f})")
-        for tile_n in (128, 192):
+        for tile_n in args.tiles:
             class ForcedTile(original):
                 def __init__(self, *a, **kw):
                     kw["tile_n"] = tile_n
