@@ -202,8 +202,14 @@ void lower_wgmma(const ir::Op& op, KernelLowering& k) {
   if (a_regs) {
     std::vector<std::string> a_vals;
     for (size_t i = 0; i < na; ++i) a_vals.push_back(k.operand(op.operands[i]));
+    std::vector<std::string> a_packed;
     auto prepared = k.prepared_operands.find(&op);
-    std::vector<std::string> a_packed = prepared != k.prepared_operands.end() ? prepared->second : pack(a_t, a_vals, k);
+    if (prepared != k.prepared_operands.end()) {
+      a_packed = std::move(prepared->second);
+      k.prepared_operands.erase(prepared);
+    } else {
+      a_packed = pack(a_t, a_vals, k);
+    }
     a_text = "{";
     for (size_t i = 0; i < a_packed.size(); ++i) {
       a_text += (i ? "," : "") + std::string("$") + std::to_string(next++);
