@@ -6,11 +6,11 @@
 
 For head dim 128, FA4's interface gives the non-causal forward a 192-row key tile (230,400 bytes of
 shared memory) and a one-tile-per-CTA scheduler over a (m_block, head, batch) grid, and the causal
-forward a 128-row tile and the longest-first (LPT) scheduler over a 1-D grid. The non-causal one ran
-16x slower per FLOP than the causal one on the H100 while their main loops' code is alike
-(benchmarks/RESULTS.md). Each configuration `nc|c : tile_n : single|lpt` runs FA4's forward with
-that tile and scheduler, checked against SDPA and timed with CUDA events (median of --reps calls),
-SDPA timed in the same process: the slow factor is the tile, the scheduler or the code path.
+forward a 128-row tile and the longest-first (LPT) scheduler over a 1-D grid. Each configuration
+`nc|c : tile_n : single|lpt` runs FA4's forward with that tile and scheduler, checked against SDPA
+and timed with CUDA events (median of --reps calls), SDPA timed in the same process, so that a gap
+between the two forwards can be put down to the tile, the scheduler or the code path (session 11's
+16x was nvJitLink ignoring setmaxnreg: benchmarks/RESULTS.md).
 """
 import argparse
 import os
