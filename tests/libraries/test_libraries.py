@@ -222,6 +222,30 @@ def test_fa4_sm90_forward_compiles_for_sm90a(monkeypatch, tmp_path):
     assert "cp.async.bulk.tensor" in ptx
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_fa4_sm90_forward_on_the_ptx_executor(monkeypatch, causal):
+    """Without a GPU: the forward's PTX for head dim 128 (a 192-wide key tile without causal
+    masking, 128 with it; 640 keys, so that the main loop runs) executed on the CPU, against SDPA.
+    Its P*V wgmmas read no A register written after their wgmma.fence: ptxas would otherwise
+    fence each of them on its own, serialising the GEMM (wgmma_fence_rule)."""
+    from cutlass import _core
+    from wgmma_fence_rule import a_registers_written_after_the_fence
+    if not _core.libnvvm_available():
+        pytest.skip("libNVVM not found: the ptx target needs it")
+    interface = _fa4_interface()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})  # its key does not name the target
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, 640, 1, 128, dtype=torch.bfloat16, generator=gen) for _ in range(3))
+    with _OnCpu():
+        out, _ = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=9, return_lse=True)
+    _close(out, _attention_ref(q, k, v, causal), 2e-2)
+    (compiled,) = interface._flash_attn_fwd.compile_cache.values()
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in compiled.__ptx__
+    assert a_registers_written_after_the_fence(compiled.__ptx__) == []
+
+
 def _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, launcher="gemm", **config):
     """Without a GPU: quack's SM90 GEMM (`launcher`: a function of quack.gemm or quack.gemm_act,
     called with A, B, D, C=None, then the rest of `config`'s arguments) traced and compiled for

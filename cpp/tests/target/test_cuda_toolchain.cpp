@@ -295,6 +295,39 @@ TEST(CudaToolchainTest, PtxasFallbackProducesCubin) {
   std::cout << "[timing] ptxas subprocess add_one sm_90a: " << r.ms << " ms\n";
 }
 
+// A warp-specialised kernel: its first warp group gives registers back, the others take 240.
+const char* kSetmaxnregPtx =
+    ".version 8.0\n.target sm_90a\n.address_size 64\n"
+    ".visible .entry ws()\n.reqntid 384, 1, 1\n.minnctapersm 1\n{\n"
+    "  .reg .b32 %r<2>;\n  .reg .pred %p<2>;\n"
+    "  mov.u32 %r1, %tid.x;\n  setp.lt.u32 %p1, %r1, 128;\n  @%p1 bra PRODUCER;\n"
+    "  setmaxnreg.inc.sync.aligned.u32 240;\n  ret;\n"
+    "PRODUCER:\n  setmaxnreg.dec.sync.aligned.u32 24;\n  ret;\n}\n";
+
+TEST(CudaToolchainTest, SetmaxnregIsDetected) {
+  EXPECT_TRUE(opencute::target::redistributes_registers(kSetmaxnregPtx));
+  EXPECT_FALSE(opencute::target::redistributes_registers(".visible .entry k() { ret; }"));
+}
+
+// nvJitLink compiles PTX as one relocatable unit of a program, and ptxas then ignores setmaxnreg
+// (its info C7504); a kernel with setmaxnreg is linked by ptxas alone, which honours it.
+TEST(CudaToolchainTest, SetmaxnregKernelsAreLinkedAsAWholeProgram) {
+  CubinResult via_nvjitlink;
+  bool have_nvjitlink = true;
+  try {
+    via_nvjitlink = opencute::target::detail::link_with_nvjitlink(kSetmaxnregPtx, "sm_90a", 3, "-v");
+  } catch (const CudaNotFoundError&) {
+    have_nvjitlink = false;
+  }
+  if (have_nvjitlink) EXPECT_NE(via_nvjitlink.log.find("C7504"), std::string::npos) << via_nvjitlink.log;
+  CubinResult r;
+  SKIP_IF_MISSING(opencute::support::find_ptxas());
+  SKIP_IF_MISSING(r = opencute::target::link_ptx_to_cubin(kSetmaxnregPtx, "sm_90a", 3, "-v"));
+  EXPECT_TRUE(is_elf(r.cubin));
+  EXPECT_EQ(r.linker, "ptxas");
+  EXPECT_EQ(r.log.find("C7504"), std::string::npos) << r.log;
+}
+
 TEST(CudaToolchainTest, BadPtxThrowsCompileErrorWithLog) {
   const std::string bad_ptx =
       ".version 8.0\n.target sm_90a\n.address_size 64\n"

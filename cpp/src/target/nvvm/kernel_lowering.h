@@ -88,6 +88,11 @@ class KernelLowering {
   // Lowers a region's ops; returns its terminator (nullptr when it has none).
   const ir::Op* lower_block(const ir::Block& b);
 
+  // Values that the lowering of one op prepared for a later op of the same block: wgmma's A
+  // registers, read from the register fragment before the wgmma.fence that precedes them
+  // (lower_sm90_mma.cpp).
+  std::unordered_map<const ir::Op*, std::vector<std::string>> prepared_operands;
+
   ModuleState& module() { return ms_; }
   const ir::Function& function() const { return fn_; }
 

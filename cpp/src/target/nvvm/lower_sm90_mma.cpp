@@ -6,7 +6,9 @@
 //   WgmmaCommit -> wgmma.commit_group.sync.aligned;
 //   WgmmaWait   -> wgmma.wait_group.sync.aligned N;
 // The accumulators are tied in/out operands (C in, D out, the same registers), as CUTLASS's "+f".
+#include <cstdint>
 #include <stdexcept>
+#include <utility>
 
 #include "ir/wgmma_element.h"
 #include "target/nvvm/nvvm_types.h"
@@ -56,6 +58,121 @@ std::vector<std::string> pack(Type t, const std::vector<std::string>& vals, Kern
   return regs;
 }
 
+// A pointer as (base, constant element offset): ptr_add chains with constant indices folded.
+std::pair<const ir::Value*, int64_t> base_and_offset(const ir::Value* p) {
+  int64_t off = 0;
+  while (p->def && p->def->code == OpCode::PtrAdd && ir::is_constant(p->def->operands[1])) {
+    off += ir::constant_int(p->def->operands[1]);
+    p = p->def->operands[0];
+  }
+  return {p, off};
+}
+
+// The alloca a pointer was derived from (through ptr_add and bitcast), or null.
+const ir::Op* root_alloca(const ir::Value* p) {
+  while (p->def && (p->def->code == OpCode::PtrAdd || p->def->code == OpCode::Bitcast)) p = p->def->operands[0];
+  return p->def && p->def->code == OpCode::Alloca ? p->def : nullptr;
+}
+
+bool may_point_at_registers(const ir::Value* p) {
+  return p->type->space == ir::AddrSpace::Rmem || p->type->space == ir::AddrSpace::Generic;
+}
+
+// Whether `op` may write the register array allocated by `fragment`: stores and atomics into
+// another alloca or another memory space cannot; ops with regions and other ops taking register or
+// generic pointers are assumed to.
+bool may_write(const ir::Op& op, const ir::Op* fragment) {
+  switch (op.code) {
+    case OpCode::Load: case OpCode::PtrAdd: case OpCode::Bitcast: case OpCode::Constant: return false;
+    case OpCode::Store: case OpCode::Atomic: {
+      const ir::Value* target = op.operands[op.code == OpCode::Store ? 1 : 0];
+      if (!may_point_at_registers(target)) return false;
+      const ir::Op* array = root_alloca(target);
+      return !array || array == fragment;
+    }
+    default: break;
+  }
+  if (!op.regions.empty()) return true;
+  for (const ir::Value* v : op.operands)
+    if (v->type->is_pointer() && may_point_at_registers(v)) return true;
+  return false;
+}
+
+// For wgmma's A operand from registers: the (array, first element) of each 32-bit register when
+// its values are loads of consecutive elements of one register array, the first 4-byte aligned.
+// Empty when they are not.
+std::vector<std::pair<const ir::Value*, int64_t>> a_words_in_fragment(const ir::Op& wgmma, Type a_t, size_t na) {
+  const int per = 32 / a_t->width;
+  if (per < 2 || na % size_t(per) != 0 || !natural_layout(a_t)) return {};
+  std::vector<std::pair<const ir::Value*, int64_t>> words;
+  for (size_t r = 0; r < na; r += size_t(per)) {
+    std::pair<const ir::Value*, int64_t> first;
+    for (int j = 0; j < per; ++j) {
+      const ir::Op* ld = wgmma.operands[r + size_t(j)]->def;
+      if (!ld || ld->code != OpCode::Load) return {};
+      const ir::Value* ptr = ld->operands[0];
+      if (ptr->type->space != ir::AddrSpace::Rmem || ptr->type->element != a_t) return {};
+      auto at = base_and_offset(ptr);
+      if (j == 0) {
+        if (ptr->type->align < 4) return {};
+        first = at;
+      } else if (at.first != first.first || at.second != first.second + j) {
+        return {};
+      }
+    }
+    words.push_back(first);
+  }
+  return words;
+}
+
+// At a wgmma.fence: the A registers of the register-A wgmmas that follow it in its block, read
+// from their register fragment as 32-bit words here, before the fence. Why: packing 16- or 8-bit
+// values at the wgmma puts register writes between the fence and the wgmma, and ptxas then
+// injects a warpgroup.arrive before every such wgmma (info C7519), each its own scoreboard group:
+// the GEMM runs serialised (FlashAttention's P*V, whose P a loop carries as 16-bit values). A
+// fragment read here must not be written between the fence and its wgmma.
+void prepare_register_a_operands(const ir::Op& fence, KernelLowering& k) {
+  const ir::Block* block = fence.parent;
+  if (!block) return;
+  size_t at = 0;
+  while (at < block->ops.size() && block->ops[at].get() != &fence) ++at;
+  for (size_t i = at + 1; i < block->ops.size(); ++i) {
+    const ir::Op& w = *block->ops[i];
+    if (w.code == OpCode::WgmmaFence) break;
+    if (w.code != OpCode::Wgmma || w.ints.size() < 8 || w.ints[7] == 0) continue;
+    const Type a_t = ir::wgmma_element_type(w.ints.at(3));
+    const size_t na = size_t(w.ints.at(0) * w.ints.at(2) / 128);
+    auto words = a_words_in_fragment(w, a_t, na);
+    if (words.empty()) continue;
+    bool ok = true;
+    for (const auto& [base, offset] : words) {
+      const ir::Op* fragment = root_alloca(base);
+      // An array of unknown origin could be written through any pointer.
+      ok = fragment != nullptr;
+      // The array's pointer must already exist (defined before the fence).
+      if (ok && base->def && base->def->parent == block) {
+        size_t d = 0;
+        while (d < block->ops.size() && block->ops[d].get() != base->def) ++d;
+        ok = d < at;
+      }
+      for (size_t j = at + 1; ok && j < i; ++j) ok = !may_write(*block->ops[j], fragment);
+      if (!ok) break;
+    }
+    if (!ok) continue;
+    std::vector<std::string> regs;
+    for (const auto& [base, offset] : words) {
+      std::string p = k.operand(base);
+      if (offset)
+        p = k.emit_def("getelementptr " + mem_type(a_t) + ", " + llvm_type(base->type) + " " + p + ", i64 " +
+                       std::to_string(offset));
+      std::string wp = pointer_text(ir::int_type(32), base->type->space);
+      p = k.emit_def("bitcast " + llvm_type(base->type) + " " + p + " to " + wp);
+      regs.push_back(k.emit_def("load i32, " + wp + " " + p + ", align 4"));
+    }
+    k.prepared_operands[&w] = regs;
+  }
+}
+
 void lower_wgmma(const ir::Op& op, KernelLowering& k) {
   const int64_t m = op.ints.at(0), n = op.ints.at(1), kk = op.ints.at(2);
   const Type a_t = ir::wgmma_element_type(op.ints.at(3)), b_t = ir::wgmma_element_type(op.ints.at(4));
@@ -85,7 +202,14 @@ void lower_wgmma(const ir::Op& op, KernelLowering& k) {
   if (a_regs) {
     std::vector<std::string> a_vals;
     for (size_t i = 0; i < na; ++i) a_vals.push_back(k.operand(op.operands[i]));
-    std::vector<std::string> a_packed = pack(a_t, a_vals, k);
+    std::vector<std::string> a_packed;
+    auto prepared = k.prepared_operands.find(&op);
+    if (prepared != k.prepared_operands.end()) {
+      a_packed = std::move(prepared->second);
+      k.prepared_operands.erase(prepared);
+    } else {
+      a_packed = pack(a_t, a_vals, k);
+    }
     a_text = "{";
     for (size_t i = 0; i < a_packed.size(); ++i) {
       a_text += (i ? "," : "") + std::string("$") + std::to_string(next++);
@@ -136,7 +260,8 @@ void lower_wgmma(const ir::Op& op, KernelLowering& k) {
 
 void register_sm90_mma_lowerings(LoweringTable& t) {
   t.add(OpCode::Wgmma, lower_wgmma);
-  t.add(OpCode::WgmmaFence, [](const ir::Op&, KernelLowering& k) {
+  t.add(OpCode::WgmmaFence, [](const ir::Op& op, KernelLowering& k) {
+    prepare_register_a_operands(op, k);
     k.emit_line("call void asm sideeffect \"wgmma.fence.sync.aligned;\", \"~{memory}\"()");
   });
   t.add(OpCode::WgmmaCommit, [](const ir::Op&, KernelLowering& k) {

@@ -500,9 +500,28 @@ CubinResult link_with_ptxas(const std::string& ptx, const std::string& arch, int
 
 }  // namespace detail
 
+bool redistributes_registers(const std::string& ptx) { return ptx.find("setmaxnreg.") != std::string::npos; }
+
 CubinResult link_ptx_to_cubin(const std::string& ptx, const std::string& arch, int opt_level,
                               const std::string& extra_ptxas_options) {
   std::string why;
+  // nvJitLink compiles PTX as a relocatable unit, and ptxas then ignores setmaxnreg "to maintain
+  // compatibility across compilation units" (info C7504): a warp-specialised kernel keeps the
+  // launch's register count (168 at 384 threads) where its math warps asked for 240, spills and
+  // serialises its wgmmas (C7512). ptxas alone compiles the whole program and honours it.
+  if (redistributes_registers(ptx)) {
+    try {
+      CubinResult r = detail::link_with_ptxas(ptx, arch, opt_level, extra_ptxas_options);
+      r.log = "ptxas (whole program) used: the PTX has setmaxnreg\n" + r.log;
+      return r;
+    } catch (const std::exception& e) {
+      if (!nvjitlink_api(&why)) throw;
+      CubinResult r = detail::link_with_nvjitlink(ptx, arch, opt_level, extra_ptxas_options);
+      r.log = std::string("the PTX has setmaxnreg, which nvJitLink ignores; ptxas could not be used: ") + e.what() +
+              "\n" + r.log;
+      return r;
+    }
+  }
   if (nvjitlink_api(&why))
     return detail::link_with_nvjitlink(ptx, arch, opt_level, extra_ptxas_options);
   try {

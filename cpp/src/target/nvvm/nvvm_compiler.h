@@ -39,9 +39,14 @@ struct CubinResult {
   std::string linker;       // "nvJitLink" or "ptxas"
 };
 
+// Whether the PTX redistributes registers between warp groups (setmaxnreg).
+bool redistributes_registers(const std::string& ptx);
+
 // `arch` is "sm_XX[a|f]". opt_level 0..3 is the ptxas optimization level.
 // extra_ptxas_options is a space-separated list of ptxas flags (e.g. "-v -maxrregcount=128").
-// Uses nvJitLink in process; only when nvJitLink cannot be loaded does it run ptxas.
+// Uses nvJitLink in process; only when nvJitLink cannot be loaded does it run ptxas. PTX with
+// setmaxnreg goes to ptxas first (whole program: nvJitLink's relocatable compile ignores
+// setmaxnreg), then to nvJitLink when ptxas is missing or fails.
 CubinResult link_ptx_to_cubin(const std::string& ptx, const std::string& arch, int opt_level,
                               const std::string& extra_ptxas_options);
 
