@@ -319,7 +319,9 @@ TEST(CudaToolchainTest, SetmaxnregKernelsAreLinkedAsAWholeProgram) {
   } catch (const CudaNotFoundError&) {
     have_nvjitlink = false;
   }
-  if (have_nvjitlink) EXPECT_NE(via_nvjitlink.log.find("C7504"), std::string::npos) << via_nvjitlink.log;
+  if (have_nvjitlink) {
+    EXPECT_NE(via_nvjitlink.log.find("C7504"), std::string::npos) << via_nvjitlink.log;
+  }
   CubinResult r;
   SKIP_IF_MISSING(opencute::support::find_ptxas());
   SKIP_IF_MISSING(r = opencute::target::link_ptx_to_cubin(kSetmaxnregPtx, "sm_90a", 3, "-v"));
