@@ -4,6 +4,7 @@
 //   TmemDealloc     tcgen05.dealloc.cta_group::N.sync.aligned.b32 taddr, ncols;
 //   TmemRelinquish  tcgen05.relinquish_alloc_permit.cta_group::N.sync.aligned;
 //   Tcgen05Mma      tcgen05.mma.cta_group::N.kind::K [d], a-desc | [a-tmem], b-desc, idesc, p;
+//                   block-scaled: ...kind::K.block_scale.scale_vec::NX [d], a, b, idesc, [sfa], [sfb], p;
 //   Tcgen05Commit   tcgen05.commit.cta_group::N.mbarrier::arrive::one.shared::cluster[.multicast::cluster].b64 [bar][, mask];
 //                   (both issued by one lane: elect.sync over the active lanes, as the CuTe DSL does)
 //   Tcgen05Ld / St  tcgen05.ld.sync.aligned.<shape>.xR[.pack::16b].b32 {r...}, [taddr][, split];
@@ -58,16 +59,20 @@ void lower_relinquish(const Op& op, KernelLowering& k) {
 }
 
 void lower_mma(const Op& op, KernelLowering& k) {
-  static const char* const kinds[] = {"f16", "tf32", "f8f6f4", "i8"};
+  static const char* const kinds[] = {"f16", "tf32", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4"};
   const bool a_tmem = op.ints.at(1) != 0;
+  const bool scaled = ir::is_block_scaled(ir::Tcgen05Kind(op.ints.at(0)));
+  std::string kind = std::string(".kind::") + kinds[op.ints.at(0)];
+  if (scaled) kind += ".block_scale.scale_vec::" + std::to_string(op.ints.at(2)) + "X";
   std::string enable = k.emit_def("zext i1 " + k.operand(op.operands[4]) + " to i32");
   std::string text = std::string("{\\0A\\09.reg .pred p;\\0A\\09setp.ne.b32 p, $4, 0;\\0A\\09") +
-                     elected(std::string("tcgen05.mma") + group(op) + ".kind::" + kinds[op.ints.at(0)] + " [$0], " +
-                             (a_tmem ? "[$1]" : "$1") + ", $2, $3, p;") +
+                     elected(std::string("tcgen05.mma") + group(op) + kind + " [$0], " + (a_tmem ? "[$1]" : "$1") +
+                             ", $2, $3, " + (scaled ? "[$5], [$6], " : "") + "p;") +
                      "\\0A\\09}";
-  asm_void(k, text, std::string("r,") + (a_tmem ? "r" : "l") + ",l,r,r",
-           "i32 " + k.operand(op.operands[0]) + ", " + (a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +
-               ", i64 " + k.operand(op.operands[2]) + ", i32 " + k.operand(op.operands[3]) + ", i32 " + enable);
+  std::string args = "i32 " + k.operand(op.operands[0]) + ", " + (a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +
+                     ", i64 " + k.operand(op.operands[2]) + ", i32 " + k.operand(op.operands[3]) + ", i32 " + enable;
+  if (scaled) args += ", i32 " + k.operand(op.operands[5]) + ", i32 " + k.operand(op.operands[6]);
+  asm_void(k, text, std::string("r,") + (a_tmem ? "r" : "l") + ",l,r,r" + (scaled ? ",r,r" : ""), args);
 }
 
 void lower_commit(const Op& op, KernelLowering& k) {

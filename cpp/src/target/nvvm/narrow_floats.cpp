@@ -169,13 +169,38 @@ std::string fp8_helper(ModuleState& ms, Type t, bool to_f32) {
 
 }  // namespace
 
-Type compute_type(Type t) { return (t->is_f16() || t->is_bf16() || t->is_fp8() || t->is_fp4()) ? ir::f32() : t; }
+Type compute_type(Type t) {
+  return (t->is_f16() || t->is_bf16() || t->is_fp8() || t->is_fp4() || t->is_e8m0()) ? ir::f32() : t;
+}
+
+namespace {
+
+// e8m0 (an i8) <-> f32 inline, support/e8m0.h's rules: 2^(b - 127) with 0x00 the f32 subnormal
+// 2^-127 and 0xFF NaN; back by the exponent field (round toward zero), non-positive values 0x00,
+// +inf 0xFE, NaN 0xFF.
+std::string e8m0_to_f32(KernelLowering& k, const std::string& v) {
+  std::string s = k.emit_def("shl i32 " + k.emit_def("zext i8 " + v + " to i32") + ", 23");
+  s = k.emit_def("select i1 " + k.emit_def("icmp eq i8 " + v + ", 0") + ", i32 4194304, i32 " + s);
+  s = k.emit_def("select i1 " + k.emit_def("icmp eq i8 " + v + ", -1") + ", i32 2143289344, i32 " + s);
+  return k.emit_def("bitcast i32 " + s + " to float");
+}
+
+std::string f32_to_e8m0(KernelLowering& k, const std::string& v) {
+  std::string x = k.emit_def("bitcast float " + v + " to i32");
+  std::string e = k.emit_def("trunc i32 " + k.emit_def("lshr i32 " + x + ", 23") + " to i8");
+  std::string r = k.emit_def("select i1 " + k.emit_def("fcmp ogt float " + v + ", 0.0") + ", i8 " + e + ", i8 0");
+  r = k.emit_def("select i1 " + k.emit_def("icmp eq i8 " + r + ", -1") + ", i8 -2, i8 " + r);
+  return k.emit_def("select i1 " + k.emit_def("fcmp uno float " + v + ", " + v) + ", i8 -1, i8 " + r);
+}
+
+}  // namespace
 
 // To the type arithmetic happens in (f32 for the 16-bit floats; both convert exactly).
 std::string widen(KernelLowering& k, Type t, const std::string& v) {
   if (t->is_f16()) return k.emit_def("fpext half " + v + " to float");
   if (t->is_fp8()) return k.emit_def("call float @" + fp8_helper(k.module(), t, true) + "(i8 " + v + ")");
   if (t->is_fp4()) return k.emit_def("call float @" + fp4_helper(k.module(), true) + "(i4 " + v + ")");
+  if (t->is_e8m0()) return e8m0_to_f32(k, v);
   if (t->is_bf16()) {
     std::string z = k.emit_def("zext i16 " + v + " to i32");
     std::string s = k.emit_def("shl i32 " + z + ", 16");
@@ -189,6 +214,7 @@ std::string narrow(KernelLowering& k, Type t, const std::string& v) {
   if (t->is_f16()) return k.emit_def("fptrunc float " + v + " to half");
   if (t->is_fp8()) return k.emit_def("call i8 @" + fp8_helper(k.module(), t, false) + "(float " + v + ")");
   if (t->is_fp4()) return k.emit_def("call i4 @" + fp4_helper(k.module(), false) + "(float " + v + ")");
+  if (t->is_e8m0()) return f32_to_e8m0(k, v);
   if (t->is_bf16()) {
     // The hardware conversion (sm_80 and later, every target OpenCuTe compiles for): one
     // instruction where the bit-level rounding took ten, in every bf16 epilogue. It rounds to
