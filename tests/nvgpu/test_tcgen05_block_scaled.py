@@ -41,19 +41,36 @@ def scaled_mma_kernel(mA: cute.Tensor, mB: cute.Tensor, mW: cute.Tensor, mC: cut
     bar = smem.allocate_array(cutlass.Int64, 1)
     sA = smem.allocate_tensor(dtype, sA_l.outer, 1024, sA_l.inner)
     sB = smem.allocate_tensor(dtype, sB_l.outer, 1024, sB_l.inner)
-    gA = cute.make_tensor(mA.iterator, cute.make_layout((M, K), stride=(K, 1)))
-    gB = cute.make_tensor(mB.iterator, cute.make_layout((N, K), stride=(K, 1)))
     gC = cute.make_tensor(mC.iterator, cute.make_layout((M, N), stride=(N, 1)))
     gW = cute.make_tensor(mW.iterator, cute.make_layout((128, W), stride=(W, 1)))
     kb = tiled_mma.shape_mnk[2]
-    for j in cutlass.range_constexpr(M * K // 128):
-        i = tidx + j * 128
-        m, k = i % M, i // M
-        sA[((m, k % kb), 0, k // kb, 0)] = gA[(m, k)].to(dtype)
-    for j in cutlass.range_constexpr(N * K // 128):
-        i = tidx + j * 128
-        n, k = i % N, i // N
-        sB[((n, k % kb), 0, k // kb, 0)] = gB[(n, k)].to(dtype)
+    if cutlass.const_expr(dtype.width == 8):
+        gA = cute.make_tensor(mA.iterator, cute.make_layout((M, K), stride=(K, 1)))
+        gB = cute.make_tensor(mB.iterator, cute.make_layout((N, K), stride=(K, 1)))
+        for j in cutlass.range_constexpr(M * K // 128):
+            i = tidx + j * 128
+            m, k = i % M, i // M
+            sA[((m, k % kb), 0, k // kb, 0)] = gA[(m, k)].to(dtype)
+        for j in cutlass.range_constexpr(N * K // 128):
+            i = tidx + j * 128
+            n, k = i % N, i // N
+            sB[((n, k % kb), 0, k // kb, 0)] = gB[(n, k)].to(dtype)
+    else:
+        # 4-bit elements share bytes: the host packed the pairs (even k in the low nibble); each
+        # byte goes to the byte of the smem tile viewed as Uint8.
+        gA = cute.make_tensor(mA.iterator, cute.make_layout((M, K // 2), stride=(K // 2, 1)))
+        gB = cute.make_tensor(mB.iterator, cute.make_layout((N, K // 2), stride=(K // 2, 1)))
+        sA8 = cute.recast_tensor(sA, cutlass.Uint8)
+        sB8 = cute.recast_tensor(sB, cutlass.Uint8)
+        hb = kb // 2
+        for j in cutlass.range_constexpr(M * K // 256):
+            i = tidx + j * 128
+            m, k = i % M, i // M
+            sA8[((m, k % hb), 0, k // hb, 0)] = gA[(m, k)]
+        for j in cutlass.range_constexpr(N * K // 256):
+            i = tidx + j * 128
+            n, k = i % N, i // N
+            sB8[((n, k % hb), 0, k // hb, 0)] = gB[(n, k)]
     cute.arch.fence_proxy("async.shared", space="cta")
     if tidx == 0:
         cute.arch.mbarrier_init(bar, 1)
@@ -128,7 +145,7 @@ def scale_words(sfa, sfb, nsf, N):
     groups = -(-blocks // per_column)
     b_columns = -(-N // 32)
     W = 4 * groups + b_columns * groups
-    W = -(-W // 4) * 4
+    W = 1 << max(2, (W - 1).bit_length())  # a power of two: whole repetitions of the 32x32b.x4 copy
     words = np.zeros((128, W), np.uint32)
     for mat, base, rows, columns in ((sfa, 0, 128, 4), (sfb, 4 * groups, N, b_columns)):
         for blk in range(blocks):
@@ -139,6 +156,15 @@ def scale_words(sfa, sfb, nsf, N):
                     for sp in range(4):
                         words[32 * sp + r % 32, base + columns * group + r // 32] |= v
     return words.view(np.int32), W
+
+
+E2M1_MAGNITUDES = [0, 0.5, 1, 1.5, 2, 3, 4, 6]
+
+
+def pack_e2m1(x):
+    """E2M1 codes (sign bit 8, magnitude index 0-7), two to a byte, even K in the low nibble."""
+    codes = np.array([[E2M1_MAGNITUDES.index(abs(v)) | (8 if v < 0 else 0) for v in row] for row in x], np.uint8)
+    return (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
 
 
 def e8m0(bits):
@@ -170,10 +196,13 @@ def run_case(kind, sf_dtype, N, K, seed=0):
     nsf = (32 if kind == "mxf8" else 64) // vec
     words, W = scale_words(sfa, sfb, nsf, N)
     C = np.zeros((M, N), np.float32)
-    cute.compile(run_scaled_mma, A, B, words, C, kind, sf_dtype, M, N, K, W, options=EMU)(A, B, words, C)
+    a_in, b_in = (A, B) if kind == "mxf8" else (pack_e2m1(A), pack_e2m1(B))
+    cute.compile(run_scaled_mma, a_in, b_in, words, C, kind, sf_dtype, M, N, K, W, options=EMU)(a_in, b_in, words, C)
     Ad = A.astype(np.float64) * np.repeat(dec(sfa), vec, axis=1)
     Bd = B.astype(np.float64) * np.repeat(dec(sfb), vec, axis=1)
-    np.testing.assert_allclose(C, Ad @ Bd.T, rtol=1e-5, atol=1e-6)
+    # f32 accumulation: the error is bounded by a few ulps of the sum of the products' magnitudes.
+    bound = 1e-6 * (np.abs(Ad) @ np.abs(Bd).T)
+    assert np.all(np.abs(C - Ad @ Bd.T) <= bound), np.max(np.abs(C - Ad @ Bd.T) - bound)
     # The factors matter: without them the product differs.
     assert not np.allclose(C, A.astype(np.float64) @ B.T.astype(np.float64), rtol=1e-3)
 
@@ -191,3 +220,57 @@ def test_mxf4_e2m1_with_ue8m0_factors_against_numpy(N, K):
 @pytest.mark.parametrize("sf_dtype", [cutlass.Float8E4M3FN, cutlass.Float8E8M0FNU])
 def test_nvf4_e2m1_with_factors_per_16_against_numpy(sf_dtype):
     run_case("nvf4", sf_dtype, 64, 128, seed=2)
+
+
+def test_block_scaled_instruction_descriptor_bits():
+    # PTX ISA / CuTe's InstrDescriptorBlockScaled: A / B format [7,10) / [10,13) (mxf8f6f4: E4M3 0,
+    # E5M2 1; mxf4 / mxf4nvf4: E2M1 1), N >> 3 at 17, scale format at 23 (1 UE8M0, 0 UE4M3),
+    # M >> 4 at 24; no D format; the scale-factor IDs (bits 4-5, 29-30) come from the SFA / SFB
+    # addresses at the call.
+    d = _core.cute.tcgen05_instruction_descriptor
+    mx8 = tcgen05.MmaMXF8Op(cutlass.Float8E5M2, (128, 64), ONE, tcgen05.OperandSource.SMEM, K_MAJOR, K_MAJOR)
+    assert d(mx8._atom) == (1 << 7) | (1 << 10) | (8 << 17) | (1 << 23) | (8 << 24)
+    mx4 = tcgen05.MmaMXF4Op((128, 256), ONE)
+    assert d(mx4._atom) == (1 << 7) | (1 << 10) | (32 << 17) | (1 << 23) | (8 << 24)
+    nv4 = tcgen05.MmaMXF4NVF4Op(cutlass.Float8E4M3FN, (256, 128), tcgen05.CtaGroup.TWO)
+    assert d(nv4._atom) == (1 << 7) | (1 << 10) | (16 << 17) | (16 << 24)
+    assert mx8.shape_mnk == (128, 64, 32) and mx4.shape_mnk == (128, 256, 64) and nv4.sf_vec_size == 16
+
+
+def test_block_scaled_ops_refuse_bad_types_and_shapes():
+    with pytest.raises(cutlass.DSLUserCodeError, match="sf_dtype must be Float8E8M0FNU or Float8E4M3FN"):
+        tcgen05.MmaMXF4NVF4Op(cutlass.Float16, (128, 64))
+    with pytest.raises(cutlass.DSLUserCodeError, match="A and B must be Float8E4M3FN or Float8E5M2"):
+        tcgen05.MmaMXF8Op(cutlass.Float16, (128, 64))
+    with pytest.raises(cutlass.DSLUserCodeError, match="instruction_shape must be \\(M, N\\) or \\(M, N, 64\\) with M = 128"):
+        tcgen05.MmaMXF4Op((64, 64))
+
+
+def test_float8_e8m0fnu_converts_as_powers_of_two():
+    @cute.jit
+    def convert(x: cute.Tensor, y: cute.Tensor):
+        for i in cutlass.range_constexpr(6):
+            y[i] = x[i].to(cutlass.Float8E8M0FNU).to(cutlass.Float32)
+
+    x = np.array([1.0, 3.0, 0.25, 1e-3, 2.0 ** 100, 0.0], np.float32)
+    y = np.zeros(6, np.float32)
+    cute.compile(convert, x, y, options=EMU)(x, y)
+    # Round toward zero to a power of two; values at or below 2^-127 (zero too) become 2^-127.
+    np.testing.assert_array_equal(y, np.array([1.0, 2.0, 0.25, 2.0 ** -10, 2.0 ** 100, 2.0 ** -127], np.float32))
+
+
+@pytest.mark.parametrize("kind,sf,text", [
+    ("mxf8", cutlass.Float8E8M0FNU, "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X"),
+    ("mxf4", cutlass.Float8E8M0FNU, "tcgen05.mma.cta_group::1.kind::mxf4.block_scale.scale_vec::2X"),
+    ("nvf4", cutlass.Float8E4M3FN, "tcgen05.mma.cta_group::1.kind::mxf4nvf4.block_scale.scale_vec::4X"),
+])
+def test_block_scaled_ptx_for_sm100a_is_accepted_by_nvjitlink(kind, sf, text):
+    M, N, K = 128, 64, 128
+    A = np.zeros((M, K if kind == "mxf8" else K // 2), np.float32 if kind == "mxf8" else np.uint8)
+    B = np.zeros((N, A.shape[1]), A.dtype)
+    words, C = np.zeros((128, 8), np.int32), np.zeros((M, N), np.float32)
+    gpu = cute.compile(run_scaled_mma, A, B, words, C, kind, sf, M, N, K, 8, options="--gpu-arch sm_100a")
+    if gpu.__ptx__ is None:
+        pytest.skip("no libNVVM here: PTX was not generated")
+    assert text in gpu.__ptx__ and "[%r" in gpu.__ptx__.split(text)[1].split(";")[0]
+    assert gpu.__cubin__
