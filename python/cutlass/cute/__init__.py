@@ -3,7 +3,8 @@ from .._dsl.jit import compile, jit, kernel, KernelLauncher, CompiledFunction as
 from .._dsl.options import (OptLevel, EnableAssertions, GenerateLineInfo, KeepCUBIN, KeepPTX, KeepSASS,
                             PtxasOptions, GPUArch, LinkLibraries, EnableTVMFFI, DumpDir, Target)
 from .._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16,
-                            Float32, Float64, Float8E4M3FN, Float8E5M2, Float4E2M1FN, Float8E8M0FNU, Numeric, Integer, Float)
+                            Float32, Float64, Float8E4M3FN, Float8E5M2, Float4E2M1FN, Numeric, Integer, Float)
+from .._dsl.numeric import Float8E8M0FNU  # noqa: F401
 from .._dsl.printing import printf
 from .._dsl.errors import DSLRuntimeError, DSLUserCodeError
 from .._dsl.address_space import AddressSpace

@@ -5,7 +5,7 @@ dispatch live in C++ (`cpp/src/cute/atom/`, `cpp/src/cute/algorithm/gemm.cpp`)."
 import copy
 
 from .. import _core
-from ._arch_sm100 import user_line
+from ._arch_sm100 import _value, user_line
 
 _C = _core.cute
 
@@ -40,7 +40,6 @@ def _mma_set(self, field, value, *, loc=None, ip=None):
     factors."""
     name = _field_name(field, settable=True)
     if name in _SCALE_FACTOR_FIELDS:
-        from ._arch_sm100 import _value
         self._set_scale_factor(_SCALE_FACTOR_FIELDS[name], _value(value))
         return
     self._set_accumulate(value)

@@ -5,7 +5,7 @@ DSLUserCodeError when the op is made."""
 import enum
 
 from .... import _core
-from ...._dsl.numeric import Float32, Int32, TFloat32
+from ...._dsl.numeric import Float4E2M1FN, Float8E8M0FNU, Float32, Int32, TFloat32
 from ...mma import MmaOp as _MmaOpBase
 from ..common import OperandMajorMode
 
@@ -163,7 +163,6 @@ class MmaMXF8Op(BlockScaledMmaOp):
 
     def __init__(self, ab_dtype, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM,
                  a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K, b_dtype=None):
-        from ...._dsl.numeric import Float8E8M0FNU
         self.ab_dtype = ab_dtype
         self._build_scaled(_KIND_MXF8F6F4, ab_dtype, b_dtype or ab_dtype, Float8E8M0FNU, 32, instruction_shape,
                            cta_group, a_src, a_major_mode, b_major_mode)
@@ -174,7 +173,6 @@ class MmaMXF4Op(BlockScaledMmaOp):
     Float8E8M0FNU factors per 32 K elements; shape (128|256, N[, 64])."""
 
     def __init__(self, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM):
-        from ...._dsl.numeric import Float4E2M1FN, Float8E8M0FNU
         self.ab_dtype = Float4E2M1FN
         self._build_scaled(_KIND_MXF4, Float4E2M1FN, Float4E2M1FN, Float8E8M0FNU, 32, instruction_shape, cta_group,
                            a_src, OperandMajorMode.K, OperandMajorMode.K)
@@ -185,7 +183,6 @@ class MmaMXF4NVF4Op(BlockScaledMmaOp):
     `sf_dtype` (Float8E8M0FNU or Float8E4M3FN) factors per 16 K elements; shape (128|256, N[, 64])."""
 
     def __init__(self, sf_dtype, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM):
-        from ...._dsl.numeric import Float4E2M1FN
         self.ab_dtype = Float4E2M1FN
         self._build_scaled(_KIND_MXF4NVF4, Float4E2M1FN, Float4E2M1FN, sf_dtype, 16, instruction_shape, cta_group,
                            a_src, OperandMajorMode.K, OperandMajorMode.K)
