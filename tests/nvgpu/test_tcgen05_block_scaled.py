@@ -31,7 +31,8 @@ def make_op(kind, sf_dtype, N):
 @cute.kernel
 def scaled_mma_kernel(mA: cute.Tensor, mB: cute.Tensor, mW: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
                       dtype: cutlass.Constexpr, sf_dtype: cutlass.Constexpr, M: cutlass.Constexpr,
-                      N: cutlass.Constexpr, K: cutlass.Constexpr, W: cutlass.Constexpr, nsf: cutlass.Constexpr):
+                      N: cutlass.Constexpr, K: cutlass.Constexpr, W: cutlass.Constexpr, nsf: cutlass.Constexpr,
+                      fault: cutlass.Constexpr):
     tidx, _, _ = cute.arch.thread_idx()
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     sA_l = sm100_utils.make_smem_layout_a(tiled_mma, (M, N, K), dtype, 1)
@@ -103,7 +104,10 @@ def scaled_mma_kernel(mA: cute.Tensor, mB: cute.Tensor, mW: cute.Tensor, mC: cut
         for k in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
             group, byte = k // per_column, (k % per_column) * nsf
             # Element offsets of 8-bit tensor memory: 4 per column.
-            tiled_mma.set(tcgen05.Field.SFA, sf_ptr + (4 * (128 + 4 * group) + byte))
+            if cutlass.const_expr(fault == "sfa_outside"):
+                tiled_mma.set(tcgen05.Field.SFA, sf_ptr + 4 * 254)  # columns 254-257 of 256 allocated
+            elif cutlass.const_expr(fault != "no_sfa"):
+                tiled_mma.set(tcgen05.Field.SFA, sf_ptr + (4 * (128 + 4 * group) + byte))
             tiled_mma.set(tcgen05.Field.SFB, sf_ptr + (4 * (128 + 4 * groups + b_columns * group) + byte))
             cute.gemm(tiled_mma, tCtAcc, tCrA[(None, None, k, 0)], tCrB[(None, None, k, 0)], tCtAcc)
             tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
@@ -127,11 +131,11 @@ def scaled_mma_kernel(mA: cute.Tensor, mB: cute.Tensor, mW: cute.Tensor, mC: cut
 @cute.jit
 def run_scaled_mma(mA: cute.Tensor, mB: cute.Tensor, mW: cute.Tensor, mC: cute.Tensor, kind: cutlass.Constexpr,
                    sf_dtype: cutlass.Constexpr, M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr,
-                   W: cutlass.Constexpr):
+                   W: cutlass.Constexpr, fault: cutlass.Constexpr = None):
     op = make_op(kind, sf_dtype, N)
     tiled_mma = cute.make_tiled_mma(op)
     nsf = op.shape_mnk[2] // op.sf_vec_size
-    scaled_mma_kernel(mA, mB, mW, mC, tiled_mma, op.a_dtype, op.sf_dtype, M, N, K, W, nsf).launch(
+    scaled_mma_kernel(mA, mB, mW, mC, tiled_mma, op.a_dtype, op.sf_dtype, M, N, K, W, nsf, fault).launch(
         grid=(1, 1, 1), block=(128, 1, 1))
 
 
@@ -274,3 +278,20 @@ def test_block_scaled_ptx_for_sm100a_is_accepted_by_nvjitlink(kind, sf, text):
         pytest.skip("no libNVVM here: PTX was not generated")
     assert text in gpu.__ptx__ and "[%r" in gpu.__ptx__.split(text)[1].split(";")[0]
     assert gpu.__cubin__
+
+
+def test_scale_factors_outside_the_allocation_are_reported():
+    M, N, K = 128, 32, 32
+    A, B = np.ones((M, K), np.float32), np.ones((N, K), np.float32)
+    words, C = np.zeros((128, 8), np.int32), np.zeros((M, N), np.float32)
+    with pytest.raises(cutlass.DSLRuntimeError, match="tcgen05.mma: SFA reaches tensor-memory column 256"):
+        cute.compile(run_scaled_mma, A, B, words, C, "mxf8", cutlass.Float8E8M0FNU, M, N, K, 8, "sfa_outside",
+                     options=EMU)(A, B, words, C)
+
+
+def test_gemm_without_the_sfa_field_is_refused():
+    M, N, K = 128, 32, 32
+    A, B = np.ones((M, K), np.float32), np.ones((N, K), np.float32)
+    words, C = np.zeros((128, 8), np.int32), np.zeros((M, N), np.float32)
+    with pytest.raises(cutlass.DSLUserCodeError, match="set tiled_mma.set\\(tcgen05.Field.SFA, ptr\\) before cute.gemm"):
+        cute.compile(run_scaled_mma, A, B, words, C, "mxf8", cutlass.Float8E8M0FNU, M, N, K, 8, "no_sfa", options=EMU)
