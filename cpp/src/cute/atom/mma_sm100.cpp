@@ -91,6 +91,10 @@ MmaAtom make_tcgen05_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type 
       if (!b->is_int8()) invalid(op + ": b_dtype must be Int8 or Uint8, got " + name(b));
       if (!acc->is_int() || acc->width != 32 || !acc->is_signed) invalid(op + ": acc_dtype must be Int32, got " + name(acc));
       break;
+    case ir::Tcgen05Kind::MXF8F6F4:
+    case ir::Tcgen05Kind::MXF4:
+    case ir::Tcgen05Kind::MXF4NVF4:  // their scale factors: make_tcgen05_block_scaled_mma
+      invalid(op + ": a block-scaled kind needs its scale-factor type and vector size");
   }
   if (kind != ir::Tcgen05Kind::F8F6F4 && kind != ir::Tcgen05Kind::I8 && a != b)
     invalid(op + ": A and B must have the same type, got " + name(a) + " and " + name(b));
