@@ -263,6 +263,25 @@ def test_float8_e8m0fnu_converts_as_powers_of_two():
     np.testing.assert_array_equal(y, np.array([1.0, 2.0, 0.25, 2.0 ** -10, 2.0 ** 100, 2.0 ** -127], np.float32))
 
 
+@cute.jit
+def round_trip(x: cute.Tensor, y: cute.Tensor, dtype: cutlass.Constexpr):
+    for i in cutlass.range_constexpr(6):
+        y[i] = x[i].to(dtype).to(cutlass.Float32)
+
+
+@pytest.mark.parametrize("dtype,expected", [
+    # E2M3: steps of 1/8 in [1, 2), 0.5 in [4, 7.5]; E3M2: steps of 1/4 in [1, 2), 4 in [16, 28].
+    (cutlass.Float6E2M3FN, [1.0, 1.25, 4.0, 7.5, -7.5, 0.125]),
+    (cutlass.Float6E3M2FN, [1.0, 1.25, 4.0, 28.0, -28.0, 0.125]),
+])
+def test_float6_types_round_to_nearest_even_and_saturate(dtype, expected):
+    assert dtype.width == 6
+    x = np.array([1.0625, 1.3, 4.1, 100.0, -np.inf, 0.13], np.float32)
+    y = np.zeros(6, np.float32)
+    cute.compile(round_trip, x, y, dtype, options=EMU)(x, y)
+    np.testing.assert_array_equal(y, np.array(expected, np.float32))
+
+
 @pytest.mark.parametrize("kind,sf,text", [
     ("mxf8", cutlass.Float8E8M0FNU, "tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X"),
     ("mxf4", cutlass.Float8E8M0FNU, "tcgen05.mma.cta_group::1.kind::mxf4.block_scale.scale_vec::2X"),

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 #include "target/nvvm/nvvm_types.h"
 
@@ -201,6 +202,7 @@ std::string widen(KernelLowering& k, Type t, const std::string& v) {
   if (t->is_fp8()) return k.emit_def("call float @" + fp8_helper(k.module(), t, true) + "(i8 " + v + ")");
   if (t->is_fp4()) return k.emit_def("call float @" + fp4_helper(k.module(), true) + "(i4 " + v + ")");
   if (t->is_e8m0()) return e8m0_to_f32(k, v);
+  if (t->is_fp6()) throw std::runtime_error("conversions of " + ir::to_string(t) + " are not lowered to NVVM yet");
   if (t->is_bf16()) {
     std::string z = k.emit_def("zext i16 " + v + " to i32");
     std::string s = k.emit_def("shl i32 " + z + ", 16");
@@ -215,6 +217,7 @@ std::string narrow(KernelLowering& k, Type t, const std::string& v) {
   if (t->is_fp8()) return k.emit_def("call i8 @" + fp8_helper(k.module(), t, false) + "(float " + v + ")");
   if (t->is_fp4()) return k.emit_def("call i4 @" + fp4_helper(k.module(), false) + "(float " + v + ")");
   if (t->is_e8m0()) return f32_to_e8m0(k, v);
+  if (t->is_fp6()) throw std::runtime_error("conversions to " + ir::to_string(t) + " are not lowered to NVVM yet");
   if (t->is_bf16()) {
     // The hardware conversion (sm_80 and later, every target OpenCuTe compiles for): one
     // instruction where the bit-level rounding took ten, in every bf16 epilogue. It rounds to
