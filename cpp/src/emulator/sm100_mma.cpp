@@ -228,8 +228,8 @@ float read_operand(const Decoded& dd, Elem e, uintptr_t a, int64_t k) {
 struct ScaleFactors {
   uint32_t column = 0;
   int id = 0;
-  uint8_t at(const TensorMemory& tm, int subpartition, int r, int j) const {
-    const uint32_t word = const_cast<TensorMemory&>(tm).cell(uint32_t(32 * subpartition + r % 32), column + uint32_t(r / 32));
+  uint8_t at(TensorMemory& tm, int subpartition, int r, int j) const {
+    const uint32_t word = tm.cell(uint32_t(32 * subpartition + r % 32), column + uint32_t(r / 32));
     return uint8_t(word >> (8 * (id + j)));
   }
 };
