@@ -250,23 +250,26 @@ def test_block_scaled_ops_refuse_bad_types_and_shapes():
         tcgen05.MmaMXF4Op((64, 64))
 
 
-def test_float8_e8m0fnu_converts_as_powers_of_two():
-    @cute.jit
-    def convert(x: cute.Tensor, y: cute.Tensor):
-        for i in cutlass.range_constexpr(6):
-            y[i] = x[i].to(cutlass.Float8E8M0FNU).to(cutlass.Float32)
-
-    x = np.array([1.0, 3.0, 0.25, 1e-3, 2.0 ** 100, 0.0], np.float32)
-    y = np.zeros(6, np.float32)
-    cute.compile(convert, x, y, options=EMU)(x, y)
-    # Round toward zero to a power of two; values at or below 2^-127 (zero too) become 2^-127.
-    np.testing.assert_array_equal(y, np.array([1.0, 2.0, 0.25, 2.0 ** -10, 2.0 ** 100, 2.0 ** -127], np.float32))
+@cute.kernel
+def round_trip_kernel(x: cute.Tensor, y: cute.Tensor, dtype: cutlass.Constexpr):
+    tidx, _, _ = cute.arch.thread_idx()
+    y[tidx] = x[tidx].to(dtype).to(cutlass.Float32)
 
 
 @cute.jit
 def round_trip(x: cute.Tensor, y: cute.Tensor, dtype: cutlass.Constexpr):
-    for i in cutlass.range_constexpr(6):
-        y[i] = x[i].to(dtype).to(cutlass.Float32)
+    round_trip_kernel(x, y, dtype).launch(grid=(1, 1, 1), block=(6, 1, 1))
+
+
+def test_float8_e8m0fnu_converts_as_powers_of_two():
+    x = np.array([1.0, 3.0, 0.25, 1e-3, 2.0 ** 100, 0.0], np.float32)
+    y = np.zeros(6, np.float32)
+    cute.compile(round_trip, x, y, cutlass.Float8E8M0FNU, options=EMU)(x, y)
+    # Round toward zero to a power of two; values at or below 2^-127 (zero too) become 2^-127.
+    np.testing.assert_array_equal(y, np.array([1.0, 2.0, 0.25, 2.0 ** -10, 2.0 ** 100, 2.0 ** -127], np.float32))
+    gpu = cute.compile(round_trip, x, y, cutlass.Float8E8M0FNU, options="--gpu-arch sm_100a")
+    if gpu.__ptx__ is not None:
+        assert gpu.__cubin__
 
 
 @pytest.mark.parametrize("dtype,expected", [
@@ -280,6 +283,10 @@ def test_float6_types_round_to_nearest_even_and_saturate(dtype, expected):
     y = np.zeros(6, np.float32)
     cute.compile(round_trip, x, y, dtype, options=EMU)(x, y)
     np.testing.assert_array_equal(y, np.array(expected, np.float32))
+    # The GPU's conversions: internal helpers from the same model (no 6-bit cvt on every target).
+    gpu = cute.compile(round_trip, x, y, dtype, options="--gpu-arch sm_100a")
+    if gpu.__ptx__ is not None:
+        assert gpu.__cubin__
 
 
 @pytest.mark.parametrize("kind,sf,text", [

@@ -6,9 +6,13 @@
 #include <cmath>
 #include <cstdint>
 
+#include "ir/builder.h"
 #include "ir/scalar_semantics.h"
 #include "ir/types.h"
+#include "ir/verifier.h"
+#include "nvvm_test_support.h"
 #include "support/fp6.h"
+#include "target/nvvm/lower_to_nvvm.h"
 
 namespace {
 
@@ -53,6 +57,28 @@ TEST(Float6, TypesAreSixBitFloatsWithoutStorage) {
   EXPECT_EQ(ir::to_string(ir::f6e2m3()), "f6E2M3FN");
   EXPECT_EQ(ir::to_string(ir::f6e3m2()), "f6E3M2FN");
   EXPECT_EQ(ir::round_float(ir::f6e3m2(), 27.0), 28.0);
+}
+
+TEST(Float6, ConversionsLowerToHelpersThatCompileForSm100a) {
+  ir::Module m;
+  ir::Function* f = m.add_function("fp6_convert", ir::FunctionKind::Kernel);
+  ir::Builder b(f->body.get());
+  auto gptr = [](ir::Type t) { return ir::pointer_type(t, ir::AddrSpace::Gmem, 0); };
+  ir::Value* in = f->body->add_arg(gptr(ir::f32()));
+  ir::Value* out = f->body->add_arg(gptr(ir::f32()));
+  ir::Value* tid = b.special(ir::OpCode::ThreadIdx);
+  ir::Value* x = b.load(b.ptr_add(in, tid), ir::f32());
+  ir::Value* y = b.cast(b.cast(x, ir::f6e3m2()), ir::f32());
+  b.store(b.binary(ir::OpCode::Add, y, b.cast(b.cast(x, ir::f6e2m3()), ir::f32())), b.ptr_add(out, tid));
+  b.ret({});
+  ir::verify_or_throw(m);
+  target::NvvmModuleText t = target::lower_kernels_to_nvvm(m);
+  EXPECT_NE(t.text.find("@__opencute_e3m2_from_f32"), std::string::npos) << t.text;
+  EXPECT_NE(t.text.find("@__opencute_e2m3_to_f32"), std::string::npos) << t.text;
+  EXPECT_NE(t.text.find("%c30 = fcmp ugt float %m, 0x403A000000000000"), std::string::npos) << t.text;  // 26 (24 | 28)
+  if (!nvvm_test::have_libnvvm()) GTEST_SKIP() << "libNVVM/libdevice not found";
+  auto ptx = nvvm_test::compile_for(t, {"sm_100a", "sm_90a"});
+  ASSERT_EQ(ptx.size(), 2u);
 }
 
 }  // namespace
