@@ -67,8 +67,8 @@ def test_tmem_layout_matches_what_the_mma_reads():
     def lane_column_byte(idx):  # 8-bit elements of tensor memory: 4 to a column, lanes 1 << 16 columns apart
         return idx // (4 << 16), (idx % (4 << 16)) // 4, idx % 4
 
-    # Row 37 = 5 + 32 * 1, its copy in subpartition 2, factor 3 of K block 2: lane 5 + 64, column
-    # 1 + 4 * 2 (the chunk of K block 2), byte 3.
-    assert lane_column_byte(cute.crd2idx((((((5, 1, 0), 2), (0, 3)), 0, (0, 2))), t)) == (69, 9, 3)
-    # The last factor of the stage: lane 127, column 15 (16 columns hold the stage), byte 3.
-    assert lane_column_byte(cute.crd2idx((((((31, 3, 0), 3), (15, 3)), 0, (0, 3))), t)) == (127, 15, 3)
+    # Row 37 = 5 + 32 * 1, factor 3 of K block 2: lane 5, column 1 + 4 * 2 (the chunk of K block
+    # 2), byte 3 (tcgen05.cp copies lanes 0-31 to the other subpartitions).
+    assert lane_column_byte(cute.crd2idx(((((5, 1, 0), (0, 3)), 0, (0, 2))), t)) == (5, 9, 3)
+    # The last factor of the stage: lane 31, column 15 (16 columns hold the stage), byte 3.
+    assert lane_column_byte(cute.crd2idx(((((31, 3, 0), (15, 3)), 0, (0, 3))), t)) == (31, 15, 3)

@@ -76,20 +76,22 @@ def make_smem_layout_sfb(tiled_mma, mma_tiler_mnk, sf_vec_size, num_stages, *, l
 
 def _tmem_layout_sf(smem_layout):
     # The shared-memory chunk in tensor memory (8-bit elements: 4 to a 32-bit column, a lane
-    # 1 << 16 columns on): row s + 32 c of chunk h at lane s, column c + 4 h, replicated in the four
-    # 32-lane subpartitions; the MMA's factors in the bytes of the column, the chunk's other K
-    # blocks in the following bytes, the next chunks along K 4 * chunks_mn columns on.
+    # 1 << 16 columns on): row s + 32 c of chunk h at lane s, column c + 4 h; the MMA's factors in
+    # the bytes of the column, the chunk's other K blocks in the following bytes, the next chunks
+    # along K 4 * chunks_mn columns on. The copies in lanes 32-127 that the MMA's other
+    # subpartitions read are tcgen05.cp .warpx4's broadcast, not a mode of the tensor (CuTe's
+    # tmem_sf_frg has them as one): the tensor and the shared-memory one have the same shape.
     mode0 = smem_layout.shape[0]
     (_, _, chunks_mn), (sf_vec_size, nsf) = mode0
     blocks, chunks_k = smem_layout.shape[2]
     lane = (1 << 16) * 4
-    shape = ((((32, 4, chunks_mn), 4), (sf_vec_size, nsf)), 1, (blocks, chunks_k))
-    stride = ((((lane, 4, 16), 32 * lane), (0, 1)), 0, (nsf, 16 * chunks_mn))
+    shape = (((32, 4, chunks_mn), (sf_vec_size, nsf)), 1, (blocks, chunks_k))
+    stride = (((lane, 4, 16), (0, 1)), 0, (nsf, 16 * chunks_mn))
     return cute.make_layout(shape, stride=stride)
 
 
 def make_tmem_layout_sfa(tiled_mma, mma_tiler_mnk, sf_vec_size, smem_layout, *, loc=None, ip=None):
-    """SFA's tensor-memory layout ((MMA rows x 4 copies, MMA_K), 1, K blocks) for one stage of
+    """SFA's tensor-memory layout ((MMA rows, MMA_K), 1, K blocks) for one stage of
     `smem_layout` (make_smem_layout_sfa's, a stage sliced off), in 8-bit elements of tensor memory."""
     return _tmem_layout_sf(smem_layout)
 

@@ -11,7 +11,7 @@
 //                   tcgen05.st.sync.aligned.<shape>.xR[.unpack::16b].b32 [taddr][, split], {r...};
 //   Tcgen05Wait     tcgen05.wait::ld / ::st .sync.aligned;
 //   Tcgen05Fence    tcgen05.fence::before_thread_sync / ::after_thread_sync;
-//   Tcgen05Cp       tcgen05.cp.cta_group::N.<shape> [taddr], s-desc;
+//   Tcgen05Cp       tcgen05.cp.cta_group::N.<shape> [taddr], s-desc;   (one elected lane)
 // Tensor-memory addresses are i32; shared-memory operands 32-bit shared-window addresses. Every
 // form clobbers memory so that the compiler keeps ordinary accesses on their side.
 #include "target/nvvm/op_lowering.h"
@@ -127,7 +127,8 @@ void lower_st(const Op& op, KernelLowering& k) {
 void lower_cp(const Op& op, KernelLowering& k) {
   static const char* const shapes[] = {"128x256b", "4x256b", "128x128b", "64x128b.warpx2::02_13",
                                        "64x128b.warpx2::01_23", "32x128b.warpx4"};
-  asm_void(k, "tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [$0], $1;", "r,l",
+  // One thread's instruction (as tcgen05.mma): issued by one elected lane of the active ones.
+  asm_void(k, elected("tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [$0], $1;"), "r,l",
            "i32 " + k.operand(op.operands[0]) + ", i64 " + k.operand(op.operands[1]));
 }
 
