@@ -10,6 +10,7 @@ from ._dsl.generate import for_generate, if_generate, while_generate, yield_out 
 from ._dsl.jit import Constexpr  # noqa: F401
 from ._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16,  # noqa: F401
                            BFloat16, Float32, Float64, Float8E4M3FN, Float8E5M2, Float4E2M1FN, Numeric, Integer, Float)
+from ._dsl.numeric import Float8E8M0FNU, Float6E2M3FN, Float6E3M2FN  # noqa: F401
 from ._dsl.rt import max, min, not_ as _not  # noqa: F401,A004
 from ._dsl.numeric import NumericMeta, as_numeric  # noqa: F401
 from ._dsl.control import const_expr, dynamic_expr  # noqa: F401

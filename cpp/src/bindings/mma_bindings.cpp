@@ -128,6 +128,10 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
         return t;
       })
       .def("_set_accumulate", [](C& c, nb::handle v) { set_accumulate(c.atom, v); })
+      .def("_set_scale_factor", [](C& c, int which, nb::handle v) {
+        Scope scope;
+        cute::set_tcgen05_scale_factor(c.atom, which, to_num(v));
+      })
       .def("_get_accumulate", [get](const C& c) { return get_accumulate(get(c).atom); })
       .def("__extract_mlir_values__", [](const C&) { return nb::list(); })
       .def("__new_from_mlir_values__", [](nb::handle self, nb::handle) { return nb::borrow(self); })
@@ -173,6 +177,10 @@ void bind_mma(nb::module_& root) {
       .def("make_fragment_C", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::C, x); })
       .def("__copy__", [](const MmaAtom& a) { return MmaAtom(a); })
       .def("_set_accumulate", [](MmaAtom& a, nb::handle v) { set_accumulate(a, v); })
+      .def("_set_scale_factor", [](MmaAtom& a, int which, nb::handle v) {
+        Scope scope;
+        cute::set_tcgen05_scale_factor(a, which, to_num(v));
+      })
       .def("_get_accumulate", [](const MmaAtom& a) { return get_accumulate(a); })
       .def("__extract_mlir_values__", [](const MmaAtom&) { return nb::list(); })
       .def("__new_from_mlir_values__", [](nb::handle self, nb::handle) { return nb::borrow(self); })
@@ -219,6 +227,15 @@ void bind_mma(nb::module_& root) {
     for (nb::handle e : shape) s.push_back(nb::cast<int64_t>(e));
     return cute::make_tcgen05_mma(ir::Tcgen05Kind(kind), mma_dtype(a), mma_dtype(b), mma_dtype(acc), s, cta_group,
                                   cute::OperandSource(a_src), cute::OperandMajor(a_major), cute::OperandMajor(b_major));
+  });
+  // Block-scaled tcgen05: kind 4 mxf8f6f4, 5 mxf4, 6 mxf4nvf4.
+  m.def("make_tcgen05_block_scaled_mma", [](int kind, nb::handle a, nb::handle b, nb::handle sf, int sf_vec_size,
+                                            nb::handle shape, int cta_group, int a_src, int a_major, int b_major) {
+    std::vector<int64_t> s;
+    for (nb::handle e : shape) s.push_back(nb::cast<int64_t>(e));
+    return cute::make_tcgen05_block_scaled_mma(ir::Tcgen05Kind(kind), mma_dtype(a), mma_dtype(b), mma_dtype(sf),
+                                               sf_vec_size, s, cta_group, cute::OperandSource(a_src),
+                                               cute::OperandMajor(a_major), cute::OperandMajor(b_major));
   });
   m.def("tcgen05_instruction_descriptor", [](const MmaAtom& a) { return cute::tcgen05_instruction_descriptor(a); });
   // The SM100 descriptor bits of one (MN, K) tile (start address 0) for tests and make_umma_smem_desc.

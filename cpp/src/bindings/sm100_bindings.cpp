@@ -47,6 +47,12 @@ void bind_sm100(nb::module_& root) {
   m.def("is_tmem_load", [](const cute::CopyAtom& a) { return a.op == cute::CopyOp::TmemLoad; });
   m.def("is_tmem_store", [](const cute::CopyAtom& a) { return a.op == cute::CopyOp::TmemStore; });
   m.def("fence", &dsl::tcgen05_fence, nb::arg("after"));
+  // tcgen05.cp (shared -> tensor memory): shape 5 = .32x128b.warpx4 (Cp4x32x128bOp).
+  m.def("make_s2t_copy_atom", [](int shape, int cta_group, nb::handle dtype) {
+    return cute::make_s2t_copy_atom(shape, cta_group, dtype_of(dtype));
+  });
+  m.def("make_s2t_copy", &cute::make_s2t_copy);
+  m.def("s2t_smem_desc_tensor", &cute::s2t_smem_desc_tensor);
 }
 
 }  // namespace opencute::bindings

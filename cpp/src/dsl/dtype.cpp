@@ -15,7 +15,8 @@ struct DTypeRow {
 
 // DLPack type codes (dlpack.h, DLDataTypeCode).
 constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4, kDLBool = 6, kDLFloat8_e4m3fn = 10,
-                  kDLFloat8_e5m2 = 12, kDLFloat4_e2m1fn = 17;
+                  kDLFloat8_e5m2 = 12, kDLFloat4_e2m1fn = 17, kDLFloat8_e8m0fnu = 14, kDLFloat6_e2m3fn = 15,
+                  kDLFloat6_e3m2fn = 16;
 
 const std::vector<DTypeRow>& rows() {
   static const std::vector<DTypeRow> t = {
@@ -38,6 +39,9 @@ const std::vector<DTypeRow>& rows() {
       {"Float8E5M2", ir::f8e5m2(), "float8_e5m2", kDLFloat8_e5m2},
       // torch has only the packed pair type; DLPack describes it as bits 4, lanes 2.
       {"Float4E2M1FN", ir::f4e2m1(), "float4_e2m1fn_x2", kDLFloat4_e2m1fn},
+      {"Float8E8M0FNU", ir::f8e8m0(), "float8_e8m0fnu", kDLFloat8_e8m0fnu},
+      {"Float6E2M3FN", ir::f6e2m3(), "float6_e2m3fn", kDLFloat6_e2m3fn},
+      {"Float6E3M2FN", ir::f6e3m2(), "float6_e3m2fn", kDLFloat6_e3m2fn},
   };
   return t;
 }
@@ -52,6 +56,9 @@ int float_rank(ir::Type t) {
     case ir::FloatKind::E4M3: return -1;  // the 8-bit floats promote to any wider float
     case ir::FloatKind::E5M2: return -2;
     case ir::FloatKind::E2M1: return -3;
+    case ir::FloatKind::E8M0: return -4;
+    case ir::FloatKind::E2M3: return -5;
+    case ir::FloatKind::E3M2: return -6;
   }
   return 0;
 }

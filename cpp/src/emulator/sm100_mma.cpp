@@ -1,12 +1,14 @@
 #include "emulator/sm100_mma.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "emulator/diagnostics.h"
 #include "emulator/execution_state.h"
 #include "emulator/op_handlers.h"
+#include "support/e8m0.h"
 #include "support/fp4.h"
 #include "support/fp8.h"
 #include "support/half.h"
@@ -15,6 +17,11 @@ namespace opencute::emulator {
 namespace {
 
 using ir::OpCode;
+
+// The scale factor of a block-scaled operand: UE8M0 (2^(b - 127)) or UE4M3 (E4M3 without sign).
+float read_scale(bool ue8m0, uint8_t b) {
+  return ue8m0 ? support::e8m0_bits_to_float(b) : support::fp8_bits_to_float(uint8_t(b & 0x7f), support::e4m3_format());
+}
 
 std::string hex64(uint64_t v) {
   char buf[24];
@@ -33,6 +40,10 @@ int elem_bits(Elem e) {
   }
 }
 
+// .kind::mxf4 / mxf4nvf4 read E2M1 packed two to a byte (the others read each element, E2M1 of
+// .kind::f8f6f4 / mxf8f6f4 included, from a byte of its own).
+bool packed_fp4(ir::Tcgen05Kind kind) { return kind == ir::Tcgen05Kind::MXF4 || kind == ir::Tcgen05Kind::MXF4NVF4; }
+
 // "" or why the format field `f` names no operand format of `kind`.
 std::string operand_format(ir::Tcgen05Kind kind, uint32_t f, Elem* out) {
   switch (kind) {
@@ -43,7 +54,12 @@ std::string operand_format(ir::Tcgen05Kind kind, uint32_t f, Elem* out) {
     case ir::Tcgen05Kind::TF32:
       if (f == 2) return *out = Elem::TF32, "";
       break;
+    case ir::Tcgen05Kind::MXF4:
+    case ir::Tcgen05Kind::MXF4NVF4:
+      if (f == 1) return *out = Elem::E2M1, "";
+      break;
     case ir::Tcgen05Kind::F8F6F4:
+    case ir::Tcgen05Kind::MXF8F6F4:
       if (f == 0) return *out = Elem::E4M3, "";
       if (f == 1) return *out = Elem::E5M2, "";
       if (f == 5) return *out = Elem::E2M1, "";
@@ -98,10 +114,10 @@ uintptr_t operand_address(uint64_t d, bool mn_major, int bits, int64_t mn, int64
     *why = "its version field (bits 46-47) is " + std::to_string((d >> 46) & 3) + ", SM100 descriptors have version 1";
     return 0;
   }
-  const uint64_t row = uint64_t(16) << b, eb = uint64_t(bits) / 8;
+  const uint64_t row = uint64_t(16) << b, eb = std::max<uint64_t>(uint64_t(bits) / 8, 1);
   uint64_t off;
   if (!mn_major) {
-    const uint64_t kb = uint64_t(k) * eb;
+    const uint64_t kb = uint64_t(k) * uint64_t(bits) / 8;  // packed 4-bit: the byte of the pair
     off = uint64_t(mn % 8) * row + uint64_t(mn / 8) * sbo + kb % 16 + (kb / 16) * (b ? 16 : lbo);
   } else if (b) {
     const uint64_t mb = uint64_t(mn) * eb;
@@ -124,10 +140,46 @@ struct Decoded {
   int c_format;  // 0 F16, 1 F32, 2 S32
   bool neg_a, neg_b, a_mn, b_mn;
   int m, n, k;
+  // Block-scaled kinds: the scale format (bit 23: true UE8M0, false UE4M3) and the byte of the
+  // scale factors' tensor-memory column where this MMA's factors start (A bits [29,31), B [4,6)).
+  bool ue8m0 = true;
+  int sfa_id = 0, sfb_id = 0;
 };
 
-std::string decode_idesc(uint32_t id, ir::Tcgen05Kind kind, Decoded* o) {
+// The instruction descriptor of the block-scaled kinds (PTX ISA "Instruction descriptor format
+// for .kind::mxf8f6f4, .kind::mxf4 and .kind::mxf4nvf4"): as the others', except that bits [4,6)
+// hold B's scale-factor ID (the D format is F32), bit 23 the scale format, bits [29,31) A's
+// scale-factor ID and bit 31 the K size (0: K = 256 bits of data).
+std::string decode_block_scaled_idesc(uint32_t id, ir::Tcgen05Kind kind, int scale_vec, Decoded* o) {
+  if (id & 0x4) return "sparse MMA (instruction descriptor bit 2) is not emulated";
+  if (id & 0x3) return "the sparsity selector (bits 0-1) must be 0 for a dense MMA";
+  if (id >> 31) return "K = 96 (bit 31) is an sm_103 shape, not emulated";
+  std::string e = operand_format(kind, (id >> 7) & 7, &o->a);
+  if (!e.empty()) return "A: " + e;
+  e = operand_format(kind, (id >> 10) & 7, &o->b);
+  if (!e.empty()) return "B: " + e;
+  o->c_format = 1;
+  o->neg_a = (id >> 13) & 1, o->neg_b = (id >> 14) & 1;
+  o->a_mn = (id >> 15) & 1, o->b_mn = (id >> 16) & 1;
+  o->n = int((id >> 17) & 0x3f) << 3;
+  o->m = int((id >> 24) & 0x1f) << 4;
+  o->ue8m0 = (id >> 23) & 1;
+  o->sfb_id = int((id >> 4) & 3), o->sfa_id = int((id >> 29) & 3);
+  o->k = packed_fp4(kind) ? 64 : 32;
+  const int want = kind == ir::Tcgen05Kind::MXF8F6F4 ? 1 : kind == ir::Tcgen05Kind::MXF4 ? 2 : scale_vec == 4 ? 4 : 2;
+  if (scale_vec != want) return "scale_vec::" + std::to_string(scale_vec) + "X does not fit the .kind";
+  if (!o->ue8m0 && scale_vec != 4) return "UE4M3 scale factors (bit 23 = 0) need scale_vec::4X (.kind::mxf4nvf4)";
+  if (o->sfa_id % scale_vec || o->sfb_id % scale_vec)
+    return "the scale-factor IDs (A " + std::to_string(o->sfa_id) + ", B " + std::to_string(o->sfb_id) +
+           ") must be multiples of the scale-vector size " + std::to_string(scale_vec);
+  if ((o->a_mn || o->b_mn) && (o->a == Elem::E2M1 || o->b == Elem::E2M1))
+    return "MN-major operands are not valid for 4-bit formats";
+  return "";
+}
+
+std::string decode_idesc(uint32_t id, ir::Tcgen05Kind kind, int scale_vec, Decoded* o) {
   o->kind = kind;
+  if (ir::is_block_scaled(kind)) return decode_block_scaled_idesc(id, kind, scale_vec, o);
   if (id & 0x4) return "sparse MMA (instruction descriptor bit 2) is not emulated";
   if (id & 0x3) return "the sparsity selector (bits 0-1) must be 0 for a dense MMA";
   if (id >> 30) return "the weight-stationary maximum shift (bits 30-31) is not emulated";
@@ -161,6 +213,27 @@ inline void d_cell(int m_cta, int n_total, int group, int m, int n, uint32_t* la
   }
 }
 
+// Element k of an operand row at byte address `a` (the nibble of a packed 4-bit pair: even k low).
+float read_operand(const Decoded& dd, Elem e, uintptr_t a, int64_t k) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(a);
+  if (packed_fp4(dd.kind)) return support::e2m1_bits_to_float(uint8_t((*p >> (4 * (k & 1))) & 0xf));
+  return read_elem(e, p);
+}
+
+// The scale factors of a block-scaled MMA in tensor memory (CuTe's tmem_sf_frg, 32 lanes of a
+// subpartition by columns, the factors of a row side by side in the bytes of a column): row r of
+// A (or column r of B) has its factors in lane 32 * p + r % 32, column address + r / 32, bytes
+// ID .. ID + scale_vec - 1, where p is the subpartition that computes the row of D (each
+// subpartition reads its own lanes: kernels replicate the factors into all four).
+struct ScaleFactors {
+  uint32_t column = 0;
+  int id = 0;
+  uint8_t at(TensorMemory& tm, int subpartition, int r, int j) const {
+    const uint32_t word = tm.cell(uint32_t(32 * subpartition + r % 32), column + uint32_t(r / 32));
+    return uint8_t(word >> (8 * (id + j)));
+  }
+};
+
 struct Cta {
   Worker* w;
   uintptr_t smem;
@@ -179,8 +252,12 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const bool accumulate = at(i.srcs[4], lane).i != 0;
   const int group = int(op.int_attr);
   const bool a_tmem = op.ints.at(1) != 0;
+  const bool scaled = ir::is_block_scaled(ir::Tcgen05Kind(op.ints.at(0)));
+  const int scale_vec = scaled ? int(op.ints.at(2)) : 0;
+  const uint32_t sfa_addr = scaled ? uint32_t(at(i.srcs[5], lane).i) : 0;
+  const uint32_t sfb_addr = scaled ? uint32_t(at(i.srcs[6], lane).i) : 0;
   Decoded dd;
-  std::string e = decode_idesc(idesc, ir::Tcgen05Kind(op.ints.at(0)), &dd);
+  std::string e = decode_idesc(idesc, ir::Tcgen05Kind(op.ints.at(0)), scale_vec, &dd);
   if (!e.empty()) fail("the instruction descriptor " + hex64(idesc) + ": " + e);
   const int M = dd.m, N = dd.n, K = dd.k;
   bool shape_ok = group == 1 ? ((M == 64 && N % 8 == 0) || (M == 128 && N % 16 == 0)) && N >= 8 && N <= 256
@@ -201,6 +278,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     }
   }
   const int m_cta = M / group, n_cta = N / group;
+  if (scaled && m_cta != 128) fail("block-scaled MMAs are emulated for 128 rows of D per CTA only");
   // The descriptors hold shared-window offsets, the same in both CTAs of a pair: decode them in the
   // issuing CTA's window, then move to the CTA whose shared memory holds the operand.
   auto address_in = [&](const Cta& cta, uint64_t desc, bool mn_major, int bits, int64_t mn, int64_t k,
@@ -210,7 +288,8 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     a = a - ctas[0].smem + cta.smem;
     return a + size_t(bits / 8) <= cta.smem + cta.smem_size ? a : 0;
   };
-  const int abits = elem_bits(dd.a), bbits = elem_bits(dd.b);
+  const int abits = packed_fp4(dd.kind) ? 4 : elem_bits(dd.a), bbits = packed_fp4(dd.kind) ? 4 : elem_bits(dd.b);
+  if (scaled && a_tmem) fail("A from tensor memory is not emulated for the block-scaled kinds");
   // B^T (K x N) gathered from the CTAs' halves, read once per instruction.
   std::vector<float> bt(size_t(K) * size_t(N));
   for (size_t p = 0; p < ctas.size(); ++p)
@@ -223,7 +302,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
                (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(n) + "," +
                                   std::to_string(k) + ")"
                             : ": " + why));
-        float v = read_elem(dd.b, reinterpret_cast<const unsigned char*>(a));
+        float v = read_operand(dd, dd.b, a, k);
         bt[size_t(k) * size_t(N) + size_t(int(p) * n_cta + n)] = dd.neg_b ? -v : v;
       }
   const uint32_t d_lane = d_addr >> 16, d_col = d_addr & 0xffff;
@@ -232,6 +311,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   std::vector<float> a_rows(size_t(m_cta) * size_t(K));
   std::vector<float> acc(static_cast<size_t>(N));
   std::vector<int64_t> iacc(static_cast<size_t>(N));
+  std::vector<float> bt_scaled;
   const bool integer = dd.kind == ir::Tcgen05Kind::I8;
   for (const Cta& cta : ctas) {
     e = cta.w->tmem.check_columns(d_col, d_cols, "D");
@@ -261,13 +341,35 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
                  (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(m) + "," +
                                     std::to_string(k) + ")"
                               : ": " + why));
-          float v = read_elem(dd.a, reinterpret_cast<const unsigned char*>(a));
+          float v = read_operand(dd, dd.a, a, k);
           a_rows[size_t(m) * size_t(K) + size_t(k)] = dd.neg_a ? -v : v;
         }
     }
     TensorMemory& tm = cta.w->tmem;
+    if (scaled) {
+      // Each K block of scale_vec elements times its factor: A's rows here, B's columns per
+      // subpartition of D (each reads its own copy of B's factors).
+      const ScaleFactors sa{sfa_addr & 0xffffu, dd.sfa_id}, sb{sfb_addr & 0xffffu, dd.sfb_id};
+      if ((sfa_addr >> 16) & 0x3fffu) fail("the SFA address " + hex64(sfa_addr) + " names a lane; scale factors start at lane 0");
+      if ((sfb_addr >> 16) & 0x3fffu) fail("the SFB address " + hex64(sfb_addr) + " names a lane; scale factors start at lane 0");
+      e = tm.check_columns(sa.column, m_cta / 32, "SFA");
+      if (!e.empty()) fail(e);
+      e = tm.check_columns(sb.column, (N + 31) / 32, "SFB");
+      if (!e.empty()) fail(e);
+      const int per = K / scale_vec;
+      for (int m = 0; m < m_cta; ++m)
+        for (int k = 0; k < K; ++k)
+          a_rows[size_t(m) * size_t(K) + size_t(k)] *= read_scale(dd.ue8m0, sa.at(tm, m / 32, m, k / per));
+      bt_scaled.resize(size_t(4) * size_t(K) * size_t(N));
+      for (int sp = 0; sp < 4; ++sp)
+        for (int k = 0; k < K; ++k)
+          for (int n = 0; n < N; ++n)
+            bt_scaled[(size_t(sp) * size_t(K) + size_t(k)) * size_t(N) + size_t(n)] =
+                bt[size_t(k) * size_t(N) + size_t(n)] * read_scale(dd.ue8m0, sb.at(tm, sp, n, k / per));
+    }
     for (int m = 0; m < m_cta; ++m) {
       const float* ar = a_rows.data() + size_t(m) * size_t(K);
+      const float* b_rows = scaled ? bt_scaled.data() + size_t(m / 32) * size_t(K) * size_t(N) : bt.data();
       if (integer) {
         for (int n = 0; n < N; ++n) iacc[size_t(n)] = 0;
         for (int k = 0; k < K; ++k) {
@@ -279,7 +381,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
         for (int n = 0; n < N; ++n) acc[size_t(n)] = 0.f;
         for (int k = 0; k < K; ++k) {
           const float av = ar[k];
-          const float* br = bt.data() + size_t(k) * size_t(N);
+          const float* br = b_rows + size_t(k) * size_t(N);
           float* out = acc.data();
           for (int n = 0; n < N; ++n) out[n] += av * br[n];
         }

@@ -9,6 +9,12 @@
 //   - A from tensor memory: row m in lane m of the address's lane, K packed into 32-bit columns;
 //   - D in tensor memory at the D address: row m in lane m (M = 128 per CTA), or the M = 64
 //     layout (rows in lanes 0-15 of each 32-lane group) and the split layouts of cta_group::2.
+// Block-scaled kinds (mxf8f6f4 / mxf4 / mxf4nvf4 .block_scale.scale_vec::NX): the descriptor's
+// scale format (bit 23: UE8M0 or UE4M3) and scale-factor IDs (A bits [29,31), B bits [4,6): the
+// byte of a column where this MMA's factors start); the factors from tensor memory at the SFA /
+// SFB addresses in CuTe's tmem_sf_frg layout: row r of A (column r of B) at lane 32 p + r % 32,
+// column + r / 32, bytes ID .. ID + N - 1 (N = scale_vec), p the subpartition computing the row
+// of D; .kind::mxf4 / mxf4nvf4 read E2M1 packed two to a byte (K = 64).
 // cta_group::2: the even CTA of a pair issues it; each CTA holds half of A's rows (M / 2) and half
 // of B's columns (N / 2) at the same shared-memory offsets, and gets its M / 2 rows of D in its
 // own tensor memory.

@@ -63,8 +63,8 @@ int tensor_map_data_type(ir::Type t) {
       case ir::FloatKind::F32: return 7;
       case ir::FloatKind::TF32: return 11;  // TFLOAT32: fp32 bytes, copied unchanged
       case ir::FloatKind::F64: return 8;
-      case ir::FloatKind::E4M3: case ir::FloatKind::E5M2: return 0;
-      case ir::FloatKind::E2M1: break;  // packed 4-bit floats: no SM90 tensor-map type
+      case ir::FloatKind::E4M3: case ir::FloatKind::E5M2: case ir::FloatKind::E8M0: return 0;
+      case ir::FloatKind::E2M1: case ir::FloatKind::E2M3: case ir::FloatKind::E3M2: break;  // packed 4-bit floats: no SM90 tensor-map type
     }
   }
   if (t->is_int() && !t->is_bool()) {

@@ -139,7 +139,10 @@ enum class OpCode : uint8_t {
   TmemDealloc,     // (i32 tensor-memory address, i32 column count): tcgen05.dealloc (warp-wide)
   TmemRelinquish,  // tcgen05.relinquish_alloc_permit (warp-wide)
   Tcgen05Mma,      // (D address i32, A descriptor i64 | A tensor-memory address i32, B descriptor i64,
-                   //  instruction descriptor i32, enable input D i1); ints = {Tcgen05Kind, A from tensor memory}
+                   //  instruction descriptor i32, enable input D i1[, SFA address i32, SFB address i32]);
+                   //  ints = {Tcgen05Kind, A from tensor memory[, scale_vec 1 / 2 / 4]}: the block-scaled
+                   //  kinds (MXF8F6F4 ...) take the scale factors' tensor-memory addresses and the
+                   //  scale-vector size (.block_scale.scale_vec::NX)
   Tcgen05Commit,   // (mbarrier ptr[, i16 CTA mask]): tcgen05.commit ... mbarrier::arrive::one[.multicast::cluster]
   Tcgen05Ld,       // (i32 address) -> b32 values (i32); int_attr = Tcgen05Shape, ints = {repetitions, pack 16b,
                    //  half split-off columns (16x32bx2)}: tcgen05.ld.sync.aligned (warp-wide)
@@ -150,7 +153,9 @@ enum class OpCode : uint8_t {
 };
 
 // The kinds of tcgen05.mma (the PTX `.kind`), and the shapes of tcgen05.ld / st / cp.
-enum class Tcgen05Kind : uint8_t { F16 = 0, TF32 = 1, F8F6F4 = 2, I8 = 3 };
+enum class Tcgen05Kind : uint8_t { F16 = 0, TF32 = 1, F8F6F4 = 2, I8 = 3, MXF8F6F4 = 4, MXF4 = 5, MXF4NVF4 = 6 };
+// The block-scaled kinds: A and B each scaled per block of K by factors read from tensor memory.
+inline bool is_block_scaled(Tcgen05Kind k) { return k >= Tcgen05Kind::MXF8F6F4; }
 enum class Tcgen05Shape : uint8_t { S32x32b = 0, S16x64b = 1, S16x128b = 2, S16x256b = 3, S16x32bx2 = 4 };
 // .128x256b, .4x256b, .128x128b, .64x128b.warpx2::02_13, .64x128b.warpx2::01_23, .32x128b.warpx4
 // The 32-bit registers per thread that a tcgen05.ld / st of `shape` x `repetitions` moves. With

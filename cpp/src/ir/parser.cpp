@@ -145,6 +145,9 @@ class Cursor {
     if (w == "f8E4M3FN") return f8e4m3();
     if (w == "f8E5M2") return f8e5m2();
     if (w == "f4E2M1FN") return f4e2m1();
+    if (w == "f8E8M0FNU") return f8e8m0();
+    if (w == "f6E2M3FN") return f6e2m3();
+    if (w == "f6E3M2FN") return f6e3m2();
     if (w == "f32") return f32();
     if (w == "tf32") return tf32();
     if (w == "f64") return f64();

@@ -6,7 +6,9 @@
 #include <map>
 #include <stdexcept>
 
+#include "support/e8m0.h"
 #include "support/fp4.h"
+#include "support/fp6.h"
 #include "support/fp8.h"
 #include "support/half.h"
 
@@ -39,6 +41,12 @@ double round_float(Type t, double v) {
       return double(support::fp8_bits_to_float(support::float_to_fp8_bits(float(v), f), f));
     }
     case FloatKind::E2M1: return double(support::e2m1_bits_to_float(support::float_to_e2m1_bits(float(v))));
+    case FloatKind::E8M0: return double(support::e8m0_bits_to_float(support::float_to_e8m0_bits(float(v))));
+    case FloatKind::E2M3:
+    case FloatKind::E3M2: {
+      const support::Fp6Format& f = t->float_kind == FloatKind::E2M3 ? support::e2m3_format() : support::e3m2_format();
+      return double(support::fp6_bits_to_float(support::float_to_fp6_bits(float(v), f), f));
+    }
   }
   return v;
 }
@@ -56,7 +64,8 @@ void store_scalar(Type t, Scalar s, void* dst) {
       case FloatKind::E5M2:
         *static_cast<uint8_t*>(dst) = support::float_to_fp8_bits(float(s.f), support::e5m2_format());
         return;
-      case FloatKind::E2M1: break;  // packed: see store_packed_scalar
+      case FloatKind::E8M0: *static_cast<uint8_t*>(dst) = support::float_to_e8m0_bits(float(s.f)); return;
+      case FloatKind::E2M1: case FloatKind::E2M3: case FloatKind::E3M2: break;  // packed: see store_packed_scalar
     }
   }
   int64_t v = s.i;
@@ -74,7 +83,8 @@ Scalar load_scalar(Type t, const void* src) {
         return Scalar::of_float(support::fp8_bits_to_float(*static_cast<const uint8_t*>(src), support::e4m3_format()));
       case FloatKind::E5M2:
         return Scalar::of_float(support::fp8_bits_to_float(*static_cast<const uint8_t*>(src), support::e5m2_format()));
-      case FloatKind::E2M1: break;  // packed: see load_packed_scalar
+      case FloatKind::E8M0: return Scalar::of_float(support::e8m0_bits_to_float(*static_cast<const uint8_t*>(src)));
+      case FloatKind::E2M1: case FloatKind::E2M3: case FloatKind::E3M2: break;  // packed: see load_packed_scalar
     }
   }
   int64_t v = 0;

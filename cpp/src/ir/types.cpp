@@ -66,7 +66,8 @@ Type float_type(FloatKind kind) {
   t.kind = TypeKind::Float;
   t.float_kind = kind;
   t.width = kind == FloatKind::F64 ? 64 : (kind == FloatKind::F32 || kind == FloatKind::TF32) ? 32
-          : (kind == FloatKind::E4M3 || kind == FloatKind::E5M2) ? 8 : kind == FloatKind::E2M1 ? 4 : 16;
+          : (kind == FloatKind::E4M3 || kind == FloatKind::E5M2 || kind == FloatKind::E8M0) ? 8 : kind == FloatKind::E2M1 ? 4
+          : (kind == FloatKind::E2M3 || kind == FloatKind::E3M2) ? 6 : 16;
   return intern(t);
 }
 
@@ -78,6 +79,9 @@ Type f64() { return float_type(FloatKind::F64); }
 Type f8e4m3() { return float_type(FloatKind::E4M3); }
 Type f8e5m2() { return float_type(FloatKind::E5M2); }
 Type f4e2m1() { return float_type(FloatKind::E2M1); }
+Type f8e8m0() { return float_type(FloatKind::E8M0); }
+Type f6e2m3() { return float_type(FloatKind::E2M3); }
+Type f6e3m2() { return float_type(FloatKind::E3M2); }
 
 Type vector_type(Type element, int lanes) {
   TypeStorage t;
@@ -126,6 +130,9 @@ std::string to_string(Type t) {
         case FloatKind::E4M3: return "f8E4M3FN";
         case FloatKind::E5M2: return "f8E5M2";
         case FloatKind::E2M1: return "f4E2M1FN";
+        case FloatKind::E8M0: return "f8E8M0FNU";
+        case FloatKind::E2M3: return "f6E2M3FN";
+        case FloatKind::E3M2: return "f6E3M2FN";
         case FloatKind::F32: return "f32";
         case FloatKind::TF32: return "tf32";
         case FloatKind::F64: return "f64";

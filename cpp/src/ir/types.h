@@ -10,7 +10,7 @@ enum class TypeKind : uint8_t { Void, Int, Float, Vector, Pointer };
 // E4M3 / E5M2: the 8-bit floats Float8E4M3FN and Float8E5M2 (support/fp8.h).
 // E2M1: the 4-bit float Float4E2M1FN (support/fp4.h), two to a byte, the first in the low nibble.
 // TF32: tensor-float-32, stored as an f32 whose low 13 mantissa bits the tf32 MMAs ignore.
-enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2, E2M1, TF32 };
+enum class FloatKind : uint8_t { F16, BF16, F32, F64, E4M3, E5M2, E2M1, TF32, E8M0, E2M3, E3M2 };
 // Numeric values follow the CuTe DSL / NVVM address-space numbering. Param: a kernel parameter
 // passed by value as a __grid_constant__ (a TMA descriptor), reached through its generic address;
 // on the host, the pointer to the parameter's bytes.
@@ -45,6 +45,10 @@ struct TypeStorage {
   // The 8-bit floats (E4M3, E5M2) and the 4-bit float (E2M1).
   bool is_fp8() const { return is_float_kind(FloatKind::E4M3) || is_float_kind(FloatKind::E5M2); }
   bool is_fp4() const { return is_float_kind(FloatKind::E2M1); }
+  // The unsigned power-of-two scale factors of the MX formats (Float8E8M0FNU, support/e8m0.h).
+  bool is_e8m0() const { return is_float_kind(FloatKind::E8M0); }
+  // The 6-bit floats (Float6E2M3FN, Float6E3M2FN; support/fp6.h): no memory storage of their own yet.
+  bool is_fp6() const { return is_float_kind(FloatKind::E2M3) || is_float_kind(FloatKind::E3M2); }
   // An 8-bit integer, signed or not (Int8, Uint8).
   bool is_int8() const { return is_int() && !is_bool() && width == 8; }
   // Narrower than a byte and packed in memory (booleans are not: each takes a byte).
@@ -75,6 +79,9 @@ Type f64();
 Type f8e4m3();
 Type f8e5m2();
 Type f4e2m1();
+Type f8e8m0();
+Type f6e2m3();
+Type f6e3m2();
 Type i32();
 Type i64();
 Type vector_type(Type element, int lanes);

@@ -63,13 +63,19 @@ class Verifier {
       case OpCode::TmemRelinquish:
         expect(op, group_ok && o.empty() && op.results.empty(), "tcgen05.relinquish_alloc_permit takes no operands");
         break;
-      case OpCode::Tcgen05Mma:
-        expect(op, group_ok && o.size() == 5 && op.ints.size() == 2 && address(o[0]) &&
+      case OpCode::Tcgen05Mma: {
+        const bool scaled = !op.ints.empty() && op.ints[0] >= 4 && op.ints[0] <= 6;
+        const bool plain = !op.ints.empty() && op.ints[0] >= 0 && op.ints[0] <= 3;
+        expect(op, group_ok && (plain || scaled) && o.size() == (scaled ? 7u : 5u) &&
+                       op.ints.size() == (scaled ? 3u : 2u) && address(o[0]) &&
                        o[1]->type == (op.ints[1] ? i32() : i64()) && o[2]->type == i64() && o[3]->type == i32() &&
-                       o[4]->type == bool_type() && op.results.empty() && op.ints[0] >= 0 && op.ints[0] <= 3,
+                       o[4]->type == bool_type() && op.results.empty() &&
+                       (!scaled || (address(o[5]) && address(o[6]) &&
+                                    (op.ints[2] == 1 || op.ints[2] == 2 || op.ints[2] == 4))),
                "tcgen05.mma takes (D address i32, A descriptor i64 or address i32, B descriptor i64, idesc i32, "
                "enable input D i1) and {kind, A from tensor memory}");
         break;
+      }
       case OpCode::Tcgen05Commit:
         expect(op, group_ok && (o.size() == 1 || (o.size() == 2 && o[1]->type == int_type(16, false))) &&
                        o[0]->type->is_pointer() && op.results.empty(),

@@ -299,6 +299,11 @@ Float64 = _make("Float64", Float)
 Float8E4M3FN = _make("Float8E4M3FN", Float)
 Float8E5M2 = _make("Float8E5M2", Float)
 Float4E2M1FN = _make("Float4E2M1FN", Float)
+# The MX formats' scale factors: unsigned powers of two 2^(bits - 127) (0xFF is NaN).
+Float8E8M0FNU = _make("Float8E8M0FNU", Float)
+# The MX 6-bit floats (E2M3: up to 7.5, E3M2: up to 28; no infinity, no NaN).
+Float6E2M3FN = _make("Float6E2M3FN", Float)
+Float6E3M2FN = _make("Float6E3M2FN", Float)
 
 NUMERIC_TYPES = tuple(_CLASSES.values())
 

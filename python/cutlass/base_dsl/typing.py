@@ -6,7 +6,8 @@ function by `__new_from_mlir_values__`."""
 from .._dsl.jit import Constexpr  # noqa: F401
 from .._dsl.numeric import (Boolean, Float, Integer, Numeric, NumericMeta, Int8, Int16, Int32, Int64,  # noqa: F401
                             Uint8, Uint16, Uint32, Uint64, Float16, BFloat16, Float32, Float64, Float8E4M3FN,
-                            Float8E5M2, Float4E2M1FN)
+                            Float8E5M2, Float4E2M1FN, Float8E8M0FNU, Float6E2M3FN,
+                            Float6E3M2FN)
 
 
 class JitArgument:

@@ -4,6 +4,7 @@ from .._dsl.options import (OptLevel, EnableAssertions, GenerateLineInfo, KeepCU
                             PtxasOptions, GPUArch, LinkLibraries, EnableTVMFFI, DumpDir, Target)
 from .._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16,
                             Float32, Float64, Float8E4M3FN, Float8E5M2, Float4E2M1FN, Numeric, Integer, Float)
+from .._dsl.numeric import Float8E8M0FNU, Float6E2M3FN, Float6E3M2FN  # noqa: F401
 from .._dsl.printing import printf
 from .._dsl.errors import DSLRuntimeError, DSLUserCodeError
 from .._dsl.address_space import AddressSpace

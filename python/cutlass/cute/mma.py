@@ -5,7 +5,7 @@ dispatch live in C++ (`cpp/src/cute/atom/`, `cpp/src/cute/algorithm/gemm.cpp`)."
 import copy
 
 from .. import _core
-from ._arch_sm100 import user_line
+from ._arch_sm100 import _value, user_line
 
 _C = _core.cute
 
@@ -23,17 +23,25 @@ for _cls in (_C.CopyAtom, _C.TiledCopy, _C.ThrCopy):
     _cls.__cute_static__ = True
 
 
-def _field_name(field):
+_SCALE_FACTOR_FIELDS = {"sf_a": 0, "sf_b": 1}
+
+
+def _field_name(field, settable=False):
     name = getattr(field, "value", field)
-    if name != "accum_c":
+    if name != "accum_c" and not (settable and name in _SCALE_FACTOR_FIELDS):
         raise ValueError(f"unknown MMA field {field!r}: the warpgroup MMAs have Field.ACCUMULATE")
     return name
 
 
 def _mma_set(self, field, value, *, loc=None, ip=None):
     """`atom.set(warpgroup.Field.ACCUMULATE, b)`: the following cute.gemm computes D = A*B + D when
-    b is true, D = A*B when false (a Python bool or a Boolean)."""
-    _field_name(field)
+    b is true, D = A*B when false (a Python bool or a Boolean). The block-scaled tcgen05 MMAs also
+    take `set(tcgen05.Field.SFA / SFB, tmem_ptr)`: where the following cute.gemm reads the scale
+    factors."""
+    name = _field_name(field, settable=True)
+    if name in _SCALE_FACTOR_FIELDS:
+        self._set_scale_factor(_SCALE_FACTOR_FIELDS[name], _value(value))
+        return
     self._set_accumulate(value)
 
 

@@ -21,5 +21,6 @@ import typing as _typing  # noqa: E402
 
 from .._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64,  # noqa: E402,F401
                             Float16, BFloat16, Float32, Float64, Float8E4M3FN, Float8E5M2, Float4E2M1FN, Numeric, Integer, Float)
+from .._dsl.numeric import Float8E8M0FNU, Float6E2M3FN, Float6E3M2FN  # noqa: F401
 
 Int = _typing.Union[int, Integer]  # an integer parameter taking a Python int or a DSL integer

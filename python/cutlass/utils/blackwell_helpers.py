@@ -3,7 +3,8 @@
 its operands, and the tensor-memory load of the epilogue. Written with DSL operations; the
 layouts and atoms they build are checked in C++. The TMA-op, epilogue-tile and epilogue-layout
 helpers are in blackwell_epilogue."""
-from .._dsl.numeric import BFloat16, Float8E4M3FN, Float8E5M2, Float16, Float32, Int8, NumericMeta, TFloat32, Uint8
+from .._dsl.numeric import (BFloat16, Float4E2M1FN, Float8E4M3FN, Float8E5M2, Float16, Float32, Int8, NumericMeta,
+                            TFloat32, Uint8)
 from .. import _core, cute
 from ..cute.nvgpu import tcgen05
 from ..cute.nvgpu.common import OperandMajorMode
@@ -43,6 +44,32 @@ def make_trivial_tiled_mma(ab_dtype, *args, a_source=None, loc=None, ip=None):
         op = tcgen05.MmaFP8Op(ab_dtype, acc_dtype, shape, cta_group, a_source, a_leading_mode, b_leading_mode)
     else:
         raise TypeError(f"make_trivial_tiled_mma: unsupported ab_dtype {ab_dtype}")
+    return cute.make_tiled_mma(op)
+
+
+def make_blockscaled_trivial_tiled_mma(a_dtype, b_dtype, a_leading_mode, b_leading_mode, sf_dtype, sf_vec_size,
+                                       cta_group, mma_tiler_mn, a_source=OperandSource.SMEM, *, loc=None, ip=None):
+    """The tiled MMA of one block-scaled tcgen05 atom of shape (mma_tiler_mn, K): 8-bit floats ->
+    MmaMXF8Op (Float8E8M0FNU factors per 32); Float4E2M1FN -> MmaMXF4Op (sf_vec_size 32) or
+    MmaMXF4NVF4Op (sf_vec_size 16, Float8E8M0FNU or Float8E4M3FN factors)."""
+    shape = tuple(mma_tiler_mn[:2])
+    if a_dtype in (Float8E4M3FN, Float8E5M2):
+        if b_dtype not in (Float8E4M3FN, Float8E5M2):
+            raise TypeError(f"make_blockscaled_trivial_tiled_mma: B must be an 8-bit float with A {a_dtype}, "
+                            f"got {b_dtype}")
+        op = tcgen05.MmaMXF8Op(a_dtype, shape, cta_group, a_source, a_leading_mode, b_leading_mode, b_dtype=b_dtype)
+    elif a_dtype is Float4E2M1FN and b_dtype is Float4E2M1FN:
+        if sf_vec_size == 32:
+            op = tcgen05.MmaMXF4Op(shape, cta_group, a_source)
+        elif sf_vec_size == 16:
+            op = tcgen05.MmaMXF4NVF4Op(sf_dtype, shape, cta_group, a_source)
+        else:
+            raise ValueError(f"make_blockscaled_trivial_tiled_mma: sf_vec_size must be 16 or 32, got {sf_vec_size}")
+    else:
+        raise TypeError(f"make_blockscaled_trivial_tiled_mma: unsupported A / B types {a_dtype}, {b_dtype}")
+    if op.sf_dtype is not sf_dtype or op.sf_vec_size != sf_vec_size:
+        raise ValueError(f"make_blockscaled_trivial_tiled_mma: {type(op).__name__} takes {op.sf_dtype} factors per "
+                         f"{op.sf_vec_size} elements, got {sf_dtype} per {sf_vec_size}")
     return cute.make_tiled_mma(op)
 
 
@@ -105,7 +132,7 @@ def get_tmem_load_op(cta_tile_shape_mnk, layout_d, elem_ty_d, elem_ty_acc, epi_t
     return cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition(rep)), elem_ty_acc)
 
 
-__all__ = ["make_trivial_tiled_mma", "get_smem_layout_atom_ab", "make_smem_layout_atom", "make_smem_layout_a",
+__all__ = ["make_trivial_tiled_mma", "make_blockscaled_trivial_tiled_mma", "get_smem_layout_atom_ab", "make_smem_layout_atom", "make_smem_layout_a",
            "make_smem_layout_b", "get_tmem_load_op", "CtaGroup", "cluster_shape_to_tma_atom_A",
            "cluster_shape_to_tma_atom_B", "cluster_shape_to_tma_atom_SFB", "compute_epilogue_tile_shape",
            "make_smem_layout", "make_smem_layout_epi", "get_smem_store_op"]

@@ -114,6 +114,9 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const Copy
     case CopyOp::TmemStore:
       if (operands.pred) throw dsl::UserError("INVALID_COPY", atom.op_name + " is warp-collective and cannot be predicated");
       return copy_sm100(atom, src, dst, operands.file, operands.line);
+    case CopyOp::SmemToTmem:
+      if (operands.pred) throw dsl::UserError("INVALID_COPY", atom.op_name + " cannot be predicated");
+      return copy_s2t(atom, src, dst);
   }
 }
 

@@ -15,7 +15,7 @@
 namespace opencute::cute {
 
 // The instruction an atom issues.
-enum class CopyOp : uint8_t { Universal, CpAsync, LdMatrix, StMatrix, Tma, TmemLoad, TmemStore };
+enum class CopyOp : uint8_t { Universal, CpAsync, LdMatrix, StMatrix, Tma, TmemLoad, TmemStore, SmemToTmem };
 
 struct TmaAtom;  // the TMA table (copy_sm90.h)
 
@@ -39,8 +39,10 @@ struct CopyAtom {
   // a merged trailing dimension (make_tma_copy_atom, copy_sm90.h).
   std::shared_ptr<const TmaAtom> tma;
   // tcgen05.ld / st (copy_sm100.h): the shape (ir::Tcgen05Shape), repetitions, 16-bit packing.
+  // tcgen05.cp (SmemToTmem): tmem_shape is the ir::Tcgen05CpShape, cp_cta_group the CTA group.
   int tmem_shape = 0, tmem_repetitions = 1;
   bool tmem_pack = false;
+  int cp_cta_group = 1;
   std::optional<dsl::Num> tma_descriptor;
   std::vector<dsl::Num> tma_ratios;
 

@@ -95,6 +95,10 @@ CopyAtom make_tmem_copy_atom(int shape, int repetitions, bool pack, bool store, 
   return a;
 }
 
+namespace {
+TiledCopy cotiled_copy(const CopyAtom& atom, const Layout& atom_tv, const Tensor& tmem, const std::string& fn);
+}  // namespace
+
 TiledCopy make_tmem_copy(const CopyAtom& atom, const Tensor& tmem) {
   if (!is_tmem_copy(atom))
     atom_error("INVALID_COPY_ATOM", "make_tmem_copy: expected a tcgen05 Ld / St atom, got " + atom.op_name);
@@ -109,9 +113,16 @@ TiledCopy make_tmem_copy(const CopyAtom& atom, const Tensor& tmem) {
   // Four warps, each on its own 32 lanes; the atom's values as element offsets.
   Layout atom_t(T({32, 4}), T({0, 32 * dp}));
   Layout atom_v = L::coalesce(L::recast_layout(bits, 1, val_id(s, atom.tmem_repetitions, atom.tmem_pack)));
-  Layout atom_tv = L::make_layout({atom_t, atom_v});
+  return cotiled_copy(atom, L::make_layout({atom_t, atom_v}), tmem, "make_tmem_copy");
+}
+
+namespace {
+
+// CuTe's make_cotiled_copy: the atom's (thread, value) -> tensor-memory offsets laid over the
+// tensor's layout.
+TiledCopy cotiled_copy(const CopyAtom& atom, const Layout& atom_tv, const Tensor& tmem, const std::string& fn) {
   const Layout& data = tmem.layout;
-  if (!data.is_static()) atom_error("NOT_SUPPORTED", "make_tmem_copy: needs a static tensor-memory layout, got " + to_string(tmem));
+  if (!data.is_static()) atom_error("NOT_SUPPORTED", fn + ": needs a static tensor-memory layout, got " + to_string(tmem));
   // (thread, value) -> data coordinate (CuTe's make_cotiled_copy).
   Layout inv_data = L::make_layout({L::left_inverse(data), Layout(1, 0)});
   Layout tv_data = L::composition(inv_data, atom_tv);
@@ -136,8 +147,6 @@ TiledCopy make_tmem_copy(const CopyAtom& atom, const Tensor& tmem) {
   tc.tiler_layouts = layouts;
   return tc;
 }
-
-namespace {
 
 Layout group_rest(const Layout& l) {
   if (l.rank() == 1) return Layout(IntTuple{l.shape, 1}, IntTuple{l.stride, 0});
@@ -246,6 +255,114 @@ int64_t tmem_tensor_columns(const Tensor& t) {
   L::Int cs = L::cosize(L::recast_layout(32, t.element()->bit_size(), t.layout));
   if (!cs.is_static()) throw dsl::UserError("NOT_SUPPORTED", "find_tmem_tensor_col_offset: needs a static layout");
   return cs.value() & 0xFFFF;
+}
+
+CopyAtom make_s2t_copy_atom(int shape, int cta_group, ir::Type value_type) {
+  static const char* const names[] = {"Cp128x256bOp", "Cp4x256bOp", "Cp128x128bOp", "Cp2x64x128bOp",
+                                      "Cp2x64x128bOp", "Cp4x32x128bOp"};
+  if (shape < 0 || shape > 5) atom_error("INVALID_COPY_ATOM", "unknown tcgen05.cp shape");
+  const std::string name = std::string("tcgen05.") + names[shape];
+  dsl::require_tcgen05(name);
+  if (shape != int(ir::Tcgen05CpShape::S32x128bWarpx4))
+    atom_error("NOT_SUPPORTED", name + ": only Cp4x32x128bOp (tcgen05.cp .32x128b.warpx4) is implemented so far");
+  if (cta_group != 1) atom_error("NOT_SUPPORTED", name + ": CtaGroup.TWO is not implemented yet");
+  const int bits = value_type->bit_size();
+  if (bits < 8 || bits > 32 || 128 % bits)
+    atom_error("TYPE_MISMATCH", name + " moves 8-, 16- or 32-bit values, got " + ir::to_string(value_type));
+  CopyAtom a;
+  a.op = CopyOp::SmemToTmem;
+  a.op_name = names[shape];
+  a.value_type = value_type;
+  a.tmem_shape = shape;
+  a.cp_cta_group = cta_group;
+  // CuTe's table without its broadcast mode: the copies to lanes 32-127 are the instruction's,
+  // and the tensor-memory tensors (make_tmem_layout_sfa/sfb) name lanes 0-31 only.
+  a.num_bits = 32 * 128;
+  a.thr_id_layout = Layout(1, 0);
+  a.src_bits = Layout(T({1, T({32, 128})}), T({0, T({1, 32})}));
+  a.dst_bits = Layout(T({1, 4096}), T({0, 1}));
+  a.ref_bits = a.dst_bits;
+  return a;
+}
+
+TiledCopy make_s2t_copy(const CopyAtom& atom, const Tensor& tmem) {
+  if (atom.op != CopyOp::SmemToTmem)
+    atom_error("INVALID_COPY_ATOM", "make_s2t_copy: expected a tcgen05.cp atom (Cp4x32x128bOp), got " + atom.op_name);
+  if (!tmem.is_memory() || tmem.space() != ir::AddrSpace::Tmem)
+    atom_error("TYPE_MISMATCH", "make_s2t_copy: expected a tensor-memory tensor, got " + to_string(tmem));
+  const int bits = tmem.element()->bit_size();
+  if (bits != atom.value_bits())
+    atom_error("TYPE_MISMATCH", "make_s2t_copy: the atom moves " + ir::to_string(atom.value_type) +
+                                    " but the tensor holds " + ir::to_string(tmem.element()));
+  // CuTe's ValID in elements, without the broadcast to the other subpartitions: 32 lanes, 128
+  // bits of columns.
+  const int64_t dp = (int64_t(1) << 16) * (32 / bits);
+  Layout atom_v = L::coalesce(Layout(T({32, 128 / bits}), T({dp, 1})));
+  return cotiled_copy(atom, L::make_layout({Layout(1, 0), atom_v}), tmem, "make_s2t_copy");
+}
+
+Tensor s2t_smem_desc_tensor(const TiledCopy& tc, const Tensor& p) {
+  const std::string fn = "get_s2t_smem_desc_tensor";
+  if (tc.atom.op != CopyOp::SmemToTmem)
+    atom_error("INVALID_COPY_ATOM", fn + ": expected a tiled copy of a tcgen05.cp atom, got " + tc.atom.op_name);
+  if (!p.is_memory() || p.space() != ir::AddrSpace::Smem || p.swizzle)
+    throw dsl::UserError("TYPE_MISMATCH", fn + ": expected the source partition in shared memory without swizzle, got " +
+                                              to_string(p));
+  const Layout v = p.layout[0];
+  if (v.rank() != 2 || !v.is_static() || L::size(v, {1}).value() != 1)
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": expected a partition ((ATOM_V, 1), ...) of the tiled copy, got " +
+                                               to_string(p));
+  const int bits = p.element()->bit_size();
+  const int64_t per_row = 128 / bits;
+  // The atom's 32 rows x 128 bits, in the atom's value order (row fastest).
+  Layout core = L::composition(L::flatten(v[0]), L::make_layout(T({32, per_row})));
+  // tcgen05.cp reads K-major core matrices without swizzle: 8 rows 16 bytes apart, the 8-row
+  // groups SBO apart.
+  const int64_t row_bytes = 16, sbo = core(IntTuple{IntTuple(8), IntTuple(0)}).as_int().value() * bits / 8;
+  for (int64_t r = 0; r < 32; ++r)
+    for (int64_t e = 0; e < per_row; ++e) {
+      const int64_t want = (r % 8) * row_bytes * 8 / bits + (r / 8) * sbo * 8 / bits + e;
+      if (core(IntTuple{IntTuple(r), IntTuple(e)}).as_int().value() != want || sbo % 16 || sbo <= 0)
+        throw dsl::UserError("INVALID_SMEM_LAYOUT", fn + ": the rows of a tcgen05.cp block must be 16 contiguous bytes, "
+                                                         "8-row groups a multiple of 16 bytes apart; got " + L::to_string(core));
+    }
+  std::vector<Layout> modes{Layout(T({1, 1}), T({0, 0}))};
+  for (int i = 1; i < p.layout.rank(); ++i) modes.push_back(p.layout[i]);
+  Tensor r = p;
+  r.layout = L::make_layout(modes);
+  r.desc_tile = core;
+  return r;
+}
+
+void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
+  const std::string& name = atom.op_name;
+  if (!src.desc_tile || !src.is_memory() || src.space() != ir::AddrSpace::Smem)
+    throw dsl::UserError("COPY_MEMSPACE", name + ": the source must be a descriptor tensor "
+                                                 "(tcgen05.get_s2t_smem_desc_tensor), got " + to_string(src));
+  if (!dst.is_memory() || dst.space() != ir::AddrSpace::Tmem)
+    throw dsl::UserError("COPY_MEMSPACE", name + ": the destination must be a tensor-memory tensor, got " + to_string(dst));
+  if (src.layout.rank() != dst.layout.rank())
+    copy_error("source and destination ranks differ: " + to_string(src) + " vs " + to_string(dst));
+  Layout sv = group_rest(src.layout), dv = group_rest(dst.layout);
+  L::Int s1 = L::size(sv, {1}), d1 = L::size(dv, {1}), d0 = L::size(dv, {0});
+  if (!s1.is_static() || !d1.is_static() || !d0.is_static() || s1.value() != d1.value() ||
+      L::size(sv, {0}).value() != 1 || d0.value() != atom.num_dst_values())
+    copy_error("the partitions of " + to_string(src) + " and " + to_string(dst) + " do not split into " + name + " calls");
+  const int64_t sbo = src.desc_tile->operator()(IntTuple{IntTuple(8), IntTuple(0)}).as_int().value() *
+                      src.element()->bit_size() / 8;
+  ir::Builder& b = trace_builder(("copy with " + name).c_str());
+  const uint64_t fixed = (uint64_t(sbo >> 4) << 32) | (uint64_t(1) << 46);  // SBO, version 1, no swizzle
+  for (int64_t r = 0; r < s1.value(); ++r) {
+    ir::Value* t = offset_pointer(b, dst.ptr, dv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
+    ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t}, {ir::i32()})->result();
+    ir::Value* s = offset_pointer(b, src.ptr, sv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
+    ir::Value* sa = b.create(ir::OpCode::PtrToInt, {s}, {ir::i64()})->result();
+    sa = b.binary(ir::OpCode::And, b.binary(ir::OpCode::Shr, sa, b.const_int(ir::i64(), 4)), b.const_int(ir::i64(), 0x3FFF));
+    ir::Value* desc = b.binary(ir::OpCode::Or, sa, b.const_int(ir::i64(), int64_t(fixed)));
+    ir::Op* op = b.create(ir::OpCode::Tcgen05Cp, {addr, desc}, {});
+    op->int_attr = atom.cp_cta_group;
+    op->ints = {atom.tmem_shape};
+  }
 }
 
 }  // namespace opencute::cute

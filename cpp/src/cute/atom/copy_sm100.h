@@ -35,4 +35,22 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, cons
 int64_t tmem_tensor_columns(const Tensor& t);
 bool is_tmem_copy(const CopyAtom& atom);
 
+// tcgen05.cp (shared -> tensor memory), CuTe's SM100_UTCCP_4x32dp128bit_1cta: tcgen05.Cp4x32x128bOp.
+// One thread issues it; 32 rows of 128 bits, read through a K-major shared-memory descriptor
+// without swizzle (rows 16 bytes apart in 8-row core matrices, SBO between them), land in lanes
+// 0-31 of 4 columns and are broadcast to the other three 32-lane subpartitions. CuTe's table
+// (bits) without its broadcast mode (the tensor-memory tensors name lanes 0-31; the copies are
+// the instruction's): ValID (32, 128) : (DP, 1), SrcLayout (1, (32, 128)) : (0, (1, 32)),
+// DstLayout (1, 4096) : (0, 1). Only this shape and CTA group 1 so far.
+CopyAtom make_s2t_copy_atom(int shape, int cta_group, ir::Type value_type);
+// tcgen05.make_s2t_copy(atom, tmem_tensor): the atom co-tiled over the tensor-memory tensor
+// (CuTe's make_utccp_copy).
+TiledCopy make_s2t_copy(const CopyAtom& atom, const Tensor& tmem);
+// tcgen05.get_s2t_smem_desc_tensor(tiled_copy, smem_partition): the source partition
+// ((ATOM_V, REST_V), ...) with each atom's 32 x 128-bit core-matrix block as one descriptor
+// value ((1, REST_V), ...); its block layout is kept to build the descriptor at the copy.
+Tensor s2t_smem_desc_tensor(const TiledCopy& tc, const Tensor& smem_partition);
+// cute.copy with a tcgen05.cp atom: one Tcgen05Cp per atom call.
+void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst);
+
 }  // namespace opencute::cute

@@ -42,6 +42,12 @@ struct MmaAtom {
   // atom's "threads" are the CTAs of the group).
   int tcgen05_kind = 0;
   int cta_group = 1;
+  // Block-scaled tcgen05 atoms: the scale factors' type (Float8E8M0FNU or Float8E4M3FN), how many
+  // K elements one factor scales, and the SFA / SFB fields (tiled_mma.set(Field.SFA, tmem_ptr)):
+  // per-thread cells of the kernel holding the factors' tensor-memory addresses, as ACCUMULATE's.
+  ir::Type sf_type = nullptr;
+  int sf_vec_size = 0;
+  ir::Value* sf_cells[2] = {nullptr, nullptr};
 
   int num_threads() const {
     return kind == MmaKind::Universal ? 1 : kind == MmaKind::Warpgroup ? 128 : kind == MmaKind::Tcgen05 ? cta_group : 32;

@@ -1,5 +1,6 @@
 #include "cute/atom/mma_sm100.h"
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
@@ -27,6 +28,9 @@ const char* kind_op_name(ir::Tcgen05Kind k) {
     case ir::Tcgen05Kind::TF32: return "MmaTF32Op";
     case ir::Tcgen05Kind::F8F6F4: return "MmaFP8Op";
     case ir::Tcgen05Kind::I8: return "MmaI8Op";
+    case ir::Tcgen05Kind::MXF8F6F4: return "MmaMXF8Op";
+    case ir::Tcgen05Kind::MXF4: return "MmaMXF4Op";
+    case ir::Tcgen05Kind::MXF4NVF4: return "MmaMXF4NVF4Op";
   }
   return "MmaOp";
 }
@@ -52,6 +56,9 @@ uint32_t format_code(ir::Tcgen05Kind kind, ir::Type t) {
     case ir::Tcgen05Kind::TF32: return 2;
     case ir::Tcgen05Kind::F8F6F4: return t->is_float_kind(ir::FloatKind::E5M2) ? 1 : 0;
     case ir::Tcgen05Kind::I8: return t->is_signed ? 1 : 0;
+    case ir::Tcgen05Kind::MXF8F6F4:
+      return t->is_fp4() ? 5 : t->is_float_kind(ir::FloatKind::E5M2) ? 1 : 0;
+    case ir::Tcgen05Kind::MXF4: case ir::Tcgen05Kind::MXF4NVF4: return 1;  // E2M1
   }
   return 0;
 }
@@ -84,6 +91,10 @@ MmaAtom make_tcgen05_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type 
       if (!b->is_int8()) invalid(op + ": b_dtype must be Int8 or Uint8, got " + name(b));
       if (!acc->is_int() || acc->width != 32 || !acc->is_signed) invalid(op + ": acc_dtype must be Int32, got " + name(acc));
       break;
+    case ir::Tcgen05Kind::MXF8F6F4:
+    case ir::Tcgen05Kind::MXF4:
+    case ir::Tcgen05Kind::MXF4NVF4:  // their scale factors: make_tcgen05_block_scaled_mma
+      invalid(op + ": a block-scaled kind needs its scale-factor type and vector size");
   }
   if (kind != ir::Tcgen05Kind::F8F6F4 && kind != ir::Tcgen05Kind::I8 && a != b)
     invalid(op + ": A and B must have the same type, got " + name(a) + " and " + name(b));
@@ -121,8 +132,113 @@ MmaAtom make_tcgen05_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type 
   return t;
 }
 
+MmaAtom make_tcgen05_block_scaled_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type sf, int sf_vec_size,
+                                      const std::vector<int64_t>& shape, int cta_group, OperandSource a_src,
+                                      OperandMajor a_major, OperandMajor b_major) {
+  const std::string op = std::string("tcgen05.") + kind_op_name(kind);
+  dsl::require_tcgen05(op);
+  auto name = [](ir::Type t) { return mma_type_name(t); };
+  const bool fp4 = kind != ir::Tcgen05Kind::MXF8F6F4;
+  if (fp4) {
+    if (!a->is_fp4() || !b->is_fp4()) invalid(op + ": A and B must be Float4E2M1FN, got " + name(a) + " and " + name(b));
+  } else {
+    for (ir::Type t : {a, b})
+      if (!t->is_fp8()) invalid(op + ": A and B must be Float8E4M3FN or Float8E5M2, got " + name(t));
+  }
+  if (kind == ir::Tcgen05Kind::MXF4NVF4) {
+    if (!sf->is_e8m0() && !sf->is_float_kind(ir::FloatKind::E4M3))
+      invalid(op + ": sf_dtype must be Float8E8M0FNU or Float8E4M3FN, got " + name(sf));
+  } else if (!sf->is_e8m0()) {
+    invalid(op + ": sf_dtype must be Float8E8M0FNU, got " + name(sf));
+  }
+  if (sf_vec_size != (kind == ir::Tcgen05Kind::MXF4NVF4 ? 16 : 32))
+    invalid(op + ": sf_vec_size must be " + (kind == ir::Tcgen05Kind::MXF4NVF4 ? "16" : "32") + ", got " +
+            std::to_string(sf_vec_size));
+  if (cta_group != 1 && cta_group != 2) invalid(op + ": cta_group must be CtaGroup.ONE or CtaGroup.TWO");
+  const int64_t k = fp4 ? 64 : 32;
+  bool ok = (shape.size() == 2 || (shape.size() == 3 && shape[2] == k));
+  const int64_t M = ok ? shape[0] : 0, N = ok ? shape[1] : 0;
+  ok = ok && M == 128 * cta_group && N % (8 * cta_group) == 0 && N >= 8 * cta_group && N <= 256;
+  if (!ok)
+    invalid(op + ": instruction_shape must be (M, N) or (M, N, " + std::to_string(k) + ") with M = " +
+            std::to_string(128 * cta_group) + " and N a multiple of " + std::to_string(8 * cta_group) +
+            " up to 256, got " + mma_shape_text(shape));
+  if (a_src != OperandSource::Smem) invalid(op + ": operand A comes from shared memory (OperandSource.SMEM)");
+  if (fp4 && (a_major != OperandMajor::K || b_major != OperandMajor::K))
+    invalid(op + ": 4-bit operands must be K-major");
+  // The tables of the dense kinds (make_tcgen05_mma).
+  MmaAtom t;
+  t.kind = MmaKind::Tcgen05;
+  t.tcgen05_kind = int(kind);
+  t.cta_group = cta_group;
+  t.a_type = a, t.b_type = b, t.c_type = ir::f32();
+  t.m = int(M), t.n = int(N), t.k = int(k);
+  t.a_source = a_src, t.a_major = a_major, t.b_major = b_major;
+  t.thr_id = cta_group == 1 ? Layout(1, 0) : Layout(2, 1);
+  t.layout_c_tv = cta_group == 1 ? Layout(T({1, T({M, N})}), T({0, T({1, M})}))
+                                 : Layout(T({2, T({M / 2, N})}), T({M / 2, T({1, M})}));
+  auto tv = [&](int64_t mn, int64_t kk) {
+    return cta_group == 1 ? Layout(T({1, T({mn, kk})}), T({0, T({1, mn})}))
+                          : Layout(T({2, T({mn / 2, kk})}), T({mn / 2, T({1, mn})}));
+  };
+  t.layout_a_tv = tv(M, k);
+  t.layout_b_tv = tv(N, k);
+  t.sf_type = sf;
+  t.sf_vec_size = sf_vec_size;
+  return t;
+}
+
+namespace {
+
+const char* const kScaleFactorCell[2] = {"tcgen05.sfa", "tcgen05.sfb"};
+
+ir::Block* function_body(ir::Block* b) {
+  while (b->parent_op) b = b->parent_op->parent;
+  return b;
+}
+
+// The atom's SFA / SFB cell when it belongs to the kernel being traced.
+ir::Value* live_scale_factor_cell(const MmaAtom& atom, int which, ir::Block* body) {
+  if (!atom.sf_cells[which]) return nullptr;
+  for (auto& op : body->ops)  // compares pointers only: a cell of an earlier trace is never dereferenced
+    if (op->code == ir::OpCode::Alloca && op->str_attr == kScaleFactorCell[which] && op->result() == atom.sf_cells[which])
+      return atom.sf_cells[which];
+  return nullptr;
+}
+
+}  // namespace
+
+void set_tcgen05_scale_factor(MmaAtom& atom, int which, const dsl::Num& ptr) {
+  const std::string what = std::string("set(Field.") + (which ? "SFB" : "SFA") + ")";
+  if (!atom.is_tcgen05() || !atom.sf_type)
+    throw dsl::UserError("INVALID_MMA_OP", what + ": only the block-scaled tcgen05 MMAs (MmaMXF8Op, MmaMXF4Op, "
+                                                 "MmaMXF4NVF4Op) have scale-factor fields");
+  ir::Builder& bld = kernel_builder(what);
+  if (ptr.type->is_pointer() && ptr.type->element != atom.sf_type)
+    throw dsl::UserError("TYPE_MISMATCH", what + ": the scale factors are " + mma_type_name(atom.sf_type) +
+                                              ", got a pointer to " + mma_type_name(ptr.type->element));
+  ir::Value* address = dsl::tmem_address(what, ptr);
+  ir::Block* body = function_body(bld.block());
+  ir::Value* cell = live_scale_factor_cell(atom, which, body);
+  if (!cell) {
+    // Built at the end of the body, then moved to its front (as the ACCUMULATE cell).
+    size_t before = body->ops.size();
+    ir::Builder at_entry(body);
+    cell = at_entry.local_array(ir::i32(), 1, 4);
+    cell->def->str_attr = kScaleFactorCell[which];
+    at_entry.store(at_entry.const_int(ir::i32(), 0), cell);
+    std::rotate(body->ops.begin(), body->ops.begin() + long(before), body->ops.end());
+    atom.sf_cells[which] = cell;
+  }
+  bld.store(address, cell);
+}
+
 uint32_t tcgen05_instruction_descriptor(const MmaAtom& atom) {
   const auto kind = ir::Tcgen05Kind(atom.tcgen05_kind);
+  if (ir::is_block_scaled(kind))  // no D format; bit 23 the scale format (1 UE8M0); the factor IDs come with the call
+    return (format_code(kind, atom.a_type) << 7) | (format_code(kind, atom.b_type) << 10) |
+           (uint32_t(atom.a_major == OperandMajor::MN) << 15) | (uint32_t(atom.b_major == OperandMajor::MN) << 16) |
+           (uint32_t(atom.n >> 3) << 17) | (uint32_t(atom.sf_type->is_e8m0()) << 23) | (uint32_t(atom.m >> 4) << 24);
   const uint32_t c = atom.c_type->is_int() ? 2 : atom.c_type->is_f32() ? 1 : 0;
   return (c << 4) | (format_code(kind, atom.a_type) << 7) | (format_code(kind, atom.b_type) << 10) |
          (uint32_t(atom.a_major == OperandMajor::MN) << 15) | (uint32_t(atom.b_major == OperandMajor::MN) << 16) |
@@ -278,9 +394,36 @@ void tcgen05_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const T
   ir::Value* av = a_tmem ? tmem_address(bld, a, atom.a_type, "A") : descriptor_value(bld, a, atom.a_type, atom.a_major, "A");
   ir::Value* bv = descriptor_value(bld, b, atom.b_type, atom.b_major, "B");
   ir::Value* id = bld.const_int(ir::i32(), int64_t(int32_t(tcgen05_instruction_descriptor(atom))));
-  ir::Op* op = bld.create(ir::OpCode::Tcgen05Mma, {dv, av, bv, id, dsl::materialize(dsl::to_boolean(accumulate))}, {});
+  std::vector<ir::Value*> operands{dv, av, bv, id, dsl::materialize(dsl::to_boolean(accumulate))};
+  const auto kind = ir::Tcgen05Kind(atom.tcgen05_kind);
+  if (ir::is_block_scaled(kind)) {
+    // The factors' addresses from the SFA / SFB fields; the byte of the column they start at (the
+    // address's top two bits, as CuTe's 8-bit tensor-memory pointers carry it) goes to the
+    // descriptor's scale-factor IDs (A bits [29,31), B bits [4,6)).
+    ir::Block* body = function_body(bld.block());
+    ir::Value* sf[2];
+    for (int w = 0; w < 2; ++w) {
+      ir::Value* cell = live_scale_factor_cell(atom, w, body);
+      if (!cell)
+        throw dsl::UserError("INVALID_MMA_OP", std::string("gemm: a block-scaled tcgen05 MMA reads its scale factors "
+                                                           "from tensor memory: set tiled_mma.set(tcgen05.Field.") +
+                                                   (w ? "SFB" : "SFA") + ", ptr) before cute.gemm");
+      sf[w] = bld.load(cell, ir::i32());
+    }
+    auto id_bits = [&](ir::Value* address, int shift) {
+      ir::Value* top = bld.binary(ir::OpCode::And, bld.binary(ir::OpCode::Shr, address, bld.const_int(ir::i32(), 30)),
+                                  bld.const_int(ir::i32(), 3));
+      return bld.binary(ir::OpCode::Shl, top, bld.const_int(ir::i32(), shift));
+    };
+    id = bld.binary(ir::OpCode::Or, id, bld.binary(ir::OpCode::Or, id_bits(sf[0], 29), id_bits(sf[1], 4)));
+    operands[3] = id;
+    operands.push_back(sf[0]);
+    operands.push_back(sf[1]);
+  }
+  ir::Op* op = bld.create(ir::OpCode::Tcgen05Mma, operands, {});
   op->int_attr = atom.cta_group;
   op->ints = {atom.tcgen05_kind, a_tmem ? 1 : 0};
+  if (ir::is_block_scaled(kind)) op->ints.push_back(atom.k / atom.sf_vec_size);
 }
 
 [[noreturn]] void incongruent(const std::string& why, const Tensor& d, const Tensor& a, const Tensor& b) {

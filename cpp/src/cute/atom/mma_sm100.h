@@ -33,6 +33,19 @@ namespace opencute::cute {
 MmaAtom make_tcgen05_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type acc, const std::vector<int64_t>& shape,
                          int cta_group, OperandSource a_src, OperandMajor a_major, OperandMajor b_major);
 
+// tcgen05.MmaMXF8Op / MmaMXF4Op / MmaMXF4NVF4Op (kinds MXF8F6F4, MXF4, MXF4NVF4): block-scaled MMAs
+// D (Float32) += (A * SFA) (B * SFB), each factor scaling `sf_vec_size` consecutive K elements of
+// a row of A or a column of B. MXF8F6F4: 8-bit A / B (K 32), UE8M0 factors per 32 (scale_vec::1X);
+// MXF4: Float4E2M1FN (K 64), UE8M0 per 32 (2X); MXF4NVF4: Float4E2M1FN, UE8M0 or UE4M3
+// (Float8E4M3FN) per 16 (4X). Shapes: M = 128 (CtaGroup.ONE) or 256 (TWO), N a multiple of 8 (16
+// for TWO) up to 256. The factors live in tensor memory at the addresses of the SFA / SFB fields.
+MmaAtom make_tcgen05_block_scaled_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type sf, int sf_vec_size,
+                                      const std::vector<int64_t>& shape, int cta_group, OperandSource a_src,
+                                      OperandMajor a_major, OperandMajor b_major);
+// tiled_mma.set(Field.SFA (which 0) / Field.SFB (1), ptr): a tensor-memory pointer to the factors
+// that the following cute.gemm calls read. Only inside a kernel.
+void set_tcgen05_scale_factor(MmaAtom& atom, int which, const dsl::Num& ptr);
+
 // The 32-bit instruction descriptor of an atom (ACCUMULATE is the instruction's own operand).
 uint32_t tcgen05_instruction_descriptor(const MmaAtom& atom);
 // The 64-bit SM100 shared-memory descriptor for an operand tile at `smem_address`.

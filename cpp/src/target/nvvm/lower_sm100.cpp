@@ -4,13 +4,14 @@
 //   TmemDealloc     tcgen05.dealloc.cta_group::N.sync.aligned.b32 taddr, ncols;
 //   TmemRelinquish  tcgen05.relinquish_alloc_permit.cta_group::N.sync.aligned;
 //   Tcgen05Mma      tcgen05.mma.cta_group::N.kind::K [d], a-desc | [a-tmem], b-desc, idesc, p;
+//                   block-scaled: ...kind::K.block_scale.scale_vec::NX [d], a, b, idesc, [sfa], [sfb], p;
 //   Tcgen05Commit   tcgen05.commit.cta_group::N.mbarrier::arrive::one.shared::cluster[.multicast::cluster].b64 [bar][, mask];
 //                   (both issued by one lane: elect.sync over the active lanes, as the CuTe DSL does)
 //   Tcgen05Ld / St  tcgen05.ld.sync.aligned.<shape>.xR[.pack::16b].b32 {r...}, [taddr][, split];
 //                   tcgen05.st.sync.aligned.<shape>.xR[.unpack::16b].b32 [taddr][, split], {r...};
 //   Tcgen05Wait     tcgen05.wait::ld / ::st .sync.aligned;
 //   Tcgen05Fence    tcgen05.fence::before_thread_sync / ::after_thread_sync;
-//   Tcgen05Cp       tcgen05.cp.cta_group::N.<shape> [taddr], s-desc;
+//   Tcgen05Cp       tcgen05.cp.cta_group::N.<shape> [taddr], s-desc;   (one elected lane)
 // Tensor-memory addresses are i32; shared-memory operands 32-bit shared-window addresses. Every
 // form clobbers memory so that the compiler keeps ordinary accesses on their side.
 #include "target/nvvm/op_lowering.h"
@@ -58,16 +59,20 @@ void lower_relinquish(const Op& op, KernelLowering& k) {
 }
 
 void lower_mma(const Op& op, KernelLowering& k) {
-  static const char* const kinds[] = {"f16", "tf32", "f8f6f4", "i8"};
+  static const char* const kinds[] = {"f16", "tf32", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4"};
   const bool a_tmem = op.ints.at(1) != 0;
+  const bool scaled = ir::is_block_scaled(ir::Tcgen05Kind(op.ints.at(0)));
+  std::string kind = std::string(".kind::") + kinds[op.ints.at(0)];
+  if (scaled) kind += ".block_scale.scale_vec::" + std::to_string(op.ints.at(2)) + "X";
   std::string enable = k.emit_def("zext i1 " + k.operand(op.operands[4]) + " to i32");
   std::string text = std::string("{\\0A\\09.reg .pred p;\\0A\\09setp.ne.b32 p, $4, 0;\\0A\\09") +
-                     elected(std::string("tcgen05.mma") + group(op) + ".kind::" + kinds[op.ints.at(0)] + " [$0], " +
-                             (a_tmem ? "[$1]" : "$1") + ", $2, $3, p;") +
+                     elected(std::string("tcgen05.mma") + group(op) + kind + " [$0], " + (a_tmem ? "[$1]" : "$1") +
+                             ", $2, $3, " + (scaled ? "[$5], [$6], " : "") + "p;") +
                      "\\0A\\09}";
-  asm_void(k, text, std::string("r,") + (a_tmem ? "r" : "l") + ",l,r,r",
-           "i32 " + k.operand(op.operands[0]) + ", " + (a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +
-               ", i64 " + k.operand(op.operands[2]) + ", i32 " + k.operand(op.operands[3]) + ", i32 " + enable);
+  std::string args = "i32 " + k.operand(op.operands[0]) + ", " + (a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +
+                     ", i64 " + k.operand(op.operands[2]) + ", i32 " + k.operand(op.operands[3]) + ", i32 " + enable;
+  if (scaled) args += ", i32 " + k.operand(op.operands[5]) + ", i32 " + k.operand(op.operands[6]);
+  asm_void(k, text, std::string("r,") + (a_tmem ? "r" : "l") + ",l,r,r" + (scaled ? ",r,r" : ""), args);
 }
 
 void lower_commit(const Op& op, KernelLowering& k) {
@@ -122,7 +127,8 @@ void lower_st(const Op& op, KernelLowering& k) {
 void lower_cp(const Op& op, KernelLowering& k) {
   static const char* const shapes[] = {"128x256b", "4x256b", "128x128b", "64x128b.warpx2::02_13",
                                        "64x128b.warpx2::01_23", "32x128b.warpx4"};
-  asm_void(k, "tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [$0], $1;", "r,l",
+  // One thread's instruction (as tcgen05.mma): issued by one elected lane of the active ones.
+  asm_void(k, elected("tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [$0], $1;"), "r,l",
            "i32 " + k.operand(op.operands[0]) + ", i64 " + k.operand(op.operands[1]));
 }
 

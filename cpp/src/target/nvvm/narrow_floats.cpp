@@ -3,6 +3,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "support/fp6.h"
 #include "target/nvvm/nvvm_types.h"
 
 namespace opencute::target {
@@ -167,15 +168,96 @@ std::string fp8_helper(ModuleState& ms, Type t, bool to_f32) {
   return name;
 }
 
+// e2m3 / e3m2 (an i6 holding the code) <-> f32 as internal helpers, support/fp6.h's model: the
+// decode from the fields, the encode counting the midpoints of neighbouring magnitudes that the
+// magnitude lies above (at a midpoint, above only where that rounds to the even code), as e2m1's.
+std::string fp6_helper(ModuleState& ms, Type t, bool to_f32) {
+  const bool e2m3 = t->is_float_kind(ir::FloatKind::E2M3);
+  const support::Fp6Format& f = e2m3 ? support::e2m3_format() : support::e3m2_format();
+  const std::string name = std::string("__opencute_") + (e2m3 ? "e2m3" : "e3m2") + (to_f32 ? "_to_f32" : "_from_f32");
+  if (ms.helpers.count(name)) return name;
+  std::ostringstream s;
+  const int mbits = f.mantissa_bits;
+  if (to_f32) {
+    s << "define internal float @" << name << "(i6 %b) alwaysinline {\n"
+      << "  %u = zext i6 %b to i32\n"
+      << "  %m = and i32 %u, " << ((1 << mbits) - 1) << "\n"
+      << "  %es = lshr i32 %u, " << mbits << "\n"
+      << "  %e = and i32 %es, " << ((1 << f.exponent_bits) - 1) << "\n"
+      << "  %zero_e = icmp eq i32 %e, 0\n"
+      << "  %mf = uitofp i32 %m to float\n"
+      << "  %subf = fmul float %mf, " << hex_double(std::ldexp(1.0, 1 - f.bias - mbits)) << "\n"
+      << "  %sub = bitcast float %subf to i32\n"
+      << "  %eb = add i32 %e, " << (127 - f.bias) << "\n"
+      << "  %ebs = shl i32 %eb, 23\n"
+      << "  %ms = shl i32 %m, " << (23 - mbits) << "\n"
+      << "  %normal = or i32 %ebs, %ms\n"
+      << "  %mag = select i1 %zero_e, i32 %sub, i32 %normal\n"
+      << "  %sb = and i32 %u, 32\n"
+      << "  %sign = shl i32 %sb, 26\n"
+      << "  %bits = or i32 %mag, %sign\n"
+      << "  %f = bitcast i32 %bits to float\n"
+      << "  ret float %f\n}\n";
+  } else {
+    s << "define internal i6 @" << name << "(float %f) alwaysinline {\n"
+      << "  %x = bitcast float %f to i32\n"
+      << "  %sh = lshr i32 %x, 26\n"
+      << "  %sign = and i32 %sh, 32\n"
+      << "  %magb = and i32 %x, 2147483647\n"
+      << "  %m = bitcast i32 %magb to float\n";
+    // Unordered comparisons: NaN is above every midpoint and saturates like infinity.
+    std::string sum = "0";
+    for (int c = 0; c < 31; ++c) {
+      const double mid = (double(support::fp6_bits_to_float(uint8_t(c), f)) +
+                          double(support::fp6_bits_to_float(uint8_t(c + 1), f))) / 2;
+      s << "  %c" << c << " = fcmp " << (c % 2 ? "uge" : "ugt") << " float %m, " << hex_double(mid) << "\n"
+        << "  %z" << c << " = zext i1 %c" << c << " to i32\n"
+        << "  %s" << c << " = add i32 " << sum << ", %z" << c << "\n";
+      sum = "%s" + std::to_string(c);
+    }
+    s << "  %code = or i32 " << sum << ", %sign\n"
+      << "  %r = trunc i32 %code to i6\n"
+      << "  ret i6 %r\n}\n";
+  }
+  ms.helpers.emplace(name, s.str());
+  return name;
+}
+
 }  // namespace
 
-Type compute_type(Type t) { return (t->is_f16() || t->is_bf16() || t->is_fp8() || t->is_fp4()) ? ir::f32() : t; }
+Type compute_type(Type t) {
+  return (t->is_f16() || t->is_bf16() || t->is_fp8() || t->is_fp4() || t->is_fp6() || t->is_e8m0()) ? ir::f32() : t;
+}
+
+namespace {
+
+// e8m0 (an i8) <-> f32 inline, support/e8m0.h's rules: 2^(b - 127) with 0x00 the f32 subnormal
+// 2^-127 and 0xFF NaN; back by the exponent field (round toward zero), non-positive values 0x00,
+// +inf 0xFE, NaN 0xFF.
+std::string e8m0_to_f32(KernelLowering& k, const std::string& v) {
+  std::string s = k.emit_def("shl i32 " + k.emit_def("zext i8 " + v + " to i32") + ", 23");
+  s = k.emit_def("select i1 " + k.emit_def("icmp eq i8 " + v + ", 0") + ", i32 4194304, i32 " + s);
+  s = k.emit_def("select i1 " + k.emit_def("icmp eq i8 " + v + ", -1") + ", i32 2143289344, i32 " + s);
+  return k.emit_def("bitcast i32 " + s + " to float");
+}
+
+std::string f32_to_e8m0(KernelLowering& k, const std::string& v) {
+  std::string x = k.emit_def("bitcast float " + v + " to i32");
+  std::string e = k.emit_def("trunc i32 " + k.emit_def("lshr i32 " + x + ", 23") + " to i8");
+  std::string r = k.emit_def("select i1 " + k.emit_def("fcmp ogt float " + v + ", 0.0") + ", i8 " + e + ", i8 0");
+  r = k.emit_def("select i1 " + k.emit_def("icmp eq i8 " + r + ", -1") + ", i8 -2, i8 " + r);
+  return k.emit_def("select i1 " + k.emit_def("fcmp uno float " + v + ", " + v) + ", i8 -1, i8 " + r);
+}
+
+}  // namespace
 
 // To the type arithmetic happens in (f32 for the 16-bit floats; both convert exactly).
 std::string widen(KernelLowering& k, Type t, const std::string& v) {
   if (t->is_f16()) return k.emit_def("fpext half " + v + " to float");
   if (t->is_fp8()) return k.emit_def("call float @" + fp8_helper(k.module(), t, true) + "(i8 " + v + ")");
   if (t->is_fp4()) return k.emit_def("call float @" + fp4_helper(k.module(), true) + "(i4 " + v + ")");
+  if (t->is_e8m0()) return e8m0_to_f32(k, v);
+  if (t->is_fp6()) return k.emit_def("call float @" + fp6_helper(k.module(), t, true) + "(i6 " + v + ")");
   if (t->is_bf16()) {
     std::string z = k.emit_def("zext i16 " + v + " to i32");
     std::string s = k.emit_def("shl i32 " + z + ", 16");
@@ -189,6 +271,8 @@ std::string narrow(KernelLowering& k, Type t, const std::string& v) {
   if (t->is_f16()) return k.emit_def("fptrunc float " + v + " to half");
   if (t->is_fp8()) return k.emit_def("call i8 @" + fp8_helper(k.module(), t, false) + "(float " + v + ")");
   if (t->is_fp4()) return k.emit_def("call i4 @" + fp4_helper(k.module(), false) + "(float " + v + ")");
+  if (t->is_e8m0()) return f32_to_e8m0(k, v);
+  if (t->is_fp6()) return k.emit_def("call i6 @" + fp6_helper(k.module(), t, false) + "(float " + v + ")");
   if (t->is_bf16()) {
     // The hardware conversion (sm_80 and later, every target OpenCuTe compiles for): one
     // instruction where the bit-level rounding took ten, in every bf16 epilogue. It rounds to

@@ -1,5 +1,7 @@
 #include "target/nvvm/nvvm_types.h"
 
+#include "support/e8m0.h"
+#include "support/fp6.h"
 #include <cctype>
 #include <cstdio>
 #include <cstring>
@@ -62,8 +64,11 @@ std::string llvm_type(Type t) {
         case FloatKind::F16: return "half";
         case FloatKind::BF16: return "i16";  // LLVM 7 has no bfloat
         case FloatKind::E4M3:
-        case FloatKind::E5M2: return "i8";   // nor 8-bit floats
+        case FloatKind::E5M2:
+        case FloatKind::E8M0: return "i8";   // nor 8-bit floats
         case FloatKind::E2M1: return "i4";   // nor 4-bit ones: the code in the low bits
+        case FloatKind::E2M3:
+        case FloatKind::E3M2: return "i6";
         case FloatKind::F32: case FloatKind::TF32: return "float";
         case FloatKind::F64: return "double";
       }
@@ -129,6 +134,9 @@ std::string float_literal(Type t, double d) {
     case FloatKind::E4M3:
     case FloatKind::E5M2: return int_literal(8, support::float_to_fp8_bits(float(d), fp8_format(t)));
     case FloatKind::E2M1: return int_literal(4, support::float_to_e2m1_bits(float(d)));
+    case FloatKind::E8M0: return int_literal(8, support::float_to_e8m0_bits(float(d)));
+    case FloatKind::E2M3: return int_literal(6, support::float_to_fp6_bits(float(d), support::e2m3_format()));
+    case FloatKind::E3M2: return int_literal(6, support::float_to_fp6_bits(float(d), support::e3m2_format()));
   }
   return "0";
 }

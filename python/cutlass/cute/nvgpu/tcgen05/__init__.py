@@ -1,7 +1,8 @@
 """`cute.nvgpu.tcgen05`: Blackwell (sm_100) tensor-core MMAs (tcgen05.mma, D in tensor memory),
-tensor-memory loads and stores, and tcgen05.commit. The block-scaled MMAs and the
-shared-to-tensor-memory copies (tcgen05.cp atoms) are names only for now: they raise a DSL error
-(NOT_SUPPORTED) when used."""
+tensor-memory loads and stores, and tcgen05.commit; the block-scaled MMAs (MmaMXF8Op, MmaMXF4Op,
+MmaMXF4NVF4Op, their factors at Field.SFA / SFB) and the shared-to-tensor-memory copy of their
+factors (Cp4x32x128bOp, make_s2t_copy, get_s2t_smem_desc_tensor). The other tcgen05.cp shapes are
+names only for now: they raise a DSL error (NOT_SUPPORTED) when used."""
 from . import copy, mma
 from ._unavailable import unavailable_function
 from .copy import (Cp2x64x128bOp, Cp4x32x128bOp, Cp4x256bOp, Cp128x128bOp, Cp128x256bOp, Ld16x32bx2Op, Ld16x64bOp,

@@ -4,7 +4,8 @@ copies (tcgen05.cp) have names only for now."""
 import enum
 
 from .... import _core
-from ._unavailable import UnavailableOp, unavailable_function
+from ._unavailable import UnavailableOp
+from .mma import CtaGroup
 
 
 class Repetition(enum.Enum):
@@ -84,8 +85,31 @@ class _S2TCopyOp(UnavailableOp):
 Cp128x256bOp = type("Cp128x256bOp", (_S2TCopyOp,), {})
 Cp128x128bOp = type("Cp128x128bOp", (_S2TCopyOp,), {})
 Cp4x256bOp = type("Cp4x256bOp", (_S2TCopyOp,), {})
-Cp4x32x128bOp = type("Cp4x32x128bOp", (_S2TCopyOp,), {})
 Cp2x64x128bOp = type("Cp2x64x128bOp", (_S2TCopyOp,), {})
+
+
+class Cp4x32x128bOp:
+    """tcgen05.cp .32x128b.warpx4: 32 rows of 128 bits from shared memory (a descriptor) to 32
+    tensor-memory lanes, copied to all four 32-lane subpartitions (the scale factors of the
+    block-scaled MMAs). One thread's instruction; the table and checks are C++."""
+    _shape = 5
+
+    def __init__(self, cta_group):
+        if not isinstance(cta_group, CtaGroup):
+            raise TypeError(f"Cp4x32x128bOp: cta_group must be a tcgen05.CtaGroup, got {cta_group!r}")
+        self.cta_group = cta_group
+
+    def _make_copy_atom(self, dtype, num_bits):
+        return _core.sm100.make_s2t_copy_atom(self._shape, self.cta_group.value, dtype)
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.cta_group == other.cta_group
+
+    def __hash__(self):
+        return hash((type(self).__name__, self.cta_group))
+
+    def __repr__(self):
+        return f"Cp4x32x128bOp({self.cta_group})"
 
 
 def make_tmem_copy(atom, tmem_tensor, *, loc=None, ip=None):
@@ -108,5 +132,12 @@ def find_tmem_tensor_col_offset(tmem_tensor, *, loc=None, ip=None):
     return _core.sm100.tmem_tensor_columns(tmem_tensor)
 
 
-make_s2t_copy = unavailable_function("make_s2t_copy")
-get_s2t_smem_desc_tensor = unavailable_function("get_s2t_smem_desc_tensor")
+def make_s2t_copy(atom, tmem_tensor, *, loc=None, ip=None):
+    """The tiled copy of a tcgen05.cp atom over `tmem_tensor` (CuTe's make_utccp_copy): one thread
+    (get_slice(0)); partition_S / partition_D give ((ATOM_V, REST_V), rest...)."""
+    return _core.sm100.make_s2t_copy(atom, tmem_tensor)
+
+
+def get_s2t_smem_desc_tensor(tiled_copy, smem_partition, *, loc=None, ip=None):
+    """The shared-memory source partition of a tcgen05.cp copy as descriptors, one per atom."""
+    return _core.sm100.s2t_smem_desc_tensor(tiled_copy, smem_partition)

@@ -5,10 +5,9 @@ DSLUserCodeError when the op is made."""
 import enum
 
 from .... import _core
-from ...._dsl.numeric import Float32, Int32, TFloat32
+from ...._dsl.numeric import Float4E2M1FN, Float8E8M0FNU, Float32, Int32, TFloat32
 from ...mma import MmaOp as _MmaOpBase
 from ..common import OperandMajorMode
-from ._unavailable import UnavailableOp
 
 _C = _core.cute
 
@@ -135,20 +134,58 @@ class MmaF8F6F4Op(MmaOp):
                     b_major_mode)
 
 
-class _BlockScaledOp(UnavailableOp):
-    """The block-scaled tcgen05 MMAs (MXF8, MXF4, NVF4): not implemented yet."""
+_KIND_MXF8F6F4, _KIND_MXF4, _KIND_MXF4NVF4 = 4, 5, 6
 
 
-class MmaMXF8Op(_BlockScaledOp):
-    pass
+class BlockScaledMmaOp(MmaOp):
+    """Base of the block-scaled tcgen05 MMAs: D (Float32) += (A * SFA)(B * SFB), one scale factor
+    per `sf_vec_size` K elements of a row of A / column of B, the factors in tensor memory at the
+    pointers `tiled_mma.set(Field.SFA / Field.SFB, ptr)` names."""
+    def _build_scaled(self, kind, a_dtype, b_dtype, sf_dtype, sf_vec_size, instruction_shape, cta_group, a_src,
+                      a_major_mode, b_major_mode):
+        self.a_dtype, self.b_dtype, self.acc_dtype = a_dtype, b_dtype, Float32
+        self.sf_dtype, self.sf_vec_size = sf_dtype, sf_vec_size
+        self.cta_group, self.a_src = cta_group, a_src
+        self.a_major_mode, self.b_major_mode = a_major_mode, b_major_mode
+        self._atom = _C.make_tcgen05_block_scaled_mma(kind, a_dtype, b_dtype, sf_dtype, sf_vec_size,
+                                                      tuple(instruction_shape), _group(cta_group), _source(a_src),
+                                                      _major(a_major_mode, "a_major_mode"),
+                                                      _major(b_major_mode, "b_major_mode"))
+        self.shape_mnk = tuple(self._atom.shape_mnk)
+
+    def _key(self):
+        return super()._key() + (self.sf_dtype, self.sf_vec_size)
 
 
-class MmaMXF4Op(_BlockScaledOp):
-    pass
+class MmaMXF8Op(BlockScaledMmaOp):
+    """tcgen05.mma .kind::mxf8f6f4.block_scale (scale_vec::1X): Float8E4M3FN/Float8E5M2 A and B
+    (`ab_dtype`, or `b_dtype` for B), Float8E8M0FNU factors per 32 K elements; shape (128|256, N[, 32])."""
+
+    def __init__(self, ab_dtype, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM,
+                 a_major_mode=OperandMajorMode.K, b_major_mode=OperandMajorMode.K, b_dtype=None):
+        self.ab_dtype = ab_dtype
+        self._build_scaled(_KIND_MXF8F6F4, ab_dtype, b_dtype or ab_dtype, Float8E8M0FNU, 32, instruction_shape,
+                           cta_group, a_src, a_major_mode, b_major_mode)
 
 
-class MmaMXF4NVF4Op(_BlockScaledOp):
-    pass
+class MmaMXF4Op(BlockScaledMmaOp):
+    """tcgen05.mma .kind::mxf4.block_scale (scale_vec::2X): Float4E2M1FN A and B (K-major),
+    Float8E8M0FNU factors per 32 K elements; shape (128|256, N[, 64])."""
+
+    def __init__(self, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM):
+        self.ab_dtype = Float4E2M1FN
+        self._build_scaled(_KIND_MXF4, Float4E2M1FN, Float4E2M1FN, Float8E8M0FNU, 32, instruction_shape, cta_group,
+                           a_src, OperandMajorMode.K, OperandMajorMode.K)
+
+
+class MmaMXF4NVF4Op(BlockScaledMmaOp):
+    """tcgen05.mma .kind::mxf4nvf4.block_scale (scale_vec::4X): Float4E2M1FN A and B (K-major),
+    `sf_dtype` (Float8E8M0FNU or Float8E4M3FN) factors per 16 K elements; shape (128|256, N[, 64])."""
+
+    def __init__(self, sf_dtype, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM):
+        self.ab_dtype = Float4E2M1FN
+        self._build_scaled(_KIND_MXF4NVF4, Float4E2M1FN, Float4E2M1FN, sf_dtype, 16, instruction_shape, cta_group,
+                           a_src, OperandMajorMode.K, OperandMajorMode.K)
 
 
 class SM100MmaPeerBitMask(enum.IntEnum):
