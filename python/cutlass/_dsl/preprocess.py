@@ -33,6 +33,7 @@ tracebacks and our diagnostics point at the user's source.
 """
 import __future__
 import ast
+import collections
 import inspect
 import linecache
 import sys
@@ -495,8 +496,11 @@ def _parse_function(source, filename, first_lineno, name):
     # instead of being dedented: dedent breaks on multi-line strings that reach column 0
     # and would shift every column offset away from the user's file.
     header = source[:1] in (" ", "\t")
+    # Blank lines before the source give its nodes the file's line numbers as they are parsed
+    # (ast.increment_lineno afterwards walks the whole tree again).
+    padding = first_lineno - (2 if header else 1)
     try:
-        tree = ast.parse(("if 1:\n" + source) if header else source, filename)
+        tree = ast.parse("\n" * max(padding, 0) + (("if 1:\n" + source) if header else source), filename)
     except SyntaxError as e:
         raise _source_unavailable(name or "<function>", filename, first_lineno,
                                   f"it does not parse: {e.msg}") from None
@@ -506,7 +510,8 @@ def _parse_function(source, filename, first_lineno, name):
             name is not None and fdef.name != name):
         raise _source_unavailable(name or "<function>", filename, first_lineno,
                                   "the source at its location is not its `def`")
-    ast.increment_lineno(fdef, first_lineno - (2 if header else 1))
+    if padding < 0:
+        ast.increment_lineno(fdef, padding)
     fdef.decorator_list = []
     return fdef
 
@@ -568,6 +573,22 @@ def _env_flag(var):
 _FILE_DEFS = {}
 
 
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree):
+    """Every statement of a module, breadth first, without entering expressions: a `def` is
+    always a statement, and a large file has ten times more expression nodes than statements."""
+    todo = collections.deque([tree])
+    while todo:
+        node = todo.popleft()
+        yield node
+        for field in _STATEMENT_LISTS:
+            children = getattr(node, field, None)
+            if children:
+                todo.extend(children)
+
+
 def _source_lines(code):
     """The source lines of a function and the number of the first, as inspect.getsourcelines
     gives them, found by parsing the function's file once with ast. inspect maps every loaded
@@ -585,7 +606,7 @@ def _source_lines(code):
             tree = None
         defs = {}
         if tree is not None:
-            for node in ast.walk(tree):
+            for node in _statements(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     start = min([node.lineno] + [d.lineno for d in node.decorator_list])
                     defs.setdefault((start, node.name), (start, node.end_lineno))
