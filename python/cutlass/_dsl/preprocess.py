@@ -589,6 +589,47 @@ def _statements(tree):
                 todo.extend(children)
 
 
+def _indent(line):
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _def_span_alone(lines, code):
+    """(first, last) line of the `def` of `code`, found by parsing its lines alone: from its
+    first line (a decorator's or the def's) to the first later line that is no deeper indented
+    and is not blank, a comment or a closing bracket. Such a line inside a bracket, string or continuation of the
+    function would leave the cut lines unparseable, so a block that parses as the function's
+    `def` is the whole of it. None (the caller parses the whole file) when it does not."""
+    first = code.co_firstlineno
+    if not 0 < first <= len(lines):
+        return None
+    base = _indent(lines[first - 1])
+    end, seen_def = first - 1, False  # decorators come first, at the def's indentation
+    while end < len(lines):
+        line = lines[end]
+        stripped = line.strip()
+        # A line that opens with a closing bracket (the `) -> T:` of a wrapped signature) starts
+        # no statement.
+        if stripped and not stripped.startswith(("#", ")", "]", "}")) and _indent(line) <= base:
+            if end > first - 1 and (seen_def or not stripped.startswith(("@", "def ", "async "))):
+                break
+            seen_def = seen_def or stripped.startswith(("def ", "async "))
+        end += 1
+    block = "".join(lines[first - 1:end])
+    try:
+        tree = ast.parse(("if 1:\n" + block) if base else block)
+    except (SyntaxError, ValueError):
+        return None
+    body = tree.body[0].body if base else tree.body
+    if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    fdef = body[0]
+    offset = first - (2 if base else 1)
+    start = min([fdef.lineno] + [d.lineno for d in fdef.decorator_list]) + offset
+    if fdef.name != code.co_name or start != first:
+        return None
+    return first, fdef.end_lineno + offset
+
+
 def _source_lines(code):
     """The source lines of a function and the number of the first, as inspect.getsourcelines
     gives them, found by parsing the function's file once with ast. inspect maps every loaded
@@ -598,6 +639,9 @@ def _source_lines(code):
     filename = code.co_filename
     linecache.checkcache(filename)
     lines = linecache.getlines(filename)
+    span = _def_span_alone(lines, code) if lines else None
+    if span is not None:
+        return lines[span[0] - 1:span[1]], span[0]
     entry = _FILE_DEFS.get(filename)
     if lines and (entry is None or entry[0] is not lines):
         try:
