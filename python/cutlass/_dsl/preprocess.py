@@ -528,7 +528,48 @@ def transform_source(source, filename="<unknown>", first_lineno=1, *, name=None,
     fdef = _parse_function(source, filename, first_lineno, name)
     lines = source.splitlines()
     _Rewriter(filename, shadowed, cls, lines, first_lineno).rewrite_function(fdef, top=True)
-    return ast.fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
+    return _fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
+
+
+def _fix_missing_locations(tree):
+    """ast.fix_missing_locations without its recursion through iter_child_nodes (a quarter of
+    the preprocessor's time): the same nodes in the same order (depth first, children in field
+    order), each missing position taken from the nearest enclosing node that has one."""
+    AST = ast.AST
+    todo = [(tree, 1, 0, 1, 0)]
+    while todo:
+        node, lineno, col, end_lineno, end_col = todo.pop()
+        attributes = node._attributes
+        if "lineno" in attributes:
+            if not hasattr(node, "lineno"):
+                node.lineno = lineno
+            else:
+                lineno = node.lineno
+        if "end_lineno" in attributes:
+            if getattr(node, "end_lineno", None) is None:
+                node.end_lineno = end_lineno
+            else:
+                end_lineno = node.end_lineno
+        if "col_offset" in attributes:
+            if not hasattr(node, "col_offset"):
+                node.col_offset = col
+            else:
+                col = node.col_offset
+        if "end_col_offset" in attributes:
+            if getattr(node, "end_col_offset", None) is None:
+                node.end_col_offset = end_col
+            else:
+                end_col = node.end_col_offset
+        children = []
+        for name in node._fields:
+            field = getattr(node, name, None)
+            if isinstance(field, AST):
+                children.append(field)
+            elif isinstance(field, list):
+                children.extend(c for c in field if isinstance(c, AST))
+        for child in reversed(children):
+            todo.append((child, lineno, col, end_lineno, end_col))
+    return tree
 
 
 def _enclosing_class(qualname):
