@@ -517,15 +517,20 @@ def _parse_function(source, filename, first_lineno, name):
 
 
 def transform_source(source, filename="<unknown>", first_lineno=1, *, name=None,
-                     shadowed=(), cls=None):
+                     shadowed=(), cls=None, parsed=None):
     """Parse the source of one function and return an ``ast.Module`` holding the rewritten
     ``def`` (decorators stripped) with the line numbers of ``filename``.
 
     ``shadowed``: extra names that hide the builtins ``min``/``max``/... / ``range``
     (closure variables, module globals).  ``cls``: the class the function was defined
-    in, for private-name mangling of the names handed to the runtime.
+    in, for private-name mangling of the names handed to the runtime. ``parsed``: the
+    ``def`` of ``source`` already parsed with the file's line numbers (it is rewritten in place).
     """
-    fdef = _parse_function(source, filename, first_lineno, name)
+    if parsed is not None:
+        fdef = parsed
+        fdef.decorator_list = []
+    else:
+        fdef = _parse_function(source, filename, first_lineno, name)
     lines = source.splitlines()
     _Rewriter(filename, shadowed, cls, lines, first_lineno).rewrite_function(fdef, top=True)
     return _fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
@@ -635,7 +640,7 @@ def _indent(line):
 
 
 def _def_span_alone(lines, code):
-    """(first, last) line of the `def` of `code`, found by parsing its lines alone: from its
+    """(first, last, parsed def) of the `def` of `code`, found by parsing its lines alone: from its
     first line (a decorator's or the def's) to the first later line that is no deeper indented
     and is not blank, a comment or a closing bracket. Such a line inside a bracket, string or continuation of the
     function would leave the cut lines unparseable, so a block that parses as the function's
@@ -655,25 +660,35 @@ def _def_span_alone(lines, code):
                 break
             seen_def = seen_def or stripped.startswith(("def ", "async "))
         end += 1
-    block = "".join(lines[first - 1:end])
+    padding = first - (2 if base else 1)  # blank lines: the nodes get the file's line numbers
+    if padding < 0:
+        return None
+    block = "\n" * padding + ("if 1:\n" if base else "") + "".join(lines[first - 1:end])
     try:
-        tree = ast.parse(("if 1:\n" + block) if base else block)
+        tree = ast.parse(block, code.co_filename)
     except (SyntaxError, ValueError):
         return None
     body = tree.body[0].body if base else tree.body
     if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     fdef = body[0]
-    offset = first - (2 if base else 1)
-    start = min([fdef.lineno] + [d.lineno for d in fdef.decorator_list]) + offset
+    start = min([fdef.lineno] + [d.lineno for d in fdef.decorator_list])
     if fdef.name != code.co_name or start != first:
         return None
-    return first, fdef.end_lineno + offset
+    return first, fdef.end_lineno, fdef
 
 
 def _source_lines(code):
     """The source lines of a function and the number of the first, as inspect.getsourcelines
-    gives them, found by parsing the function's file once with ast. inspect maps every loaded
+    gives them (_source_and_def)."""
+    lines, first, _ = _source_and_def(code)
+    return lines, first
+
+
+def _source_and_def(code):
+    """The source lines of a function, the number of the first, and its parsed `def` when
+    parsing its lines alone gave it (else None). The lines are found by parsing the function's
+    lines alone or else its file once with ast. inspect maps every loaded
     module to its file (a realpath per module) and compiles tokenize's regular expressions on
     first use: that made the first compile of a process cost tens to hundreds of milliseconds,
     growing with the number of modules loaded (torch, triton)."""
@@ -682,7 +697,7 @@ def _source_lines(code):
     lines = linecache.getlines(filename)
     span = _def_span_alone(lines, code) if lines else None
     if span is not None:
-        return lines[span[0] - 1:span[1]], span[0]
+        return lines[span[0] - 1:span[1]], span[0], span[2]
     entry = _FILE_DEFS.get(filename)
     if lines and (entry is None or entry[0] is not lines):
         try:
@@ -698,9 +713,9 @@ def _source_lines(code):
         entry = _FILE_DEFS[filename] = (lines, defs)
     span = entry[1].get((code.co_firstlineno, code.co_name)) if lines and entry else None
     if span is None:
-        return inspect.getsourcelines(code)
+        return (*inspect.getsourcelines(code), None)
     start, end = span
-    return lines[start - 1:end], start
+    return lines[start - 1:end], start, None
 
 
 def _transform_code(fn):
@@ -709,14 +724,14 @@ def _transform_code(fn):
     if code.co_name == "<lambda>":
         raise _source_unavailable(fn.__qualname__, *where, "it is a lambda")
     try:
-        lines, first = _source_lines(code)
+        lines, first, parsed = _source_and_def(code)
     except (OSError, TypeError) as e:
         raise _source_unavailable(fn.__qualname__, *where, str(e)) from None
     cls = _enclosing_class(fn.__qualname__)
     shadowed = set(code.co_freevars) | {
         b for b in _BUILTIN_CALLS + ("range",) if b in fn.__globals__}
     module = transform_source("".join(lines), code.co_filename, max(first, 1),
-                              name=code.co_name, shadowed=shadowed, cls=cls)
+                              name=code.co_name, shadowed=shadowed, cls=cls, parsed=parsed)
     fdef = module.body[0]
     if _env_flag("CUTE_DSL_PRINT_AFTER_PREPROCESSOR"):
         print(f"# {fn.__qualname__} after preprocessing ({code.co_filename}:{first})")
