@@ -51,10 +51,36 @@ def outer():
 def one_liner(x): return x  # noqa: E704
 
 
+def wrapped_signature(
+    a: int,
+    b: int = 1,
+) -> int:
+    return a + b
+# a comment at column 0 inside the file, after the function
+
+
+def string_at_column_zero(x):
+    text = """
+this line is inside the function though it starts at column 0
+"""
+    values = (x,
+1)  # a continuation line at column 0
+    return text, values
+
+
+class WithWrappedMethod:
+    @deco
+    def method(
+        self,
+        x,
+    ):
+        return x
+
+
 def test_matches_inspect_for_every_kind_of_def():
     nested, nested_plain = outer()
     for fn in (plain, decorated_twice.__wrapped__, Holder.method, Holder.Inner.deeper, nested, nested_plain,
-               one_liner, outer):
+               one_liner, outer, wrapped_signature, string_at_column_zero, WithWrappedMethod.method):
         lines, first = _source_lines(fn.__code__)
         expect_lines, expect_first = inspect.getsourcelines(fn.__code__)
         assert first == expect_first, fn

@@ -4,6 +4,8 @@ References: the atoms' thread-value layouts against the PTX ISA's wgmma fragment
 out by hand), shared-memory descriptors against values computed by hand from the canonical layouts
 of the PTX ISA / CuTe's make_gmma_desc, GEMM kernels on the CPU emulator against numpy, and the
 PTX compiled to a cubin for sm_90a (libNVVM + nvJitLink)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -307,6 +309,20 @@ def test_n256_bf16_ptx_is_accepted_for_sm90a():
     toolchain.ptx_of(compiled)
     assert "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16" in compiled.__ptx__
     assert compiled.__cubin__
+
+
+def test_wgmma_result_type_is_spelled_once_in_the_nvvm_ir():
+    # 128 accumulators: the struct the inline asm returns is named once, not spelled out at each
+    # of the 4 x 128 extractvalues (libNVVM parses FA4's forward a third smaller).
+    A, B = operands(64, 256, 64)
+    C = np.zeros((64, 256), np.float32)
+    compiled = cute.compile(run_wgmma, A, B, C, cutlass.BFloat16, COL, ROW, 64, 256, 64, options="--target cpu")
+    ir = compiled.nvvm_ir
+    literal = "{ " + ", ".join(["float"] * 128) + " }"
+    assert ir.count(literal) == 1
+    (name,) = re.findall(r"^(%opencute\.struct\.\d+) = type " + re.escape(literal) + "$", ir, re.M)
+    assert ir.count(f"call {name} asm sideeffect \"{{ .reg .pred p; setp.ne.b32 p, $") == 4
+    assert ir.count(f"extractvalue {name} ") == 4 * 128
 
 
 @pytest.mark.parametrize("accumulate,dynamic_loop", [(False, False), (True, False), (False, True), (True, True)])

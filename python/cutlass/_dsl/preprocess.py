@@ -33,6 +33,7 @@ tracebacks and our diagnostics point at the user's source.
 """
 import __future__
 import ast
+import collections
 import inspect
 import linecache
 import sys
@@ -495,8 +496,11 @@ def _parse_function(source, filename, first_lineno, name):
     # instead of being dedented: dedent breaks on multi-line strings that reach column 0
     # and would shift every column offset away from the user's file.
     header = source[:1] in (" ", "\t")
+    # Blank lines before the source give its nodes the file's line numbers as they are parsed
+    # (ast.increment_lineno afterwards walks the whole tree again).
+    padding = first_lineno - (2 if header else 1)
     try:
-        tree = ast.parse(("if 1:\n" + source) if header else source, filename)
+        tree = ast.parse("\n" * max(padding, 0) + (("if 1:\n" + source) if header else source), filename)
     except SyntaxError as e:
         raise _source_unavailable(name or "<function>", filename, first_lineno,
                                   f"it does not parse: {e.msg}") from None
@@ -506,24 +510,71 @@ def _parse_function(source, filename, first_lineno, name):
             name is not None and fdef.name != name):
         raise _source_unavailable(name or "<function>", filename, first_lineno,
                                   "the source at its location is not its `def`")
-    ast.increment_lineno(fdef, first_lineno - (2 if header else 1))
+    if padding < 0:
+        ast.increment_lineno(fdef, padding)
     fdef.decorator_list = []
     return fdef
 
 
 def transform_source(source, filename="<unknown>", first_lineno=1, *, name=None,
-                     shadowed=(), cls=None):
+                     shadowed=(), cls=None, parsed=None):
     """Parse the source of one function and return an ``ast.Module`` holding the rewritten
     ``def`` (decorators stripped) with the line numbers of ``filename``.
 
     ``shadowed``: extra names that hide the builtins ``min``/``max``/... / ``range``
     (closure variables, module globals).  ``cls``: the class the function was defined
-    in, for private-name mangling of the names handed to the runtime.
+    in, for private-name mangling of the names handed to the runtime. ``parsed``: the
+    ``def`` of ``source`` already parsed with the file's line numbers (it is rewritten in place).
     """
-    fdef = _parse_function(source, filename, first_lineno, name)
+    if parsed is not None:
+        fdef = parsed
+        fdef.decorator_list = []
+    else:
+        fdef = _parse_function(source, filename, first_lineno, name)
     lines = source.splitlines()
     _Rewriter(filename, shadowed, cls, lines, first_lineno).rewrite_function(fdef, top=True)
-    return ast.fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
+    return _fix_missing_locations(ast.Module(body=[fdef], type_ignores=[]))
+
+
+def _fix_missing_locations(tree):
+    """ast.fix_missing_locations without its recursion through iter_child_nodes (a quarter of
+    the preprocessor's time): the same nodes in the same order (depth first, children in field
+    order), each missing position taken from the nearest enclosing node that has one."""
+    AST = ast.AST
+    todo = [(tree, 1, 0, 1, 0)]
+    while todo:
+        node, lineno, col, end_lineno, end_col = todo.pop()
+        attributes = node._attributes
+        if "lineno" in attributes:
+            if not hasattr(node, "lineno"):
+                node.lineno = lineno
+            else:
+                lineno = node.lineno
+        if "end_lineno" in attributes:
+            if getattr(node, "end_lineno", None) is None:
+                node.end_lineno = end_lineno
+            else:
+                end_lineno = node.end_lineno
+        if "col_offset" in attributes:
+            if not hasattr(node, "col_offset"):
+                node.col_offset = col
+            else:
+                col = node.col_offset
+        if "end_col_offset" in attributes:
+            if getattr(node, "end_col_offset", None) is None:
+                node.end_col_offset = end_col
+            else:
+                end_col = node.end_col_offset
+        children = []
+        for name in node._fields:
+            field = getattr(node, name, None)
+            if isinstance(field, AST):
+                children.append(field)
+            elif isinstance(field, list):
+                children.extend(c for c in field if isinstance(c, AST))
+        for child in reversed(children):
+            todo.append((child, lineno, col, end_lineno, end_col))
+    return tree
 
 
 def _enclosing_class(qualname):
@@ -568,15 +619,85 @@ def _env_flag(var):
 _FILE_DEFS = {}
 
 
+_STATEMENT_LISTS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _statements(tree):
+    """Every statement of a module, breadth first, without entering expressions: a `def` is
+    always a statement, and a large file has ten times more expression nodes than statements."""
+    todo = collections.deque([tree])
+    while todo:
+        node = todo.popleft()
+        yield node
+        for field in _STATEMENT_LISTS:
+            children = getattr(node, field, None)
+            if children:
+                todo.extend(children)
+
+
+def _indent(line):
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _def_span_alone(lines, code):
+    """(first, last, parsed def) of the `def` of `code`, found by parsing its lines alone: from its
+    first line (a decorator's or the def's) to the first later line that is no deeper indented
+    and is not blank, a comment or a closing bracket. Such a line inside a bracket, string or continuation of the
+    function would leave the cut lines unparseable, so a block that parses as the function's
+    `def` is the whole of it. None (the caller parses the whole file) when it does not."""
+    first = code.co_firstlineno
+    if not 0 < first <= len(lines):
+        return None
+    base = _indent(lines[first - 1])
+    end, seen_def = first - 1, False  # decorators come first, at the def's indentation
+    while end < len(lines):
+        line = lines[end]
+        stripped = line.strip()
+        # A line that opens with a closing bracket (the `) -> T:` of a wrapped signature) starts
+        # no statement.
+        if stripped and not stripped.startswith(("#", ")", "]", "}")) and _indent(line) <= base:
+            if end > first - 1 and (seen_def or not stripped.startswith(("@", "def ", "async "))):
+                break
+            seen_def = seen_def or stripped.startswith(("def ", "async "))
+        end += 1
+    padding = first - (2 if base else 1)  # blank lines: the nodes get the file's line numbers
+    if padding < 0:
+        return None
+    block = "\n" * padding + ("if 1:\n" if base else "") + "".join(lines[first - 1:end])
+    try:
+        tree = ast.parse(block, code.co_filename)
+    except (SyntaxError, ValueError):
+        return None
+    body = tree.body[0].body if base else tree.body
+    if len(body) != 1 or not isinstance(body[0], (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    fdef = body[0]
+    start = min([fdef.lineno] + [d.lineno for d in fdef.decorator_list])
+    if fdef.name != code.co_name or start != first:
+        return None
+    return first, fdef.end_lineno, fdef
+
+
 def _source_lines(code):
     """The source lines of a function and the number of the first, as inspect.getsourcelines
-    gives them, found by parsing the function's file once with ast. inspect maps every loaded
+    gives them (_source_and_def)."""
+    lines, first, _ = _source_and_def(code)
+    return lines, first
+
+
+def _source_and_def(code):
+    """The source lines of a function, the number of the first, and its parsed `def` when
+    parsing its lines alone gave it (else None). The lines are found by parsing the function's
+    lines alone or else its file once with ast. inspect maps every loaded
     module to its file (a realpath per module) and compiles tokenize's regular expressions on
     first use: that made the first compile of a process cost tens to hundreds of milliseconds,
     growing with the number of modules loaded (torch, triton)."""
     filename = code.co_filename
     linecache.checkcache(filename)
     lines = linecache.getlines(filename)
+    span = _def_span_alone(lines, code) if lines else None
+    if span is not None:
+        return lines[span[0] - 1:span[1]], span[0], span[2]
     entry = _FILE_DEFS.get(filename)
     if lines and (entry is None or entry[0] is not lines):
         try:
@@ -585,16 +706,16 @@ def _source_lines(code):
             tree = None
         defs = {}
         if tree is not None:
-            for node in ast.walk(tree):
+            for node in _statements(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     start = min([node.lineno] + [d.lineno for d in node.decorator_list])
                     defs.setdefault((start, node.name), (start, node.end_lineno))
         entry = _FILE_DEFS[filename] = (lines, defs)
     span = entry[1].get((code.co_firstlineno, code.co_name)) if lines and entry else None
     if span is None:
-        return inspect.getsourcelines(code)
+        return (*inspect.getsourcelines(code), None)
     start, end = span
-    return lines[start - 1:end], start
+    return lines[start - 1:end], start, None
 
 
 def _transform_code(fn):
@@ -603,14 +724,14 @@ def _transform_code(fn):
     if code.co_name == "<lambda>":
         raise _source_unavailable(fn.__qualname__, *where, "it is a lambda")
     try:
-        lines, first = _source_lines(code)
+        lines, first, parsed = _source_and_def(code)
     except (OSError, TypeError) as e:
         raise _source_unavailable(fn.__qualname__, *where, str(e)) from None
     cls = _enclosing_class(fn.__qualname__)
     shadowed = set(code.co_freevars) | {
         b for b in _BUILTIN_CALLS + ("range",) if b in fn.__globals__}
     module = transform_source("".join(lines), code.co_filename, max(first, 1),
-                              name=code.co_name, shadowed=shadowed, cls=cls)
+                              name=code.co_name, shadowed=shadowed, cls=cls, parsed=parsed)
     fdef = module.body[0]
     if _env_flag("CUTE_DSL_PRINT_AFTER_PREPROCESSOR"):
         print(f"# {fn.__qualname__} after preprocessing ({code.co_filename}:{first})")

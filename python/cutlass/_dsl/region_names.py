@@ -11,11 +11,22 @@ _NEW_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 def _walk_local(node):
     """Like ast.walk, but does not enter nested lambdas / defs / classes (new scopes)."""
+    # ast.iter_child_nodes, inlined: the preprocessor walks every region's statements, so this
+    # loop runs for each node of a function about as many times as regions enclose it.
+    AST, new_scopes = ast.AST, _NEW_SCOPES
     todo = [node]
     while todo:
         n = todo.pop()
         yield n
-        todo.extend(c for c in ast.iter_child_nodes(n) if not isinstance(c, _NEW_SCOPES))
+        for name in n._fields:
+            field = getattr(n, name, None)
+            if isinstance(field, AST):
+                if not isinstance(field, new_scopes):
+                    todo.append(field)
+            elif isinstance(field, list):
+                for c in field:
+                    if isinstance(c, AST) and not isinstance(c, new_scopes):
+                        todo.append(c)
 
 
 def _is_call_to(node, names):

@@ -35,6 +35,15 @@ std::string ModuleState::format_global(const std::string& text) {
   return name;
 }
 
+std::string ModuleState::named_struct(const std::string& literal) {
+  auto it = named_structs.find(literal);
+  if (it != named_structs.end()) return it->second;
+  std::string name = "%opencute.struct." + std::to_string(named_structs.size());
+  named_structs.emplace(literal, name);
+  global_lines.push_back(name + " = type " + literal);
+  return name;
+}
+
 // ---------------------------------------------------------------------------------------------
 // The op families' table
 

@@ -19,6 +19,9 @@ struct ModuleState {
   std::set<std::string> declarations;
   std::map<std::string, std::string> format_globals;  // format text -> global name
   std::vector<std::string> global_lines;
+  // Literal struct type text -> its name (`%opencute.struct.N = type { ... }`), so that a wide
+  // result (a wgmma's 96 accumulators) is spelled once, not at every extractvalue.
+  std::map<std::string, std::string> named_structs;
   std::map<std::string, std::string> helpers;  // helper function name -> definition
   std::vector<std::pair<int, std::string>> metadata;
   int next_md = 0;
@@ -40,6 +43,8 @@ struct ModuleState {
   static std::string md_string(const std::string& s);
 
   void declare(const std::string& ret, const std::string& name, const std::string& params);
+  // The name of the identified struct type with the body `literal` ("{ float, float }").
+  std::string named_struct(const std::string& literal);
   int add_metadata(const std::string& body);
   // The name of a private global holding `text` NUL-terminated (one per distinct text).
   std::string format_global(const std::string& text);
