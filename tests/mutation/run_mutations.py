@@ -115,9 +115,9 @@ MUTATIONS = [
              "tcgen05.mma's A and B shared-memory descriptors swapped in the lowering",
              [Patch(f"{NVVM}/lower_sm100.cpp",
                     '(a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +\n'
-                    '               ", i64 " + k.operand(op.operands[2])',
+                    '                     ", i64 " + k.operand(op.operands[2])',
                     '(a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[2]) +\n'
-                    '               ", i64 " + k.operand(op.operands[1])')],
+                    '                     ", i64 " + k.operand(op.operands[1])')],
              TCGEN05_TESTS),
     Mutation("tcgen05_instruction_descriptor_m_n_swapped",
              "the tcgen05 instruction descriptor's M and N fields swapped (M >> 4 at bit 17, N >> 3 at bit 24)",
