@@ -28,7 +28,7 @@ std::vector<std::pair<int64_t, int64_t>> sorted_runs(const L::Layout& l) {
         !strides[k].as_int().is_static())
       return {};
     const int64_t n = shapes[k].as_int().value(), d = strides[k].as_int().value();
-    if (n > 1) runs.push_back({d, n});
+    if (n > 1 && d != 0) runs.push_back({d, n});  // a broadcast leaf adds no offsets (filter_zeros views match)
   }
   std::stable_sort(runs.begin(), runs.end());
   std::vector<std::pair<int64_t, int64_t>> merged;
@@ -87,7 +87,10 @@ void mode_runs(const L::Layout& s, int i, const L::Layout& tile, const std::stri
   for (size_t k = 0; k < shapes.size(); ++k) {
     int64_t n = static_int(shapes[k], "the smem layout's shape");
     int64_t sstride = static_int(strides[k], "the smem layout's stride");
-    if (n > 1) {
+    // A broadcast leaf (stride 0: the block-scale factors' vector mode) holds one element for all
+    // its positions: TMA loads its first position only, as CuTe C++'s right_inverse of the smem
+    // layout drops such modes from the box.
+    if (n > 1 && sstride != 0) {
       L::Layout coords;
       try {
         coords = L::coalesce(L::composition(tile, L::Layout(n, pos)));
