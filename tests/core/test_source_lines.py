@@ -4,7 +4,7 @@ inspect gives for every kind of `def` the DSL meets."""
 import functools
 import inspect
 
-from cutlass._dsl.preprocess import _source_lines
+from cutlass._dsl.function_source import source_lines as _source_lines
 
 
 def plain(a, b):

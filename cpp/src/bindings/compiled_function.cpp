@@ -2,6 +2,7 @@
 
 #include <cstring>
 #include "bindings/compiled_function_plan.h"
+#include "bindings/device_staging.h"
 
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
@@ -23,7 +24,6 @@
 #include "ir/parser.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/executor.h"
-#include "runtime/host_staging.h"
 #include "runtime/export.h"
 #include "runtime/tensor_spec.h"
 #include "target/nvvm/nvvm_compiler.h"
@@ -264,106 +264,12 @@ inline __attribute__((always_inline)) void read_tensor_slot(const Executor& ex, 
   }
 }
 
-// One emulated call recorded into a CUDA graph (HostStaging::capture): what each replay runs. The
-// graph owns it (DeviceMemory::keep_while_graph_lives).
-struct CapturedCall {
-  std::shared_ptr<runtime::CompiledProgram> program;
-  std::unique_ptr<runtime::DeviceMemory> device;
-  std::unique_ptr<runtime::HostStaging> staging;
-  std::vector<ir::Scalar> values;  // the call's arguments, pointing at the host buffers
-  std::vector<emulator::MemoryRegion> regions;
-  bool strict = false;
-  void run() { program->run(values.data(), values.size(), regions, strict, staging.get()); }
-};
-
-// The GPU memory one emulated call stages through host memory (runtime/host_staging.h): the
-// tensors in device memory and the device allocations that pointer arguments point into. Their
-// host parameters (data pointers) and memory regions are rewritten to the host copies; device
-// addresses the kernels find in memory are resolved by the staging (map()).
-class DeviceStaging {
- public:
-  bool empty() const { return !staging_; }
-  // The emulator's map of device addresses: staging starts, with nothing staged yet, so that the
-  // kernels may still reach device memory through pointers they load.
-  const emulator::DeviceAddressMap* map() {
-    if (!staging_) start(0);
-    return staging_.get();
-  }
-  // Tensor data slot `slot`, whose memory region (device addresses) is regions[region].
-  void add_tensor(size_t slot, size_t region, const emulator::MemoryRegion& r) {
-    if (r.end <= r.begin) return;  // an empty tensor: nothing to read, its pointer is never used
-    start(r.begin);
-    staging_->add(r.begin, r.end);
-    slots_.push_back(slot);
-    regions_.push_back(region);
-  }
-  // Pointer slot `slot` holding `address`: its allocation is staged when it is device memory.
-  void add_pointer(size_t slot, uintptr_t address) {
-    const runtime::DeviceAllocation a = runtime::device_allocation_of(address);
-    if (!a.device) return;
-    start(address, a.context);
-    staging_->add(a.begin, a.begin + a.size);
-    slots_.push_back(slot);
-  }
-  void copy_in(ir::Scalar* vals, std::vector<emulator::MemoryRegion>& regions) {
-    staging_->copy_in();
-    to_host_copies(vals, regions);
-  }
-  void copy_out() { staging_->copy_out(); }
-  // Records the call into the CUDA graph being captured on `stream` instead of running it.
-  void capture(void* stream, const Executor& ex, const ir::Scalar* vals, size_t num_vals,
-               std::vector<emulator::MemoryRegion> regions) {
-    map();
-    auto call = std::make_unique<CapturedCall>();
-    call->program = ex.program;
-    call->values.assign(vals, vals + num_vals);
-    call->regions = std::move(regions);
-    call->strict = ex.strict_regions;
-    CapturedCall* c = call.get();
-    staging_->capture(stream, [c] { c->run(); });
-    to_host_copies(c->values.data(), c->regions);
-    call->device = std::move(device_);
-    call->staging = std::move(staging_);
-    c->device->keep_while_graph_lives(stream, call.release(), [](void* p) { delete static_cast<CapturedCall*>(p); });
-  }
-
- private:
-  void start(uintptr_t address, void* context = nullptr) {
-    if (staging_) return;
-    if (!context) context = runtime::device_allocation_of(address).context;
-    device_ = runtime::cuda_device_memory(context);
-    staging_ = std::make_unique<runtime::HostStaging>(*device_);
-  }
-  void to_host_copies(ir::Scalar* vals, std::vector<emulator::MemoryRegion>& regions) {
-    for (size_t slot : slots_) vals[slot] = ir::Scalar::of_int(int64_t(staging_->host_address(uintptr_t(vals[slot].i))));
-    for (size_t k : regions_) {
-      emulator::MemoryRegion& r = regions[k];
-      const uintptr_t size = r.end - r.begin;
-      r.begin = staging_->host_address(r.begin);
-      r.end = r.begin + size;
-    }
-  }
-  std::unique_ptr<runtime::DeviceMemory> device_;
-  std::unique_ptr<runtime::HostStaging> staging_;
-  std::vector<size_t> slots_, regions_;
-};
-
 // True when `a`, passed in a stream slot, is an event (launch_completion_event and the like share
 // the slot kind): the driver must not be asked about it as a stream.
 bool is_event_handle(nb::handle a) {
   // The type's name through its attribute: the stable ABI hides tp_name.
   const std::string name = nb::cast<std::string>(a.type().attr("__name__"));
   return name.find("Event") != std::string::npos;
-}
-
-// The stream a call's launches go to (`streams`: its stream slots' values) when it is being
-// captured into a CUDA graph, else null.
-void* capturing_stream(const std::vector<int64_t>& streams) {
-  for (int64_t handle : streams) {
-    void* stream = reinterpret_cast<void*>(uintptr_t(handle));
-    if (handle && runtime::stream_is_capturing(stream)) return stream;
-  }
-  return nullptr;
 }
 
 nb::object call_executor(Executor& ex, nb::args call_args) {
@@ -493,7 +399,7 @@ nb::object call_executor(Executor& ex, nb::args call_args) {
       if (!ex.result_types.empty())
         throw dsl::UserError("ARG_UNSUPPORTED_TYPE", "a function that returns values cannot be captured into a CUDA "
                                                      "graph when its kernels run on the emulator");
-      staging.capture(stream, ex, values, num_values, std::move(regions));
+      staging.capture(stream, ex.program, ex.strict_regions, values, num_values, std::move(regions));
       return nb::none();
     }
   }
