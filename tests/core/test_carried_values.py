@@ -388,6 +388,46 @@ def test_protocol_object_changed_in_place_in_loop_and_if():
     np.testing.assert_array_equal(out, np.array(want, dtype=np.int32))
 
 
+# ---- a protocol object advanced in place inside a helper that one path of an `if` assigns back
+#      (FlashAttention-4's block-sparse loads: `state = load_block_list(..., state)` in both arms,
+#      the helper advancing the state inside its own dynamic `if`) ------------------------------------
+
+@cute.jit
+def advance_times(state: PipelineState, count: Int32):
+    if count > 0:
+        for _ in range(count):
+            state.advance()
+    return state
+
+
+@cute.kernel
+def assigned_and_advanced_kernel(out: cute.Tensor, flip: Int32, a: Int32, b: Int32):
+    state = PipelineState(3, Int32(0), Int32(0))
+    if flip == 0:
+        state = advance_times(state, a)
+    else:
+        out[0, 0] = state.index  # the state as it was before the `if`, not after the other arm
+        out[0, 1] = state.phase
+        state = advance_times(state, b)
+    out[1, 0] = state.index
+    out[1, 1] = state.phase
+
+
+@cute.jit
+def assigned_and_advanced_host(out: cute.Tensor, flip: Int32, a: Int32, b: Int32):
+    assigned_and_advanced_kernel(out, flip, a, b).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("flip", [0, 1])
+def test_protocol_object_advanced_in_helper_and_assigned_in_both_arms(flip):
+    a, b = 4, 5
+    out = np.full((2, 2), -1, dtype=np.int32)
+    cute.compile(assigned_and_advanced_host, out, flip, a, b, options="--target cpu")(out, flip, a, b)
+    steps = a if flip == 0 else b
+    want_before = (-1, -1) if flip == 0 else (0, 0)
+    np.testing.assert_array_equal(out, np.array([want_before, (steps % 3, (steps // 3) % 2)], dtype=np.int32))
+
+
 # ---- the shape of tensorop_gemm's main loop: nested dynamic loops, a re-pointed view ----------------
 
 @cute.kernel

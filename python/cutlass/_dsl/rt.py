@@ -131,11 +131,19 @@ def _in_place(init, assigned):
             if not _is_undef(init[k]) and isinstance(carry.structure_of(init[k]), carry.Protocol)}
 
 
-def _clone(init, in_place):
-    """The values with each in-place-changed protocol object replaced by a copy, so that each
-    path of a dynamic `if` changes its own."""
+def _protocol_objects(init):
+    """Indices of the values that are protocol objects (classes with __extract_mlir_values__)."""
+    return {k for k, v in enumerate(init)
+            if not _is_undef(v) and isinstance(carry.structure_of(v), carry.Protocol)}
+
+
+def _clone(init, indices):
+    """The values with each protocol object at `indices` replaced by a copy, so that each path of
+    a dynamic `if` changes its own: a method that changes one in place on the `then` path (FA4's
+    pipeline state `advance()`) must not leak that path's values into the `else` path, whether or
+    not the path also assigns the name."""
     out = list(init)
-    for k in in_place:
+    for k in indices:
         node = carry.structure_of(init[k])
         out[k] = carry.rebuild(node, carry.values_for(node, init[k]))
     return out
@@ -162,12 +170,15 @@ def if_(pred, then_fn, else_fn, names, init, loc, assigned=None):
     smem = getattr(context.current(), "kernel_smem", None)
     merge_smem = smem is not None and smem.merge_branch_allocs
     smem_start = smem.bytes if merge_smem else 0
+    objects = _protocol_objects(init)
     tr.enter_region(op, 0)
-    then_out = then_fn(*_clone(init, in_place))
+    then_in = _clone(init, objects)
+    then_out = then_fn(*then_in)
     if merge_smem:
         smem_then, smem.bytes = smem.bytes, smem_start
     tr.enter_region(op, 1)
-    else_out = else_fn(*_clone(init, in_place)) if else_fn is not None else _clone(init, in_place)
+    else_in = _clone(init, objects)
+    else_out = else_fn(*else_in) if else_fn is not None else else_in
     if merge_smem:
         smem.bytes = builtins.max(smem_then, smem.bytes)
 
@@ -203,7 +214,10 @@ def if_(pred, then_fn, else_fn, names, init, loc, assigned=None):
     tr.exit_to_parent(op)
     results = tr.set_results(op, types)
     _place(outputs, carried, results)
-    return tuple(_write_back(outputs, init, in_place))
+    # A name bound on both paths to that path's own copy was only changed in place there (also
+    # when it is assigned too: `state = load(state)` returning the state it advanced).
+    kept = {k for k in objects if then_out[k] is then_in[k] and else_out[k] is else_in[k]}
+    return tuple(_write_back(outputs, init, kept))
 
 
 def _place(outputs, carried, values):

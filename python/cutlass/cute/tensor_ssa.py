@@ -89,6 +89,10 @@ class TensorSSA:
     _from_native = staticmethod(_wrap)
 
     def __init__(self, values, shape, dtype=None):
+        if isinstance(values, TensorSSA):
+            # The value of a dialect op (`cute.TensorSSA(math.absi(x), x.shape, x.dtype)`, FA4's
+            # score mods): the elements, read as `shape` in colexicographic order.
+            values = values._t if values.shape == shape else values._values()
         if isinstance(values, _core.TensorSSA):
             self._t = values if dtype is None else _core.ssa_convert(values, dtype.__name__)
             return
