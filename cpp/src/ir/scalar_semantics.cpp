@@ -304,6 +304,20 @@ Scalar eval_bitcast(Type from, Type to, Scalar a) {
   return load_scalar(to, bytes);
 }
 
+bool fast_math_base(const std::string& fn, std::string* base) {
+  static const char kSuffix[] = "_fast";
+  const size_t n = sizeof(kSuffix) - 1;
+  if (fn.size() <= n || fn.compare(fn.size() - n, n, kSuffix) != 0) return false;
+  std::string b = fn.substr(0, fn.size() - n);
+  for (const char* f : {"exp", "log", "log2", "log10", "sin", "cos", "tan"}) {
+    if (b == f) {
+      if (base) *base = b;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool is_known_math_function(const std::string& fn, int* arity) {
   static const std::map<std::string, int> table = {
       {"exp", 1},   {"exp2", 1},  {"log", 1},   {"log2", 1},  {"log10", 1}, {"sqrt", 1},
@@ -317,7 +331,12 @@ bool is_known_math_function(const std::string& fn, int* arity) {
       {"rcp_approx", 1}, {"exp2_approx", 1},
   };
   auto it = table.find(fn);
-  if (it == table.end()) return false;
+  if (it == table.end()) {
+    // "<fn>_fast": cute.math's fastmath variant of an f32 function (libdevice's __nv_fast_*).
+    std::string base;
+    if (!fast_math_base(fn, &base)) return false;
+    it = table.find(base);
+  }
   if (arity) *arity = it->second;
   return true;
 }
@@ -330,7 +349,11 @@ double flush_subnormal(double v) {
 }
 }  // namespace
 
-bool eval_math(const std::string& fn, Type t, const std::vector<Scalar>& args, Scalar* out) {
+bool eval_math(const std::string& fn_name, Type t, const std::vector<Scalar>& args, Scalar* out) {
+  // A fastmath variant is modelled by the exact function: the GPU's approximate instructions
+  // (lg2.approx, ex2.approx, sin.approx) stay within a few ulp of it.
+  std::string fn = fn_name;
+  fast_math_base(fn_name, &fn);
   double x = args.empty() ? 0.0 : args[0].f;
   double y = args.size() > 1 ? args[1].f : 0.0;
   double r;

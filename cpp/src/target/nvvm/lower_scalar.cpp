@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/scalar_semantics.h"
 #include "target/nvvm/narrow_floats.h"
 #include "target/nvvm/op_lowering.h"
 
@@ -300,6 +301,15 @@ std::string math(KernelLowering& k, const Op& op, Type t, const std::vector<std:
     const char* insn = op.str_attr == "rcp_approx" ? "rcp.approx.ftz.f32" : "ex2.approx.ftz.f32";
     std::string r = k.emit_def(std::string("call float asm \"") + insn + " $0, $1;\", \"=f,f\"(float " + x + ")");
     return narrow(k, t, c->is_f64() ? k.emit_def("fpext float " + r + " to double") : r);
+  }
+  std::string base;
+  if (ir::fast_math_base(op.str_attr, &base)) {
+    // fastmath: libdevice's approximate f32 function, as MLIR's NVVM lowering picks for `afn`.
+    if (c->is_f64()) return narrow(k, t, libdevice_call(k, base, c, w));
+    std::string name = "__nv_fast_" + base + "f";
+    k.module().declare("float", name, "float");
+    k.module().needs_libdevice = true;
+    return narrow(k, t, k.emit_def("call float @" + name + "(float " + w[0] + ")"));
   }
   return narrow(k, t, libdevice_call(k, op.str_attr, c, w));
 }
