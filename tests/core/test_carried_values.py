@@ -388,6 +388,46 @@ def test_protocol_object_changed_in_place_in_loop_and_if():
     np.testing.assert_array_equal(out, np.array(want, dtype=np.int32))
 
 
+@cute.jit
+def advanced(state: PipelineState):
+    state.advance()
+    return state
+
+
+@cute.kernel
+def advance_and_rebind_kernel(out: cute.Tensor, n: Int32):
+    state = PipelineState(3, Int32(0), Int32(0))
+    alias = state
+    if n > 0:
+        state = advanced(state)
+    out[n, 0] = alias.index  # the same object: it kept its identity through the `if`
+    for k in range(n):
+        # Changed in place and rebound in one branch (NVIDIA's Blackwell fmha.py:
+        # `v_handle, producer = self.update_and_advance(producer, ...)`): the other branch and
+        # the code after the `if` must see the state the taken branch left.
+        if k % 3 != 1:
+            state = advanced(state)
+        out[k, 0] = state.index
+        out[k, 1] = state.phase
+
+
+@cute.jit
+def advance_and_rebind_host(out: cute.Tensor, n: Int32):
+    advance_and_rebind_kernel(out, n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_protocol_object_changed_in_place_then_rebound_in_one_branch():
+    n = 8
+    out = np.full((n + 1, 2), -1, dtype=np.int32)
+    cute.compile(advance_and_rebind_host, out, n, options="--target cpu")(out, n)
+    count, want = 1, []
+    for k in range(n):
+        count += k % 3 != 1
+        want.append((count % 3, (count // 3) % 2))
+    np.testing.assert_array_equal(out[:n], np.array(want, dtype=np.int32))
+    assert out[n, 0] == 1
+
+
 # ---- the shape of tensorop_gemm's main loop: nested dynamic loops, a re-pointed view ----------------
 
 @cute.kernel

@@ -107,8 +107,9 @@ def allocator_kernel(out: cute.Tensor):
     smem = cutlass.utils.SmemAllocator()
     holder = smem.allocate_array(cutlass.Int32, 1)
     tidx, _, _ = cute.arch.thread_idx()
+    # arch= as NVIDIA's Blackwell fmha.py names the part whose tensor memory is allocated.
     tmem = utils.TmemAllocator(holder, barrier_for_retrieve=pipeline.NamedBarrier(barrier_id=1, num_threads=128),
-                               allocator_warp_id=1)
+                               allocator_warp_id=1, arch="sm_100")
     tmem.allocate(64)
     tmem.wait_for_alloc()
     ptr = tmem.retrieve_ptr(cutlass.Float32)
