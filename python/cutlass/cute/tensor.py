@@ -249,6 +249,8 @@ _Tensor.leading_dim = property(lambda self: _core.layout.leading_dim(self.shape,
 # `tensor._dtype`: NVIDIA's examples read the element type under this name too (fmha.py's
 # make_rmem_tensor_like(s_max, s_max._dtype)).
 _Tensor._dtype = property(lambda self: self.element_type)
+# `tensor.dtype`: and under this one (Blackwell fmha.py's recast_ptr(..., dtype=tOrP.dtype)).
+_Tensor.dtype = property(lambda self: self.element_type)
 # `ptr.toint(loc=, ip=)`: helper code passes the DSL's location keywords to every op.
 _pointer_toint = _Pointer.toint
 _Pointer.toint = lambda self, *, loc=None, ip=None: _pointer_toint(self)
