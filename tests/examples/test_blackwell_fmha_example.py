@@ -1,0 +1,111 @@
+"""NVIDIA's Blackwell FMHA forward example (cute/blackwell/kernel/attention/fmha/fmha.py with
+helpers/fmha_helpers.py, BSD-3), loaded unchanged at run time when the examples are present. Its
+kernel class is driven as the script's run() drives it (Q/K/V/O stored (b, s, h_k, h_r, d), the
+mask chosen the same way), with numpy float16 arrays on the CPU emulator for sm_100a: 16 warps in
+five roles (TMA loads, tcgen05 MMAs, two softmax warpgroups, correction, epilogue) over tensor
+memory, checked against a float64 numpy softmax(Q K^T / sqrt(d)) V. The kernel also links to an
+sm_100a cubin in test_sm100_example_cubins.py."""
+import math
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass.cute.runtime import from_dlpack
+
+import nvidia_examples
+from test_ampere_gemm_examples import _cuda_bindings_stand_in, _default_stream
+
+FMHA = "cute/blackwell/kernel/attention/fmha/fmha.py"
+OPTIONS = "--target cpu --gpu-arch sm_100a"
+
+
+def load_fmha(monkeypatch):
+    """The example module (its `from helpers import fmha_helpers` resolves under the examples'
+    root; torch, imported at module level for run(), may be absent)."""
+    if nvidia_examples.ROOT is None or not os.path.isfile(nvidia_examples.path(FMHA)):
+        pytest.skip("NVIDIA's examples are not present (set OPENCUTE_NVIDIA_EXAMPLES)")
+    _cuda_bindings_stand_in(monkeypatch)
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+    monkeypatch.syspath_prepend(nvidia_examples.ROOT)
+    # The class reads the architecture when it is made (BaseDSL.get_arch_enum()), as the bwx: row
+    # sets it.
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bw_fmha_example", nvidia_examples.path(FMHA))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _aligned(shape, dtype, align=128):
+    nbytes = int(np.prod(shape)) * np.dtype(dtype).itemsize
+    raw = np.zeros(nbytes + align, np.uint8)
+    start = (-raw.ctypes.data) % align
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
+def _storage(shape, rng=None):
+    """float16 storage (b, s, h_k, h_r, d), small integers (exact in float16) or zeros, and its
+    cute tensor with a dynamic layout (run()'s cute_tensor_like)."""
+    x = _aligned(shape, np.float16)
+    x[...] = rng.integers(-2, 3, size=shape) if rng is not None else 0
+    return x, from_dlpack(x, assumed_align=32).mark_layout_dynamic(leading_dim=4)
+
+
+def _attention(q, k, v, causal):
+    """softmax(Q K^T / sqrt(d)) V in float64 over (b, s, h_k, h_r, d) storages, K/V heads shared by
+    the h_r query heads of their group; the mask is top-left aligned (query i sees keys <= i)."""
+    q, k, v = (x.astype(np.float64) for x in (q, k, v))
+    s = np.einsum("bqgrd,bkgd->bgrqk", q, k[:, :, :, 0]) / math.sqrt(q.shape[-1])
+    if causal:
+        s = np.where(np.arange(k.shape[1])[None, :] > np.arange(q.shape[1])[:, None], -np.inf, s)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    return np.einsum("bgrqk,bkgd->bqgrd", p, v[:, :, :, 0])
+
+
+def fmha_case(fm, q_shape, s_k, h_k, causal, persistent, rng=None):
+    """(kernel, arguments, q, k, v, o storages) as run() sets them up for fp16 in and out."""
+    b, s_q, h_q, d = q_shape
+    h_r = h_q // h_k
+    (q, tq), (k, tk), (v, tv) = (_storage(shape, rng) for shape in
+                                 ((b, s_q, h_k, h_r, d), (b, s_k, h_k, 1, d), (b, s_k, h_k, 1, d)))
+    o, to = _storage((b, s_q, h_k, h_r, d))
+    mask, window_right = fm.fmha_utils.MaskEnum.WINDOW_MASK, None
+    if causal:
+        window_right = cutlass.Int32(0)
+    elif s_k % 128:
+        mask = fm.fmha_utils.MaskEnum.RESIDUAL_MASK
+    kernel = fm.BlackwellFusedMultiHeadAttentionForward(cutlass.Float32, cutlass.Float32, (128, 128), d, persistent,
+                                                         mask, False, False, use_tma_store=True)
+    assert kernel.can_implement(q_shape, (b, s_k, h_k, d), cutlass.Float16, cutlass.Float16, cutlass.Float16,
+                                cutlass.Float32, cutlass.Float32)
+    scale = 1.0 / math.sqrt(d)
+    args = [tq, tk, tv, to, (b, s_q, s_q, s_k, h_q, h_k, d, d), None, None, None, None, scale * math.log2(math.e),
+            scale, 1.0, None, None, window_right, None, None, _default_stream(), False]
+    return kernel, args, (q, k, v, o)
+
+
+# (q shape (b, s_q, h, d), s_k, h_k, causal, persistent): the script's default sequence length with
+# fewer heads; grouped-query attention over two batches whose s_k needs the residual mask (and a
+# partial last Q tile); a causal persistent run (CTAs loop over the tiles of the emulated B200).
+CASES = [((1, 256, 2, 128), 256, 2, False, False), ((2, 200, 4, 64), 300, 2, False, False),
+         ((1, 384, 2, 32), 384, 2, True, True)]
+
+
+@pytest.mark.parametrize("q_shape,s_k,h_k,causal,persistent", CASES)
+def test_blackwell_fmha_forward_on_the_emulator(monkeypatch, q_shape, s_k, h_k, causal, persistent):
+    fm = load_fmha(monkeypatch)
+    kernel, args, (q, k, v, o) = fmha_case(fm, q_shape, s_k, h_k, causal, persistent, np.random.default_rng(3))
+    cute.compile(kernel, *args, options=OPTIONS)(*args)
+    want = _attention(q, k, v, causal)
+    # fp16 P and O: each probability and output rounded once to half precision.
+    np.testing.assert_allclose(o.astype(np.float64), want, atol=4e-3, rtol=4e-3)
