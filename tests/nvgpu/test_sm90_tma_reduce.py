@@ -35,7 +35,8 @@ def reduce_store_host(dst: cute.Tensor, src: cute.Tensor, reduction: cutlass.Con
 
 
 CASES = [(cute.ReductionOp.ADD, np.float32, np.add), (cute.ReductionOp.MAX, np.int32, np.maximum),
-         (cute.ReductionOp.MIN, np.float16, np.minimum), ("xor", np.uint32, np.bitwise_xor)]
+         (cute.ReductionOp.MIN, np.float16, np.minimum), ("xor", np.uint32, np.bitwise_xor),
+         (None, np.float32, np.add)]  # no reduction named: it adds (NVIDIA's fmha_bwd.py dQ accumulation)
 
 
 def _run(target, reduction, dtype, combine):
@@ -60,7 +61,7 @@ def _run(target, reduction, dtype, combine):
 @pytest.mark.parametrize("reduction,dtype,combine", CASES)
 def test_reduce_store_combines_into_global_memory(reduction, dtype, combine):
     f = _run("cpu", reduction, dtype, combine)
-    name = reduction if isinstance(reduction, str) else reduction.name.lower()
+    name = "add" if reduction is None else reduction if isinstance(reduction, str) else reduction.name.lower()
     toolchain.ptx_of(f)
     assert f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{name}.tile.bulk_group" in f.__ptx__
 

@@ -190,6 +190,12 @@ def make_tiled_copy(atom, layout_tv, tiler_mn, *, loc=None, ip=None):
     return _C.make_tiled_copy(atom, layout_tv, tiler_mn)
 
 
+def make_cotiled_copy(atom, atom_layout_tv, data_layout, *, loc=None, ip=None):
+    """`atom` laid over data as `atom_layout_tv` ((thread, value) -> data address) says, tiling
+    the part of `data_layout` (data coordinate -> address) it reaches (CuTe's make_cotiled_copy)."""
+    return _C.make_cotiled_copy(atom, atom_layout_tv, data_layout)
+
+
 def make_tiled_copy_S(atom, tiled_copy, *, loc=None, ip=None):
     """`atom` arranged as the source side of `tiled_copy` (CuTe's make_tiled_copy_S)."""
     return _C.make_tiled_copy_S(atom, tiled_copy)
@@ -238,7 +244,7 @@ __all__ = [
     "AddressSpace", "make_tensor", "make_ptr", "recast_ptr", "recast_tensor", "domain_offset", "make_identity_tensor",
     "make_rmem_tensor",
     "make_fragment", "make_fragment_like", "make_rmem_tensor_like", "local_tile", "local_partition",
-    "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "make_tiled_copy_S", "make_tiled_copy_D", "copy", "basic_copy", "autovec_copy",
+    "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "make_cotiled_copy", "make_tiled_copy_S", "make_tiled_copy_D", "copy", "basic_copy", "autovec_copy",
     "print_tensor",
 ]
 # `ptr.llvm_ptr`: the pointer as an LLVM-level value, which code calling `cutlass._mlir.dialects`

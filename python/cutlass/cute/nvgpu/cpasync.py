@@ -118,13 +118,15 @@ class CopyBulkTensorTileS2GOp(_TmaOp):
 
 class CopyReduceBulkTensorTileS2GOp(_TmaOp):
     """TMA tile reduce-store, shared -> global memory: each element of the box is combined into
-    global memory with `reduction_kind` (cute.ReductionOp.ADD, MIN, MAX ...) atomically per
-    element (PTX cp.reduce.async.bulk.tensor); completes through bulk groups like the store."""
+    global memory with `reduction_kind` (cute.ReductionOp.ADD, the default, MIN, MAX ...)
+    atomically per element (PTX cp.reduce.async.bulk.tensor); completes through bulk groups like
+    the store."""
     _kind = "store"
 
     def __init__(self, reduction_kind=None, cta_group=None):
         super().__init__(cta_group)
-        self.reduction_kind = reduction_kind
+        # Without one it adds, as CuTe's SM90_TMA_REDUCE_ADD (fmha_bwd.py accumulates dQ so).
+        self.reduction_kind = "add" if reduction_kind is None else reduction_kind
 
     def __repr__(self):
         return f"CopyReduceBulkTensorTileS2GOp({self.reduction_kind})"
