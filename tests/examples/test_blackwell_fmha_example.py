@@ -109,3 +109,89 @@ def test_blackwell_fmha_forward_on_the_emulator(monkeypatch, q_shape, s_k, h_k, 
     want = _attention(q, k, v, causal)
     # fp16 P and O: each probability and output rounded once to half precision.
     np.testing.assert_allclose(o.astype(np.float64), want, atol=4e-3, rtol=4e-3)
+
+
+# ---- the backward pass (fmha_bwd.py) ---------------------------------------------------------------
+
+FMHA_BWD = "cute/blackwell/kernel/attention/fmha/fmha_bwd.py"
+
+
+def load_fmha_bwd(monkeypatch):
+    load_fmha(monkeypatch)  # the same setup: helpers on the path, torch, the architecture
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("bw_fmha_bwd_example", nvidia_examples.path(FMHA_BWD))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _bwd_operand(shape, dtype, rng=None):
+    """run()'s create_and_permute_tensor: storage (b, s, h_k, h_r, d) read as (s, d, h_r, h_k, b),
+    d contiguous, the extents dynamic (s, d divisible by 64)."""
+    from test_fmha_example import _TorchLike
+    x = _aligned(shape, dtype)
+    x[...] = rng.integers(-2, 2, size=shape) if rng is not None else 0
+    t = from_dlpack(_TorchLike(x.transpose(1, 4, 3, 2, 0)), assumed_align=16)
+    return x, t.mark_layout_dynamic(leading_dim=1).mark_compact_shape_dynamic(mode=1, stride_order=(4, 0, 3, 2, 1),
+                                                                              divisibility=64)
+
+
+def _attention_backward(q, k, v, o, do, lse, causal):
+    """dQ, dK, dV (float64, storage layouts) as fmha_bwd_reference computes them from the given O and
+    LSE: P = exp(S - LSE), dV = P^T dO, dS = P (dO V^T - rowsum(O dO)) / sqrt(d), dK = dS^T Q,
+    dQ = dS K; P and dS rounded to float16 before their products, as the kernel's MMAs read them."""
+    q, k, v, o, do = (x.astype(np.float64) for x in (q, k, v, o, do))
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    s = np.einsum("bqgrd,bkgd->bgrqk", q, k[:, :, :, 0]) * scale
+    if causal:
+        s = np.where(np.arange(k.shape[1])[None, :] > np.arange(q.shape[1])[:, None], -np.inf, s)
+    p = np.exp(s - lse.astype(np.float64)[..., None])  # lse: (b, h_k, h_r, s_q)
+    p16 = p.astype(np.float16).astype(np.float64)
+    dv = np.einsum("bgrqk,bqgrd->bkgd", p16, do)[:, :, :, None]
+    dp = np.einsum("bqgrd,bkgd->bgrqk", do, v[:, :, :, 0])
+    ds = (p * (dp - np.einsum("bqgrd,bqgrd->bgrq", o, do)[..., None]) * scale).astype(np.float16).astype(np.float64)
+    dk = np.einsum("bgrqk,bqgrd->bkgd", ds, q)[:, :, :, None]
+    dq = np.einsum("bgrqk,bkgd->bqgrd", ds, k[:, :, :, 0])
+    return dq, dk, dv
+
+
+def fmha_bwd_case(fm, b, s_q, s_k, h_q, h_k, d, causal, rng=None):
+    """(kernel, arguments, storages q, k, v, o, do, lse, dq, dk, dv) as run() sets them up (fp16)."""
+    h_r = h_q // h_k
+    (q, tq), (o, to), (do, tdo) = (_bwd_operand((b, s_q, h_k, h_r, d), np.float16, rng) for _ in range(3))
+    (k, tk), (v, tv) = (_bwd_operand((b, s_k, h_k, 1, d), np.float16, rng) for _ in range(2))
+    (dq, tdq), (dk, tdk), (dv, tdv) = (_bwd_operand(s, np.float16) for s in
+                                       ((b, s_q, h_k, h_r, d), (b, s_k, h_k, 1, d), (b, s_k, h_k, 1, d)))
+    lse = _aligned((b, h_k, h_r, s_q), np.float32)
+    lse[...] = 10 + (rng.random(lse.shape) if rng is not None else 0)
+    tlse = from_dlpack(lse.transpose(3, 2, 1, 0), assumed_align=16).mark_layout_dynamic(leading_dim=0)
+    mask, window_right = fm.fmha_utils.MaskEnum.WINDOW_MASK_BWD, None
+    if causal:
+        window_right = cutlass.Int32(0)
+    elif s_q % 128:
+        mask = fm.fmha_utils.MaskEnum.RESIDUAL_MASK_BWD
+    cls = fm.BlackwellFusedMultiHeadAttentionBackward
+    kernel = cls(cutlass.Float16, cutlass.Float32, (128, 128, d), False, mask)
+    workspace = _aligned((cls._get_workspace_size(s_q, s_k, d, h_q, b, cutlass.Float32),), np.uint8)
+    twork = from_dlpack(workspace, assumed_align=16).mark_layout_dynamic()
+    args = [(s_q, s_k, d, ((h_r, h_k), b)), tq, tk, tv, to, tdq, tdk, tdv, tdo, tlse, None, None, 1.0 / math.sqrt(d),
+            None, window_right, twork, _default_stream()]
+    return kernel, args, (q, k, v, o, do, lse, dq, dk, dv)
+
+
+# (b, s_q, s_k, h_q, h_k, d, causal): the script's head dimension at a shorter sequence; grouped
+# heads over two batches with more keys than queries; s_q needing the residual mask; causal GQA.
+BWD_CASES = [(1, 256, 256, 2, 2, 128, False), (2, 256, 384, 4, 2, 64, False), (1, 200, 256, 2, 2, 64, False),
+             (1, 256, 256, 2, 1, 128, True)]
+
+
+@pytest.mark.parametrize("b,s_q,s_k,h_q,h_k,d,causal", BWD_CASES)
+def test_blackwell_fmha_backward_on_the_emulator(monkeypatch, b, s_q, s_k, h_q, h_k, d, causal):
+    fm = load_fmha_bwd(monkeypatch)
+    kernel, args, (q, k, v, o, do, lse, dq, dk, dv) = fmha_bwd_case(fm, b, s_q, s_k, h_q, h_k, d, causal,
+                                                                     np.random.default_rng(9))
+    cute.compile(kernel, *args, options=OPTIONS)(*args)
+    for got, want in zip((dq, dk, dv), _attention_backward(q, k, v, o, do, lse, causal)):
+        # Each result is rounded once to float16 (dQ through a float32 workspace).
+        assert np.abs(got.astype(np.float64) - want).max() <= 2e-3 * max(1.0, np.abs(want).max())
+        assert np.abs(want).max() > 0.1

@@ -202,3 +202,16 @@ def test_fmha_forward_kernel_links_an_sm100a_cubin(monkeypatch, causal, persiste
     for insn in ("tcgen05.mma.cta_group::1.kind::f16", "tcgen05.ld.sync.aligned.32x32b", "tcgen05.st.sync.aligned",
                  "fma.rz.ftz.f32", "cp.async.bulk.tensor"):
         assert insn in compiled.__ptx__, insn
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["default", "causal"])
+def test_fmha_backward_kernels_link_sm100a_cubins(monkeypatch, causal):
+    from test_blackwell_fmha_example import fmha_bwd_case, load_fmha_bwd
+    fm = load_fmha_bwd(monkeypatch)
+    # The bwx:fmha_bwd row's head dimension and heads (d = 128, 8 heads) at s = 256.
+    kernel, args, _ = fmha_bwd_case(fm, 1, 256, 256, 8, 8, 128, causal)
+    compiled = cute.compile(kernel, *args, options=EMU)
+    check_cubin(compiled)
+    for insn in ("tcgen05.mma.cta_group::1.kind::f16", "cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile",
+                 "tcgen05.ld.sync.aligned.32x32b"):
+        assert insn in compiled.__ptx__, insn
