@@ -439,3 +439,19 @@ def test_tma_to_tcgen05_to_tmem_gemm_against_numpy():
     if gpu.__ptx__ is not None:
         assert "cp.async.bulk.tensor.2d" in gpu.__ptx__ and "tcgen05.mma.cta_group::1.kind::f16" in gpu.__ptx__
         assert gpu.__cubin__  # nvJitLink accepted the whole GEMM for sm_100a
+
+
+def test_tiled_mma_op_answers_the_operations_shape_and_types():
+    # NVIDIA's MLA decode sizes its page loads with tiled_mma.op.shape_mnk[0] // thr_id.shape.
+    seen = {}
+
+    @cute.jit
+    def host():
+        for cta_group, mn in ((ONE, (128, 256)), (tcgen05.CtaGroup.TWO, (256, 128))):
+            tiled = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, K_MAJOR, K_MAJOR, cutlass.Float32, cta_group, mn)
+            op = tiled.op
+            seen[mn] = (op.shape_mnk, op.a_dtype, op.b_dtype, op.acc_dtype, cute.size(tiled.thr_id.shape))
+
+    cute.compile(host, options=EMU)
+    assert seen[(128, 256)] == ((128, 256, 16), cutlass.Float16, cutlass.Float16, cutlass.Float32, 1)
+    assert seen[(256, 128)] == ((256, 128, 16), cutlass.Float16, cutlass.Float16, cutlass.Float32, 2)

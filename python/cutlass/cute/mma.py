@@ -99,6 +99,12 @@ class _OpOfAtom(MmaOp):
     def _key(self):
         return (str(self._atom),)
 
+    # The operation's own attributes (NVIDIA's MLA decode reads tiled_mma.op.shape_mnk).
+    shape_mnk = property(lambda self: tuple(self._atom.shape_mnk))
+    a_dtype = property(lambda self: self._atom.a_dtype)
+    b_dtype = property(lambda self: self._atom.b_dtype)
+    acc_dtype = property(lambda self: self._atom.acc_dtype)
+
 
 TiledMma.op = property(lambda self: _OpOfAtom(self._atom_copy()))
 MmaAtom.op = property(lambda self: _OpOfAtom(copy.copy(self)))
