@@ -16,6 +16,7 @@ def test_members_order_by_number_then_plain_arch_specific_family():
     assert (Arch.sm_103a.major, Arch.sm_103a.minor, Arch.sm_103a.suffix) == (10, 3, "a")
     assert (Arch.sm_90a.major, Arch.sm_90a.minor) == (9, 0) and str(Arch.sm_80) == "sm_80"
     assert not hasattr(Arch, "sm_90f") and not hasattr(Arch, "sm_80a")
+    assert cute.arch.Arch is Arch  # NVIDIA's MLA decode (fp8) imports it from cutlass.cute.arch
 
 
 def test_names_are_read_as_the_compiler_reads_them():

@@ -490,3 +490,18 @@ def test_cotiled_copy_refuses_an_atom_outside_the_data():
 
     with pytest.raises(Exception, match="make_cotiled_copy: the memory the atom's layout"):
         cute.compile(f, options="--target cpu")
+
+
+def test_autovec_copy_takes_an_l1_eviction_hint():
+    # NVIDIA's MLA decode stores its output with l1c_evict_priority=NO_ALLOCATE: a cache hint.
+    @cute.jit
+    def copy_with_hint(src: cute.Tensor, dst: cute.Tensor, hint: cutlass.Constexpr):
+        cute.autovec_copy(src, dst, l1c_evict_priority=hint)
+
+    src, dst = grid(4, 8), np.zeros((4, 8), np.float32)
+    s, d = from_dlpack(src, assumed_align=16), from_dlpack(dst, assumed_align=16)  # static layouts
+    hint = cute.nvgpu.CacheEvictionPriority.NO_ALLOCATE
+    cute.compile(copy_with_hint, s, d, hint, options="--target cpu")(s, d)
+    np.testing.assert_array_equal(dst, src)
+    with pytest.raises(TypeError, match="l1c_evict_priority must be a cute.nvgpu.CacheEvictionPriority"):
+        cute.compile(copy_with_hint, s, d, "no_allocate", options="--target cpu")

@@ -8,6 +8,7 @@ from .._dsl import context
 from .._dsl.errors import DSLUserCodeError, user_location
 from .._dsl.numeric import MAX, MIN, Float32, Int32, Int64, Uint32, Uint64, as_numeric, num_of, wrap
 from .._dsl.rt import max as _dsl_max
+from ..base_dsl.arch import Arch  # noqa: F401 - NVIDIA's MLA decode imports it from here
 from .._dsl.source_lines import _is_user_code
 
 WARP_SIZE = 32

@@ -231,7 +231,13 @@ def _as_vector(t):
     return t._with_layout(composition(t.layout, make_layout((size(t), 1))))
 
 
-def autovec_copy(src, dst, *, loc=None, ip=None):
+def autovec_copy(src, dst, *, l1c_evict_priority=None, loc=None, ip=None):
+    """Copies `src` to `dst` element by element in vectors as wide as the layouts and alignment
+    allow. `l1c_evict_priority` (cute.nvgpu.CacheEvictionPriority) is a cache hint; OpenCuTe does
+    not pass it to the PTX (the copy is the same without it)."""
+    if l1c_evict_priority is not None and type(l1c_evict_priority).__name__ != "CacheEvictionPriority":
+        raise TypeError(f"autovec_copy: l1c_evict_priority must be a cute.nvgpu.CacheEvictionPriority, got "
+                        f"{l1c_evict_priority!r}")
     basic_copy(src, dst)
 
 
@@ -255,6 +261,9 @@ _Tensor.leading_dim = property(lambda self: _core.layout.leading_dim(self.shape,
 # `tensor._dtype`: NVIDIA's examples read the element type under this name too (fmha.py's
 # make_rmem_tensor_like(s_max, s_max._dtype)).
 _Tensor._dtype = property(lambda self: self.element_type)
+# `tensor.value` / `layout.value`: the IR value the MLIR-level builders take
+# (cutlass._mlir.dialects.cute_nvgpu); OpenCuTe's objects stand for themselves.
+_Tensor.value = property(lambda self: self)
 # `tensor.dtype`: and under this one (Blackwell fmha.py's recast_ptr(..., dtype=tOrP.dtype)).
 _Tensor.dtype = property(lambda self: self.element_type)
 # `ptr.toint(loc=, ip=)`: helper code passes the DSL's location keywords to every op.
