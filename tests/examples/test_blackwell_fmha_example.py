@@ -1,10 +1,11 @@
-"""NVIDIA's Blackwell FMHA forward example (cute/blackwell/kernel/attention/fmha/fmha.py with
-helpers/fmha_helpers.py, BSD-3), loaded unchanged at run time when the examples are present. Its
-kernel class is driven as the script's run() drives it (Q/K/V/O stored (b, s, h_k, h_r, d), the
-mask chosen the same way), with numpy float16 arrays on the CPU emulator for sm_100a: 16 warps in
-five roles (TMA loads, tcgen05 MMAs, two softmax warpgroups, correction, epilogue) over tensor
-memory, checked against a float64 numpy softmax(Q K^T / sqrt(d)) V. The kernel also links to an
-sm_100a cubin in test_sm100_example_cubins.py."""
+"""NVIDIA's Blackwell FMHA examples (cute/blackwell/kernel/attention/fmha/fmha.py and fmha_bwd.py with
+helpers/fmha_helpers.py, BSD-3), loaded unchanged at run time when the examples are present. Their
+kernel classes are driven as the scripts' run() drives them (tensors stored (b, s, h_k, h_r, d), the
+mask chosen the same way), with numpy arrays on the CPU emulator for sm_100a. The forward kernel (16
+warps in five roles: TMA loads, tcgen05 MMAs, two softmax warpgroups, correction, epilogue) is
+checked against a float64 numpy softmax(Q K^T / sqrt(d)) V; the backward kernels (sum(O dO), the
+dK/dV/dQ kernel with its TMA reduce-adds of dQ, the dQ conversion) against numpy's gradients. Both
+also link to sm_100a cubins."""
 import math
 import os
 import sys
@@ -195,3 +196,43 @@ def test_blackwell_fmha_backward_on_the_emulator(monkeypatch, b, s_q, s_k, h_q, 
         # Each result is rounded once to float16 (dQ through a float32 workspace).
         assert np.abs(got.astype(np.float64) - want).max() <= 2e-3 * max(1.0, np.abs(want).max())
         assert np.abs(want).max() > 0.1
+
+
+# ---- sm_100a cubins ---------------------------------------------------------------------------------
+
+@pytest.fixture
+def cubin_link(monkeypatch):
+    """Compiles for the emulator while linking each kernel to an sm_100a cubin (a toolchain that
+    rejects it is an error), the file cache off so that the toolchain runs each time."""
+    import toolchain
+    toolchain.require_cubin()
+    monkeypatch.setenv("OPENCUTE_EMULATOR_LINK_CUBIN", "1")
+    monkeypatch.setenv("CUTE_DSL_DISABLE_FILE_CACHING", "True")
+    return toolchain
+
+
+def _check_cubin(compiled, toolchain, *instructions):
+    ptx = toolchain.ptx_of(compiled)
+    assert ".target sm_100a" in ptx
+    cubin = compiled.__cubin__
+    assert cubin is not None and bytes(cubin[:4]) == b"\x7fELF", "nvJitLink produced no sm_100a cubin"
+    for insn in instructions:
+        assert insn in ptx, insn
+
+
+@pytest.mark.parametrize("causal,persistent", [(False, False), (True, True)], ids=["default", "causal persistent"])
+def test_fmha_forward_kernel_links_an_sm100a_cubin(monkeypatch, cubin_link, causal, persistent):
+    fm = load_fmha(monkeypatch)
+    # The bwx:fmha row's shape (b, s, h, d) = (1, 256, 8, 128).
+    kernel, args, _ = fmha_case(fm, (1, 256, 8, 128), 256, 8, causal, persistent)
+    _check_cubin(cute.compile(kernel, *args, options=OPTIONS), cubin_link, "tcgen05.mma.cta_group::1.kind::f16",
+                 "tcgen05.ld.sync.aligned.32x32b", "tcgen05.st.sync.aligned", "fma.rz.ftz.f32", "cp.async.bulk.tensor")
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["default", "causal"])
+def test_fmha_backward_kernels_link_sm100a_cubins(monkeypatch, cubin_link, causal):
+    fm = load_fmha_bwd(monkeypatch)
+    # The bwx:fmha_bwd row's head dimension and heads (d = 128, 8 heads) at s = 256.
+    kernel, args, _ = fmha_bwd_case(fm, 1, 256, 256, 8, 8, 128, causal)
+    _check_cubin(cute.compile(kernel, *args, options=OPTIONS), cubin_link, "tcgen05.mma.cta_group::1.kind::f16",
+                 "cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile", "tcgen05.ld.sync.aligned.32x32b")

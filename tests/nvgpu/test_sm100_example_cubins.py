@@ -189,29 +189,3 @@ def test_grouped_gemm_kernel_links_an_sm100a_cubin(monkeypatch):
     tensormaps = static(zeros((2, kernel_class.num_tensormaps, kernel_class.bytes_per_tensormap // 8), np.int64))
     check_cubin(cute.compile(gemm, *initial, len(groups), sizes, strides, addresses, 2, tensormaps, 2,
                              make_fake_stream(), options=EMU))
-
-
-@pytest.mark.parametrize("causal,persistent", [(False, False), (True, True)], ids=["default", "causal persistent"])
-def test_fmha_forward_kernel_links_an_sm100a_cubin(monkeypatch, causal, persistent):
-    from test_blackwell_fmha_example import fmha_case, load_fmha
-    fm = load_fmha(monkeypatch)
-    # The bwx:fmha row's shape (b, s, h, d) = (1, 256, 8, 128).
-    kernel, args, _ = fmha_case(fm, (1, 256, 8, 128), 256, 8, causal, persistent)
-    compiled = cute.compile(kernel, *args, options=EMU)
-    check_cubin(compiled)
-    for insn in ("tcgen05.mma.cta_group::1.kind::f16", "tcgen05.ld.sync.aligned.32x32b", "tcgen05.st.sync.aligned",
-                 "fma.rz.ftz.f32", "cp.async.bulk.tensor"):
-        assert insn in compiled.__ptx__, insn
-
-
-@pytest.mark.parametrize("causal", [False, True], ids=["default", "causal"])
-def test_fmha_backward_kernels_link_sm100a_cubins(monkeypatch, causal):
-    from test_blackwell_fmha_example import fmha_bwd_case, load_fmha_bwd
-    fm = load_fmha_bwd(monkeypatch)
-    # The bwx:fmha_bwd row's head dimension and heads (d = 128, 8 heads) at s = 256.
-    kernel, args, _ = fmha_bwd_case(fm, 1, 256, 256, 8, 8, 128, causal)
-    compiled = cute.compile(kernel, *args, options=EMU)
-    check_cubin(compiled)
-    for insn in ("tcgen05.mma.cta_group::1.kind::f16", "cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile",
-                 "tcgen05.ld.sync.aligned.32x32b"):
-        assert insn in compiled.__ptx__, insn

@@ -99,11 +99,12 @@ class _OpOfAtom(MmaOp):
     def _key(self):
         return (str(self._atom),)
 
-    # The operation's own attributes (NVIDIA's MLA decode reads tiled_mma.op.shape_mnk).
-    shape_mnk = property(lambda self: tuple(self._atom.shape_mnk))
+    # The operation's operand types and shape, as the tcgen05 / warpgroup ops carry them
+    # (NVIDIA's mixed-input GEMMs size tensor memory by tiled_mma.op.a_dtype).
     a_dtype = property(lambda self: self._atom.a_dtype)
     b_dtype = property(lambda self: self._atom.b_dtype)
     acc_dtype = property(lambda self: self._atom.acc_dtype)
+    shape_mnk = property(lambda self: self._atom.shape_mnk)
 
 
 TiledMma.op = property(lambda self: _OpOfAtom(self._atom_copy()))
