@@ -8,6 +8,7 @@ composition(make_identity_layout(gmem.shape), tile)) into `smem_layout`; returns
 as make_tiled_tma_atom does. NVIDIA's MLA decode passes the first mode of a divide of its tile into
 pages, and of its smem layout: one mode holding the box's modes, taken here as the box."""
 from ...cute import layout as _layout
+from ...cute.nvgpu import cpasync as _cpasync
 
 
 def _box(x):
@@ -19,6 +20,5 @@ def _box(x):
 
 
 def atom_make_non_exec_tiled_tma_load(gmem, smem_layout, cta_v_map, op, num_multicast=1, *, loc=None, ip=None):
-    from ...cute.nvgpu import cpasync
-    info = cpasync.make_tiled_tma_atom(op, gmem, _box(smem_layout), _box(cta_v_map), num_multicast)
+    info = _cpasync.make_tiled_tma_atom(op, gmem, _box(smem_layout), _box(cta_v_map), num_multicast)
     return info.atom, info.tma_tensor
