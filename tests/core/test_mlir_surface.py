@@ -236,6 +236,25 @@ def test_pdl_kernels_run_in_order_on_the_emulator(no_file_cache):
     assert " pdl args(" in compiled.__mlir__
 
 
+@cute.jit
+def pdl_host_switched(a: cute.Tensor, b: cute.Tensor, use_pdl: bool):
+    pdl_kernel(a, b, 5).launch(grid=(4, 1, 1), block=(32, 1, 1), use_pdl=use_pdl)
+
+
+def test_use_pdl_may_be_a_run_time_argument(no_file_cache):
+    # A `use_pdl: bool` jit argument is a run-time Boolean (NVIDIA's Blackwell fmha.py passes one):
+    # the kernel is traced once and launched from an if on it, with PDL in its true branch.
+    a = np.arange(128, dtype=np.int32)
+    b = np.zeros_like(a)
+    compiled = cute.compile(pdl_host_switched, a, b, False)
+    ir = compiled.__mlir__
+    assert ir.count(" pdl args(") == 1 and ir.count("launch @") == 2, ir
+    for use_pdl in (True, False):
+        b[:] = 0
+        compiled(a, b, use_pdl)
+        np.testing.assert_array_equal(b, a * 5)
+
+
 # ---- cooperative launch ------------------------------------------------------------------------------
 
 @cute.kernel

@@ -1,4 +1,5 @@
 #include "ir/scalar_semantics.h"
+#include "ir/directed_rounding.h"
 
 #include <cmath>
 #include <cstring>
@@ -330,6 +331,11 @@ bool is_known_math_function(const std::string& fn, int* arity) {
       // the hardware is within 1-2 ulp of that.
       {"rcp_approx", 1}, {"exp2_approx", 1},
   };
+  DirectedRounding rounded;
+  if (parse_directed_rounding(fn, &rounded)) {
+    if (arity) *arity = rounded.arity();
+    return true;
+  }
   auto it = table.find(fn);
   if (it == table.end()) {
     // "<fn>_fast": cute.math's fastmath variant of an f32 function (libdevice's __nv_fast_*).
@@ -350,6 +356,13 @@ double flush_subnormal(double v) {
 }  // namespace
 
 bool eval_math(const std::string& fn_name, Type t, const std::vector<Scalar>& args, Scalar* out) {
+  DirectedRounding rounded;
+  if (parse_directed_rounding(fn_name, &rounded)) {
+    if (int(args.size()) != rounded.arity()) return false;
+    float c = args.size() > 2 ? float(args[2].f) : 0.0f;
+    *out = Scalar::of_float(eval_directed_rounding(rounded, float(args[0].f), float(args[1].f), c));
+    return true;
+  }
   // A fastmath variant is modelled by the exact function: the GPU's approximate instructions
   // (lg2.approx, ex2.approx, sin.approx) stay within a few ulp of it.
   std::string fn = fn_name;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/directed_rounding.h"
 #include "ir/scalar_semantics.h"
 #include "target/nvvm/narrow_floats.h"
 #include "target/nvvm/op_lowering.h"
@@ -295,6 +296,13 @@ std::string math(KernelLowering& k, const Op& op, Type t, const std::vector<std:
   Type c = compute_type(t);
   std::vector<std::string> w;
   for (auto& a : args) w.push_back(widen(k, t, a));
+  ir::DirectedRounding rounded;
+  if (ir::parse_directed_rounding(op.str_attr, &rounded)) {  // f32 only (the builder checks)
+    std::string operands = "$1, $2", constraints = "=f,f,f", typed = "float " + w[0] + ", float " + w[1];
+    if (rounded.arity() == 3) operands += ", $3", constraints += ",f", typed += ", float " + w[2];
+    return k.emit_def("call float asm \"" + rounded.ptx_instruction() + " $0, " + operands + ";\", \"" + constraints +
+                      "\"(" + typed + ")");
+  }
   if (op.str_attr == "rcp_approx" || op.str_attr == "exp2_approx") {
     // The PTX fast paths work on f32 (f64 rounds to f32 first, as the emulator does).
     std::string x = c->is_f64() ? k.emit_def("fptrunc double " + w[0] + " to float") : w[0];
