@@ -34,7 +34,9 @@ def load_fmha(monkeypatch):
     try:
         import torch  # noqa: F401
     except ImportError:
-        monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+        stand_in = types.ModuleType("torch")
+        stand_in.Tensor = type("Tensor", (), {})  # fmha_bwd.py's reference annotates with it
+        monkeypatch.setitem(sys.modules, "torch", stand_in)
     monkeypatch.syspath_prepend(nvidia_examples.ROOT)
     # The class reads the architecture when it is made (BaseDSL.get_arch_enum()), as the bwx: row
     # sets it.
