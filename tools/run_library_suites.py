@@ -10,6 +10,10 @@ flash-attention repository at 912c6c45, or a folder holding its `flash_attn/cute
 names NVIDIA's wheel, which must never be installed); `--no-install` skips that. pytest-xdist
 spreads each suite over -n workers. Per-test outcomes come from pytest's JUnit XML, written
 (with the log) under --out (default ./library_suites).
+
+Test processes share one GPU, so a test whose own allocations do not fit beside the others' fails
+with torch.OutOfMemoryError; `--rerun-oom` runs those tests again one at a time and counts the
+outcome of that run.
 """
 import argparse
 import collections
@@ -43,22 +47,61 @@ def run_suite(name, tests_dir, args, out):
     return rc, xml, log
 
 
-def counts_per_file(xml):
-    per_file = collections.defaultdict(collections.Counter)
+def out_of_memory_ids(xml, tests_dir):
+    """pytest node ids (relative to tests_dir) of the tests that failed with a CUDA out-of-memory
+    error, from the JUnit XML (classname `a.b.test_file[.Class]`, name `test_x[params]`)."""
+    ids = []
     if not os.path.exists(xml):
-        return per_file
+        return ids
     for case in ET.parse(xml).getroot().iter("testcase"):
-        f = case.get("file") or (case.get("classname", "").replace(".", "/") + ".py")
-        f = os.path.basename(f)
+        text = " ".join((c.get("message") or "") + (c.text or "") for c in case if c.tag in ("failure", "error"))
+        if "OutOfMemoryError" not in text and "CUDA out of memory" not in text:
+            continue
+        parts = case.get("classname", "").split(".")
+        at = next((i for i, part in enumerate(parts) if os.path.isfile(os.path.join(tests_dir, part + ".py"))), None)
+        if at is None:
+            continue
+        ids.append("::".join([parts[at] + ".py", *parts[at + 1:], case.get("name")]))
+    return ids
+
+
+def rerun_one_at_a_time(name, tests_dir, ids, args, out):
+    """Runs `ids` with one worker, in chunks (command-line length); returns the JUnit XML paths."""
+    xmls = []
+    for start in range(0, len(ids), 200):
+        xml = os.path.join(out, f"{name}.oom{start // 200}.xml")
+        cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
+               "-o", "junit_family=xunit1", *ids[start:start + 200]]
+        if args.timeout:
+            cmd += [f"--timeout={args.timeout}"]
+        with open(os.path.join(out, f"{name}.oom.log"), "a") as f:
+            subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=tests_dir)
+        xmls.append(xml)
+    return xmls
+
+
+def outcomes(xml):
+    """{(file, classname, name): outcome} of a JUnit XML."""
+    result = {}
+    if not os.path.exists(xml):
+        return result
+    for case in ET.parse(xml).getroot().iter("testcase"):
+        f = os.path.basename(case.get("file") or (case.get("classname", "").replace(".", "/") + ".py"))
         kinds = {child.tag for child in case}
-        if "failure" in kinds:
-            per_file[f]["failed"] += 1
-        elif "error" in kinds:
-            per_file[f]["errors"] += 1
-        elif "skipped" in kinds:
-            per_file[f]["skipped"] += 1
-        else:
-            per_file[f]["passed"] += 1
+        kind = ("failed" if "failure" in kinds else "errors" if "error" in kinds
+                else "skipped" if "skipped" in kinds else "passed")
+        result[(f, case.get("classname", "").split(".")[-1], case.get("name"))] = kind
+    return result
+
+
+def counts_per_file(xml, *reruns):
+    """passed / failed / errors / skipped per file; a test in a rerun's XML counts as it ended there."""
+    merged = outcomes(xml)
+    for rerun in reruns:
+        merged.update(outcomes(rerun))
+    per_file = collections.defaultdict(collections.Counter)
+    for (f, _, _), kind in merged.items():
+        per_file[f][kind] += 1
     return per_file
 
 
@@ -70,6 +113,8 @@ def main():
     p.add_argument("-k", help="pytest -k expression")
     p.add_argument("--files", nargs="*", help="only these test files (names inside the suite's folder)")
     p.add_argument("--timeout", type=int, default=0, help="per-test timeout in seconds (pytest-timeout)")
+    p.add_argument("--rerun-oom", action="store_true",
+                   help="run the tests that failed with CUDA out of memory again, one at a time")
     p.add_argument("--no-install", action="store_true")
     p.add_argument("--out", default="library_suites")
     args = p.parse_args()
@@ -88,7 +133,13 @@ def main():
     table = []
     for name, tests_dir in suites:
         rc, xml, log = run_suite(name, tests_dir, args, args.out)
-        per_file = counts_per_file(xml)
+        reruns = []
+        if args.rerun_oom:
+            ids = out_of_memory_ids(xml, tests_dir)
+            print(f"{name}: {len(ids)} tests ran out of GPU memory beside the others; running them one at a time",
+                  flush=True)
+            reruns = rerun_one_at_a_time(name, tests_dir, ids, args, args.out)
+        per_file = counts_per_file(xml, *reruns)
         if not per_file:
             table.append((name, "(no results: see " + log + ")", collections.Counter()))
         for f in sorted(per_file):

@@ -1,0 +1,58 @@
+"""tools/run_library_suites.py: which tests are rerun one at a time after running out of GPU
+memory beside the others, and how the rerun's outcome replaces the first one in the per-file
+counts (a hand-written JUnit XML, as pytest writes it with junit_family=xunit1)."""
+import importlib.util
+import os
+
+import pytest
+
+TOOL = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "run_library_suites.py")
+
+FIRST = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="tests.test_rmsnorm" name="test_fwd[8192-bf16]" file="tests/test_rmsnorm.py"/>
+<testcase classname="tests.test_rmsnorm" name="test_fwd[262144-bf16]" file="tests/test_rmsnorm.py">
+  <failure message="torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB">trace</failure></testcase>
+<testcase classname="tests.test_gemm.TestGemm" name="test_big[f16]" file="tests/test_gemm.py">
+  <failure message="RuntimeError: Comparing">... torch.OutOfMemoryError: CUDA out of memory ...</failure></testcase>
+<testcase classname="tests.test_gemm.TestGemm" name="test_wrong[f16]" file="tests/test_gemm.py">
+  <failure message="AssertionError: Tensor-likes are not close!">mismatch</failure></testcase>
+<testcase classname="tests.test_gemm" name="test_sm100_only" file="tests/test_gemm.py">
+  <skipped message="SM100 only"/></testcase>
+</testsuite></testsuites>"""
+
+RERUN = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="tests.test_rmsnorm" name="test_fwd[262144-bf16]" file="tests/test_rmsnorm.py"/>
+<testcase classname="tests.test_gemm.TestGemm" name="test_big[f16]" file="tests/test_gemm.py">
+  <failure message="AssertionError: Tensor-likes are not close!">mismatch</failure></testcase>
+</testsuite></testsuites>"""
+
+
+@pytest.fixture
+def tool():
+    spec = importlib.util.spec_from_file_location("run_library_suites", TOOL)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_out_of_memory_failures_become_node_ids(tool, tmp_path):
+    tests_dir = tmp_path / "tests"
+    tests_dir.mkdir()
+    for f in ("test_rmsnorm.py", "test_gemm.py"):
+        (tests_dir / f).write_text("")
+    xml = tmp_path / "first.xml"
+    xml.write_text(FIRST)
+    assert tool.out_of_memory_ids(str(xml), str(tests_dir)) == [
+        "test_rmsnorm.py::test_fwd[262144-bf16]", "test_gemm.py::TestGemm::test_big[f16]"]
+
+
+def test_a_rerun_outcome_replaces_the_first(tool, tmp_path):
+    first, rerun = tmp_path / "first.xml", tmp_path / "rerun.xml"
+    first.write_text(FIRST)
+    rerun.write_text(RERUN)
+    before = tool.counts_per_file(str(first))
+    assert dict(before["test_rmsnorm.py"]) == {"passed": 1, "failed": 1}
+    assert dict(before["test_gemm.py"]) == {"failed": 2, "skipped": 1}
+    after = tool.counts_per_file(str(first), str(rerun))
+    assert dict(after["test_rmsnorm.py"]) == {"passed": 2}
+    assert dict(after["test_gemm.py"]) == {"failed": 2, "skipped": 1}
