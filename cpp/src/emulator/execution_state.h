@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <memory>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -104,6 +106,9 @@ struct Worker {
   int64_t named_count[kNamedBarriers] = {};
   MbarrierTable mbarriers;  // the block's mbarriers (emulator/sm90_async.h)
   TensorMemory tmem;        // the block's tensor memory (emulator/sm100_tmem.h)
+  // Descriptors the kernel encoded (tma_encode in a kernel), one per instruction and lane: a lane's
+  // next execution of the instruction overwrites its descriptor (copy_tensormap reads it at once).
+  std::unordered_map<uint64_t, std::unique_ptr<TmaDescriptor>> encoded_tma;
 };
 
 struct LaunchCtx {
