@@ -10,6 +10,7 @@ import pytest
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32, Int64
+from cutlass._mlir.dialects import cute as cute_ir, cute_nvgpu as cute_nvgpu_ir, llvm
 from cutlass.cute.nvgpu import cpasync
 import toolchain
 
@@ -25,7 +26,17 @@ def _aligned(values, align=128):
     return out
 
 
-def _host(through_slot=True):
+def _mlir_slot(gslot):
+    """The slot as NVIDIA's MoE helpers name it (moe_utils.tensormap_ptr_for_copy): cast to a generic
+    pointer, rebuilt with make_ptr, recast to a TMA-descriptor pointer type; prefetched."""
+    generic = llvm.addrspacecast(llvm.PointerType.get(cute.AddressSpace.generic), gslot.to_llvm_ptr())
+    ptr = cute.make_ptr(Int64, generic, cute.AddressSpace.generic, assumed_align=128)
+    cute.arch.nvvm_wrappers.prefetch(ptr.to_llvm_ptr(), tensormap=True)
+    desc_type = cute_ir.PtrType.get(cute_nvgpu_ir.TmaDescriptorTiledType.get(), ptr.memspace, 128)
+    return cute_ir.recast_iter(desc_type, ptr.value)
+
+
+def _host(through_slot=True, mlir_slot=False):
     """Block i loads tile i of rows [offs[0], offs[1]) of `b` through a descriptor the kernel made."""
     tm, tk = TILE
     elems = tm * tk
@@ -52,7 +63,9 @@ def _host(through_slot=True):
             g = cute.local_tile(tma_tensor, TILE, (bidx, 0))
             if tidx == 0:
                 cute.arch.mbarrier_arrive_and_expect_tx(bar, elems * 4)
-            if cutlass.const_expr(through_slot):
+            if cutlass.const_expr(mlir_slot):
+                cute.copy(atom, g, s, tma_bar_ptr=bar, tma_desc_ptr=_mlir_slot(gslot))
+            elif cutlass.const_expr(through_slot):
                 cute.copy(atom, g, s, tma_bar_ptr=bar, tma_desc_ptr=gslot)
             else:
                 cute.copy(atom, g, s, tma_bar_ptr=bar)
@@ -75,9 +88,10 @@ def _inputs(start, stop, tiles):
     return b, offs, slots, out
 
 
-def test_a_descriptor_encoded_in_the_kernel_loads_the_rows_it_describes():
+@pytest.mark.parametrize("mlir_slot", [False, True], ids=["slot", "slot named through the MLIR surface"])
+def test_a_descriptor_encoded_in_the_kernel_loads_the_rows_it_describes(mlir_slot):
     b, offs, slots, out = _inputs(5, 19, 2)  # 14 rows from row 5: tile 1 is 6 rows and 2 of zero fill
-    host = _host()
+    host = _host(mlir_slot=mlir_slot)
     compiled = cute.compile(host, b, offs, slots, out, options="--target cpu --gpu-arch sm_100a")
     compiled(b, offs, slots, out)
     want = np.zeros((16, COLS), np.float32)
