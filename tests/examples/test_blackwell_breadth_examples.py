@@ -34,7 +34,7 @@ ROWS = [
     ("efc custom_epilogue_dense_gemm", "sm_100a", f"{EFC}/custom_epilogue_dense_gemm.py",
      ["--mnkl", "256,256,128,1", "--alpha", "2.0", "--beta", "1.0"], {}),
     ("efc custom_epilogue_dense_gemm 2cta fp16 m-major", "sm_100a", f"{EFC}/custom_epilogue_dense_gemm.py",
-     ["--mnkl", "256,256,128,2", "--ab_dtype", "Float16", "--c_dtype", "Float16", "--d_dtype", "Float16",
+     ["--mnkl", "256,128,64,2", "--ab_dtype", "Float16", "--c_dtype", "Float16", "--d_dtype", "Float16",
       "--x_dtype", "Float16", "--y_dtype", "Float16", "--use_2cta_instrs", "--mma_tiler_mn", "256,128",
       "--cluster_shape_mn", "2,1", "--a_major", "m", "--b_major", "n", "--cd_major", "m"], {}),
     ("efc activation_custom_epilogue_dense_gemm", "sm_100a", f"{EFC}/activation_custom_epilogue_dense_gemm.py",
@@ -49,7 +49,7 @@ ROWS = [
     ("geforce dense_gemm", "sm_120a", "cute/blackwell_geforce/kernel/dense_gemm/dense_gemm.py",
      ["--mnkl", "256,256,128,1"], {}),
     ("geforce dense_gemm 128x256 m-major", "sm_120a", "cute/blackwell_geforce/kernel/dense_gemm/dense_gemm.py",
-     ["--mnkl", "256,512,256,2", "--tile_shape_mnk", "128,256,64", "--a_major", "m", "--b_major", "n",
+     ["--mnkl", "128,256,128,2", "--tile_shape_mnk", "128,256,64", "--a_major", "m", "--b_major", "n",
       "--c_major", "m"], {}),
 ]
 
