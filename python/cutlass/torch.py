@@ -138,13 +138,28 @@ def convert_cute_tensor(f32_torch_tensor, cute_tensor, dtype, is_dynamic_layout=
     return cute_tensor
 
 
+def _empty_strided_aligned(torch, shape, stride, dtype, device, align):
+    """torch.empty_strided whose data starts on an `align`-byte boundary. GPU allocations are
+    256-byte aligned already; host allocations only 64-byte, so a larger `align` (a workspace of
+    TMA descriptor slots, assumed_align=128) takes a view at an aligned offset of a larger buffer."""
+    storage = torch.empty_strided(shape, stride, dtype=dtype, device=device)
+    if align <= 1 or storage.data_ptr() % align == 0:
+        return storage
+    itemsize = storage.element_size()
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(n > 0 for n in shape) else 0
+    raw = torch.empty(span * itemsize + align, dtype=torch.uint8, device=storage.device)
+    offset = (-raw.data_ptr()) % align
+    flat = raw[offset:offset + span * itemsize].view(dtype)
+    return flat.as_strided(shape, stride)
+
+
 def cute_tensor_like(data_ref, cutlass_dtype, is_dynamic_layout, assumed_align=None, enable_tvm_ffi=False):
     """(cute tensor, torch tensor): new storage of `cutlass_dtype` with `data_ref`'s shape,
     strides and values, on the GPU when there is one."""
     torch = _torch()
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    storage = torch.empty_strided(tuple(data_ref.shape), tuple(data_ref.stride()),
-                                  dtype=_storage_dtype(cutlass_dtype), device=device)
+    storage = _empty_strided_aligned(torch, tuple(data_ref.shape), tuple(data_ref.stride()),
+                                     _storage_dtype(cutlass_dtype), device, assumed_align or 0)
     _fill(storage, data_ref, cutlass_dtype)
     cute_tensor = from_dlpack(storage, assumed_align=assumed_align)
     cute_tensor.element_type = cutlass_dtype

@@ -94,3 +94,13 @@ def test_current_stream_is_torchs(torch):
         s = cutlass_torch.current_stream()
     handle = int(s)  # cuda.bindings CUstream: int() is the handle, getPtr() the address holding it
     assert int(handle) == stream.cuda_stream
+
+
+def test_cute_tensor_like_honours_an_alignment_beyond_the_host_allocators(torch):
+    # Host allocations are only 64-byte aligned; NVIDIA's MoE GEMM asks assumed_align=128 for its
+    # workspace of TMA descriptor slots (GPU allocations are 256-byte aligned).
+    for n in (40, 64, 300):
+        ref = torch.arange(n, dtype=torch.float32).reshape(n // 4, 4).t()  # a strided (column-major) view
+        cute_tensor, storage = cutlass_torch.cute_tensor_like(ref, cutlass.Float32, True, 128)
+        assert storage.data_ptr() % 128 == 0
+        assert storage.stride() == ref.stride() and torch.equal(storage, ref)

@@ -3,6 +3,8 @@ hand-computed answers: the TMA op each operand needs for a cluster shape, the ep
 sm100 builder picks, the epilogue's shared-memory layout; and make_tiled_tma_atom_A/B: an
 MMA-ordered ((atom M, atom K), rest M, rest K) shared-memory layout filled by one TMA box per CTA
 (half of the tile each with a 2-CTA MMA), checked against numpy on the emulator."""
+import types
+
 import numpy as np
 import pytest
 
@@ -287,3 +289,40 @@ def test_make_trivial_tiled_mma_takes_a_separate_b_dtype_as_newer_examples_pass_
     with pytest.raises(TypeError, match="different types"):
         sm100_utils.make_trivial_tiled_mma(cutlass.Float16, cutlass.BFloat16, OperandMajorMode.K, OperandMajorMode.K,
                                            cutlass.Float32, tcgen05.CtaGroup.ONE, (128, 64))
+
+
+@cute.kernel
+def _smem_store_partition_kernel(out: cute.Tensor):
+    # A stand-in for the tensor-memory load: thread t holds row t of a (32, 4) subtile.
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), Float32)
+    t2r = cute.make_tiled_copy_tv(atom, cute.make_layout((32, 1)), cute.make_layout((1, 4)))
+    smem = utils.SmemAllocator()
+    sC = smem.allocate_tensor(Float32, cute.make_layout((32, 4, 2), stride=(4, 1, 128)), byte_alignment=128)
+    tidx, _, _ = cute.arch.thread_idx()
+    tTR_rC = cute.make_rmem_tensor(t2r.get_slice(tidx).partition_D(sC[(None, None, 0)]).shape, Float32)
+    for i in cutlass.range_constexpr(4):
+        tTR_rC[i] = Float32(tidx * 10 + i)
+    gemm = types.SimpleNamespace(c_layout=utils.LayoutEnum.ROW_MAJOR, c_dtype=Float32, acc_dtype=Float32)
+    r2s, tRS_rC, tRS_sC = utils.gemm.sm100.epilogue_smem_copy_and_partition(gemm, t2r, tTR_rC, tidx, sC)
+    cute.copy(r2s, tRS_rC, tRS_sC[(None, None, None, 1)])
+    # The examples' fused epilogues retile other fragments of the load's shape with the returned copy.
+    doubled = cute.make_rmem_tensor(tTR_rC.shape, Float32)
+    doubled.store(tTR_rC.load() * 2.0)
+    cute.copy(r2s, r2s.retile(doubled), tRS_sC[(None, None, None, 0)])
+    cute.arch.sync_threads()
+    for s in cutlass.range_constexpr(2):
+        for n in cutlass.range_constexpr(4):
+            out[tidx, n, s] = sC[tidx, n, s]
+
+
+@cute.jit
+def _smem_store_partition_host(out: cute.Tensor):
+    _smem_store_partition_kernel(out).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_epilogue_smem_copy_and_partition_returns_a_tiled_copy_that_retiles():
+    out = np.zeros((32, 4, 2), np.float32)
+    cute.compile(_smem_store_partition_host, out, options=SM100)(out)
+    rows = np.arange(32)[:, None] * 10 + np.arange(4)[None, :]
+    np.testing.assert_array_equal(out[:, :, 1], rows)
+    np.testing.assert_array_equal(out[:, :, 0], 2 * rows)

@@ -1,8 +1,8 @@
 """cutlass.utils.HardwareInfo on the emulator for the Blackwell architectures: with CUTE_DSL_TARGET=cpu
 and CUTE_DSL_ARCH=sm_100a / sm_100f it answers for a B200 (148 SMs, one CTA per SM when a CTA fills
-its 227 KiB of shared memory), sm_103a for a B300, and a cooperative grid must fit that part; other
-architectures, and the GPU target, keep asking the device. Shared-memory capacity per block agrees
-with the same C++ table."""
+its 227 KiB of shared memory), sm_103a for a B300, sm_120a for a GeForce RTX 5090, and a cooperative
+grid must fit that part; other architectures, and the GPU target, keep asking the device.
+Shared-memory capacity per block agrees with the same C++ table."""
 import numpy as np
 import pytest
 
@@ -41,6 +41,18 @@ def test_b300_for_sm_103a(emulated):
     emulated("sm_103a")
     assert emulated_part()["name"] == "B300"
     assert utils.HardwareInfo().get_device_multiprocessor_count() == 148
+
+
+@pytest.mark.parametrize("arch", ["sm_120a", "sm_120f"])
+def test_geforce_blackwell_stands_for_an_rtx_5090(emulated, arch):
+    # NVIDIA's GeForce examples size persistent grids with HardwareInfo: 170 SMs, 99 KiB per block.
+    emulated(arch)
+    info = utils.HardwareInfo()
+    assert info.get_device_multiprocessor_count() == 170
+    assert info.get_l2_cache_size_in_bytes() == 96 * 2**20
+    assert [info.get_max_active_clusters(n) for n in (1, 2, 4)] == [170, 85, 42]
+    assert emulated_part()["name"] == "RTX 5090"
+    assert utils.get_smem_capacity_in_bytes(arch) == emulated_part()["smem_per_block_bytes"] == 99 * 1024
 
 
 def test_smem_capacity_by_name():

@@ -6,6 +6,8 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <memory>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -108,6 +110,9 @@ struct Worker {
   // Scheduling turns in which one of the block's warps got further (block_scheduler.cpp): a
   // tcgen05.dealloc waits until they stop changing (exec_tmem).
   uint64_t steps = 0;
+  // Descriptors the kernel encoded (tma_encode in a kernel), one per instruction and lane: a lane's
+  // next execution of the instruction overwrites its descriptor (copy_tensormap reads it at once).
+  std::unordered_map<uint64_t, std::unique_ptr<TmaDescriptor>> encoded_tma;
 };
 
 struct LaunchCtx {

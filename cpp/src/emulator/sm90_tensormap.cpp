@@ -1,6 +1,8 @@
 #include "emulator/sm90_tensormap.h"
 
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "emulator/diagnostics.h"
@@ -164,6 +166,17 @@ bool forges_global_pointers(const ir::Block& body) {
 }
 
 bool lower_sm90_tensormap(DeviceEmulator::Program& p, const ir::Op& op) {
+  if (op.code == OpCode::TmaEncode) {  // a kernel's own descriptor (make_tiled_tma_atom in a kernel)
+    Inst i(K::Sm90Tensormap);
+    i.op = &op;
+    i.code = op.code;
+    i.imm = op.int_attr;  // rank
+    i.type = op.result()->type->element;
+    i.dst = p.reg(op.result());
+    for (const ir::Value* v : op.operands) i.srcs.push_back(p.reg(v));
+    p.emit(std::move(i));
+    return true;
+  }
   if (op.code != OpCode::TmaDescCopy && op.code != OpCode::TmaDescReplace && op.code != OpCode::TmaDescCpFenceRelease)
     return false;
   Inst i(K::Sm90Tensormap);
@@ -182,8 +195,38 @@ bool lower_sm90_tensormap(DeviceEmulator::Program& p, const ir::Op& op) {
 
 namespace {
 
+// tma_encode in a kernel: each lane fills its descriptor (the fields the host's encode checks)
+// in the block's store and gets its address.
+void encode_in_kernel(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const int rank = int(i.imm);
+  const ir::Op& op = *i.op;
+  for (uint32_t m = warp.mask; m; m &= m - 1) {
+    const int l = __builtin_ctz(m);
+    auto lane_value = [&](size_t k) { return warp.regs[size_t(i.srcs[k]) * kWarp + size_t(l)].i; };
+    uint64_t dims[5], strides[5];
+    uint32_t box[5];
+    for (int k = 0; k < rank; ++k) {
+      dims[k] = uint64_t(lane_value(size_t(1 + k)));
+      strides[k] = uint64_t(lane_value(size_t(1 + rank + k)));
+      box[k] = uint32_t(op.ints[size_t(1 + k)]);
+    }
+    std::unique_ptr<TmaDescriptor>& d = w.encoded_tma[reinterpret_cast<uintptr_t>(&i) * kWarp + uint64_t(l)];
+    if (!d) d = std::make_unique<TmaDescriptor>();
+    try {
+      fill_tma_descriptor(*d, i.type, rank, uint64_t(lane_value(0)), dims, strides, box, int(op.ints[0]));
+    } catch (const std::invalid_argument& e) {
+      fail_at(c, w, warp, l, i, std::string(e.what()) + " (make_tiled_tma_atom in the kernel)");
+    }
+    warp.regs[size_t(i.dst) * kWarp + size_t(l)] = Scalar::of_int(int64_t(reinterpret_cast<uintptr_t>(d.get())));
+  }
+}
+
 // The tensor-map ops need the warp's registers, shared memory, failure reports and the global bounds check.
 Flow exec_sm90_tensormap(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  if (i.code == OpCode::TmaEncode) {
+    encode_in_kernel(i, c, w, warp);
+    return Flow::Next;
+  }
   Sm90WarpContext ctx;
   ctx.regs = warp.regs;
   ctx.mask = warp.mask;

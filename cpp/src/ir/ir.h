@@ -107,7 +107,8 @@ enum class OpCode : uint8_t {
   TmaDescOp,   // (desc); int_attr = TmaDescOpKind: prefetch.tensormap / fence.proxy.tensormap acquire
   TmaEncode,   // host: (global ptr, extents i64 x rank, byte strides i64 x rank) -> param-space pointer to a
                // TMA descriptor (the result type's element is the element type); int_attr = rank,
-               // ints = {swizzle bytes, box sizes x rank}
+               // ints = {swizzle bytes, box sizes x rank}. In a kernel: a generic pointer that only
+               // TmaDescCopy reads (the GPU form sets the slot's fields with tensormap.replace)
   // Hopper warp/CTA and cluster family (hmisc: dsl/sm90_ops, target/nvvm/lower_sm90_warp.cpp,
   // emulator/sm90_warp.cpp; clusters are co-scheduled by block_scheduler.cpp)
   ClusterSreg,     // -> i32; int_attr = ClusterSregKind, ints = {dimension 0..2}

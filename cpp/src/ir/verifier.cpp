@@ -387,13 +387,16 @@ class Verifier {
         break;
       case OpCode::TmaEncode: {
         const size_t rank = size_t(op.int_attr);
+        // In host code it gives the kernel parameter (param space); a kernel encodes into a
+        // generic descriptor pointer that only copy_tensormap reads.
+        const bool host = fn_->kind == FunctionKind::Host;
         bool ok = rank >= 1 && rank <= 5 && o.size() == 1 + 2 * rank && op.ints.size() == 1 + rank &&
                   op.results.size() == 1 && op.results[0]->type->is_pointer() &&
-                  op.results[0]->type->space == AddrSpace::Param && (o[0]->type->is_pointer() || o[0]->type == i64());
+                  op.results[0]->type->space == (host ? AddrSpace::Param : AddrSpace::Generic) &&
+                  (o[0]->type->is_pointer() || o[0]->type == i64());
         for (size_t k = 1; ok && k < o.size(); ++k) ok = o[k]->type == i64();
         expect(op, ok, "tma_encode takes (global pointer, rank i64 extents, rank i64 byte strides) and gives a "
-                       "param-space descriptor pointer");
-        expect(op, fn_->kind == FunctionKind::Host, "tma_encode is only valid in host code");
+                       "param-space descriptor pointer (a generic one in a kernel)");
         break;
       }
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:

@@ -43,9 +43,14 @@ const EmulatedPart* emulated_part(const Arch& arch) {
   // B300 (Blackwell Ultra): NVIDIA publishes the full die's 160 SMs but not how many a B300
   // enables, nor its L2; until it does, the emulated B300 has the B200's figures.
   static const EmulatedPart b300{"B300", 148, int64_t(126) << 20, 228 << 10, 227 << 10, 8, 16};
+  // GeForce RTX 5090 (GB202, sm_120): 170 SMs, 96 MB of L2, 100 KiB of shared memory per SM
+  // (99 KiB per block), clusters of up to 8 CTAs (NVIDIA documents no non-portable opt-in beyond
+  // the portable 8 for it, so the emulated part allows none).
+  static const EmulatedPart rtx5090{"RTX 5090", 170, int64_t(96) << 20, 100 << 10, 99 << 10, 8, 8};
   if (arch.suffix != 'a' && arch.suffix != 'f') return nullptr;
   if (arch.number == 100) return &b200;
   if (arch.number == 103) return &b300;
+  if (arch.number == 120) return &rtx5090;
   return nullptr;
 }
 

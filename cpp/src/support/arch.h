@@ -54,7 +54,8 @@ struct EmulatedPart {
   int max_active_clusters(int cluster_size) const { return cluster_size > 0 ? sm_count / cluster_size : 0; }
 };
 
-// The part for sm_100a / sm_100f (B200) and sm_103a / sm_103f (B300); null for any other
+// The part for sm_100a / sm_100f (B200), sm_103a / sm_103f (B300) and sm_120a / sm_120f (GeForce
+// RTX 5090); null for any other
 // architecture (kernels for it run on the emulator without a part to describe).
 const EmulatedPart* emulated_part(const Arch& arch);
 

@@ -95,8 +95,21 @@ TEST(EmulatedPart, BlackwellArchesStandForB200AndB300) {
   }
   ASSERT_NE(emulated_part(parse_arch("sm_103a")), nullptr);
   EXPECT_STREQ(emulated_part(parse_arch("sm_103a"))->name, "B300");
-  for (const char* name : {"sm_80", "sm_90a", "sm_100", "sm_120a", ""})
+  for (const char* name : {"sm_80", "sm_90a", "sm_100", "sm_120", "sm_121a", ""})
     EXPECT_EQ(emulated_part(parse_arch(name)), nullptr) << name;
+}
+
+TEST(EmulatedPart, GeForceBlackwellStandsForRtx5090) {
+  for (const char* name : {"sm_120a", "sm_120f"}) {
+    const opencute::support::EmulatedPart* p = opencute::support::emulated_part(parse_arch(name));
+    ASSERT_NE(p, nullptr) << name;
+    EXPECT_STREQ(p->name, "RTX 5090");
+    EXPECT_EQ(p->sm_count, 170);
+    EXPECT_EQ(p->smem_per_sm_bytes, 100 * 1024);
+    EXPECT_EQ(p->smem_per_block_bytes, parse_arch(name).smem_capacity_bytes());  // one figure, two tables agree
+    EXPECT_EQ(p->max_active_clusters(1), 170);
+    EXPECT_EQ(p->max_active_clusters(4), 42);
+  }
 }
 
 TEST(ArchOfTrace, EachTracerKeepsItsOwn) {

@@ -501,6 +501,16 @@ def exp2(a, *, loc=None, ip=None):
     return wrap(_core.math("exp2_approx", [_f32(a)]))
 
 
+def prefetch(ptr, *, tensormap=False, loc=None, ip=None):
+    """prefetch.tensormap: bring the TMA descriptor at `ptr` (a global or generic pointer to a
+    128-byte slot) into the descriptor cache (NVIDIA's MoE GEMMs prefetch per-expert descriptors
+    through `nvvm_wrappers.prefetch`). Only the tensor-map form is provided."""
+    if not tensormap:
+        raise DSLUserCodeError("cute.arch.prefetch: only the TMA descriptor form (tensormap=True) is supported",
+                               code="VALUE_INVALID")
+    _core.sm90.tma_descriptor_op(_pointer_value(ptr), True)
+
+
 # NVIDIA's examples import warp constants from `cutlass.cute.arch.nvvm_wrappers`: the same names,
 import sys as _sys  # noqa: E402
 

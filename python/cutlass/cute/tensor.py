@@ -71,6 +71,15 @@ def make_tensor(iterator, layout, *, loc=None, ip=None):
 
 
 def make_ptr(dtype, value, mem_space=AddressSpace.generic, *, assumed_align=None, loc=None, ip=None):
+    """A pointer to `dtype` in `mem_space` at `value`: an integer address, or a pointer (an
+    llvm.addrspacecast result, as NVIDIA's MoE helpers pass) whose address is taken as is."""
+    if isinstance(value, _core.Num) and not value.is_static:
+        try:
+            value = _C.pointer_from_value(value)  # a traced pointer value
+        except TypeError:
+            pass  # a traced integer
+    if isinstance(value, _Pointer):
+        value = value.toint()
     return _C.make_ptr(dtype, value, int(mem_space), assumed_align or 0)
 
 
@@ -256,6 +265,9 @@ __all__ = [
 # `ptr.llvm_ptr`: the pointer as an LLVM-level value, which code calling `cutlass._mlir.dialects`
 # ops passes (fmha.py's mbarrier wait). OpenCuTe's IR pointer is typed, so it is the pointer itself.
 _Pointer.llvm_ptr = property(lambda self: self)
+_Pointer.to_llvm_ptr = lambda self, *, loc=None, ip=None: self  # (the method form, moe_utils.py)
+# `ptr.value`: its IR value, which code recasting pointers through cutlass._mlir.dialects.cute passes.
+_Pointer.value = property(lambda self: self)
 # `tensor.leading_dim`: where its unit-stride mode is (cute.leading_dim of its shape and stride).
 _Tensor.leading_dim = property(lambda self: _core.layout.leading_dim(self.shape, self.stride))
 # `tensor._dtype`: NVIDIA's examples read the element type under this name too (fmha.py's

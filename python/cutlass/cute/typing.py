@@ -5,6 +5,7 @@ for _cls in (Tensor, Pointer):
     _cls.__module__ = "cutlass.cute.typing"
 
 from .layout import Layout, ComposedLayout  # noqa: E402,F401
+from .._dsl.address_space import AddressSpace  # noqa: E402,F401
 
 Shape = Stride = Coord = IntTuple = Tile = tuple
 

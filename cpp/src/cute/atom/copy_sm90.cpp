@@ -56,6 +56,15 @@ const char* op_name(TmaKind k) {
   return "?";
 }
 
+// A descriptor a kernel encoded (make_tiled_tma_atom in a kernel) exists on the GPU only once
+// copy_tensormap wrote it to memory: TMA instructions and prefetches name that slot instead.
+void refuse_kernel_encoded(const dsl::Num& descriptor, const std::string& what) {
+  const ir::Value* v = descriptor.value;
+  if (v && v->def && v->def->code == ir::OpCode::TmaEncode && v->type->space != ir::AddrSpace::Param)
+    tma_error("TMA_COPY", what + ": the atom was made in the kernel, where its descriptor exists only once "
+                                 "cpasync.copy_tensormap wrote it to a 128-byte slot; name that slot with tma_desc_ptr=");
+}
+
 void require_sm90(const std::string& what) {
   const support::Arch& arch = dsl::Tracer::current_target_arch();
   if (arch.older_than(90))
@@ -122,9 +131,10 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
                                   int num_multicast) {
   const std::string name = std::string("make_tiled_tma_atom(") + op_name(kind) + ")";
   dsl::Tracer& t = dsl::Tracer::require(name.c_str());
-  if (t.in_kernel())
-    tma_error("TMA_IN_KERNEL", name + " builds a TMA descriptor on the host: call it in the @cute.jit function and "
-                                      "pass the atom to the kernel");
+  // In a kernel (NVIDIA's MoE GEMMs build one per expert from run-time extents) the descriptor is
+  // encoded by the kernel: its tma_encode op gives a generic pointer that cpasync.copy_tensormap
+  // writes to a global or shared slot, which TMA copies then name (tma_desc_ptr=).
+  const bool in_kernel = t.in_kernel();
   require_sm90(name);
   if (!gmem.is_memory() || gmem.space() == ir::AddrSpace::Smem || gmem.space() == ir::AddrSpace::Rmem)
     tma_error("TMA_LAYOUT", name + ": the tensor must be a global-memory tensor");
@@ -452,7 +462,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   std::vector<ir::Value*> ops = {gmem.ptr};
   ops.insert(ops.end(), extents.begin(), extents.end());
   ops.insert(ops.end(), strides.begin(), strides.end());
-  ir::Op* op = b.create(ir::OpCode::TmaEncode, ops, {ir::pointer_type(a.element, ir::AddrSpace::Param, 64)});
+  ir::Op* op = b.create(ir::OpCode::TmaEncode, ops,
+                        {ir::pointer_type(a.element, in_kernel ? ir::AddrSpace::Generic : ir::AddrSpace::Param, 64)});
   op->int_attr = a.rank;
   op->ints = {a.swizzle_bytes};
   for (int k = 0; k < a.rank; ++k) op->ints.push_back(a.box[k]);
@@ -497,6 +508,7 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
   const std::string what = "cute.copy(" + a.op_name + ")";
   dsl::Tracer& t = dsl::Tracer::require(what.c_str());
   if (!t.in_kernel()) tma_error("ARCH_OUTSIDE_KERNEL", what + " is only available inside a @cute.kernel");
+  refuse_kernel_encoded(descriptor, what);
   const bool load = a.kind != TmaKind::Store;
   const Tensor& g = load ? src : dst;
   const Tensor& s = load ? dst : src;
@@ -585,6 +597,7 @@ void tma_descriptor_op(const dsl::Num& descriptor, bool prefetch) {
   dsl::Tracer& t = dsl::Tracer::require(what);
   if (!t.in_kernel()) tma_error("ARCH_OUTSIDE_KERNEL", std::string(what) + " is only available inside a @cute.kernel");
   require_sm90(what);
+  refuse_kernel_encoded(descriptor, what);
   t.builder().create(ir::OpCode::TmaDescOp, {dsl::materialize(descriptor)}, {})->int_attr =
       int64_t(prefetch ? ir::TmaDescOpKind::Prefetch : ir::TmaDescOpKind::FenceAcquire);
 }

@@ -1,1 +1,1 @@
-"""MLIR dialect modules the examples import (`llvm`, `math`, `vector`)."""
+"""MLIR dialect modules the examples import (`llvm`, `math`, `vector`, `nvvm`, `cute`, `cute_nvgpu`)."""

@@ -6,7 +6,10 @@ atom_make_non_exec_tiled_tma_load(gmem, smem_layout, cta_v_map, op, num_multicas
 copying the box of `gmem` that `cta_v_map` maps (CuTe's tile coordinate -> gmem coordinate map,
 composition(make_identity_layout(gmem.shape), tile)) into `smem_layout`; returns (atom, TMA tensor)
 as make_tiled_tma_atom does. NVIDIA's MLA decode passes the first mode of a divide of its tile into
-pages, and of its smem layout: one mode holding the box's modes, taken here as the box."""
+pages, and of its smem layout: one mode holding the box's modes, taken here as the box.
+
+TmaDescriptorTiledType: the pointee type that names a TMA descriptor slot (a 128-byte tiled
+tensor map) in a `cute.PtrType` (see dialects.cute)."""
 from ...cute import layout as _layout
 from ...cute.nvgpu import cpasync as _cpasync
 
@@ -22,3 +25,12 @@ def _box(x):
 def atom_make_non_exec_tiled_tma_load(gmem, smem_layout, cta_v_map, op, num_multicast=1, *, loc=None, ip=None):
     info = _cpasync.make_tiled_tma_atom(op, gmem, _box(smem_layout), _box(cta_v_map), num_multicast)
     return info.atom, info.tma_tensor
+
+
+class TmaDescriptorTiledType:
+    @staticmethod
+    def get(context=None):
+        return TmaDescriptorTiledType()
+
+    def __repr__(self):
+        return "!cute_nvgpu.tma_descriptor_tiled"

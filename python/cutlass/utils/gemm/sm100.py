@@ -83,11 +83,14 @@ def epilogue(gemm, tidx, tCtAcc_base, tCgC, epi_tile, epilogue_op, mma_tile_coor
 
 
 def epilogue_smem_copy_and_partition(gemm, tiled_copy_t2r, tTR_rC, tidx, sC, *, loc=None, ip=None):
-    """The register -> shared-memory store of the TMA-store epilogue: (copy atom, tRS_rC, tRS_sC),
-    each thread storing the elements its tensor-memory load gave it (the load's destination
-    partition of the staged C buffer (EPI_M, EPI_N, STAGE))."""
+    """The register -> shared-memory store of the TMA-store epilogue: (tiled copy r2s, tRS_rC, tRS_sC).
+    The store atom is tiled as the destination side of the tensor-memory load, so each thread
+    stores the elements that load gave it: tRS_rC is tTR_rC retiled for the store, tRS_sC the
+    store's partition of the staged C buffer (EPI_M, EPI_N, STAGE). Callers retile other register
+    fragments of the load's shape with the returned tiled copy."""
     atom = blackwell_helpers.get_smem_store_op(gemm.c_layout, gemm.c_dtype, gemm.acc_dtype, tiled_copy_t2r)
-    return atom, tTR_rC, tiled_copy_t2r.get_slice(tidx).partition_D(sC)
+    tiled_copy_r2s = cute.make_tiled_copy_D(atom, tiled_copy_t2r)
+    return tiled_copy_r2s, tiled_copy_r2s.retile(tTR_rC), tiled_copy_r2s.get_slice(tidx).partition_D(sC)
 
 
 def epilogue_tma_store(gemm, tidx, warp_idx, tma_atom_c, tCtAcc_base, sC, tCgC, epi_tile, num_tiles_executed,

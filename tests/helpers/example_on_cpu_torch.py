@@ -1,0 +1,78 @@
+"""Runs one of NVIDIA's example scripts (argv[1], its arguments after it) on a machine without a
+GPU: torch's CUDA calls are served by the CPU (tensors asked for on "cuda" are made on the host,
+streams are 0, the CUDA profiler is off), and cuda.bindings.driver gets a stand-in when absent.
+The example's kernels run on OpenCuTe's CPU emulator (CUTE_DSL_TARGET=cpu) and the script checks
+their results against its own torch reference, as it does on the GPU.
+
+OPENCUTE_EXAMPLE_GMEM_TENSORS=1: host tensors enter compiled functions as global-memory tensors,
+as GPU tensors do (NVIDIA's MoE helpers insist on gmem pointers). Test infrastructure only."""
+import contextlib
+import os
+import runpy
+import sys
+import types
+
+try:
+    import cuda.bindings.driver  # noqa: F401
+except ImportError:
+    cuda, bindings, driver = (types.ModuleType(n) for n in ("cuda", "cuda.bindings", "cuda.bindings.driver"))
+    driver.CUstream = type("CUstream", (int,), {})
+    driver.CUstream_flags = types.SimpleNamespace(CU_STREAM_DEFAULT=0)
+    cuda.bindings, bindings.driver = bindings, driver
+    sys.modules.update({"cuda": cuda, "cuda.bindings": bindings, "cuda.bindings.driver": driver})
+
+import torch  # noqa: E402
+import torch.profiler  # noqa: E402
+from torch.overrides import TorchFunctionMode  # noqa: E402
+
+
+def _host(device):
+    if isinstance(device, str) and device.startswith("cuda"):
+        return "cpu"
+    if isinstance(device, torch.device) and device.type == "cuda":
+        return torch.device("cpu")
+    if isinstance(device, int) and not isinstance(device, bool):
+        return "cpu"
+    return device
+
+
+class _CudaOnHost(TorchFunctionMode):
+    def __torch_function__(self, func, types_, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func is torch.Tensor.cuda:
+            return args[0]
+        if "device" in kwargs:
+            kwargs["device"] = _host(kwargs["device"])
+        if func is torch.Tensor.to:
+            args = tuple(_host(a) if i else a for i, a in enumerate(args))
+        return func(*args, **kwargs)
+
+
+class _NoProfiler(contextlib.nullcontext):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def __enter__(self):
+        return self
+
+    def key_averages(self):
+        return types.SimpleNamespace(table=lambda **kwargs: "(no CUDA profiler on the host)")
+
+
+torch.cuda.is_available = lambda: True
+torch.cuda.current_stream = lambda *a, **k: types.SimpleNamespace(cuda_stream=0)
+torch.cuda.default_stream = torch.cuda.current_stream
+torch.cuda.synchronize = lambda *a, **k: None
+torch.profiler.profile = _NoProfiler
+_CudaOnHost().__enter__()
+
+if os.environ.get("OPENCUTE_EXAMPLE_GMEM_TENSORS"):
+    import cutlass._dsl.runtime_arguments as _arguments
+    from cutlass._dsl.address_space import AddressSpace
+
+    _arguments.Tensor.memspace = property(lambda self: AddressSpace.gmem)
+
+script = os.path.abspath(sys.argv[1])
+sys.argv = sys.argv[1:]
+sys.path.insert(0, os.path.dirname(script))
+runpy.run_path(script, run_name="__main__")
