@@ -58,6 +58,9 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
   ir::Value* slot = slot_operand(slot_ptr, what);
   if (!g.is_memory() || g.space() == ir::AddrSpace::Smem || g.space() == ir::AddrSpace::Rmem)
     fail("TMA_LAYOUT", what + ": the new tensor must be a global-memory tensor");
+  if (a.element->is_sub_byte() || a.recast > 1 || std::any_of(a.parts, a.parts + a.rank, [](int p) { return p > 0; }))
+    fail("NOT_SUPPORTED", what + ": re-pointing an atom of packed 4-bit elements, an internal_type recast or "
+                              "merged contiguous modes is not implemented");
   if (g.element()->byte_size() != a.element->byte_size() || g.element()->width != a.element->width)
     fail("TYPE_MISMATCH", what + ": the atom copies " + dsl::dtype_name(a.element) + ", the tensor holds " +
                               dsl::dtype_name(g.element()));
