@@ -129,8 +129,8 @@ void mode_runs(const L::Layout& s, int i, const L::Layout& tile, const std::stri
 // split one, or the split one when a single box holds its slice), each a leaf's only run, read
 // from coordinate step 1, with a static stride, every leaf but the last whole: the merged
 // coordinate is then a fixed combination of the leaves' coordinates, and its extent CuTe's
-// recurrence sum((extent_j - 1) * scale_j) + 1. `split` follows its dimension.
-void merge_contiguous_dims(std::vector<Run>& dims, int& split, int64_t split_box, int num_multicast,
+// recurrence sum((extent_j - 1) * scale_j) + 1. `split` follows its dimension (and `split_box`, merged).
+void merge_contiguous_dims(std::vector<Run>& dims, int& split, int64_t& split_box, int num_multicast,
                            const std::vector<L::IntTuple>& flat_shape, const std::vector<L::IntTuple>& flat_stride,
                            int64_t dim0_limit) {
   if (split < 0) return;
@@ -173,6 +173,7 @@ void merge_contiguous_dims(std::vector<Run>& dims, int& split, int64_t split_box
   }
   split -= merges;
   dims = std::move(out);
+  if (!dims[size_t(split)].parts.empty()) split_box = dims[size_t(split)].size;  // a whole box, merged
 }
 
 }  // namespace
