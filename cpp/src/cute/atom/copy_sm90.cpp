@@ -556,12 +556,18 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       a.box[0] /= recast;
     }
     extents.push_back(extent.materialize(ir::i64()));
-    if (element->is_sub_byte() && k > 0 && !d.folded && (stride.divisibility() * elem_bits) % 128 != 0) {
-      // Packed elements: the byte stride must be whole (and TMA wants a multiple of 16 bytes).
+    if (element->is_sub_byte() && k > 0 && !d.folded && !extent.is_static_value(1) &&
+        (stride.divisibility() * elem_bits) % 128 != 0) {
+      // Packed elements: the byte stride must be whole (and TMA wants a multiple of 16 bytes),
+      // unless the extent is 1 (the stride then never moves an address; see below).
       const std::string msg = name + ": the stride of mode " + std::to_string(d.mode) + " is not a whole number of " +
                               "16-byte units of packed " + dsl::dtype_name(element) + " elements";
-      if (stride.is_static()) tma_error("TMA_LAYOUT", msg);
-      b.assertion(L::eq((stride * L::Int(elem_bits)) % L::Int(128), L::Int(0)).materialize(ir::bool_type()), msg, "", 0);
+      if (stride.is_static() && extent.is_static()) tma_error("TMA_LAYOUT", msg);
+      ir::Value* whole = L::eq((stride * L::Int(elem_bits)) % L::Int(128), L::Int(0)).materialize(ir::bool_type());
+      if (!extent.is_static())
+        whole = b.binary(ir::OpCode::Or, whole, b.cmp(ir::CmpPredicate::Eq, extent.materialize(ir::i64()),
+                                                      b.const_int(ir::i64(), 1)));
+      b.assertion(whole, msg, "", 0);
     }
     // Dimension 0 is one element (checked above): its stride is the map's element size in bytes.
     ir::Value* byte_stride = k == 0 ? b.const_int(ir::i64(), std::max(1, map_element->bit_size() / 8))
