@@ -18,3 +18,11 @@ rsqrt = _unary("rsqrt")
 tanh = _unary("tanh")
 sin = _unary("sin")
 cos = _unary("cos")
+
+
+def absf(x, *, fastmath=None, loc=None, ip=None):
+    """|x| of a float value: a DSL number's IR value or a TensorSSA's (`ssa.ir_value()`), element-wise."""
+    from ... import _core
+    if isinstance(x, _core.TensorSSA):
+        return _core.ssa_absolute(x)
+    return _core.absolute(x)
