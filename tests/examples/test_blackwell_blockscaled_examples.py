@@ -139,3 +139,17 @@ def test_dense_blockscaled_gemm_persistent_prefetch_on_the_emulator(monkeypatch)
     f = cute.compile(gemm, *args, 148, make_fake_stream(), options=OPTIONS)
     f(*args, _default_stream())
     p.check()
+
+
+def test_dense_blockscaled_gemm_persistent_amax_on_the_emulator(monkeypatch):
+    # The epilogue also reduces max |D| (float32 accumulators): redux.sync.max.NaN.f32 over each
+    # warp, then atomic_fmax into one Float32 (sign_bit=False).
+    ex = load_example(monkeypatch, BLOCKSCALED + "dense_blockscaled_gemm_persistent_amax.py")
+    p = Problem(512, 256, 256, 1, sf_dtype=cutlass.Float8E4M3FN)
+    gemm = ex.Sm100BlockScaledPersistentDenseGemmKernel(16, (128, 128), (1, 1))
+    amax = np.zeros(1, np.float32)
+    args = p.tensors() + (from_dlpack(amax),)
+    f = cute.compile(gemm, *args, 148, make_fake_stream(), options=OPTIONS)
+    f(*args, _default_stream())
+    p.check()
+    np.testing.assert_allclose(amax[0], np.abs(p.want()).max(), rtol=1e-6)

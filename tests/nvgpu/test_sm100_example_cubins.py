@@ -197,7 +197,9 @@ BLOCKSCALED = [("nvfp4_gemm_0", "tutorial/tutorial_gemm/nvfp4_gemm_0", None, Non
                ("persistent", "kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent", (128, 128), (1, 1)),
                ("persistent 2cta", "kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent", (256, 128), (2, 1)),
                ("persistent_prefetch", "kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent_prefetch",
-                (128, 128), (1, 1))]
+                (128, 128), (1, 1)),
+               ("persistent_amax", "kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent_amax", (128, 128),
+                (1, 1))]
 
 
 @pytest.mark.parametrize("row,name,tiler,cluster", BLOCKSCALED, ids=[b[0] for b in BLOCKSCALED])
@@ -212,9 +214,10 @@ def test_blockscaled_gemm_kernels_link_sm100a_cubins(row, name, tiler, cluster, 
     if tiler is None:
         compiled = cute.compile(module.Sm100BlockScaledDenseGemmKernel(), *p.pointers(), mnkl, make_fake_stream(),
                                 options=EMU)
-    elif name.endswith("prefetch"):
+    elif name.endswith(("prefetch", "amax")):
         gemm = module.Sm100BlockScaledPersistentDenseGemmKernel(16, tiler, cluster)
-        compiled = cute.compile(gemm, *p.tensors(), 2, make_fake_stream(), options=EMU)
+        amax = (from_dlpack(np.zeros(1, np.float32)),) if name.endswith("amax") else ()
+        compiled = cute.compile(gemm, *p.tensors(), *amax, 2, make_fake_stream(), options=EMU)
     else:
         gemm = module.Sm100BlockScaledPersistentDenseGemmKernel(16, tiler, cluster)
         layouts = (OperandMajorMode.K, OperandMajorMode.K, cutlass.utils.LayoutEnum.ROW_MAJOR)
@@ -223,3 +226,5 @@ def test_blockscaled_gemm_kernels_link_sm100a_cubins(row, name, tiler, cluster, 
     check_cubin(compiled)
     if name.endswith("nvfp4_gemm_1") or tiler == (256, 128):
         assert "tcgen05.cp.cta_group::2.32x128b.warpx4" in compiled.__ptx__
+    if name.endswith("amax"):
+        assert "redux.sync.max.NaN.f32" in compiled.__ptx__
