@@ -58,10 +58,7 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
   ir::Value* slot = slot_operand(slot_ptr, what);
   if (!g.is_memory() || g.space() == ir::AddrSpace::Smem || g.space() == ir::AddrSpace::Rmem)
     fail("TMA_LAYOUT", what + ": the new tensor must be a global-memory tensor");
-  if (a.element->is_sub_byte() || a.recast > 1 || std::any_of(a.parts, a.parts + a.rank, [](int p) { return p > 0; }))
-    fail("NOT_SUPPORTED", what + ": re-pointing an atom of packed 4-bit elements, an internal_type recast or "
-                              "merged contiguous modes is not implemented");
-  if (g.element()->byte_size() != a.element->byte_size() || g.element()->width != a.element->width)
+  if (g.element()->bit_size() != a.element->bit_size() || g.element()->width != a.element->width)
     fail("TYPE_MISMATCH", what + ": the atom copies " + dsl::dtype_name(a.element) + ", the tensor holds " +
                               dsl::dtype_name(g.element()));
   const L::Layout& gl = g.layout;
@@ -74,10 +71,14 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
     fail("TMA_LAYOUT", what + ": the atom's tensor had " + std::to_string(modes) + " modes, the new tensor has " +
                            std::to_string(gl.rank()));
   L::BuilderScope scope(&b);
-  const int64_t elem_bytes = a.element->byte_size();
+  // Bytes of `elems` elements (packed 4-bit ones: half a byte each), as make_tiled_tma_atom counts.
+  const int64_t elem_bits = a.element->bit_size();
+  auto bytes_of = [&](const L::Int& elems) {
+    return elem_bits % 8 == 0 ? elems * L::Int(elem_bits / 8) : elems * L::Int(elem_bits) / L::Int(8);
+  };
   std::vector<std::pair<ir::TmaDescField, std::pair<int64_t, ir::Value*>>> fields;
   fields.push_back({ir::TmaDescField::GlobalAddress, {0, b.bitcast(g.ptr, ir::i64())}});
-  L::Int prev_stride_bytes(elem_bytes), prev_extent(1);
+  L::Int prev_stride_bytes(std::max<int64_t>(1, elem_bits / 8)), prev_extent(1);
   for (int k = 0; k < a.rank; ++k) {
     const L::IntTuple& gs = leaf_shape[size_t(a.gmode[k])];
     const L::IntTuple& gd = leaf_stride[size_t(a.gmode[k])];
@@ -95,6 +96,13 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
     // The same extents and strides make_tiled_tma_atom encodes (copy_sm90.cpp).
     L::Int extent = a.folded[k] ? L::Int(1)
                   : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.wrap[k]);
+    for (int j = 0; j < a.parts[k]; ++j) {  // a merged dimension: CuTe's recurrence over its leaves
+      if (size_t(a.part_leaf[k][j]) >= leaf_shape.size() || !leaf_shape[size_t(a.part_leaf[k][j])].is_int())
+        fail("TMA_LAYOUT", what + ": the new tensor lacks leaf " + std::to_string(a.part_leaf[k][j]) +
+                               " of the atom's merged dimension " + std::to_string(k));
+      extent = extent + (leaf_shape[size_t(a.part_leaf[k][j])].as_int() - L::Int(1)) * L::Int(a.part_scale[k][j]);
+    }
+    if (k == 0 && a.recast > 1) extent = extent / L::Int(a.recast);  // map elements (internal_type)
     L::Int stride = gd.as_int() * L::Int(a.tile_stride[k]);
     if (k == 0) {
       if (stride.is_static() && !stride.is_static_value(1))
@@ -107,7 +115,7 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
       // so it gets the span of the dimension inside it, as the host encoding does.
       // (The examples write that extent as Int32(1), a dynamic value: the choice is then made
       // when the kernel runs.)
-      L::Int natural = stride * L::Int(elem_bytes);
+      L::Int natural = bytes_of(stride);
       L::Int span = L::ceil_div(prev_stride_bytes * prev_extent, L::Int(16)) * L::Int(16);
       L::Int bytes = extent.is_static_value(1) ? span : natural;
       if (!extent.is_static())
