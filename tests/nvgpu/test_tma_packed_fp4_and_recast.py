@@ -173,3 +173,104 @@ def test_unpacked_fp4_internal_type_is_refused_at_the_users_line():
     text = str(e.value)
     assert "NOT_SUPPORTED" in text and "internal_type Int8 over Float4E2M1FN" in text and "16U4_ALIGN16B" in text
     assert "test_tma_packed_fp4_and_recast.py" in text
+
+
+# ---- update_tma_descriptor: the grouped block-scaled GEMM re-points such atoms at each group ------
+
+@cute.kernel
+def _repointed_kernel(atom: cute.CopyAtom, b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor,
+                      smem_layout: cute.Layout, tile: cutlass.Constexpr, nbytes: cutlass.Constexpr):
+    bidx, bidy, _ = cute.arch.block_idx()
+    tidx, _, _ = cute.arch.thread_idx()
+    smem = cutlass.utils.SmemAllocator()
+    bar = smem.allocate_array(Int64, 1)
+    s = smem.allocate_tensor(b.element_type, smem_layout, 128)
+    blk = bidx * cute.arch.grid_dim()[1] + bidy
+    gslot = cute.make_ptr(Int64, slots[(blk, None)].iterator.toint(), cute.AddressSpace.gmem, assumed_align=128)
+    if tidx == 0:
+        cute.arch.mbarrier_init(bar, 1)
+        cute.arch.mbarrier_init_fence()
+    cute.arch.sync_threads()
+    if tidx < 32:
+        with cute.arch.elect_one():
+            cpasync.copy_tensormap(atom, gslot)
+        cute.arch.sync_warp()
+        cpasync.update_tma_descriptor(atom, b, gslot)
+        cute.arch.sync_warp()
+        cpasync.fence_tma_desc_release()
+        cpasync.fence_tma_desc_acquire(gslot)
+        if tidx == 0:
+            cute.arch.mbarrier_arrive_and_expect_tx(bar, nbytes)
+        g = cute.local_tile(cute.make_identity_tensor(b.shape), tile, (bidx, bidy))
+        cute.copy(atom, g, s, tma_bar_ptr=bar, tma_desc_ptr=gslot)
+    cute.arch.mbarrier_wait(bar, 0)
+    s8 = cute.recast_tensor(s, Uint8)
+    flat = cute.make_tensor(s8.iterator, cute.make_layout(nbytes))
+    for i in cutlass.range(tidx, nbytes, 128):
+        out[blk, i] = flat[i]
+
+
+@cute.jit
+def _repoint_fp4(a_ptr: cute.Pointer, b_ptr: cute.Pointer, m: cutlass.Int32, k: cutlass.Int32, slots: cute.Tensor,
+                 out: cute.Tensor):
+    a = cute.make_tensor(a_ptr, cute.make_layout((TM, TK), stride=(TK, 1)))  # the atom's tensor: one tile
+    b = cute.make_tensor(b_ptr, cute.make_layout((m, cute.assume(k, 128)), stride=(cute.assume(k, 128), 1)))
+    smem_layout = cute.make_layout((TM, TK), stride=(TK, 1))
+    atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, smem_layout, (TM, TK))
+    _repointed_kernel(atom, b, slots, out, smem_layout, (TM, TK), TM * TK // 2).launch(
+        grid=(m // TM, k // TK, 1), block=(128, 1, 1))
+
+
+@cute.jit
+def _repoint_sf(a_ptr: cute.Pointer, b_ptr: cute.Pointer, rm_a: cutlass.Int32, rm: cutlass.Int32, slots: cute.Tensor,
+                out: cute.Tensor):
+    smem_layout = cute.make_layout(((32, 4), (4, RK)), stride=((16, 4), (1, 512)))
+    a = cute.make_tensor(a_ptr, _sf_layout(rm_a))  # dynamic: the atom keeps a dimension for rest M
+    b = cute.make_tensor(b_ptr, _sf_layout(rm))
+    atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, smem_layout, (128, 4 * RK),
+                                          internal_type=Int16)
+    _repointed_kernel(atom, b, slots, out, smem_layout, (128, 4 * RK), 128 * 4 * RK).launch(
+        grid=(rm, 1, 1), block=(128, 1, 1))
+
+
+def _slots(n):
+    raw = np.zeros(n * 16 + 16, np.int64)
+    start = (-raw.ctypes.data) % 128 // 8
+    return raw[start:start + n * 16].reshape(n, 16)
+
+
+def test_update_tma_descriptor_repoints_packed_fp4_atoms():
+    m, k = 2 * TM, 2 * TK
+    a, b = _aligned_bytes(TM * TK // 2), _aligned_bytes(m * k // 2)
+    b[:] = np.random.default_rng(6).integers(0, 256, b.size, dtype=np.uint8)
+    out = np.zeros((4, TM * TK // 2), np.uint8)
+    p = lambda x: make_ptr(Float4E2M1FN, x.ctypes.data, cute.AddressSpace.gmem, assumed_align=16)  # noqa: E731
+    cute.compile(_repoint_fp4, p(a), p(b), m, k, _slots(4), out, options=EMU)(p(a), p(b), m, k, _slots(4), out)
+    tiles = b.reshape(2, TM, 2, TK // 2).transpose(0, 2, 1, 3).reshape(4, -1)  # (bidx, bidy) tiles, row-major
+    np.testing.assert_array_equal(out, tiles)
+
+
+def test_update_tma_descriptor_repoints_recast_merged_atoms():
+    rm = 3
+    a, _ = _sf_inputs(1)
+    b, _ = _sf_inputs(rm)
+    b[:] = (np.arange(b.size) * 7) % 253
+    out = np.zeros((rm, 128 * 4 * RK), np.uint8)
+    p = lambda x: make_ptr(Uint8, x.ctypes.data, cute.AddressSpace.gmem, assumed_align=32)  # noqa: E731
+    cute.compile(_repoint_sf, p(a), p(b), 1, rm, _slots(rm), out, options=EMU)(p(a), p(b), 1, rm, _slots(rm), out)
+    np.testing.assert_array_equal(out, b.reshape(rm, -1))  # each 128-row tile: 2048 contiguous bytes, as stored
+
+
+def test_update_tma_descriptor_refuses_a_leaf_the_atom_dropped():
+    @cute.jit
+    def host(a_ptr: cute.Pointer, b_ptr: cute.Pointer, rm: cutlass.Int32, slots: cute.Tensor, out: cute.Tensor):
+        smem_layout = cute.make_layout(((32, 4), (4, RK)), stride=((16, 4), (1, 512)))
+        a = cute.make_tensor(a_ptr, _sf_layout(1))  # static extent 1: no tensor-map dimension for rest M
+        atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, smem_layout, (128, 4 * RK))
+        _repointed_kernel(atom, cute.make_tensor(b_ptr, _sf_layout(rm)), slots, out, smem_layout, (128, 4 * RK),
+                          128 * 4 * RK).launch(grid=(rm, 1, 1), block=(128, 1, 1))
+
+    a, _ = _sf_inputs(2)
+    p = make_ptr(Uint8, a.ctypes.data, cute.AddressSpace.gmem, assumed_align=32)
+    with pytest.raises(cutlass.DSLUserCodeError, match="leaf 2 of the new tensor has no dimension in the atom"):
+        cute.compile(host, p, p, 2, _slots(2), np.zeros((2, 2048), np.uint8), options=EMU)

@@ -70,6 +70,27 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
   if (hierarchical ? int(leaf_shape.size()) < modes : gl.rank() != modes)
     fail("TMA_LAYOUT", what + ": the atom's tensor had " + std::to_string(modes) + " modes, the new tensor has " +
                            std::to_string(gl.rank()));
+  if (hierarchical) {
+    // A leaf the atom has no dimension for (its tensor had a static extent of 1 there) can only be
+    // one that never moves the address in the new tensor too.
+    std::vector<bool> addressed(leaf_shape.size(), false);
+    for (int k = 0; k < a.rank; ++k) {
+      if (size_t(a.gmode[k]) < addressed.size()) addressed[size_t(a.gmode[k])] = true;
+      for (int j = 0; j < a.parts[k]; ++j)
+        if (size_t(a.part_leaf[k][j]) < addressed.size()) addressed[size_t(a.part_leaf[k][j])] = true;
+    }
+    for (int j = 0; j < a.merged_leaves; ++j)
+      if (size_t(a.merged_leaf[j]) < addressed.size()) addressed[size_t(a.merged_leaf[j])] = true;
+    for (size_t f = 0; f < leaf_shape.size(); ++f) {
+      const L::IntTuple& fs = leaf_shape[f];
+      const L::IntTuple& fd = leaf_stride[f];
+      if (addressed[f] || (fs.is_int() && fs.as_int().is_static_value(1)) || (fd.is_int() && fd.as_int().is_static_value(0)))
+        continue;
+      fail("TMA_LAYOUT", what + ": leaf " + std::to_string(f) + " of the new tensor has no dimension in the atom (its "
+                                "tensor's extent there was a static 1); make the atom from a tensor whose extent there "
+                                "is dynamic");
+    }
+  }
   L::BuilderScope scope(&b);
   // Bytes of `elems` elements (packed 4-bit ones: half a byte each), as make_tiled_tma_atom counts.
   const int64_t elem_bits = a.element->bit_size();
