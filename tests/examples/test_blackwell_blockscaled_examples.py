@@ -153,3 +153,54 @@ def test_dense_blockscaled_gemm_persistent_amax_on_the_emulator(monkeypatch):
     f(*args, _default_stream())
     p.check()
     np.testing.assert_allclose(amax[0], np.abs(p.want()).max(), rtol=1e-6)
+
+
+# ---- the examples' own scripts, their defaults and checks, with torch on the CPU ---------------------
+
+def _run_script_with_torch_on_the_cpu(monkeypatch, relative, *argv):
+    """Runs an example as `python <example> argv...` would on a GPU machine (the bwx: rows), with
+    torch's CPU tensors standing in for CUDA ones: the kernels run on the emulator, the example
+    checks them against its torch reference."""
+    import runpy
+    import sys
+    torch = pytest.importorskip("torch")
+    import nvidia_examples
+    path = nvidia_examples.path(relative)
+    import os
+    if not os.path.isfile(path):
+        pytest.skip(f"NVIDIA's {relative} is not present")
+    load_example(monkeypatch, relative)  # the cuda.bindings stand-in where there is none
+
+    def on_cpu(fn):
+        def wrapped(*a, **k):
+            if str(k.get("device", "")).startswith("cuda"):
+                k["device"] = "cpu"
+            return fn(*a, **k)
+        return wrapped
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self, raising=False)
+    for name in ("empty", "empty_strided", "zeros", "ones", "randn", "randint", "rand", "tensor", "full"):
+        monkeypatch.setattr(torch, name, on_cpu(getattr(torch, name)))
+    import cutlass.torch as cutlass_torch
+    monkeypatch.setattr(cutlass_torch, "default_stream", lambda: cutlass_torch.make_stream(0))
+    monkeypatch.setattr(cutlass_torch, "current_stream", lambda: cutlass_torch.make_stream(0))
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
+    import toolchain
+    if toolchain.probe().has_linker:  # each kernel also links an sm_100a cubin (an error if refused)
+        monkeypatch.setenv("OPENCUTE_EMULATOR_LINK_CUBIN", "1")
+        monkeypatch.setenv("CUTE_DSL_DISABLE_FILE_CACHING", "True")
+    monkeypatch.syspath_prepend(nvidia_examples.ROOT)
+    monkeypatch.setattr(sys, "argv", [path, *argv])
+    runpy.run_path(path, run_name="__main__")
+
+
+@pytest.mark.parametrize("relative", [
+    "cute/blackwell/kernel/blockscaled_grouped_gemm/grouped_blockscaled_gemm.py",  # tensor maps re-pointed per group
+    BLOCKSCALED + "dense_blockscaled_gemm_persistent_prefetch.py",
+    BLOCKSCALED + "dense_blockscaled_gemm_persistent_amax.py",
+], ids=["grouped_blockscaled_gemm", "persistent_prefetch", "persistent_amax"])
+def test_example_script_with_its_defaults_and_checks(monkeypatch, capsys, relative):
+    _run_script_with_torch_on_the_cpu(monkeypatch, relative)
+    assert "PASS" in capsys.readouterr().out
