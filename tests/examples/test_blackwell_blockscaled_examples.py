@@ -6,15 +6,22 @@ are driven as each example's run() does, at small sizes: A and B packed two valu
 factors in the examples' (32, 4, rest M, 4, rest K, L) order, and the result checked against A and B
 dequantised with their factors. Loaded at run time when the examples are present; skipped
 otherwise."""
+import os
+import runpy
+import sys
+
 import numpy as np
 import pytest
 
 import cutlass
 import cutlass.cute as cute
+import cutlass.torch as cutlass_torch
 import cutlass.utils as utils
 from cutlass.cute.nvgpu import OperandMajorMode
 from cutlass.cute.runtime import from_dlpack, make_fake_stream, make_ptr
 
+import nvidia_examples
+import toolchain
 from test_ampere_gemm_examples import _default_stream, load_example
 from test_sm100_example_cubins import torch_for_import
 from test_tcgen05_block_scaled import e4m3, e8m0, pack_e2m1
@@ -104,7 +111,7 @@ def _torch_names(monkeypatch):
     ("nvfp4_gemm_1", (256, 512, 512, 1)),  # 256x256 tiles on CTA pairs (2-CTA MMA, tcgen05.cp, SFB multicast)
 ])
 def test_nvfp4_tutorial_on_the_emulator(monkeypatch, name, mnkl):
-    monkeypatch.syspath_prepend(str(__import__("nvidia_examples").ROOT))  # `from cute.blackwell.tutorial...`
+    monkeypatch.syspath_prepend(str(nvidia_examples.ROOT))  # `from cute.blackwell.tutorial...`
     ex = load_example(monkeypatch, TUTORIALS + name + ".py")
     p = Problem(*mnkl)
     gemm = ex.Sm100BlockScaledDenseGemmKernel()
@@ -161,12 +168,8 @@ def _run_script_with_torch_on_the_cpu(monkeypatch, relative, *argv):
     """Runs an example as `python <example> argv...` would on a GPU machine (the bwx: rows), with
     torch's CPU tensors standing in for CUDA ones: the kernels run on the emulator, the example
     checks them against its torch reference."""
-    import runpy
-    import sys
     torch = pytest.importorskip("torch")
-    import nvidia_examples
     path = nvidia_examples.path(relative)
-    import os
     if not os.path.isfile(path):
         pytest.skip(f"NVIDIA's {relative} is not present")
     load_example(monkeypatch, relative)  # the cuda.bindings stand-in where there is none
@@ -182,12 +185,10 @@ def _run_script_with_torch_on_the_cpu(monkeypatch, relative, *argv):
     monkeypatch.setattr(torch.Tensor, "cuda", lambda self, *a, **k: self, raising=False)
     for name in ("empty", "empty_strided", "zeros", "ones", "randn", "randint", "rand", "tensor", "full"):
         monkeypatch.setattr(torch, name, on_cpu(getattr(torch, name)))
-    import cutlass.torch as cutlass_torch
     monkeypatch.setattr(cutlass_torch, "default_stream", lambda: cutlass_torch.make_stream(0))
     monkeypatch.setattr(cutlass_torch, "current_stream", lambda: cutlass_torch.make_stream(0))
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
     monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
-    import toolchain
     if toolchain.probe().has_linker:  # each kernel also links an sm_100a cubin (an error if refused)
         monkeypatch.setenv("OPENCUTE_EMULATOR_LINK_CUBIN", "1")
         monkeypatch.setenv("CUTE_DSL_DISABLE_FILE_CACHING", "True")

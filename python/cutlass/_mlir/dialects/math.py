@@ -1,4 +1,5 @@
 """`cutlass._mlir.dialects.math`: elementwise math on DSL numbers (the DSL's own math ops)."""
+from ... import _core
 from ...cute import math as _m
 
 
@@ -22,7 +23,6 @@ cos = _unary("cos")
 
 def absf(x, *, fastmath=None, loc=None, ip=None):
     """|x| of a float value: a DSL number's IR value or a TensorSSA's (`ssa.ir_value()`), element-wise."""
-    from ... import _core
     if isinstance(x, _core.TensorSSA):
         return _core.ssa_absolute(x)
     return _core.absolute(x)
