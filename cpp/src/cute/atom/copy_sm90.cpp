@@ -73,7 +73,7 @@ struct Run {
   int leaf = -1;                       // the global layout's flattened leaf this dimension addresses
   int64_t pos_stride = 0;              // position stride in the tile mode
   bool folded = false;  // an outer run of a leaf kept whole: extent 1, stepped through by the copies
-  std::vector<std::pair<int, int64_t>> parts;  // a merged dimension's further leaves and their scales (TmaAtom::parts)
+  std::vector<std::pair<int, int64_t>> parts = {};  // a merged dimension's further leaves and their scales (TmaAtom::parts)
 };
 
 // log2 of a power of two.
