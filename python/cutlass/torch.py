@@ -88,8 +88,12 @@ def create_and_permute_torch_tensor(shape, dtype, permute_order=None, init_type=
 
 
 def _storage_dtype(cutlass_dtype):
-    """What holds `cutlass_dtype` data in torch: the type itself, else bytes of the same width."""
+    """What holds `cutlass_dtype` data in torch: the type itself, else bytes of the same width.
+    Packed 4-bit types get a byte per element, of which the packed values fill the first half
+    (the cute tensor keeps the torch tensor's shape and element strides)."""
     torch = _torch()
+    if cutlass_dtype.width < 8:
+        return torch.uint8
     try:
         return dtype(cutlass_dtype)
     except TypeError:
@@ -114,12 +118,35 @@ def matrix(l, mode0, mode1, is_mode0_major, cutlass_dtype, init_type=TensorInitT
 
 def get_leading_dim(tensor):
     """The mode of unit stride, deduced as mark_layout_dynamic does; None when there is none."""
-    spec = _core.runtime.TensorSpec([int(s) for s in tensor.shape], [int(s) for s in tensor.stride()], False)
+    shape, stride = [int(s) for s in tensor.shape], [int(s) for s in tensor.stride()]
+    if all(n == 1 for n in shape):
+        # Every mode of extent 1 (amax's (1, 1, 1) accumulator): any of stride 1 will do.
+        return next((i for i, st in enumerate(stride) if st == 1), None)
+    spec = _core.runtime.TensorSpec(shape, stride, False)
     spec.mark_layout_dynamic(None)
     return None if spec.leading_dim < 0 else spec.leading_dim
 
 
+def _fill_packed_e2m1(storage, values, cutlass_dtype):
+    """`values` as Float4E2M1FN at the storage's element offsets, two to a byte (C++ rounds and
+    packs them, _core.runtime.pack_e2m1); the storage holds a byte per element."""
+    torch = _torch()
+    if cutlass_dtype.__name__ != "Float4E2M1FN":
+        raise TypeError(f"{cutlass_dtype.__name__} cannot be filled from torch values (packed 4-bit Float4E2M1FN only)")
+    shape, strides = tuple(storage.shape), tuple(storage.stride())
+    offsets = torch.zeros(shape, dtype=torch.int64)
+    for d, (n, st) in enumerate(zip(shape, strides)):
+        offsets += (torch.arange(n, dtype=torch.int64) * st).view([n if i == d else 1 for i in range(len(shape))])
+    nbytes = (int(offsets.max()) + 2) // 2 if offsets.numel() else 0
+    vals = values.detach().to(device="cpu", dtype=torch.float32).expand(shape).contiguous()
+    packed = _core.runtime.pack_e2m1(vals.numpy().tobytes(), offsets.contiguous().numpy().tobytes(), nbytes)
+    data = torch.frombuffer(bytearray(packed), dtype=torch.uint8) if nbytes else torch.zeros(0, dtype=torch.uint8)
+    storage.as_strided((nbytes,), (1,), storage.storage_offset()).copy_(data.view(storage.dtype).to(storage.device))
+
+
 def _fill(storage, values, cutlass_dtype):
+    if cutlass_dtype.width < 8:
+        return _fill_packed_e2m1(storage, values, cutlass_dtype)
     converted = values.to(device=storage.device, dtype=dtype(cutlass_dtype))
     if converted.dtype != storage.dtype:
         converted = converted.view(storage.dtype)  # same width: reinterpret the bits
@@ -162,7 +189,10 @@ def cute_tensor_like(data_ref, cutlass_dtype, is_dynamic_layout, assumed_align=N
                                      _storage_dtype(cutlass_dtype), device, assumed_align or 0)
     _fill(storage, data_ref, cutlass_dtype)
     cute_tensor = from_dlpack(storage, assumed_align=assumed_align)
-    cute_tensor.element_type = cutlass_dtype
+    if cutlass_dtype.width < 8:
+        cute_tensor._hold_one_element_per_byte(cutlass_dtype)  # data_ref's shape, a byte per element
+    else:
+        cute_tensor.element_type = cutlass_dtype
     if is_dynamic_layout:
         cute_tensor.mark_layout_dynamic(leading_dim=get_leading_dim(storage))
     return cute_tensor, storage

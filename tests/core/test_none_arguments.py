@@ -111,3 +111,40 @@ def test_the_tvm_ffi_signature_names_the_none_parameter_and_keywords_may_leave_i
     np.testing.assert_allclose(y, x * w + 0.75, rtol=1e-6)
     f(y, x, w, mBias=None, eps=1.0)
     np.testing.assert_allclose(y, x * w + 1.0, rtol=1e-6)
+
+
+# ---- a tuple of Python ints for a `tuple` parameter: compile-time, and may be passed again --------
+# (NVIDIA's nvfp4 tutorials compile with their problem size (m, n, k, l) and call with it again.)
+
+@cute.kernel
+def _offset_kernel(mY: cute.Tensor, mX: cute.Tensor, add: cutlass.Constexpr, mBias):
+    i = cute.arch.thread_idx()[0]
+    if cutlass.const_expr(mBias is None):
+        mY[i] = mX[i] + add
+    else:
+        mY[i] = mX[i] + add + mBias[i]
+
+
+@cute.jit
+def _offset(mY: cute.Tensor, mX: cute.Tensor, sizes: tuple, mBias):
+    n, add = sizes
+    _offset_kernel(mY, mX, add, mBias).launch(grid=(1, 1, 1), block=(n, 1, 1))
+
+
+def test_a_static_tuple_may_be_passed_again_at_call_time():
+    y, x = np.zeros(N, np.float32), np.arange(N, dtype=np.float32)
+    f = cute.compile(_offset, y, x, (N, 3), None, options="--target cpu")
+    f(y, x, (N, 3), None)  # every argument, as compiled
+    np.testing.assert_array_equal(y, x + 3)
+    y[:] = 0
+    f(y, x)  # the runtime arguments only
+    np.testing.assert_array_equal(y, x + 3)
+    y[:] = 0
+    f(y, x, None)  # the runtime arguments and the None one, the tuple left out
+    np.testing.assert_array_equal(y, x + 3)
+    with pytest.raises(DSLUserCodeError, match=r"argument #3 \(sizes\) was compiled as \(40, 3\), a compile-time value; "
+                                               r"pass the same value, or compile the function again for \(40, 4\)"):
+        f(y, x, (N, 4), None)
+    with pytest.raises(DSLUserCodeError, match=r"compiled function takes 2 runtime arguments \(or all 4 of the "
+                                               r"function's\), got 5"):
+        f(y, x, (N, 3), None, None)

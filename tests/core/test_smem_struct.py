@@ -598,3 +598,17 @@ def test_mem_range_get_tensor_takes_a_shape():
     cute.compile(shape_tensor_host, from_dlpack(out), texts, options="--target cpu")(from_dlpack(out))
     assert texts == ["(2,3):(1,2)"]
     np.testing.assert_array_equal(out, np.arange(6).reshape(3, 2).T * 10)  # column-major: [i, j] is i + 2 j
+
+
+def test_memrange_of_packed_fp4_takes_half_a_byte_per_element():
+    @cute.struct
+    class Tiles:
+        flag: cutlass.Int32
+        a: cute.struct.Align[cute.struct.MemRange[cutlass.Float4E2M1FN, 256], 128]
+
+    assert Tiles.size_in_bytes() == 128 + 128
+    with pytest.raises(TypeError, match="not a whole number of bytes"):
+        @cute.struct
+        class Odd:
+            a: cute.struct.MemRange[cutlass.Float4E2M1FN, 3]
+        Odd.size_in_bytes()

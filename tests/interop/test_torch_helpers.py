@@ -104,3 +104,19 @@ def test_cute_tensor_like_honours_an_alignment_beyond_the_host_allocators(torch)
         cute_tensor, storage = cutlass_torch.cute_tensor_like(ref, cutlass.Float32, True, 128)
         assert storage.data_ptr() % 128 == 0
         assert storage.stride() == ref.stride() and torch.equal(storage, ref)
+
+
+def test_get_leading_dim_of_a_tensor_of_one_element(torch):
+    # amax's (1, 1, 1) accumulator: every mode has stride 1 and extent 1, any of them leads.
+    assert cutlass_torch.get_leading_dim(torch.empty(1, 1, 1)) == 0
+
+
+def test_cute_tensor_like_packs_float4_e2m1_a_byte_per_element(torch):
+    # As NVIDIA's blockscaled examples make A and B: the reference's (m, k, l) shape and element
+    # strides, in bytes of which the packed values (two to a byte, the even k low) fill the first half.
+    ref = torch.tensor([[1.0, -1.0, 0.5, 6.0], [2.7, -0.25, 3.0, -7.0]]).reshape(2, 4, 1)
+    cute_tensor, storage = cutlass_torch.cute_tensor_like(ref, cutlass.Float4E2M1FN, True, 16)
+    assert cute_tensor.element_type is cutlass.Float4E2M1FN and cute_tensor.shape == (2, 4, 1)
+    assert storage.dtype == torch.uint8 and tuple(storage.shape) == (2, 4, 1)
+    # codes: 1 -> 2, -1 -> 10, 0.5 -> 1, 6 -> 7 | 2.7 -> 3.0 = 5, -0.25 -> -0 (tie to even) = 8, 3 -> 5, -7 -> -6 = 15
+    assert storage.flatten()[:4].tolist() == [2 | 10 << 4, 1 | 7 << 4, 5 | 8 << 4, 5 | 15 << 4]

@@ -72,3 +72,22 @@ def test_tmem_layout_matches_what_the_mma_reads():
     assert lane_column_byte(cute.crd2idx(((((5, 1, 0), (0, 3)), 0, (0, 2))), t)) == (5, 9, 3)
     # The last factor of the stage: lane 31, column 15 (16 columns hold the stage), byte 3.
     assert lane_column_byte(cute.crd2idx(((((31, 3, 0), (15, 3)), 0, (0, 3))), t)) == (31, 15, 3)
+
+
+def test_trivial_tiled_mma_takes_the_older_one_type_signature():
+    # (ab_dtype, a_major, b_major, sf_dtype, sf_vec_size, cta_group, mma_tiler_mn): the prefetch and
+    # amax examples' form, one type for A and B.
+    old = sm100_utils.make_blockscaled_trivial_tiled_mma(cutlass.Float4E2M1FN, K_MAJOR, K_MAJOR, cutlass.Float8E4M3FN,
+                                                         16, ONE, (128, 256))
+    assert str(old) == str(nvf4_mma())
+    with pytest.raises(TypeError, match="missing argument"):
+        sm100_utils.make_blockscaled_trivial_tiled_mma(cutlass.Float4E2M1FN, K_MAJOR, K_MAJOR, cutlass.Float8E4M3FN, 16)
+
+
+def test_sfb_tma_op_of_a_2cta_mma_is_a_pair_multicast():
+    # CUTLASS's sm100_cluster_shape_to_tma_atom_SFB: each CTA of the pair needs all of B's factors.
+    from cutlass.cute.nvgpu import cpasync
+    op = sm100_utils.cluster_shape_to_tma_atom_SFB((2, 1), nvf4_mma(group=TWO).thr_id)
+    assert isinstance(op, cpasync.CopyBulkTensorTileG2SMulticastOp) and op.cta_group == TWO
+    assert isinstance(sm100_utils.cluster_shape_to_tma_atom_SFB((1, 1), nvf4_mma().thr_id),
+                      cpasync.CopyBulkTensorTileG2SOp)

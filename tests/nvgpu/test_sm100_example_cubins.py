@@ -189,3 +189,42 @@ def test_grouped_gemm_kernel_links_an_sm100a_cubin(monkeypatch):
     tensormaps = static(zeros((2, kernel_class.num_tensormaps, kernel_class.bytes_per_tensormap // 8), np.int64))
     check_cubin(cute.compile(gemm, *initial, len(groups), sizes, strides, addresses, 2, tensormaps, 2,
                              make_fake_stream(), options=EMU))
+
+
+# (test id, example file, kernel class, MMA tiler, cluster): the bwx: block-scaled rows' kernels
+BLOCKSCALED = [("nvfp4_gemm_0", "tutorial/tutorial_gemm/nvfp4_gemm_0", None, None),
+               ("nvfp4_gemm_1", "tutorial/tutorial_gemm/nvfp4_gemm_1", None, None),
+               ("persistent", "kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent", (128, 128), (1, 1)),
+               ("persistent 2cta", "kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent", (256, 128), (2, 1)),
+               ("persistent_prefetch", "kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent_prefetch",
+                (128, 128), (1, 1)),
+               ("persistent_amax", "kernel/blockscaled_gemm/dense_blockscaled_gemm_persistent_amax", (128, 128),
+                (1, 1))]
+
+
+@pytest.mark.parametrize("row,name,tiler,cluster", BLOCKSCALED, ids=[b[0] for b in BLOCKSCALED])
+def test_blockscaled_gemm_kernels_link_sm100a_cubins(row, name, tiler, cluster, monkeypatch):
+    from cutlass.cute.nvgpu import OperandMajorMode
+    from test_blackwell_blockscaled_examples import Problem
+    torch_for_import(monkeypatch)
+    monkeypatch.syspath_prepend(nvidia_examples.ROOT)  # the tutorials import cute.blackwell.tutorial...
+    module = load(f"cute/blackwell/{name}.py")
+    mnkl = (256, 256, 256, 1)
+    p = Problem(*mnkl)
+    if tiler is None:
+        compiled = cute.compile(module.Sm100BlockScaledDenseGemmKernel(), *p.pointers(), mnkl, make_fake_stream(),
+                                options=EMU)
+    elif name.endswith(("prefetch", "amax")):
+        gemm = module.Sm100BlockScaledPersistentDenseGemmKernel(16, tiler, cluster)
+        amax = (from_dlpack(np.zeros(1, np.float32)),) if name.endswith("amax") else ()
+        compiled = cute.compile(gemm, *p.tensors(), *amax, 2, make_fake_stream(), options=EMU)
+    else:
+        gemm = module.Sm100BlockScaledPersistentDenseGemmKernel(16, tiler, cluster)
+        layouts = (OperandMajorMode.K, OperandMajorMode.K, cutlass.utils.LayoutEnum.ROW_MAJOR)
+        compiled = cute.compile(gemm, *p.pointers(), layouts, (cutlass.Int32(0),) * 4, 2, make_fake_stream(),
+                                options=EMU)
+    check_cubin(compiled)
+    if name.endswith("nvfp4_gemm_1") or tiler == (256, 128):
+        assert "tcgen05.cp.cta_group::2.32x128b.warpx4" in compiled.__ptx__
+    if name.endswith("amax"):
+        assert "redux.sync.max.NaN.f32" in compiled.__ptx__

@@ -21,7 +21,8 @@ ONE = tcgen05.CtaGroup.ONE
 @cute.kernel
 def s2t_kernel(mA: cute.Tensor, mB: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
                tiled_mma: cute.TiledMma, ab_dtype: cutlass.Constexpr, sf_dtype: cutlass.Constexpr,
-               vec: cutlass.Constexpr, M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr):
+               vec: cutlass.Constexpr, M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr,
+               zipped: cutlass.Constexpr):
     tidx, _, _ = cute.arch.thread_idx()
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     tiler = (M, N, K)
@@ -106,11 +107,16 @@ def s2t_kernel(mA: cute.Tensor, mB: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
         for cp_tiled, cp_src, cp_dst in copies:
             cute.copy(cp_tiled, cp_src[(None, None, None, None, 0)], cp_dst)
         tiled_mma.set(tcgen05.Field.ACCUMULATE, False)
-        for k in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
-            tiled_mma.set(tcgen05.Field.SFA, tCtSFA[(None, None, k)].iterator)
-            tiled_mma.set(tcgen05.Field.SFB, tCtSFB[(None, None, k)].iterator)
-            cute.gemm(tiled_mma, tCtAcc, tCrA[(None, None, k, 0)], tCrB[(None, None, k, 0)], tCtAcc)
-            tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
+        if cutlass.const_expr(zipped):
+            # The persistent examples' form: the factors beside the operands, per k-block in C++.
+            cute.gemm(tiled_mma, tCtAcc, [tCrA[(None, None, None, 0)], tCtSFA], [tCrB[(None, None, None, 0)], tCtSFB],
+                      tCtAcc)
+        else:
+            for k in cutlass.range_constexpr(cute.size(tCrA, mode=[2])):
+                tiled_mma.set(tcgen05.Field.SFA, tCtSFA[(None, None, k)].iterator)
+                tiled_mma.set(tcgen05.Field.SFB, tCtSFB[(None, None, k)].iterator)
+                cute.gemm(tiled_mma, tCtAcc, tCrA[(None, None, k, 0)], tCrB[(None, None, k, 0)], tCtAcc)
+                tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
         tcgen05.commit(bar)
     cute.arch.mbarrier_wait(bar, 0)
     gC = cute.make_tensor(mC.iterator, cute.make_layout((M, N), stride=(N, 1)))
@@ -132,19 +138,21 @@ def s2t_kernel(mA: cute.Tensor, mB: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.T
 @cute.jit
 def run_s2t(mA: cute.Tensor, mB: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tensor, mC: cute.Tensor,
             ab_dtype: cutlass.Constexpr, sf_dtype: cutlass.Constexpr, vec: cutlass.Constexpr, M: cutlass.Constexpr,
-            N: cutlass.Constexpr, K: cutlass.Constexpr):
+            N: cutlass.Constexpr, K: cutlass.Constexpr, zipped: cutlass.Constexpr = False):
     tiled_mma = sm100_utils.make_blockscaled_trivial_tiled_mma(ab_dtype, ab_dtype, K_MAJOR, K_MAJOR, sf_dtype, vec,
                                                                ONE, (M, N))
-    s2t_kernel(mA, mB, mSFA, mSFB, mC, tiled_mma, ab_dtype, sf_dtype, vec, M, N, K).launch(
+    s2t_kernel(mA, mB, mSFA, mSFB, mC, tiled_mma, ab_dtype, sf_dtype, vec, M, N, K, zipped).launch(
         grid=(1, 1, 1), block=(128, 1, 1))
 
 
-@pytest.mark.parametrize("ab_dtype,sf_dtype,vec", [
-    (cutlass.Float4E2M1FN, cutlass.Float8E4M3FN, 16),   # nvf4: 4 factors per MMA, a chunk per K block
-    (cutlass.Float4E2M1FN, cutlass.Float8E8M0FNU, 32),  # mxf4: 2 per MMA, two K blocks per chunk
-    (cutlass.Float8E4M3FN, cutlass.Float8E8M0FNU, 32),  # mxf8: 1 per MMA, four K blocks per chunk
+@pytest.mark.parametrize("ab_dtype,sf_dtype,vec,zipped", [
+    (cutlass.Float4E2M1FN, cutlass.Float8E4M3FN, 16, False),   # nvf4: 4 factors per MMA, a chunk per K block
+    (cutlass.Float4E2M1FN, cutlass.Float8E8M0FNU, 32, False),  # mxf4: 2 per MMA, two K blocks per chunk
+    (cutlass.Float8E4M3FN, cutlass.Float8E8M0FNU, 32, False),  # mxf8: 1 per MMA, four K blocks per chunk
+    (cutlass.Float4E2M1FN, cutlass.Float8E4M3FN, 16, True),    # cute.gemm(mma, d, [A, SFA], [B, SFB], d)
+    (cutlass.Float8E4M3FN, cutlass.Float8E8M0FNU, 32, True),
 ])
-def test_factors_through_tcgen05_cp_against_numpy(ab_dtype, sf_dtype, vec):
+def test_factors_through_tcgen05_cp_against_numpy(ab_dtype, sf_dtype, vec, zipped):
     M, N, K = 128, 128, 256
     rng = np.random.default_rng(7)
     if ab_dtype is cutlass.Float8E4M3FN:
@@ -160,7 +168,7 @@ def test_factors_through_tcgen05_cp_against_numpy(ab_dtype, sf_dtype, vec):
         dec = e4m3
     a8, b8 = (A, B) if ab_dtype is cutlass.Float8E4M3FN else (pack_e2m1(A), pack_e2m1(B))
     C = np.zeros((M, N), np.float32)
-    cute.compile(run_s2t, a8, b8, sfa, sfb, C, ab_dtype, sf_dtype, vec, M, N, K, options=EMU)(a8, b8, sfa, sfb, C)
+    cute.compile(run_s2t, a8, b8, sfa, sfb, C, ab_dtype, sf_dtype, vec, M, N, K, zipped, options=EMU)(a8, b8, sfa, sfb, C)
     Ad = A.astype(np.float64) * np.repeat(dec(sfa), vec, axis=1)
     Bd = B.astype(np.float64) * np.repeat(dec(sfb), vec, axis=1)
     bound = 1e-6 * (np.abs(Ad) @ np.abs(Bd).T)

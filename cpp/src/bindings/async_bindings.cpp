@@ -117,7 +117,17 @@ void bind_async(nb::module_& root) {
       if (!nb::isinstance<cute::Tensor>(gmem))
         throw dsl::UserError("TYPE_MISMATCH", "make_tiled_tma_atom: the gmem tensor must be a tensor of the traced "
                                               "function, got " + py_type_name(gmem));
-      return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tiler(tiler), num_multicast);
+      // internal_type: the type the TMA unit sees the elements as (make_tiled_tma_atom checks it).
+      ir::Type internal = nullptr;
+      if (!internal_type.empty()) {
+        try {
+          internal = dsl::dtype_from_name(internal_type);
+        } catch (const std::invalid_argument& e) {
+          throw dsl::UserError("TYPE_MISMATCH", std::string("make_tiled_tma_atom: internal_type: ") + e.what());
+        }
+      }
+      return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tiler(tiler), num_multicast,
+                                       internal);
     });
     if (reduce != ir::TmaReduceKind::None) {
       // The element types PTX's cp.reduce.async.bulk.tensor combines with each operation.
@@ -131,21 +141,6 @@ void bind_async(nb::module_& root) {
                                                   dsl::dtype_name(e) + " elements with " + ir::tma_reduce_kind_name(reduce));
       r.atom.op_name = "CopyReduceBulkTensorTileS2GOp";
     }
-    // internal_type: the type the TMA unit sees the elements as. Only the tensor's own type or
-    // TFloat32 over Float32 (fp32 bytes, moved unchanged; the tf32 MMA drops the low mantissa bits).
-    if (!internal_type.empty()) located(file, line, [&] {
-      ir::Type want;
-      try {
-        want = dsl::dtype_from_name(internal_type);
-      } catch (const std::invalid_argument& e) {
-        throw dsl::UserError("TYPE_MISMATCH", std::string("make_tiled_tma_atom: internal_type: ") + e.what());
-      }
-      const ir::Type e = r.atom.element;
-      if (want != e && !(want == ir::tf32() && e == ir::f32()))
-        throw dsl::UserError("NOT_SUPPORTED", "make_tiled_tma_atom: internal_type " + internal_type + " over " +
-                                                  dsl::dtype_name(e) + " elements is not supported (only the "
-                                                  "tensor's own type, or TFloat32 over Float32)");
-    });
     r.atom.reduce = reduce;
     if (two_sm) {
       if (k == cute::TmaKind::Store) throw dsl::UserError("NOT_SUPPORTED", "make_tiled_tma_atom: a TMA store has no CTA group");

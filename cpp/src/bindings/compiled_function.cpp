@@ -200,33 +200,80 @@ bool trailing_streams_only(const Executor& ex, size_t given) {
   return true;
 }
 
-// A call that passes more arguments than the runtime ones passes None for the parameters that
-// were compiled with None: checks them and returns the arguments without them (in `holder`).
-PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& holder) {
+// The compiled value of compile-time parameter `k` (None, or a tuple of ints).
+PyObject* compiled_value(const Executor& ex, size_t k) {
+  return k < ex.none_values.size() && ex.none_values[k].is_valid() ? ex.none_values[k].ptr() : Py_None;
+}
+
+// Drops the compile-time arguments a call passed at `positions` (the leading ones that fit in the
+// call), checking each against its compiled value; the rest go on (in `holder`).
+PyObject* drop_compiled_arguments(const std::vector<int>& positions, const std::vector<std::string>& names,
+                                  const std::vector<PyObject*>& values, PyObject* args, nb::object& holder) {
   const size_t n = size_t(tuple_size(args));
-  const size_t runtime_count = ex.plan.arg_lengths.empty() ? size_t(ex.plan.num_sources) : ex.plan.arg_lengths.size();
-  if (n <= runtime_count) return args;  // the runtime arguments only
-  size_t given_nones = 0;
-  while (given_nones < ex.none_positions.size() && size_t(ex.none_positions[given_nones]) < n) ++given_nones;
-  PyObject* kept = PyTuple_New(Py_ssize_t(n - given_nones));
+  size_t given = 0;
+  while (given < positions.size() && size_t(positions[given]) < n) ++given;
+  PyObject* kept = PyTuple_New(Py_ssize_t(n - given));
   if (!kept) throw nb::python_error();
   holder = nb::steal(kept);
-  size_t out = 0, next_none = 0;
+  size_t out = 0, next = 0;
   for (size_t i = 0; i < n; ++i) {
     PyObject* a = tuple_item(args, Py_ssize_t(i));
-    if (next_none < given_nones && size_t(ex.none_positions[next_none]) == i) {
-      if (a != Py_None)
-        throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " (" +
-                                                    ex.none_names[next_none] +
+    if (next < given && size_t(positions[next]) == i) {
+      PyObject* want = values[next];
+      if (want != Py_None) {
+        const int same = PyObject_RichCompareBool(a, want, Py_EQ);
+        if (same < 0) throw nb::python_error();
+        if (!same)
+          throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " (" + names[next] +
+                                                      ") was compiled as " + nb::cast<std::string>(nb::repr(want)) +
+                                                      ", a compile-time value; pass the same value, or compile the "
+                                                      "function again for " + nb::cast<std::string>(nb::repr(a)));
+      } else if (a != Py_None) {
+        throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " (" + names[next] +
                                                     ") was compiled as None, a compile-time value; pass None there, "
                                                     "or compile the function with a value to pass one");
-      ++next_none;
+      }
+      ++next;
       continue;
     }
     Py_INCREF(a);
     PyTuple_SetItem(kept, Py_ssize_t(out++), a);
   }
   return kept;
+}
+
+// A call that passes more arguments than the runtime ones passes None for the parameters that
+// were compiled with None (and, when it passes every argument, the same tuple for those compiled
+// with a tuple of ints): checks them and returns the arguments without them (in `holder`).
+PyObject* drop_none_arguments(const Executor& ex, PyObject* args, nb::object& holder) {
+  const size_t n = size_t(tuple_size(args));
+  const size_t runtime_count = ex.plan.arg_lengths.empty() ? size_t(ex.plan.num_sources) : ex.plan.arg_lengths.size();
+  if (n <= runtime_count) return args;  // the runtime arguments only
+  const size_t all = ex.none_positions.size();
+  std::vector<PyObject*> values(all);
+  size_t tuples = 0;
+  for (size_t k = 0; k < all; ++k) tuples += (values[k] = compiled_value(ex, k)) != Py_None;
+  if (!tuples || n == runtime_count + all)
+    return drop_compiled_arguments(ex.none_positions, ex.none_names, values, args, holder);
+  // Without the tuple-valued parameters: only the None ones, at their positions among the
+  // runtime and None arguments.
+  if (n > runtime_count + all - tuples)
+    throw dsl::UserError("ARG_BIND_FAILED", "compiled function takes " + std::to_string(runtime_count) +
+                                                " runtime arguments (or all " + std::to_string(runtime_count + all) +
+                                                " of the function's), got " + std::to_string(n));
+  std::vector<int> positions;
+  std::vector<std::string> names;
+  std::vector<PyObject*> nones;
+  for (size_t k = 0, skipped = 0; k < all; ++k) {
+    if (values[k] != Py_None) {
+      ++skipped;
+      continue;
+    }
+    positions.push_back(ex.none_positions[k] - int(skipped));
+    names.push_back(ex.none_names[k]);
+    nones.push_back(Py_None);
+  }
+  return drop_compiled_arguments(positions, names, nones, args, holder);
 }
 
 // A None where the function was compiled with a value (a None there must be compiled as None).
@@ -572,13 +619,28 @@ void bind_compiled_functions(nb::module_& m) {
           "arg_names", [](const Executor& e) { return e.plan.arg_names; },
           [](Executor& e, std::vector<std::string> names) { e.plan.arg_names = std::move(names); })
       .def_prop_rw(
-          "_none_arguments", [](const Executor& e) { return nb::make_tuple(e.none_positions, e.none_names); },
-          [](Executor& e, std::pair<std::vector<int>, std::vector<std::string>> v) {
-            if (v.first.size() != v.second.size()) throw std::invalid_argument("_none_arguments: positions and names");
-            e.none_positions = std::move(v.first);
-            e.none_names = std::move(v.second);
+          "_none_arguments",
+          [](const Executor& e) {
+            nb::list values;
+            for (size_t k = 0; k < e.none_positions.size(); ++k) values.append(nb::handle(compiled_value(e, k)));
+            return nb::make_tuple(e.none_positions, e.none_names, values);
           },
-          "The positions and names of the parameters compiled with None (a call may pass None there)")
+          [](Executor& e, nb::tuple v) {
+            if (nb::len(v) != 2 && nb::len(v) != 3) throw std::invalid_argument("_none_arguments: (positions, names[, values])");
+            auto positions = nb::cast<std::vector<int>>(v[0]);
+            auto names = nb::cast<std::vector<std::string>>(v[1]);
+            if (positions.size() != names.size()) throw std::invalid_argument("_none_arguments: positions and names");
+            std::vector<nb::object> values;
+            if (nb::len(v) == 3) {
+              for (nb::handle x : nb::iterable(v[2])) values.push_back(nb::borrow(x));
+              if (values.size() != positions.size()) throw std::invalid_argument("_none_arguments: one value each");
+            }
+            e.none_positions = std::move(positions);
+            e.none_names = std::move(names);
+            e.none_values = std::move(values);
+          },
+          "The positions, names and values of the compile-time parameters a call may pass: None ones, "
+          "and tuples of Python ints")
       // The blob an exported object file carries (runtime/export.h), under the exported `name`.
       .def("_export_blob", [](const Executor& e, const std::string& name) {
         std::string blob = runtime::serialize_exported_function(exported_function(e, name));

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <nanobind/nanobind.h>
+
 #include "ir/types.h"
 #include "runtime/argument_contract.h"
 #include "runtime/executor.h"
@@ -46,8 +48,12 @@ struct Executor {
   std::string function_name;
   // Parameters compiled with None (compile-time values): their positions among a call's
   // arguments and their names. A call may pass None there (then dropped) or leave them out.
+  // Parameters compiled with a tuple of Python ints (a `tuple` problem size, a compile-time
+  // shape) join them with that tuple in none_values (None for the None ones): a call passing
+  // every argument passes the same tuple there.
   std::vector<int> none_positions;
   std::vector<std::string> none_names;
+  std::vector<nanobind::object> none_values;
   double trace_ms = 0;
 };
 

@@ -284,6 +284,19 @@ void bind_mma(nb::module_& root) {
     cute::gemm(own ? *own : atom_of(atom), as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(b, "gemm"),
                as_tensor(c, "gemm"));
   }, nb::arg("atom"), nb::arg("d"), nb::arg("a"), nb::arg("b"), nb::arg("c"), nb::arg("file") = "", nb::arg("line") = 0);
+  // cute.gemm(mma, d, [a, sfa], [b, sfb], c): a block-scaled MMA with its scale-factor tensors.
+  m.def("gemm_scaled", [](nb::handle atom, nb::handle d, nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb,
+                          nb::handle c, const std::string& file, int line) {
+    Scope scope;
+    dsl::UserLocation at(file, line);
+    MmaAtom* own = nb::isinstance<TiledMma>(atom) ? &nb::cast<TiledMma&>(atom).atom
+                   : nb::isinstance<MmaAtom>(atom) ? &nb::cast<MmaAtom&>(atom) : nullptr;
+    if (!own) throw dsl::UserError("INVALID_MMA_OP", "gemm: scale-factor operands need a tiled MMA or MMA atom");
+    cute::prepare_accumulate_field(*own);
+    cute::tcgen05_scaled_gemm(*own, as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(sfa, "gemm"),
+                              as_tensor(b, "gemm"), as_tensor(sfb, "gemm"), as_tensor(c, "gemm"));
+  }, nb::arg("atom"), nb::arg("d"), nb::arg("a"), nb::arg("sfa"), nb::arg("b"), nb::arg("sfb"), nb::arg("c"),
+     nb::arg("file") = "", nb::arg("line") = 0);
 
   m.def("make_tiled_copy_C_atom", [](const cute::CopyAtom& atom, nb::handle mma) {
     Scope scope;

@@ -302,6 +302,13 @@ NB_MODULE(_core, m) {
       .def("vote", [](dsl::Tracer&, const std::string& kind, nb::handle pred, nb::handle mask) {
         return dsl::vote(ir::vote_kind_from_name(kind), to_num(pred), to_num(mask));
       })
+      .def("warp_redux", [](dsl::Tracer&, const std::string& kind, nb::handle value, nb::handle mask, bool abs, bool nan) {
+        return dsl::warp_redux(ir::redux_kind_from_name(kind), to_num(value), to_num(mask), abs, nan);
+      })
+      .def("atomic_fmax", [](dsl::Tracer&, nb::handle ptr, nb::handle value, bool sign_bit, const std::string& sem,
+                             const std::string& scope) {
+        return dsl::atomic_fmax(to_num(ptr), to_num(value), sign_bit, sem, scope);
+      })
       // `compare`: empty, or the one compare value of a cas.
       .def("atomic", [](dsl::Tracer&, const std::string& kind, nb::handle ptr, nb::handle value, nb::list compare,
                         const std::string& sem, const std::string& scope) {

@@ -2,6 +2,8 @@
 #include "bindings/python_errors.h"
 #include "bindings/tensor_argument.h"
 
+#include <cstring>
+
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -12,6 +14,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/occupancy.h"
 #include "runtime/tensor_spec.h"
+#include "support/fp4.h"
 
 namespace nb = nanobind;
 
@@ -83,6 +86,26 @@ void bind_runtime(nb::module_& root) {
     std::vector<int64_t> out(stride.size());
     bindings::unpack_fp4_pairs(int(shape.size()), shape.data(), stride.data(), out.data());
     return std::make_pair(shape, out);
+  });
+  // Packed Float4E2M1FN storage (cutlass.torch's fill of a tensor of them held in bytes): value i
+  // (float32), rounded to E2M1 as conversions do (support/fp4.h), lands in the nibble of element
+  // offset offsets[i] (int64; the even offset in the low nibble) of `nbytes` zeroed bytes.
+  m.def("pack_e2m1", [](nb::bytes values, nb::bytes offsets, int64_t nbytes) {
+    const size_t n = values.size() / sizeof(float);
+    if (values.size() % sizeof(float) || offsets.size() != n * sizeof(int64_t) || nbytes < 0)
+      throw std::invalid_argument("pack_e2m1: float32 values, one int64 offset each, and a byte count");
+    std::string out(size_t(nbytes), '\0');
+    const char* v = values.c_str();
+    const char* o = offsets.c_str();
+    for (size_t i = 0; i < n; ++i) {
+      float x;
+      int64_t off;
+      std::memcpy(&x, v + i * sizeof(float), sizeof(float));
+      std::memcpy(&off, o + i * sizeof(int64_t), sizeof(int64_t));
+      if (off < 0 || off / 2 >= nbytes) throw std::invalid_argument("pack_e2m1: an offset outside the bytes");
+      out[size_t(off / 2)] = char(uint8_t(out[size_t(off / 2)]) | uint8_t((support::float_to_e2m1_bits(x) & 0xF) << (4 * (off & 1))));
+    }
+    return nb::bytes(out.data(), out.size());
   });
   m.def("max_active_clusters", &runtime::max_active_clusters, nb::arg("device"), nb::arg("cluster_size"));
   m.def("resolve_alignment", &runtime::resolve_alignment, nb::arg("assumed_align").none(), nb::arg("element_bytes"));

@@ -74,6 +74,44 @@ Num atomic(ir::AtomicKind kind, const Num& ptr, const Num& value, const Num* com
   return Num::of_value(b.atomic(kind, order, sc, materialize(ptr), v, c));
 }
 
+Num warp_redux(ir::ReduxKind kind, const Num& value, const Num& member_mask, bool abs, bool nan) {
+  const std::string what = "warp_redux_sync";
+  ir::Builder& b = kernel_tracer(what).builder();
+  const support::Arch& arch = Tracer::current_target_arch();
+  const Type t = value.type;
+  if (t == ir::f32()) {
+    if (kind != ir::ReduxKind::Min && kind != ir::ReduxKind::Max)
+      throw UserError("TYPE_MISMATCH", what + ": Float32 values reduce with fmin or fmax, not " +
+                                           ir::redux_kind_name(kind));
+    if (arch.known() && !(arch.number >= 100 && (arch.suffix == 'a' || arch.suffix == 'f')))
+      throw UserError("UNSUPPORTED_ARCH", what + " of Float32 values (redux.sync .f32) needs sm_100a or newer, but "
+                                                 "the program is compiled for " + arch.name);
+  } else if (t->is_int() && !t->is_bool() && t->width == 32) {
+    if (abs || nan) throw UserError("TYPE_MISMATCH", what + ": abs and nan are options of Float32 reductions");
+    if (arch.older_than(80))
+      throw UserError("UNSUPPORTED_ARCH", what + " (redux.sync) needs sm_80 or newer, but the program is compiled for " +
+                                              arch.name);
+  } else {
+    throw UserError("TYPE_MISMATCH", what + " reduces Int32, Uint32 or Float32 values, got " + dtype_name(t));
+  }
+  return Num::of_value(b.warp_redux(kind, materialize(value), as_i32(member_mask), abs, nan));
+}
+
+Num atomic_fmax(const Num& ptr, const Num& value, bool sign_bit, const std::string& sem, const std::string& scope) {
+  const std::string what = "atomic_fmax";
+  ir::Builder& b = kernel_tracer(what).builder();
+  if (!ptr.type->is_pointer() || ptr.type->element != ir::f32())
+    throw UserError("TYPE_MISMATCH", what + " needs a pointer to a Float32, got " + dtype_name(ptr.type));
+  if (sign_bit)
+    throw UserError("NOT_SUPPORTED", what + " with sign_bit=True (values of either sign) is not implemented; values "
+                                            "known to be non-negative take sign_bit=False");
+  ir::MemoryOrder order = sem.empty() ? ir::MemoryOrder::Relaxed : ir::memory_order_from_name(sem);
+  ir::MemoryScope sc = scope.empty() ? ir::MemoryScope::Gpu : ir::memory_scope_from_name(scope);
+  Value* p = b.bitcast(materialize(ptr), ir::pointer_type(ir::i32(), ptr.type->space, ptr.type->align));
+  Value* bits = b.bitcast(materialize(convert(value, ir::f32())), ir::i32());
+  return Num::of_value(b.bitcast(b.atomic(ir::AtomicKind::Max, order, sc, p, bits, nullptr), ir::f32()));
+}
+
 Num smem_alloc(Type element, int64_t count, int align) {
   ir::Builder& b = kernel_tracer("alloc_smem").builder();
   if (count <= 0) throw std::invalid_argument("alloc_smem needs a positive element count, got " + std::to_string(count));

@@ -13,6 +13,14 @@ namespace opencute::dsl {
 // bits, 64-bit values as two 32-bit shuffles. The result has the type of `value`.
 Num shuffle(ir::ShuffleKind kind, const Num& value, const Num& offset, const Num& member_mask, const Num& clamp);
 Num vote(ir::VoteKind kind, const Num& pred, const Num& member_mask);  // ballot -> Int32, others -> Boolean
+// cute.arch.warp_redux_sync: the reduction over the lanes of `member_mask` (redux.sync): Int32 /
+// Uint32 values with any kind (sm_80), Float32 with min / max, of |x| (abs) and NaN-propagating
+// (nan) as PTX's .abs / .NaN (sm_100a).
+Num warp_redux(ir::ReduxKind kind, const Num& value, const Num& member_mask, bool abs, bool nan);
+// cute.arch.atomic_fmax(ptr, value, sign_bit=False): the Float32 at `ptr` becomes the larger of it
+// and `value`; returns the previous value. Without a sign bit (both non-negative, as an amax of
+// |x| is) float order is the order of the bit patterns as Int32: atom.max.s32 on them.
+Num atomic_fmax(const Num& ptr, const Num& value, bool sign_bit, const std::string& sem, const std::string& scope);
 // `ptr` is a pointer value; the old value comes back in the pointee type. `sem`/`scope` empty:
 // relaxed / gpu, as PTX `atom` without qualifiers. `compare` only for cas.
 Num atomic(ir::AtomicKind kind, const Num& ptr, const Num& value, const Num* compare, const std::string& sem,

@@ -215,6 +215,13 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
         emit(std::move(i));
         break;
       }
+      case OpCode::WarpRedux: {
+        Inst i = base(K::WarpRedux);
+        i.imm = op.int_attr;
+        i.a = in(0), i.b = in(1), i.dst = out();
+        emit(std::move(i));
+        break;
+      }
       case OpCode::Atomic: {
         Inst i = base(K::Atomic);
         i.imm = op.int_attr;

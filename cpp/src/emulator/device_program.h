@@ -24,7 +24,7 @@ enum class K : uint8_t {
   // value instructions; `width` slots are processed (vectors occupy consecutive registers)
   Binary, AddI32, SubI32, MulI32, AddF32, MulF32, Unary, Cmp, CmpI32, Select, Cast, Bitcast, Fma, Math,
   PtrAdd, Move, Load, Store, Alloca, VecInsert, VecSplat, Special, Printf, PMove,
-  Shuffle, Vote, Atomic, SmemAddr, Assert,
+  Shuffle, Vote, WarpRedux, Atomic, SmemAddr, Assert,
   MmaSync,  // emulator/sm80_mma.cpp
   Sm80Copy,  // cp.async / commit / wait / ldmatrix / stmatrix (emulator/sm80_copy.cpp); code says which
   Wgmma,     // wgmma.mma_async / fence / commit / wait (emulator/sm90_mma.cpp); code says which

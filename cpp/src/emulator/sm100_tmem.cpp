@@ -195,6 +195,9 @@ Flow exec_ldst(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
 // tcgen05.cp: rows of 16-byte chunks from shared memory, through a K-major matrix descriptor
 // without swizzle (8-row core matrices: rows 16 bytes apart, 8-row groups SBO apart, chunks LBO
 // apart), to tensor-memory lanes; the warpx2 / warpx4 forms copy the rows to 2 or 4 lane groups.
+// cta_group::2 (issued by the even CTA of a pair, as its MMAs are): each CTA of the pair copies
+// from its own shared memory to its own tensor memory at the same addresses (a 2-CTA block-scaled
+// MMA reads each CTA's rows' factors, and all of B's, from that CTA's tensor memory).
 Flow exec_cp(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const ir::Op& op = *i.op;
   const LaneRegs at{warp.regs};
@@ -216,25 +219,38 @@ Flow exec_cp(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
     fail_at(c, w, warp, lane, i, "tcgen05.cp: the shared-memory descriptor " + hex32(uint32_t(d >> 32)) + hex32(uint32_t(d)).substr(2) +
                                      " asks for a swizzle; the emulator reads tcgen05.cp sources without swizzle only");
   const uint64_t start = (d & 0x3FFF) << 4, lbo = ((d >> 16) & 0x3FFF) << 4, sbo = ((d >> 32) & 0x3FFF) << 4;
-  const uintptr_t smem = reinterpret_cast<uintptr_t>(w.smem);
-  uintptr_t base = (smem & ~uintptr_t(0x3FFFF)) | uintptr_t(start);
-  if (base < smem) base += 0x40000;
+  std::vector<Worker*> ctas{&w};
+  if (op.int_attr == 2) {
+    if (w.rank % 2)
+      fail_at(c, w, warp, lane, i, "tcgen05.cp.cta_group::2 is issued by the even CTA of the pair, not by CTA rank " +
+                                       std::to_string(w.rank));
+    if (w.rank + 1 >= w.cluster->size)
+      fail_at(c, w, warp, lane, i, "tcgen05.cp.cta_group::2 needs a peer CTA (rank + 1) in the cluster");
+    ctas.push_back(w.cluster->blocks[w.rank + 1]);
+  }
   const uint32_t lane0 = a >> 16, col0 = a & 0xffff;
-  std::string e = w.tmem.check_columns(col0, 4 * chunks, "tcgen05.cp");
-  if (!e.empty()) fail_at(c, w, warp, lane, i, e);
-  for (int r = 0; r < rows; ++r)
-    for (int ch = 0; ch < chunks; ++ch) {
-      uintptr_t p = base + uintptr_t((r % 8) * 16) + uintptr_t(r / 8) * sbo + uintptr_t(ch) * lbo;
-      if (!in_smem(w, p, 16))
-        fail_at(c, w, warp, lane, i, "tcgen05.cp: the shared-memory descriptor reaches outside the CTA's shared memory");
-      for (int off : copies) {
-        uint32_t l = lane0 + uint32_t(r + (off ? off : 0));
-        if (shape == ir::Tcgen05CpShape::S64x128bWarpx2_02_13) l = lane0 + uint32_t((r / 32) * 32 + r % 32 + off);
-        if (shape == ir::Tcgen05CpShape::S64x128bWarpx2_01_23) l = lane0 + uint32_t((r / 32) * 64 + r % 32 + off);
-        if (l >= 128) fail_at(c, w, warp, lane, i, "tcgen05.cp: the copy reaches past tensor-memory lane 127");
-        std::memcpy(w.tmem.row(l) + col0 + 4 * ch, reinterpret_cast<const void*>(p), 16);
+  for (Worker* cta : ctas) {
+    // The descriptor's start is an offset in the shared window: the same in both CTAs of a pair.
+    const uintptr_t smem = reinterpret_cast<uintptr_t>(w.smem);
+    uintptr_t base = (smem & ~uintptr_t(0x3FFFF)) | uintptr_t(start);
+    if (base < smem) base += 0x40000;
+    base = base - smem + reinterpret_cast<uintptr_t>(cta->smem);
+    std::string e = cta->tmem.check_columns(col0, 4 * chunks, "tcgen05.cp");
+    if (!e.empty()) fail_at(c, w, warp, lane, i, e);
+    for (int r = 0; r < rows; ++r)
+      for (int ch = 0; ch < chunks; ++ch) {
+        uintptr_t p = base + uintptr_t((r % 8) * 16) + uintptr_t(r / 8) * sbo + uintptr_t(ch) * lbo;
+        if (!in_smem(*cta, p, 16))
+          fail_at(c, w, warp, lane, i, "tcgen05.cp: the shared-memory descriptor reaches outside the CTA's shared memory");
+        for (int off : copies) {
+          uint32_t l = lane0 + uint32_t(r + (off ? off : 0));
+          if (shape == ir::Tcgen05CpShape::S64x128bWarpx2_02_13) l = lane0 + uint32_t((r / 32) * 32 + r % 32 + off);
+          if (shape == ir::Tcgen05CpShape::S64x128bWarpx2_01_23) l = lane0 + uint32_t((r / 32) * 64 + r % 32 + off);
+          if (l >= 128) fail_at(c, w, warp, lane, i, "tcgen05.cp: the copy reaches past tensor-memory lane 127");
+          std::memcpy(cta->tmem.row(l) + col0 + 4 * ch, reinterpret_cast<const void*>(p), 16);
+        }
       }
-    }
+  }
   return Flow::Next;
 }
 

@@ -56,7 +56,8 @@ void MbarrierTable::complete_tx(uintptr_t addr, int64_t bytes) {
 
 int tensor_map_data_type(ir::Type t) {
   // cuda.h CUtensorMapDataType: UINT8 0, UINT16 1, UINT32 2, INT32 3, UINT64 4, INT64 5,
-  // FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9. 8-bit floats travel as UINT8 (CuTe does too).
+  // FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9, TFLOAT32 11, 16U4_ALIGN8B 13. 8-bit floats travel
+  // as UINT8, packed 4-bit ones as 16U4_ALIGN8B (CuTe does too).
   if (t->is_float()) {
     switch (t->float_kind) {
       case ir::FloatKind::F16: return 6;
@@ -65,7 +66,8 @@ int tensor_map_data_type(ir::Type t) {
       case ir::FloatKind::TF32: return 11;  // TFLOAT32: fp32 bytes, copied unchanged
       case ir::FloatKind::F64: return 8;
       case ir::FloatKind::E4M3: case ir::FloatKind::E5M2: case ir::FloatKind::E8M0: return 0;
-      case ir::FloatKind::E2M1: case ir::FloatKind::E2M3: case ir::FloatKind::E3M2: break;  // packed 4-bit floats: no SM90 tensor-map type
+      case ir::FloatKind::E2M1: return kTmaPacked4Bit;
+      case ir::FloatKind::E2M3: case ir::FloatKind::E3M2: break;  // 6-bit: only unpacked in shared memory (16U6_ALIGN16B)
     }
   }
   if (t->is_int() && !t->is_bool()) {
@@ -88,8 +90,8 @@ void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t 
     bad("the swizzle must be 0, 32, 64 or 128 bytes, got " + std::to_string(swizzle_bytes));
   d.magic = kTmaDescriptorMagic;
   d.rank = rank;
-  d.elem_bytes = element->byte_size();
   d.data_type = tensor_map_data_type(element);
+  d.elem_bytes = d.data_type == kTmaPacked4Bit ? 1 : element->byte_size();
   d.swizzle_bytes = swizzle_bytes;
   d.global_address = global_address;
   if (global_address % 16) bad("the global tensor's address must be 16-byte aligned");
@@ -115,11 +117,31 @@ void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t 
           " is not a multiple of 16");
   }
   if (d.strides[0] != uint64_t(d.elem_bytes)) bad("dimension 0 must be contiguous in global memory");
-  const uint64_t inner = uint64_t(d.box[0]) * uint64_t(d.elem_bytes);
+  // Packed 4-bit values (16U4_ALIGN8B): dimension 0 counts the values, two to a byte.
+  const bool packed = d.data_type == kTmaPacked4Bit;
+  if (packed && d.dims[0] % 2) bad("the extent of dimension 0 must be even for packed 4-bit elements");
+  const uint64_t inner = packed ? uint64_t(d.box[0]) / 2 : uint64_t(d.box[0]) * uint64_t(d.elem_bytes);
+  if (packed && d.box[0] % 2) bad("the innermost box dimension of packed 4-bit elements must be even");
   if (inner % 16) bad("the innermost box dimension spans " + std::to_string(inner) + " bytes, not a multiple of 16");
   if (swizzle_bytes && inner > uint64_t(swizzle_bytes))
     bad("the innermost box dimension spans " + std::to_string(inner) + " bytes, more than the " +
         std::to_string(swizzle_bytes) + "-byte swizzle");
+}
+
+TmaDescriptor tma_byte_view(const TmaDescriptor& d, int64_t* origin, std::string* error) {
+  if (d.data_type != kTmaPacked4Bit) return d;
+  if (origin[0] % 2) {
+    *error = "a TMA copy of packed 4-bit elements at coordinate " + std::to_string(origin[0]) +
+             " of dimension 0, which splits a byte";
+    return d;
+  }
+  TmaDescriptor v = d;
+  v.dims[0] = d.dims[0] / 2;
+  v.box[0] = d.box[0] / 2;
+  v.elem_bytes = 1;
+  v.data_type = 0;  // UINT8
+  origin[0] /= 2;
+  return v;
 }
 
 void MbarrierTable::add_filling(uintptr_t begin, uintptr_t end, uintptr_t bar, const ir::Op* op) {
@@ -240,10 +262,19 @@ void for_box(const TmaDescriptor& d, const int64_t* origin, F&& f) {
   }
 }
 
+// The descriptor of a TMA op and its coordinates, packed 4-bit elements viewed as bytes.
+TmaDescriptor descriptor_and_origin(const Inst& i, Sm90WarpContext& w, int lane, int64_t* origin) {
+  const TmaDescriptor m = descriptor_of(i, w, lane);
+  for (int k = 0; k < m.rank; ++k) origin[k] = int32_t(at(w, i.srcs[size_t(k)], lane).i);
+  std::string error;
+  TmaDescriptor d = tma_byte_view(m, origin, &error);
+  if (!error.empty()) w.fail(lane, error);
+  return d;
+}
+
 void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
-  const TmaDescriptor d = descriptor_of(i, w, lane);
   int64_t origin[5] = {0, 0, 0, 0, 0};
-  for (int k = 0; k < d.rank; ++k) origin[k] = int32_t(at(w, i.srcs[size_t(k)], lane).i);
+  const TmaDescriptor d = descriptor_and_origin(i, w, lane, origin);
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem);
   const uintptr_t dst = uintptr_t(at(w, i.b, lane).i), bar = uintptr_t(at(w, i.c, lane).i);
   uint64_t bytes = uint64_t(d.elem_bytes);
@@ -309,9 +340,8 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
 }
 
 void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
-  const TmaDescriptor d = descriptor_of(i, w, lane);
   int64_t origin[5] = {0, 0, 0, 0, 0};
-  for (int k = 0; k < d.rank; ++k) origin[k] = int32_t(at(w, i.srcs[size_t(k)], lane).i);
+  const TmaDescriptor d = descriptor_and_origin(i, w, lane, origin);
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem), src = uintptr_t(at(w, i.b, lane).i);
   uint64_t bytes = uint64_t(d.elem_bytes);
   for (int k = 0; k < d.rank; ++k) bytes *= d.box[k];

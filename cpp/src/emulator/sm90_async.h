@@ -46,6 +46,13 @@ struct TmaDescriptor {
 
 // CUtensorMapDataType of an element type; -1 when TMA cannot move it.
 int tensor_map_data_type(ir::Type element);
+// CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B: packed 4-bit values, dense in shared memory as in global.
+// A descriptor of this type counts dimension 0's extent, box and coordinate in values (two per
+// byte); its elem_bytes and strides[0] are 1.
+constexpr int kTmaPacked4Bit = 13;
+// The same copy in bytes: a packed 4-bit descriptor halved along dimension 0, with `origin[0]`
+// (which must be even; else `error` says why and `d` comes back) halved too; others unchanged.
+TmaDescriptor tma_byte_view(const TmaDescriptor& d, int64_t* origin, std::string* error);
 // Fills `d` (everything but tensor_map) and checks it; throws std::invalid_argument naming the
 // broken rule (16-byte aligned address and strides, extents in [1, 2^32], box 1..256 per dim,
 // dimension 0 contiguous, the inner box within the swizzle span).

@@ -2,6 +2,9 @@
 // block indices and dimensions, lane, warp), the block barriers (sync_threads parks the warp for the
 // scheduler; named barriers count arriving warps) and the warp collectives shfl.sync and vote.sync
 // (PTX ISA), over the active lanes of the warp and their member masks.
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "emulator/diagnostics.h"
@@ -141,6 +144,58 @@ Flow exec_vote(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   return Flow::Next;
 }
 
+// redux.sync: every lane of the mask gets the reduction over the mask's active lanes (PTX requires
+// all of them to execute it; a lane outside its own mask is an error, as for vote). f32 min / max
+// take |x| with .abs; NaN inputs are ignored unless .NaN, which makes any NaN the result.
+Flow exec_warp_redux(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
+  const uint32_t m = warp.mask;
+  const LaneRegs at{warp.regs};
+  const auto kind = ir::ReduxKind(i.imm);
+  const ir::Type t = i.op->operands[0]->type;
+  const bool f32 = t == ir::f32(), abs = f32 && i.op->ints.at(0), nan = f32 && i.op->ints.at(1);
+  FOR_LANES(m) {
+    int l = LANE;
+    uint32_t member = uint32_t(at(i.b, l).i);
+    if (!((member >> l) & 1))
+      fail_at(c, w, warp, l, i, "redux.sync by lane " + std::to_string(l) + ", which is not in its member mask " +
+                                    hex(member));
+    const uint32_t lanes = m & member;
+    if (f32) {
+      float r = std::numeric_limits<float>::quiet_NaN();
+      bool any_nan = false;
+      for (uint32_t v = lanes; v; v &= v - 1) {
+        float x = float(at(i.a, __builtin_ctz(v)).f);
+        if (abs) x = std::fabs(x);
+        if (std::isnan(x)) {
+          any_nan = true;
+          continue;
+        }
+        r = std::isnan(r) ? x : kind == ir::ReduxKind::Max ? std::fmax(r, x) : std::fmin(r, x);
+      }
+      if (nan && any_nan) r = std::numeric_limits<float>::quiet_NaN();
+      at(i.dst, l).f = r;
+      continue;
+    }
+    int64_t r = 0;
+    bool first = true;
+    for (uint32_t v = lanes; v; v &= v - 1) {
+      const int64_t x = at(i.a, __builtin_ctz(v)).i;
+      const int64_t sx = t->is_signed ? int64_t(int32_t(x)) : int64_t(uint32_t(x));
+      switch (kind) {
+        case ir::ReduxKind::Add: r += sx; break;
+        case ir::ReduxKind::Min: r = first ? sx : std::min(r, sx); break;
+        case ir::ReduxKind::Max: r = first ? sx : std::max(r, sx); break;
+        case ir::ReduxKind::And: r = first ? sx : (r & sx); break;
+        case ir::ReduxKind::Or: r |= sx; break;
+        case ir::ReduxKind::Xor: r ^= sx; break;
+      }
+      first = false;
+    }
+    at(i.dst, l).i = t->is_signed ? int64_t(int32_t(uint32_t(r))) : int64_t(uint32_t(r));
+  }
+  return Flow::Next;
+}
+
 }  // namespace
 
 void register_thread_handlers(HandlerTable& t) {
@@ -149,6 +204,7 @@ void register_thread_handlers(HandlerTable& t) {
   t.add(K::NamedBarrier, exec_named_barrier);
   t.add(K::Shuffle, exec_shuffle);
   t.add(K::Vote, exec_vote);
+  t.add(K::WarpRedux, exec_warp_redux);
 }
 
 }  // namespace opencute::emulator

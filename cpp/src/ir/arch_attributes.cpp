@@ -21,6 +21,7 @@ const char* const kVote[] = {"ballot", "any", "all", "uni"};
 const char* const kAtomic[] = {"add", "and", "or", "xor", "max", "min", "exch", "cas", "inc", "dec"};
 const char* const kOrder[] = {"relaxed", "acquire", "release", "acq_rel"};
 const char* const kScope[] = {"cta", "cluster", "gpu", "sys"};
+const char* const kRedux[] = {"add", "min", "max", "and", "or", "xor"};
 
 }  // namespace
 
@@ -31,6 +32,8 @@ const char* atomic_kind_name(AtomicKind k) {
 }
 const char* memory_order_name(MemoryOrder o) { return kOrder[int(o) & 3]; }
 const char* memory_scope_name(MemoryScope s) { return kScope[int(s) & 3]; }
+const char* redux_kind_name(ReduxKind k) { return size_t(k) < std::size(kRedux) ? kRedux[int(k)] : "?"; }
+ReduxKind redux_kind_from_name(const std::string& n) { return from_name<ReduxKind>(kRedux, n, "redux operation"); }
 
 ShuffleKind shuffle_kind_from_name(const std::string& n) { return from_name<ShuffleKind>(kShuffle, n, "shuffle kind"); }
 VoteKind vote_kind_from_name(const std::string& n) { return from_name<VoteKind>(kVote, n, "vote kind"); }

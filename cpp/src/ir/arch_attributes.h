@@ -18,12 +18,15 @@ enum class AtomicKind : uint8_t { Add, And, Or, Xor, Max, Min, Exch, Cas, Inc, D
 // PTX memory-consistency qualifiers of atom (.sem and .scope).
 enum class MemoryOrder : uint8_t { Relaxed, Acquire, Release, AcqRel };
 enum class MemoryScope : uint8_t { Cta, Cluster, Gpu, Sys };
+// PTX redux.sync operations: on 32-bit integers all six, on f32 (sm_100a) Min and Max.
+enum class ReduxKind : uint8_t { Add, Min, Max, And, Or, Xor };
 
 const char* shuffle_kind_name(ShuffleKind k);    // "idx", "up", "down", "bfly"
 const char* vote_kind_name(VoteKind k);          // "ballot", "any", "all", "uni"
 const char* atomic_kind_name(AtomicKind k);      // "add", ..., "exch", "cas"
 const char* memory_order_name(MemoryOrder o);    // "relaxed", "acquire", "release", "acq_rel"
 const char* memory_scope_name(MemoryScope s);    // "cta", "cluster", "gpu", "sys"
+const char* redux_kind_name(ReduxKind k);        // "add", "min", "max", "and", "or", "xor"
 
 // Inverses of the names above; throw std::invalid_argument naming the accepted spellings.
 ShuffleKind shuffle_kind_from_name(const std::string& name);
@@ -31,5 +34,6 @@ VoteKind vote_kind_from_name(const std::string& name);
 AtomicKind atomic_kind_from_name(const std::string& name);
 MemoryOrder memory_order_from_name(const std::string& name);
 MemoryScope memory_scope_from_name(const std::string& name);
+ReduxKind redux_kind_from_name(const std::string& name);
 
 }  // namespace opencute::ir

@@ -279,6 +279,20 @@ Value* Builder::vote(VoteKind kind, Value* pred, Value* member_mask) {
   return op->result();
 }
 
+Value* Builder::warp_redux(ReduxKind kind, Value* value, Value* member_mask, bool abs, bool nan) {
+  const Type t = value->type;
+  const bool f32 = t == ir::f32(), int32 = t->is_int() && !t->is_bool() && t->width == 32;
+  if (!f32 && !int32) throw TypeError("redux.sync reduces 32-bit integers or f32, got " + to_string(t));
+  if (f32 && kind != ReduxKind::Min && kind != ReduxKind::Max)
+    throw TypeError(std::string("redux.sync ") + redux_kind_name(kind) + " takes 32-bit integers; f32 takes min or max");
+  if (!f32 && (abs || nan)) throw TypeError("redux.sync's abs and NaN options are for f32");
+  if (member_mask->type != i32()) throw TypeError("redux.sync member mask must be i32, got " + to_string(member_mask->type));
+  Op* op = create(OpCode::WarpRedux, {value, member_mask}, {t});
+  op->int_attr = int64_t(kind);
+  op->ints = {abs ? 1 : 0, nan ? 1 : 0};
+  return op->result();
+}
+
 // Which element types an atomic supports: what PTX `atom` provides on sm_70 and later
 // (bf16 add needs sm_90).
 static bool atomic_supports(AtomicKind kind, Type t) {

@@ -63,6 +63,8 @@ class Builder {
   // Warp-synchronous ops over 32-bit registers (the DSL widens and splits other types).
   Value* shuffle(ShuffleKind kind, Value* value, Value* offset, Value* clamp, Value* member_mask);
   Value* vote(VoteKind kind, Value* pred, Value* member_mask);
+  // redux.sync: i32 / u32 values (any kind) or f32 (Min / Max, optionally of |x| and NaN-propagating).
+  Value* warp_redux(ReduxKind kind, Value* value, Value* member_mask, bool abs = false, bool nan = false);
   // Returns the value at *ptr before the operation; `compare` only for AtomicKind::Cas.
   Value* atomic(AtomicKind kind, MemoryOrder order, MemoryScope scope, Value* ptr, Value* value,
                 Value* compare = nullptr);

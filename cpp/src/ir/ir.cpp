@@ -106,6 +106,7 @@ const char* opcode_name(OpCode code) {
     case OpCode::Tcgen05Wait: return "tcgen05.wait";
     case OpCode::Tcgen05Fence: return "tcgen05.fence";
     case OpCode::Tcgen05Cp: return "tcgen05.cp";
+    case OpCode::WarpRedux: return "redux.sync";
   }
   return "?";
 }

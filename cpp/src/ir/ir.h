@@ -151,6 +151,8 @@ enum class OpCode : uint8_t {
   Tcgen05Wait,     // int_attr = 0: tcgen05.wait::ld, 1: tcgen05.wait::st
   Tcgen05Fence,    // int_attr = 0: tcgen05.fence::before_thread_sync, 1: ::after_thread_sync
   Tcgen05Cp,       // (i32 address, smem descriptor i64); int_attr = CTA group, ints = {Tcgen05CpShape}
+  WarpRedux,       // (value i32 | f32, member mask i32) -> the value's type: redux.sync over the lanes of the
+                   //  mask; int_attr = ReduxKind (arch_attributes.h), ints = {abs, NaN} (f32 min / max only)
 };
 
 // The kinds of tcgen05.mma (the PTX `.kind`), and the shapes of tcgen05.ld / st / cp.

@@ -239,6 +239,18 @@ class Verifier {
         expect(op, fn_->kind == FunctionKind::Kernel, "vote is only valid in a kernel");
         break;
       }
+      case OpCode::WarpRedux: {
+        const bool f32 = !o.empty() && o[0]->type == ir::f32();
+        bool ok = o.size() == 2 && op.results.size() == 1 && op.results[0]->type == o[0]->type &&
+                  o[1]->type == i32() && op.ints.size() == 2 &&
+                  (f32 || (o[0]->type->is_int() && !o[0]->type->is_bool() && o[0]->type->width == 32));
+        ok = ok && op.int_attr >= 0 && op.int_attr <= int64_t(ReduxKind::Xor);
+        if (ok && f32) ok = ReduxKind(op.int_attr) == ReduxKind::Min || ReduxKind(op.int_attr) == ReduxKind::Max;
+        if (ok && !f32) ok = op.ints[0] == 0 && op.ints[1] == 0;
+        expect(op, ok, "redux.sync takes (i32 | f32 value, i32 mask), yields the value's type; f32 takes min or max");
+        expect(op, fn_->kind == FunctionKind::Kernel, "redux.sync is only valid in a kernel");
+        break;
+      }
       case OpCode::Atomic: {
         bool cas = AtomicKind(op.int_attr) == AtomicKind::Cas;
         bool ok = o.size() == (cas ? 3u : 2u) && o[0]->type->is_pointer() && op.results.size() == 1 &&

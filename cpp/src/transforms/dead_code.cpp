@@ -25,6 +25,7 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::TmemAlloc: case ir::OpCode::TmemDealloc: case ir::OpCode::TmemRelinquish:
     case ir::OpCode::Tcgen05Mma: case ir::OpCode::Tcgen05Commit: case ir::OpCode::Tcgen05Ld: case ir::OpCode::Tcgen05St:
     case ir::OpCode::Tcgen05Wait: case ir::OpCode::Tcgen05Fence: case ir::OpCode::Tcgen05Cp:
+    case ir::OpCode::WarpRedux:
       // loads stay: removing them would hide faulting accesses; shuffles and votes synchronise the warp
       return false;
     case ir::OpCode::InlineAsm:

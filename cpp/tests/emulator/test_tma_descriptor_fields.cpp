@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <stdexcept>
+#include <string>
 
 #include "emulator/sm90_async.h"
 #include "ir/types.h"
@@ -28,6 +29,30 @@ TEST(TmaDescriptorFields, MisalignedStrideOfARealDimensionIsRefused) {
   const uint32_t box[3] = {64, 64, 1};
   emulator::TmaDescriptor d;
   EXPECT_THROW(emulator::fill_tma_descriptor(d, ir::f16(), 3, 4096, dims, strides, box, 128), std::invalid_argument);
+}
+
+TEST(TmaDescriptorFields, PackedFourBitValuesCountValuesAlongDimensionZero) {
+  // A row-major (64, 256) Float4E2M1FN matrix, a (128, 64) box: 16U4_ALIGN8B, 128 values = 64 bytes.
+  const uint64_t dims[2] = {256, 64}, strides[2] = {1, 128};
+  const uint32_t box[2] = {128, 64};
+  emulator::TmaDescriptor d;
+  ASSERT_NO_THROW(emulator::fill_tma_descriptor(d, ir::f4e2m1(), 2, 4096, dims, strides, box, 0));
+  EXPECT_EQ(d.data_type, emulator::kTmaPacked4Bit);
+  // As bytes: half the extent, box and coordinate along dimension 0.
+  int64_t origin[2] = {128, 3};
+  std::string error;
+  emulator::TmaDescriptor bytes = emulator::tma_byte_view(d, origin, &error);
+  EXPECT_TRUE(error.empty());
+  EXPECT_EQ(bytes.dims[0], uint64_t(128));
+  EXPECT_EQ(bytes.box[0], uint32_t(64));
+  EXPECT_EQ(origin[0], 64);
+  EXPECT_EQ(origin[1], 3);
+  int64_t odd[2] = {3, 0};
+  emulator::tma_byte_view(d, odd, &error);
+  EXPECT_NE(error.find("splits a byte"), std::string::npos);
+  const uint32_t half_box[2] = {16, 64};  // 8 bytes: not a multiple of 16
+  EXPECT_THROW(emulator::fill_tma_descriptor(d, ir::f4e2m1(), 2, 4096, dims, strides, half_box, 0),
+               std::invalid_argument);
 }
 
 }  // namespace

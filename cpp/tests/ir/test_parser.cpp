@@ -69,6 +69,8 @@ std::unique_ptr<Module> every_op_module() {
   Value* sh = b.shuffle(ShuffleKind::Bfly, sel, b.const_int(i32(), 4), b.const_int(i32(), 31), full);
   Value* ballot = b.vote(VoteKind::Ballot, cond, full);
   b.store(b.cast(b.select(b.vote(VoteKind::Uni, cond, full), sh, ballot), f32()), b.ptr_add(p, lane));
+  b.store(b.cast(b.warp_redux(ReduxKind::Xor, sh, full), f32()), p);
+  b.store(b.warp_redux(ReduxKind::Max, b.load(p, f32()), full, true, true), p);
   Value* counter = b.smem_alloc(i32(), 64, 16);
   b.atomic(AtomicKind::Add, MemoryOrder::Relaxed, MemoryScope::Gpu, counter, sh);
   b.atomic(AtomicKind::Cas, MemoryOrder::AcqRel, MemoryScope::Cta, counter, ballot, sh);

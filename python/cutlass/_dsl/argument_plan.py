@@ -68,6 +68,10 @@ class _ArgPlan:
         # passed), so that a call may pass None there again (cta_norm's `bias=None`).
         self.none_positions = []
         self.none_names = []
+        # Parameters compiled with a tuple of Python ints join them, with that tuple (None for the
+        # None ones): a call passing every argument (NVIDIA's nvfp4 tutorials pass their problem
+        # size again) passes the same tuple there.
+        self.none_values = []
 
     @property
     def num_sources(self):
@@ -92,10 +96,17 @@ class _ArgPlan:
             type_text = "Tuple[" + ", ".join(leaf[2] for leaf in leaves) + "]"
         self.params_info.append({"name": name, "arity": arity, "type": type_text, "leaves": leaves, "env": env})
 
+    def add_static_tuple_param(self, name, position, value):
+        """A parameter compiled with a tuple of Python ints: a call may pass the same tuple there."""
+        self.none_positions.append(position)
+        self.none_names.append(name)
+        self.none_values.append(value)
+
     def add_none_param(self, name, position):
         """A parameter compiled with None: the call may pass None there (and nothing else)."""
         self.none_positions.append(position)
         self.none_names.append(name)
+        self.none_values.append(None)
         self.params_info.append({"name": name, "arity": NONE_PARAM_ARITY, "type": "None", "leaves": [], "env": False})
 
     def scalar(self, cls, source):
@@ -249,6 +260,9 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True,
                 info["static_values"].append(value)
             if value is None and not for_kernel:
                 plan.add_none_param(name, call_position)
+                call_position += 1
+            elif not for_kernel and static_shapes and ann is tuple and _is_int_tuple(value):
+                plan.add_static_tuple_param(name, call_position, value)
                 call_position += 1
             continue
         call_position += 1

@@ -160,7 +160,7 @@ class JitFunction(_DecoratedFunction):
         compiled.function_name = self._fn.__name__
         compiled.trace_ms = trace_ms
         if plan.none_positions:
-            compiled._none_arguments = (plan.none_positions, plan.none_names)
+            compiled._none_arguments = (plan.none_positions, plan.none_names, plan.none_values)
         if _core.log_enabled(10):
             _core.log(10, f"traced {self._fn.__name__} in {trace_ms:.2f} ms; compile timings {compiled.timings_ms}")
         if _env_flag("CUTE_DSL_PRINT_IR"):

@@ -149,6 +149,14 @@ class Tensor:
                             f"{value} ({value.width} bits): the widths differ")
         self._element_type = value
 
+    def _hold_one_element_per_byte(self, value):
+        """Sees byte storage as `value` (a packed 4-bit type) element for element: the shape and
+        element strides stay, so the packed values take the first half of the bytes. How
+        cutlass.torch.cute_tensor_like holds narrow floats (a byte per element of the reference)."""
+        if not (isinstance(value, NumericMeta) and value.width == 4 and self._element_type.width == 8):
+            raise TypeError(f"a byte per element holds 4-bit values only, not {value!r} over {self._element_type}")
+        self._element_type = value
+
     dtype = element_type
 
     @property

@@ -611,9 +611,12 @@ def load(jf, key, args, kwargs, info, memo=None):
         record = json.loads(record)
         if record.get("runtime_positions") != key.runtime_positions:
             return None
-        none_positions, none_names = record.get("none_arguments", [[], []])
+        none_positions, none_names, *values = record.get("none_arguments", [[], []])
         if none_positions:
-            compiled._none_arguments = (none_positions, none_names)
+            # JSON keeps tuples as lists: the compiled tuples come back as tuples.
+            as_tuple = lambda v: tuple(as_tuple(x) for x in v) if isinstance(v, list) else v  # noqa: E731
+            compiled._none_arguments = (none_positions, none_names,
+                                        [as_tuple(v) for v in values[0]] if values else [None] * len(none_positions))
         compiled.function_name = jf._fn.__name__
         if memo is not None:
             memo[key.text] = compiled

@@ -356,6 +356,23 @@ def vote_uni_sync(pred, mask=FULL_MASK, *, loc=None, ip=None):
     return wrap(context.tracer().vote("uni", num_of(as_numeric(pred)), num_of(mask)))
 
 
+_REDUX_KINDS = {"add": "add", "min": "min", "max": "max", "and": "and", "or": "or", "xor": "xor",
+                "fmin": "min", "fmax": "max"}
+
+
+def warp_redux_sync(value, kind, mask_and_clamp=FULL_MASK, *, abs=False, nan=False, loc=None, ip=None):  # noqa: A002
+    """redux.sync: the reduction of `value` over the lanes of `mask_and_clamp`, in each of them.
+    `kind`: "add", "min", "max", "and", "or", "xor" for Int32 / Uint32 values; "fmin" / "fmax" (or
+    "min" / "max") for Float32 ones, of |value| with abs=True, NaN-propagating with nan=True (sm_100a)."""
+    name = getattr(kind, "name", kind)
+    name = name.lower() if isinstance(name, str) else name
+    if name not in _REDUX_KINDS:
+        raise DSLUserCodeError(f"warp_redux_sync: kind must be one of {', '.join(_REDUX_KINDS)}, got {kind!r}",
+                               code="INVALID_VALUE")
+    return wrap(context.tracer().warp_redux(_REDUX_KINDS[name], num_of(as_numeric(value)), num_of(mask_and_clamp),
+                                            bool(abs), bool(nan)))
+
+
 # ---- atomics ----------------------------------------------------------------------------------
 
 def _pointer_value(ptr):
@@ -404,6 +421,14 @@ def atomic_max(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
 
 def atomic_min(ptr, val, *, sem=None, scope=None, loc=None, ip=None):
     return _atomic("min", ptr, val, None, sem, scope)
+
+
+def atomic_fmax(ptr, val, *, sign_bit=True, sem=None, scope=None, loc=None, ip=None):
+    """`*ptr = max(*ptr, val)` for Float32 atomically; returns the previous value. sign_bit=False
+    promises both are non-negative (an amax of |x|)."""
+    t = context.tracer()
+    return wrap(t.atomic_fmax(_pointer_value(ptr), num_of(as_numeric(val)), bool(sign_bit), _memory_name(sem),
+                              _memory_name(scope)))
 
 
 def atomic_exch(ptr, val, *, sem=None, scope=None, loc=None, ip=None):

@@ -6,6 +6,7 @@ import copy
 
 from .. import _core
 from ._arch_sm100 import _value, user_line
+from .._dsl.errors import user_error
 
 _C = _core.cute
 
@@ -139,7 +140,12 @@ def make_tiled_mma(op_or_atom, atom_layout_mnk=(1, 1, 1), permutation_mnk=None, 
 def gemm(atom, d, a, b, c, *, loc=None, ip=None, **kwargs):
     """D <- A * B + C over register fragments (C and D may be the same tensor)."""
     if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
-        raise NotImplementedError("cute.gemm with auxiliary operand tensors (scale factors) is not supported")
+        # [A, SFA], [B, SFB]: a block-scaled MMA with its scale-factor tensors (C++ checks them).
+        if not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == 2 and len(b) == 2):
+            raise user_error("cute.gemm: scale-factor operands come as [A, SFA] and [B, SFB], both pairs",
+                             code="INVALID_MMA_OP")
+        _C.gemm_scaled(_atom_of(atom), d, a[0], a[1], b[0], b[1], c, *user_line())
+        return
     _C.gemm(_atom_of(atom), d, a, b, c, *user_line())
 
 

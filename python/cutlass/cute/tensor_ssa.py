@@ -113,6 +113,11 @@ class TensorSSA:
         """The element proxies, in colexicographic order."""
         return [wrap(n) for n in self._t.values()]
 
+    def ir_value(self, *, loc=None, ip=None):
+        """The value as the `_mlir` dialect functions take it (math.absf ...); TensorSSA(v, shape,
+        dtype) wraps their result again."""
+        return self._t
+
     # ---- properties -----------------------------------------------------------------------
     @property
     def shape(self):

@@ -45,7 +45,12 @@ def cluster_shape_to_tma_atom_B(cluster_shape_mnk, atom_thr_id, *, loc=None, ip=
 
 
 def cluster_shape_to_tma_atom_SFB(cluster_shape_mnk, atom_thr_id, *, loc=None, ip=None):
-    """The TMA load op of B's scale factors: like B's, multicast over the cluster's M mode."""
+    """The TMA load op of B's scale factors, as CUTLASS's sm100_cluster_shape_to_tma_atom_SFB picks
+    it: with a 2-CTA MMA always a cta_group::2 multicast (each CTA of the pair needs all of the
+    tile's factors of B, so the pair shares the load); else like B's, multicast over the cluster's
+    M mode when it has more than one CTA."""
+    if _mma_cta_count(atom_thr_id) == 2:
+        return cpasync.CopyBulkTensorTileG2SMulticastOp(CtaGroup.TWO)
     return cluster_shape_to_tma_atom_B(cluster_shape_mnk, atom_thr_id)
 
 

@@ -47,12 +47,34 @@ def make_trivial_tiled_mma(ab_dtype, *args, a_source=None, loc=None, ip=None):
     return cute.make_tiled_mma(op)
 
 
-def make_blockscaled_trivial_tiled_mma(a_dtype, b_dtype, a_leading_mode, b_leading_mode, sf_dtype, sf_vec_size,
-                                       cta_group, mma_tiler_mn, a_source=OperandSource.SMEM, *, loc=None, ip=None):
+def make_blockscaled_trivial_tiled_mma(a_dtype, *args, loc=None, ip=None, **kwargs):
     """The tiled MMA of one block-scaled tcgen05 atom of shape (mma_tiler_mn, K): 8-bit floats ->
     MmaMXF8Op (Float8E8M0FNU factors per 32); Float4E2M1FN -> MmaMXF4Op (sf_vec_size 32) or
-    MmaMXF4NVF4Op (sf_vec_size 16, Float8E8M0FNU or Float8E4M3FN factors)."""
-    shape = tuple(mma_tiler_mn[:2])
+    MmaMXF4NVF4Op (sf_vec_size 16, Float8E8M0FNU or Float8E4M3FN factors).
+    Called (a_dtype, b_dtype, a_leading_mode, b_leading_mode, sf_dtype, sf_vec_size, cta_group,
+    mma_tiler_mn[, a_source]), or in the older form with one type for A and B, (ab_dtype,
+    a_leading_mode, b_leading_mode, sf_dtype, sf_vec_size, cta_group, mma_tiler_mn[, a_source])."""
+    if args and isinstance(args[0], NumericMeta) or "b_dtype" in kwargs:
+        names = ("b_dtype", "a_leading_mode", "b_leading_mode", "sf_dtype", "sf_vec_size", "cta_group", "mma_tiler_mn",
+                 "a_source")
+    else:
+        names = ("a_leading_mode", "b_leading_mode", "sf_dtype", "sf_vec_size", "cta_group", "mma_tiler_mn", "a_source")
+    if len(args) > len(names):
+        raise TypeError(f"make_blockscaled_trivial_tiled_mma takes at most {len(names) + 1} positional arguments")
+    params = dict(zip(names, args))
+    for key, value in kwargs.items():
+        if key in params or key not in names:
+            raise TypeError(f"make_blockscaled_trivial_tiled_mma: unexpected or repeated argument {key!r}")
+        params[key] = value
+    params.setdefault("b_dtype", a_dtype)
+    params.setdefault("a_source", OperandSource.SMEM)
+    missing = [n for n in names if n not in params]
+    if missing:
+        raise TypeError(f"make_blockscaled_trivial_tiled_mma: missing argument(s) {', '.join(missing)}")
+    b_dtype, a_leading_mode, b_leading_mode = params["b_dtype"], params["a_leading_mode"], params["b_leading_mode"]
+    sf_dtype, sf_vec_size, cta_group = params["sf_dtype"], params["sf_vec_size"], params["cta_group"]
+    a_source = params["a_source"]
+    shape = tuple(params["mma_tiler_mn"][:2])
     if a_dtype in (Float8E4M3FN, Float8E5M2):
         if b_dtype not in (Float8E4M3FN, Float8E5M2):
             raise TypeError(f"make_blockscaled_trivial_tiled_mma: B must be an 8-bit float with A {a_dtype}, "

@@ -265,7 +265,7 @@ CopyAtom make_s2t_copy_atom(int shape, int cta_group, ir::Type value_type) {
   dsl::require_tcgen05(name);
   if (shape != int(ir::Tcgen05CpShape::S32x128bWarpx4))
     atom_error("NOT_SUPPORTED", name + ": only Cp4x32x128bOp (tcgen05.cp .32x128b.warpx4) is implemented so far");
-  if (cta_group != 1) atom_error("NOT_SUPPORTED", name + ": CtaGroup.TWO is not implemented yet");
+  if (cta_group != 1 && cta_group != 2) atom_error("INVALID_VALUE", name + ": the CTA group must be ONE or TWO");
   const int bits = value_type->bit_size();
   if (bits < 8 || bits > 32 || 128 % bits)
     atom_error("TYPE_MISMATCH", name + " moves 8-, 16- or 32-bit values, got " + ir::to_string(value_type));

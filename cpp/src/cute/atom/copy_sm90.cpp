@@ -82,7 +82,15 @@ struct Run {
   int leaf = -1;                       // the global layout's flattened leaf this dimension addresses
   int64_t pos_stride = 0;              // position stride in the tile mode
   bool folded = false;  // an outer run of a leaf kept whole: extent 1, stepped through by the copies
+  std::vector<std::pair<int, int64_t>> parts = {};  // a merged dimension's further leaves and their scales (TmaAtom::parts)
 };
+
+// log2 of a power of two.
+int log2_of(int64_t x) {
+  int l = 0;
+  while ((int64_t(1) << l) < x) ++l;
+  return l;
+}
 
 // The leaves of mode i of a static smem layout, each a run of positions in the tile mode, taken to
 // global coordinates through the CTA tiler's mode `tile` (positions -> coordinate offsets): one
@@ -124,11 +132,64 @@ void mode_runs(const L::Layout& s, int i, const L::Layout& tile, const std::stri
   }
 }
 
+// CuTe's coalesce_256 of the tile's global strides: consecutive tile dimensions (smem order) whose
+// global strides continue each other merge into one tensor-map dimension while its box stays
+// within `dim0_limit` elements (dimension 0) or 256. Only whole boxes merge (dimensions below the
+// split one, or the split one when a single box holds its slice), each a leaf's only run, read
+// from coordinate step 1, with a static stride, every leaf but the last whole: the merged
+// coordinate is then a fixed combination of the leaves' coordinates, and its extent CuTe's
+// recurrence sum((extent_j - 1) * scale_j) + 1. `split` follows its dimension (and `split_box`, merged).
+void merge_contiguous_dims(std::vector<Run>& dims, int& split, int64_t& split_box, int num_multicast,
+                           const std::vector<L::IntTuple>& flat_shape, const std::vector<L::IntTuple>& flat_stride,
+                           int64_t dim0_limit) {
+  if (split < 0) return;
+  auto mergeable = [&](size_t k, int64_t* gstride) {
+    const Run& d = dims[k];
+    if (d.folded || d.tile_stride != 1 || int(k) > split) return false;
+    if (int(k) == split && (split_box != d.size || num_multicast != 1)) return false;
+    if (std::count_if(dims.begin(), dims.end(), [&](const Run& o) { return o.leaf == d.leaf; }) != 1) return false;
+    const L::IntTuple& st = flat_stride[size_t(d.leaf)];
+    if (!st.is_int() || !st.as_int().is_static() || st.as_int().value() <= 0) return false;
+    *gstride = st.as_int().value();
+    return true;
+  };
+  std::vector<Run> out;
+  bool open = false;  // out.back() may take the next dimension
+  int64_t first_gstride = 0, last_size = 0;
+  int last_leaf = -1, merges = 0;
+  for (size_t k = 0; k < dims.size(); ++k) {
+    int64_t gs = 0;
+    const bool ok = mergeable(k, &gs);
+    if (open && ok) {
+      Run& g = out.back();
+      const L::IntTuple& whole = flat_shape[size_t(last_leaf)];
+      const int64_t limit = out.size() == 1 ? dim0_limit : 256;
+      if (whole.is_int() && whole.as_int().is_static_value(last_size) && gs == first_gstride * g.size &&
+          g.size * dims[k].size <= limit && int(g.parts.size()) < TmaAtom::kMaxParts) {
+        g.parts.push_back({dims[k].leaf, g.size});
+        g.size *= dims[k].size;
+        last_size = dims[k].size;
+        last_leaf = dims[k].leaf;
+        ++merges;
+        continue;
+      }
+    }
+    out.push_back(dims[k]);
+    open = ok;
+    first_gstride = gs;
+    last_size = dims[k].size;
+    last_leaf = dims[k].leaf;
+  }
+  split -= merges;
+  dims = std::move(out);
+  if (!dims[size_t(split)].parts.empty()) split_box = dims[size_t(split)].size;  // a whole box, merged
+}
+
 }  // namespace
 
 TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Layout& smem_outer,
                                   const std::optional<L::Swizzle>& smem_swizzle, const L::Tiler& cta_tiler,
-                                  int num_multicast) {
+                                  int num_multicast, ir::Type internal_type) {
   const std::string name = std::string("make_tiled_tma_atom(") + op_name(kind) + ")";
   dsl::Tracer& t = dsl::Tracer::require(name.c_str());
   // In a kernel (NVIDIA's MoE GEMMs build one per expert from run-time extents) the descriptor is
@@ -142,6 +203,36 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   if (kind != TmaKind::LoadMulticast && num_multicast != 1)
     tma_error("INVALID_VALUE", name + ": num_multicast=" + std::to_string(num_multicast) +
                                    " needs CopyBulkTensorTileG2SMulticastOp");
+  // The tensor map's element type. CuTe recasts the tensor to its TmaInternalType: a wider
+  // integer type packs runs of elements (block-scale factors travel as Int16 pairs of bytes), so
+  // dimension 0 counts `recast` elements per map element. The same width is only a name (TFloat32
+  // over Float32: the bytes move unchanged, the tf32 MMA drops the low mantissa bits).
+  const ir::Type element = gmem.element();
+  const int elem_bits = element->bit_size();
+  ir::Type map_element = element;
+  int64_t recast = 1;
+  if (internal_type && internal_type != element) {
+    const int ib = internal_type->bit_size();
+    const bool wider_int = internal_type->is_int() && !internal_type->is_bool() && ib > elem_bits && ib % elem_bits == 0 &&
+                           !element->is_sub_byte();
+    if (!(internal_type == ir::tf32() && element == ir::f32()) && !wider_int)
+      tma_error("NOT_SUPPORTED", "make_tiled_tma_atom: internal_type " + dsl::dtype_name(internal_type) + " over " +
+                                     dsl::dtype_name(element) + " elements is not supported (only the tensor's own "
+                                     "type, TFloat32 over Float32, or a wider integer type that the tile's "
+                                     "contiguous bytes recast to)" +
+                                     (element->is_sub_byte() ? "; 4-bit elements unpacked in shared memory (CUDA's "
+                                                               "16U4_ALIGN16B) are not implemented" : ""));
+    if (wider_int) {
+      map_element = internal_type;
+      recast = ib / elem_bits;
+    }
+  }
+  if (element->is_sub_byte() && elem_bits != 4)
+    tma_error("TMA_LAYOUT", name + ": TMA moves " + dsl::dtype_name(element) + " (" + std::to_string(elem_bits) +
+                                " bits) only unpacked in shared memory, which is not implemented; packed sub-byte "
+                                "elements must be 4 bits");
+  // The most elements of `element` one box holds along dimension `k` (256 map elements).
+  auto box_limit = [&](size_t k) { return k == 0 ? 256 * recast : int64_t(256); };
   // The tiler's modes: extents (n:1) or layouts from tile positions to global coordinate offsets.
   std::vector<L::Layout> tile_modes;
   for (const L::Tiler& mode : cta_tiler.kind == L::Tiler::Kind::Tuple ? cta_tiler.modes : std::vector<L::Tiler>{cta_tiler}) {
@@ -277,7 +368,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   // MN-major (64,3) tile multicast by 2 splits its 64 rows of K, three instructions each).
   int split = tile_dims == 0 ? -1 : int(tile_dims) - 1;
   for (size_t k = 0; k < tile_dims; ++k)
-    if (dims[k].size > 256) {
+    if (dims[k].size > box_limit(k)) {
       split = int(k);
       break;
     }
@@ -296,7 +387,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     const Run& sd = dims[size_t(split)];
     const int64_t slice = sd.size / num_multicast;
     split_box = sd.folded ? 1 : slice;
-    while (split_box > 256 || slice % split_box != 0) --split_box;
+    while (split_box > box_limit(size_t(split)) || slice % split_box != 0) --split_box;
     copies = slice / split_box;
     for (size_t k = size_t(split) + 1; k < tile_dims; ++k) copies *= dims[k].size;
     if (num_multicast > 1) {
@@ -304,10 +395,15 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       mcast_step = slice * sd.pos_stride;
     }
   }
+  merge_contiguous_dims(dims, split, split_box, num_multicast, flat_shape, flat_stride, box_limit(0));
+  const size_t tile_dims_merged = dims.size();
   // Tile modes of size 1 and global modes outside the tile: a dimension with a box of 1 per leaf,
   // except leaves that never move the address (static extent 1 or static stride 0), as CuTe does.
   for (int f = 0; f < leaf_start[size_t(g.rank())]; ++f) {
-    if (std::any_of(dims.begin(), dims.end(), [&](const Run& d) { return d.leaf == f; })) continue;
+    if (std::any_of(dims.begin(), dims.end(), [&](const Run& d) {
+          return d.leaf == f || std::any_of(d.parts.begin(), d.parts.end(), [&](const auto& p) { return p.first == f; });
+        }))
+      continue;
     const L::IntTuple& fs = flat_shape[size_t(f)];
     const L::IntTuple& fd = flat_stride[size_t(f)];
     if ((fs.is_int() && fs.as_int().is_static_value(1)) || (fd.is_int() && fd.as_int().is_static_value(0))) continue;
@@ -335,7 +431,9 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   TmaAtom& a = res.atom;
   a.kind = kind;
   a.op_name = op_name(kind);
-  a.element = gmem.element();
+  a.element = element;
+  a.map_element = map_element;
+  a.recast = recast;
   a.rank = int(dims.size());
   a.smem_layout = s;
   a.tile_elems = tile_elems;
@@ -345,16 +443,15 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   a.split_dim = split;
   a.copies = copies;
   a.tile_rank = r;
-  if (a.element->width < 8) tma_error("TMA_LAYOUT", name + ": TMA moves whole bytes; sub-byte types are not supported");
-  const int elem_bytes = a.element->byte_size();
+  // Byte strides from element strides (packed 4-bit elements: half a byte each).
+  auto bytes_of = [&](const L::Int& elems) { return elem_bits % 8 == 0 ? elems * L::Int(elem_bits / 8) : elems * L::Int(elem_bits) / L::Int(8); };
   // The swizzle must be TMA's byte swizzle S<B,4,3> (B = 1, 2, 3: 32, 64, 128 bytes), written in
   // bytes (a swizzle the smem pointer applies to byte addresses, as get_tensor(swizzle=) does) or
-  // in elements (S<B, 4 - log2(element bytes), 3> on element offsets).
+  // in elements (S<B, 7 - log2(element bits), 3> on element offsets: S<3,5,3> for 4-bit ones).
   if (smem_swizzle && !smem_swizzle->is_identity()) {
     const L::Swizzle& sw = *smem_swizzle;
-    int log2b = 0;
-    while ((1 << log2b) < elem_bytes) ++log2b;
-    if (sw.shift != 3 || (sw.base != 4 && sw.base + log2b != 4) || sw.bits < 1 || sw.bits > 3)
+    const int log2bits = log2_of(elem_bits);
+    if (sw.shift != 3 || (sw.base != 4 && sw.base + log2bits != 7) || sw.bits < 1 || sw.bits > 3)
       tma_error("TMA_LAYOUT", name + ": the smem swizzle S<" + std::to_string(sw.bits) + "," + std::to_string(sw.base) +
                                   "," + std::to_string(sw.shift) + "> of " + dsl::dtype_name(a.element) +
                                   " elements is none of TMA's 32, 64 or 128-byte swizzles");
@@ -372,13 +469,18 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     const L::IntTuple& gs = flat_shape[size_t(d.leaf)];
     const L::IntTuple& gd = flat_stride[size_t(d.leaf)];
     a.gmode[k] = d.leaf;
+    a.parts[k] = int(d.parts.size());
+    for (size_t j = 0; j < d.parts.size(); ++j) {
+      a.part_leaf[k][j] = d.parts[j].first;
+      a.part_scale[k][j] = d.parts[j].second;
+    }
     if (k == 4 && !merged.empty()) {
       // The shared dimension's stride is that of its first leaf whose extent is not 1 (a leaf
       // of extent 1 never moves the address, whatever stride it was given: torch reports 1 for
       // size-1 modes); each leaf counts in multiples of it. All of extent 1: any valid stride.
       a.merged_leaves = int(merged.size());
       ir::Type i64 = ir::i64();
-      ir::Value* base = b.const_int(i64, std::max<int64_t>(1, 16 / elem_bytes));
+      ir::Value* base = b.const_int(i64, std::max<int64_t>(1, 128 / elem_bits));
       for (size_t j = merged.size(); j-- > 0;) {
         ir::Value* nj = flat_shape[size_t(merged[j].leaf)].as_int().materialize(i64);
         ir::Value* sj = flat_stride[size_t(merged[j].leaf)].as_int().materialize(i64);
@@ -408,7 +510,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       a.tile_mode[k] = -1;
       a.outermost[k] = true;
       extents.push_back(extent);
-      strides.push_back(b.binary(ir::OpCode::Mul, base, b.const_int(i64, elem_bytes)));
+      strides.push_back(bytes_of(L::Int::dynamic(base)).materialize(i64));
       continue;
     }
     a.tile_stride[k] = d.tile_stride;
@@ -427,7 +529,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     a.wrap[k] = next ? next / d.tile_stride : d.size;
     a.box[k] = int(k) < split ? d.size : int(k) == split ? split_box : 1;
     a.pos_stride[k] = d.pos_stride;
-    a.tile_mode[k] = k < tile_dims ? d.mode : -1;
+    a.tile_mode[k] = k < tile_dims_merged ? d.mode : -1;
     a.folded[k] = d.folded;
     a.outermost[k] = !d.folded && d.tile_stride == last_run_stride[size_t(d.leaf)];
     const int64_t run = last_run_stride[size_t(d.leaf)];
@@ -447,8 +549,39 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
                                   ") is not contiguous in global memory; TMA needs its innermost box dimension to be");
     L::Int extent = d.folded ? L::Int(1) : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(d.tile_stride))
                                                            : L::Int(a.wrap[k]);
+    // A merged dimension reaches as far as its leaves do, each counted in its scale (CuTe's
+    // recurrence; the leaves but the last are whole, so the box is the run of the first ones).
+    for (const auto& [leaf, scale] : d.parts)
+      extent = extent + (flat_shape[size_t(leaf)].as_int() - L::Int(1)) * L::Int(scale);
+    if (k == 0 && recast > 1) {
+      // Dimension 0 counts map elements: its box and extent hold whole ones.
+      const std::string msg = name + ": the innermost run of " + std::to_string(d.size) + " " +
+                              dsl::dtype_name(element) + " elements does not recast to whole " +
+                              dsl::dtype_name(map_element) + " elements";
+      if (d.size % recast != 0 || a.box[0] % recast != 0) tma_error("TMA_LAYOUT", msg);
+      if (extent.is_static() && extent.value() % recast != 0) tma_error("TMA_LAYOUT", msg);
+      if (!extent.is_static() && extent.divisibility() % recast != 0)
+        b.assertion(L::eq(extent % L::Int(recast), L::Int(0)).materialize(ir::bool_type()), msg, "", 0);
+      extent = extent / L::Int(recast);
+      a.box[0] /= recast;
+    }
     extents.push_back(extent.materialize(ir::i64()));
-    ir::Value* byte_stride = (stride * L::Int(elem_bytes)).materialize(ir::i64());
+    if (element->is_sub_byte() && k > 0 && !d.folded && !extent.is_static_value(1) &&
+        (stride.divisibility() * elem_bits) % 128 != 0) {
+      // Packed elements: the byte stride must be whole (and TMA wants a multiple of 16 bytes),
+      // unless the extent is 1 (the stride then never moves an address; see below).
+      const std::string msg = name + ": the stride of mode " + std::to_string(d.mode) + " is not a whole number of " +
+                              "16-byte units of packed " + dsl::dtype_name(element) + " elements";
+      if (stride.is_static() && extent.is_static()) tma_error("TMA_LAYOUT", msg);
+      ir::Value* whole = L::eq((stride * L::Int(elem_bits)) % L::Int(128), L::Int(0)).materialize(ir::bool_type());
+      if (!extent.is_static())
+        whole = b.binary(ir::OpCode::Or, whole, b.cmp(ir::CmpPredicate::Eq, extent.materialize(ir::i64()),
+                                                      b.const_int(ir::i64(), 1)));
+      b.assertion(whole, msg, "", 0);
+    }
+    // Dimension 0 is one element (checked above): its stride is the map's element size in bytes.
+    ir::Value* byte_stride = k == 0 ? b.const_int(ir::i64(), std::max(1, map_element->bit_size() / 8))
+                                    : bytes_of(stride).materialize(ir::i64());
     // A folded run (extent 1) is only read at coordinate 0: any stride TMA accepts will do.
     if (d.folded) byte_stride = b.const_int(ir::i64(), 16);
     if (k > 0 && d.size == 1 && !extent.is_static()) {
@@ -463,7 +596,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   ops.insert(ops.end(), extents.begin(), extents.end());
   ops.insert(ops.end(), strides.begin(), strides.end());
   ir::Op* op = b.create(ir::OpCode::TmaEncode, ops,
-                        {ir::pointer_type(a.element, in_kernel ? ir::AddrSpace::Generic : ir::AddrSpace::Param, 64)});
+                        {ir::pointer_type(a.map_element, in_kernel ? ir::AddrSpace::Generic : ir::AddrSpace::Param, 64)});
   op->int_attr = a.rank;
   op->ints = {a.swizzle_bytes};
   for (int k = 0; k < a.rank; ++k) op->ints.push_back(a.box[k]);
@@ -576,6 +709,12 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
       L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
       if (!a.outermost[k]) c = c % L::Int(a.wrap[k]);
       if (a.folded[k]) c = L::Int(0);  // the leaf's whole dimension holds the position
+      for (int j = 0; j < a.parts[k]; ++j) {  // a merged dimension: each leaf at its scale
+        if (size_t(a.part_leaf[k][j]) >= origin.size())
+          tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
+        c = c + origin[size_t(a.part_leaf[k][j])].as_int() * L::Int(a.part_scale[k][j]);
+      }
+      if (k == 0 && a.recast > 1) c = c / L::Int(a.recast);  // in map elements
       coords.push_back(c.materialize(ir::i32()));
     }
     // The hardware swizzles the box by shared address itself: it takes the sub-box's unswizzled start.

@@ -13,6 +13,13 @@
 //   - one box is one CTA tile (one multicast slice) where TMA allows: when the slice does not
 //     split along the outermost dimension, or a dimension exceeds TMA's 256-element box, the
 //     copy issues several instructions over sub-boxes (CuTe's (TMA, TMA_Iter) partition);
+//   - dimensions contiguous in global memory too, each but the last covering its whole leaf,
+//     merge into one while the merged box stays within 256 (CuTe's coalesce_256 of the tile's
+//     global strides): the block-scale factors' ((32,4),(16,4)) atom is one run of 512 bytes;
+//   - `internal_type` (CuTe's TmaInternalType) recasts the tensor map to that type: dimension 0's
+//     extent, box and coordinate count its elements (an Int16 map of byte-sized scale factors);
+//   - packed 4-bit elements (Float4E2M1FN) travel as CUDA's 16U4_ALIGN8B: extents, boxes and
+//     coordinates count the 4-bit values, strides are bytes;
 //   - the swizzle S<B,M,3> (element units) must be TMA's 32/64/128-byte swizzle in bytes.
 //   - a tiler mode may be a layout from tile positions to coordinate offsets (the sm100 epilogue
 //     tile (32,2):(1,64) interleaves two warps' columns): each smem run is taken through it, and
@@ -38,6 +45,8 @@ enum class TmaKind : uint8_t { Load, LoadMulticast, Store };
 struct TmaAtom {
   TmaKind kind = TmaKind::Load;
   ir::Type element = nullptr;
+  ir::Type map_element = nullptr;  // the tensor map's element type: `element`, or a wider internal_type
+  int64_t recast = 1;            // elements of `element` per map element (dimension 0 counts map elements)
   int rank = 0;                  // tensor-map dimensions
   int gmode[5] = {};             // the global layout's flattened leaf of each dimension
   int64_t tile_stride[5] = {};   // coordinate stride of the dimension inside its leaf (1: innermost run)
@@ -48,6 +57,13 @@ struct TmaAtom {
   int tile_mode[5] = {};         // the tile mode the dimension runs along (-1: outside the tile)
   bool outermost[5] = {};        // the last run of its leaf (takes the coordinate's quotient whole)
   bool folded[5] = {};           // an outer run of a leaf kept whole (extent 1, coordinate 0): see copy_sm90.cpp
+  // A merged dimension: after its first leaf (gmode[k], the innermost), these leaves, each whole
+  // but the last and read from coordinate step 1; the dimension's coordinate is the sum of each
+  // leaf's coordinate times its global stride over the first one's (part_scale).
+  static constexpr int kMaxParts = 6;
+  int parts[5] = {};
+  int part_leaf[5][kMaxParts] = {};
+  int64_t part_scale[5][kMaxParts] = {};
   // A tile (or a CTA's multicast slice) larger than one box: the box is whole along the
   // dimensions below `split_dim`, a part of it along `split_dim` and 1 above; each copy issues
   // `copies` instructions, stepping box[split_dim] along split_dim then through the dimensions above.
@@ -85,9 +101,12 @@ struct TmaAtomResult {
 
 // `smem_swizzle`: the swizzle of a ComposedLayout smem layout (or none). Emits the descriptor's
 // tma_encode op in the host program being traced.
+// `internal_type`: null, or make_tiled_tma_atom's internal_type (refused with NOT_SUPPORTED
+// unless it is the element type, TFloat32 over Float32, or an integer type wider than the
+// element that the tile's contiguous innermost run recasts to).
 TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const layout::Layout& smem_outer,
                                   const std::optional<layout::Swizzle>& smem_swizzle, const layout::Tiler& cta_tiler,
-                                  int num_multicast);
+                                  int num_multicast, ir::Type internal_type = nullptr);
 
 // cute.copy with a TMA atom: src/dst are the global coordinate tile and the shared tile of one
 // CTA (loads: global -> shared, completing on `mbar`; stores: shared -> global).

@@ -475,6 +475,50 @@ void tcgen05_gemm(const MmaAtom& atom, const Tensor& d, const Tensor& a, const T
   incongruent("a tcgen05 MMA takes (V)x(V)->(V), (V,M)x(V,N)->(V,M,N) or (V,M,K)x(V,N,K)->(V,M,N)", d, a, b);
 }
 
+void tcgen05_scaled_gemm(MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& sfa, const Tensor& b,
+                         const Tensor& sfb, const Tensor& c) {
+  dsl::require_tcgen05("cute.gemm with a tcgen05 MMA");
+  if (!atom.is_tcgen05() || !atom.sf_type)
+    throw dsl::UserError("INVALID_MMA_OP", "gemm: scale-factor operands ([A, SFA], [B, SFB]) need a block-scaled "
+                                           "tcgen05 MMA (MmaMXF8Op, MmaMXF4Op, MmaMXF4NVF4Op)");
+  if (c.ptr != d.ptr || !(c.layout == d.layout))
+    if (!(c.is_memory() && d.is_memory() && c.space() == ir::AddrSpace::Tmem))
+      incongruent("a tcgen05 MMA accumulates in place: C must be the tensor-memory accumulator D", d, a, b);
+  const int ra = a.layout.rank();
+  if (d.layout.rank() != 3 || ra != 3 || b.layout.rank() != 3)
+    incongruent("a block-scaled cute.gemm takes (V,M,K)x(V,N,K)->(V,M,N)", d, a, b);
+  const int64_t M = static_mode(a, 1, d, a, b), N = static_mode(b, 1, d, a, b), K = static_mode(a, 2, d, a, b);
+  if (static_mode(b, 2, d, a, b) != K) incongruent("A's and B's K modes differ", d, a, b);
+  if (static_mode(d, 1, d, a, b) != M || static_mode(d, 2, d, a, b) != N)
+    incongruent("the accumulator's (M, N) modes must match A's M and B's N", d, a, b);
+  const Tensor* sf[2] = {&sfa, &sfb};
+  const int64_t rows[2] = {M, N};
+  for (int w = 0; w < 2; ++w) {
+    const Tensor& t = *sf[w];
+    const std::string name = w ? "SFB" : "SFA";
+    if (!t.is_memory() || t.space() != ir::AddrSpace::Tmem || t.layout.rank() != 3)
+      incongruent(name + " must be a tensor-memory tensor ((MMA), MMA_" + (w ? "N" : "M") + ", MMA_K), got " +
+                      to_string(t), d, a, b);
+    const int64_t r = static_mode(t, 1, d, a, b);
+    if ((r != 1 && r != rows[w]) || static_mode(t, 2, d, a, b) != K)
+      incongruent(name + "'s (" + (w ? "N" : "M") + ", K) modes must match " + (w ? "B's" : "A's") + " (or be 1 along " +
+                      (w ? "N" : "M") + "), got " + to_string(t), d, a, b);
+  }
+  const dsl::Num accumulate = wgmma_accumulate(atom);
+  const IntTuple us = IntTuple::underscore();
+  const bool sfa_rows = L::size(sfa.layout, {1}).value() > 1, sfb_rows = L::size(sfb.layout, {1}).value() > 1;
+  for (int64_t k = 0; k < K; ++k) {
+    const Tensor ak = slice(a, IntTuple{us, us, IntTuple(k)}), bk = slice(b, IntTuple{us, us, IntTuple(k)});
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        set_tcgen05_scale_factor(atom, 0, dsl::Num::of_value(pick(sfa, {sfa_rows ? m : 0, k}).ptr));
+        set_tcgen05_scale_factor(atom, 1, dsl::Num::of_value(pick(sfb, {sfb_rows ? n : 0, k}).ptr));
+        tcgen05_call(atom, pick(d, {m, n}), pick(ak, {m}), pick(bk, {n}),
+                     k == 0 ? accumulate : dsl::Num::of_int(ir::bool_type(), 1));
+      }
+  }
+}
+
 std::string tcgen05_op_string(const MmaAtom& a) {
   const auto kind = ir::Tcgen05Kind(a.tcgen05_kind);
   std::string s = std::string("tcgen05 ") + kind_op_name(kind) + " MMA Operation\n";

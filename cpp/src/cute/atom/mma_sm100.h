@@ -66,6 +66,12 @@ Tensor make_tcgen05_tmem_fragment(const TiledMma& mma, MmaOperand which, const l
 // (V,M)x(V,N)->(V,M,N) or (V,M,K)x(V,N,K)->(V,M,N). The first k-block uses the atom's ACCUMULATE
 // field, the later ones accumulate. Emits one Tcgen05Mma per atom.
 void tcgen05_gemm(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c);
+// cute.gemm(mma, D, [A, SFA], [B, SFB], C) with a block-scaled atom (CuTe's zipped operands): the
+// scale-factor tensors ((MMA), MMA_M|N, MMA_K) of tensor memory, their M / N mode 1 or A's / B's;
+// before each MMA the SFA / SFB fields point at SFA[(_, m, k)] and SFB[(_, n, k)] (they keep
+// the last ones afterwards, as tiled_mma.set would).
+void tcgen05_scaled_gemm(MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& sfa, const Tensor& b,
+                         const Tensor& sfb, const Tensor& c);
 
 std::string tcgen05_op_string(const MmaAtom& a);
 

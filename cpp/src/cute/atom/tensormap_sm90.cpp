@@ -58,7 +58,7 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
   ir::Value* slot = slot_operand(slot_ptr, what);
   if (!g.is_memory() || g.space() == ir::AddrSpace::Smem || g.space() == ir::AddrSpace::Rmem)
     fail("TMA_LAYOUT", what + ": the new tensor must be a global-memory tensor");
-  if (g.element()->byte_size() != a.element->byte_size() || g.element()->width != a.element->width)
+  if (g.element()->bit_size() != a.element->bit_size() || g.element()->width != a.element->width)
     fail("TYPE_MISMATCH", what + ": the atom copies " + dsl::dtype_name(a.element) + ", the tensor holds " +
                               dsl::dtype_name(g.element()));
   const L::Layout& gl = g.layout;
@@ -70,11 +70,36 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
   if (hierarchical ? int(leaf_shape.size()) < modes : gl.rank() != modes)
     fail("TMA_LAYOUT", what + ": the atom's tensor had " + std::to_string(modes) + " modes, the new tensor has " +
                            std::to_string(gl.rank()));
+  if (hierarchical) {
+    // A leaf the atom has no dimension for (its tensor had a static extent of 1 there) can only be
+    // one that never moves the address in the new tensor too.
+    std::vector<bool> addressed(leaf_shape.size(), false);
+    for (int k = 0; k < a.rank; ++k) {
+      if (size_t(a.gmode[k]) < addressed.size()) addressed[size_t(a.gmode[k])] = true;
+      for (int j = 0; j < a.parts[k]; ++j)
+        if (size_t(a.part_leaf[k][j]) < addressed.size()) addressed[size_t(a.part_leaf[k][j])] = true;
+    }
+    for (int j = 0; j < a.merged_leaves; ++j)
+      if (size_t(a.merged_leaf[j]) < addressed.size()) addressed[size_t(a.merged_leaf[j])] = true;
+    for (size_t f = 0; f < leaf_shape.size(); ++f) {
+      const L::IntTuple& fs = leaf_shape[f];
+      const L::IntTuple& fd = leaf_stride[f];
+      if (addressed[f] || (fs.is_int() && fs.as_int().is_static_value(1)) || (fd.is_int() && fd.as_int().is_static_value(0)))
+        continue;
+      fail("TMA_LAYOUT", what + ": leaf " + std::to_string(f) + " of the new tensor has no dimension in the atom (its "
+                                "tensor's extent there was a static 1); make the atom from a tensor whose extent there "
+                                "is dynamic");
+    }
+  }
   L::BuilderScope scope(&b);
-  const int64_t elem_bytes = a.element->byte_size();
+  // Bytes of `elems` elements (packed 4-bit ones: half a byte each), as make_tiled_tma_atom counts.
+  const int64_t elem_bits = a.element->bit_size();
+  auto bytes_of = [&](const L::Int& elems) {
+    return elem_bits % 8 == 0 ? elems * L::Int(elem_bits / 8) : elems * L::Int(elem_bits) / L::Int(8);
+  };
   std::vector<std::pair<ir::TmaDescField, std::pair<int64_t, ir::Value*>>> fields;
   fields.push_back({ir::TmaDescField::GlobalAddress, {0, b.bitcast(g.ptr, ir::i64())}});
-  L::Int prev_stride_bytes(elem_bytes), prev_extent(1);
+  L::Int prev_stride_bytes(std::max<int64_t>(1, elem_bits / 8)), prev_extent(1);
   for (int k = 0; k < a.rank; ++k) {
     const L::IntTuple& gs = leaf_shape[size_t(a.gmode[k])];
     const L::IntTuple& gd = leaf_stride[size_t(a.gmode[k])];
@@ -92,6 +117,13 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
     // The same extents and strides make_tiled_tma_atom encodes (copy_sm90.cpp).
     L::Int extent = a.folded[k] ? L::Int(1)
                   : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(a.tile_stride[k])) : L::Int(a.wrap[k]);
+    for (int j = 0; j < a.parts[k]; ++j) {  // a merged dimension: CuTe's recurrence over its leaves
+      if (size_t(a.part_leaf[k][j]) >= leaf_shape.size() || !leaf_shape[size_t(a.part_leaf[k][j])].is_int())
+        fail("TMA_LAYOUT", what + ": the new tensor lacks leaf " + std::to_string(a.part_leaf[k][j]) +
+                               " of the atom's merged dimension " + std::to_string(k));
+      extent = extent + (leaf_shape[size_t(a.part_leaf[k][j])].as_int() - L::Int(1)) * L::Int(a.part_scale[k][j]);
+    }
+    if (k == 0 && a.recast > 1) extent = extent / L::Int(a.recast);  // map elements (internal_type)
     L::Int stride = gd.as_int() * L::Int(a.tile_stride[k]);
     if (k == 0) {
       if (stride.is_static() && !stride.is_static_value(1))
@@ -104,7 +136,7 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& sl
       // so it gets the span of the dimension inside it, as the host encoding does.
       // (The examples write that extent as Int32(1), a dynamic value: the choice is then made
       // when the kernel runs.)
-      L::Int natural = stride * L::Int(elem_bytes);
+      L::Int natural = bytes_of(stride);
       L::Int span = L::ceil_div(prev_stride_bytes * prev_extent, L::Int(16)) * L::Int(16);
       L::Int bytes = extent.is_static_value(1) ? span : natural;
       if (!extent.is_static())

@@ -63,12 +63,15 @@ TmaDescriptor tensor_map(ThreadCtx& t, const Operand& map) {
 
 // Calls f(shared offset of the element in the box, global address or 0 when out of bounds).
 template <class F>
-void for_each_box_element(ThreadCtx& t, const TmaDescriptor& d, const Operand& coords, F f) {
-  if (coords.kind != Operand::Vec || int(coords.elems.size()) != d.rank)
-    t.fail("the tensor map has rank " + std::to_string(d.rank) + ", the instruction gives " +
+void for_each_box_element(ThreadCtx& t, const TmaDescriptor& map, const Operand& coords, F f) {
+  if (coords.kind != Operand::Vec || int(coords.elems.size()) != map.rank)
+    t.fail("the tensor map has rank " + std::to_string(map.rank) + ", the instruction gives " +
            std::to_string(coords.kind == Operand::Vec ? coords.elems.size() : 1) + " coordinates");
   int64_t c[5] = {0, 0, 0, 0, 0};
-  for (int k = 0; k < d.rank; ++k) c[k] = sign_extend(t.get(coords.elems[size_t(k)]), 32);
+  for (int k = 0; k < map.rank; ++k) c[k] = sign_extend(t.get(coords.elems[size_t(k)]), 32);
+  std::string error;
+  const TmaDescriptor d = tma_byte_view(map, c, &error);  // packed 4-bit values as bytes
+  if (!error.empty()) t.fail(error);
   uint32_t box[5] = {1, 1, 1, 1, 1};
   for (int k = 0; k < d.rank; ++k) box[k] = d.box[k];
   uint64_t n = 0;
@@ -92,7 +95,7 @@ void for_each_box_element(ThreadCtx& t, const TmaDescriptor& d, const Operand& c
 uint64_t box_bytes(const TmaDescriptor& d) {
   uint64_t b = uint64_t(d.elem_bytes);
   for (int k = 0; k < d.rank; ++k) b *= d.box[k];
-  return b;
+  return d.data_type == kTmaPacked4Bit ? b / 2 : b;  // two values to a byte
 }
 
 // The box's shared address needs 128-byte alignment whatever the swizzle: the swizzle is a function

@@ -1,6 +1,6 @@
 // NVVM lowering of the thread family: thread / block indices and dimensions, lane and warp index
 // (special registers through llvm.nvvm.read.ptx.sreg.*), barriers (bar.sync 0, named bar.sync /
-// bar.arrive) and the warp collectives shuffle (shfl.sync) and vote (vote.sync).
+// bar.arrive) and the warp collectives shuffle (shfl.sync), vote (vote.sync) and redux (redux.sync).
 #include <string>
 
 #include "ir/arch_attributes.h"
@@ -42,6 +42,20 @@ void lower_vote(const Op& op, KernelLowering& k) {
       k.call_intrinsic(ret, name, {"i32 " + k.operand(op.operands[1]), "i1 " + k.operand(op.operands[0])}, "i32, i1"));
 }
 
+// redux.sync.<op>[.abs][.NaN].<type> d, value, membermask; (sync, so not moved across branches: a
+// side-effecting asm; the type's signedness picks .s32 / .u32 for add, min, max).
+void lower_warp_redux(const Op& op, KernelLowering& k) {
+  const ir::Type t = op.operands[0]->type;
+  const bool f32 = t == ir::f32();
+  std::string insn = std::string("redux.sync.") + ir::redux_kind_name(ir::ReduxKind(op.int_attr));
+  if (f32) insn += std::string(op.ints.at(0) ? ".abs" : "") + (op.ints.at(1) ? ".NaN" : "") + ".f32";
+  else if (op.int_attr >= int64_t(ir::ReduxKind::And)) insn += ".b32";
+  else insn += t->is_signed ? ".s32" : ".u32";
+  const std::string ty = f32 ? "float" : "i32", c = f32 ? "f" : "r";
+  k.define(op, 0, k.emit_def("call " + ty + " asm sideeffect \"" + insn + " $0, $1, $2;\", \"=" + c + "," + c +
+                             ",r\"(" + ty + " " + k.operand(op.operands[0]) + ", i32 " + k.operand(op.operands[1]) + ")"));
+}
+
 void lower_warp_idx(const Op& op, KernelLowering& k) {
   std::string tx = sreg(k, "tid.x"), ty = sreg(k, "tid.y"), tz = sreg(k, "tid.z");
   std::string nx = sreg(k, "ntid.x"), ny = sreg(k, "ntid.y");
@@ -74,6 +88,7 @@ void register_thread_lowerings(LoweringTable& t) {
   t.add(OpCode::NamedBarrier, lower_named_barrier);
   t.add(OpCode::Shuffle, lower_shuffle);
   t.add(OpCode::Vote, lower_vote);
+  t.add(OpCode::WarpRedux, lower_warp_redux);
 }
 
 }  // namespace opencute::target

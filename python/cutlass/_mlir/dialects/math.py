@@ -1,4 +1,5 @@
 """`cutlass._mlir.dialects.math`: elementwise math on DSL numbers (the DSL's own math ops)."""
+from ... import _core
 from ...cute import math as _m
 
 
@@ -21,9 +22,14 @@ cos = _unary("cos")
 
 
 def _abs(name):
-    def op(x, *, loc=None, ip=None):
-        # Numbers and TensorSSA values both define abs(); an integer's is math.absi, a float's math.absf.
-        return abs(x)
+    def op(x, *, fastmath=None, loc=None, ip=None):
+        """|x|, element-wise: of a DSL number or TensorSSA (abs()), or of the IR value of one
+        (`ssa.ir_value()`, which the amax example passes)."""
+        if isinstance(x, _core.TensorSSA):
+            return _core.ssa_absolute(x)
+        if hasattr(x, "__abs__") and not isinstance(x, _core.Num):
+            return abs(x)
+        return _core.absolute(x)
     op.__name__ = name
     return op
 
