@@ -36,8 +36,9 @@ def _mlir_slot(gslot):
     return cute_ir.recast_iter(desc_type, ptr.value)
 
 
-def _host(through_slot=True, mlir_slot=False):
-    """Block i loads tile i of rows [offs[0], offs[1]) of `b` through a descriptor the kernel made."""
+def _host(through_slot=True, mlir_slot=False, pitch=COLS):
+    """Block i loads tile i of rows [offs[0], offs[1]) of `b` (rows `pitch` elements apart) through a
+    descriptor the kernel made."""
     tm, tk = TILE
     elems = tm * tk
 
@@ -50,7 +51,7 @@ def _host(through_slot=True, mlir_slot=False):
         s = cute.make_tensor(cute.arch.alloc_smem(Float32, elems, alignment=1024), smem_layout)
         gslot = cute.make_ptr(Int64, slots[(bidx, None)].iterator.toint(), cute.AddressSpace.gmem, assumed_align=128)
         start, count = offs[0], offs[1] - offs[0]
-        rows = cute.make_tensor(b.iterator + start * COLS, cute.make_layout((count, COLS), stride=(COLS, 1)))
+        rows = cute.make_tensor(b.iterator + start * pitch, cute.make_layout((count, COLS), stride=(pitch, 1)))
         atom, tma_tensor = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), rows, smem_layout, TILE)
         if tidx == 0:
             cute.arch.mbarrier_init(bar, 1)
@@ -80,8 +81,8 @@ def _host(through_slot=True, mlir_slot=False):
     return host
 
 
-def _inputs(start, stop, tiles):
-    b = _aligned(np.arange(40 * COLS, dtype=np.float32).reshape(40, COLS) * 2 + 1)
+def _inputs(start, stop, tiles, pitch=COLS):
+    b = _aligned(np.arange(40 * pitch, dtype=np.float32).reshape(40, pitch) * 2 + 1)
     offs = np.array([start, stop], np.int32)
     slots = _aligned(np.zeros((tiles, 16), np.int64))
     out = np.full((tiles * TILE[0], COLS), -1, np.float32)
@@ -116,8 +117,10 @@ def test_ptx_sets_every_field_of_the_slot_with_tensormap_replace(arch, monkeypat
     toolchain.require_cubin()
     monkeypatch.setenv("OPENCUTE_EMULATOR_LINK_CUBIN", "1")
     monkeypatch.setenv("CUTE_DSL_DISABLE_FILE_CACHING", "True")
-    b, offs, slots, out = _inputs(0, 16, 2)
-    compiled = cute.compile(_host(), b, offs, slots, out, options=f"--target cpu --gpu-arch {arch}")
+    # Rows with a gap between them: whole contiguous rows would merge into one dimension (CuTe's
+    # coalesce of the box), leaving no global stride to set.
+    b, offs, slots, out = _inputs(0, 16, 2, pitch=COLS + 8)
+    compiled = cute.compile(_host(pitch=COLS + 8), b, offs, slots, out, options=f"--target cpu --gpu-arch {arch}")
     assert bytes(compiled.__cubin__[:4]) == b"\x7fELF"  # nvJitLink accepted the PTX for the arch
     ptx = compiled.__ptx__
     for field in ("global_address.global.b1024.b64", "rank.global.b1024.b32", "elemtype.global.b1024.b32",
