@@ -21,6 +21,12 @@ from ._dsl import stale_import_paths as _stale_import_paths
 _stale_import_paths.install()
 
 
+def target_version(exact=None, *, min_version=None, max_version=None):
+    """Whether the CUDA release OpenCuTe's code generator targets (13.0) is `exact` ("13" for any
+    13.x) and within [min_version, max_version]: a trace-time bool kernels use to pick code paths."""
+    return _core.runtime.target_version_matches(exact, min_version, max_version)
+
+
 def dsl_user_op(fn):
     """Marks a helper built from DSL operations (it receives `loc`/`ip` keywords, unused here)."""
     return fn

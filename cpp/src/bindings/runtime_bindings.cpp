@@ -12,6 +12,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/occupancy.h"
 #include "runtime/tensor_spec.h"
+#include "target/nvvm/cuda_target_version.h"
 
 namespace nb = nanobind;
 
@@ -83,6 +84,12 @@ void bind_runtime(nb::module_& root) {
     std::vector<int64_t> out(stride.size());
     bindings::unpack_fp4_pairs(int(shape.size()), shape.data(), stride.data(), out.data());
     return std::make_pair(shape, out);
+  });
+  m.def("target_version_matches", &target::target_version_matches, nb::arg("exact").none(),
+        nb::arg("min_version").none(), nb::arg("max_version").none());
+  m.def("targeted_cuda_version", [] {
+    target::CudaVersion v = target::targeted_cuda_version();
+    return std::make_pair(v.major, v.minor);
   });
   m.def("max_active_clusters", &runtime::max_active_clusters, nb::arg("device"), nb::arg("cluster_size"));
   m.def("resolve_alignment", &runtime::resolve_alignment, nb::arg("assumed_align").none(), nb::arg("element_bytes"));
