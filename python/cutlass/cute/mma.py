@@ -99,6 +99,13 @@ class _OpOfAtom(MmaOp):
     def _key(self):
         return (str(self._atom),)
 
+    # The operation's operand types and shape, as the tcgen05 / warpgroup ops carry them
+    # (NVIDIA's mixed-input GEMMs size tensor memory by tiled_mma.op.a_dtype).
+    a_dtype = property(lambda self: self._atom.a_dtype)
+    b_dtype = property(lambda self: self._atom.b_dtype)
+    acc_dtype = property(lambda self: self._atom.acc_dtype)
+    shape_mnk = property(lambda self: self._atom.shape_mnk)
+
 
 TiledMma.op = property(lambda self: _OpOfAtom(self._atom_copy()))
 MmaAtom.op = property(lambda self: _OpOfAtom(copy.copy(self)))

@@ -39,6 +39,9 @@ class _MemRangeType:
         self.dtype, self.count = dtype, count
 
     def size_and_align(self):
+        bits = self.dtype.width
+        if bits < 8 and bits != 1 and 8 % bits == 0:  # packed sub-byte elements (Int4, Float4E2M1FN)
+            return -(-self.count * bits // 8), 1
         es = _byte_size(self.dtype)
         return es * self.count, es
 
@@ -190,7 +193,7 @@ class _MemRangeData:
                                 f"the outer layout (got {layout} and {swizzle})")
             ptr = _tensor.recast_ptr(ptr, swizzle, None)
         cosize = _layout.cosize(layout)
-        if isinstance(cosize, int) and (cosize * elem.width + 7) // 8 > self.count * _byte_size(self.dtype):
+        if isinstance(cosize, int) and (cosize * elem.width + 7) // 8 > _MemRangeType(self.dtype, self.count).size_and_align()[0]:
             raise DSLUserCodeError(f"get_tensor: layout {layout} spans {cosize} elements of {elem.__name__}, more "
                                    f"than the MemRange[{self.dtype.__name__}, {self.count}] holds",
                                    code="SHAPE_MISMATCH")

@@ -89,6 +89,12 @@ class TensorSSA:
     _from_native = staticmethod(_wrap)
 
     def __init__(self, values, shape, dtype=None):
+        if isinstance(values, TensorSSA):
+            # Another TensorSSA's elements seen with `shape` (as NVIDIA's kernels re-wrap a
+            # fragment's load() with the shape of the value it combines with).
+            t = values._t if dtype is None else _core.ssa_convert(values._t, dtype.__name__)
+            self._t = t if t.shape == shape else _core.ssa_from_values(shape, t.dtype, t.values())
+            return
         if isinstance(values, _core.TensorSSA):
             self._t = values if dtype is None else _core.ssa_convert(values, dtype.__name__)
             return

@@ -335,8 +335,12 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   a.split_dim = split;
   a.copies = copies;
   a.tile_rank = r;
-  if (a.element->width < 8) tma_error("TMA_LAYOUT", name + ": TMA moves whole bytes; sub-byte types are not supported");
-  const int elem_bytes = a.element->byte_size();
+  if (a.element->width < 8) {
+    if (8 % a.element->width) tma_error("TMA_LAYOUT", name + ": TMA moves whole bytes; sub-byte types are not supported");
+    a.elems_per_byte = 8 / a.element->width;
+  }
+  const int per = a.elems_per_byte;
+  const int elem_bytes = per > 1 ? 1 : a.element->byte_size();
   // The swizzle must be TMA's byte swizzle S<B,4,3> (B = 1, 2, 3: 32, 64, 128 bytes), written in
   // bytes (a swizzle the smem pointer applies to byte addresses, as get_tensor(swizzle=) does) or
   // in elements (S<B, 4 - log2(element bytes), 3> on element offsets).
@@ -344,7 +348,9 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     const L::Swizzle& sw = *smem_swizzle;
     int log2b = 0;
     while ((1 << log2b) < elem_bytes) ++log2b;
-    if (sw.shift != 3 || (sw.base != 4 && sw.base + log2b != 4) || sw.bits < 1 || sw.bits > 3)
+    const int log2_per = per == 2 ? 1 : 0;  // a swizzle on 4-bit element offsets has base 4 + 1
+    if (sw.shift != 3 || (sw.base != 4 && sw.base + log2b != 4 && sw.base != 4 + log2_per) || sw.bits < 1 ||
+        sw.bits > 3)
       tma_error("TMA_LAYOUT", name + ": the smem swizzle S<" + std::to_string(sw.bits) + "," + std::to_string(sw.base) +
                                   "," + std::to_string(sw.shift) + "> of " + dsl::dtype_name(a.element) +
                                   " elements is none of TMA's 32, 64 or 128-byte swizzles");
@@ -398,7 +404,9 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       a.tile_mode[k] = -1;
       a.outermost[k] = true;
       extents.push_back(extent);
-      strides.push_back(b.binary(ir::OpCode::Mul, base, b.const_int(i64, elem_bytes)));
+      ir::Value* merged_bytes = per > 1 ? b.binary(ir::OpCode::Div, base, b.const_int(i64, per))
+                                        : b.binary(ir::OpCode::Mul, base, b.const_int(i64, elem_bytes));
+      strides.push_back(merged_bytes);
       continue;
     }
     a.tile_stride[k] = d.tile_stride;
@@ -437,8 +445,22 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
                                   ") is not contiguous in global memory; TMA needs its innermost box dimension to be");
     L::Int extent = d.folded ? L::Int(1) : a.outermost[k] ? L::ceil_div(gs.as_int(), L::Int(d.tile_stride))
                                                            : L::Int(a.wrap[k]);
+    if (per > 1 && k == 0) {
+      // Packed sub-byte elements: the innermost dimension counts bytes.
+      if (d.tile_stride != 1 || a.box[0] % per || a.wrap[0] % per)
+        tma_error("TMA_LAYOUT", name + ": a tile of " + dsl::dtype_name(a.element) + " must take whole bytes (runs of " +
+                                    std::to_string(per) + " elements) along its contiguous mode");
+      if (gs.as_int().is_static() && gs.as_int().value() % per)
+        tma_error("TMA_LAYOUT", name + ": the contiguous mode's extent must be a whole number of bytes of " +
+                                    dsl::dtype_name(a.element));
+      a.box[0] /= per;
+      a.wrap[0] /= per;
+      extent = a.outermost[0] ? L::ceil_div(extent, L::Int(per)) : L::Int(a.wrap[0]);
+    }
     extents.push_back(extent.materialize(ir::i64()));
-    ir::Value* byte_stride = (stride * L::Int(elem_bytes)).materialize(ir::i64());
+    ir::Value* byte_stride = per == 1 ? (stride * L::Int(elem_bytes)).materialize(ir::i64())
+                             : k == 0 ? b.const_int(ir::i64(), 1)
+                                      : (stride / L::Int(per)).materialize(ir::i64());
     // A folded run (extent 1) is only read at coordinate 0: any stride TMA accepts will do.
     if (d.folded) byte_stride = b.const_int(ir::i64(), 16);
     if (k > 0 && d.size == 1 && !extent.is_static()) {
@@ -452,7 +474,8 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   std::vector<ir::Value*> ops = {gmem.ptr};
   ops.insert(ops.end(), extents.begin(), extents.end());
   ops.insert(ops.end(), strides.begin(), strides.end());
-  ir::Op* op = b.create(ir::OpCode::TmaEncode, ops, {ir::pointer_type(a.element, ir::AddrSpace::Param, 64)});
+  ir::Type map_element = per > 1 ? ir::int_type(8, false) : a.element;
+  ir::Op* op = b.create(ir::OpCode::TmaEncode, ops, {ir::pointer_type(map_element, ir::AddrSpace::Param, 64)});
   op->int_attr = a.rank;
   op->ints = {a.swizzle_bytes};
   for (int k = 0; k < a.rank; ++k) op->ints.push_back(a.box[k]);
@@ -529,8 +552,9 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
     for (int i = 1; i < a.tile_rank; ++i)
       mode_prefix[size_t(i)] = mode_prefix[size_t(i) - 1] * L::size(a.smem_layout[i - 1]).value();
     for (int k = a.split_dim; k < a.rank && a.tile_mode[k] >= 0; ++k) {
-      const int64_t step = k == a.split_dim ? a.box[k] : 1;
-      const int64_t count = k == a.split_dim ? a.run[k] / a.num_multicast / a.box[k] : a.run[k];
+      const int64_t box = a.box[k] * (k == 0 ? a.elems_per_byte : 1);  // in elements
+      const int64_t step = k == a.split_dim ? box : 1;
+      const int64_t count = k == a.split_dim ? a.run[k] / a.num_multicast / box : a.run[k];
       std::vector<int64_t> next;
       for (int64_t j = 0; j < count; ++j)
         for (int64_t base : starts) next.push_back(base + j * step * a.pos_stride[k] * mode_prefix[size_t(a.tile_mode[k])]);
@@ -562,6 +586,7 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
       }
       L::Int x = origin[size_t(a.gmode[k])].as_int();
       L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
+      if (k == 0 && a.elems_per_byte > 1) c = c / L::Int(a.elems_per_byte);  // bytes of packed elements
       if (!a.outermost[k]) c = c % L::Int(a.wrap[k]);
       if (a.folded[k]) c = L::Int(0);  // the leaf's whole dimension holds the position
       coords.push_back(c.materialize(ir::i32()));

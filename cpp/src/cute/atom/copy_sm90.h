@@ -74,6 +74,10 @@ struct TmaAtom {
   // multicast) CTA and complete the mbarrier of that CTA's pair leader (even rank), at the same
   // offset as tma_bar_ptr (TmaLoad's ints[2]).
   int cta_group = 1;
+  // Sub-byte elements (Int4, Float4E2M1FN) packed in both memories: the tensor map moves bytes,
+  // this many elements each, so the innermost dimension's extent, box and coordinate are divided
+  // by it (the other dimensions' byte strides are their element strides times the element width).
+  int elems_per_byte = 1;
 };
 
 struct TmaAtomResult {
