@@ -481,6 +481,21 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   for (int k = 0; k < a.rank; ++k) op->ints.push_back(a.box[k]);
   res.descriptor = dsl::Num::of_value(op->result());
   res.tma_tensor = make_identity_tensor(g.shape);
+  {
+    // A broadcast (stride-0) global leaf is no tensor-map dimension: its coordinate never moves
+    // the copy, so the TMA tensor gives it stride 0 too (filter_zeros then drops it, as a kernel
+    // that steps through the distinct k-tiles of a broadcast scale factor expects).
+    std::vector<L::IntTuple> coord_strides = L::flatten_to_vector(res.tma_tensor.layout.stride);
+    bool broadcast = false;
+    for (size_t f = 0; f < coord_strides.size() && f < flat_stride.size(); ++f)
+      if (flat_stride[f].is_int() && flat_stride[f].as_int().is_static_value(0) &&
+          !(flat_shape[f].is_int() && flat_shape[f].as_int().is_static_value(1))) {
+        coord_strides[f] = L::IntTuple(0);
+        broadcast = true;
+      }
+    if (broadcast)
+      res.tma_tensor.layout = L::Layout(res.tma_tensor.layout.shape, L::unflatten(coord_strides, res.tma_tensor.layout.shape));
+  }
   return res;
 }
 
