@@ -43,9 +43,11 @@ def get_transform_a_source(a_major_mode, *, loc=None, ip=None):
 
 
 def get_tma_atom_kind(is_mcast, use_2cta_instrs, is_b, *, loc=None, ip=None):
-    """The TMA load op of an operand: multicast when several CTAs of the cluster share it, with
-    cta_group::2 for 2-CTA MMAs (A's and B's ops differ only in whether they multicast)."""
-    group = tcgen05.CtaGroup.TWO if use_2cta_instrs else tcgen05.CtaGroup.ONE
+    """The TMA load op of an operand: multicast when several CTAs of the cluster share it. B feeds
+    the MMA directly: with 2-CTA MMAs a cta_group::2 load, whose bytes complete the pair leader's
+    barrier. A (and its scale factors) go to each CTA's own transform warps first, so each CTA's
+    load completes its own barrier (cta_group::1)."""
+    group = tcgen05.CtaGroup.TWO if use_2cta_instrs and is_b else tcgen05.CtaGroup.ONE
     if is_mcast:
         return cpasync.CopyBulkTensorTileG2SMulticastOp(group)
     return cpasync.CopyBulkTensorTileG2SOp(group)
@@ -79,7 +81,8 @@ def get_smem_layout_scale(mma_tiler, use_2cta_instrs, scale_granularity_m, scale
                           scale_dtype, num_stages, *, loc=None, ip=None):
     """(scale tile shape (M, K), one stage's layout, the staged layout): the scale factors of one
     MMA tile of A laid out like that tile, (tile M, tile K) : (1, 0) (one factor per row, shared by
-    the whole k-tile: the K granule spans whole k-tiles), as composed layouts without swizzle."""
+    the whole k-tile: the K granule spans whole k-tiles), as composed layouts without swizzle;
+    a CTA of a 2-CTA MMA stores its half of the rows."""
     if scale_major_mode != tcgen05.OperandMajorMode.MN:
         raise ValueError("get_smem_layout_scale: the scale factors must be M-major")
     if scale_granularity_m != 1:
@@ -88,10 +91,15 @@ def get_smem_layout_scale(mma_tiler, use_2cta_instrs, scale_granularity_m, scale
         raise ValueError(f"get_smem_layout_scale: scale_granularity_k ({scale_granularity_k}) must be a multiple of "
                          f"the MMA tile's K ({mma_tiler[2]})")
     tile_m, tile_k = mma_tiler[0], mma_tiler[2]
+    # A 2-CTA MMA's tile is two CTAs' halves of M; each CTA keeps its own half's factors at the
+    # same offsets (the M mode (tile M / 2, 2) : (1, 0)), as it does its half of A.
+    ctas = 2 if use_2cta_instrs else 1
+    rows = (tile_m // ctas, ctas) if ctas > 1 else tile_m
+    row_stride = (1, 0) if ctas > 1 else 1
     no_swizzle = cute.make_swizzle(0, 4, 3)
-    per_stage = cute.make_composed_layout(no_swizzle, 0, cute.make_layout((tile_m, tile_k), stride=(1, 0)))
-    staged = cute.make_composed_layout(no_swizzle, 0, cute.make_layout((tile_m, tile_k, num_stages),
-                                                                       stride=(1, 0, tile_m)))
+    per_stage = cute.make_composed_layout(no_swizzle, 0, cute.make_layout((rows, tile_k), stride=(row_stride, 0)))
+    staged = cute.make_composed_layout(no_swizzle, 0, cute.make_layout((rows, tile_k, num_stages),
+                                                                       stride=(row_stride, 0, tile_m // ctas)))
     return (tile_m, tile_k), per_stage, staged
 
 
