@@ -275,18 +275,21 @@ def epilog_smem_copy_and_partition(c_layout, c_dtype, acc_dtype, tiled_copy_t2r,
 
 def epilog_gmem_copy_and_partition(c_dtype, tidx, tma_atom_c, tiled_copy_t2r, gC_mnl_tma, gC_mnl, epi_tile, sC, *,
                                    loc=None, ip=None):
-    """C's global partitions: with a TMA atom (tma_atom_c, bSG_sC ((atom_v, rest_v), STAGE),
-    bSG_gC ((atom_v, rest_v), EPI_M, EPI_N, RestM, RestN, L), None, None); with the tensor-memory
-    load instead (None, None, None, a universal copy atom, tTR_gC (T2R, T2R_M, T2R_N, EPI_M, EPI_N,
-    RestM, RestN, L))."""
-    if tma_atom_c is not None:
+    """C's global partitions (tma_atom_c, bSG_sC, bSG_gC, simt_atom, tTR_gC): for a TMA store (with
+    tma_atom_c and gC_mnl_tma) bSG_sC ((atom_v, rest_v), STAGE) and bSG_gC ((atom_v, rest_v), EPI_M,
+    EPI_N, RestM, RestN, L); for stores from registers (with tiled_copy_t2r and gC_mnl) a universal
+    copy atom and tTR_gC (T2R, T2R_M, T2R_N, EPI_M, EPI_N, RestM, RestN, L). Either part is None
+    when its inputs are."""
+    bSG_sC = bSG_gC = simt_atom = tTR_gC = None
+    if tma_atom_c is not None and gC_mnl_tma is not None:
         gC_epi = cute.flat_divide(gemm_sm100._tile_modes(gC_mnl_tma, 6), epi_tile)
         bSG_sC, bSG_gC = cpasync.tma_partition(tma_atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2),
                                                cute.group_modes(gC_epi, 0, 2))
-        return tma_atom_c, bSG_sC, bSG_gC, None, None
-    gC_epi = cute.flat_divide(gemm_sm100._tile_modes(gC_mnl, 6), epi_tile)
-    tTR_gC = tiled_copy_t2r.get_slice(tidx).partition_D(gC_epi)
-    return None, None, None, cute.make_copy_atom(CopyUniversalOp(), c_dtype), tTR_gC
+    if tiled_copy_t2r is not None and gC_mnl is not None:
+        gC_epi = cute.flat_divide(gemm_sm100._tile_modes(gC_mnl, 6), epi_tile)
+        tTR_gC = tiled_copy_t2r.get_slice(tidx).partition_D(gC_epi)
+        simt_atom = cute.make_copy_atom(CopyUniversalOp(), c_dtype)
+    return tma_atom_c, bSG_sC, bSG_gC, simt_atom, tTR_gC
 
 
 # ---- what a configuration supports ----------------------------------------------------------
@@ -354,3 +357,10 @@ def get_divisibility(extent, dtype=None, *, loc=None, ip=None):
     while d < limit and extent % (2 * d) == 0:
         d *= 2
     return d
+
+
+# ---- grouped problems: groups laid end to end along N ----------------------------------------
+
+from .contiguous_group_search import (ContiguousGroupSearchState, ContiguousGroupWorkTileInfo,  # noqa: E402,F401
+                                      contiguous_group_search, create_initial_contiguous_group_search_state,
+                                      make_contiguous_group_work_tile_info)
