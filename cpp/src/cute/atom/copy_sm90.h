@@ -78,6 +78,10 @@ struct TmaAtom {
   // this many elements each, so the innermost dimension's extent, box and coordinate are divided
   // by it (the other dimensions' byte strides are their element strides times the element width).
   int elems_per_byte = 1;
+  // The TMA tensor's coordinates list the global leaves in the order of the first tensor-map
+  // dimension each feeds (the contiguous one first, as NVIDIA's TMA tensors count them), then the
+  // leaves no dimension reads: coord_of_leaf[f] is leaf f's position (empty: leaf order).
+  std::vector<int> coord_of_leaf;
 };
 
 struct TmaAtomResult {
