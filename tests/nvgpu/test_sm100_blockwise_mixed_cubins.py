@@ -1,10 +1,12 @@
 """The kernels of NVIDIA's Blackwell blockwise-scaled and mixed-input GEMM examples (the `bwx:` rows
-blockwise_gemm, contiguous_grouped_gemm, masked_grouped_gemm of ../shared/tools/run_nvidia_examples.sh)
-compile to sm_100a cubins on a machine without a GPU: as test_sm100_example_cubins.py, each kernel
-class is compiled for the emulator with OPENCUTE_EMULATOR_LINK_CUBIN=1 (the file cache off), which
-also lowers it through libNVVM and links it with nvJitLink for sm_100a. Reference: nvJitLink's
-acceptance and the ELF magic of its output. The kernels' results on the emulator are checked in
-tests/examples/test_blackwell_blockwise_gemm_examples.py."""
+blockwise_gemm, contiguous_grouped_gemm, masked_grouped_gemm, mixed_input_gemm,
+grouped_mixed_input_gemm and grouped_mixed_input_gemm_acc_scale of
+../shared/tools/run_nvidia_examples.sh) compile to sm_100a cubins on a machine without a GPU: as
+test_sm100_example_cubins.py, each kernel class is compiled for the emulator with
+OPENCUTE_EMULATOR_LINK_CUBIN=1 (the file cache off), which also lowers it through libNVVM and links
+it with nvJitLink for sm_100a. Reference: nvJitLink's acceptance and the ELF magic of its output.
+The kernels' results on the emulator are checked in tests/examples/test_blackwell_blockwise_gemm_examples.py
+and test_blackwell_mixed_input_gemm_examples.py."""
 import numpy as np
 import pytest
 
@@ -45,3 +47,50 @@ def test_blockwise_gemm_kernels_link_sm100a_cubins(name, cls):
     gemm = getattr(module, cls)(cutlass.Float32, False, (128, 128), (1, 1))
     groups = () if name == "blockwise_gemm" else (from_dlpack(np.zeros(m, np.int32)).mark_layout_dynamic(),)
     check_cubin(cute.compile(gemm, a, b, c, sfa, sfb, *groups, 2, make_fake_stream(), options=EMU))
+
+
+MIXED = "cute/blackwell/kernel/mixed_input_gemm/"
+
+
+def _mixed_operands(m, n, k, l, gran_k):
+    """Int4 A (M-major, packed), its BFloat16 scales (M-major), K-major BFloat16 B."""
+    a = from_dlpack(zeros((l, k, m // 2), np.uint8).transpose(2, 1, 0), assumed_align=16)
+    a.element_type = cutlass.Int4
+    a = a.mark_layout_dynamic(leading_dim=0)
+    scale = operand(l, m, k // gran_k, np.uint16, cutlass.BFloat16, mode0_major=True)
+    b = operand(l, n, k, np.uint16, cutlass.BFloat16)
+    return a, scale, b
+
+
+@pytest.fixture
+def mixed_module_path(monkeypatch):
+    import nvidia_examples
+    monkeypatch.syspath_prepend(nvidia_examples.ROOT)  # the scripts import cute.blackwell.kernel...
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        import sys
+        import types
+        monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))
+
+
+def test_mixed_input_gemm_kernel_links_an_sm100a_cubin(mixed_module_path):
+    module = load(MIXED + "mixed_input_gemm.py")
+    m, n, k = 128, 128, 256
+    a, scale, b = _mixed_operands(m, n, k, 1, 128)
+    c = operand(1, m, n, np.uint16, cutlass.BFloat16)
+    gemm = module.MixedInputGemmKernel(1, 128, cutlass.Float32, False, (128, 128, 128), (1, 1), False, False)
+    check_cubin(cute.compile(gemm, a, scale, b, c, 2, make_fake_stream(), options=EMU))
+
+
+@pytest.mark.parametrize("name,cls", [("grouped_mixed_input_gemm", "GroupedMixedInputGemmKernel"),
+                                      ("grouped_mixed_input_gemm_acc_scale", "GroupedMixedInputGemmAccScaleKernel")])
+def test_grouped_mixed_input_gemm_kernels_link_sm100a_cubins(mixed_module_path, name, cls):
+    module = load(MIXED + name + ".py")
+    m, n, k, groups = 128, 256, 256, 2
+    a, scale, b = _mixed_operands(m, n, k, groups, 128)
+    b = operand(1, n, k, np.uint16, cutlass.BFloat16)
+    c = operand(1, m, n, np.uint16, cutlass.BFloat16)
+    cumsum = from_dlpack(np.array([0, 128, 256], np.int32))
+    gemm = getattr(module, cls)(1, 128, cutlass.Float32, False, (128, 128, 128), (1, 1), groups, False)
+    check_cubin(cute.compile(gemm, a, scale, b, cumsum, c, 2, make_fake_stream(), options=EMU))
