@@ -15,6 +15,7 @@ from ._dsl.rt import max, min, not_ as _not  # noqa: F401,A004
 from ._dsl.numeric import NumericMeta, as_numeric  # noqa: F401
 from ._dsl.control import const_expr, dynamic_expr  # noqa: F401
 from . import _cuda_jit_executor as cuda_jit_executor  # noqa: F401
+from .base_dsl.dsl import BaseDSL  # noqa: F401
 from ._mlir.dialects.vector import VectorType
 
 

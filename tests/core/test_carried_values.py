@@ -4,6 +4,8 @@ loop-carried and assignable in a dynamic `if`; a structure mismatch raises at th
 Kernels run on the CPU emulator and are checked against numpy."""
 import inspect
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -386,6 +388,138 @@ def test_protocol_object_changed_in_place_in_loop_and_if():
         want.append((count % 3, (count // 3) % 2))
         count += 2 if k % 2 == 0 else 1
     np.testing.assert_array_equal(out, np.array(want, dtype=np.int32))
+
+
+@cute.jit
+def advanced(state: PipelineState):
+    state.advance()
+    return state
+
+
+@cute.kernel
+def advance_and_rebind_kernel(out: cute.Tensor, n: Int32):
+    state = PipelineState(3, Int32(0), Int32(0))
+    alias = state
+    if n > 0:
+        state = advanced(state)
+    out[n, 0] = alias.index  # the same object: it kept its identity through the `if`
+    for k in range(n):
+        # Changed in place and rebound in one branch (NVIDIA's Blackwell fmha.py:
+        # `v_handle, producer = self.update_and_advance(producer, ...)`): the other branch and
+        # the code after the `if` must see the state the taken branch left.
+        if k % 3 != 1:
+            state = advanced(state)
+        out[k, 0] = state.index
+        out[k, 1] = state.phase
+
+
+@cute.jit
+def advance_and_rebind_host(out: cute.Tensor, n: Int32):
+    advance_and_rebind_kernel(out, n).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_protocol_object_changed_in_place_then_rebound_in_one_branch():
+    n = 8
+    out = np.full((n + 1, 2), -1, dtype=np.int32)
+    cute.compile(advance_and_rebind_host, out, n, options="--target cpu")(out, n)
+    count, want = 1, []
+    for k in range(n):
+        count += k % 3 != 1
+        want.append((count % 3, (count // 3) % 2))
+    np.testing.assert_array_equal(out[:n], np.array(want, dtype=np.int32))
+    assert out[n, 0] == 1
+
+
+class Cursor:
+    """A tile cursor advanced in place (as fmha_helpers' FmhaStaticTileScheduler)."""
+
+    def __init__(self, idx):
+        self.idx = idx
+
+    def advance(self):
+        self.idx = self.idx + 2
+
+    def __extract_mlir_values__(self):
+        return [self.idx.ir_value()]
+
+    def __new_from_mlir_values__(self, values):
+        return Cursor(Int32(values[0]))
+
+
+@cute.jit
+def walk(cursor: Cursor, out: cute.Tensor, row: Int32):
+    n = Int32(0)
+    while cursor.idx < 7:
+        out[row, n] = cursor.idx
+        cursor.advance()
+        n += 1
+
+
+@cute.kernel
+def roles_kernel(out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    role = functools.partial(walk, Cursor(Int32(tidx)))
+    # Each role's loop advances the one cursor the partial holds; the `if`s do not name it. After
+    # a role's `if` the cursor has its state from before it again (its advanced state is defined
+    # inside the `if`), so the next role starts from the thread's first index too.
+    if tidx == 0:
+        role(out, 0)
+    if tidx == 1:
+        role(out, 1)
+    else:
+        role(out, 2 + tidx)
+
+
+@cute.jit
+def roles_host(out: cute.Tensor):
+    roles_kernel(out).launch(grid=(1, 1, 1), block=(3, 1, 1))
+
+
+def test_object_changed_in_place_through_a_partial_in_each_branch():
+    out = np.full((5, 4), -1, dtype=np.int32)
+    cute.compile(roles_host, out, options="--target cpu")(out)
+    # thread 0: rows 0 and (the else path) 2; thread 1: row 1; thread 2: row 4.
+    np.testing.assert_array_equal(out, [[0, 2, 4, 6], [1, 3, 5, -1], [0, 2, 4, 6], [-1] * 4, [2, 4, 6, -1]])
+
+
+# ---- a protocol object advanced in place inside a helper that one path of an `if` assigns back
+#      (FlashAttention-4's block-sparse loads: `state = load_block_list(..., state)` in both arms,
+#      the helper advancing the state inside its own dynamic `if`) ------------------------------------
+
+@cute.jit
+def advance_times(state: PipelineState, count: Int32):
+    if count > 0:
+        for _ in range(count):
+            state.advance()
+    return state
+
+
+@cute.kernel
+def assigned_and_advanced_kernel(out: cute.Tensor, flip: Int32, a: Int32, b: Int32):
+    state = PipelineState(3, Int32(0), Int32(0))
+    if flip == 0:
+        state = advance_times(state, a)
+    else:
+        out[0, 0] = state.index  # the state as it was before the `if`, not after the other arm
+        out[0, 1] = state.phase
+        state = advance_times(state, b)
+    out[1, 0] = state.index
+    out[1, 1] = state.phase
+
+
+@cute.jit
+def assigned_and_advanced_host(out: cute.Tensor, flip: Int32, a: Int32, b: Int32):
+    assigned_and_advanced_kernel(out, flip, a, b).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+@pytest.mark.parametrize("flip", [0, 1])
+def test_protocol_object_advanced_in_helper_and_assigned_in_both_arms(flip):
+    a, b = 4, 5
+    out = np.full((2, 2), -1, dtype=np.int32)
+    cute.compile(assigned_and_advanced_host, out, flip, a, b, options="--target cpu")(out, flip, a, b)
+    steps = a if flip == 0 else b
+    want_before = (-1, -1) if flip == 0 else (0, 0)
+    np.testing.assert_array_equal(out, np.array([want_before, (steps % 3, (steps // 3) % 2)], dtype=np.int32))
 
 
 # ---- the shape of tensorop_gemm's main loop: nested dynamic loops, a re-pointed view ----------------

@@ -239,6 +239,21 @@ def test_swizzle_and_composed_layout():
         assert cl(i) == off ^ ((off >> 3) & 0x70)
 
 
+def test_append_and_prepend_a_mode_to_a_composed_layout():
+    # The new mode joins the outer layout, so its offsets pass through the swizzle as well
+    # (fmha.py pads a swizzled staged smem layout's stage stride this way).
+    sw = cute.make_swizzle(3, 4, 3)
+    cl = cute.make_composed_layout(sw, 0, L((8, 64), (64, 1)))
+    staged = cute.append(cl, L(3, 1024))
+    assert str(staged) == "S<3,4,3> o 0 o (8,64,3):(64,1,1024)"
+    front = cute.prepend(cl, L(2, 4096))
+    assert str(front) == "S<3,4,3> o 0 o (2,8,64):(4096,64,1)"
+    swizzled = lambda off: off ^ ((off >> 3) & 0x70)
+    for r, c, s in itertools.product((0, 3, 7), (0, 9, 63), (0, 2)):
+        assert staged((r, c, s)) == swizzled(r * 64 + c + s * 1024)
+        assert front((s, r, c)) == swizzled(r * 64 + c + s * 4096)
+
+
 def test_scaled_basis():
     e0 = cute.E(0)
     assert str(e0) == "1@0"

@@ -236,6 +236,25 @@ def test_pdl_kernels_run_in_order_on_the_emulator(no_file_cache):
     assert " pdl args(" in compiled.__mlir__
 
 
+@cute.jit
+def pdl_host_switched(a: cute.Tensor, b: cute.Tensor, use_pdl: bool):
+    pdl_kernel(a, b, 5).launch(grid=(4, 1, 1), block=(32, 1, 1), use_pdl=use_pdl)
+
+
+def test_use_pdl_may_be_a_run_time_argument(no_file_cache):
+    # A `use_pdl: bool` jit argument is a run-time Boolean (NVIDIA's Blackwell fmha.py passes one):
+    # the kernel is traced once and launched from an if on it, with PDL in its true branch.
+    a = np.arange(128, dtype=np.int32)
+    b = np.zeros_like(a)
+    compiled = cute.compile(pdl_host_switched, a, b, False)
+    ir = compiled.__mlir__
+    assert ir.count(" pdl args(") == 1 and ir.count("launch @") == 2, ir
+    for use_pdl in (True, False):
+        b[:] = 0
+        compiled(a, b, use_pdl)
+        np.testing.assert_array_equal(b, a * 5)
+
+
 # ---- cooperative launch ------------------------------------------------------------------------------
 
 @cute.kernel
@@ -490,3 +509,32 @@ def test_a_pointer_is_an_inline_asm_operand_as_its_64_bit_address(no_file_cache)
     compiled = cute.compile(asm_pointer_host, np.zeros(4, np.int32))
     asm_call = next(line for line in compiled.nvvm_ir.splitlines() if "st.global.u32" in line)
     assert '"l,r' in asm_call and "(i64 " in asm_call, asm_call
+
+
+# ---- math.absi / absf on TensorSSA values re-wrapped with cute.TensorSSA (FA4's score mods) -----
+
+@cute.kernel
+def _abs_kernel(src_i: cute.Tensor, src_f: cute.Tensor, out_i: cute.Tensor, out_f: cute.Tensor):
+    from cutlass._mlir.dialects import math as mlir_math
+    diff = src_i.load()
+    out_i.store(cute.TensorSSA(mlir_math.absi(diff), diff.shape, diff.dtype) * cute.full_like(diff, 2))
+    x = src_f.load()
+    out_f.store(cute.TensorSSA(mlir_math.absf(x), x.shape, x.dtype))
+    out_f[0] = mlir_math.absf(src_f[0] - Float32(10.0))
+
+
+@cute.jit
+def _abs_host(src_i: cute.Tensor, src_f: cute.Tensor, out_i: cute.Tensor, out_f: cute.Tensor):
+    _abs_kernel(src_i, src_f, out_i, out_f).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_mlir_math_abs_of_tensor_ssa_and_scalars():
+    src_i = np.array([-3, 0, 7, -2147483647, 5, -1, 2, -9], np.int32)
+    src_f = np.array([-1.5, 2.0, -0.0, 3.25, -7.0, 0.5, -2.5, 1.0], np.float32)
+    out_i, out_f = np.zeros(8, np.int32), np.zeros(8, np.float32)
+    args = [cute.runtime.from_dlpack(a) for a in (src_i, src_f, out_i, out_f)]
+    cute.compile(_abs_host, *args, options="--target cpu")(*args)
+    np.testing.assert_array_equal(out_i, (np.abs(src_i.astype(np.int64)) * 2).astype(np.int32))
+    want_f = np.abs(src_f)
+    want_f[0] = abs(src_f[0] - 10.0)
+    np.testing.assert_array_equal(out_f, want_f)

@@ -429,3 +429,79 @@ def test_tensor_indexing_is_checked_with_assertions():
     unchecked(ta, to, 5)
     assert out[0] == a[5, 1]
     assert "assert" not in unchecked.__mlir__ and "assert" in checked.__mlir__
+
+
+# ---- nested tuple arguments, make_cotiled_copy ---------------------------------------------------
+
+@cute.jit
+def _weigh_shape(problem, out: cute.Tensor):
+    # fmha_bwd.py's problem shape (s_q, s_k, d, ((h_r, h_k), b)): one run-time Int32 per leaf.
+    s_q, s_k, d, ((h_r, h_k), b) = problem
+    out[0] = s_q + 10 * s_k + 100 * d + 1000 * h_r + 10000 * h_k + 100000 * b
+
+
+def test_nested_tuple_of_scalars_argument():
+    out = np.zeros(1, np.int32)
+    compiled = cute.compile(_weigh_shape, (1, 2, 3, ((4, 5), 6)), out)
+    compiled((1, 2, 3, ((4, 5), 6)), out)
+    assert out[0] == 654321
+    compiled((9, 8, 7, ((6, 5), 4)), out)  # the leaves are run-time values
+    assert out[0] == 456789
+    with pytest.raises(cute.DSLUserCodeError, match="compiled as a list of 6 items"):
+        compiled((1, 2, 3, (4, 5)), out)
+
+
+@cute.kernel
+def _cotiled_kernel(out: cute.Tensor):
+    # Registers laid out ((8, 2), 2):((1, 16), 8): eight consecutive registers hold coordinates
+    # (0..7, b, c). A 128-bit atom cotiled with that layout moves them as one vector each.
+    regs = cute.make_rmem_tensor(cute.make_layout(((8, 2), 2), stride=((1, 16), 8)), cutlass.Float16)
+    for i in cutlass.range_constexpr(32):
+        regs[i] = cutlass.Float16(i)
+    atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16, num_bits_per_copy=128)
+    tiled = cute.make_cotiled_copy(atom, cute.make_layout((1, 8)), regs.layout)
+    thr = tiled.get_slice(0)
+    dst = cute.make_tensor(out.iterator, cute.make_layout(((8, 2), 2)))
+    src, dst = thr.partition_S(regs), thr.partition_D(dst)
+    assert cute.size(src, mode=[0]) == 8 and cute.size(src) == 32
+    cute.copy(atom, src, dst)
+
+
+@cute.jit
+def _cotiled(out: cute.Tensor):
+    _cotiled_kernel(out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+
+def test_cotiled_copy_moves_the_register_layouts_vectors():
+    out = np.zeros(32, np.float16)
+    t = from_dlpack(out, assumed_align=16)
+    compiled = cute.compile(_cotiled, t, options="--target cpu")
+    compiled(t)
+    np.testing.assert_array_equal(out, np.arange(32, dtype=np.float16))  # coordinate i holds i
+    assert sum("store" in line and "vector<8xf16>" in line for line in compiled.__mlir__.splitlines()) == 4
+
+
+def test_cotiled_copy_refuses_an_atom_outside_the_data():
+    @cute.jit
+    def f():
+        atom = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16, num_bits_per_copy=128)
+        # Every other address: no eight consecutive ones for the 128-bit atom.
+        cute.make_cotiled_copy(atom, cute.make_layout((1, 8)), cute.make_layout(8, stride=2))
+
+    with pytest.raises(Exception, match="make_cotiled_copy: the memory the atom's layout"):
+        cute.compile(f, options="--target cpu")
+
+
+def test_autovec_copy_takes_an_l1_eviction_hint():
+    # NVIDIA's MLA decode stores its output with l1c_evict_priority=NO_ALLOCATE: a cache hint.
+    @cute.jit
+    def copy_with_hint(src: cute.Tensor, dst: cute.Tensor, hint: cutlass.Constexpr):
+        cute.autovec_copy(src, dst, l1c_evict_priority=hint)
+
+    src, dst = grid(4, 8), np.zeros((4, 8), np.float32)
+    s, d = from_dlpack(src, assumed_align=16), from_dlpack(dst, assumed_align=16)  # static layouts
+    hint = cute.nvgpu.CacheEvictionPriority.NO_ALLOCATE
+    cute.compile(copy_with_hint, s, d, hint, options="--target cpu")(s, d)
+    np.testing.assert_array_equal(dst, src)
+    with pytest.raises(TypeError, match="l1c_evict_priority must be a cute.nvgpu.CacheEvictionPriority"):
+        cute.compile(copy_with_hint, s, d, "no_allocate", options="--target cpu")

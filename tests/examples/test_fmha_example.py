@@ -255,10 +255,11 @@ def test_tensor_leading_dim_and_dtype_while_tracing():
     def f(a: cute.Tensor):
         t = cute.group_modes(a, 1, 3)
         seen["lead"], seen["grouped"], seen["dtype"] = a.leading_dim, t.leading_dim, a._dtype
+        seen["public dtype"] = t.dtype
 
     a = np.zeros((4, 3, 8), np.float32).transpose(2, 0, 1)  # (8, 4, 3): mode 0 has stride 1
     cute.compile(f, from_dlpack(a).mark_layout_dynamic(leading_dim=0), options="--target cpu")
-    assert seen == {"lead": 0, "grouped": 0, "dtype": cutlass.Float32}
+    assert seen == {"lead": 0, "grouped": 0, "dtype": cutlass.Float32, "public dtype": cutlass.Float32}
     b = np.zeros((8, 4, 3), np.float32)  # mode 2 has stride 1: inside the grouped mode (1, 2) at (1, 1)
     cute.compile(f, from_dlpack(b).mark_layout_dynamic(leading_dim=2), options="--target cpu")
     assert seen["lead"] == 2 and seen["grouped"] == (1, 1)

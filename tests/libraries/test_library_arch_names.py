@@ -78,12 +78,102 @@ def test_packed_f32x2_fma_rounds_once(dev):
     np.testing.assert_array_equal(got[3], a - b)
 
 
-def test_packed_f32x2_directed_rounding_is_refused():
+@cute.kernel
+def directed_kernel(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, out: cute.Tensor, rnd: cutlass.Constexpr,
+                    ftz: cutlass.Constexpr):
+    i = cute.arch.thread_idx()[0]
+    x = (a[2 * i], a[2 * i + 1])
+    y = (b[2 * i], b[2 * i + 1])
+    z = (c[2 * i], c[2 * i + 1])
+    f = cute.arch.fma_packed_f32x2(x, y, z, rnd=rnd, ftz=ftz)
+    m = cute.arch.mul_packed_f32x2(x, y, rnd=rnd, ftz=ftz)
+    s = cute.arch.add_packed_f32x2(x, y, rnd=rnd, ftz=ftz)
+    d = nvvm.sub_packed_f32x2(x, y, rnd=rnd, ftz=ftz)
+    for k, pair in enumerate((f, m, s, d)):
+        out[k, 2 * i] = pair[0]
+        out[k, 2 * i + 1] = pair[1]
+
+
+@cute.jit
+def directed_host(a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, out: cute.Tensor, rnd: cutlass.Constexpr,
+                  ftz: cutlass.Constexpr):
+    directed_kernel(a, b, c, out, rnd, ftz).launch(grid=(1, 1, 1), block=(a.shape[0] // 2, 1, 1))
+
+
+def _rounded(exact, mode):
+    """The float32 that `exact` (a Fraction) rounds to toward zero / minus / plus infinity."""
+    from fractions import Fraction
+    if exact == 0:
+        return np.float32(0.0)
+    big = Fraction(float(np.finfo(np.float32).max))
+    if abs(exact) > big:
+        away = {"RZ": False, "RM": exact < 0, "RP": exact > 0}[mode]
+        return np.float32(np.copysign(np.inf if away else float(big), float(exact)))
+    f = np.float32(float(exact))  # a neighbour of the exact value
+    with np.errstate(over="ignore"):  # the neighbour of the largest float is infinity
+        up, down = np.nextafter(f, np.float32(np.inf)), np.nextafter(f, np.float32(-np.inf))
+    lo, hi = (f, up) if Fraction(float(f)) <= exact else (down, f)
+    if Fraction(float(lo)) == exact:
+        return lo
+    return {"RZ": lo if exact > 0 else hi, "RM": lo, "RP": hi}[mode]
+
+
+@pytest.mark.parametrize("mode", ["RZ", "RM", "RP"])
+def test_packed_f32x2_directed_rounding(dev, mode):
+    # NVIDIA's Blackwell fmha.py calls these with their default rnd=RZ. Each result is the exact
+    # value (Python fractions) rounded once in the mode's direction.
+    from fractions import Fraction
+    rng = np.random.default_rng(5)
+    n = 16
+    a = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    b = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    c = (rng.standard_normal(n) * 2.0 ** rng.integers(-20, 20, n)).astype(np.float32)
+    big = np.finfo(np.float32).max
+    a[:4], b[:4], c[:4] = [big, -big, 3.0, 1.5], [2.0, 2.0, 3.0, -1.5], [big, -big, -9.0, 0.0]  # overflow, zero
+    out = dev.array(np.zeros((4, n), np.float32))
+    rnd = getattr(nvvm.RoundingModeKind, mode)
+    args = (dev.array(a), dev.array(b), dev.array(c), out)
+    cute.compile(directed_host, *args, rnd, True, options=f"--target {dev.target}")(*args)
+    got = dev.numpy(out)
+    F = [[Fraction(float(v)) for v in x] for x in (a, b, c)]
+    ops = [lambda x, y, z: x * y + z, lambda x, y, z: x * y, lambda x, y, z: x + y, lambda x, y, z: x - y]
+    for k, op in enumerate(ops):
+        want = np.array([_rounded(op(F[0][i], F[1][i], F[2][i]), mode) for i in range(n)], np.float32)
+        np.testing.assert_array_equal(got[k], want, err_msg=f"operation {k}, mode {mode}")
+    nearest = (a[4:].astype(np.float64) * b[4:] + c[4:]).astype(np.float32)
+    assert np.any(got[0, 4:] != nearest)  # not rounded to nearest
+    # An exact zero sum of opposite signs is -0 rounding down, +0 otherwise (3*3 - 9, 1.5 + -1.5).
+    assert np.signbit(got[0, 2]) == (mode == "RM") and np.signbit(got[2, 3]) == (mode == "RM")
+
+
+def test_packed_f32x2_flushes_subnormals_with_ftz():
+    tiny = np.float32(1e-39)  # subnormal
+    a = np.array([tiny, 1.0], np.float32)
+    b = np.array([1.0, tiny], np.float32)
+    c = np.zeros(2, np.float32)
+    for ftz, want in ((True, 0.0), (False, tiny)):
+        out = np.zeros((4, 2), np.float32)
+        cute.compile(directed_host, a, b, c, out, nvvm.RoundingModeKind.RZ, ftz, options="--target cpu")(a, b, c, out)
+        np.testing.assert_array_equal(out[1], [want, want])  # tiny * 1, 1 * tiny
+        np.testing.assert_array_equal(out[2, 0], want + np.float32(1.0) if not ftz else np.float32(1.0))
+
+
+def test_packed_f32x2_directed_rounding_in_ptx():
+    a = np.zeros(2, np.float32)
+    out = np.zeros((4, 2), np.float32)
+    compiled = cute.compile(directed_host, a, a, a, out, nvvm.RoundingModeKind.RZ, True, options="--gpu-arch sm_100a")
+    import toolchain
+    toolchain.ptx_of(compiled)
+    for insn in ("fma.rz.ftz.f32", "mul.rz.ftz.f32", "add.rz.ftz.f32"):
+        assert insn in compiled.__ptx__, insn
+
+
+def test_packed_f32x2_unknown_rounding_is_refused():
     @cute.jit
     def host(a: cute.Tensor):
-        cute.arch.add_packed_f32x2((a[0], a[1]), (a[0], a[1]), rnd=nvvm.RoundingModeKind.RZ)
+        cute.arch.add_packed_f32x2((a[0], a[1]), (a[0], a[1]), rnd="RNA")
 
-    with pytest.raises(cutlass.DSLUserCodeError, match="rounding mode 'RZ' is not supported"):
+    with pytest.raises(cutlass.DSLUserCodeError, match="rounding mode 'RNA' is not supported"):
         cute.compile(host, np.zeros(2, np.float32), options="--target cpu")
 
 
@@ -101,7 +191,8 @@ def bits_kernel(x: cute.Tensor, f: cute.Tensor, pop: cute.Tensor, packed: cute.T
     back = vector.bitcast(T.vector(2, T.f32()), vector.from_elements(T.vector(1, T.i64()), (v64.ir_value(),)))
     unpacked[2 * i] = Float32(vector.extract(back, dynamic_position=[], static_position=[1]))
     unpacked[2 * i + 1] = Float32(vector.extract(back, dynamic_position=[], static_position=[0]))
-    divisor = cute.FastDivmodDivisor(d)
+    divisor = cute.fast_divmod_create_divisor(d)  # NVIDIA's MLA helpers' spelling of FastDivmodDivisor(d)
+    assert isinstance(divisor, cute.FastDivmodDivisor)
     q[i], r[i] = divmod(x[i], divisor)
     mn[0, i] = Float32(nvvm.fmin(T.f32(), f[2 * i].ir_value(), f[2 * i + 1].ir_value()))
     mn[1, i] = Float32(nvvm.fmax(T.f32(), f[2 * i].ir_value(), f[2 * i + 1].ir_value()))

@@ -173,6 +173,44 @@ def test_staged_producer_consumer():
     np.testing.assert_array_equal(staging, [5, 6, 7, 3, 4])
 
 
+@cute.kernel
+def private_state_kernel(res: cute.Tensor):
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    mbar = cute.arch.alloc_smem(Int64, 6, alignment=8)
+    staging_smem = cute.make_tensor(cute.arch.alloc_smem(Float32, 3, alignment=16), cute.make_layout(3))
+    group = pipeline.CooperativeGroup(pipeline.Agent.Thread, 32)
+    pipe = pipeline.PipelineAsync.create(num_stages=3, producer_group=group, consumer_group=group,
+                                         barrier_storage=mbar)
+    producer, consumer = pipe.make_participants()
+    if warp_idx == 0:
+        for i in cutlass.range(cute.size(res)):
+            # NVIDIA's Blackwell fmha.py acquires by hand through the handle's private state, then
+            # advances the handle: the state it read must be the one advance() moves.
+            state = producer._PipelineProducer__state.clone()
+            pipe.producer_acquire(state)
+            staging_smem[state.index] = 1.0 * i
+            pipe.producer_commit(state)
+            producer.advance()
+    if warp_idx == 1:
+        for i in cutlass.range(cute.size(res)):
+            state = consumer._PipelineConsumer__state
+            pipe.consumer_wait(state)
+            res[i] = staging_smem[state.index] + 100.0 * state.index
+            pipe.consumer_release(state)
+            consumer.advance()
+
+
+@cute.jit
+def private_state_host(res: cute.Tensor):
+    private_state_kernel(res).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+
+def test_handles_expose_their_state_by_nvidias_private_name():
+    res = np.full(7, -1, np.float32)
+    cute.compile(private_state_host, res, options=CPU)(res)
+    np.testing.assert_array_equal(res, np.arange(7) + 100.0 * (np.arange(7) % 3))
+
+
 # ---- a missing producer_commit ------------------------------------------------------------------------
 
 @cute.kernel

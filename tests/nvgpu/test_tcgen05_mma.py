@@ -255,7 +255,7 @@ def test_ptx_for_sm100a_is_accepted_by_nvjitlink(args, text):
 
 @cute.kernel
 def tmem_a_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: cute.TiledMma,
-                  M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr):
+                  M: cutlass.Constexpr, N: cutlass.Constexpr, K: cutlass.Constexpr, a_from_tensor: cutlass.Constexpr):
     tidx, _, _ = cute.arch.thread_idx()
     warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
     dtype = cutlass.Float16
@@ -282,7 +282,14 @@ def tmem_a_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: 
     tCtAcc = cute.make_tensor(acc_ptr, tiled_mma.make_fragment_C(tiled_mma.partition_shape_C((M, N))).layout)
     # A after the accumulator's N columns: two f16 to a 32-bit column.
     a_ptr = cute.recast_ptr(acc_ptr + N, dtype=dtype)
-    tCtA = cute.make_tensor(a_ptr, tiled_mma.make_fragment_A(tiled_mma.partition_shape_A((M, K))).layout)
+    if cutlass.const_expr(a_from_tensor):
+        # As NVIDIA's Blackwell fmha.py makes P's fragment: from a tensor laid out as A's staged smem
+        # layout; a tensor-memory fragment takes only its shape (CuTe's make_fragment_like).
+        sA_l = sm100_utils.make_smem_layout_a(tiled_mma, (M, N, K), dtype, 1)
+        a_frag = tiled_mma.make_fragment_A(cute.make_tensor(acc_ptr, sA_l.outer))[None, None, None, 0]
+    else:
+        a_frag = tiled_mma.make_fragment_A(tiled_mma.partition_shape_A((M, K)))
+    tCtA = cute.make_tensor(a_ptr, a_frag.layout)
     tA = cute.make_tensor(a_ptr, cute.make_layout((M, K), stride=(131072, 1)))
     r2t = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.St32x32bOp(tcgen05.Repetition.x8), dtype), tA)
     thr = r2t.get_slice(tidx)
@@ -319,10 +326,10 @@ def tmem_a_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: 
 
 @cute.jit
 def run_tmem_a(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, M: cutlass.Constexpr, N: cutlass.Constexpr,
-               K: cutlass.Constexpr):
+               K: cutlass.Constexpr, a_from_tensor: cutlass.Constexpr = False):
     tiled_mma = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, K_MAJOR, K_MAJOR, cutlass.Float32, ONE, (M, N),
                                                    tcgen05.OperandSource.TMEM)
-    tmem_a_kernel(mA, mB, mC, tiled_mma, M, N, K).launch(grid=(1, 1, 1), block=(128, 1, 1))
+    tmem_a_kernel(mA, mB, mC, tiled_mma, M, N, K, a_from_tensor).launch(grid=(1, 1, 1), block=(128, 1, 1))
 
 
 def test_operand_a_from_tensor_memory():
@@ -331,6 +338,9 @@ def test_operand_a_from_tensor_memory():
     C = np.zeros((M, N), np.float32)
     gA = np.ascontiguousarray(A)
     cute.compile(run_tmem_a, gA, B, C, M, N, K, options=EMU)(gA, B, C)
+    np.testing.assert_array_equal(C, A @ B.T)
+    C[...] = 0
+    cute.compile(run_tmem_a, gA, B, C, M, N, K, True, options=EMU)(gA, B, C)
     np.testing.assert_array_equal(C, A @ B.T)
     gpu = cute.compile(run_tmem_a, gA, B, C, M, N, K, options="--gpu-arch sm_100a")
     if gpu.__ptx__ is not None:
@@ -429,3 +439,19 @@ def test_tma_to_tcgen05_to_tmem_gemm_against_numpy():
     if gpu.__ptx__ is not None:
         assert "cp.async.bulk.tensor.2d" in gpu.__ptx__ and "tcgen05.mma.cta_group::1.kind::f16" in gpu.__ptx__
         assert gpu.__cubin__  # nvJitLink accepted the whole GEMM for sm_100a
+
+
+def test_tiled_mma_op_answers_the_operations_shape_and_types():
+    # NVIDIA's MLA decode sizes its page loads with tiled_mma.op.shape_mnk[0] // thr_id.shape.
+    seen = {}
+
+    @cute.jit
+    def host():
+        for cta_group, mn in ((ONE, (128, 256)), (tcgen05.CtaGroup.TWO, (256, 128))):
+            tiled = sm100_utils.make_trivial_tiled_mma(cutlass.Float16, K_MAJOR, K_MAJOR, cutlass.Float32, cta_group, mn)
+            op = tiled.op
+            seen[mn] = (op.shape_mnk, op.a_dtype, op.b_dtype, op.acc_dtype, cute.size(tiled.thr_id.shape))
+
+    cute.compile(host, options=EMU)
+    assert seen[(128, 256)] == ((128, 256, 16), cutlass.Float16, cutlass.Float16, cutlass.Float32, 1)
+    assert seen[(256, 128)] == ((256, 128, 16), cutlass.Float16, cutlass.Float16, cutlass.Float32, 2)

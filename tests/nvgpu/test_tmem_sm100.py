@@ -107,8 +107,9 @@ def allocator_kernel(out: cute.Tensor):
     smem = cutlass.utils.SmemAllocator()
     holder = smem.allocate_array(cutlass.Int32, 1)
     tidx, _, _ = cute.arch.thread_idx()
+    # arch= as NVIDIA's Blackwell fmha.py names the part whose tensor memory is allocated.
     tmem = utils.TmemAllocator(holder, barrier_for_retrieve=pipeline.NamedBarrier(barrier_id=1, num_threads=128),
-                               allocator_warp_id=1)
+                               allocator_warp_id=1, arch="sm_100")
     tmem.allocate(64)
     tmem.wait_for_alloc()
     ptr = tmem.retrieve_ptr(cutlass.Float32)
@@ -436,3 +437,63 @@ def test_make_tiled_copy_d_of_a_tmem_load_keeps_each_thread_on_its_lane_row():
     cute.compile(host, options=EMU)
     for t, (t2r_first, r2s_first) in seen.items():
         assert t2r_first == r2s_first == f"({t}, 0)", (t, t2r_first, r2s_first)
+
+
+# ---- a dealloc left unordered with another warp's last read --------------------------------------
+
+@cute.kernel
+def late_reader_kernel(out: cute.Tensor, dealloc_before_read: cutlass.Constexpr):
+    smem = cutlass.utils.SmemAllocator()
+    holder = smem.allocate_array(cutlass.Int32, 1)
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    tidx, _, _ = cute.arch.thread_idx()
+    if warp == 4:
+        cute.arch.alloc_tmem(32, holder)
+    cute.arch.sync_threads()
+    ptr = cute.arch.retrieve_tmem_ptr(cutlass.Float32, 16, holder)
+    t = cute.make_tensor(ptr, cute.make_layout((128, 8), stride=(65536, 1)))  # 128 lanes x 8 columns
+    g = cute.make_tensor(out.iterator, cute.make_layout((128, 8), stride=(8, 1)))
+    if warp < 4:
+        st = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.St32x32bOp(tcgen05.Repetition.x8), cutlass.Float32), t)
+        thr = st.get_slice(tidx)
+        frag = cute.make_rmem_tensor(thr.partition_S(g).shape, cutlass.Float32)
+        for k in cutlass.range_constexpr(8):
+            frag[k] = cutlass.Float32(tidx * 8 + k)
+        cute.copy(st, frag, thr.partition_D(t))
+        cute.arch.fence_view_async_tmem_store()
+    cute.arch.sync_threads()
+    if warp == 4:
+        # Nothing orders this with the warpgroup's read below (as fmha_bwd.py's epilogue dealloc
+        # and its dQ reduction), unless dealloc_before_read puts a barrier between them.
+        cute.arch.relinquish_tmem_alloc_permit()
+        cute.arch.dealloc_tmem(ptr, 32)
+    if cutlass.const_expr(dealloc_before_read):
+        cute.arch.sync_threads()
+    if warp < 4:
+        for _ in cutlass.range(6):  # the reading warpgroup is busy for a while first
+            pipeline.NamedBarrier(barrier_id=1, num_threads=128).arrive_and_wait()
+        ld = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x8), cutlass.Float32), t)
+        thr = ld.get_slice(tidx)
+        frag = cute.make_rmem_tensor(thr.partition_D(g).shape, cutlass.Float32)
+        cute.copy(ld, thr.partition_S(t), frag)  # LINE late read
+        cute.autovec_copy(frag, thr.partition_D(g))
+
+
+@cute.jit
+def run_late_reader(out: cute.Tensor, dealloc_before_read: cutlass.Constexpr):
+    late_reader_kernel(out, dealloc_before_read).launch(grid=(1, 1, 1), block=(160, 1, 1))
+
+
+def test_a_dealloc_unordered_with_a_read_runs_after_it():
+    # The emulator runs a tcgen05.dealloc once the CTA's other warps can get no further (the
+    # latest point the GPU could), so the read that the GPU in practice makes first sees the data.
+    out = np.zeros((128, 8), np.float32)
+    cute.compile(run_late_reader, out, False, options=EMU)(out)
+    np.testing.assert_array_equal(out, np.arange(128 * 8, dtype=np.float32).reshape(128, 8))
+
+
+def test_a_read_ordered_after_the_dealloc_is_reported():
+    out = np.zeros((128, 8), np.float32)
+    with pytest.raises(cutlass.DSLRuntimeError, match="outside the CTA's allocation") as e:
+        cute.compile(run_late_reader, out, True, options=EMU)(out)
+    assert f"(line {line_of('late read')})" in str(e.value)

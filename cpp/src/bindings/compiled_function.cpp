@@ -152,7 +152,24 @@ size_t flat_argument_count(const Executor& ex, PyObject* args) {
   return total;
 }
 
-// The call's arguments with list/tuple arguments expanded into their items, as compiled.
+// The leaves of a (nested) list or tuple argument, depth first, appended at flat[out...] (at
+// most `room` of them); returns how many there are.
+size_t flatten_sequence(PyObject* a, FlatArguments& flat, size_t out, size_t room) {
+  size_t n = 0;
+  for (Py_ssize_t j = 0, size = sequence_size(a); j < size; ++j) {
+    PyObject* item = sequence_item(a, j);
+    if (PyList_Check(item) || PyTuple_Check(item)) {
+      n += flatten_sequence(item, flat, out + n, room > n ? room - n : 0);
+    } else {
+      if (n < room) flat[out + n] = item;
+      ++n;
+    }
+  }
+  return n;
+}
+
+// The call's arguments with list/tuple arguments expanded into their items (the leaves of a
+// nested one, depth first), as compiled.
 void flatten_arguments(const Executor& ex, PyObject* args, FlatArguments& flat) {
   const size_t n = size_t(tuple_size(args));
   if (ex.plan.arg_lengths.empty()) {
@@ -167,11 +184,11 @@ void flatten_arguments(const Executor& ex, PyObject* args, FlatArguments& flat) 
       flat[out++] = a;
       continue;
     }
-    if (!(PyList_Check(a) || PyTuple_Check(a)) || sequence_size(a) != len)
+    if (!(PyList_Check(a) || PyTuple_Check(a)) || flatten_sequence(a, flat, out, size_t(len)) != size_t(len))
       throw dsl::UserError("ARG_BIND_FAILED", "argument #" + std::to_string(i + 1) + " was compiled as a list of " +
                                                   std::to_string(len) + " items, got " +
                                                   std::string(nb::str(nb::handle(a).type()).c_str()));
-    for (int j = 0; j < len; ++j) flat[out++] = sequence_item(a, j);
+    out += size_t(len);
   }
 }
 

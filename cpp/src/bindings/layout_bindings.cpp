@@ -435,12 +435,22 @@ void bind_layouts(nb::module_& root) {
     Scope scope;
     int r = up_to_rank.is_none() ? -1 : nb::cast<int>(up_to_rank);
     if (is_layout(x)) return py(L::prepend(as_layout(x), elem.is_none() ? L::Layout() : require_layout(elem, "prepend"), r));
+    if (is_composed(x)) {  // the new mode goes to the outer layout: it too passes through inner and offset
+      L::ComposedLayout c = as_composed(x);
+      c.outer = L::prepend(c.outer, elem.is_none() ? L::Layout() : require_layout(elem, "prepend"), r);
+      return py(c);
+    }
     return to_py(L::prepend(to_tuple(x), to_tuple(elem), r));
   }, nb::arg("x"), nb::arg("elem") = nb::none(), nb::arg("up_to_rank") = nb::none());
   m.def("append", [](nb::handle x, nb::handle elem, nb::handle up_to_rank) -> nb::object {
     Scope scope;
     int r = up_to_rank.is_none() ? -1 : nb::cast<int>(up_to_rank);
     if (is_layout(x)) return py(L::append(as_layout(x), elem.is_none() ? L::Layout() : require_layout(elem, "append"), r));
+    if (is_composed(x)) {  // the new mode goes to the outer layout: it too passes through inner and offset
+      L::ComposedLayout c = as_composed(x);
+      c.outer = L::append(c.outer, elem.is_none() ? L::Layout() : require_layout(elem, "append"), r);
+      return py(c);
+    }
     return to_py(L::append(to_tuple(x), to_tuple(elem), r));
   }, nb::arg("x"), nb::arg("elem") = nb::none(), nb::arg("up_to_rank") = nb::none());
   m.def("flatten", [](nb::handle x) -> nb::object {

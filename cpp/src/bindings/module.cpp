@@ -366,6 +366,13 @@ NB_MODULE(_core, m) {
     d["max_active_clusters"] = clusters;
     return d;
   }, nb::arg("arch"));
+  // An architecture name read as support::parse_arch reads it: (number, suffix letter or ""), or
+  // None when it is not one ("sm_100a" -> (100, "a")).
+  m.def("parse_arch", [](const std::string& name) -> nb::object {
+    const support::Arch a = support::parse_arch(name);
+    if (!a.known()) return nb::none();
+    return nb::make_tuple(a.number, a.suffix ? std::string(1, a.suffix) : std::string());
+  }, nb::arg("name"));
   m.def("add_cuda_search_root", &support::add_cuda_search_root);
   m.def("compile_cache_dir", []() { return runtime::DiskCache::instance().dir(); });
   m.def("log", [](int level, const std::string& message) { support::log(support::LogLevel(level), message); });

@@ -406,6 +406,11 @@ void bind_tensors(nb::module_& root) {
   m.def("make_tiled_copy_D", [](const cute::CopyAtom& atom, const cute::TiledCopy& tc) {
     return cute::make_tiled_copy_D(atom, tc);
   });
+  m.def("make_cotiled_copy", [](const cute::CopyAtom& atom, nb::handle atom_tv, nb::handle data_layout) {
+    Scope scope;
+    return cute::make_cotiled_copy(atom, require_layout(atom_tv, "make_cotiled_copy"),
+                                   require_layout(data_layout, "make_cotiled_copy"));
+  });
   m.def("make_tiled_copy_tv", [](const cute::CopyAtom& atom, nb::handle thr, nb::handle val) {
     Scope scope;
     return cute::make_tiled_copy_tv(atom, require_layout(thr, "make_tiled_copy_tv"),

@@ -102,7 +102,9 @@ void start_block(const LaunchCtx& c, Worker& w) {
     std::fill(warp.tmem_pending_regs.begin(), warp.tmem_pending_regs.end(), 0);
     warp.tmem_pending_local.clear();
     warp.tmem_pair_alloc_waiting = false;
+    warp.dealloc_seen_steps = ~uint64_t(0);
   }
+  w.steps = 0;
 }
 
 // Runs the blocks of one cluster to completion, their warps interleaved round-robin: a warp runs
@@ -133,13 +135,17 @@ void run_cluster(const LaunchCtx& c, ClusterState& cl, uint64_t linear_cluster) 
     for (Worker* w : cl.blocks)
       for (Warp& warp : w->warps) {
         if (warp.state == WarpState::Running) {
+          const int pc = warp.pc;
           run_warp(c, *w, warp);
           progress = true;
+          if (warp.pc != pc || warp.state != WarpState::Parked) ++w->steps;
         } else if (warp.state == WarpState::Parked) {
           const int pc = warp.pc;
           warp.state = WarpState::Running;
           run_warp(c, *w, warp);
-          progress = progress || warp.state != WarpState::Parked || warp.pc != pc;
+          const bool moved = warp.state != WarpState::Parked || warp.pc != pc;
+          progress = progress || moved;
+          if (moved) ++w->steps;
         }
       }
     // Wake the warps whose mbarrier moved (a peer CTA's arrival or a TMA landing may do it).

@@ -54,6 +54,7 @@ struct Warp {
   std::vector<uint8_t> tmem_pending_regs;  // per register (sized on the first tcgen05.ld)
   std::unordered_set<uintptr_t> tmem_pending_local;
   bool tmem_pair_alloc_waiting = false;  // at a tcgen05.alloc.cta_group::2, for the peer CTA's warp
+  uint64_t dealloc_seen_steps = ~uint64_t(0);  // at a tcgen05.dealloc: the CTA's steps when it last deferred it
   // barrier.cluster: the lanes that arrived and have not waited yet, and the phase they arrived in.
   uint32_t cluster_arrived = 0;
   int64_t cluster_phase = 0;
@@ -104,6 +105,9 @@ struct Worker {
   int64_t named_count[kNamedBarriers] = {};
   MbarrierTable mbarriers;  // the block's mbarriers (emulator/sm90_async.h)
   TensorMemory tmem;        // the block's tensor memory (emulator/sm100_tmem.h)
+  // Scheduling turns in which one of the block's warps got further (block_scheduler.cpp): a
+  // tcgen05.dealloc waits until they stop changing (exec_tmem).
+  uint64_t steps = 0;
 };
 
 struct LaunchCtx {

@@ -351,6 +351,18 @@ Flow exec_tmem(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       return Flow::Next;
     }
     case OpCode::TmemDealloc: {
+      // The dealloc runs once the CTA's other warps can get no further: the latest point the GPU
+      // could run it. A kernel may leave a warp's last tcgen05.ld unordered with another warp's
+      // dealloc (NVIDIA's fmha_bwd.py: the dQ reduction against the epilogue's dealloc); on the GPU
+      // that read comes first in practice, the columns keeping their values until allocated again.
+      // Deferring is a scheduling step (the epoch moves), not a wait.
+      if (warp.dealloc_seen_steps != w.steps) {
+        warp.dealloc_seen_steps = w.steps;
+        ++w.cluster->epoch;
+        warp.state = WarpState::Parked;
+        return Flow::Stop;
+      }
+      warp.dealloc_seen_steps = ~uint64_t(0);
       check(whole_warp(warp, "tcgen05.dealloc"));
       int64_t addr = 0, cols = 0;
       check(uniform(at, warp.mask, i.srcs[0], "tensor-memory address", "tcgen05.dealloc", &addr));

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "emulator/device_atomics.h"
 #include "emulator/diagnostics.h"
 #include "emulator/execution_state.h"
 #include "emulator/op_handlers.h"
@@ -317,12 +318,14 @@ void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
   if (src < base || src + bytes > base + w.smem_size)
     w.fail(lane, "a TMA store of " + std::to_string(bytes) + " bytes from shared offset " +
                      std::to_string(int64_t(src - base)) + " runs outside the block's shared memory");
-  // A reduce-store (ints[0]) combines each element into global memory. The emulator runs one
-  // instruction at a time, so each element's read-modify-write is atomic as PTX requires.
+  // A reduce-store (ints[0]) combines each element into global memory, atomically per element
+  // as PTX requires: other CTAs (blocks run in parallel on host threads) may reduce into the same
+  // elements (fmha_bwd.py's CTAs, one per key tile, each add their dQ part).
   const auto reduce = i.op->ints.empty() ? ir::TmaReduceKind::None : ir::TmaReduceKind(i.op->ints[0]);
   const ir::Type elem = i.op->operands[1]->type->element;
-  static const ir::OpCode kCombine[] = {ir::OpCode::Add, ir::OpCode::Add, ir::OpCode::Min, ir::OpCode::Max,
-                                        ir::OpCode::And, ir::OpCode::Or, ir::OpCode::Xor};
+  static const ir::AtomicKind kCombine[] = {ir::AtomicKind::Add, ir::AtomicKind::Add, ir::AtomicKind::Min,
+                                            ir::AtomicKind::Max, ir::AtomicKind::And, ir::AtomicKind::Or,
+                                            ir::AtomicKind::Xor};
   for_box(d, origin, [&](uintptr_t g, uint64_t o) {
     if (!g) return;  // elements outside the tensor are not written
     g = w.check_global(lane, g, size_t(d.elem_bytes), true);
@@ -331,12 +334,11 @@ void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
       std::memcpy(reinterpret_cast<void*>(g), from, size_t(d.elem_bytes));
       return;
     }
-    ir::Scalar r;
-    std::string err;
-    if (!ir::eval_binary(kCombine[int(reduce)], elem, ir::load_scalar(elem, reinterpret_cast<const void*>(g)),
-                         ir::load_scalar(elem, from), &r, &err))
-      w.fail(lane, "a TMA reduce-store: " + err);
-    ir::store_scalar(elem, r, reinterpret_cast<void*>(g));
+    try {
+      atomic_update(kCombine[int(reduce)], elem, reinterpret_cast<void*>(g), ir::load_scalar(elem, from), ir::Scalar{});
+    } catch (const std::logic_error& e) {
+      w.fail(lane, std::string("a TMA reduce-store: ") + e.what());
+    }
   });
 }
 

@@ -1,5 +1,6 @@
 #include "ir/builder.h"
 
+#include "ir/directed_rounding.h"
 #include "ir/scalar_semantics.h"
 
 namespace opencute::ir {
@@ -153,6 +154,8 @@ Value* Builder::math(const std::string& fn, const std::vector<Value*>& args) {
   if (int(args.size()) != arity) throw TypeError("math function '" + fn + "' takes " + std::to_string(arity) + " operands");
   Type t = args[0]->type;
   if (!scalar_of(t)->is_float()) throw TypeError("math function '" + fn + "' needs float operands, got " + to_string(t));
+  if (parse_directed_rounding(fn, nullptr) && !(t->is_scalar() && t->is_f32()))
+    throw TypeError("math function '" + fn + "' needs f32 operands, got " + to_string(t));
   bool all_const = t->is_scalar();
   for (Value* a : args) {
     if (a->type != t) throw TypeError("math function '" + fn + "' operands must share a type");

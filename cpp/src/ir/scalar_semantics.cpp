@@ -1,4 +1,5 @@
 #include "ir/scalar_semantics.h"
+#include "ir/directed_rounding.h"
 
 #include <cmath>
 #include <cstring>
@@ -304,6 +305,20 @@ Scalar eval_bitcast(Type from, Type to, Scalar a) {
   return load_scalar(to, bytes);
 }
 
+bool fast_math_base(const std::string& fn, std::string* base) {
+  static const char kSuffix[] = "_fast";
+  const size_t n = sizeof(kSuffix) - 1;
+  if (fn.size() <= n || fn.compare(fn.size() - n, n, kSuffix) != 0) return false;
+  std::string b = fn.substr(0, fn.size() - n);
+  for (const char* f : {"exp", "log", "log2", "log10", "sin", "cos", "tan"}) {
+    if (b == f) {
+      if (base) *base = b;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool is_known_math_function(const std::string& fn, int* arity) {
   static const std::map<std::string, int> table = {
       {"exp", 1},   {"exp2", 1},  {"log", 1},   {"log2", 1},  {"log10", 1}, {"sqrt", 1},
@@ -316,8 +331,18 @@ bool is_known_math_function(const std::string& fn, int* arity) {
       // the hardware is within 1-2 ulp of that.
       {"rcp_approx", 1}, {"exp2_approx", 1},
   };
+  DirectedRounding rounded;
+  if (parse_directed_rounding(fn, &rounded)) {
+    if (arity) *arity = rounded.arity();
+    return true;
+  }
   auto it = table.find(fn);
-  if (it == table.end()) return false;
+  if (it == table.end()) {
+    // "<fn>_fast": cute.math's fastmath variant of an f32 function (libdevice's __nv_fast_*).
+    std::string base;
+    if (!fast_math_base(fn, &base)) return false;
+    it = table.find(base);
+  }
   if (arity) *arity = it->second;
   return true;
 }
@@ -330,7 +355,18 @@ double flush_subnormal(double v) {
 }
 }  // namespace
 
-bool eval_math(const std::string& fn, Type t, const std::vector<Scalar>& args, Scalar* out) {
+bool eval_math(const std::string& fn_name, Type t, const std::vector<Scalar>& args, Scalar* out) {
+  DirectedRounding rounded;
+  if (parse_directed_rounding(fn_name, &rounded)) {
+    if (int(args.size()) != rounded.arity()) return false;
+    float c = args.size() > 2 ? float(args[2].f) : 0.0f;
+    *out = Scalar::of_float(eval_directed_rounding(rounded, float(args[0].f), float(args[1].f), c));
+    return true;
+  }
+  // A fastmath variant is modelled by the exact function: the GPU's approximate instructions
+  // (lg2.approx, ex2.approx, sin.approx) stay within a few ulp of it.
+  std::string fn = fn_name;
+  fast_math_base(fn_name, &fn);
   double x = args.empty() ? 0.0 : args[0].f;
   double y = args.size() > 1 ? args[1].f : 0.0;
   double r;

@@ -38,5 +38,7 @@ Scalar eval_cast(Type from, Type to, Scalar a);
 Scalar eval_bitcast(Type from, Type to, Scalar a);
 bool eval_math(const std::string& fn, Type t, const std::vector<Scalar>& args, Scalar* out);
 bool is_known_math_function(const std::string& fn, int* arity);
+// Whether `fn` names a fastmath variant ("log_fast"); its exact function goes to *base.
+bool fast_math_base(const std::string& fn, std::string* base);
 
 }  // namespace opencute::ir

@@ -269,13 +269,15 @@ def _classify(fn, sig, args, kwargs, plan, for_kernel=False, static_shapes=True,
             cls = None
         else:
             cls = None
-        if isinstance(value, (list, tuple)) and cls is None and all(_is_runtime_leaf(v) for v in value):
-            # A list or tuple (named, empty) of tensors, scalars, streams, pointers: one runtime
-            # source per item.
-            items = [_runtime_leaf(plan, v, plan.num_sources + j, None, f"{name}[{j}]") for j, v in enumerate(value)]
-            call[name] = type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
-            plan.add_param(name, len(value), range(plan.num_sources, plan.num_sources + len(value)))
-            plan.add_argument(name, len(value))
+        if isinstance(value, (list, tuple)) and cls is None and _is_runtime_tree(value):
+            # A list or tuple (named, empty, or nested: fmha_bwd.py's problem shape
+            # (s_q, s_k, d, ((h_r, h_k), b))) of tensors, scalars, streams, pointers: one runtime
+            # source per leaf, depth first. A call passes the same nesting (the compiled function
+            # reads the leaves in that order).
+            first, count = plan.num_sources, _leaf_count(value)
+            call[name] = _runtime_tree(plan, value, iter(range(first, first + count)), name)
+            plan.add_param(name, count, range(first, first + count))
+            plan.add_argument(name, count)
             runtime_values.append(value)
             continue
         leaf = _runtime_leaf(plan, value, plan.num_sources, cls, name)
@@ -311,6 +313,22 @@ def _is_slicing_coordinate(value):
         return False
     items = list(leaves(value))
     return any(v is None for v in items) and all(v is None or type(v) is int for v in items)
+
+
+def _is_runtime_tree(value):
+    """A list or tuple whose items are runtime leaves or such lists or tuples."""
+    return all(_is_runtime_tree(v) if isinstance(v, (list, tuple)) else _is_runtime_leaf(v) for v in value)
+
+
+def _leaf_count(value):
+    return sum(_leaf_count(v) if isinstance(v, (list, tuple)) else 1 for v in value)
+
+
+def _runtime_tree(plan, value, sources, name):
+    """`value` with each leaf replaced by its traced stand-in (sources in depth-first order)."""
+    items = [_runtime_tree(plan, v, sources, f"{name}[{j}]") if isinstance(v, (list, tuple))
+             else _runtime_leaf(plan, v, next(sources), None, f"{name}[{j}]") for j, v in enumerate(value)]
+    return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
 
 
 def _is_runtime_leaf(value):

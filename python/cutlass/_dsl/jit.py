@@ -16,8 +16,9 @@ from .decorated_function import (  # noqa: F401 - Constexpr and the predicates k
     Constexpr, ConstexprMeta, _DecoratedFunction, _is_constexpr_annotation, _is_stream)
 from .errors import DSLUserCodeError, DSLUserCodeRuntimeError, DSLRuntimeError
 from .extracted_values import rebuild_parts
+from .generate import if_generate
 from .jit_arg_adapter import adapt as adapt_jit_arg
-from .numeric import Int64, Numeric, NumericMeta, _wrap_int, annotated_class, as_numeric, wrap
+from .numeric import Boolean, Int64, Numeric, NumericMeta, _wrap_int, annotated_class, as_numeric, wrap
 from .options import (  # noqa: F401 - _arch_for_compile keeps its old home
     ENV_ASSERTIONS, ENV_LINE_INFO, VERSION, CompileOptions, EnableTVMFFI, _arch_for_compile, resolve_target)
 from .source_lines import track_source_lines
@@ -315,8 +316,11 @@ class KernelLauncher:
                use_pdl=False, launch_completion_event=None, launch_completion_event_flags=0,
                programmatic_event=None, programmatic_event_flags=0, programmatic_event_trigger_at_block_start=0,
                **other):
+        # use_pdl may be a run-time Boolean (a jit argument): the kernel is traced once and
+        # launched from an if on it, with and without programmatic stream serialization.
+        pdl_at_run_time = isinstance(use_pdl, Numeric) and not use_pdl.is_static()
         flags, events, event_attrs = _launch_attributes(
-            cooperative, use_pdl, launch_completion_event, launch_completion_event_flags, programmatic_event,
+            cooperative, False if pdl_at_run_time else use_pdl, launch_completion_event, launch_completion_event_flags, programmatic_event,
             programmatic_event_flags, programmatic_event_trigger_at_block_start)
         ctx = context.current()
         tracer = ctx.tracer
@@ -406,9 +410,15 @@ class KernelLauncher:
         smem = _launch_smem(smem, allocated, name, static_bytes)
         smem_n = as_numeric(0 if smem is None else smem)._n
         stream_n = as_numeric(0 if stream is None else stream)._n
-        tracer.launch(name, [as_numeric(g)._n for g in grid3], [as_numeric(b)._n for b in block3], smem_n, stream_n,
-                      [] if cluster is None else [as_numeric(c)._n for c in cluster], host_values, flags, events,
-                      event_attrs)
+        def launch_with(launch_flags):
+            tracer.launch(name, [as_numeric(g)._n for g in grid3], [as_numeric(b)._n for b in block3], smem_n,
+                          stream_n, [] if cluster is None else [as_numeric(c)._n for c in cluster], host_values,
+                          launch_flags, events, event_attrs)
+
+        if pdl_at_run_time:
+            if_generate(Boolean(use_pdl), lambda: launch_with(flags | _LAUNCH_PDL), lambda: launch_with(flags))
+        else:
+            launch_with(flags)
 
 
 # Launch op flags (ir.h LaunchFlags).
@@ -439,8 +449,9 @@ def _event_handle(event, what):
 
 def _launch_attributes(cooperative, use_pdl, completion_event, completion_flags, programmatic_event,
                        programmatic_flags, trigger_at_block_start):
-    """(flags, event handles, event attributes) of a launch: cooperative and PDL are compile-time
-    switches; each event is a runtime handle with compile-time flags."""
+    """(flags, event handles, event attributes) of a launch: cooperative is a compile-time switch
+    (PDL too here: the caller resolves a run-time use_pdl first); each event is a runtime handle
+    with compile-time flags."""
     flags = 0
     for value, bit, what in ((cooperative, _LAUNCH_COOPERATIVE, "cooperative"), (use_pdl, _LAUNCH_PDL, "use_pdl")):
         if isinstance(value, Numeric) and not value.is_static():

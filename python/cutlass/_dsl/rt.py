@@ -141,15 +141,52 @@ def _clone(init, in_place):
     return out
 
 
+def _protocol_objects(init):
+    """Indices of the protocol objects among the values (assigned or changed in place): each path
+    of a dynamic `if` gets copies of them. An assigned one may also be changed in place before it
+    is rebound (`p = advance(p)` where advance() moves p's state): on the original, the change
+    would leak into the other path and past the `if`."""
+    return {k for k, v in enumerate(init) if not _is_undef(v) and isinstance(carry.structure_of(v), carry.Protocol)}
+
+
 def _write_back(outputs, init, in_place):
     """An object changed in place keeps its identity (other names may refer to it, e.g. `self`
     in the method that changed it): it takes the state of the value after the region."""
+    frames = getattr(context.current(), "branch_write_backs", None)
     for k in in_place:
         new, obj = outputs[k], init[k]
         if type(new) is type(obj) and hasattr(obj, "__dict__"):
+            if frames and id(obj) not in frames[-1]:
+                frames[-1][id(obj)] = (obj, dict(obj.__dict__))
             obj.__dict__.update(new.__dict__)
             outputs[k] = obj
     return outputs
+
+
+class _BranchWriteBacks:
+    """The objects a path of a dynamic `if` changed in place without the `if` carrying them (it
+    reached them through something other than its names, e.g. a functools.partial made before
+    it): their new state is defined inside the path, so after it they get their state from
+    before it back, as the DSL's values do (NVIDIA's Blackwell fmha.py hands one tile scheduler
+    to each warp role's loop through a partial; each role's loop starts from its first tile)."""
+
+    def __init__(self, *own):
+        self.trace = context.current()
+        self.own = {id(v) for values in own for v in values}
+
+    def __enter__(self):
+        if not hasattr(self.trace, "branch_write_backs"):
+            self.trace.branch_write_backs = []
+        self.trace.branch_write_backs.append({})
+        return self
+
+    def __exit__(self, *exc):
+        changed = self.trace.branch_write_backs.pop()
+        for key, (obj, before) in changed.items():
+            if key not in self.own:
+                obj.__dict__.clear()
+                obj.__dict__.update(before)
+        return False
 
 
 def if_(pred, then_fn, else_fn, names, init, loc, assigned=None):
@@ -158,16 +195,26 @@ def if_(pred, then_fn, else_fn, names, init, loc, assigned=None):
         return init if fn is None else fn(*init)
     tr = context.tracer()
     in_place = _in_place(init, assigned)
+    copied = _protocol_objects(init)
     op = tr.if_begin(pred._n)
     smem = getattr(context.current(), "kernel_smem", None)
     merge_smem = smem is not None and smem.merge_branch_allocs
     smem_start = smem.bytes if merge_smem else 0
     tr.enter_region(op, 0)
-    then_out = then_fn(*_clone(init, in_place))
+    then_in = _clone(init, copied)
+    with _BranchWriteBacks(then_in) as frame:
+        then_out = then_fn(*then_in)
+        frame.own.update(id(v) for v in then_out)
     if merge_smem:
         smem_then, smem.bytes = smem.bytes, smem_start
     tr.enter_region(op, 1)
-    else_out = else_fn(*_clone(init, in_place)) if else_fn is not None else _clone(init, in_place)
+    else_in = _clone(init, copied)
+    with _BranchWriteBacks(else_in) as frame:
+        else_out = else_fn(*else_in) if else_fn is not None else else_in
+        frame.own.update(id(v) for v in else_out)
+    # An assigned object that is still its own copy on both paths (changed in place at most)
+    # keeps its identity after the `if`, as one changed in place only does.
+    kept = in_place | {k for k in copied if then_out[k] is then_in[k] and else_out[k] is else_in[k]}
     if merge_smem:
         smem.bytes = builtins.max(smem_then, smem.bytes)
 
@@ -203,7 +250,7 @@ def if_(pred, then_fn, else_fn, names, init, loc, assigned=None):
     tr.exit_to_parent(op)
     results = tr.set_results(op, types)
     _place(outputs, carried, results)
-    return tuple(_write_back(outputs, init, in_place))
+    return tuple(_write_back(outputs, init, kept))
 
 
 def _place(outputs, carried, values):

@@ -1,2 +1,3 @@
-"""`cutlass.base_dsl`: the DSL core's runtime helpers and typing names that libraries import."""
-from . import runtime, typing  # noqa: F401
+"""`cutlass.base_dsl`: the DSL core's runtime helpers, typing names and architecture enum that
+libraries import."""
+from . import arch, runtime, typing  # noqa: F401

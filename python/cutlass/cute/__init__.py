@@ -25,4 +25,4 @@ from . import core, experimental  # noqa: E402 - after the tensor operations the
 from .tensor_ssa import (TensorSSA, ReductionOp, full, full_like, zeros_like, ones_like, empty_like, where, any_,
                          all_)
 from .math import *  # noqa: F401,F403 - the CuTe DSL exposes cute.exp, cute.sqrt ... on cute too
-from .fast_divmod import FastDivmodDivisor  # noqa: E402
+from .fast_divmod import FastDivmodDivisor, fast_divmod_create_divisor  # noqa: E402

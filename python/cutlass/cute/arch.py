@@ -8,6 +8,7 @@ from .._dsl import context
 from .._dsl.errors import DSLUserCodeError, user_location
 from .._dsl.numeric import MAX, MIN, Float32, Int32, Int64, Uint32, Uint64, as_numeric, num_of, wrap
 from .._dsl.rt import max as _dsl_max
+from ..base_dsl.arch import Arch  # noqa: F401 - NVIDIA's MLA decode imports it from here
 from .._dsl.source_lines import _is_user_code
 
 WARP_SIZE = 32
@@ -680,16 +681,22 @@ def cp_async_bulk_wait_group(group, *, read=None, loc=None, ip=None):
 
 # ---- packed f32x2 arithmetic ------------------------------------------------------------------
 # PTX `fma/mul/add/sub.rnd.f32x2` exist only on sm_100+. Each operates on a pair of Float32 lane-
-# wise, so on sm_90 (and on the emulator) the pair is two scalar Float32 operations: fma rounds
-# once (OpCode::Fma, llvm.fma.f32), add/sub/mul round to nearest even like the scalar operators.
-# That is the instruction's result exactly for rnd=RN; the directed rounding modes (RZ, the
-# DSL's default, RM, RP) have no scalar DSL operation here yet and are refused.
+# wise, so here the pair is two scalar f32 operations. Rounded to nearest even (RN) they are the
+# DSL's scalar operations (fma rounds once: OpCode::Fma); rounded toward zero (RZ, the default),
+# minus infinity (RM) or plus infinity (RP) they are the C++ core's directed-rounding functions
+# (ir/directed_rounding.h: the exact result rounded once in that direction, subnormals flushed
+# with ftz; PTX add/mul/fma.rz.ftz.f32 on the GPU). a - b is a + (-b), exactly.
 
-def _rn_only(rnd, what):
+def _rounding(rnd, what):
+    """None for round-to-nearest-even, else the directed mode's suffix ("rz", "rm", "rp")."""
     name = getattr(rnd, "name", rnd)
-    if name is None or str(name).upper() not in ("RN", "RNI", "NEAREST"):
-        raise DSLUserCodeError(f"cute.arch.{what}: rounding mode {name!r} is not supported; pass "
-                               "rnd=nvvm.RoundingModeKind.RN (round to nearest even)", code="NOT_SUPPORTED")
+    mode = str(name).upper() if name is not None else "RN"
+    if mode in ("RN", "RNI", "NEAREST", "NONE"):
+        return None
+    if mode in ("RZ", "RM", "RP"):
+        return mode.lower()
+    raise DSLUserCodeError(f"cute.arch.{what}: rounding mode {name!r} is not supported; pass one of RN, RZ, RM, RP "
+                           "(nvvm.RoundingModeKind)", code="NOT_SUPPORTED")
 
 
 def _pair(x, what):
@@ -698,31 +705,44 @@ def _pair(x, what):
     return Float32(x[0]), Float32(x[1])
 
 
+def _directed(arith, mode, ftz, *operands):
+    fn = f"{arith}_{mode}" + ("_ftz" if ftz else "")
+    return wrap(_core.math(fn, [num_of(x) for x in operands]))
+
+
 def fma_packed_f32x2(src_a, src_b, src_c, *, rnd="RZ", ftz=True, loc=None, ip=None):
     """(a0*b0+c0, a1*b1+c1) on a pair of Float32, each rounded once."""
-    _rn_only(rnd, "fma_packed_f32x2")
+    mode = _rounding(rnd, "fma_packed_f32x2")
     a, b, c = _pair(src_a, "fma_packed_f32x2"), _pair(src_b, "fma_packed_f32x2"), _pair(src_c, "fma_packed_f32x2")
+    if mode is not None:
+        return tuple(_directed("fma", mode, ftz, a[k], b[k], c[k]) for k in range(2))
     return tuple(wrap(_core.fma(num_of(a[k]), num_of(b[k]), num_of(c[k]))) for k in range(2))
 
 
 def mul_packed_f32x2(src_a, src_b, *, rnd="RZ", ftz=True, loc=None, ip=None):
     """(a0*b0, a1*b1) on a pair of Float32."""
-    _rn_only(rnd, "mul_packed_f32x2")
+    mode = _rounding(rnd, "mul_packed_f32x2")
     a, b = _pair(src_a, "mul_packed_f32x2"), _pair(src_b, "mul_packed_f32x2")
+    if mode is not None:
+        return tuple(_directed("mul", mode, ftz, a[k], b[k]) for k in range(2))
     return (a[0] * b[0], a[1] * b[1])
 
 
 def add_packed_f32x2(src_a, src_b, *, rnd="RZ", ftz=True, loc=None, ip=None):
     """(a0+b0, a1+b1) on a pair of Float32."""
-    _rn_only(rnd, "add_packed_f32x2")
+    mode = _rounding(rnd, "add_packed_f32x2")
     a, b = _pair(src_a, "add_packed_f32x2"), _pair(src_b, "add_packed_f32x2")
+    if mode is not None:
+        return tuple(_directed("add", mode, ftz, a[k], b[k]) for k in range(2))
     return (a[0] + b[0], a[1] + b[1])
 
 
 def sub_packed_f32x2(src_a, src_b, *, rnd="RZ", ftz=True, loc=None, ip=None):
     """(a0-b0, a1-b1) on a pair of Float32."""
-    _rn_only(rnd, "sub_packed_f32x2")
+    mode = _rounding(rnd, "sub_packed_f32x2")
     a, b = _pair(src_a, "sub_packed_f32x2"), _pair(src_b, "sub_packed_f32x2")
+    if mode is not None:
+        return tuple(_directed("add", mode, ftz, a[k], -b[k]) for k in range(2))
     return (a[0] - b[0], a[1] - b[1])
 
 

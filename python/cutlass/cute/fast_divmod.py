@@ -49,3 +49,8 @@ class FastDivmodDivisor:
 
     def __repr__(self):
         return f"FastDivmodDivisor({self.divisor!r})"
+
+
+def fast_divmod_create_divisor(divisor, *, loc=None, ip=None):
+    """The FastDivmodDivisor of `divisor` (the CuTe DSL's functional spelling, NVIDIA's MLA helpers)."""
+    return FastDivmodDivisor(divisor)

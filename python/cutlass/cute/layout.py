@@ -19,6 +19,10 @@ Swizzle = _L.Swizzle
 ScaledBasis = _L.ScaledBasis
 for _cls in (Layout, ComposedLayout, Swizzle, ScaledBasis):
     _cls.__module__ = "cutlass.cute"
+# `layout.value`: the IR value the MLIR-level builders take (cutlass._mlir.dialects.cute_nvgpu);
+# a layout stands for itself.
+for _cls in (Layout, ComposedLayout):
+    _cls.value = property(lambda self: self)
 
 
 class LayoutError(DSLUserCodeError, ValueError):

@@ -1,7 +1,10 @@
 """cute.math: each function forwards to the C++ `math` op (libdevice on the GPU, the same
 definitions in the emulators). Arguments may be DSL scalars, Python scalars or TensorSSA values;
 with a TensorSSA the function applies element-wise (operands broadcast) and returns a TensorSSA.
-The `fastmath`/`approx`/`ftz` variants are accepted and not yet specialised."""
+With `fastmath=True` on Float32 values, exp / log / log2 / log10 / sin / cos / tan use libdevice's
+approximate functions (`__nv_fast_logf`, ...: lg2.approx, ex2.approx, sin.approx), as the CuTe
+DSL's MLIR lowering does for the `afn` flag, and exp2 is ex2.approx.ftz.f32; other functions and
+types take the exact one. `approx`/`ftz`/`rounding` are accepted."""
 from .. import _core
 from .._dsl.numeric import Float32, num_of, wrap
 from .tensor_ssa import TensorSSA, apply_math
@@ -14,8 +17,13 @@ def _apply(name, args):
     return wrap(_core.math(name, [num_of(a) for a in args]))
 
 
+_FAST = ("exp", "log", "log2", "log10", "sin", "cos", "tan")
+
+
 def _unary(name):
     def fn(x, *, fastmath=False, approx=False, ftz=False, rounding=None, loc=None, ip=None):
+        if fastmath and name in _FAST and _is_f32(x):
+            return _apply(name + "_fast", (x,))
         return _apply(name, (x,))
     fn.__name__ = name
     fn.__doc__ = f"Element-wise {name} of a DSL float, a Python float (Float32 unless it meets a DSL float) or a TensorSSA."

@@ -190,6 +190,12 @@ def make_tiled_copy(atom, layout_tv, tiler_mn, *, loc=None, ip=None):
     return _C.make_tiled_copy(atom, layout_tv, tiler_mn)
 
 
+def make_cotiled_copy(atom, atom_layout_tv, data_layout, *, loc=None, ip=None):
+    """`atom` laid over data as `atom_layout_tv` ((thread, value) -> data address) says, tiling
+    the part of `data_layout` (data coordinate -> address) it reaches (CuTe's make_cotiled_copy)."""
+    return _C.make_cotiled_copy(atom, atom_layout_tv, data_layout)
+
+
 def make_tiled_copy_S(atom, tiled_copy, *, loc=None, ip=None):
     """`atom` arranged as the source side of `tiled_copy` (CuTe's make_tiled_copy_S)."""
     return _C.make_tiled_copy_S(atom, tiled_copy)
@@ -225,7 +231,13 @@ def _as_vector(t):
     return t._with_layout(composition(t.layout, make_layout((size(t), 1))))
 
 
-def autovec_copy(src, dst, *, loc=None, ip=None):
+def autovec_copy(src, dst, *, l1c_evict_priority=None, loc=None, ip=None):
+    """Copies `src` to `dst` element by element in vectors as wide as the layouts and alignment
+    allow. `l1c_evict_priority` (cute.nvgpu.CacheEvictionPriority) is a cache hint; OpenCuTe does
+    not pass it to the PTX (the copy is the same without it)."""
+    if l1c_evict_priority is not None and type(l1c_evict_priority).__name__ != "CacheEvictionPriority":
+        raise TypeError(f"autovec_copy: l1c_evict_priority must be a cute.nvgpu.CacheEvictionPriority, got "
+                        f"{l1c_evict_priority!r}")
     basic_copy(src, dst)
 
 
@@ -238,7 +250,7 @@ __all__ = [
     "AddressSpace", "make_tensor", "make_ptr", "recast_ptr", "recast_tensor", "domain_offset", "make_identity_tensor",
     "make_rmem_tensor",
     "make_fragment", "make_fragment_like", "make_rmem_tensor_like", "local_tile", "local_partition",
-    "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "make_tiled_copy_S", "make_tiled_copy_D", "copy", "basic_copy", "autovec_copy",
+    "make_copy_atom", "make_tiled_copy_tv", "make_tiled_copy", "make_cotiled_copy", "make_tiled_copy_S", "make_tiled_copy_D", "copy", "basic_copy", "autovec_copy",
     "print_tensor",
 ]
 # `ptr.llvm_ptr`: the pointer as an LLVM-level value, which code calling `cutlass._mlir.dialects`
@@ -249,6 +261,11 @@ _Tensor.leading_dim = property(lambda self: _core.layout.leading_dim(self.shape,
 # `tensor._dtype`: NVIDIA's examples read the element type under this name too (fmha.py's
 # make_rmem_tensor_like(s_max, s_max._dtype)).
 _Tensor._dtype = property(lambda self: self.element_type)
+# `tensor.value` / `layout.value`: the IR value the MLIR-level builders take
+# (cutlass._mlir.dialects.cute_nvgpu); OpenCuTe's objects stand for themselves.
+_Tensor.value = property(lambda self: self)
+# `tensor.dtype`: and under this one (Blackwell fmha.py's recast_ptr(..., dtype=tOrP.dtype)).
+_Tensor.dtype = property(lambda self: self.element_type)
 # `ptr.toint(loc=, ip=)`: helper code passes the DSL's location keywords to every op.
 _pointer_toint = _Pointer.toint
 _Pointer.toint = lambda self, *, loc=None, ip=None: _pointer_toint(self)

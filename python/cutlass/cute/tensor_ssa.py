@@ -90,11 +90,9 @@ class TensorSSA:
 
     def __init__(self, values, shape, dtype=None):
         if isinstance(values, TensorSSA):
-            # Another TensorSSA's elements seen with `shape` (as NVIDIA's kernels re-wrap a
-            # fragment's load() with the shape of the value it combines with).
-            t = values._t if dtype is None else _core.ssa_convert(values._t, dtype.__name__)
-            self._t = t if t.shape == shape else _core.ssa_from_values(shape, t.dtype, t.values())
-            return
+            # The value of a dialect op (`cute.TensorSSA(math.absi(x), x.shape, x.dtype)`, FA4's
+            # score mods): the elements, read as `shape` in colexicographic order.
+            values = values._t if values.shape == shape else values._values()
         if isinstance(values, _core.TensorSSA):
             self._t = values if dtype is None else _core.ssa_convert(values, dtype.__name__)
             return

@@ -11,7 +11,24 @@ Shape = Stride = Coord = IntTuple = Tile = tuple
 from .. import _core as _core  # noqa: E402
 
 # Atoms and their tilings (compile-time structure; as jit/kernel arguments they are static).
-CopyAtom = _core.cute.CopyAtom
+class _CopyAtomType(type):
+    """`cute.CopyAtom`: the class of copy atoms (the C++ ones and TMA atoms); `cute.CopyAtom(op,
+    trait)` is the atom a trait carries (NVIDIA's MLA decode builds its paged TMA atoms so)."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, _core.cute.CopyAtom) or hasattr(obj, "_copy_atom")
+
+    def __call__(cls, op, trait, *, loc=None, ip=None):
+        atom = getattr(trait, "atom", None)
+        if atom is None:
+            raise TypeError(f"cute.CopyAtom(op, trait): the trait must carry an atom, got {type(trait).__name__}")
+        return atom
+
+
+class CopyAtom(metaclass=_CopyAtomType):
+    pass
+
+
 TiledCopy = _core.cute.TiledCopy
 ThrCopy = _core.cute.ThrCopy
 from .mma import MmaAtom, TiledMma, ThrMma  # noqa: E402,F401

@@ -366,6 +366,10 @@ class PipelineProducer(_PipelineRole):
     def tail(self):
         self._pipeline.producer_tail(self._state)
 
+    # NVIDIA's Blackwell fmha.py reads the handle's own PipelineState by the private name NVIDIA's
+    # class gives it (a double-underscore attribute, name-mangled): it is `state`.
+    _PipelineProducer__state = _PipelineRole.state
+
 
 class PipelineConsumer(_PipelineRole):
     """The consumer's handle on a pipeline, with its own PipelineState."""
@@ -389,3 +393,5 @@ class PipelineConsumer(_PipelineRole):
 
     def release(self, handle=None):
         self._pipeline.consumer_release(handle._state if handle is not None else self._state)
+
+    _PipelineConsumer__state = _PipelineRole.state  # as PipelineProducer's

@@ -12,10 +12,12 @@ class TmemAllocator:
     `barrier_for_retrieve`: a pipeline.NamedBarrier of the threads that read it;
     `allocator_warp_id`: the warp that allocates and frees; `is_two_cta`: cta_group::2 allocation
     (both CTAs of the pair allocate the same columns); `two_cta_tmem_dealloc_mbar_ptr`: an Int64
-    mbarrier in shared memory for the pair's handshake before freeing."""
+    mbarrier in shared memory for the pair's handshake before freeing; `arch`: the architecture
+    whose tensor memory is allocated (every sm_100-family part has the same 512 columns)."""
 
     def __init__(self, alloc_result_dst_smem_ptr, barrier_for_retrieve, allocator_warp_id=0, is_two_cta=False,
-                 num_allocated_columns=0, two_cta_tmem_dealloc_mbar_ptr=None, *, loc=None, ip=None):
+                 num_allocated_columns=0, two_cta_tmem_dealloc_mbar_ptr=None, arch="sm_100", *, loc=None, ip=None):
+        self.arch = arch
         self.alloc_result_dst_smem_ptr = alloc_result_dst_smem_ptr
         self.barrier_for_retrieve = barrier_for_retrieve
         self.allocator_warp_id = allocator_warp_id

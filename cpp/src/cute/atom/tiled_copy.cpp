@@ -59,6 +59,35 @@ TiledCopy make_tiled_copy_tv(const CopyAtom& atom, const L::Layout& thr_layout, 
   return make_tiled_copy(atom, tv, tiler);
 }
 
+TiledCopy make_cotiled_copy(const CopyAtom& atom, const L::Layout& atom_tv, const L::Layout& data_layout) {
+  if (!atom_tv.is_static() || !data_layout.is_static())
+    throw L::LayoutError("make_cotiled_copy: the atom's (thread, value) layout and the data layout must be static, got " +
+                         L::to_string(atom_tv) + " and " + L::to_string(data_layout));
+  // (thread, value) -> the data coordinate (as an index of data_layout's domain) of its address.
+  L::Layout inv_data = L::make_layout(std::vector<L::Layout>{L::left_inverse(data_layout), L::Layout(1, 0)});
+  L::Layout tv_data = L::composition(inv_data, atom_tv);
+  if (!(L::coalesce(L::composition(data_layout, tv_data[1])) == L::coalesce(atom_tv[1])))
+    throw L::LayoutError("make_cotiled_copy: the memory the atom's layout " + L::to_string(atom_tv) +
+                         " points to is not in the data layout " + L::to_string(data_layout));
+  // The tile: per mode of the data, the coordinates the (thread, value) pairs reach (a by-mode
+  // layout tiler, so that the tiled data keeps the data's modes).
+  const L::IntTuple shape = L::product_each(data_layout.shape);
+  const int rank = shape.kind() == L::IntTuple::Kind::Tuple ? int(shape.elems().size()) : 1;
+  std::vector<L::Layout> tiler;
+  std::vector<L::Tiler> tiler_modes;
+  for (int i = 0; i < rank; ++i) {
+    std::vector<L::IntTuple> unit(size_t(rank), L::IntTuple(0));
+    unit[size_t(i)] = L::IntTuple(1);
+    L::Layout pick = rank == 1 ? L::make_layout(shape, L::IntTuple(1)) : L::make_layout(shape, L::IntTuple(unit));
+    tiler.push_back(L::filter(L::composition(pick, tv_data)));
+    tiler_modes.emplace_back(tiler.back());
+  }
+  // (thread, value) -> tile coordinate.
+  L::Layout tile_to_data = L::composition(L::make_layout(shape), L::Tiler(tiler_modes));
+  L::Layout layout_tv = L::composition(L::left_inverse(tile_to_data), tv_data);
+  return make_tiled_copy(atom, layout_tv, tiler);
+}
+
 namespace {
 
 // CuTe's tile2thrfrg: ((thread, value) -> tile coordinate) with the atom's values seen through

@@ -31,6 +31,10 @@ TiledCopy make_tiled_copy(const CopyAtom& atom, const layout::Layout& layout_tv,
 // of shape s is the compact layout of s (128 -> 128:1); a layout tiler's own layouts.
 std::vector<layout::Layout> tiler_mn_layouts(const TiledCopy& tc);
 TiledCopy make_tiled_copy_tv(const CopyAtom& atom, const layout::Layout& thr_layout, const layout::Layout& val_layout);
+// CuTe's make_cotiled_copy: the atom laid over the data as `atom_tv` ((thread, value) -> data
+// address) says, the tile being what it reaches of `data_layout` (data coordinate -> address),
+// mode by mode. Both static.
+TiledCopy make_cotiled_copy(const CopyAtom& atom, const layout::Layout& atom_tv, const layout::Layout& data_layout);
 
 // The elements of `t` (a tile of at least tiler_mn) that thread `thr_index` copies:
 // ((atom values, rest values), rest modes of t over the tiler...), as the atom's source

@@ -165,10 +165,10 @@ IntTuple partition_shape(const TiledMma& mma, MmaOperand w, const IntTuple& shap
 Tensor make_fragment(const TiledMma& mma, MmaOperand w, const Tensor& partitioned) {
   if (is_wgmma_desc_operand(mma.atom, w)) return make_wgmma_desc_fragment(mma, w, partitioned);
   if (is_tcgen05_desc_operand(mma.atom, w)) return make_tcgen05_desc_fragment(mma, w, partitioned);
-  if (mma.atom.is_tcgen05())
-    throw dsl::UserError("TYPE_MISMATCH", std::string("make_fragment_") + operand_name(w) +
-                                              ": a tcgen05 MMA's accumulator (and A from tensor memory) is made from a "
-                                              "shape (partition_shape_C / _A of the tile), got " + to_string(partitioned));
+  // A tcgen05 accumulator (and A from tensor memory) is a new tensor-memory fragment, as CuTe's
+  // make_fragment_like of its tmem_frg type: only the tensor's shape counts (NVIDIA's Blackwell
+  // fmha.py makes P's fragment from a tensor with P's staged smem layout).
+  if (mma.atom.is_tcgen05()) return make_tcgen05_tmem_fragment(mma, w, partitioned.layout.shape);
   std::string fn = std::string("make_fragment_") + operand_name(w);
   if (partitioned.layout.rank() < 3)
     throw dsl::UserError("SHAPE_MISMATCH", fn + ": expected a partitioned tensor (MMA, MMA_M/N, MMA_K/N, ...) of rank >= 3, got " +

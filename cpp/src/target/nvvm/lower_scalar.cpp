@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/directed_rounding.h"
+#include "ir/scalar_semantics.h"
 #include "target/nvvm/narrow_floats.h"
 #include "target/nvvm/op_lowering.h"
 
@@ -294,12 +296,28 @@ std::string math(KernelLowering& k, const Op& op, Type t, const std::vector<std:
   Type c = compute_type(t);
   std::vector<std::string> w;
   for (auto& a : args) w.push_back(widen(k, t, a));
+  ir::DirectedRounding rounded;
+  if (ir::parse_directed_rounding(op.str_attr, &rounded)) {  // f32 only (the builder checks)
+    std::string operands = "$1, $2", constraints = "=f,f,f", typed = "float " + w[0] + ", float " + w[1];
+    if (rounded.arity() == 3) operands += ", $3", constraints += ",f", typed += ", float " + w[2];
+    return k.emit_def("call float asm \"" + rounded.ptx_instruction() + " $0, " + operands + ";\", \"" + constraints +
+                      "\"(" + typed + ")");
+  }
   if (op.str_attr == "rcp_approx" || op.str_attr == "exp2_approx") {
     // The PTX fast paths work on f32 (f64 rounds to f32 first, as the emulator does).
     std::string x = c->is_f64() ? k.emit_def("fptrunc double " + w[0] + " to float") : w[0];
     const char* insn = op.str_attr == "rcp_approx" ? "rcp.approx.ftz.f32" : "ex2.approx.ftz.f32";
     std::string r = k.emit_def(std::string("call float asm \"") + insn + " $0, $1;\", \"=f,f\"(float " + x + ")");
     return narrow(k, t, c->is_f64() ? k.emit_def("fpext float " + r + " to double") : r);
+  }
+  std::string base;
+  if (ir::fast_math_base(op.str_attr, &base)) {
+    // fastmath: libdevice's approximate f32 function, as MLIR's NVVM lowering picks for `afn`.
+    if (c->is_f64()) return narrow(k, t, libdevice_call(k, base, c, w));
+    std::string name = "__nv_fast_" + base + "f";
+    k.module().declare("float", name, "float");
+    k.module().needs_libdevice = true;
+    return narrow(k, t, k.emit_def("call float @" + name + "(float " + w[0] + ")"));
   }
   return narrow(k, t, libdevice_call(k, op.str_attr, c, w));
 }

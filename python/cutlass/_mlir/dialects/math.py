@@ -18,3 +18,15 @@ rsqrt = _unary("rsqrt")
 tanh = _unary("tanh")
 sin = _unary("sin")
 cos = _unary("cos")
+
+
+def _abs(name):
+    def op(x, *, loc=None, ip=None):
+        # Numbers and TensorSSA values both define abs(); an integer's is math.absi, a float's math.absf.
+        return abs(x)
+    op.__name__ = name
+    return op
+
+
+absi = _abs("absi")
+absf = _abs("absf")

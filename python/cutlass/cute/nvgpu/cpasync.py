@@ -89,6 +89,10 @@ class _TmaOp:
     def __repr__(self):
         return f"{type(self).__name__}()"
 
+    def _to_ir(self, *, loc=None, ip=None):
+        """The operation as the MLIR-level builders take it (cutlass._mlir.dialects.cute_nvgpu): itself."""
+        return self
+
 
 class CopyBulkTensorTileG2SOp(_TmaOp):
     """TMA tile load, global -> shared memory, completing its bytes on an mbarrier
@@ -118,13 +122,15 @@ class CopyBulkTensorTileS2GOp(_TmaOp):
 
 class CopyReduceBulkTensorTileS2GOp(_TmaOp):
     """TMA tile reduce-store, shared -> global memory: each element of the box is combined into
-    global memory with `reduction_kind` (cute.ReductionOp.ADD, MIN, MAX ...) atomically per
-    element (PTX cp.reduce.async.bulk.tensor); completes through bulk groups like the store."""
+    global memory with `reduction_kind` (cute.ReductionOp.ADD, the default, MIN, MAX ...)
+    atomically per element (PTX cp.reduce.async.bulk.tensor); completes through bulk groups like
+    the store."""
     _kind = "store"
 
     def __init__(self, reduction_kind=None, cta_group=None):
         super().__init__(cta_group)
-        self.reduction_kind = reduction_kind
+        # Without one it adds, as CuTe's SM90_TMA_REDUCE_ADD (fmha_bwd.py accumulates dQ so).
+        self.reduction_kind = "add" if reduction_kind is None else reduction_kind
 
     def __repr__(self):
         return f"CopyReduceBulkTensorTileS2GOp({self.reduction_kind})"
@@ -182,6 +188,15 @@ class TmaCopyAtom:
         copies = f", {a.copies_per_tile} instructions per copy" if a.copies_per_tile > 1 else ""
         return (f"Copy Atom\n  ThrID: 1:0\n  {a.op_name}: box {tuple(a.box)}, swizzle {a.swizzle_bytes} B, "
                 f"{a.value_type}{copies}")
+
+
+class CopyBulkTensorTileG2SNonExecTrait:
+    """The TMA load atom that cutlass._mlir.dialects.cute_nvgpu.atom_make_non_exec_tiled_tma_load
+    made (its first result): `cute.CopyAtom(op, trait)` is that atom. It executes when cute.copy
+    gives it the mbarrier (`tma_bar_ptr=`), as make_tiled_tma_atom's atoms do."""
+
+    def __init__(self, atom):
+        self.atom = atom
 
 
 class TmaInfo:
@@ -342,7 +357,7 @@ def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, lo
     return make_layout_image_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode)
 
 
-__all__ = ["LoadCacheMode", "CopyG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
+__all__ = ["LoadCacheMode", "CopyBulkTensorTileG2SNonExecTrait", "CopyG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
            "CopyBulkTensorTileS2GOp", "CopyReduceBulkTensorTileS2GOp", "TmaCopyAtom", "TmaInfo", "make_tiled_tma_atom", "tma_partition",
            "prefetch_descriptor", "fence_tma_desc_acquire", "fence_tma_desc_release", "update_tma_descriptor",
            "copy_tensormap", "cp_fence_tma_desc_release",
