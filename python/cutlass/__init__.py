@@ -8,7 +8,7 @@ _core._set_user_error_class(_errors.from_core)
 _core._set_runtime_error_class(_errors.runtime_error_from_core)
 _core._set_cuda_error_class(_errors.cuda_error_from_core)
 
-from ._dsl.numeric import (Boolean, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16,
+from ._dsl.numeric import (Boolean, Int4, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16,
                            Float32, TFloat32, Float64, Float8E4M3FN, Float8E5M2, Float4E2M1FN, Numeric, Integer, Float,
                            as_numeric, dtype)
 from ._dsl.numeric import Float8E8M0FNU, Float6E2M3FN, Float6E3M2FN  # noqa: F401
@@ -19,6 +19,12 @@ from . import cuda
 from ._dsl import stale_import_paths as _stale_import_paths
 
 _stale_import_paths.install()
+
+
+def target_version(exact=None, *, min_version=None, max_version=None):
+    """Whether the CUDA release OpenCuTe's code generator targets (13.0) is `exact` ("13" for any
+    13.x) and within [min_version, max_version]: a trace-time bool kernels use to pick code paths."""
+    return _core.runtime.target_version_matches(exact, min_version, max_version)
 
 
 def dsl_user_op(fn):

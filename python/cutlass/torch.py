@@ -180,11 +180,40 @@ def _empty_strided_aligned(torch, shape, stride, dtype, device, align):
     return flat.as_strided(shape, stride)
 
 
+def _packed_integer_4bit_like(data_ref, cutlass_dtype, device):
+    """Byte storage of `data_ref`'s values as packed 4-bit integers, two to a byte along its
+    stride-1 mode (the first in the low nibble), the other modes in `data_ref`'s order."""
+    torch = _torch()
+    shape, stride = list(data_ref.shape), list(data_ref.stride())
+    lead = [i for i, (n, d) in enumerate(zip(shape, stride)) if d == 1 and n > 1]
+    if len(lead) != 1 or shape[lead[0]] % 2:
+        raise ValueError(f"{cutlass_dtype} storage packs pairs along one stride-1 mode of even extent; got shape "
+                         f"{tuple(shape)}, strides {tuple(stride)}")
+    lead = lead[0]
+    values = data_ref.to(device="cpu", dtype=torch.int32) & 0xF
+    low = values.index_select(lead, torch.arange(0, shape[lead], 2))
+    high = values.index_select(lead, torch.arange(1, shape[lead], 2))
+    packed = (low | (high << 4)).to(torch.uint8)
+    order = sorted(range(len(shape)), key=lambda i: stride[i], reverse=True)  # outermost first
+    storage = torch.empty([packed.shape[i] for i in order], dtype=torch.uint8, device=device)
+    storage = storage.permute([order.index(i) for i in range(len(shape))])
+    storage.copy_(packed)
+    return storage
+
+
 def cute_tensor_like(data_ref, cutlass_dtype, is_dynamic_layout, assumed_align=None, enable_tvm_ffi=False):
     """(cute tensor, torch tensor): new storage of `cutlass_dtype` with `data_ref`'s shape,
-    strides and values, on the GPU when there is one."""
+    strides and values, on the GPU when there is one. 4-bit integers (Int4) are stored packed two
+    to a byte along the stride-1 mode; the torch tensor returned is those bytes."""
     torch = _torch()
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if cutlass_dtype.is_integer and cutlass_dtype.width == 4:
+        storage = _packed_integer_4bit_like(data_ref, cutlass_dtype, device)
+        cute_tensor = from_dlpack(storage, assumed_align=assumed_align)
+        cute_tensor.element_type = cutlass_dtype
+        if is_dynamic_layout:
+            cute_tensor.mark_layout_dynamic(leading_dim=get_leading_dim(data_ref))
+        return cute_tensor, storage
     storage = _empty_strided_aligned(torch, tuple(data_ref.shape), tuple(data_ref.stride()),
                                      _storage_dtype(cutlass_dtype), device, assumed_align or 0)
     _fill(storage, data_ref, cutlass_dtype)

@@ -87,6 +87,19 @@ def test_cute_tensor_like(torch):
     assert cute_tensor.layout == "(?,?):(?,1)"
 
 
+def test_cute_tensor_like_packs_int4_pairs(torch):
+    # (m, k, l) values with m contiguous, as the mixed-input examples' M-major A: bytes hold
+    # elements 2i (low nibble) and 2i + 1 (high nibble) of the stride-1 mode, two's complement.
+    values = torch.arange(-8, 8, dtype=torch.float32).repeat(2).reshape(2, 16).t().unsqueeze(2)  # (16, 2, 1)
+    cute_tensor, storage = cutlass_torch.cute_tensor_like(values, cutlass.Int4, True, 16)
+    assert storage.dtype == torch.uint8 and tuple(storage.shape) == (8, 2, 1) and storage.stride()[0] == 1
+    want = [((2 * i - 8) & 0xF) | (((2 * i + 1 - 8) & 0xF) << 4) for i in range(8)]
+    assert storage[:, 0, 0].tolist() == want and storage[:, 1, 0].tolist() == want
+    assert cute_tensor.element_type is cutlass.Int4 and cute_tensor.shape == (16, 2, 1)
+    with pytest.raises(ValueError, match="packs pairs along one stride-1 mode of even extent"):
+        cutlass_torch.cute_tensor_like(torch.zeros(3, 5), cutlass.Int4, True, 16)
+
+
 @pytest.mark.gpu
 def test_current_stream_is_torchs(torch):
     stream = torch.cuda.Stream()

@@ -34,7 +34,7 @@ def _tiles_through_slot(slot_space):
     elems = tm * tk
 
     @cute.kernel
-    def kernel(atom: cute.CopyAtom, b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor):
+    def kernel(atom: cute.CopyAtom, b: cute.Tensor, tma_b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor):
         bidx, bidy, _ = cute.arch.block_idx()
         tidx, _, _ = cute.arch.thread_idx()
         bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
@@ -62,7 +62,8 @@ def _tiles_through_slot(slot_space):
                 cute.arch.sync_warp()
                 cpasync.fence_tma_desc_release()
             cpasync.fence_tma_desc_acquire(gslot)
-            g = cute.local_tile(cute.make_identity_tensor(b.shape), TILE, (bidx, bidy))
+            # b's TMA coordinates (in the tensor map's dimension order: the contiguous one first)
+            g = cute.local_tile(tma_b, TILE, (bidx, bidy))
             if tidx == 0:
                 cute.arch.mbarrier_arrive_and_expect_tx(bar, elems * 4)
             cute.copy(atom, g, s, tma_bar_ptr=bar, tma_desc_ptr=gslot)
@@ -74,7 +75,9 @@ def _tiles_through_slot(slot_space):
     def host(a: cute.Tensor, b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor):
         atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, cute.make_layout(TILE, stride=(tk, 1)),
                                               TILE)
-        kernel(atom, b, slots, out).launch(grid=(cute.ceil_div(cute.size(b, mode=[0]), tm),
+        _, tma_b = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b,
+                                               cute.make_layout(TILE, stride=(tk, 1)), TILE)
+        kernel(atom, b, tma_b, slots, out).launch(grid=(cute.ceil_div(cute.size(b, mode=[0]), tm),
                                                  cute.ceil_div(cute.size(b, mode=[1]), tk), 1), block=(64, 1, 1))
 
     return host
@@ -325,7 +328,7 @@ def _manager_host(mode):
     elems = tm * tk
 
     @cute.kernel
-    def kernel(atom: cute.CopyAtom, b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor):
+    def kernel(atom: cute.CopyAtom, b: cute.Tensor, tma_b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor):
         bidx, bidy, _ = cute.arch.block_idx()
         tidx, _, _ = cute.arch.thread_idx()
         bar = cute.arch.alloc_smem(Int64, 1, alignment=8)
@@ -345,7 +348,8 @@ def _manager_host(mode):
             manager.fence_tensormap_initialization()
             manager.update_tensormap((b,), (atom,), (gslot,), 0, (sslot,))
             manager.fence_tensormap_update(gslot)
-            g = cute.local_tile(cute.make_identity_tensor(b.shape), TILE, (bidx, bidy))
+            # b's TMA coordinates (in the tensor map's dimension order: the contiguous one first)
+            g = cute.local_tile(tma_b, TILE, (bidx, bidy))
             if tidx == 0:
                 cute.arch.mbarrier_arrive_and_expect_tx(bar, elems * 4)
             cute.copy(atom, g, s, tma_bar_ptr=bar,
@@ -358,7 +362,9 @@ def _manager_host(mode):
     def host(a: cute.Tensor, b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor):
         atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, cute.make_layout(TILE, stride=(tk, 1)),
                                               TILE)
-        kernel(atom, b, slots, out).launch(grid=(3, 3, 1), block=(64, 1, 1))
+        _, tma_b = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b,
+                                               cute.make_layout(TILE, stride=(tk, 1)), TILE)
+        kernel(atom, b, tma_b, slots, out).launch(grid=(3, 3, 1), block=(64, 1, 1))
 
     return host
 

@@ -116,6 +116,11 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
       .def("partition_shape_A", [get](const C& c, nb::handle s) { Scope sc; return to_py(cute::partition_shape(get(c), MmaOperand::A, to_tuple(s))); })
       .def("partition_shape_B", [get](const C& c, nb::handle s) { Scope sc; return to_py(cute::partition_shape(get(c), MmaOperand::B, to_tuple(s))); })
       .def("partition_shape_C", [get](const C& c, nb::handle s) { Scope sc; return to_py(cute::partition_shape(get(c), MmaOperand::C, to_tuple(s))); })
+      // CuTe's thrfrg_A/B/C of a layout: ((ThrV,(Thr_i,Thr_j)),(FrgV,(Rest_i,Rest_j))). NVIDIA's
+      // mixed-input GEMMs take mode 1 of it to shape the scale factors' TMA like A's.
+      .def("_thrfrg_A", [get](const C& c, nb::handle l) { Scope s; return py(get(c).thrfrg(MmaOperand::A, as_layout(l))); })
+      .def("_thrfrg_B", [get](const C& c, nb::handle l) { Scope s; return py(get(c).thrfrg(MmaOperand::B, as_layout(l))); })
+      .def("_thrfrg_C", [get](const C& c, nb::handle l) { Scope s; return py(get(c).thrfrg(MmaOperand::C, as_layout(l))); })
       .def("make_fragment_A", [get](const C& c, nb::handle x) { return fragment(get(c), MmaOperand::A, x); })
       .def("make_fragment_B", [get](const C& c, nb::handle x) { return fragment(get(c), MmaOperand::B, x); })
       .def("make_fragment_C", [get](const C& c, nb::handle x) { return fragment(get(c), MmaOperand::C, x); })

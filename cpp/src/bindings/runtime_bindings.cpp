@@ -15,6 +15,7 @@
 #include "runtime/occupancy.h"
 #include "runtime/tensor_spec.h"
 #include "support/fp4.h"
+#include "target/nvvm/cuda_target_version.h"
 
 namespace nb = nanobind;
 
@@ -106,6 +107,12 @@ void bind_runtime(nb::module_& root) {
       out[size_t(off / 2)] = char(uint8_t(out[size_t(off / 2)]) | uint8_t((support::float_to_e2m1_bits(x) & 0xF) << (4 * (off & 1))));
     }
     return nb::bytes(out.data(), out.size());
+  });
+  m.def("target_version_matches", &target::target_version_matches, nb::arg("exact").none(),
+        nb::arg("min_version").none(), nb::arg("max_version").none());
+  m.def("targeted_cuda_version", [] {
+    target::CudaVersion v = target::targeted_cuda_version();
+    return std::make_pair(v.major, v.minor);
   });
   m.def("max_active_clusters", &runtime::max_active_clusters, nb::arg("device"), nb::arg("cluster_size"));
   m.def("resolve_alignment", &runtime::resolve_alignment, nb::arg("assumed_align").none(), nb::arg("element_bytes"));

@@ -26,6 +26,9 @@ const std::vector<DTypeRow>& rows() {
       {"Int32", ir::int_type(32, true), "int32", kDLInt},
       {"Int64", ir::int_type(64, true), "int64", kDLInt},
       {"Uint8", ir::int_type(8, false), "uint8", kDLUInt},
+      // Packed two to a byte, the first in the low nibble (no framework has the type; storage is
+      // int8/uint8 bytes viewed as Int4, which doubles the extent of the stride-1 mode).
+      {"Int4", ir::int_type(4, true), "int4", kDLInt},
       {"Uint16", ir::int_type(16, false), "uint16", kDLUInt},
       {"Uint32", ir::int_type(32, false), "uint32", kDLUInt},
       {"Uint64", ir::int_type(64, false), "uint64", kDLUInt},

@@ -14,6 +14,7 @@ namespace opencute::emulator {
 void AsyncCopyTracker::reset(char* smem, size_t smem_size, unsigned threads) {
   if (active_) {
     std::fill(state_.begin(), state_.end(), uint8_t(kFree));
+    std::fill(writers_.begin(), writers_.end(), uint8_t(0));
     for (auto& p : pending_) p.clear();
     std::fill(committed_.begin(), committed_.end(), 0);
     private_ranges_.clear();
@@ -24,6 +25,8 @@ void AsyncCopyTracker::reset(char* smem, size_t smem_size, unsigned threads) {
     state_.assign(smem_size, kFree);
     owner_.assign(smem_size, 0);
     line_.assign(smem_size, 0);
+    writers_.assign(smem_size, 0);
+    value_.assign(smem_size, 0);
   }
   if (pending_.size() != threads) {
     pending_.assign(threads, {});
@@ -39,11 +42,6 @@ std::string AsyncCopyTracker::issue(unsigned thread, uintptr_t dst, const void* 
                                     int line) {
   active_ = true;
   size_t off = dst - reinterpret_cast<uintptr_t>(smem_);
-  for (int k = 0; k < bytes; ++k)
-    if (state_[off + size_t(k)] == kPending)
-      return "cp.async writes shared memory at offset " + std::to_string(off + size_t(k)) +
-             " that an earlier cp.async of thread " + std::to_string(owner_[off + size_t(k)]) +
-             line_text(line_[off + size_t(k)]) + " still writes (no cp_async_wait_group between them)";
   Copy c;
   c.dst = dst;
   c.bytes = bytes;
@@ -51,13 +49,41 @@ std::string AsyncCopyTracker::issue(unsigned thread, uintptr_t dst, const void* 
   c.line = line;
   std::memset(c.data, 0, sizeof c.data);
   if (src_bytes > 0) std::memcpy(c.data, src, size_t(std::min(src_bytes, bytes)));
+  for (int k = 0; k < bytes; ++k) {
+    size_t b = off + size_t(k);
+    bool same_value_elsewhere = owner_[b] != thread && value_[b] == c.data[k] && writers_[b] < 255;
+    if (state_[b] == kPending && !same_value_elsewhere)
+      return "cp.async writes shared memory at offset " + std::to_string(b) + " that an earlier cp.async of thread " +
+             std::to_string(owner_[b]) + line_text(line_[b]) + " still writes (no cp_async_wait_group between them)";
+  }
   pending_[thread].push_back(c);
   for (int k = 0; k < bytes; ++k) {
-    state_[off + size_t(k)] = kPending;
-    owner_[off + size_t(k)] = uint16_t(thread);
-    line_[off + size_t(k)] = line;
+    size_t b = off + size_t(k);
+    if (state_[b] == kPending) {
+      ++writers_[b];  // the first writer stays the one the diagnostics name
+      continue;
+    }
+    state_[b] = kPending;
+    owner_[b] = uint16_t(thread);
+    line_[b] = line;
+    writers_[b] = 1;
+    value_[b] = c.data[k];
   }
   return "";
+}
+
+void AsyncCopyTracker::land(const Copy& c, unsigned thread, uint8_t landed) {
+  std::memcpy(reinterpret_cast<void*>(c.dst), c.data, size_t(c.bytes));
+  size_t off = c.dst - reinterpret_cast<uintptr_t>(smem_);
+  bool published = false;
+  for (int k = 0; k < c.bytes; ++k) {
+    size_t b = off + size_t(k);
+    if (--writers_[b] > 0) continue;  // another thread's copy of the same value is still in flight
+    state_[b] = landed;
+    owner_[b] = uint16_t(thread);
+    published = true;
+  }
+  if (landed == kPrivate && published) private_ranges_.emplace_back(off, c.bytes);
 }
 
 void AsyncCopyTracker::commit(unsigned thread) {
@@ -74,10 +100,7 @@ void AsyncCopyTracker::wait(unsigned thread, int64_t pending_allowed) {
   for (size_t k = 0; k < list.size(); ++k) {
     Copy& c = list[k];
     if (c.group >= 0 && c.group < limit) {
-      std::memcpy(reinterpret_cast<void*>(c.dst), c.data, size_t(c.bytes));
-      size_t off = c.dst - reinterpret_cast<uintptr_t>(smem_);
-      for (int b = 0; b < c.bytes; ++b) state_[off + size_t(b)] = kPrivate;
-      private_ranges_.emplace_back(off, c.bytes);
+      land(c, thread, kPrivate);
     } else {
       list[keep++] = c;
     }
@@ -88,11 +111,7 @@ void AsyncCopyTracker::wait(unsigned thread, int64_t pending_allowed) {
 void AsyncCopyTracker::complete_all(unsigned thread) {
   // The bytes are visible to the threads that wait on the mbarrier this completion arrives on,
   // so they are not private to the issuing thread as after a wait_group.
-  for (Copy& c : pending_[thread]) {
-    std::memcpy(reinterpret_cast<void*>(c.dst), c.data, size_t(c.bytes));
-    size_t off = c.dst - reinterpret_cast<uintptr_t>(smem_);
-    for (int b = 0; b < c.bytes; ++b) state_[off + size_t(b)] = kFree;
-  }
+  for (Copy& c : pending_[thread]) land(c, thread, kFree);
   pending_[thread].clear();
 }
 
@@ -104,7 +123,8 @@ void AsyncCopyTracker::barrier() {
   private_ranges_.clear();
 }
 
-std::string AsyncCopyTracker::check(unsigned thread, uintptr_t addr, size_t bytes, bool store) const {
+std::string AsyncCopyTracker::check(unsigned thread, uintptr_t addr, size_t bytes, bool store,
+                                    const unsigned char* copied) const {
   uintptr_t sb = reinterpret_cast<uintptr_t>(smem_);
   if (addr < sb || addr + bytes > sb + state_.size()) return "";
   size_t off = addr - sb;
@@ -112,6 +132,7 @@ std::string AsyncCopyTracker::check(unsigned thread, uintptr_t addr, size_t byte
     uint8_t s = state_[off + k];
     if (s == kFree) continue;
     unsigned who = owner_[off + k];
+    if (s == kPending && copied && who != thread && value_[off + k] == copied[k]) continue;
     std::string what = std::string(store ? "a store to" : "a read of") + " shared memory at offset " +
                        std::to_string(off + k);
     if (s == kPending)
@@ -191,7 +212,9 @@ void execute_sm80_copy(const Inst& i, Sm80WarpContext& w) {
         else if (src % uintptr_t(bytes))
           w.fail(l, "misaligned cp.async source address: not a multiple of " + std::to_string(bytes));
         unsigned t = w.first_thread + unsigned(l);
-        std::string e = w.async->check(t, dst, size_t(bytes), true);
+        unsigned char copied[16] = {};
+        if (src_bytes > 0) std::memcpy(copied, reinterpret_cast<const void*>(src), size_t(std::min<int64_t>(src_bytes, bytes)));
+        std::string e = w.async->check(t, dst, size_t(bytes), true, copied);
         if (e.empty())
           e = w.async->issue(t, dst, reinterpret_cast<const void*>(src), int(src_bytes), bytes, i.op ? i.op->line : 0);
         if (!e.empty()) w.fail(l, e);

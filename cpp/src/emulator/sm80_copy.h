@@ -9,6 +9,9 @@
 // are "pending": any access to them (a load, a store, an ldmatrix, another cp.async) is a race
 // on the GPU and raises an ExecutionError here. After the wait the bytes are visible to the
 // issuing thread only; other threads may read them after the next block barrier.
+// One exception: copies of other threads may write bytes already pending when they write the same
+// values (a warp whose lanes all copy one broadcast scale into one word); the bytes stay pending
+// until the last of those copies lands.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -36,8 +39,11 @@ class AsyncCopyTracker {
   void complete_all(unsigned thread);
   // A block barrier: completed copies become visible to every thread.
   void barrier();
-  // "" when `thread` may access [addr, addr + bytes) of shared memory, else why not.
-  std::string check(unsigned thread, uintptr_t addr, size_t bytes, bool store) const;
+  // "" when `thread` may access [addr, addr + bytes) of shared memory, else why not. A cp.async
+  // passes the bytes it will write as `copied`: pending bytes of other threads' copies that will
+  // land with the same values are no conflict.
+  std::string check(unsigned thread, uintptr_t addr, size_t bytes, bool store,
+                    const unsigned char* copied = nullptr) const;
 
  private:
   struct Copy {
@@ -53,9 +59,14 @@ class AsyncCopyTracker {
   std::vector<uint8_t> state_;     // per shared byte
   std::vector<uint16_t> owner_;    // the issuing thread of a pending / private byte
   std::vector<int> line_;          // per shared byte: the user's line of the copy in flight
+  std::vector<uint8_t> writers_;   // per pending byte: how many copies in flight write it
+  std::vector<uint8_t> value_;     // per pending byte: the value they write
   std::vector<std::vector<Copy>> pending_;  // per thread
   std::vector<int64_t> committed_;          // per thread: groups committed so far
   std::vector<std::pair<size_t, int>> private_ranges_;  // (offset, bytes) to publish at the barrier
+
+  // A copy of `thread` lands: its bytes take `landed` once no other copy still writes them.
+  void land(const Copy& c, unsigned thread, uint8_t landed);
 };
 
 // What execute_sm80_copy needs of the warp it runs on.

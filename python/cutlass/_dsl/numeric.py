@@ -282,6 +282,7 @@ def _make(name, base):
 
 
 Boolean = _make("Boolean", Integer)
+Int4 = _make("Int4", Integer)  # signed 4-bit, packed two to a byte (mixed-input GEMMs' A)
 Int8 = _make("Int8", Integer)
 Int16 = _make("Int16", Integer)
 Int32 = _make("Int32", Integer)

@@ -163,10 +163,13 @@ class PipelineTmaAsync(PipelineAsync):
         if cluster_size == 1:
             return lane == 0, None
         # The (m, n) coordinates of each rank, from the static layout (at most 16 CTAs).
-        shape = tuple(cta_layout_vmnk.shape)
+        # (a 2-CTA MMA's V mode may be nested, ((2,), M, N, K): count its positions whole)
+        shape = tuple(cute.size(e) for e in cta_layout_vmnk.shape)
         mn_of_rank = {}
         for coord in itertools.product(*(range(e) for e in shape)):
-            mn_of_rank[int(cta_layout_vmnk(coord))] = (coord[1], coord[2])
+            # The CTA's M row in the cluster counts a 2-CTA MMA's pair (V) too: the two CTAs of a
+            # pair are different rows, each loading (and releasing) its own half of the tile.
+            mn_of_rank[int(cta_layout_vmnk(coord))] = (coord[0] + shape[0] * coord[1], coord[2])
 
         def coord_of(rank, mode):
             v = Int32(mn_of_rank[0][mode])

@@ -10,6 +10,7 @@ from .tensormap_manager import TensorMapManager, TensorMapUpdateMode
 from .static_persistent_tile_scheduler import PersistentTileSchedulerParams, StaticPersistentTileScheduler, WorkTileInfo
 from .dynamic_persistent_tile_scheduler import ClcDynamicPersistentTileScheduler, ClcDynamicPersistentTileSchedulerParams
 from .static_persistent_group_tile_scheduler import GroupedWorkTileInfo, StaticPersistentGroupTileScheduler
+from .static_persistent_runtime_tile_scheduler import StaticPersistentRuntimeTileScheduler
 from .smem_allocator import SmemAllocator, SmemPartition, get_smem_capacity_in_bytes
 from .tensor_helpers import create_cute_tensor_for_fp8, is_fp8_dtype
 from .tmem_allocator import TmemAllocator, get_num_tmem_alloc_cols
@@ -20,7 +21,7 @@ __all__ = ["LayoutEnum", "OperandMajorMode", "tensor_helpers", "create_cute_tens
            "print_latex", "print_latex_tv", "SmemAllocator", "SmemPartition", "get_smem_capacity_in_bytes",
            "HardwareInfo", "TensorMapManager", "TensorMapUpdateMode", "GroupedGemmTileSchedulerHelper", "GroupSearchResult", "GroupSearchState",
            "create_initial_search_state", "ClcDynamicPersistentTileScheduler", "ClcDynamicPersistentTileSchedulerParams",
-           "GroupedWorkTileInfo", "StaticPersistentGroupTileScheduler",
+           "GroupedWorkTileInfo", "StaticPersistentGroupTileScheduler", "StaticPersistentRuntimeTileScheduler",
            "PersistentTileSchedulerParams", "StaticPersistentTileScheduler", "WorkTileInfo", "hopper_helpers", "sm90",
            "TmemAllocator", "get_num_tmem_alloc_cols", "blackwell_helpers", "sm100", "compute_epilogue_tile_shape",
            "gemm"]
