@@ -178,7 +178,7 @@ def test_unpacked_fp4_internal_type_is_refused_at_the_users_line():
 # ---- update_tma_descriptor: the grouped block-scaled GEMM re-points such atoms at each group ------
 
 @cute.kernel
-def _repointed_kernel(atom: cute.CopyAtom, b: cute.Tensor, slots: cute.Tensor, out: cute.Tensor,
+def _repointed_kernel(atom: cute.CopyAtom, b: cute.Tensor, coords: cute.Tensor, slots: cute.Tensor, out: cute.Tensor,
                       smem_layout: cute.Layout, tile: cutlass.Constexpr, nbytes: cutlass.Constexpr):
     bidx, bidy, _ = cute.arch.block_idx()
     tidx, _, _ = cute.arch.thread_idx()
@@ -201,7 +201,7 @@ def _repointed_kernel(atom: cute.CopyAtom, b: cute.Tensor, slots: cute.Tensor, o
         cpasync.fence_tma_desc_acquire(gslot)
         if tidx == 0:
             cute.arch.mbarrier_arrive_and_expect_tx(bar, nbytes)
-        g = cute.local_tile(cute.make_identity_tensor(b.shape), tile, (bidx, bidy))
+        g = cute.local_tile(coords, tile, (bidx, bidy))  # b's TMA tensor: coordinates in the map's order
         cute.copy(atom, g, s, tma_bar_ptr=bar, tma_desc_ptr=gslot)
     cute.arch.mbarrier_wait(bar, 0)
     s8 = cute.recast_tensor(s, Uint8)
@@ -217,7 +217,8 @@ def _repoint_fp4(a_ptr: cute.Pointer, b_ptr: cute.Pointer, m: cutlass.Int32, k: 
     b = cute.make_tensor(b_ptr, cute.make_layout((m, cute.assume(k, 128)), stride=(cute.assume(k, 128), 1)))
     smem_layout = cute.make_layout((TM, TK), stride=(TK, 1))
     atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, smem_layout, (TM, TK))
-    _repointed_kernel(atom, b, slots, out, smem_layout, (TM, TK), TM * TK // 2).launch(
+    _, coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b, smem_layout, (TM, TK))
+    _repointed_kernel(atom, b, coords, slots, out, smem_layout, (TM, TK), TM * TK // 2).launch(
         grid=(m // TM, k // TK, 1), block=(128, 1, 1))
 
 
@@ -229,7 +230,9 @@ def _repoint_sf(a_ptr: cute.Pointer, b_ptr: cute.Pointer, rm_a: cutlass.Int32, r
     b = cute.make_tensor(b_ptr, _sf_layout(rm))
     atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, smem_layout, (128, 4 * RK),
                                           internal_type=Int16)
-    _repointed_kernel(atom, b, slots, out, smem_layout, (128, 4 * RK), 128 * 4 * RK).launch(
+    _, coords = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b, smem_layout, (128, 4 * RK),
+                                            internal_type=Int16)
+    _repointed_kernel(atom, b, coords, slots, out, smem_layout, (128, 4 * RK), 128 * 4 * RK).launch(
         grid=(rm, 1, 1), block=(128, 1, 1))
 
 
@@ -267,7 +270,8 @@ def test_update_tma_descriptor_refuses_a_leaf_the_atom_dropped():
         smem_layout = cute.make_layout(((32, 4), (4, RK)), stride=((16, 4), (1, 512)))
         a = cute.make_tensor(a_ptr, _sf_layout(1))  # static extent 1: no tensor-map dimension for rest M
         atom, _ = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, smem_layout, (128, 4 * RK))
-        _repointed_kernel(atom, cute.make_tensor(b_ptr, _sf_layout(rm)), slots, out, smem_layout, (128, 4 * RK),
+        b = cute.make_tensor(b_ptr, _sf_layout(rm))
+        _repointed_kernel(atom, b, cute.make_identity_tensor(b.shape), slots, out, smem_layout, (128, 4 * RK),
                           128 * 4 * RK).launch(grid=(rm, 1, 1), block=(128, 1, 1))
 
     a, _ = _sf_inputs(2)

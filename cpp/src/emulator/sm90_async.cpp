@@ -72,6 +72,7 @@ int tensor_map_data_type(ir::Type t) {
   }
   if (t->is_int() && !t->is_bool()) {
     switch (t->width) {
+      case 4: return kTmaPacked4Bit;  // Int4 / Uint4: 4-bit values, as fp4 travels
       case 8: return 0;
       case 16: return 1;
       case 32: return t->is_signed ? 3 : 2;

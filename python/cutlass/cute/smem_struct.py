@@ -40,12 +40,9 @@ class _MemRangeType:
 
     def size_and_align(self):
         bits = self.dtype.width
-        if bits < 8 and bits != 1:
-            # Packed sub-byte elements (Float4E2M1FN operand tiles): whole bytes of them, byte-aligned.
-            if (self.count * bits) % 8:
-                raise TypeError(f"cute.struct: MemRange[{self.dtype.__name__}, {self.count}] is not a whole number "
-                                "of bytes")
-            return self.count * bits // 8, 1
+        if bits < 8 and bits != 1 and 8 % bits == 0:
+            # Packed sub-byte elements (Int4, Float4E2M1FN): byte-aligned, a last partial byte whole.
+            return -(-self.count * bits // 8), 1
         es = _byte_size(self.dtype)
         return es * self.count, es
 

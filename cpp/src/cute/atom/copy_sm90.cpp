@@ -417,6 +417,18 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   // Its stride is the first leaf's; each leaf's coordinate counts in multiples of it (ratio_j =
   // stride_j / stride_0, passed to the kernel with the descriptor), so the extent is
   // sum((extent_j - 1) * ratio_j) + 1.
+  // The coordinate order of the TMA tensor (see TmaAtom::coord_of_leaf): the leaves in the order of
+  // the first tensor-map dimension each feeds (a merged dimension's own leaf, then its parts'), then
+  // the leaves no dimension reads; taken before the trailing dimensions merge.
+  std::vector<int> leaf_order;
+  auto order_leaf = [&](int f) {
+    if (std::find(leaf_order.begin(), leaf_order.end(), f) == leaf_order.end()) leaf_order.push_back(f);
+  };
+  for (const Run& d : dims) {
+    order_leaf(d.leaf);
+    for (const auto& part : d.parts) order_leaf(part.first);
+  }
+  for (int f = 0; f < int(flat_shape.size()); ++f) order_leaf(f);
   std::vector<Run> merged;
   if (dims.size() > 5) {
     // (one by one: GCC 12's -Wnonnull misreads vector::assign of a sub-range at -O3)
@@ -602,8 +614,30 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   for (int k = 0; k < a.rank; ++k) op->ints.push_back(a.box[k]);
   res.descriptor = dsl::Num::of_value(op->result());
   res.tma_tensor = make_identity_tensor(g.shape);
+  if (flat_shape.size() > 1) {
+    // Coordinate j is leaf leaf_order[j]'s (a kernel that offsets a TMA tensor's iterator by hand
+    // adds a column offset to the contiguous dimension's coordinate, component 0 for a K-major
+    // operand). Broadcast (stride-0) leaves keep a coordinate of their own: the block-scale factor
+    // tiles are partitioned with them.
+    a.coord_of_leaf.assign(flat_shape.size(), 0);
+    for (size_t j = 0; j < leaf_order.size(); ++j) a.coord_of_leaf[size_t(leaf_order[j])] = int(j);
+    std::vector<L::IntTuple> coord_strides, zeros;
+    for (size_t f = 0; f < flat_shape.size(); ++f) {
+      coord_strides.push_back(L::IntTuple(L::ScaledBasis{L::Int(1), {a.coord_of_leaf[f]}}));
+      zeros.push_back(L::IntTuple(0));
+    }
+    res.tma_tensor = make_coord_tensor(L::IntTuple(std::move(zeros)),
+                                       L::Layout(g.shape, L::unflatten(coord_strides, g.shape)));
+  }
   return res;
 }
+
+namespace {
+// Where global leaf `leaf`'s coordinate sits in the TMA tensor's (flattened) coordinates.
+int coord_index(const TmaAtom& a, int leaf) {
+  return a.coord_of_leaf.empty() || size_t(leaf) >= a.coord_of_leaf.size() ? leaf : a.coord_of_leaf[size_t(leaf)];
+}
+}  // namespace
 
 CopyAtom make_tma_copy_atom(const TmaAtom& atom, const dsl::Num& descriptor, const std::vector<dsl::Num>& merge_ratios) {
   CopyAtom a;
@@ -689,30 +723,32 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
     std::vector<L::IntTuple> origin = L::flatten_to_vector(coordinate_at(g, L::IntTuple(start)));
     std::vector<ir::Value*> coords;
     for (int k = 0; k < a.rank; ++k) {
-      if (size_t(a.gmode[k]) >= origin.size())
+      if (size_t(coord_index(a, a.gmode[k])) >= origin.size())
         tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
       if (k == 4 && a.merged_leaves) {
         if (merge_ratios.size() != size_t(a.merged_leaves))
           tma_error("TMA_COPY", what + ": the atom's stride ratios did not come with it");
         L::Int c = 0;
         for (int j = 0; j < a.merged_leaves; ++j) {
-          if (size_t(a.merged_leaf[j]) >= origin.size())
+          const size_t leaf = size_t(coord_index(a, a.merged_leaf[j]));
+          if (leaf >= origin.size())
             tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
           const dsl::Num& r = merge_ratios[size_t(j)];
           L::Int ratio = r.is_static ? L::Int(r.s.i) : L::Int::dynamic(dsl::materialize(r));
-          c = c + origin[size_t(a.merged_leaf[j])].as_int() * ratio;
+          c = c + origin[leaf].as_int() * ratio;
         }
         coords.push_back(c.materialize(ir::i32()));
         continue;
       }
-      L::Int x = origin[size_t(a.gmode[k])].as_int();
+      L::Int x = origin[size_t(coord_index(a, a.gmode[k]))].as_int();
       L::Int c = a.tile_stride[k] == 1 ? x : x / L::Int(a.tile_stride[k]);
       if (!a.outermost[k]) c = c % L::Int(a.wrap[k]);
       if (a.folded[k]) c = L::Int(0);  // the leaf's whole dimension holds the position
       for (int j = 0; j < a.parts[k]; ++j) {  // a merged dimension: each leaf at its scale
-        if (size_t(a.part_leaf[k][j]) >= origin.size())
+        const size_t leaf = size_t(coord_index(a, a.part_leaf[k][j]));
+        if (leaf >= origin.size())
           tma_error("TMA_COPY", what + ": the global tile's coordinates have " + std::to_string(origin.size()) + " modes");
-        c = c + origin[size_t(a.part_leaf[k][j])].as_int() * L::Int(a.part_scale[k][j]);
+        c = c + origin[leaf].as_int() * L::Int(a.part_scale[k][j]);
       }
       if (k == 0 && a.recast > 1) c = c / L::Int(a.recast);  // in map elements
       coords.push_back(c.materialize(ir::i32()));

@@ -90,6 +90,10 @@ struct TmaAtom {
   // multicast) CTA and complete the mbarrier of that CTA's pair leader (even rank), at the same
   // offset as tma_bar_ptr (TmaLoad's ints[2]).
   int cta_group = 1;
+  // The TMA tensor's coordinates list the global leaves in the order of the first tensor-map
+  // dimension each feeds (the contiguous one first, as NVIDIA's TMA tensors count them), then the
+  // leaves no dimension reads: coord_of_leaf[f] is leaf f's position (empty: leaf order).
+  std::vector<int> coord_of_leaf;
 };
 
 struct TmaAtomResult {
