@@ -4,6 +4,7 @@ extent, box and coordinate count bytes. Also the TMA coordinate tensor of a glob
 broadcast (stride-0) leaf, which gets stride 0 there (filter_zeros drops it, as the mixed-input
 GEMM's scale-factor loader expects). Run on the CPU emulator for sm_100a against numpy."""
 import numpy as np
+import pytest
 
 import cutlass
 import cutlass.cute as cute
