@@ -522,6 +522,65 @@ def test_protocol_object_advanced_in_helper_and_assigned_in_both_arms(flip):
     np.testing.assert_array_equal(out, np.array([want_before, (steps % 3, (steps // 3) % 2)], dtype=np.int32))
 
 
+# ---- a Python flag of an object changed in place survives a dynamic region inside its own method
+#      (FlashAttention-4's SingleTileVarlenScheduler: advance_to_next_work() sets
+#      `_is_first_block = False`, and get_current_work() walks the batches in a dynamic `while`
+#      that calls its methods; its __new_from_mlir_values__ constructs a scheduler whose flag is
+#      True again, and a kernel's tile loop never ended) ---------------------------------------------
+
+class FirstTileScheduler:
+    def __init__(self, num_tiles):
+        self.num_tiles = num_tiles
+        self._is_first = True  # plain Python state: the constructor resets it
+
+    def _tiles_after(self, start):
+        return self.num_tiles - start
+
+    @cute.jit
+    def current(self, tidx: Int32):
+        tile = Int32(0)
+        while self._tiles_after(tile) > 2:  # a dynamic loop that names `self` (a method call)
+            tile += 1
+        valid = False
+        if tidx < self.num_tiles:  # a dynamic `if` that names `self` too
+            valid = self._is_first and self._tiles_after(tile) > 0
+        return tile, valid
+
+    def advance(self):
+        self._is_first = False
+
+    def __extract_mlir_values__(self):
+        return [self.num_tiles.ir_value()]
+
+    def __new_from_mlir_values__(self, values):
+        return FirstTileScheduler(Int32(values[0]))
+
+
+@cute.kernel
+def first_tile_kernel(out: cute.Tensor, num_tiles: Int32):
+    tidx, _, _ = cute.arch.thread_idx()
+    scheduler = FirstTileScheduler(num_tiles)
+    tile, valid = scheduler.current(tidx)
+    iterations = Int32(0)
+    while valid and iterations < 4:  # the bound only keeps a failing test from hanging
+        iterations += 1
+        out[tidx, 0] = tile
+        scheduler.advance()
+        tile, valid = scheduler.current(tidx)
+    out[tidx, 1] = iterations
+
+
+@cute.jit
+def first_tile_host(out: cute.Tensor, num_tiles: Int32):
+    first_tile_kernel(out, num_tiles).launch(grid=(1, 1, 1), block=(2, 1, 1))
+
+
+def test_python_flag_of_object_changed_in_place_survives_its_own_dynamic_loop():
+    out = np.full((2, 2), -1, dtype=np.int32)
+    cute.compile(first_tile_host, out, 5, options="--target cpu")(out, 5)
+    np.testing.assert_array_equal(out, [[3, 1], [3, 1]])  # one tile each: the first, tile 5 - 2
+
+
 # ---- the shape of tensorop_gemm's main loop: nested dynamic loops, a re-pointed view ----------------
 
 @cute.kernel

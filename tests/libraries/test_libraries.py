@@ -355,6 +355,65 @@ def test_gpu_fa4_sm90_forward_packed_gqa(causal, head_dim, qhead_per_kvhead):
     _close(out, _attention_ref(q, kk, vv, causal), 2e-2)
 
 
+# ---- FlashAttention-4: variable-length sequences (cu_seqlens), as tests/cute/test_flash_attn_varlen.py
+#      runs them on SM90 (forward only). Its SingleTileVarlenScheduler ends a CTA's tile loop with a
+#      Python flag, `_is_first_block`, which a dynamic region inside get_current_work() once reset:
+#      every kernel looped forever (the whole FA4 file hung on the H100) -----------------------------
+
+def _varlen_inputs(lens, heads, heads_kv, head_dim, device, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    total = sum(lens)
+    q = torch.randn(total, heads, head_dim, generator=gen).to(torch.bfloat16)
+    k, v = (torch.randn(total, heads_kv, head_dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+    cu_seqlens = torch.tensor([0] + list(np.cumsum(lens)), dtype=torch.int32)
+    return [t.to(device) for t in (q, k, v, cu_seqlens)]
+
+
+def _varlen_ref(q, k, v, cu_seqlens, causal):
+    """Each sequence on its own: softmax(Q K^T / sqrt(d)) V, the KV heads shared by their query heads."""
+    group = q.shape[1] // k.shape[1]
+    out = torch.empty(q.shape, dtype=torch.float32)
+    for start, end in zip(cu_seqlens[:-1].tolist(), cu_seqlens[1:].tolist()):
+        qs, ks, vs = (x[start:end].cpu().float().transpose(0, 1) for x in (q, k, v))
+        ks, vs = (x.repeat_interleave(group, dim=0) for x in (ks, vs))
+        out[start:end] = torch.nn.functional.scaled_dot_product_attention(qs, ks, vs, is_causal=causal).transpose(0, 1)
+    return out
+
+
+VARLEN_CASES = [  # (causal, head_dim, heads, heads_kv, sequence lengths): mha, and packed gqa
+    (False, 64, 1, 1, [8, 40, 1]),
+    (True, 128, 4, 2, [33, 130, 5]),
+]
+
+
+@pytest.mark.parametrize("causal,head_dim,heads,heads_kv,lens", VARLEN_CASES)
+def test_fa4_sm90_varlen_forward_on_the_ptx_executor(monkeypatch, causal, head_dim, heads, heads_kv, lens):
+    from cutlass import _core
+    if not _core.libnvvm_available():
+        pytest.skip("libNVVM not found: the ptx target needs it")
+    interface = _fa4_interface()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})  # its key does not name the target
+    q, k, v, cu_seqlens = _varlen_inputs(lens, heads, heads_kv, head_dim, "cpu")
+    with _OnCpu():
+        out, _ = interface._flash_attn_fwd(q, k, v, cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens.clone(),
+                                           causal=causal, _compute_capability=9, return_lse=True)
+    _close(out, _varlen_ref(q, k, v, cu_seqlens, causal), 2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("causal,head_dim", [(False, 64), (True, 64), (False, 128), (True, 128)])
+def test_gpu_fa4_sm90_varlen_forward(causal, head_dim):
+    interface = _fa4_interface()
+    lens = [1, 2048, 77, 300, 128, 8, 1000]
+    q, k, v, cu_seqlens = _varlen_inputs(lens, 6, 2, head_dim, "cuda")
+    out, _ = interface._flash_attn_fwd(q, k, v, cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens.clone(),
+                                       causal=causal, return_lse=True)
+    torch.cuda.synchronize()
+    _close(out, _varlen_ref(q, k, v, cu_seqlens, causal), 2e-2)
+
+
 # ---- quack's GEMM + activation (linear_act) with a bias: runtime tensors inside its epilogue
 # argument dataclass, and an N-major B whose N is no multiple of the 64-element swizzle atom --------
 

@@ -229,6 +229,26 @@ def _rebuild(node, values):
     return node.obj, rest
 
 
+_PYTHON_STATE = (bool, int, float, str, bytes, type(None), enum.Enum)
+_ABSENT = object()
+
+
+def keep_python_state(copy, source):
+    """`copy` (an object rebuilt through its __new_from_mlir_values__, which constructs a new one)
+    given the plain Python attributes of `source` (flags, counters: state the trace itself keeps,
+    which the constructor resets) where the copy holds a plain Python value or none; attributes
+    holding IR values stay as rebuilt. FA4's varlen tile scheduler keeps `_is_first_block` so:
+    reset to True in a copy, its loop never ends."""
+    if type(copy) is not type(source) or copy is source or not hasattr(copy, "__dict__") \
+            or not hasattr(source, "__dict__"):
+        return copy
+    for key, value in vars(source).items():
+        current = copy.__dict__.get(key, _ABSENT)
+        if isinstance(value, _PYTHON_STATE) and (current is _ABSENT or isinstance(current, _PYTHON_STATE)):
+            copy.__dict__[key] = value
+    return copy
+
+
 def extract_mlir_values(obj):
     """The IR values of a DSL value (cutlass.cutlass_dsl.extract_mlir_values); Python objects
     without a dynamic part have none."""

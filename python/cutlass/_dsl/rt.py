@@ -137,7 +137,7 @@ def _clone(init, in_place):
     out = list(init)
     for k in in_place:
         node = carry.structure_of(init[k])
-        out[k] = carry.rebuild(node, carry.values_for(node, init[k]))
+        out[k] = carry.keep_python_state(carry.rebuild(node, carry.values_for(node, init[k])), init[k])
     return out
 
 
@@ -149,13 +149,17 @@ def _protocol_objects(init):
     return {k for k, v in enumerate(init) if not _is_undef(v) and isinstance(carry.structure_of(v), carry.Protocol)}
 
 
-def _write_back(outputs, init, in_place):
+def _write_back(outputs, init, in_place, python_state=None):
     """An object changed in place keeps its identity (other names may refer to it, e.g. `self`
-    in the method that changed it): it takes the state of the value after the region."""
+    in the method that changed it): it takes the state of the value after the region: its IR
+    values from the region's results, its plain Python attributes from `python_state[k]` (a
+    loop body's object as the trace left it), else as before the region (a dynamic `if`'s paths
+    cannot both define them), never the defaults its __new_from_mlir_values__ constructs."""
     frames = getattr(context.current(), "branch_write_backs", None)
     for k in in_place:
         new, obj = outputs[k], init[k]
         if type(new) is type(obj) and hasattr(obj, "__dict__"):
+            carry.keep_python_state(new, obj if python_state is None else python_state[k])
             if frames and id(obj) not in frames[-1]:
                 frames[-1][id(obj)] = (obj, dict(obj.__dict__))
             obj.__dict__.update(new.__dict__)
@@ -271,6 +275,15 @@ def _entry_structures(init, assigned):
             if not _is_undef(v) and (assigned is None or k < assigned or k in in_place)]
 
 
+def _loop_entry(init, carried, values, assigned):
+    """The names as a loop's condition or body sees them: the carried ones rebuilt from the
+    region's arguments; an object changed in place keeps its plain Python attributes."""
+    entry = _place(list(init), carried, values)
+    for k in _in_place(init, assigned):
+        entry[k] = carry.keep_python_state(entry[k], init[k])
+    return entry
+
+
 def _entry_values(init, carried):
     vals = []
     for k, node in carried:
@@ -298,7 +311,7 @@ def _finish_loop(tr, op, names, init, out, carried, loc, assigned):
     results = tr.set_results(op, [v.ir_type for v in vals])
     outputs = [(_Undefined(name, loc) if _is_undef(init[k]) else init[k]) for k, name in enumerate(names)]
     _place(outputs, carried, results)
-    return tuple(_write_back(outputs, init, _in_place(init, assigned)))
+    return tuple(_write_back(outputs, init, _in_place(init, assigned), python_state=out))
 
 
 def for_(rng, body_fn, names, init, loc, assigned=None):
@@ -313,7 +326,7 @@ def for_(rng, body_fn, names, init, loc, assigned=None):
     while True:
         op, iv, iters = tr.for_begin(start._n, stop._n, step._n, _entry_values(init, carried), rng.unroll)
         tr.enter_region(op, 0)
-        out = body_fn(wrap(iv), *_place(list(init), carried, iters))
+        out = body_fn(wrap(iv), *_loop_entry(init, carried, iters, assigned))
         joined, widened = _exit_structures(names, out, carried, loc)
         if not widened:
             return _finish_loop(tr, op, names, init, out, joined, loc, assigned)
@@ -328,10 +341,10 @@ def while_(cond_fn, body_fn, names, init, loc, assigned=None):
     while True:
         op, before, after = tr.while_begin(_entry_values(init, carried))
         tr.enter_region(op, 0)
-        cond = cond_fn(*_place(list(init), carried, before))
+        cond = cond_fn(*_loop_entry(init, carried, before, assigned))
         tr.condition(as_numeric(cond)._n, list(before))
         tr.enter_region(op, 1)
-        out = body_fn(*_place(list(init), carried, after))
+        out = body_fn(*_loop_entry(init, carried, after, assigned))
         joined, widened = _exit_structures(names, out, carried, loc)
         if not widened:
             return _finish_loop(tr, op, names, init, out, joined, loc, assigned)

@@ -1,5 +1,7 @@
 #include "emulator/ptx/ptx_scheduler.h"
 
+#include <chrono>
+#include <cstdlib>
 #include <map>
 
 namespace opencute::emulator::ptx {
@@ -197,13 +199,47 @@ const char* state_name(ThreadState s) {
   fail_at(L, *first_cta, *first, L.kernel->code[first->state == ThreadState::Ready ? first->spin_pc : first->pc], what);
 }
 
+// OPENCUTE_PTX_TIME_LIMIT: seconds a cluster may run (0: no limit). A loop that never ends keeps
+// its threads running, so no deadlock is seen; the GPU would hang as well.
+double time_limit_seconds() {
+  const char* e = std::getenv("OPENCUTE_PTX_TIME_LIMIT");
+  return e ? std::atof(e) : 0.0;
+}
+
+[[noreturn]] void report_still_running(const Launch& L, Cluster& cl, double limit) {
+  std::map<std::pair<uint32_t, int>, int> at;  // (pc, state) -> threads
+  const Thread* first = nullptr;
+  const Cta* first_cta = nullptr;
+  for (Cta& cta : cl.ctas)
+    for (Thread& t : cta.threads)
+      if (t.state != ThreadState::Exited) {
+        ++at[{t.pc, int(t.state)}];
+        if (!first) first = &t, first_cta = &cta;
+      }
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%g", limit);
+  std::string what = std::string("still running after ") + secs +
+                     " s (OPENCUTE_PTX_TIME_LIMIT), a loop that may never end;";
+  for (auto& [key, n] : at) {
+    const Inst& i = L.kernel->code[key.first];
+    what += " " + std::to_string(n) + " thread(s) " +
+            (ThreadState(key.second) == ThreadState::Ready ? std::string("at") : std::string(state_name(ThreadState(key.second))) + " at") +
+            " PTX line " + std::to_string(i.line) + " `" + i.text + "`;";
+  }
+  fail_at(L, *first_cta, *first, L.kernel->code[first->pc], what);
+}
+
 }  // namespace
 
 void run_cluster(const Launch& L, Cluster& cl) {
   // Rounds in which every thread only blocked or spun on a failed try_wait, and nothing any wait
   // depends on changed: two in a row are a deadlock (the spinning threads can never succeed).
   int idle_rounds = 0;
+  const double limit = time_limit_seconds();
+  const auto start = std::chrono::steady_clock::now();
   for (;;) {
+    if (limit > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > limit)
+      report_still_running(L, cl, limit);
     bool moved = false, any_live = false, worked = false;
     const uint64_t changes_before = cl.changes;
     int live_before = 0;
