@@ -5,7 +5,9 @@ The example's kernels run on OpenCuTe's CPU emulator (CUTE_DSL_TARGET=cpu) and t
 their results against its own torch reference, as it does on the GPU.
 
 OPENCUTE_EXAMPLE_GMEM_TENSORS=1: host tensors enter compiled functions as global-memory tensors,
-as GPU tensors do (NVIDIA's MoE helpers insist on gmem pointers). Test infrastructure only."""
+as GPU tensors do (NVIDIA's MoE helpers insist on gmem pointers). Test infrastructure only.
+OPENCUTE_EXAMPLE_TORCH_VERSION=2.9.0: torch reports that version, for scripts that pick their own
+reference below a torch version (torch_scaled_grouped_mm.py; torch's scaled_grouped_mm is CUDA-only)."""
 import contextlib
 import os
 import runpy
@@ -36,16 +38,37 @@ def _host(device):
     return device
 
 
+def _is_cuda(device):
+    return _host(device) is not device
+
+
+def _gpu_aligned(t):
+    """`t` in storage that starts on a 256-byte boundary, as CUDA allocations do (the host
+    allocator gives 64; NVIDIA's MoE workspace aligns its descriptor slots up from its start)."""
+    if not isinstance(t, torch.Tensor) or t.numel() == 0 or t.data_ptr() % 256 == 0 or t.requires_grad:
+        return t
+    nbytes = t.untyped_storage().nbytes()
+    raw = torch.empty(nbytes + 256, dtype=torch.uint8)
+    start = (-raw.data_ptr()) % 256
+    base = raw[start:start + nbytes].view(t.dtype)  # (as_strided's offset counts from the storage's start)
+    out = base.as_strided(t.shape, t.stride(), base.storage_offset() + t.storage_offset())
+    out.copy_(t)
+    return out
+
+
 class _CudaOnHost(TorchFunctionMode):
     def __torch_function__(self, func, types_, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func is torch.Tensor.cuda:
-            return args[0]
+            return _gpu_aligned(args[0])
+        on_gpu = "device" in kwargs and _is_cuda(kwargs["device"])
         if "device" in kwargs:
             kwargs["device"] = _host(kwargs["device"])
         if func is torch.Tensor.to:
+            on_gpu = on_gpu or any(_is_cuda(a) for a in args[1:])
             args = tuple(_host(a) if i else a for i, a in enumerate(args))
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        return _gpu_aligned(result) if on_gpu else result
 
 
 class _NoProfiler(contextlib.nullcontext):
@@ -71,6 +94,9 @@ if os.environ.get("OPENCUTE_EXAMPLE_GMEM_TENSORS"):
     from cutlass._dsl.address_space import AddressSpace
 
     _arguments.Tensor.memspace = property(lambda self: AddressSpace.gmem)
+
+if os.environ.get("OPENCUTE_EXAMPLE_TORCH_VERSION"):
+    torch.__version__ = os.environ["OPENCUTE_EXAMPLE_TORCH_VERSION"]
 
 script = os.path.abspath(sys.argv[1])
 sys.argv = sys.argv[1:]

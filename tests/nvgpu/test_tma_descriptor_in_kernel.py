@@ -36,7 +36,7 @@ def _mlir_slot(gslot):
     return cute_ir.recast_iter(desc_type, ptr.value)
 
 
-def _host(through_slot=True, mlir_slot=False, pitch=COLS):
+def _host(through_slot=True, mlir_slot=False, pitch=COLS, copy=True):
     """Block i loads tile i of rows [offs[0], offs[1]) of `b` (rows `pitch` elements apart) through a
     descriptor the kernel made."""
     tm, tk = TILE
@@ -59,6 +59,8 @@ def _host(through_slot=True, mlir_slot=False, pitch=COLS):
             cpasync.copy_tensormap(atom, gslot)
             cpasync.fence_tma_desc_release()
         cute.arch.sync_threads()
+        if cutlass.const_expr(not copy):
+            return
         if tidx < 32:
             cpasync.fence_tma_desc_acquire(gslot)
             g = cute.local_tile(tma_tensor, TILE, (bidx, 0))
@@ -142,3 +144,14 @@ def test_a_descriptor_encoded_in_the_kernel_loads_on_the_gpu():
     want = np.zeros((16, COLS), np.float32)
     want[:14] = b[5:19]
     np.testing.assert_array_equal(args[3].cpu().numpy(), want)
+
+
+def test_an_empty_range_encodes_and_only_a_copy_through_it_is_refused():
+    # An empty expert (NVIDIA's MoE GEMMs encode a descriptor per expert): extent 0, which TMA
+    # refuses, is written to the slot like any other; only a copy through it is an error.
+    b, offs, slots, out = _inputs(7, 7, 1)
+    compiled = cute.compile(_host(copy=False), b, offs, slots, out, options="--target cpu --gpu-arch sm_100a")
+    compiled(b, offs, slots, out)
+    assert (out == -1).all()
+    with pytest.raises(cutlass.DSLRuntimeError, match="encoded from values TMA refuses"):
+        cute.compile(_host(), b, offs, slots, out, options="--target cpu --gpu-arch sm_100a")(b, offs, slots, out)

@@ -235,6 +235,10 @@ TmaDescriptor descriptor_of(const Inst& i, Sm90WarpContext& w, int lane) {
   if (!tma_descriptor_at(addr, &d))
     w.fail(lane, std::string(ir::opcode_name(i.code)) + " through a pointer that is not a TMA descriptor made by "
                                                         "make_tiled_tma_atom (nor a copy of one: copy_tensormap)");
+  if (d.invalid)
+    w.fail(lane, std::string(ir::opcode_name(i.code)) + " through a tensor map that make_tiled_tma_atom in the kernel "
+                                                        "encoded from values TMA refuses (an extent, stride, box or "
+                                                        "address out of its range)");
   if (d.rank != int(i.imm))
     w.fail(lane, std::string(ir::opcode_name(i.code)) + " with " + std::to_string(i.imm) +
                      " coordinates through a descriptor of rank " + std::to_string(d.rank));

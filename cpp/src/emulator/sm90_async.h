@@ -42,6 +42,9 @@ struct TmaDescriptor {
   uint64_t strides[5] = {0, 0, 0, 0, 0};  // bytes
   uint32_t box[5] = {1, 1, 1, 1, 1};
   int32_t data_type = -1;  // CUtensorMapDataType (tensor_map_data_type); what a reducing store combines
+  // 1: a kernel encoded it (make_tiled_tma_atom in a kernel) from values TMA refuses (an empty
+  // expert's extent 0); copying it to a slot is fine, a TMA copy through it is an error.
+  int32_t invalid = 0;
 };
 
 // CUtensorMapDataType of an element type; -1 when TMA cannot move it.

@@ -21,7 +21,8 @@ struct TmaDescriptorImage {
   uint64_t strides[5] = {};  // bytes
   uint32_t dims[5] = {};
   uint32_t box[5] = {};
-  uint32_t padding[4] = {};
+  uint32_t invalid = 0;  // TmaDescriptor::invalid
+  uint32_t padding[3] = {};
 };
 static_assert(sizeof(TmaDescriptorImage) == 128, "a tensor map slot is 128 bytes");
 

@@ -58,6 +58,8 @@ TmaDescriptor tensor_map(ThreadCtx& t, const Operand& map) {
   else host = reinterpret_cast<uintptr_t>(t.host(t.get(map), Space::Generic, 128, false, 64));
   TmaDescriptor d;
   if (!tma_descriptor_at(host, &d)) t.fail("the tensor map operand does not point at a TMA descriptor");
+  if (d.invalid) t.fail("a TMA copy through a tensor map encoded from values TMA refuses (an extent, stride, box or "
+                        "address out of its range)");
   return d;
 }
 
