@@ -70,8 +70,6 @@ def test_tma_load_of_packed_int4_links_for_sm100a(monkeypatch):
     assert bytes(f.__cubin__[:4]) == b"\x7fELF"
 
 
-@pytest.mark.xfail(strict=True, reason="a broadcast leaf's stride 0 in the TMA tensor is not yet reconciled with the "
-                                        "block-scaled GEMMs' scale-factor tiles, which are partitioned with that leaf")
 def test_tma_tensor_of_a_broadcast_leaf_has_stride_0_there():
     seen = []
 

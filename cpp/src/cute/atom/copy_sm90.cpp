@@ -617,13 +617,19 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   if (flat_shape.size() > 1) {
     // Coordinate j is leaf leaf_order[j]'s (a kernel that offsets a TMA tensor's iterator by hand
     // adds a column offset to the contiguous dimension's coordinate, component 0 for a K-major
-    // operand). Broadcast (stride-0) leaves keep a coordinate of their own: the block-scale factor
-    // tiles are partitioned with them.
+    // operand). A broadcast leaf (static stride 0) is no tensor-map dimension: as in CuTe C++'s
+    // make_tma_copy (stride 0 or extent 1: "no contribution to the TMA") its TMA-tensor stride is
+    // 0, so filter_zeros drops it: a kernel stepping through the distinct k-granules of a
+    // broadcast scale factor reads one granule per step, and a block-scaled GEMM's filtered
+    // scale-factor tile holds the box's distinct positions (tma_copy takes either tile).
     a.coord_of_leaf.assign(flat_shape.size(), 0);
     for (size_t j = 0; j < leaf_order.size(); ++j) a.coord_of_leaf[size_t(leaf_order[j])] = int(j);
     std::vector<L::IntTuple> coord_strides, zeros;
     for (size_t f = 0; f < flat_shape.size(); ++f) {
-      coord_strides.push_back(L::IntTuple(L::ScaledBasis{L::Int(1), {a.coord_of_leaf[f]}}));
+      const bool broadcast = flat_stride[f].is_int() && flat_stride[f].as_int().is_static_value(0) &&
+                             !(flat_shape[f].is_int() && flat_shape[f].as_int().is_static_value(1));
+      coord_strides.push_back(broadcast ? L::IntTuple(0)
+                                        : L::IntTuple(L::ScaledBasis{L::Int(1), {a.coord_of_leaf[f]}}));
       zeros.push_back(L::IntTuple(0));
     }
     res.tma_tensor = make_coord_tensor(L::IntTuple(std::move(zeros)),
@@ -636,6 +642,31 @@ namespace {
 // Where global leaf `leaf`'s coordinate sits in the TMA tensor's (flattened) coordinates.
 int coord_index(const TmaAtom& a, int leaf) {
   return a.coord_of_leaf.empty() || size_t(leaf) >= a.coord_of_leaf.size() ? leaf : a.coord_of_leaf[size_t(leaf)];
+}
+
+// The positions of a static smem tile that are not broadcast (a leaf of extent > 1 and stride 0
+// repeats one element): the size of its filter_zeros view.
+int64_t distinct_positions(const L::Layout& smem) {
+  std::vector<L::IntTuple> shapes = L::flatten_to_vector(smem.shape), strides = L::flatten_to_vector(smem.stride);
+  int64_t n = 1;
+  for (size_t k = 0; k < shapes.size(); ++k)
+    if (!strides[k].as_int().is_static_value(0)) n *= shapes[k].as_int().value();
+  return n;
+}
+
+// Tile index `index` of the smem tile (colexicographic over its leaves) as an index into its
+// filter_zeros view: the broadcast leaves' coordinates dropped (an instruction's start has 0 there).
+int64_t distinct_index(const L::Layout& smem, int64_t index) {
+  std::vector<L::IntTuple> shapes = L::flatten_to_vector(smem.shape), strides = L::flatten_to_vector(smem.stride);
+  int64_t out = 0, scale = 1;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    const int64_t n = shapes[k].as_int().value(), c = index % n;
+    index /= n;
+    if (strides[k].as_int().is_static_value(0)) continue;
+    out += c * scale;
+    scale *= n;
+  }
+  return out;
 }
 }  // namespace
 
@@ -690,7 +721,15 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
   if (!s.layout.is_static() || !same_tile_offsets(s.layout, a.smem_layout))
     tma_error("TMA_COPY", what + ": the shared tile's layout is not the smem layout the atom was made for (one "
                                  "TMA box is one whole tile: index the stage / tile modes first)");
-  if (L::size(g.layout).is_static() && L::size(g.layout).value() != a.tile_elems)
+  // A tile without its broadcast positions (filter_zeros of a block-scale factor tile, whose
+  // broadcast leaves have stride 0 in both the TMA tensor and the smem layout) holds the box's
+  // distinct positions, in the same order.
+  const int64_t distinct = distinct_positions(a.smem_layout);
+  auto holds_distinct = [&](const L::Layout& l) {
+    return distinct != a.tile_elems && L::size(l).is_static() && L::size(l).value() == distinct;
+  };
+  const bool g_distinct = holds_distinct(g.layout), s_distinct = holds_distinct(s.layout);
+  if (L::size(g.layout).is_static() && L::size(g.layout).value() != a.tile_elems && !g_distinct)
     tma_error("TMA_COPY", what + ": the global tile has " + std::to_string(L::size(g.layout).value()) +
                                " coordinates, the atom's box " + std::to_string(a.tile_elems));
   if (load && !mbar) tma_error("TMA_COPY", what + " needs tma_bar_ptr= (the mbarrier the loaded bytes complete on)");
@@ -720,7 +759,9 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
   const bool mcast = a.kind == TmaKind::LoadMulticast;
   for (int64_t start : starts) {
     // The sub-box's first coordinate, in global modes, becomes the tensor map's coordinates.
-    std::vector<L::IntTuple> origin = L::flatten_to_vector(coordinate_at(g, L::IntTuple(start)));
+    const int64_t start_distinct = g_distinct || s_distinct ? distinct_index(a.smem_layout, start) : start;
+    std::vector<L::IntTuple> origin =
+        L::flatten_to_vector(coordinate_at(g, L::IntTuple(g_distinct ? start_distinct : start)));
     std::vector<ir::Value*> coords;
     for (int k = 0; k < a.rank; ++k) {
       if (size_t(coord_index(a, a.gmode[k])) >= origin.size())
@@ -754,7 +795,7 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
       coords.push_back(c.materialize(ir::i32()));
     }
     // The hardware swizzles the box by shared address itself: it takes the sub-box's unswizzled start.
-    ir::Value* smem_ptr = unswizzled_element_address(s, L::IntTuple(start));
+    ir::Value* smem_ptr = unswizzled_element_address(s, L::IntTuple(s_distinct ? start_distinct : start));
     std::vector<ir::Value*> ops = {dsl::materialize(descriptor), smem_ptr};
     if (load) ops.push_back(dsl::materialize(*mbar));
     ops.insert(ops.end(), coords.begin(), coords.end());
