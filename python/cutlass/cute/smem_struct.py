@@ -167,6 +167,12 @@ class _ScalarField:
     def load(self):
         return self.ptr.load()
 
+    def __extract_mlir_values__(self):
+        # Where an operation takes a pointer, a scalar member stands for its address (quack's SM100
+        # GEMM hands `storage.tmem_holding_buf` to alloc_tmem and an mbarrier member to mbarrier_init).
+        from .._dsl.carry import extract_mlir_values
+        return extract_mlir_values(self.ptr)
+
     def store(self, value):
         self.ptr.store(value)
 
