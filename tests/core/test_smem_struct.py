@@ -612,3 +612,29 @@ def test_memrange_of_packed_fp4_takes_half_a_byte_per_element():
         a: cute.struct.MemRange[cutlass.Float4E2M1FN, 3]
         b: cutlass.Int8
     assert Odd.size_in_bytes() == 3
+
+
+def test_a_scalar_member_stands_for_its_address_where_a_pointer_is_taken():
+    # quack's SM100 GEMM hands struct members to mbarrier_init / alloc_tmem without `.ptr`.
+    @cute.struct
+    class Storage:
+        bar: cutlass.Int64
+        flag: cutlass.Int32
+
+    @cute.kernel
+    def k(out: cute.Tensor):
+        storage = cutlass.utils.SmemAllocator().allocate(Storage)
+        cute.arch.mbarrier_init(storage.bar, 1)
+        cute.arch.mbarrier_init_fence()
+        cute.arch.mbarrier_arrive(storage.bar)
+        cute.arch.mbarrier_wait(storage.bar, 0)
+        storage.flag.store(cutlass.Int32(7))
+        out[0] = storage.flag.load()
+
+    @cute.jit
+    def host(out: cute.Tensor):
+        k(out).launch(grid=(1, 1, 1), block=(1, 1, 1))
+
+    out = np.zeros(1, np.int32)
+    host(out)
+    assert out[0] == 7
