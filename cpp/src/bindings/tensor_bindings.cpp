@@ -406,6 +406,14 @@ void bind_tensors(nb::module_& root) {
   m.def("make_tiled_copy_D", [](const cute::CopyAtom& atom, const cute::TiledCopy& tc) {
     return cute::make_tiled_copy_D(atom, tc);
   });
+  // A thread's slice stands for its tiled copy (a ThrCopy is a TiledCopy in the CuTe DSL:
+  // FlashAttention-4's SM100 epilogue passes one).
+  m.def("make_tiled_copy_S", [](const cute::CopyAtom& atom, const ThrCopy& thr) {
+    return cute::make_tiled_copy_S(atom, thr.tiled);
+  });
+  m.def("make_tiled_copy_D", [](const cute::CopyAtom& atom, const ThrCopy& thr) {
+    return cute::make_tiled_copy_D(atom, thr.tiled);
+  });
   m.def("make_cotiled_copy", [](const cute::CopyAtom& atom, nb::handle atom_tv, nb::handle data_layout) {
     Scope scope;
     return cute::make_cotiled_copy(atom, require_layout(atom_tv, "make_cotiled_copy"),

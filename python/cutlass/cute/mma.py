@@ -107,6 +107,36 @@ class _OpOfAtom(MmaOp):
     acc_dtype = property(lambda self: self._atom.acc_dtype)
     shape_mnk = property(lambda self: self._atom.shape_mnk)
 
+    # Where A comes from and the operands' major modes, in the enums of the op's own family
+    # (FlashAttention-4 builds its tcgen05 instructions from tiled_mma.op.a_src / a_major_mode).
+    def _family(self):
+        from .nvgpu import tcgen05, warpgroup
+        return tcgen05 if self._atom._op_string.startswith("tcgen05") else warpgroup
+
+    @property
+    def a_src(self):
+        name = next(n for n, v in _core.cute.OperandSource.__members__.items() if int(v) == self._atom._a_source)
+        return self._family().OperandSource[name]
+
+    @property
+    def a_major_mode(self):
+        return _major_mode(self._atom._a_major)
+
+    @property
+    def b_major_mode(self):
+        return _major_mode(self._atom._b_major)
+
+    @property
+    def cta_group(self):
+        from .nvgpu import tcgen05
+        return tcgen05.CtaGroup(self._atom._cta_group) if self._family() is tcgen05 else None
+
+
+def _major_mode(value):
+    from .nvgpu.common import OperandMajorMode
+    name = next(n for n, v in _core.cute.OperandMajor.__members__.items() if int(v) == value)
+    return OperandMajorMode[name]
+
 
 TiledMma.op = property(lambda self: _OpOfAtom(self._atom_copy()))
 MmaAtom.op = property(lambda self: _OpOfAtom(copy.copy(self)))

@@ -281,3 +281,24 @@ _Tensor.dtype = property(lambda self: self.element_type)
 # `ptr.toint(loc=, ip=)`: helper code passes the DSL's location keywords to every op.
 _pointer_toint = _Pointer.toint
 _Pointer.toint = lambda self, *, loc=None, ip=None: _pointer_toint(self)
+
+
+class _PointerType:
+    """`ptr.type`: the pointer's MLIR-level type as code that reads it sees it; `swizzle_type`
+    prints as the CuTe dialect's `!cute.swizzle<"S<b,m,s>">` (FlashAttention-4 parses it to get a
+    shared-memory operand's swizzle; an unswizzled pointer's is the identity S<0,4,3>)."""
+
+    def __init__(self, ptr):
+        self._ptr = ptr
+
+    @property
+    def swizzle_type(self):
+        sw = self._ptr.swizzle
+        bits, base, shift = (sw.num_bits, sw.num_base, sw.num_shift) if sw is not None else (0, 4, 3)
+        return f'!cute.swizzle<"S<{bits},{base},{shift}>">'
+
+    def __str__(self):
+        return f"!cute.ptr<{self._ptr.dtype.__name__}, {self._ptr.memspace}, {self.swizzle_type}>"
+
+
+_Pointer.type = property(_PointerType)

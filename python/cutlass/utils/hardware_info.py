@@ -21,10 +21,10 @@ _L2_CACHE_SIZE = 38
 
 def emulated_part():
     """The part (a dict of its figures, support/arch.h's EmulatedPart) that kernels compiled now
-    run as on the CPU emulator, or None: when they run on a GPU (CUTE_DSL_TARGET=gpu, or unset
+    run as on the CPU emulator or the PTX executor, or None: when they run on a GPU (CUTE_DSL_TARGET=gpu, or unset
     with a CUDA device present), or when the architecture has no part (sm_80, sm_90a)."""
     target = os.environ.get(ENV_TARGET, "").strip().lower()
-    emulated = target == "cpu" or (target in ("", "auto") and not _core.cuda_available())
+    emulated = target in ("cpu", "ptx") or (target in ("", "auto") and not _core.cuda_available())
     if not emulated:
         return None
     ctx = context.current()

@@ -80,8 +80,20 @@ std::string cast(KernelLowering& k, const Op& op, Type from, Type to, const std:
   k.error(op, "cannot cast " + ir::to_string(from) + " to " + ir::to_string(to));
 }
 
+// A tensor-memory address is an i32 (its lane and column): to and from other integers it only
+// changes width (cute.make_ptr(dtype, 0, AddressSpace.tmem) in FlashAttention-4's SM100 forward).
+std::string resize_i32(KernelLowering& k, const std::string& v, const std::string& from, const std::string& to) {
+  if (from == to) return v;
+  auto bits = [](const std::string& t) { return std::stoi(t.substr(1)); };
+  return k.emit_def((bits(from) > bits(to) ? "trunc " : "zext ") + from + " " + v + " to " + to);
+}
+
 std::string bitcast(KernelLowering& k, const Op& op, Type from, Type to, const std::string& v) {
   const std::string F = llvm_type(from), T = llvm_type(to);
+  const bool from_tmem = from->is_pointer() && from->space == ir::AddrSpace::Tmem;
+  const bool to_tmem = to->is_pointer() && to->space == ir::AddrSpace::Tmem;
+  if ((from_tmem || to_tmem) && !(from->is_pointer() && to->is_pointer()) && F[0] == 'i' && T[0] == 'i')
+    return resize_i32(k, v, F, T);
   if (from->is_pointer() && to->is_pointer()) {
     if (F == T) return v;
     int fa = llvm_addrspace(from->space), ta = llvm_addrspace(to->space);
