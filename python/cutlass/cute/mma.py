@@ -109,33 +109,41 @@ class _OpOfAtom(MmaOp):
 
     # Where A comes from and the operands' major modes, in the enums of the op's own family
     # (FlashAttention-4 builds its tcgen05 instructions from tiled_mma.op.a_src / a_major_mode).
-    def _family(self):
-        from .nvgpu import tcgen05, warpgroup
-        return tcgen05 if self._atom._op_string.startswith("tcgen05") else warpgroup
+    def _enums(self):
+        for prefix, enums in _OPERAND_ENUMS.items():
+            if self._atom._op_string.startswith(prefix):
+                return enums
+        raise AttributeError(f"{self._atom._op_string.splitlines()[0]} has no operand source or major modes")
 
     @property
     def a_src(self):
-        name = next(n for n, v in _core.cute.OperandSource.__members__.items() if int(v) == self._atom._a_source)
-        return self._family().OperandSource[name]
+        return self._enums()["source"][_enum_name(_core.cute.OperandSource, self._atom._a_source)]
 
     @property
     def a_major_mode(self):
-        return _major_mode(self._atom._a_major)
+        return self._enums()["major"][_enum_name(_core.cute.OperandMajor, self._atom._a_major)]
 
     @property
     def b_major_mode(self):
-        return _major_mode(self._atom._b_major)
+        return self._enums()["major"][_enum_name(_core.cute.OperandMajor, self._atom._b_major)]
 
     @property
     def cta_group(self):
-        from .nvgpu import tcgen05
-        return tcgen05.CtaGroup(self._atom._cta_group) if self._family() is tcgen05 else None
+        group = self._enums().get("cta_group")
+        return group(self._atom._cta_group) if group is not None else None
 
 
-def _major_mode(value):
-    from .nvgpu.common import OperandMajorMode
-    name = next(n for n, v in _core.cute.OperandMajor.__members__.items() if int(v) == value)
-    return OperandMajorMode[name]
+# An op family's Python enums, by the prefix of its atoms' op string ("tcgen05", "warpgroup"):
+# the family's module registers them (it imports this one, not the other way round).
+_OPERAND_ENUMS = {}
+
+
+def register_operand_enums(prefix, source, major, cta_group=None):
+    _OPERAND_ENUMS[prefix] = {"source": source, "major": major, "cta_group": cta_group}
+
+
+def _enum_name(cpp_enum, value):
+    return next(n for n, v in cpp_enum.__members__.items() if int(v) == value)
 
 
 TiledMma.op = property(lambda self: _OpOfAtom(self._atom_copy()))

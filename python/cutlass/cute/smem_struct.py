@@ -9,6 +9,7 @@ gives a view whose attributes are the fields.
 from .. import _core
 import operator
 
+from .._dsl import carry as _carry
 from .._dsl.errors import DSLUserCodeError
 from .._dsl.numeric import Integer, Numeric, NumericMeta, Int8
 from . import layout as _layout
@@ -170,8 +171,7 @@ class _ScalarField:
     def __extract_mlir_values__(self):
         # Where an operation takes a pointer, a scalar member stands for its address (quack's SM100
         # GEMM hands `storage.tmem_holding_buf` to alloc_tmem and an mbarrier member to mbarrier_init).
-        from .._dsl.carry import extract_mlir_values
-        return extract_mlir_values(self.ptr)
+        return _carry.extract_mlir_values(self.ptr)
 
     def store(self, value):
         self.ptr.store(value)

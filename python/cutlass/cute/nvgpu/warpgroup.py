@@ -4,7 +4,7 @@ construction and every check are C++ (`cpp/src/cute/atom/mma_sm90.cpp`); an inva
 or a target other than sm_90a, raises DSLUserCodeError when the op is made."""
 import enum
 
-from ..mma import MmaOp, _C
+from ..mma import MmaOp, _C, register_operand_enums
 from .common import OperandMajorMode
 
 
@@ -12,6 +12,9 @@ class OperandSource(enum.Enum):
     """Where operand A of a warpgroup MMA comes from: shared memory (a descriptor) or registers."""
     SMEM = "smem"
     RMEM = "rmem"
+
+
+register_operand_enums("warpgroup", OperandSource, OperandMajorMode)
 
 
 class Field(enum.Enum):

@@ -6,7 +6,7 @@ import enum
 
 from .... import _core
 from ...._dsl.numeric import Float4E2M1FN, Float8E8M0FNU, Float32, Int32, TFloat32
-from ...mma import MmaOp as _MmaOpBase
+from ...mma import MmaOp as _MmaOpBase, register_operand_enums
 from ..common import OperandMajorMode
 
 _C = _core.cute
@@ -22,6 +22,9 @@ class OperandSource(enum.Enum):
     """Where operand A of a tcgen05 MMA comes from: shared memory (a descriptor) or tensor memory."""
     SMEM = "smem"
     TMEM = "tmem"
+
+
+register_operand_enums("tcgen05", OperandSource, OperandMajorMode, CtaGroup)
 
 
 class Field(enum.Enum):
