@@ -311,6 +311,17 @@ TensorSSA broadcast_to(const TensorSSA& t, const IntTuple& target) {
   return out;
 }
 
+TensorSSA reshape(const TensorSSA& t, const IntTuple& target) {
+  require_static_shape(target, target);
+  if (static_size(target) != t.size())
+    throw TensorSSAError("SSA_RESHAPE", "cannot reshape a TensorSSA of shape " + python_shape_string(t.shape) + " (" +
+                                            std::to_string(t.size()) + " elements) to " + python_shape_string(target) +
+                                            " (" + std::to_string(static_size(target)) + " elements)");
+  TensorSSA out = t;
+  out.shape = target;
+  return out;
+}
+
 // ---- element-wise ------------------------------------------------------------------------------
 
 TensorSSA binary(dsl::BinOp op, const Operand& a, const Operand& b) {
