@@ -50,6 +50,11 @@ ROWS = [
     ("moe torch_grouped_mm 2cta 2x1", "sm_100a", "cute/blackwell/kernel/moe/torch_grouped_mm.py",
      MOE_SMALL + ["--use_2cta_instrs", "--cluster_shape_mnk", "2,1,1", "--mma_tiler_mnk", "256,128,64"],
      {"OPENCUTE_EXAMPLE_GMEM_TENSORS": "1"}),
+    ("geforce dense_gemm", "sm_120a", "cute/blackwell_geforce/kernel/dense_gemm/dense_gemm.py",
+     ["--mnkl", "256,256,128,1"], {}),
+    ("geforce dense_gemm 128x256 m-major", "sm_120a", "cute/blackwell_geforce/kernel/dense_gemm/dense_gemm.py",
+     ["--mnkl", "128,256,128,2", "--tile_shape_mnk", "128,256,64", "--a_major", "m", "--b_major", "n",
+      "--c_major", "m"], {}),
     ("mixed_input_fmha_decode", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_decode.py", MIXED_DECODE_SMALL, {}),
     ("mixed_input_fmha_decode gqa16 fp16 split2", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_decode.py",
      ["--seqlen", "128", "--heads_q", "16", "--heads_k", "1", "--headdim", "128", "--block_scaledim", "32",
@@ -61,11 +66,6 @@ ROWS = [
      ["--q_shape", "1,1,128,256", "--k_shape", "1,1,128,256"], {}),
     ("mamba2_ssd", "sm_100a", "cute/blackwell/kernel/attention/mamba2_ssd/mamba2_ssd.py",
      ["--gbehcdln", "2,2,2,2,2,64,128,128"], {}),
-    ("geforce dense_gemm", "sm_120a", "cute/blackwell_geforce/kernel/dense_gemm/dense_gemm.py",
-     ["--mnkl", "256,256,128,1"], {}),
-    ("geforce dense_gemm 128x256 m-major", "sm_120a", "cute/blackwell_geforce/kernel/dense_gemm/dense_gemm.py",
-     ["--mnkl", "128,256,128,2", "--tile_shape_mnk", "128,256,64", "--a_major", "m", "--b_major", "n",
-      "--c_major", "m"], {}),
 ]
 
 
