@@ -11,7 +11,7 @@ _core._set_cuda_error_class(_errors.cuda_error_from_core)
 from ._dsl.numeric import (Boolean, Int4, Int8, Int16, Int32, Int64, Uint8, Uint16, Uint32, Uint64, Float16, BFloat16,
                            Float32, TFloat32, Float64, Float8E4M3FN, Float8E5M2, Float4E2M1FN, Numeric, Integer, Float,
                            as_numeric, dtype)
-from ._dsl.numeric import Float8E8M0FNU, Float6E2M3FN, Float6E3M2FN  # noqa: F401
+from ._dsl.numeric import Float8E8M0FNU, Float6E2M3FN, Float6E3M2FN, Float8E4M3  # noqa: F401
 from ._dsl.jit import Constexpr
 from ._dsl.address_space import AddressSpace
 from ._dsl.control import const_expr, dynamic_expr, range, range_constexpr, range_dynamic, min, max

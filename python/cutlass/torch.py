@@ -165,6 +165,9 @@ def convert_cute_tensor(f32_torch_tensor, cute_tensor, dtype, is_dynamic_layout=
     return cute_tensor
 
 
+_DEVICE_ALIGN = 256  # bytes: the alignment of cudaMalloc's allocations
+
+
 def _empty_strided_aligned(torch, shape, stride, dtype, device, align):
     """torch.empty_strided whose data starts on an `align`-byte boundary. GPU allocations are
     256-byte aligned already; host allocations only 64-byte, so a larger `align` (a workspace of
@@ -214,8 +217,10 @@ def cute_tensor_like(data_ref, cutlass_dtype, is_dynamic_layout, assumed_align=N
         if is_dynamic_layout:
             cute_tensor.mark_layout_dynamic(leading_dim=get_leading_dim(data_ref))
         return cute_tensor, storage
+    # Host storage starts on a 256-byte boundary as GPU allocations do, so that the tensor can be
+    # wrapped again with a larger assumed_align (NVIDIA's mixed-input prefill asks 32, then 128).
     storage = _empty_strided_aligned(torch, tuple(data_ref.shape), tuple(data_ref.stride()),
-                                     _storage_dtype(cutlass_dtype), device, assumed_align or 0)
+                                     _storage_dtype(cutlass_dtype), device, max(assumed_align or 0, _DEVICE_ALIGN))
     _fill(storage, data_ref, cutlass_dtype)
     cute_tensor = from_dlpack(storage, assumed_align=assumed_align)
     if cutlass_dtype.width < 8:

@@ -427,3 +427,21 @@ def test_preprocess_false_traces_only(capfd):
 
     f(1)
     assert lines(capfd) == ["2"]
+
+
+def test_dynamic_value_in_a_tuple_is_a_dynamic_membership_test(capfd):
+    # NVIDIA's mixed-input decode branches on `warpgroup_idx in self.cvt_warpgroup_ids`.
+    @cute.jit
+    def f(x: cutlass.Int32):
+        if x in (1, 3):
+            cute.printf("in")
+        elif x not in [0, 4]:
+            cute.printf("neither")
+        else:
+            cute.printf("out")
+        if 2 in (1, 2):  # static operands stay Python's own test
+            cute.printf("static")
+
+    for x in (0, 1, 2, 3, 4):
+        f(x)
+    assert lines(capfd) == ["out", "static", "in", "static", "neither", "static", "in", "static", "out", "static"]

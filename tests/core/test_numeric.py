@@ -75,3 +75,13 @@ def test_type_properties():
     assert Int32.width == 32 and Float16.width == 16 and Boolean.width == 1
     assert Int8.min == -128 and Uint8.max == 255
     assert Float32.is_float and not Int32.is_float
+
+
+def test_float8_e4m3_is_a_type_of_its_own_that_kernels_cannot_hold_yet():
+    # NVIDIA's mixed-input decode refuses `kv_dtype is cutlass.Float8E4M3` (IEEE-style, with
+    # infinities) in favour of Float8E4M3FN; the name must exist and differ from the FN type.
+    assert cutlass.Float8E4M3 is not cutlass.Float8E4M3FN
+    assert issubclass(cutlass.Float8E4M3, cutlass.Float) and str(cutlass.Float8E4M3) == "Float8E4M3"
+    assert cutlass.dtype("Float8E4M3") is cutlass.Float8E4M3
+    with pytest.raises(ValueError, match="can't interpret 'Float8E4M3' as data type"):
+        cutlass.Float8E4M3.width

@@ -506,3 +506,43 @@ def test_error_math_and_any_operands():
 def test_error_unsupported_operand_type():
     with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \+: 'TensorSSA' and 'str'"):
         cute.full((2,), 1.0, F32) + "x"
+
+
+def test_reshape_reads_the_elements_in_colexicographic_order_as_the_new_shape():
+    # NVIDIA's mixed-input decode reshapes a converted K fragment to the tensor-memory store's shape.
+    seen = {}
+
+    @cute.jit
+    def f():
+        t = cute.TensorSSA([cutlass.Float32(i) for i in range(12)], (3, 4), cutlass.Float32)
+        r = t.reshape((2, (2, 3)))
+        seen["shape"] = r.shape
+        seen["values"] = [r[(i, (j, k))] for k in range(3) for j in range(2) for i in range(2)]
+        with pytest.raises(TensorSSAError,
+                           match="cannot reshape a TensorSSA of shape \\(3, 4\\) \\(12 elements\\) to \\(5,\\)"):
+            t.reshape((5,))
+
+    f()
+    assert seen["shape"] == (2, (2, 3))
+    assert [float(v) for v in seen["values"]] == [float(i) for i in range(12)]
+
+
+def test_modes_of_one_size_nested_differently_pair_their_elements_in_order():
+    # NVIDIA's mixed-input decode multiplies a K fragment of shape ((4, 4), 2) by scales of shape
+    # ((4, (2, 2)), 2): the elements pair colexicographically; the first operand's shape is kept.
+    seen = {}
+
+    @cute.jit
+    def f():
+        a = cute.TensorSSA([cutlass.Float32(i) for i in range(32)], ((4, 4), 2), cutlass.Float32)
+        b = cute.TensorSSA([cutlass.Float32(100 * i) for i in range(32)], ((4, (2, 2)), 2), cutlass.Float32)
+        r = a + b
+        seen["shape"] = r.shape
+        seen["values"] = [float(v) for v in r._values()]
+        seen["reversed"] = (b * a).shape
+        with pytest.raises(TensorSSAError, match="cannot broadcast"):
+            a + cute.TensorSSA([cutlass.Float32(0)] * 32, ((2, (2, 4)), 2), cutlass.Float32)  # 4 against 2
+
+    f()
+    assert seen["shape"] == ((4, 4), 2) and seen["reversed"] == ((4, (2, 2)), 2)
+    assert seen["values"] == [101.0 * i for i in range(32)]

@@ -116,20 +116,32 @@ def test_atomic_fmax_of_absolute_values():
     assert amax[0] == np.abs(x).max()
 
 
-def test_atomic_fmax_ptx_and_signed_values_refused():
+def test_atomic_fmax_ptx():
     x, amax = np.zeros(512, np.float32), np.zeros(1, np.float32)
     f = cute.compile(_amax, x, amax, options="--gpu-arch sm_100a")
     assert "atom.relaxed.gpu.max.s32" in toolchain.ptx_of(f)
     toolchain.require_cubin()
     assert f.__cubin__
 
-    @cute.kernel
-    def signed_kernel(amax: cute.Tensor):
-        cute.arch.atomic_fmax(amax.iterator, cutlass.Float32(-1.0))
 
-    @cute.jit
-    def signed(amax: cute.Tensor):
-        signed_kernel(amax).launch(grid=(1, 1, 1), block=(1, 1, 1))
+@cute.kernel
+def _signed_max_kernel(x: cute.Tensor, out: cute.Tensor):
+    tidx, _, _ = cute.arch.thread_idx()
+    cute.arch.atomic_fmax(out.iterator, x[tidx])
 
-    with pytest.raises(cutlass.DSLUserCodeError, match="sign_bit=True .* is not implemented"):
-        cute.compile(signed, amax, options=EMU)
+
+@cute.jit
+def _signed_max(x: cute.Tensor, out: cute.Tensor):
+    _signed_max_kernel(x, out).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+
+@pytest.mark.parametrize("shift", [0.0, -10.0])  # mixed signs; all negative
+def test_atomic_fmax_of_values_of_either_sign(shift):
+    # As NVIDIA's mixed-input decode keeps a column max of scores (initialised to -inf).
+    x = (np.random.default_rng(5).normal(size=64) + shift).astype(np.float32)
+    out = np.full(1, -np.inf, np.float32)
+    cute.compile(_signed_max, x, out, options=EMU)(x, out)
+    assert out[0] == x.max()
+    f = cute.compile(_signed_max, x, out, options="--gpu-arch sm_100a")
+    ptx = toolchain.ptx_of(f)
+    assert "atom.relaxed.gpu.max.s32" in ptx and "atom.relaxed.gpu.min.u32" in ptx

@@ -1,6 +1,7 @@
 """NVIDIA's Blackwell breadth examples (the bwx: rows of ../shared/tools/run_nvidia_examples.sh): the
 EFC custom-epilogue dense GEMMs (cute/blackwell/efc), the MoE grouped GEMM (torch_grouped_mm.py,
-which builds a TMA descriptor per expert in a kernel) and the GeForce Blackwell dense GEMM
+which builds a TMA descriptor per expert in a kernel), the mixed-input (Int8 K/V) FMHA decode and prefill
+(head dim 256), the Mamba2 SSD and the GeForce Blackwell dense GEMM
 (sm_120a: mma.sync, ldmatrix, stmatrix, TMA). Each script runs unchanged at a small size with its
 kernels on the CPU emulator (helpers/example_on_cpu_torch.py serves torch's CUDA calls from the
 host) and checks itself against its torch reference ("PASS"); the same runs with
@@ -27,6 +28,9 @@ if nvidia_examples.ROOT is None:
 RUNNER = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "helpers",
                       "example_on_cpu_torch.py")
 EFC = "cute/blackwell/efc"
+MIXED_FMHA = "cute/blackwell/kernel/attention/mixed_input_fmha"
+# Int8 K/V with BFloat16 scales, 8 query heads a K/V head (N = 8 at M = 128, A in tensor memory).
+MIXED_DECODE_SMALL = ["--seqlen", "128", "--heads_q", "8", "--heads_k", "1", "--headdim", "128", "--block_scaledim", "128"]
 MOE_SMALL = ["--hidden", "256", "--intermediate", "256", "--experts", "8", "--tokens", "64", "--top_k_select", "2"]
 
 # (row, arch, script, arguments, extra environment)
@@ -54,6 +58,17 @@ ROWS = [
     ("geforce dense_gemm 128x256 m-major", "sm_120a", "cute/blackwell_geforce/kernel/dense_gemm/dense_gemm.py",
      ["--mnkl", "128,256,128,2", "--tile_shape_mnk", "128,256,64", "--a_major", "m", "--b_major", "n",
       "--c_major", "m"], {}),
+    ("mixed_input_fmha_decode", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_decode.py", MIXED_DECODE_SMALL, {}),
+    ("mixed_input_fmha_decode gqa16 fp16 split2", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_decode.py",
+     ["--seqlen", "128", "--heads_q", "16", "--heads_k", "1", "--headdim", "128", "--block_scaledim", "32",
+      "--q_dtype", "Float16", "--o_dtype", "Float16", "--kv_splits", "2"], {}),
+    ("mixed_input_fmha_decode fp8 kv 4 scales", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_decode.py",
+     ["--seqlen", "128", "--heads_q", "8", "--heads_k", "1", "--headdim", "128", "--block_scaledim", "32",
+      "--kv_dtype", "Float8E4M3FN"], {}),
+    ("mixed_input_fmha_prefill_d256", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_prefill_d256.py",
+     ["--q_shape", "1,1,128,256", "--k_shape", "1,1,128,256"], {}),
+    ("mamba2_ssd", "sm_100a", "cute/blackwell/kernel/attention/mamba2_ssd/mamba2_ssd.py",
+     ["--gbehcdln", "2,2,2,2,2,64,128,128"], {}),
 ]
 
 
@@ -73,7 +88,8 @@ def test_example_passes_its_own_check_on_the_emulator(row, arch, script, args, e
     assert done.returncode == 0 and "PASS" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
 
 
-LINKED = [ROWS[0], ROWS[4], ROWS[6]]
+LINKED = [r for r in ROWS if r[0] in ("efc custom_epilogue_dense_gemm", "moe torch_grouped_mm", "mixed_input_fmha_decode",
+                                       "mixed_input_fmha_prefill_d256", "mamba2_ssd", "geforce dense_gemm")]
 
 
 @pytest.mark.parametrize("row,arch,script,args,extra", LINKED, ids=[r[0] for r in LINKED])

@@ -87,6 +87,16 @@ def test_cute_tensor_like(torch):
     assert cute_tensor.layout == "(?,?):(?,1)"
 
 
+def test_cute_tensor_like_storage_is_aligned_as_gpu_allocations_are(torch):
+    # NVIDIA's mixed-input prefill wraps the storage again with assumed_align=128 after asking 32.
+    from cutlass.cute.runtime import from_dlpack
+    for n in (3, 50, 1000):
+        ref = torch.arange(n, dtype=torch.float32) % 128  # exact in BFloat16
+        _, storage = cutlass_torch.cute_tensor_like(ref, cutlass.BFloat16, True, 32)
+        assert storage.data_ptr() % 256 == 0 and torch.equal(storage.float().cpu(), ref)
+        assert from_dlpack(storage, assumed_align=128).element_type is cutlass.BFloat16
+
+
 def test_cute_tensor_like_packs_int4_pairs(torch):
     # (m, k, l) values with m contiguous, as the mixed-input examples' M-major A: bytes hold
     # elements 2i (low nibble) and 2i + 1 (high nibble) of the stride-1 mode, two's complement.

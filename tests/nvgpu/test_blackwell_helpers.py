@@ -15,6 +15,21 @@ import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass import Float16, Float32, Int64
 from cutlass.cute.nvgpu import OperandMajorMode, cpasync, tcgen05
 
+def test_operand_smem_layout_can_be_mn_major_for_an_mma_that_reads_a_from_tensor_memory():
+    # NVIDIA's mixed-input decode stages V M-major in shared memory (is_k_major=False) although
+    # its MMA, reading A from tensor memory, is K-major.
+    mma = sm100_utils.make_trivial_tiled_mma(Float16, OperandMajorMode.K, OperandMajorMode.K, Float32,
+                                             tcgen05.CtaGroup.ONE, (128, 8), tcgen05.OperandSource.TMEM)
+    k_major = sm100_utils.make_smem_layout_a(mma, (128, 8, 64), Float16, 2)
+    mn_major = sm100_utils.make_smem_layout_a(mma, (128, 8, 64), Float16, 2, is_k_major=False)
+    # K-major: 64 halves of K per 128-byte row; MN-major: 64 halves of M per row, K rows 64 apart,
+    # the second 64 rows of M after the first 64 x 64 block; 128 x 64 halves a stage either way.
+    for (m, k, s) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (63, 15, 0), (64, 0, 0), (127, 3, 1)]:
+        assert mn_major.outer(((m, k), 0, 0, s)) == s * 8192 + (m // 64) * 4096 + k * 64 + m % 64
+        assert k_major.outer(((m, k), 0, 0, s)) == s * 8192 + m * 64 + k
+    assert sm100_utils.make_smem_layout_a(mma, (128, 8, 64), Float16, 2, is_k_major=True) == k_major
+
+
 SM100 = "--target cpu --gpu-arch sm_100a"
 
 

@@ -540,3 +540,40 @@ def test_pipeline_allocates_its_barriers_and_warp_agents_arrive_once():
     res = np.full(6, -1, np.float32)
     cute.compile(own_storage_host, res, options=CPU)(res)
     np.testing.assert_array_equal(res, 2.0 * np.arange(6))
+
+
+@cute.kernel
+def cloned_consumer_kernel(res: cute.Tensor, order: cute.Tensor):
+    # As NVIDIA's mixed-input prefill: one consumer handle waits, a clone of it releases.
+    warp_idx = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    mbar = cute.arch.alloc_smem(Int64, 6, alignment=8)
+    staging = cute.make_tensor(cute.arch.alloc_smem(Float32, 3, alignment=16), cute.make_layout(3))
+    group = pipeline.CooperativeGroup(pipeline.Agent.Thread, 32)
+    pipe = pipeline.PipelineAsync.create(num_stages=3, producer_group=group, consumer_group=group, barrier_storage=mbar)
+    producer, consumer = pipe.make_participants()
+    if warp_idx == 0:
+        for i in cutlass.range(cute.size(res)):
+            handle = producer.acquire_and_advance()
+            staging[handle.index] = 1.0 * i
+            handle.commit()
+        producer.tail()
+    if warp_idx == 1:
+        releaser = consumer.clone()
+        for i in cutlass.range(cute.size(res)):
+            handle = consumer.wait_and_advance()
+            res[i] = staging[handle.index]
+            order[i] = releaser.index  # the clone trails the consumer by one wait
+            releaser.release()
+            releaser.advance()
+
+
+@cute.jit
+def cloned_consumer_host(res: cute.Tensor, order: cute.Tensor):
+    cloned_consumer_kernel(res, order).launch(grid=(1, 1, 1), block=(64, 1, 1))
+
+
+def test_a_cloned_consumer_moves_on_its_own():
+    res, order = np.full(8, -1, np.float32), np.full(8, -1, np.int32)
+    cute.compile(cloned_consumer_host, res, order, options=CPU)(res, order)
+    np.testing.assert_array_equal(res, np.arange(8, dtype=np.float32))
+    np.testing.assert_array_equal(order, np.arange(8) % 3)

@@ -310,7 +310,8 @@ def tmem_a_kernel(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, tiled_mma: 
         tcgen05.commit(bar)
     cute.arch.mbarrier_wait(bar, 0)
     tCgC = tiled_mma.get_slice(0).partition_C(gC)
-    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld16x256bOp(tcgen05.Repetition.x2), cutlass.Float32),
+    rep = tcgen05.Repetition.x1 if cutlass.const_expr(N == 8) else tcgen05.Repetition.x2
+    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld16x256bOp(rep), cutlass.Float32),
                                  tCtAcc[(None, 0, 0)])
     tl = t2r.get_slice(tidx)
     dst = tl.partition_D(tCgC[(None, 0, 0)])
@@ -346,6 +347,19 @@ def test_operand_a_from_tensor_memory():
     if gpu.__ptx__ is not None:
         assert "tcgen05.mma.cta_group::1.kind::f16 [" in gpu.__ptx__ and "], [" in gpu.__ptx__
         assert "tcgen05.st.sync.aligned.32x32b.x8.b32" in gpu.__ptx__ and gpu.__cubin__
+
+
+def test_operand_a_from_tensor_memory_takes_eight_columns_at_128_rows():
+    # NVIDIA's GQA decode (mixed_input_fmha_decode.py) packs 8 query heads into N with M = 128.
+    M, N, K = 128, 8, 32
+    A, B = operands(M, N, K, seed=11)
+    C = np.zeros((M, N), np.float32)
+    gA = np.ascontiguousarray(A)
+    cute.compile(run_tmem_a, gA, B, C, M, N, K, options=EMU)(gA, B, C)
+    np.testing.assert_array_equal(C, A @ B.T)
+    assert np.abs(C).max() > 0
+    with pytest.raises(cutlass.DSLUserCodeError, match="instruction_shape must be"):
+        tcgen05.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (128, 8))  # A in shared memory: N % 16
 
 
 # ---- a whole small GEMM: TMA -> smem -> tcgen05.mma -> TMEM -> tcgen05.ld -> gmem --------------

@@ -395,6 +395,9 @@ void bind_tensors(nb::module_& root) {
   m.def("make_ldmatrix_atom", [](nb::handle dtype, int num, bool transpose, bool eight_bit) {
     return cute::make_ldmatrix_atom(dtype_of(dtype), num, transpose, eight_bit);
   });
+  m.def("make_ldmatrix16x16_atom", [](nb::handle dtype, int num, bool transpose) {
+    return cute::make_ldmatrix16x16_atom(dtype_of(dtype), num, transpose);
+  });
   m.def("make_stmatrix_atom", [](nb::handle dtype, int num, bool transpose) {
     return cute::make_stmatrix_atom(dtype_of(dtype), num, transpose);
   });

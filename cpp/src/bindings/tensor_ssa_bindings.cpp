@@ -147,6 +147,7 @@ void bind_tensor_ssa(nb::module_& m) {
   m.def("ssa_any", &cute::any);
   m.def("ssa_all", &cute::all);
   m.def("ssa_broadcast_to", [](const TensorSSA& t, nb::handle shape) { return cute::broadcast_to(t, to_key(shape)); });
+  m.def("ssa_reshape", [](const TensorSSA& t, nb::handle shape) { return cute::reshape(t, to_key(shape)); });
   m.def("ssa_broadcast_shape", [](nb::handle a, nb::handle b) {
     return shape_to_py(cute::broadcast_shape(to_key(a), to_key(b)));
   });

@@ -39,10 +39,20 @@ IntTuple pad_to(const IntTuple& t, int rank) {
 }
 
 // nullopt when the modes cannot broadcast.
-std::optional<IntTuple> broadcast_mode(const IntTuple& a, const IntTuple& b) {
-  if (a == b) return a;
-  if (is_static_one(a)) return b;
-  if (is_static_one(b)) return a;
+// Modes of one size nested differently (4 against (2, 2)): their elements pair in colexicographic
+// order, as the two values' vectors do (NVIDIA's mixed-input decode scales a K fragment by a scale
+// fragment partitioned with another nesting); the result keeps the first operand's nesting.
+bool same_size_renested(const IntTuple& a, const IntTuple& b) {
+  return a != b && (a.is_tuple() || b.is_tuple()) && layout::product(a).is_static() &&
+         layout::product(b).is_static() && static_size(a) == static_size(b) && static_size(a) > 1 &&
+         (!a.is_tuple() || !b.is_tuple() || layout::wrap(a).rank() != layout::wrap(b).rank());
+}
+
+
+std::optional<IntTuple> broadcast_mode(const IntTuple& a, const IntTuple& b);
+
+// Mode by mode, right-padded with 1s to one rank.
+std::optional<IntTuple> broadcast_modes(const IntTuple& a, const IntTuple& b) {
   if (!a.is_tuple() && !b.is_tuple()) return std::nullopt;
   int rank = std::max(layout::wrap(a).rank(), layout::wrap(b).rank());
   IntTuple wa = pad_to(a, rank), wb = pad_to(b, rank);
@@ -55,11 +65,25 @@ std::optional<IntTuple> broadcast_mode(const IntTuple& a, const IntTuple& b) {
   return IntTuple(std::move(out));
 }
 
+std::optional<IntTuple> broadcast_mode(const IntTuple& a, const IntTuple& b) {
+  if (a == b) return a;
+  if (is_static_one(a)) return b;
+  if (is_static_one(b)) return a;
+  if (auto r = broadcast_modes(a, b)) return r;
+  if (same_size_renested(a, b)) return a;
+  return std::nullopt;
+}
+
 // Strides that read a source of shape `s` (compact strides `st`) at the coordinates of the
 // broadcast shape `d`: the source's strides, 0 along broadcast modes.
 IntTuple broadcast_strides(const IntTuple& s, const IntTuple& st, const IntTuple& d) {
   if (s == d) return st;
   if (is_static_one(s)) return layout::repeat_like(d, Int(0));
+  if (!broadcast_modes(s, d) && same_size_renested(s, d)) {
+    // A compact mode's elements are consecutive from its first stride: read them in order.
+    const IntTuple flat = layout::flatten(st);
+    return layout::compact_col_major(d, flat.is_tuple() ? flat[0].as_int() : flat.as_int());
+  }
   IntTuple ws = layout::wrap(s), wst = layout::wrap(st), wd = layout::wrap(d);
   std::vector<IntTuple> out;
   for (int i = 0; i < wd.rank(); ++i)
@@ -308,6 +332,17 @@ TensorSSA broadcast_to(const TensorSSA& t, const IntTuple& target) {
   out.shape = target;
   out.element = t.element;
   for (int64_t k : gather_indices(t.shape, *r)) out.values.push_back(t.values[size_t(k)]);
+  return out;
+}
+
+TensorSSA reshape(const TensorSSA& t, const IntTuple& target) {
+  require_static_shape(target, target);
+  if (static_size(target) != t.size())
+    throw TensorSSAError("SSA_RESHAPE", "cannot reshape a TensorSSA of shape " + python_shape_string(t.shape) + " (" +
+                                            std::to_string(t.size()) + " elements) to " + python_shape_string(target) +
+                                            " (" + std::to_string(static_size(target)) + " elements)");
+  TensorSSA out = t;
+  out.shape = target;
   return out;
 }
 

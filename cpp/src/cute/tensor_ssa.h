@@ -55,6 +55,8 @@ using Operand = std::variant<TensorSSA, dsl::Num>;
 // append), then each mode must be equal or 1 (nested modes compare recursively).
 layout::IntTuple broadcast_shape(const layout::IntTuple& a, const layout::IntTuple& b);
 TensorSSA broadcast_to(const TensorSSA& t, const layout::IntTuple& target);
+// The same elements (colexicographic order) read as `target`, a static shape of the same size.
+TensorSSA reshape(const TensorSSA& t, const layout::IntTuple& target);
 // Python's tuple formatting of a static shape: 8, (3,), (3, 4), ((2, 2), 3).
 std::string python_shape_string(const layout::IntTuple& shape);
 

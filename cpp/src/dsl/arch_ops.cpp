@@ -102,14 +102,26 @@ Num atomic_fmax(const Num& ptr, const Num& value, bool sign_bit, const std::stri
   ir::Builder& b = kernel_tracer(what).builder();
   if (!ptr.type->is_pointer() || ptr.type->element != ir::f32())
     throw UserError("TYPE_MISMATCH", what + " needs a pointer to a Float32, got " + dtype_name(ptr.type));
-  if (sign_bit)
-    throw UserError("NOT_SUPPORTED", what + " with sign_bit=True (values of either sign) is not implemented; values "
-                                            "known to be non-negative take sign_bit=False");
   ir::MemoryOrder order = sem.empty() ? ir::MemoryOrder::Relaxed : ir::memory_order_from_name(sem);
   ir::MemoryScope sc = scope.empty() ? ir::MemoryScope::Gpu : ir::memory_scope_from_name(scope);
   Value* p = b.bitcast(materialize(ptr), ir::pointer_type(ir::i32(), ptr.type->space, ptr.type->align));
   Value* bits = b.bitcast(materialize(convert(value, ir::f32())), ir::i32());
-  return Num::of_value(b.bitcast(b.atomic(ir::AtomicKind::Max, order, sc, p, bits, nullptr), ir::f32()));
+  if (!sign_bit) return Num::of_value(b.bitcast(b.atomic(ir::AtomicKind::Max, order, sc, p, bits, nullptr), ir::f32()));
+  // Either sign: a float with its sign bit clear orders as a signed integer (atom.max.s32 also
+  // beats any negative float in memory); one with it set orders backwards as an unsigned integer
+  // (atom.min.u32 keeps any non-negative float in memory, and the negative nearest zero).
+  const Type u32 = ir::int_type(32, false);
+  ir::Op* branch = b.create_if(b.cmp(ir::CmpPredicate::Ge, bits, b.const_int(ir::i32(), 0)));
+  ir::Block* after = b.block();
+  b.set_block(branch->region_block(0));
+  b.yield({b.atomic(ir::AtomicKind::Max, order, sc, p, bits, nullptr)});
+  b.set_block(branch->region_block(1));
+  Value* old = b.atomic(ir::AtomicKind::Min, order, sc, b.bitcast(p, ir::pointer_type(u32, ptr.type->space, ptr.type->align)),
+                        b.bitcast(bits, u32), nullptr);
+  b.yield({b.bitcast(old, ir::i32())});
+  b.set_block(after);
+  b.set_results(branch, {ir::i32()});
+  return Num::of_value(b.bitcast(branch->result(), ir::f32()));
 }
 
 Num smem_alloc(Type element, int64_t count, int align) {

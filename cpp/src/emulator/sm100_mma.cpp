@@ -260,7 +260,9 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   std::string e = decode_idesc(idesc, ir::Tcgen05Kind(op.ints.at(0)), scale_vec, &dd);
   if (!e.empty()) fail("the instruction descriptor " + hex64(idesc) + ": " + e);
   const int M = dd.m, N = dd.n, K = dd.k;
-  bool shape_ok = group == 1 ? ((M == 64 && N % 8 == 0) || (M == 128 && N % 16 == 0)) && N >= 8 && N <= 256
+  // M = 128 takes any multiple of 8 for N with A in tensor memory (NVIDIA's GQA decode runs N = 8).
+  bool shape_ok = group == 1 ? ((M == 64 && N % 8 == 0) || (M == 128 && N % (a_tmem ? 8 : 16) == 0)) && N >= 8 &&
+                                   N <= 256
                              : (M == 128 || M == 256) && N % 16 == 0 && N >= 16 && N <= 256;
   if (!shape_ok)
     fail("the instruction descriptor " + hex64(idesc) + " asks for M = " + std::to_string(M) + ", N = " +

@@ -159,9 +159,18 @@ uintptr_t fragment_address(const uintptr_t rows[32], int lane, int j, int v, int
   return rows[8 * j + lane / 4] + uintptr_t(4 * (lane % 4) + v * elem_bytes);
 }
 
+// ldmatrix .m16n16 .trans .b8: lane 4c + q receives, as byte i + 4r + 8m of its result, row
+// 4q + i of matrix m (lane 16m + 4q + i's address) at byte c + 8r: 4 consecutive columns across 2
+// rows of the transposed matrix (PTX ISA, ldmatrix).
+uintptr_t wide_fragment_address(const uintptr_t rows[32], int lane, int v) {
+  const int i = v & 3, r = (v >> 2) & 1, m = v >> 3, q = lane % 4, c = lane / 4;
+  return rows[16 * m + 4 * q + i] + uintptr_t(c + 8 * r);
+}
+
 void matrix_op(const Inst& i, Sm80WarpContext& w, bool load) {
   const int num = int(i.imm & 0xff);
   const bool trans = (i.imm >> 8) & 1;
+  const bool wide = (i.imm >> 9) & 1;
   const char* name = load ? "ldmatrix" : "stmatrix";
   if (w.mask != 0xffffffffu) {
     int lane = w.mask ? __builtin_ctz(w.mask) : 0;
@@ -172,7 +181,7 @@ void matrix_op(const Inst& i, Sm80WarpContext& w, bool load) {
   const int elem_bytes = i.type->byte_size();
   const int per_matrix = 4 / elem_bytes;
   uintptr_t rows[32];
-  for (int r = 0; r < 8 * num; ++r) {
+  for (int r = 0; r < (wide ? 16 : 8) * num; ++r) {
     rows[r] = uintptr_t(w.regs[size_t(i.a) * kWarp + size_t(r)].i);
     w.check(r, rows[r], 16, !load, true);
     if (w.async && w.async->active()) {
@@ -181,6 +190,13 @@ void matrix_op(const Inst& i, Sm80WarpContext& w, bool load) {
     }
   }
   const int reg = load ? i.dst : i.b;
+  if (wide) {
+    for (int l = 0; l < kWarp; ++l)
+      for (int v = 0; v < 8 * num; ++v)
+        w.regs[size_t(reg + v) * kWarp + size_t(l)] =
+            ir::load_scalar(i.type, reinterpret_cast<void*>(wide_fragment_address(rows, l, v)));
+    return;
+  }
   for (int l = 0; l < kWarp; ++l)
     for (int j = 0; j < num; ++j)
       for (int v = 0; v < per_matrix; ++v) {
@@ -249,7 +265,7 @@ bool lower_sm80_copy(DeviceEmulator::Program& p, const ir::Op& op) {
       i.dst = p.reg(op.result());
       i.type = op.result()->type->element;
       i.width = op.result()->type->lanes;
-      i.imm = op.int_attr | (op.ints.empty() ? 0 : op.ints[0] << 8);
+      i.imm = op.int_attr | (op.ints.empty() ? 0 : op.ints[0] << 8) | (op.ints.size() > 1 ? op.ints[1] << 9 : 0);
       break;
     case OpCode::StMatrix:
       i.a = p.reg(op.operands[0]);

@@ -71,7 +71,8 @@ enum class OpCode : uint8_t {
                           // cp.async completed; int_attr = 1 for .noinc (the arrival is one of the
                           // barrier's expected count), 0 (the pending count is raised first: no net arrival)
   LdMatrix,       // (smem row ptr) -> vector of 32*num/width elements; int_attr = num matrices,
-                  // ints = {transpose}; warp-collective (lane i of each 8-lane group names a row)
+                  // ints = {transpose[, m16n16]}; warp-collective (lane i of each 8-lane group names a
+                  // row); m16n16 (.b8, sm_100): 64*num bits, lane i of 16 names row i of matrix i/16
   StMatrix,       // (smem row ptr, vector value); int_attr / ints as LdMatrix
   // named barriers (the cf family: Ampere examples' pipeline.NamedBarrier)
   NamedBarrier,  // (id i32 in [0,16), thread count i32, a multiple of 32); int_attr = NamedBarrierKind

@@ -333,7 +333,8 @@ class Verifier {
         Type v = ld ? (op.results.size() == 1 ? op.results[0]->type : nullptr) : (o.size() == 2 ? o[1]->type : nullptr);
         bool ok = o.size() == (ld ? 1u : 2u) && o[0]->type->is_pointer() && (ld || op.results.empty()) && v &&
                   (op.int_attr == 1 || op.int_attr == 2 || op.int_attr == 4);
-        ok = ok && v->is_vector() && v->element->width * v->lanes == 32 * op.int_attr;
+        const bool wide = ld && op.ints.size() > 1 && op.ints[1];  // ldmatrix .m16n16: 64 bits a matrix
+        ok = ok && v->is_vector() && v->element->width * v->lanes == (wide ? 64 : 32) * op.int_attr;
         expect(op, ok, std::string(opcode_name(op.code)) +
                            " moves 1, 2 or 4 matrices as a vector of 32 bits per matrix through a row pointer");
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");

@@ -3,7 +3,7 @@
 layout (natural alignment) and the traced value rebuilt from their scalar leaves. Here because
 argument binding reads them; the struct value class is the MLIR layer's, which registers it."""
 from .errors import DSLUserCodeError
-from .numeric import _CLASSES, Int64, Numeric, wrap
+from .numeric import NUMERIC_TYPES, Int64, Numeric, wrap
 
 _struct_value_class = None  # cutlass._mlir.dialects.llvm.StructValue
 
@@ -59,7 +59,7 @@ class StructType:
 
 
 def _scalar_class(t):
-    for cls in set(_CLASSES.values()):
+    for cls in NUMERIC_TYPES:  # (not the names kernels cannot hold, such as Float8E4M3)
         if cls.mlir_type == t:
             return cls
     raise DSLUserCodeError(f"no C layout for the type {t!r}", code="ARG_UNSUPPORTED_TYPE")

@@ -434,6 +434,15 @@ class _Rewriter(ast.NodeTransformer):
         args = [node.values[0]] + [_lambda(v) for v in node.values[1:]]
         return _locate(_call(_rt(op), args), self._at(node))
 
+    def visit_Compare(self, node):
+        node = self.generic_visit(node)
+        if len(node.ops) != 1 or not isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            return node
+        found = _locate(_call(_rt("contains"), [node.comparators[0], node.left]), _span(node))
+        if isinstance(node.ops[0], ast.NotIn):
+            found = _locate(_call(_rt("not_"), [found]), _span(node))
+        return found
+
     def visit_UnaryOp(self, node):
         node = self.generic_visit(node)
         if isinstance(node.op, ast.Not):

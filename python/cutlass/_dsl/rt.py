@@ -467,6 +467,14 @@ def all(iterable):  # noqa: A001
     return and_(True, *[(lambda v=v: v) for v in items])
 
 
+def contains(container, item):
+    """`item in container` of jit code: a dynamic number in a tuple or list is a dynamic Boolean,
+    true where it equals one of the elements (Python's `in` would ask each `==` for a Python bool)."""
+    if is_dynamic(item) and isinstance(container, (tuple, list)):
+        return or_(False, *[(lambda v=v: item == v) for v in container])
+    return item in container
+
+
 def fstring(parts, loc):
     """An f-string given to cute.printf: static pieces are rendered now, DSL values become
     placeholders filled at run time."""

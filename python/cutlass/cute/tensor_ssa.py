@@ -161,6 +161,10 @@ class TensorSSA:
     def broadcast_to(self, target_shape, *, loc=None, ip=None):
         return _wrap(_core.ssa_broadcast_to(self._t, target_shape))
 
+    def reshape(self, shape, *, loc=None, ip=None):
+        """The same elements, in colexicographic order, as a TensorSSA of `shape` (same size)."""
+        return _wrap(_core.ssa_reshape(self._t, shape))
+
     def __getitem__(self, key):
         return _wrap_any(_core.ssa_getitem(self._t, key))
 

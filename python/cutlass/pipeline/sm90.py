@@ -331,6 +331,12 @@ class _PipelineRole(_OnPipelineState):
     def advance(self):
         self._state.advance()
 
+    def clone(self):
+        """A second handle on the same pipeline starting at this one's slot and phase, moving on
+        its own (NVIDIA's mixed-input prefill releases slots through a clone of the consumer that
+        waited on them)."""
+        return type(self)(self._pipeline, self._state.clone())
+
 
 class PipelineProducer(_PipelineRole):
     """The producer's handle on a pipeline, with its own PipelineState."""

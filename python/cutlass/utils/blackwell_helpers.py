@@ -112,10 +112,12 @@ def make_smem_layout_atom(kind, element_type, *, loc=None, ip=None):
     return tcgen05.make_smem_layout_atom(kind, element_type)
 
 
-def _staged_operand_layout(tiled_mma, mma_tiler_mnk, dtype, num_stages, operand):
-    atom = tiled_mma._atom_copy()
-    code = atom._a_major if operand == 0 else atom._b_major
-    major = OperandMajorMode.K if code == int(_core.cute.OperandMajor.K) else OperandMajorMode.MN
+def _staged_operand_layout(tiled_mma, mma_tiler_mnk, dtype, num_stages, operand, is_k_major=None):
+    if is_k_major is None:
+        atom = tiled_mma._atom_copy()
+        code = atom._a_major if operand == 0 else atom._b_major
+        is_k_major = code == int(_core.cute.OperandMajor.K)
+    major = OperandMajorMode.K if is_k_major else OperandMajorMode.MN
     if operand == 0:
         shape = tiled_mma.partition_shape_A(cute.dice(mma_tiler_mnk, (1, None, 1)))
     else:
@@ -126,15 +128,17 @@ def _staged_operand_layout(tiled_mma, mma_tiler_mnk, dtype, num_stages, operand)
     return tcgen05.tile_to_mma_shape(layout_atom, cute.append(shape, num_stages), order=order)
 
 
-def make_smem_layout_a(tiled_mma, mma_tiler_mnk, a_dtype, num_stages, *, loc=None, ip=None):
+def make_smem_layout_a(tiled_mma, mma_tiler_mnk, a_dtype, num_stages, *, is_k_major=None, loc=None, ip=None):
     """A's staged shared-memory layout ((MMA_M, MMA_K), M_reps, K_reps, stages): the widest swizzle
-    atom of A's major mode tiled over the CTA's part of the MMA tile."""
-    return _staged_operand_layout(tiled_mma, mma_tiler_mnk, a_dtype, num_stages, 0)
+    atom of A's major mode tiled over the CTA's part of the MMA tile. `is_k_major` overrides the
+    MMA's major mode (an operand staged in shared memory MN-major and converted into tensor memory,
+    which a TMEM-sourced A must be K-major in)."""
+    return _staged_operand_layout(tiled_mma, mma_tiler_mnk, a_dtype, num_stages, 0, is_k_major)
 
 
-def make_smem_layout_b(tiled_mma, mma_tiler_mnk, b_dtype, num_stages, *, loc=None, ip=None):
-    """B's staged shared-memory layout ((MMA_N, MMA_K), N_reps, K_reps, stages)."""
-    return _staged_operand_layout(tiled_mma, mma_tiler_mnk, b_dtype, num_stages, 1)
+def make_smem_layout_b(tiled_mma, mma_tiler_mnk, b_dtype, num_stages, *, is_k_major=None, loc=None, ip=None):
+    """B's staged shared-memory layout ((MMA_N, MMA_K), N_reps, K_reps, stages); `is_k_major` as for A."""
+    return _staged_operand_layout(tiled_mma, mma_tiler_mnk, b_dtype, num_stages, 1, is_k_major)
 
 
 def get_tmem_load_op(cta_tile_shape_mnk, layout_d, elem_ty_d, elem_ty_acc, epi_tile, use_2cta_instrs, *, loc=None,

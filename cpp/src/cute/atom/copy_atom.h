@@ -32,6 +32,7 @@ struct CopyAtom {
   int cache_mode = 0;
   int num_matrices = 0;
   bool transpose = false;
+  bool wide_matrix = false;  // ldmatrix .m16n16 .b8 (sm_100): 16x16-byte matrices, not 8x8 b16
   std::string op_name;  // the operation as the user named it, for messages and printing
   layout::Layout thr_id_layout = layout::Layout(1, 0);
   layout::Layout src_bits, dst_bits, ref_bits;

@@ -98,6 +98,39 @@ CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpos
   return a;
 }
 
+// ldmatrix .m16n16 .trans .b8 (PTX ISA: each thread loads 4 consecutive columns across 2 rows of
+// the transposed matrix): thread t names row t % 16 of matrix t / 16 (x1: threads 16-31 repeat
+// 0-15), 16 bytes a row in the reference; thread 4c + q receives, as byte i + 4r + 8m of its
+// result, row 4q + i of matrix m at byte c + 8r.
+CopyAtom make_ldmatrix16x16_atom(ir::Type value_type, int num_matrices, bool transpose) {
+  const char* name = "LdMatrix16x16x8bOp";
+  if (num_matrices != 1 && num_matrices != 2)
+    atom_error("INVALID_COPY_ATOM", std::string(name) + ": num_matrices must be 1 or 2, got " +
+                                        std::to_string(num_matrices));
+  if (element_bits(value_type) != 8)
+    atom_error("TYPE_MISMATCH", std::string(name) + " moves 8-bit elements, but the atom's value type " +
+                                    dtype_text(value_type) + " has " + std::to_string(element_bits(value_type)) +
+                                    " bits");
+  if (!transpose) atom_error("INVALID_COPY_ATOM", std::string(name) + ": ldmatrix .m16n16 always transposes (transpose=True)");
+  const support::Arch& arch = dsl::Tracer::current_target_arch();
+  if (!arch.empty() && !(arch.number >= 100 && (arch.suffix == 'a' || arch.suffix == 'f')))
+    atom_error("UNSUPPORTED_ARCH", std::string(name) + ": ldmatrix .m16n16 needs sm_100a or newer, but the program "
+                                                       "is compiled for " + arch.name);
+  CopyAtom a;
+  a.op = CopyOp::LdMatrix;
+  a.op_name = name;
+  a.value_type = value_type;
+  a.num_matrices = num_matrices;
+  a.transpose = true;
+  a.wide_matrix = true;
+  a.num_bits = 128;
+  a.thr_id_layout = L::Layout(32, 1);
+  a.src_bits = num_matrices == 1 ? lay({{16, 2}, 128}, {{128, 0}, 1}) : lay({32, 128}, {128, 1});
+  a.dst_bits = a.ref_bits = num_matrices == 1 ? lay({{4, 8}, {8, 4, 2}}, {{512, 8}, {1, 128, 64}})
+                                               : lay({{4, 8}, {8, 4, 2, 2}}, {{512, 8}, {1, 128, 64, 2048}});
+  return a;
+}
+
 CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpose) {
   check_matrices("StMatrix8x8x16bOp", num_matrices);
   int bits = element_bits(value_type);
@@ -242,7 +275,7 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
         ir::Value* row = call_pointer(b, src, sv, ks, r, 16, name);
         ir::Op* op = b.create(ir::OpCode::LdMatrix, {row}, {ir::vector_type(atom.value_type, nd)});
         op->int_attr = atom.num_matrices;
-        op->ints = {atom.transpose ? 1 : 0};
+        op->ints = {atom.transpose ? 1 : 0, atom.wide_matrix ? 1 : 0};
         ir::Value* v = op->result();
         // Runs of consecutive register values are stored as one vector (up to 16 bytes), so that
         // LLVM splits the fragment into the registers ldmatrix filled, not 16-bit pieces.

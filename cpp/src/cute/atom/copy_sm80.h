@@ -17,6 +17,8 @@ namespace opencute::cute {
 CopyAtom make_cp_async_atom(ir::Type value_type, int num_bits, int cache_mode);
 // eight_bit: LdMatrix8x16x8bOp (8-bit elements, 16 per row) instead of LdMatrix8x8x16bOp.
 CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpose, bool eight_bit);
+// ldmatrix .m16n16 .trans .b8 (sm_100, LdMatrix16x16x8bOp): 1 or 2 16x16 matrices of 8-bit elements.
+CopyAtom make_ldmatrix16x16_atom(ir::Type value_type, int num_matrices, bool transpose);
 CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpose);
 
 // cute.copy with an SM80 atom (algorithm/copy.h gives the shapes).

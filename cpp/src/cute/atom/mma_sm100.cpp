@@ -102,11 +102,16 @@ MmaAtom make_tcgen05_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type 
   const int64_t k = 256 / a->width;
   bool ok = (shape.size() == 2 || (shape.size() == 3 && shape[2] == k));
   const int64_t M = ok ? shape[0] : 0, N = ok ? shape[1] : 0;
-  if (cta_group == 1) ok = ok && ((M == 64 && N % 8 == 0 && N >= 8) || (M == 128 && N % 16 == 0 && N >= 16)) && N <= 256;
+  // With A in tensor memory, M = 128 also takes N = 8, 24, ... (NVIDIA's GQA decode packs 8 query
+  // heads into N; CuTe's F16BF16_TS_NOELECT atom allows any multiple of 8 there).
+  const int64_t n_step_m128 = a_src == OperandSource::Tmem ? 8 : 16;
+  if (cta_group == 1)
+    ok = ok && ((M == 64 && N % 8 == 0 && N >= 8) || (M == 128 && N % n_step_m128 == 0 && N >= n_step_m128)) &&
+         N <= 256;
   else ok = ok && (M == 128 || M == 256) && N % 16 == 0 && N >= 32 && N <= 256;
   if (!ok)
     invalid(op + ": instruction_shape must be (M, N) or (M, N, " + std::to_string(k) + ") with " +
-            (cta_group == 1 ? "M = 64 (N a multiple of 8) or M = 128 (N a multiple of 16), N <= 256"
+            (cta_group == 1 ? "M = 64 (N a multiple of 8) or M = 128 (N a multiple of 16; of 8 with A in tensor memory), N <= 256"
                             : "M = 128 or 256 and N a multiple of 16 in [32, 256] (CtaGroup.TWO)") +
             ", got " + mma_shape_text(shape));
   if (a_src == OperandSource::Tmem && a_major != OperandMajor::K)

@@ -2,6 +2,7 @@
 //   cp.async.{ca,cg}.shared.global [dst], [src], bytes, src_bytes;   (src_bytes < bytes zero-fills)
 //   cp.async.commit_group;   cp.async.wait_group N;
 //   ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 {regs}, [row];
+//   ldmatrix.sync.aligned.m16n16.xN.trans.shared.b8 {regs}, [row];   (sm_100; two registers a matrix)
 //   stmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 [row], {regs};   (sm_90)
 // Every form carries a memory clobber so that the compiler keeps shared-memory accesses on
 // their side of the waits and barriers the user wrote.
@@ -40,6 +41,8 @@ std::string reg_list(int first, int n) {
 
 std::string matrix_suffix(const Op& op) {
   bool trans = !op.ints.empty() && op.ints[0];
+  if (op.ints.size() > 1 && op.ints[1])  // ldmatrix .m16n16 (sm_100): 8-bit elements, always .trans
+    return ".sync.aligned.m16n16.x" + std::to_string(op.int_attr) + ".trans.shared.b8";
   return ".sync.aligned.m8n8.x" + std::to_string(op.int_attr) + (trans ? ".trans" : "") + ".shared.b16";
 }
 
@@ -56,8 +59,8 @@ void lower_cp_async(const Op& op, KernelLowering& k) {
 }
 
 void lower_ldmatrix(const Op& op, KernelLowering& k) {
-  const int num = int(op.int_attr);
   Type vt = op.result()->type;
+  const int num = vt->lanes * vt->element->width / 32;  // 32-bit registers (one a matrix for m8n8)
   const int per_reg = vt->lanes / num;
   std::string row = address(k, op, op.operands[0], AddrSpace::Smem);
   std::string ret = "i32";

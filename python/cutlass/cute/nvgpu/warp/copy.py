@@ -9,9 +9,15 @@ class _MatrixCopyOp:
     _kind = ""
     _descr = ""
 
-    def __init__(self, transpose=False, num_matrices=1):
+    def __init__(self, transpose=False, num_matrices=1, unpack_bits=None):
         self.transpose = bool(transpose)
         self.num_matrices = int(num_matrices)
+        # The sm_100 unpacking loads (.b8x16.b4x16_p64 / .b6x16_p32) widen packed 4- or 6-bit
+        # elements to bytes; not implemented: None is the plain load.
+        self.unpack_bits = unpack_bits
+        if unpack_bits is not None:
+            raise user_error(f"cute.nvgpu.warp.{type(self).__name__}: unpack_bits={unpack_bits} (ldmatrix unpacking "
+                             f"sub-byte elements) is not available in OpenCuTe yet", code="NOT_SUPPORTED")
 
     def __str__(self):
         return f"{self._descr}\n  transpose = {self.transpose}\n  number of matrices = {self.num_matrices}"
@@ -46,12 +52,12 @@ class StMatrix8x8x16bOp(_MatrixCopyOp):
 
 
 class LdMatrix16x16x8bOp(_MatrixCopyOp):
-    """ldmatrix .m16n16 .b8 (sm_100): named so that Blackwell modules import on Hopper; refused when
-    made, since OpenCuTe does not generate sm_100 code yet."""
+    """ldmatrix .m16n16 .trans .b8 (sm_100a): loads 1 or 2 16x16 matrices of 8-bit elements from shared
+    memory, transposed (transpose=True is required)."""
     _descr = "16x16 8-bit ldmatrix Operation"
 
     def _make_copy_atom(self, dtype, num_bits):
-        raise _blackwell_only(type(self).__name__)
+        return _core.cute.make_ldmatrix16x16_atom(dtype, self.num_matrices, self.transpose)
 
 
 class StMatrix16x8x8bOp(_MatrixCopyOp):
