@@ -160,6 +160,31 @@ ir::Value* element_pointer(ir::Builder& b, const Tensor& t, const Layout& l, int
   return offset_pointer(b, t.ptr, l(IntTuple{IntTuple(k), IntTuple(r)}).as_int());
 }
 
+// A thread's share of each call: its nr values must be the cells the atom gives lane 0's
+// registers, relative to the first (CuTe's partition_D of a load / partition_S of a store over
+// tensor memory: right_inverse(RefLayout) o register layout, through the atom's ValID).
+void check_thread_share(const CopyAtom& atom, const Tensor& tm, const Layout& tv, int64_t calls, int64_t nrest,
+                        const Tensor& src, const Tensor& dst) {
+  const bool load = atom.op == CopyOp::TmemLoad;
+  const int bits = atom.value_bits();
+  const auto s = ir::Tcgen05Shape(atom.tmem_shape);
+  Layout regs = load ? atom.layout_dst_tv() : atom.layout_src_tv();
+  Layout cells = L::recast_layout(bits, 1, val_id(s, atom.tmem_repetitions, atom.tmem_pack));
+  const int64_t nr = L::size(regs, {1}).value();
+  auto cell = [&](int64_t k) { return cells(regs(IntTuple{IntTuple(0), IntTuple(k)})).as_int().value(); };
+  for (int64_t r = 0; r < nrest; ++r)
+    for (int64_t c = 0; c < calls; ++c) {
+      L::Int first = tv(IntTuple{IntTuple(c * nr), IntTuple(r)}).as_int();
+      for (int64_t k = 0; k < nr; ++k) {
+        L::Int at = tv(IntTuple{IntTuple(c * nr + k), IntTuple(r)}).as_int();
+        if (!at.is_static() || !first.is_static() || at.value() - first.value() != cell(k) - cell(0))
+          copy_error("the value modes of " + to_string(src) + " and " + to_string(dst) + " do not split into " +
+                     atom.op_name + " calls: a thread's " + std::to_string(nr) + " tensor-memory values are not the " +
+                     "cells its registers hold (" + to_string(tm) + ")");
+      }
+    }
+}
+
 }  // namespace
 
 void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::string& file, int line) {
@@ -186,10 +211,15 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, cons
   L::Int t0 = L::size(tv, {0}), r0 = L::size(rv, {0}), t1 = L::size(tv, {1}), r1 = L::size(rv, {1});
   if (!t0.is_static() || !r0.is_static() || !t1.is_static() || !r1.is_static())
     copy_error("the partitions must have static shapes: " + to_string(src) + " and " + to_string(dst));
-  if (t0.value() % nt || r0.value() % nr || t0.value() / nt != r0.value() / nr || t1.value() != r1.value())
+  // The tensor-memory side names each call's whole region (nt values, through the warp's address:
+  // partition_S of a load, partition_D of a store), or only the thread's own nr cells of it (a
+  // tensor-memory tensor partitioned with the register side, as NVIDIA's mixed-input FMHA d512 does).
+  const bool share = t0.value() == r0.value() && r0.value() % nr == 0 && t1.value() == r1.value();
+  if (!share && (t0.value() % nt || r0.value() % nr || t0.value() / nt != r0.value() / nr || t1.value() != r1.value()))
     copy_error("the value modes of " + to_string(src) + " and " + to_string(dst) + " do not split into " + name +
                " calls of " + std::to_string(nt) + " tensor-memory and " + std::to_string(nr) + " register values");
-  const int64_t calls = t0.value() / nt, nrest = t1.value();
+  const int64_t calls = r0.value() / nr, nrest = t1.value();
+  if (share) check_thread_share(atom, tm, tv, calls, nrest, src, dst);
   const auto shape = ir::Tcgen05Shape(atom.tmem_shape);
   const int nregs = ir::tcgen05_ldst_registers(shape, atom.tmem_repetitions);
   ir::Builder& b = trace_builder(("copy with " + name).c_str());
@@ -200,8 +230,12 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, cons
   std::vector<std::pair<ir::Op*, std::pair<int64_t, int64_t>>> loads;
   for (int64_t r = 0; r < nrest; ++r)
     for (int64_t c = 0; c < calls; ++c) {
-      ir::Value* p = offset_pointer(b, tm.ptr, tv(IntTuple{IntTuple(c * nt), IntTuple(r)}).as_int());
+      ir::Value* p = offset_pointer(b, tm.ptr, tv(IntTuple{IntTuple(c * (share ? nr : nt)), IntTuple(r)}).as_int());
       ir::Value* addr = b.create(ir::OpCode::PtrToInt, {p}, {ir::i32()})->result();
+      // A thread's share starts at its own first cell; lane 0's is the region's first (the
+      // hardware reads one address for the warp: tcgen05.ld / st take a warp-uniform address).
+      if (share) addr = b.shuffle(ir::ShuffleKind::Idx, addr, b.const_int(ir::i32(), 0), b.const_int(ir::i32(), 31),
+                                  b.const_int(ir::i32(), -1));
       const std::vector<int64_t> ints{atom.tmem_repetitions, atom.tmem_pack ? 1 : 0, atom.tmem_repetitions};
       if (load) {
         ir::Op* op = b.create(ir::OpCode::Tcgen05Ld, {addr}, std::vector<ir::Type>(size_t(nregs), ir::i32()));
