@@ -1,7 +1,7 @@
 """NVIDIA's Blackwell breadth examples (the bwx: rows of ../shared/tools/run_nvidia_examples.sh): the
 EFC custom-epilogue dense GEMMs (cute/blackwell/efc), the MoE grouped GEMM (torch_grouped_mm.py,
 which builds a TMA descriptor per expert in a kernel), the mixed-input (Int8 K/V) FMHA decode and prefill
-(head dim 256), the Mamba2 SSD and the GeForce Blackwell dense GEMM
+(head dims 256 and 512), the Mamba2 SSD and the GeForce Blackwell dense GEMM
 (sm_120a: mma.sync, ldmatrix, stmatrix, TMA). Each script runs unchanged at a small size with its
 kernels on the CPU emulator (helpers/example_on_cpu_torch.py serves torch's CUDA calls from the
 host) and checks itself against its torch reference ("PASS"); the same runs with
@@ -67,6 +67,11 @@ ROWS = [
       "--kv_dtype", "Float8E4M3FN"], {}),
     ("mixed_input_fmha_prefill_d256", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_prefill_d256.py",
      ["--q_shape", "1,1,128,256", "--k_shape", "1,1,128,256"], {}),
+    # Head dim 512 swaps S and O through tensor memory from the second K/V tile on (a thread's share
+    # of tensor memory as the copy operand); with one K/V tile the kernel's own pipelines deadlock
+    # (the swap is released before its producer first acquires it), so two tiles at least.
+    ("mixed_input_fmha_prefill_d512", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_prefill_d512.py",
+     ["--q_shape", "1,1,128,512", "--k_shape", "1,1,256,512"], {}),
     ("mamba2_ssd", "sm_100a", "cute/blackwell/kernel/attention/mamba2_ssd/mamba2_ssd.py",
      ["--gbehcdln", "2,2,2,2,2,64,128,128"], {}),
 ]
@@ -89,7 +94,8 @@ def test_example_passes_its_own_check_on_the_emulator(row, arch, script, args, e
 
 
 LINKED = [r for r in ROWS if r[0] in ("efc custom_epilogue_dense_gemm", "moe torch_grouped_mm", "mixed_input_fmha_decode",
-                                       "mixed_input_fmha_prefill_d256", "mamba2_ssd", "geforce dense_gemm")]
+                                       "mixed_input_fmha_prefill_d256", "mixed_input_fmha_prefill_d512", "mamba2_ssd",
+                                       "geforce dense_gemm")]
 
 
 @pytest.mark.parametrize("row,arch,script,args,extra", LINKED, ids=[r[0] for r in LINKED])
