@@ -72,6 +72,13 @@ ROWS = [
     # (the swap is released before its producer first acquires it), so two tiles at least.
     ("mixed_input_fmha_prefill_d512", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_prefill_d512.py",
      ["--q_shape", "1,1,128,512", "--k_shape", "1,1,256,512"], {}),
+    # Persistent: the scripts' scheduler counts 128-row query tiles without rounding them to CTA
+    # pairs (compute_grid without is_2cta), so an odd count puts a cluster's two CTAs on different
+    # heads or leaves one idle; an even count (256 rows) is what the kernels can run.
+    ("mixed_input_fmha_prefill_d256 persistent", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_prefill_d256.py",
+     ["--q_shape", "1,1,256,256", "--k_shape", "1,1,128,256", "--is_persistent"], {}),
+    ("mixed_input_fmha_prefill_d512 persistent causal", "sm_100a", f"{MIXED_FMHA}/mixed_input_fmha_prefill_d512.py",
+     ["--q_shape", "1,1,256,512", "--k_shape", "1,1,384,512", "--is_persistent", "--is_causal"], {}),
     ("mamba2_ssd", "sm_100a", "cute/blackwell/kernel/attention/mamba2_ssd/mamba2_ssd.py",
      ["--gbehcdln", "2,2,2,2,2,64,128,128"], {}),
 ]
