@@ -28,6 +28,12 @@ CopyAtom make_tmem_copy_atom(int shape, int repetitions, bool pack, bool store, 
 // tcgen05.make_tmem_copy(atom, tmem_tensor).
 TiledCopy make_tmem_copy(const CopyAtom& atom, const Tensor& tmem);
 // cute.copy with a tensor-memory atom: per atom call one Tcgen05Ld / Tcgen05St.
+// The tensor-memory operand is the atom's whole region per call (partition_S of a load,
+// partition_D of a store), or a thread's share of it: a tensor-memory tensor partitioned with the
+// register side (partition_D of a load), naming only the cells the thread's registers hold.
+// CuTe C++ rejects the share (copy_unpack asserts the ValID region); NVIDIA's mixed-input FMHA
+// (head dim 512) copies through one, so it is accepted when its cells are the registers' and the
+// warp's instruction takes lane 0's address (the region's first cell).
 // `file` / `line`: the user's call, recorded on the ops (the emulator names it).
 void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::string& file = "", int line = 0);
 // find_tmem_tensor_col_offset: the columns a tensor-memory tensor spans (cosize in 32-bit
