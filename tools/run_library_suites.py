@@ -14,6 +14,11 @@ spreads each suite over -n workers. Per-test outcomes come from pytest's JUnit X
 Test processes share one GPU, so a test whose own allocations do not fit beside the others' fails
 with torch.OutOfMemoryError; `--rerun-oom` runs those tests again one at a time and counts the
 outcome of that run.
+
+A suite too large for one sitting (a device lease of a few minutes) is run in parts: `--resume
+A.xml [B.xml ...]` names earlier runs' XMLs; the tests that ended there (other than by running out
+of memory) are left out of this run (tools/pytest_skip_ended.py), and the table counts each test
+by its latest outcome.
 """
 import argparse
 import collections
@@ -41,10 +46,38 @@ def run_suite(name, tests_dir, args, out):
         cmd += ["-k", args.k]
     if args.timeout:
         cmd += [f"--timeout={args.timeout}"]
+    env = dict(os.environ)
+    if args.resume:
+        ended = os.path.abspath(os.path.join(out, f"{name}.ended.txt"))
+        with open(ended, "w") as f:
+            f.write("\n".join(sorted(ended_ids(args.resume))) + "\n")
+        cmd += ["-p", "pytest_skip_ended"]
+        env["OPENCUTE_ENDED_TESTS"] = ended
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)),
+                                                          env.get("PYTHONPATH")]))
     print(f"{name}: {' '.join(cmd)}", flush=True)
     with open(log, "w") as f:
-        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=os.path.dirname(tests_dir.rstrip("/"))).returncode
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env,
+                            cwd=os.path.dirname(tests_dir.rstrip("/"))).returncode
     return rc, xml, log
+
+
+def _is_out_of_memory(case):
+    text = " ".join((c.get("message") or "") + (c.text or "") for c in case if c.tag in ("failure", "error"))
+    return "OutOfMemoryError" in text or "CUDA out of memory" in text
+
+
+def ended_ids(xmls):
+    """"file.py::name" of each test that ended in one of `xmls` other than by running out of GPU
+    memory (the form tools/pytest_skip_ended.py matches collected tests by)."""
+    ended = set()
+    for xml in xmls:
+        for case in ET.parse(xml).getroot().iter("testcase"):
+            if case.get("name") is None or _is_out_of_memory(case):
+                continue
+            f = os.path.basename(case.get("file") or (case.get("classname", "").replace(".", "/") + ".py"))
+            ended.add(f"{f}::{case.get('name')}")
+    return ended
 
 
 def out_of_memory_ids(xml, tests_dir):
@@ -54,8 +87,7 @@ def out_of_memory_ids(xml, tests_dir):
     if not os.path.exists(xml):
         return ids
     for case in ET.parse(xml).getroot().iter("testcase"):
-        text = " ".join((c.get("message") or "") + (c.text or "") for c in case if c.tag in ("failure", "error"))
-        if "OutOfMemoryError" not in text and "CUDA out of memory" not in text:
+        if not _is_out_of_memory(case):
             continue
         parts = case.get("classname", "").split(".")
         at = next((i for i, part in enumerate(parts) if os.path.isfile(os.path.join(tests_dir, part + ".py"))), None)
@@ -115,6 +147,8 @@ def main():
     p.add_argument("--timeout", type=int, default=0, help="per-test timeout in seconds (pytest-timeout)")
     p.add_argument("--rerun-oom", action="store_true",
                    help="run the tests that failed with CUDA out of memory again, one at a time")
+    p.add_argument("--resume", nargs="*", default=[],
+                   help="earlier runs' JUnit XMLs: leave out the tests that ended there, count them as they ended")
     p.add_argument("--no-install", action="store_true")
     p.add_argument("--out", default="library_suites")
     args = p.parse_args()
@@ -139,7 +173,7 @@ def main():
             print(f"{name}: {len(ids)} tests ran out of GPU memory beside the others; running them one at a time",
                   flush=True)
             reruns = rerun_one_at_a_time(name, tests_dir, ids, args, args.out)
-        per_file = counts_per_file(xml, *reruns)
+        per_file = counts_per_file(*args.resume, xml, *reruns)
         if not per_file:
             table.append((name, "(no results: see " + log + ")", collections.Counter()))
         for f in sorted(per_file):

@@ -3,6 +3,8 @@ memory beside the others, and how the rerun's outcome replaces the first one in 
 counts (a hand-written JUnit XML, as pytest writes it with junit_family=xunit1)."""
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -56,3 +58,23 @@ def test_a_rerun_outcome_replaces_the_first(tool, tmp_path):
     after = tool.counts_per_file(str(first), str(rerun))
     assert dict(after["test_rmsnorm.py"]) == {"passed": 2}
     assert dict(after["test_gemm.py"]) == {"failed": 2, "skipped": 1}
+
+
+def test_resume_leaves_out_the_tests_that_ended_but_not_those_out_of_memory(tool, tmp_path):
+    first = tmp_path / "first.xml"
+    first.write_text(FIRST)
+    assert tool.ended_ids([str(first)]) == {
+        "test_rmsnorm.py::test_fwd[8192-bf16]", "test_gemm.py::test_wrong[f16]", "test_gemm.py::test_sm100_only"}
+
+
+def test_the_plugin_deselects_ended_tests(tmp_path):
+    (tmp_path / "test_pair.py").write_text(
+        "import pytest\n@pytest.mark.parametrize('n', [1, 2])\ndef test_n(n):\n    assert n == 2\n")
+    ended = tmp_path / "ended.txt"
+    ended.write_text("test_pair.py::test_n[1]\n")
+    env = dict(os.environ, OPENCUTE_ENDED_TESTS=str(ended),
+               PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(TOOL), os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_skip_ended",
+                          "test_pair.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "1 passed, 1 deselected" in run.stdout
