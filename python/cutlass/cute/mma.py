@@ -5,7 +5,7 @@ dispatch live in C++ (`cpp/src/cute/atom/`, `cpp/src/cute/algorithm/gemm.cpp`)."
 import copy
 
 from .. import _core
-from ._arch_sm100 import _value, user_line
+from .arch._tmem import _value, user_line
 from .._dsl.errors import user_error
 
 _C = _core.cute

@@ -2,7 +2,7 @@
 before it completed, and the tcgen05 fences around thread synchronisation."""
 from .... import _core
 from ...._dsl.numeric import as_numeric, num_of
-from ..._arch_sm100 import _value, user_line
+from ...arch._tmem import _value, user_line
 from ... import layout as _layout
 from .mma import CtaGroup, SmemLayoutAtomKind
 

@@ -2,19 +2,9 @@
 that order tcgen05.ld / st with the thread's other work. Each call forwards to
 `cutlass._core.sm100` (cpp/src/dsl/sm100_ops.cpp), which checks the arguments and the target and
 emits one typed IR op."""
-import sys
-
-from .. import _core
-from .._dsl.numeric import Float32, as_numeric, num_of
-from .._dsl.source_lines import _is_user_code
-
-
-def user_line():
-    """(file, line) of the innermost caller outside the cutlass package (the emulator names it)."""
-    f = sys._getframe(1)
-    while f is not None and not _is_user_code(f.f_code.co_filename):
-        f = f.f_back
-    return ("", 0) if f is None else (f.f_code.co_filename, f.f_lineno)
+from ... import _core
+from ..._dsl.numeric import Float32, as_numeric, num_of
+from ._common import _user_line as user_line
 
 
 def _value(ptr):
