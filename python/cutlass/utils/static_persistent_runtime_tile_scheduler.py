@@ -11,10 +11,10 @@ The grid is (cluster_m, cluster_n, persistent clusters), as StaticPersistentTile
 from .._dsl.carry import extract_mlir_values, new_from_mlir_values
 from .._dsl.errors import DSLUserCodeError
 from .._dsl.numeric import Boolean, Int32
-from .static_persistent_tile_scheduler import PersistentTileSchedulerParams, WorkTileInfo, _as_index
+from .static_persistent_tile_scheduler import WorkTileInfo, _persistent_clusters, _PersistentWorkCursor
 
 
-class StaticPersistentRuntimeTileScheduler:
+class StaticPersistentRuntimeTileScheduler(_PersistentWorkCursor):
     """Iterates one cluster's work tiles: `initial_work_tile_info()`, then `advance_to_next_work()`
     / `get_current_work()` for as long as the kernel has work."""
 
@@ -28,17 +28,9 @@ class StaticPersistentRuntimeTileScheduler:
     @staticmethod
     def create(params, block_idx, grid_dim, inner_mode=0, *, loc=None, ip=None):
         """The scheduler of the calling block (`block_idx`, `grid_dim` from cute.arch)."""
-        if not isinstance(params, PersistentTileSchedulerParams):
-            raise DSLUserCodeError(f"create takes PersistentTileSchedulerParams, got {type(params).__name__}",
-                                   code="TYPE_MISMATCH")
+        num_persistent_clusters, cluster_linear_idx, _, _ = _persistent_clusters(params, block_idx, grid_dim)
         if inner_mode not in (0, 1):
             raise DSLUserCodeError(f"inner_mode must be 0 (M) or 1 (N), got {inner_mode!r}", code="VALUE_INVALID")
-        cm, cn = params.cluster_shape_mn
-        bx, by, bz = (_as_index(v) for v in block_idx)
-        gx, gy, gz = (_as_index(v) for v in grid_dim)
-        clusters_x, clusters_y = gx // cm, gy // cn
-        num_persistent_clusters = Int32(clusters_x * clusters_y * gz)
-        cluster_linear_idx = Int32((bz * clusters_y + by // cn) * clusters_x + bx // cm)
         return StaticPersistentRuntimeTileScheduler(params, inner_mode, num_persistent_clusters, cluster_linear_idx,
                                                     Int32(0))
 
@@ -48,18 +40,6 @@ class StaticPersistentRuntimeTileScheduler:
         inner, outer = Int32(idx % inner_extent), Int32(idx // inner_extent)
         m, n = (inner, outer) if self.inner_mode == 0 else (outer, inner)
         return WorkTileInfo((m, n, Int32(0)), Boolean(True))
-
-    def initial_work_tile_info(self, *, loc=None, ip=None):
-        return self.get_current_work()
-
-    def advance_to_next_work(self, *, advance_count=1, loc=None, ip=None):
-        self._current_work_linear_idx = Int32(self._current_work_linear_idx
-                                              + advance_count * self.num_persistent_clusters)
-        self._num_tiles_executed = Int32(self._num_tiles_executed + 1)
-
-    @property
-    def num_tiles_executed(self):
-        return self._num_tiles_executed
 
     def _fields(self):
         return (self.params, self.num_persistent_clusters, self._current_work_linear_idx, self._num_tiles_executed)

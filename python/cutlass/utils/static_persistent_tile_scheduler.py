@@ -142,7 +142,37 @@ class PersistentTileSchedulerParams:
                 f"raster_along_m={self.raster_along_m})")
 
 
-class StaticPersistentTileScheduler:
+def _persistent_clusters(params, block_idx, grid_dim):
+    """(persistent clusters in the grid, the calling block's cluster's linear index, the block's x
+    and y) for a grid of (cluster_m, cluster_n, persistent clusters) shape."""
+    if not isinstance(params, PersistentTileSchedulerParams):
+        raise DSLUserCodeError(f"create takes PersistentTileSchedulerParams, got {type(params).__name__}",
+                               code="TYPE_MISMATCH")
+    cm, cn = params.cluster_shape_mn
+    bx, by, bz = (_as_index(v) for v in block_idx)
+    gx, gy, gz = (_as_index(v) for v in grid_dim)
+    clusters_x, clusters_y = gx // cm, gy // cn
+    return Int32(clusters_x * clusters_y * gz), Int32((bz * clusters_y + by // cn) * clusters_x + bx // cm), bx, by
+
+
+class _PersistentWorkCursor:
+    """The walk both persistent schedulers make: cluster c of P takes work units c, c + P, c + 2P, ...
+    (`get_current_work` maps the unit to a tile)."""
+
+    def initial_work_tile_info(self, *, loc=None, ip=None):
+        return self.get_current_work()
+
+    def advance_to_next_work(self, *, advance_count=1, loc=None, ip=None):
+        self._current_work_linear_idx = Int32(self._current_work_linear_idx
+                                              + advance_count * self.num_persistent_clusters)
+        self._num_tiles_executed = Int32(self._num_tiles_executed + 1)
+
+    @property
+    def num_tiles_executed(self):
+        return self._num_tiles_executed
+
+
+class StaticPersistentTileScheduler(_PersistentWorkCursor):
     """Iterates one cluster's work tiles: `initial_work_tile_info()`, then
     `advance_to_next_work()` / `get_current_work()` while `is_valid_tile`."""
 
@@ -173,15 +203,8 @@ class StaticPersistentTileScheduler:
     @staticmethod
     def create(params, block_idx, grid_dim, *, loc=None, ip=None):
         """The scheduler of the calling block (`block_idx`, `grid_dim` from cute.arch)."""
-        if not isinstance(params, PersistentTileSchedulerParams):
-            raise DSLUserCodeError(f"create takes PersistentTileSchedulerParams, got {type(params).__name__}",
-                                   code="TYPE_MISMATCH")
+        num_persistent_clusters, cluster_linear_idx, bx, by = _persistent_clusters(params, block_idx, grid_dim)
         cm, cn = params.cluster_shape_mn
-        bx, by, bz = (_as_index(v) for v in block_idx)
-        gx, gy, gz = (_as_index(v) for v in grid_dim)
-        clusters_x, clusters_y = gx // cm, gy // cn
-        num_persistent_clusters = Int32(clusters_x * clusters_y * gz)
-        cluster_linear_idx = Int32((bz * clusters_y + by // cn) * clusters_x + bx // cm)
         cta_id_in_cluster = (Int32(bx % cm), Int32(by % cn))
         return StaticPersistentTileScheduler(params, num_persistent_clusters, cluster_linear_idx, cta_id_in_cluster,
                                              Int32(0))
@@ -209,18 +232,6 @@ class StaticPersistentTileScheduler:
 
     def get_current_work(self, *, loc=None, ip=None):
         return self._get_current_work_for_linear_idx(self._current_work_linear_idx)
-
-    def initial_work_tile_info(self, *, loc=None, ip=None):
-        return self.get_current_work()
-
-    def advance_to_next_work(self, *, advance_count=1, loc=None, ip=None):
-        self._current_work_linear_idx = Int32(self._current_work_linear_idx
-                                              + advance_count * self.num_persistent_clusters)
-        self._num_tiles_executed = Int32(self._num_tiles_executed + 1)
-
-    @property
-    def num_tiles_executed(self):
-        return self._num_tiles_executed
 
     def _fields(self):
         return (self.params, self.num_persistent_clusters, self._current_work_linear_idx, self.cta_id_in_cluster,
