@@ -3,7 +3,8 @@ sm_100a, against numpy: each kind (f16/bf16 -> f32, tf32, i8 -> s32, fp8 e4m3/e5
 operands over every swizzle mode make_smem_layout_a/b picks, A from tensor memory, Field.ACCUMULATE,
 a 2-CTA MMA (cta_group::2 in a 2x1 cluster), the tcgen05.ld epilogue; the instruction and shared-memory
 descriptors against values computed by hand from the PTX ISA's tables; the PTX for sm_100a linked by
-nvJitLink."""
+nvJitLink. The kinds and layouts also run on the PTX executor, which decodes the descriptors from
+the kernel's registers as the GPU does (test_ptx_tcgen05_mma.py has the rest of its cases)."""
 import numpy as np
 import pytest
 
@@ -12,8 +13,11 @@ import cutlass.cute as cute
 import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass import _core
 from cutlass.cute.nvgpu import OperandMajorMode, tcgen05
+from ptx_target import needs_libnvvm
 
 EMU = "--gpu-arch sm_100a --target cpu"
+PTX = "--target ptx --gpu-arch sm_100a"
+TARGETS = [pytest.param(EMU, id="emulator"), pytest.param(PTX, id="ptx", marks=needs_libnvvm)]
 K_MAJOR, MN_MAJOR = OperandMajorMode.K, OperandMajorMode.MN
 ONE, TWO = tcgen05.CtaGroup.ONE, tcgen05.CtaGroup.TWO
 
@@ -117,6 +121,7 @@ def operands(M, N, K, integer=False, seed=0):
     return rng.integers(lo, hi, (M, K)).astype(t), rng.integers(lo, hi, (N, K)).astype(t)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("dtype,a_major,b_major,N,K", [
     (cutlass.Float16, K_MAJOR, K_MAJOR, 64, 64),      # 128-byte swizzle
     (cutlass.BFloat16, K_MAJOR, K_MAJOR, 32, 32),     # 64-byte swizzle
@@ -128,13 +133,13 @@ def operands(M, N, K, integer=False, seed=0):
     (cutlass.Float8E4M3FN, K_MAJOR, K_MAJOR, 32, 128),
     (cutlass.Float8E5M2, K_MAJOR, K_MAJOR, 16, 64),
 ])
-def test_mma_kinds_and_layouts_against_numpy(dtype, a_major, b_major, N, K):
+def test_mma_kinds_and_layouts_against_numpy(target, dtype, a_major, b_major, N, K):
     M = 128
     A, B = operands(M, N, K)
     if dtype is cutlass.Float32:  # tf32 keeps 10 mantissa bits: fractions make the truncation visible
         A = A + np.float32(1 / 3)
     C = np.zeros((M, N), np.float32)
-    cute.compile(run_mma, A, B, C, dtype, cutlass.Float32, a_major, b_major, M, N, K, options=EMU)(A, B, C)
+    cute.compile(run_mma, A, B, C, dtype, cutlass.Float32, a_major, b_major, M, N, K, options=target)(A, B, C)
     if dtype is cutlass.Float32:
         trunc = (A.view(np.uint32) & np.uint32(0xffffe000)).view(np.float32)
         np.testing.assert_allclose(C, trunc.astype(np.float64) @ B.T.astype(np.float64), rtol=1e-6, atol=1e-3)
@@ -143,11 +148,12 @@ def test_mma_kinds_and_layouts_against_numpy(dtype, a_major, b_major, N, K):
         np.testing.assert_array_equal(C, A @ B.T)
 
 
-def test_int8_mma_against_numpy():
+@pytest.mark.parametrize("target", TARGETS)
+def test_int8_mma_against_numpy(target):
     M, N, K = 128, 32, 64
     A, B = operands(M, N, K, integer=True)
     C = np.zeros((M, N), np.int32)
-    cute.compile(run_mma, A, B, C, cutlass.Int8, cutlass.Int32, K_MAJOR, K_MAJOR, M, N, K, options=EMU)(A, B, C)
+    cute.compile(run_mma, A, B, C, cutlass.Int8, cutlass.Int32, K_MAJOR, K_MAJOR, M, N, K, options=target)(A, B, C)
     np.testing.assert_array_equal(C, A.astype(np.int64) @ B.T.astype(np.int64))
 
 
