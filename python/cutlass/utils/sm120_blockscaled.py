@@ -85,10 +85,10 @@ def partition_fragment_SFB(sfb_tensor, thr_mma, tidx=None, *, loc=None, ip=None)
 
 
 def sm120_get_smem_store_op(layout_d, elem_ty_d, elem_ty_acc, *, loc=None, ip=None):
-    """The epilogue's register -> shared-memory copy atom: stmatrix (x4) for 16-bit D, else a
-    universal copy."""
+    """The epilogue's register -> shared-memory copy atom, as CuTe C++'s sm120 epilogue builder picks
+    it: stmatrix x2 (transposed for M-major D) for 16-bit D, else a universal copy."""
     if elem_ty_d.width == 16:
-        return cute.make_copy_atom(warp.StMatrix8x8x16bOp(layout_d.is_m_major_c(), 4), elem_ty_d)
+        return cute.make_copy_atom(warp.StMatrix8x8x16bOp(layout_d.is_m_major_c(), 2), elem_ty_d)
     return cute.make_copy_atom(CopyUniversalOp(), elem_ty_d)
 
 
