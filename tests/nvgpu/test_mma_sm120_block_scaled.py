@@ -218,3 +218,47 @@ def test_block_scaled_mma_links_an_sm120a_cubin(op, instruction, monkeypatch):
     assert ".target sm_120a" in ptx and instruction in ptx
     cubin = compiled.__cubin__
     assert cubin is not None and bytes(cubin[:4]) == b"\x7fELF", "no sm_120a cubin"
+
+
+# ---- ldmatrix of packed Float4E2M1FN into the atom's A fragment ------------------------------------
+
+@cute.kernel
+def ldmatrix_fp4_fragment(a_bytes: cute.Tensor, out: cute.Tensor):
+    lane, _, _ = cute.arch.thread_idx()
+    tiled = cute.make_tiled_mma(warp.MmaMXF4NVF4Op(F4, cutlass.Float32, E4M3))
+    smem = cutlass.utils.SmemAllocator()
+    s_bytes = smem.allocate_tensor(cutlass.Uint8, cute.make_layout((16, 32), stride=(32, 1)), 128)
+    for j in cutlass.range_constexpr(16):  # lane l stores half a row: row l // 2, bytes 16 (l % 2) + j
+        s_bytes[lane // 2, 16 * (lane % 2) + j] = a_bytes[lane // 2, 16 * (lane % 2) + j]
+    cute.arch.sync_threads()
+    sA = cute.recast_tensor(s_bytes, F4)  # (16, 64) values, K contiguous
+    thr = tiled.get_slice(lane)
+    tCrA = tiled.make_fragment_A(thr.partition_A(sA))
+    copy = cute.make_tiled_copy_A(cute.make_copy_atom(warp.LdMatrix8x8x16bOp(False, 4), F4), tiled)
+    thr_copy = copy.get_slice(lane)
+    cute.copy(copy, thr_copy.partition_S(sA), thr_copy.retile(tCrA))
+    words = cute.recast_tensor(tCrA, cutlass.Int32)
+    for i in cutlass.range_constexpr(4):
+        out[lane, i] = words[i]
+
+
+@cute.jit
+def run_ldmatrix_fp4_fragment(a_bytes: cute.Tensor, out: cute.Tensor):
+    ldmatrix_fp4_fragment(a_bytes, out).launch(grid=(1, 1, 1), block=(32, 1, 1))
+
+
+def test_ldmatrix_of_packed_fp4_fills_the_m16n8k64_a_fragment():
+    # LdMatrix8x8x16bOp moving Float4E2M1FN: 16-bit units of four values each; the registers each
+    # lane gets are the PTX ISA's m16n8k64 A fragment (eight values to a register, lowest nibble first).
+    rng = np.random.default_rng(5)
+    codes = rng.integers(0, 16, (16, 64))
+    a_bytes = (codes[:, 0::2] | (codes[:, 1::2] << 4)).astype(np.uint8)
+    out = np.zeros((32, 4), np.int32)
+    cute.compile(run_ldmatrix_fp4_fragment, a_bytes, out, options="--target cpu --gpu-arch sm_120a")(a_bytes, out)
+    want = np.zeros((32, 4), np.uint32)
+    for lane in range(32):
+        g, t = lane // 4, lane % 4
+        for r in range(4):
+            for e in range(8):
+                want[lane, r] |= np.uint32(int(codes[g + 8 * (r & 1), 8 * t + e + 32 * (r >> 1)]) << (4 * e))
+    np.testing.assert_array_equal(out.view(np.uint32), want)
