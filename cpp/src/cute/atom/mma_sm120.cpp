@@ -110,7 +110,8 @@ Tensor pick(const Tensor& t, std::initializer_list<int64_t> idx) {
 
 void atom_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& sfa, const Tensor& b,
                const Tensor& sfb, const Tensor& c) {
-  std::vector<ir::Value*> operands = words(a, atom.m * atom.k * ((atom.a_type->width)) / 32 / 32, "A");
+  // A and B as 32-bit registers: the atom's values times their bits, over 32 lanes of 32 bits.
+  std::vector<ir::Value*> operands = words(a, atom.m * atom.k * atom.a_type->width / 32 / 32, "A");
   for (ir::Value* v : words(b, atom.n * atom.k * atom.b_type->width / 32 / 32, "B")) operands.push_back(v);
   for (const dsl::Num& v : mma_operand_values(c, atom.c_type, atom.values_c(), "C")) operands.push_back(dsl::materialize(v));
   operands.push_back(factors_word(atom, sfa, "SFA"));
