@@ -600,11 +600,22 @@ def test_tiled_copy_c_atom_misuse():
     wide = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float16, num_bits_per_copy=128)
     with pytest.raises(ValueError, match="more than the 4 accumulators"):
         cute.make_tiled_copy_C_atom(wide, f16acc)
-    # Over 4 warps in M, two values per thread reach rows 0-7, 16-23, ...: not one block.
+
+
+def test_tiled_copy_c_atom_over_a_spread_sub_tile():
+    # Over 4 warps in M, two values per thread reach rows 0-7, 16-23, 32-39, 48-55: not one block,
+    # so the tiler is CuTe's layout tiler (sub-tile row i is row tiler_m(i) of the MMA's tile).
     tall = cute.make_tiled_mma(warp.MmaF16BF16Op(cutlass.Float16, cutlass.Float32, (16, 8, 16)), (4, 1, 1))
     pair = cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32, num_bits_per_copy=64)
-    with pytest.raises(DSLUserCodeError, match="non-contiguous"):
-        cute.make_tiled_copy_C_atom(pair, tall)
+    sub = cute.make_tiled_copy_C_atom(pair, tall)
+    tm, tn = sub.tiler_mn
+    assert sorted(tm(i) for i in range(cute.size(tm))) == [r + 16 * w for w in range(4) for r in range(8)]
+    assert sorted(tn(j) for j in range(cute.size(tn))) == list(range(8))
+    got = tv_positions(sub.layout_tv_tiled, cute.size(tm))
+    want = tv_positions(tall.tv_layout_C_tiled, 64)
+    assert len(got) == 128 * 2
+    for (t, v), (i, j) in got.items():
+        assert want[(t, v)] == (tm(i), tn(j))
 
 
 def test_annotation_types_exist():

@@ -13,6 +13,7 @@
 #include "bindings/num_convert.h"
 #include "cute/algorithm/gemm.h"
 #include "cute/atom/mma_sm80.h"
+#include "cute/atom/mma_sm120.h"
 #include "cute/atom/mma_sm90.h"
 #include "cute/atom/tiled_mma.h"
 #include "dsl/dtype.h"
@@ -96,6 +97,8 @@ void tiled_methods(nb::class_<C>& cls, Get get) {
       .def_prop_ro("tv_layout_A", [get](const C& c) { return py(get(c).atom.layout_a_tv); })
       .def_prop_ro("tv_layout_B", [get](const C& c) { return py(get(c).atom.layout_b_tv); })
       .def_prop_ro("tv_layout_C", [get](const C& c) { return py(get(c).atom.layout_c_tv); })
+      .def_prop_ro("tv_layout_SFA", [get](const C& c) { return py(get(c).atom.layout_sfa_tv); })
+      .def_prop_ro("tv_layout_SFB", [get](const C& c) { return py(get(c).atom.layout_sfb_tv); })
       .def_prop_ro("thr_layout_vmnk", [get](const C& c) { return py(get(c).thr_layout_vmnk); })
       .def_prop_ro("permutation_mnk", [get](const C& c) {
         nb::list out;
@@ -177,6 +180,10 @@ void bind_mma(nb::module_& root) {
       .def_prop_ro("_b_major", [](const MmaAtom& a) { return int(a.b_major); })
       .def_prop_ro("_a_source", [](const MmaAtom& a) { return int(a.a_source); })
       .def_prop_ro("_cta_group", [](const MmaAtom& a) { return a.cta_group; })
+      .def_prop_ro("tv_layout_SFA", [](const MmaAtom& a) { return py(a.layout_sfa_tv); })
+      .def_prop_ro("tv_layout_SFB", [](const MmaAtom& a) { return py(a.layout_sfb_tv); })
+      .def_prop_ro("sf_vec_size", [](const MmaAtom& a) { return a.sf_vec_size; })
+      .def_prop_ro("sf_dtype", [](const MmaAtom& a) { return dtype_class(a.sf_type); })
       .def("make_fragment_A", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::A, x); })
       .def("make_fragment_B", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::B, x); })
       .def("make_fragment_C", [](const MmaAtom& a, nb::handle x) { return fragment(cute::make_tiled_mma(a, L::Layout(1, 0), {}), MmaOperand::C, x); })
@@ -198,6 +205,11 @@ void bind_mma(nb::module_& root) {
   });
   m.def("make_mma_fp8", [](nb::handle ab, nb::handle acc, nb::handle shape) {
     return cute::make_mma_fp8(mma_dtype(ab), mma_dtype(acc), shape3(shape));
+  });
+  // Warp-level block-scaled mma.sync (mma_sm120): kind 4 mxf8f6f4, 5 mxf4, 6 mxf4nvf4.
+  m.def("make_mma_block_scaled_sync", [](int kind, nb::handle a, nb::handle b, nb::handle acc, nb::handle sf,
+                                         const std::string& name) {
+    return cute::make_mma_block_scaled_sync(kind, mma_dtype(a), mma_dtype(b), mma_dtype(acc), mma_dtype(sf), name.c_str());
   });
   m.def("make_mma_universal", [](nb::handle t) { return cute::make_mma_universal(mma_dtype(t)); });
   m.def("make_wgmma_f16bf16", [](nb::handle ab, nb::handle acc, nb::handle shape, int a_src, int a_major, int b_major) {
@@ -297,11 +309,26 @@ void bind_mma(nb::module_& root) {
     MmaAtom* own = nb::isinstance<TiledMma>(atom) ? &nb::cast<TiledMma&>(atom).atom
                    : nb::isinstance<MmaAtom>(atom) ? &nb::cast<MmaAtom&>(atom) : nullptr;
     if (!own) throw dsl::UserError("INVALID_MMA_OP", "gemm: scale-factor operands need a tiled MMA or MMA atom");
+    if (own->kind == cute::MmaKind::BlockScaledSync)
+      return cute::sm120_scaled_gemm(*own, as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(sfa, "gemm"),
+                                     as_tensor(b, "gemm"), as_tensor(sfb, "gemm"), as_tensor(c, "gemm"));
     cute::prepare_accumulate_field(*own);
     cute::tcgen05_scaled_gemm(*own, as_tensor(d, "gemm"), as_tensor(a, "gemm"), as_tensor(sfa, "gemm"),
                               as_tensor(b, "gemm"), as_tensor(sfb, "gemm"), as_tensor(c, "gemm"));
   }, nb::arg("atom"), nb::arg("d"), nb::arg("a"), nb::arg("sfa"), nb::arg("b"), nb::arg("sfb"), nb::arg("c"),
      nb::arg("file") = "", nb::arg("line") = 0);
+
+  // The scale factors of a warp-level block-scaled tiled MMA (mma_sm120): get_layoutSFA_TV /
+  // SFB_TV and partition_fragment_SFA / SFB.
+  m.def("sf_layout_tv", [](nb::handle mma, const std::string& which) {
+    Scope scope;
+    return py(cute::scale_factor_mma(tiled_of(mma)).layout_tv(which == "A" ? MmaOperand::A : MmaOperand::B));
+  });
+  m.def("partition_fragment_sf", [](const ThrMma& thr, const std::string& which, nb::handle t) {
+    Scope scope;
+    return cute::partition_fragment_sf(thr, which == "A" ? MmaOperand::A : MmaOperand::B, as_tensor(t, "partition_fragment_SF"),
+                                       thr.thr_index);
+  });
 
   m.def("make_tiled_copy_C_atom", [](const cute::CopyAtom& atom, nb::handle mma) {
     Scope scope;

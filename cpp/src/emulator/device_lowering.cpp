@@ -259,8 +259,9 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
         emit(std::move(i));
         break;
       }
-      case OpCode::MmaSync: {  // warp-wide: the emulator gathers the lanes' fragments (sm80_mma.cpp)
-        Inst i = base(K::MmaSync);
+      case OpCode::MmaSync:  // warp-wide: the emulator gathers the lanes' fragments (sm80_mma.cpp,
+      case OpCode::MmaSyncBlockScaled: {  // sm120_mma.cpp)
+        Inst i = base(op.code == OpCode::MmaSync ? K::MmaSync : K::MmaSyncBlockScaled);
         for (size_t k = 0; k < op.operands.size(); ++k) i.srcs.push_back(in(k));
         for (auto& r : op.results) i.dsts.push_back(reg(r.get()));
         emit(std::move(i));

@@ -26,6 +26,7 @@ enum class K : uint8_t {
   PtrAdd, Move, Load, Store, Alloca, VecInsert, VecSplat, Special, Printf, PMove,
   Shuffle, Vote, WarpRedux, Atomic, SmemAddr, Assert,
   MmaSync,  // emulator/sm80_mma.cpp
+  MmaSyncBlockScaled,  // emulator/sm120_mma.cpp
   Sm80Copy,  // cp.async / commit / wait / ldmatrix / stmatrix (emulator/sm80_copy.cpp); code says which
   Wgmma,     // wgmma.mma_async / fence / commit / wait (emulator/sm90_mma.cpp); code says which
   Sm90Async,  // mbarrier ops, fences, TMA (emulator/sm90_async.cpp); code says which

@@ -67,6 +67,7 @@ void register_printf_assert_handlers(HandlerTable& t);
 void register_sm80_copy_handlers(HandlerTable& t);
 // SM80 mma.sync: sm80_mma.cpp.
 void register_sm80_mma_handlers(HandlerTable& t);
+void register_sm120_mma_handlers(HandlerTable& t);
 // SM90 warpgroup MMA (wgmma.mma_async, fence, commit / wait groups): sm90_mma.cpp.
 void register_sm90_mma_handlers(HandlerTable& t);
 // SM90 asynchronous machinery (mbarrier ops, fences, TMA): sm90_async.cpp.

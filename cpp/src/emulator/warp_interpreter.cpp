@@ -31,6 +31,7 @@ const HandlerTable& emulator_handlers() {
     register_printf_assert_handlers(t);
     register_sm80_copy_handlers(t);
     register_sm80_mma_handlers(t);
+    register_sm120_mma_handlers(t);
     register_sm90_mma_handlers(t);
     register_sm90_async_handlers(t);
     register_sm90_warp_handlers(t);

@@ -60,6 +60,7 @@ const char* opcode_name(OpCode code) {
     case OpCode::Yield: return "yield";
     case OpCode::Return: return "return";
     case OpCode::MmaSync: return "mma_sync";
+    case OpCode::MmaSyncBlockScaled: return "mma_sync_block_scaled";
     case OpCode::CpAsync: return "cp_async";
     case OpCode::CpAsyncCommit: return "cp_async_commit";
     case OpCode::CpAsyncWait: return "cp_async_wait";

@@ -62,6 +62,11 @@ enum class OpCode : uint8_t {
   // SM80 MMA family (cute/atom/mma_sm80, target/nvvm/lower_sm80_mma, emulator/sm80_mma)
   MmaSync,    // warp-wide mma.sync: (A values..., B values..., C values...) -> D values; ints = {m, n, k};
               // each lane passes its fragment values in PTX operand order (see mma_sm80.h)
+  // SM120 block-scaled MMA family (cute/atom/mma_sm120, target/nvvm/lower_sm120_mma, emulator/sm120_mma)
+  MmaSyncBlockScaled,  // warp-wide mma.sync .block_scale: (A regs i32..., B regs i32..., C f32...,
+                       // SFA i32, SFB i32) -> D f32...; int_attr = Tcgen05Kind (MXF8F6F4 / MXF4 /
+                       // MXF4NVF4); ints = {m, n, k, scale_vec, A format, B format, SF format}
+                       // (BlockScaledFormat); selectors byte-id = thread-id = 0
   // SM80 copies (cute/atom/copy_sm80, target/nvvm/lower_sm80_copy, emulator/sm80_copy)
   CpAsync,        // (smem dst ptr, gmem src ptr, i32 src bytes); int_attr = copy bytes (4/8/16);
                   // ints = {cache global}; bytes past src bytes are zero-filled
@@ -160,6 +165,8 @@ enum class OpCode : uint8_t {
 enum class Tcgen05Kind : uint8_t { F16 = 0, TF32 = 1, F8F6F4 = 2, I8 = 3, MXF8F6F4 = 4, MXF4 = 5, MXF4NVF4 = 6 };
 // The block-scaled kinds: A and B each scaled per block of K by factors read from tensor memory.
 inline bool is_block_scaled(Tcgen05Kind k) { return k >= Tcgen05Kind::MXF8F6F4; }
+// The element formats of MmaSyncBlockScaled's operands and scale factors (PTX .e2m1 ... .ue4m3).
+enum class BlockScaledFormat : uint8_t { E2M1 = 0, E4M3 = 1, E5M2 = 2, UE8M0 = 3, UE4M3 = 4 };
 enum class Tcgen05Shape : uint8_t { S32x32b = 0, S16x64b = 1, S16x128b = 2, S16x256b = 3, S16x32bx2 = 4 };
 // .128x256b, .4x256b, .128x128b, .64x128b.warpx2::02_13, .64x128b.warpx2::01_23, .32x128b.warpx4
 // The 32-bit registers per thread that a tcgen05.ld / st of `shape` x `repetitions` moves. With

@@ -409,7 +409,7 @@ class Parser {
       case OpCode::ClcTryCancel: case OpCode::ClcQueryCancel:
       case OpCode::TmemAlloc: case OpCode::TmemDealloc: case OpCode::TmemRelinquish: case OpCode::Tcgen05Mma:
       case OpCode::Tcgen05Commit: case OpCode::Tcgen05Ld: case OpCode::Tcgen05St: case OpCode::Tcgen05Wait:
-      case OpCode::Tcgen05Fence: case OpCode::Tcgen05Cp: case OpCode::WarpRedux: {
+      case OpCode::Tcgen05Fence: case OpCode::Tcgen05Cp: case OpCode::WarpRedux: case OpCode::MmaSyncBlockScaled: {
         // SM80 copies, wgmma, the SM90 async ops and the SM90 warp / cluster ops: `[int_attr, ints...] operands : result types`
         std::vector<int64_t> attrs;
         if (c.accept("[")) {

@@ -182,7 +182,7 @@ class Printer {
       case OpCode::ClcTryCancel: case OpCode::ClcQueryCancel:
       case OpCode::TmemAlloc: case OpCode::TmemDealloc: case OpCode::TmemRelinquish: case OpCode::Tcgen05Mma:
       case OpCode::Tcgen05Commit: case OpCode::Tcgen05Ld: case OpCode::Tcgen05St: case OpCode::Tcgen05Wait:
-      case OpCode::Tcgen05Fence: case OpCode::Tcgen05Cp: case OpCode::WarpRedux:
+      case OpCode::Tcgen05Fence: case OpCode::Tcgen05Cp: case OpCode::WarpRedux: case OpCode::MmaSyncBlockScaled:
         if (op.code != OpCode::CpAsyncCommit) {
           os << " [" << op.int_attr;
           for (int64_t v : op.ints) os << ", " << v;

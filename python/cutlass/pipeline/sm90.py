@@ -275,13 +275,24 @@ class PipelineOrder:
     def get_barrier_for_current_stage_idx(self, group_id):
         return self.barriers.get_barrier(self.state.index * self.length + group_id)
 
-    def arrive(self):
+    def arrive(self, state=None):
+        """Hands the current stage to the next group and moves on. With a `state` (the explicit form
+        NVIDIA's GeForce ping-pong GEMMs use: `state = order.arrive(state)`), that state's stage is
+        handed on and the next state returned; without, the barrier's own state moves."""
         nxt = (self.group_id + 1) % self.length
-        self.barriers.arrive(self.state.index * self.length + nxt)
-        self.state.advance()
+        if state is None:
+            self.barriers.arrive(self.state.index * self.length + nxt)
+            self.state.advance()
+            return None
+        self.barriers.arrive(state.index * self.length + nxt)
+        following = state.clone()
+        following.advance()
+        return following
 
-    def wait(self):
-        self.barriers.wait(self.state.index * self.length + self.group_id, self.state.phase)
+    def wait(self, state=None):
+        """Waits for this group's turn at the stage of `state` (the barrier's own state when none)."""
+        state = self.state if state is None else state
+        self.barriers.wait(state.index * self.length + self.group_id, state.phase)
 
     # Carried through dynamic loops by its state (the barriers and the group are fixed).
     def __extract_mlir_values__(self):

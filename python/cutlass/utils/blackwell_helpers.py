@@ -13,6 +13,8 @@ from .blackwell_epilogue import (cluster_shape_to_tma_atom_A, cluster_shape_to_t
                                  cluster_shape_to_tma_atom_SFB, compute_epilogue_tile_shape, get_smem_store_op,
                                  make_smem_layout, make_smem_layout_epi)
 from .blackwell_epilogue import _tmem_warps
+from .sm120_blockscaled import (get_layoutSFA_TV, get_layoutSFB_TV, get_permutation_mnk,  # noqa: F401
+                                partition_fragment_SFA, partition_fragment_SFB, sm120_get_smem_store_op)
 
 
 def make_trivial_tiled_mma(ab_dtype, *args, a_source=None, loc=None, ip=None):

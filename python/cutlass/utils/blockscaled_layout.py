@@ -10,6 +10,7 @@ blocks in the bytes of a column: the tensor-memory layout the MMA reads (sm100_m
 Written with DSL layout operations; the layout algebra itself is C++."""
 from .. import cute
 from ..cute.nvgpu.common import OperandMajorMode
+from .sm120_blockscaled import sm120_make_smem_layout_sfa, sm120_make_smem_layout_sfb  # noqa: F401
 
 _ROWS, _BLOCKS = 128, 4  # a chunk: 128 rows (columns) x 4 factors
 _CHUNK_BYTES = _ROWS * _BLOCKS
@@ -102,4 +103,4 @@ def make_tmem_layout_sfb(tiled_mma, mma_tiler_mnk, sf_vec_size, smem_layout, *, 
 
 
 __all__ = ["BlockScaledBasicChunk", "tile_atom_to_shape_SF", "make_smem_layout_sfa", "make_smem_layout_sfb",
-           "make_tmem_layout_sfa", "make_tmem_layout_sfb"]
+           "make_tmem_layout_sfa", "make_tmem_layout_sfb", "sm120_make_smem_layout_sfa", "sm120_make_smem_layout_sfb"]

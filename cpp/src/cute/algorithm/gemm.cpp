@@ -84,6 +84,9 @@ Tensor append1(const Tensor& t) { return with_modes(t, L::append(t.layout, Layou
 void gemm(const MmaAtom& atom, const Tensor& d, const Tensor& a, const Tensor& b, const Tensor& c) {
   if (atom.kind == MmaKind::Warpgroup) return wgmma_gemm(atom, d, a, b, c);  // descriptor operands
   if (atom.kind == MmaKind::Tcgen05) return tcgen05_gemm(atom, d, a, b, c);  // descriptors, tensor memory
+  if (atom.kind == MmaKind::BlockScaledSync)
+    throw dsl::UserError("INVALID_MMA_OP", "gemm: a block-scaled MMA (" + mma_type_name(atom.a_type) +
+                                               ") needs its scale factors: cute.gemm(mma, d, [a, sfa], [b, sfb], c)");
   for (const Tensor* t : {&d, &a, &b, &c})
     if (!t->is_memory() || t->space() != ir::AddrSpace::Rmem)
       throw dsl::UserError("TYPE_MISMATCH", "gemm: operands must be register fragments (make_fragment_A/B/C or "

@@ -78,7 +78,10 @@ CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpos
   const char* name = eight_bit ? "LdMatrix8x16x8bOp" : "LdMatrix8x8x16bOp";
   check_matrices(name, num_matrices);
   int bits = element_bits(value_type);
-  if (bits != (eight_bit ? 8 : 16))
+  // 16-bit units may carry narrower values untransposed (two 8-bit or four 4-bit values each, as
+  // NVIDIA's GeForce block-scaled GEMMs load Float4E2M1FN operands): the copy moves the units.
+  const bool packed_units = !eight_bit && !transpose && (bits == 4 || bits == 8);
+  if (bits != (eight_bit ? 8 : 16) && !packed_units)
     atom_error("TYPE_MISMATCH", std::string(name) + " moves " + (eight_bit ? "8" : "16") +
                                     "-bit elements, but the atom's value type " + dtype_text(value_type) + " has " +
                                     std::to_string(bits) + " bits");
@@ -233,6 +236,12 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
   if (src.layout.rank() != dst.layout.rank())
     copy_error("source and destination ranks differ: " + to_string(src) + " vs " + to_string(dst));
 
+  if (atom.op == CopyOp::LdMatrix && !atom.wide_matrix && vbits < 16 && atom.op_name == "LdMatrix8x8x16bOp") {
+    // Values narrower than the 16-bit units ldmatrix moves: the same copy of the units.
+    CopyAtom units = atom;
+    units.value_type = ir::int_type(16);
+    return copy_sm80(units, recast_tensor(src, units.value_type), recast_tensor(dst, units.value_type), pred);
+  }
   L::Layout sv = group_rest(src.layout), dv = group_rest(dst.layout);
   L::Int sn0 = L::size(sv, {0}), dn0 = L::size(dv, {0}), sn1 = L::size(sv, {1}), dn1 = L::size(dv, {1});
   if (!sn0.is_static() || !dn0.is_static() || !sn1.is_static() || !dn1.is_static())

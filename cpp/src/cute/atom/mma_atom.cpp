@@ -2,6 +2,7 @@
 
 #include "cute/atom/mma_sm80.h"
 #include "cute/atom/mma_sm100.h"
+#include "cute/atom/mma_sm120.h"
 #include "cute/atom/mma_sm90.h"
 #include "cute/pointer.h"
 #include "dsl/dtype.h"
@@ -105,6 +106,9 @@ void mma_atom_call(const MmaAtom& atom, const Tensor& d, const std::vector<dsl::
     case MmaKind::Tcgen05:    // nor tcgen05 atoms
       results = mma_sync_call(atom, av, bv, cv);
       break;
+    case MmaKind::BlockScaledSync:
+      throw dsl::UserError("INVALID_MMA_OP", "gemm: a block-scaled MMA (" + mma_type_name(atom.a_type) +
+                                                 ") needs its scale factors: cute.gemm(mma, d, [a, sfa], [b, sfb], c)");
   }
   L::Int nd = L::size(d.layout);
   if (!nd.is_static() || nd.value() != int64_t(results.size()))
@@ -124,6 +128,8 @@ std::string op_string(const MmaAtom& a) {
       return wgmma_op_string(a);
     case MmaKind::Tcgen05:
       return tcgen05_op_string(a);
+    case MmaKind::BlockScaledSync:
+      return mma_sm120_op_string(a);
   }
   return "";
 }

@@ -15,7 +15,7 @@
 
 namespace opencute::cute {
 
-enum class MmaKind : uint8_t { Universal, F16BF16, FP8, Warpgroup, Tcgen05 };
+enum class MmaKind : uint8_t { Universal, F16BF16, FP8, Warpgroup, Tcgen05, BlockScaledSync };
 
 // Warpgroup (SM90 wgmma) atoms only, see mma_sm90.h: where operand A comes from and which mode of
 // A / B is contiguous in shared memory.
@@ -48,6 +48,11 @@ struct MmaAtom {
   ir::Type sf_type = nullptr;
   int sf_vec_size = 0;
   ir::Value* sf_cells[2] = {nullptr, nullptr};
+  // Warp-level block-scaled atoms (BlockScaledSync, mma_sm120.h; tcgen05_kind holds their .kind):
+  // the scale factors' (thread, value) -> (M, K) / (N, K) layouts, CuTe's SFALayout / SFBLayout.
+  layout::Layout layout_sfa_tv, layout_sfb_tv;
+  // ... and the element formats of their A and B values (ir::BlockScaledFormat).
+  int a_format = 0, b_format = 0;
 
   int num_threads() const {
     return kind == MmaKind::Universal ? 1 : kind == MmaKind::Warpgroup ? 128 : kind == MmaKind::Tcgen05 ? cta_group : 32;

@@ -204,6 +204,8 @@ TiledCopy make_tiled_copy_c_atom(const CopyAtom& atom, const TiledMma& mma) {
   std::vector<L::Tiler> tiler;
   IntTuple sub_tile;
   std::vector<IntTuple> extents;
+  std::vector<Layout> reached;  // per mode, the coordinates the truncated layout reaches
+  bool all_blocks = true;
   for (int i = 0; i < 2; ++i) {
     // The coordinates of mode i the truncated layout reaches.
     Layout pick(mma_tiler, i == 0 ? IntTuple{1, 0} : IntTuple{0, 1});
@@ -220,13 +222,17 @@ TiledCopy make_tiled_copy_c_atom(const CopyAtom& atom, const TiledMma& mma) {
       block = c >= 0 && c < n && !seen[size_t(c)];
       if (block) seen[size_t(c)] = true;
     }
-    if (!block)
-      throw dsl::UserError("NOT_SUPPORTED", "make_tiled_copy_C_atom: the copy atom's " + std::to_string(copy_v) +
-                                                " values per thread cover a non-contiguous part " + L::to_string(t) +
-                                                " of the MMA's mode " + std::to_string(i) +
-                                                "; only contiguous sub-tiles are supported");
+    all_blocks = all_blocks && block;
+    reached.push_back(t);
     tiler.push_back(L::Tiler(Layout(n, 1)));
     extents.push_back(IntTuple(n));
+  }
+  if (!all_blocks) {
+    // A sub-tile spread over its modes (the GeForce block-scaled GEMMs' N permutation interleaves
+    // 8-column groups): CuTe's layout tiler, one layout per mode.
+    std::vector<L::Tiler> by_layout{L::Tiler(reached[0]), L::Tiler(reached[1])};
+    Layout tile2mma = L::composition(L::make_layout(mma_tiler), L::Tiler(by_layout));
+    return make_tiled_copy(atom, L::composition(L::left_inverse(tile2mma), layout_TV), reached);
   }
   Layout tile2mma = L::composition(L::make_layout(mma_tiler), L::Tiler(tiler));
   Layout layout_tv = L::composition(L::left_inverse(tile2mma), layout_TV);

@@ -46,6 +46,7 @@ const LoweringTable& nvvm_lowerings() {
     register_diagnostic_lowerings(t);
     register_sm80_copy_lowerings(t);
     register_sm80_mma_lowerings(t);
+    register_sm120_mma_lowerings(t);
     register_sm90_mma_lowerings(t);
     register_sm90_async_lowerings(t);
     register_sm90_warp_lowerings(t);

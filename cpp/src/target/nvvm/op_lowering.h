@@ -46,6 +46,8 @@ void register_diagnostic_lowerings(LoweringTable& t);
 void register_sm80_copy_lowerings(LoweringTable& t);
 // SM80 mma.sync: lower_sm80_mma.cpp.
 void register_sm80_mma_lowerings(LoweringTable& t);
+// SM120 block-scaled mma.sync (.kind::mxf8f6f4 / mxf4 / mxf4nvf4): lower_sm120_mma.cpp.
+void register_sm120_mma_lowerings(LoweringTable& t);
 // SM90 warpgroup MMA (wgmma.mma_async, fence, commit / wait groups): lower_sm90_mma.cpp.
 void register_sm90_mma_lowerings(LoweringTable& t);
 // The MLIR-level surface and launch control: user inline assembly (llvm.inline_asm) and
