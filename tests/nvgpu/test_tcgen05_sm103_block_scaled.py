@@ -175,6 +175,8 @@ def test_k96_instruction_descriptor_sets_bit_31():
     assert op.shape_mnk == (128, 256, 96) and op.sf_vec_size == 16
     mx = tcgen05.SM103MmaMXF4Op((256, 128), tcgen05.CtaGroup.TWO)
     assert mx.shape_mnk == (256, 128, 96) and mx.sf_vec_size == 32 and mx.sf_dtype is cutlass.Float8E8M0FNU
+    assert "tcgen05 SM103MmaMXF4Op MMA Operation" in str(mx)
+    assert "tcgen05 SM103MmaMXF4NVF4Op MMA Operation" in str(op)
 
 
 def test_k96_ops_refuse_bad_types_and_shapes():

@@ -319,20 +319,37 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const int abits = packed_fp4(dd.kind) ? 4 : elem_bits(dd.a), bbits = packed_fp4(dd.kind) ? 4 : elem_bits(dd.b);
   if (scaled && a_tmem) fail("A from tensor memory is not emulated for the block-scaled kinds");
   // B^T (K x N) gathered from the CTAs' halves, read once per instruction.
+  // Row `mn` of an operand (its K elements) into out[k * step]. A K-major row is read a 16-byte
+  // chunk per address where the descriptor keeps the chunk's elements contiguous (the swizzles
+  // move whole chunks), else one element per address.
+  auto read_row = [&](const Cta& cta, uint64_t desc, bool mn_major, Elem e, int bits, int64_t mn, bool neg,
+                      const char* which, float* out, size_t step) {
+    const int per_chunk = 128 / bits;
+    for (int k = 0; k < K;) {
+      int run = mn_major ? 1 : std::min(per_chunk - k % per_chunk, K - k);
+      std::string why;
+      const uintptr_t a = address_in(cta, desc, mn_major, bits, mn, k, &why);
+      if (!a)
+        fail(std::string("the ") + which + " descriptor " + hex64(desc) +
+             (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(mn) + "," +
+                                std::to_string(k) + ")"
+                          : ": " + why));
+      auto offset = [&](int j) { return uintptr_t((k + j) * bits / 8 - k * bits / 8); };
+      if (run > 1) {
+        std::string ignored;
+        if (address_in(cta, desc, mn_major, bits, mn, k + run - 1, &ignored) != a + offset(run - 1)) run = 1;
+      }
+      for (int j = 0; j < run; ++j) {
+        const float v = read_operand(dd, e, a + offset(j), k + j);
+        out[size_t(k + j) * step] = neg ? -v : v;
+      }
+      k += run;
+    }
+  };
   std::vector<float> bt(size_t(K) * size_t(N));
   for (size_t p = 0; p < ctas.size(); ++p)
     for (int n = 0; n < n_cta; ++n)
-      for (int k = 0; k < K; ++k) {
-        std::string why;
-        uintptr_t a = address_in(ctas[p], b_desc, dd.b_mn, bbits, n, k, &why);
-        if (!a)
-          fail("the B descriptor " + hex64(b_desc) +
-               (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(n) + "," +
-                                  std::to_string(k) + ")"
-                            : ": " + why));
-        float v = read_operand(dd, dd.b, a, k);
-        bt[size_t(k) * size_t(N) + size_t(int(p) * n_cta + n)] = dd.neg_b ? -v : v;
-      }
+      read_row(ctas[p], b_desc, dd.b_mn, dd.b, bbits, n, dd.neg_b, "B", bt.data() + size_t(int(p) * n_cta + n), size_t(N));
   const uint32_t d_lane = d_addr >> 16, d_col = d_addr & 0xffff;
   if (d_lane) fail("the D address " + hex64(d_addr) + " names lane " + std::to_string(d_lane) + "; D starts at lane 0");
   const int d_cols = m_cta == 128 || group == 1 ? N : N / (128 / m_cta);
@@ -361,17 +378,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       }
     } else {
       for (int m = 0; m < m_cta; ++m)
-        for (int k = 0; k < K; ++k) {
-          std::string why;
-          uintptr_t a = address_in(cta, a_val, dd.a_mn, abits, m, k, &why);
-          if (!a)
-            fail("the A descriptor " + hex64(a_val) +
-                 (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(m) + "," +
-                                    std::to_string(k) + ")"
-                              : ": " + why));
-          float v = read_operand(dd, dd.a, a, k);
-          a_rows[size_t(m) * size_t(K) + size_t(k)] = dd.neg_a ? -v : v;
-        }
+        read_row(cta, a_val, dd.a_mn, dd.a, abits, m, dd.neg_a, "A", a_rows.data() + size_t(m) * size_t(K), 1);
     }
     TensorMemory& tm = cta.w->tmem;
     if (scaled) {
@@ -386,15 +393,25 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       if (!e.empty()) fail(e);
       e = tm.check_columns(sb.column, int(sb.extent(N, K / per)), "SFB");
       if (!e.empty()) fail(e);
+      const int nf = K / per;  // factors per row
       for (int m = 0; m < m_cta; ++m)
-        for (int k = 0; k < K; ++k)
-          a_rows[size_t(m) * size_t(K) + size_t(k)] *= read_scale(dd.ue8m0, sa.at(tm, m / 32, m, k / per));
+        for (int f = 0; f < nf; ++f) {
+          const float scale = read_scale(dd.ue8m0, sa.at(tm, m / 32, m, f));
+          for (int k = f * per; k < (f + 1) * per; ++k) a_rows[size_t(m) * size_t(K) + size_t(k)] *= scale;
+        }
+      std::vector<float> b_scale(size_t(4) * size_t(nf) * size_t(N));
+      for (int sp = 0; sp < 4; ++sp)
+        for (int f = 0; f < nf; ++f)
+          for (int n = 0; n < N; ++n)
+            b_scale[(size_t(sp) * size_t(nf) + size_t(f)) * size_t(N) + size_t(n)] = read_scale(dd.ue8m0, sb.at(tm, sp, n, f));
       bt_scaled.resize(size_t(4) * size_t(K) * size_t(N));
       for (int sp = 0; sp < 4; ++sp)
-        for (int k = 0; k < K; ++k)
-          for (int n = 0; n < N; ++n)
-            bt_scaled[(size_t(sp) * size_t(K) + size_t(k)) * size_t(N) + size_t(n)] =
-                bt[size_t(k) * size_t(N) + size_t(n)] * read_scale(dd.ue8m0, sb.at(tm, sp, n, k / per));
+        for (int k = 0; k < K; ++k) {
+          const float* scale = b_scale.data() + (size_t(sp) * size_t(nf) + size_t(k / per)) * size_t(N);
+          const float* row = bt.data() + size_t(k) * size_t(N);
+          float* dst = bt_scaled.data() + (size_t(sp) * size_t(K) + size_t(k)) * size_t(N);
+          for (int n = 0; n < N; ++n) dst[n] = row[n] * scale[n];
+        }
     }
     for (int m = 0; m < m_cta; ++m) {
       const float* ar = a_rows.data() + size_t(m) * size_t(K);

@@ -542,7 +542,8 @@ void tcgen05_scaled_gemm(MmaAtom& atom, const Tensor& d, const Tensor& a, const 
 
 std::string tcgen05_op_string(const MmaAtom& a) {
   const auto kind = ir::Tcgen05Kind(a.tcgen05_kind);
-  std::string s = std::string("tcgen05 ") + (a.k == 96 ? "SM103" : "") + kind_op_name(kind) + " MMA Operation\n";
+  const std::string name = a.k != 96 ? kind_op_name(kind) : a.sf_vec_size == 32 ? "SM103MmaMXF4Op" : "SM103MmaMXF4NVF4Op";
+  std::string s = "tcgen05 " + name + " MMA Operation\n";
   s += "  CTA group = " + std::string(a.cta_group == 1 ? "1CTA" : "2CTA") + "\n";
   if (a.a_type == a.b_type) s += "  A/B data type = " + mma_type_name(a.a_type) + "\n";
   else s += "  A data type = " + mma_type_name(a.a_type) + "\n  B data type = " + mma_type_name(a.b_type) + "\n";
