@@ -164,10 +164,10 @@ def test_dense_blockscaled_gemm_persistent_amax_on_the_emulator(monkeypatch):
 
 # ---- the examples' own scripts, their defaults and checks, with torch on the CPU ---------------------
 
-def _run_script_with_torch_on_the_cpu(monkeypatch, relative, *argv):
+def _run_script_with_torch_on_the_cpu(monkeypatch, relative, *argv, arch="sm_100a"):
     """Runs an example as `python <example> argv...` would on a GPU machine (the bwx: rows), with
     torch's CPU tensors standing in for CUDA ones: the kernels run on the emulator, the example
-    checks them against its torch reference."""
+    checks them against its torch reference. `arch`: the row's CUTE_DSL_ARCH."""
     torch = pytest.importorskip("torch")
     if getattr(torch, "__file__", None) is None:  # the import stand-in of torch_for_import, not torch
         pytest.skip("torch is not installed")
@@ -189,9 +189,9 @@ def _run_script_with_torch_on_the_cpu(monkeypatch, relative, *argv):
         monkeypatch.setattr(torch, name, on_cpu(getattr(torch, name)))
     monkeypatch.setattr(cutlass_torch, "default_stream", lambda: cutlass_torch.make_stream(0))
     monkeypatch.setattr(cutlass_torch, "current_stream", lambda: cutlass_torch.make_stream(0))
-    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    monkeypatch.setenv("CUTE_DSL_ARCH", arch)
     monkeypatch.setenv("CUTE_DSL_TARGET", "cpu")
-    if toolchain.probe().has_linker:  # each kernel also links an sm_100a cubin (an error if refused)
+    if toolchain.probe().has_linker:  # each kernel also links a cubin for `arch` (an error if refused)
         monkeypatch.setenv("OPENCUTE_EMULATOR_LINK_CUBIN", "1")
         monkeypatch.setenv("CUTE_DSL_DISABLE_FILE_CACHING", "True")
     monkeypatch.syspath_prepend(nvidia_examples.ROOT)

@@ -91,3 +91,23 @@ def test_sfb_tma_op_of_a_2cta_mma_is_a_pair_multicast():
     assert isinstance(op, cpasync.CopyBulkTensorTileG2SMulticastOp) and op.cta_group == TWO
     assert isinstance(sm100_utils.cluster_shape_to_tma_atom_SFB((1, 1), nvf4_mma().thr_id),
                       cpasync.CopyBulkTensorTileG2SOp)
+
+
+def test_tmem_layout_of_one_factor_k_blocks_and_256_columns():
+    # NVIDIA's sm_103 GEMMs view the factors one K block at a time ((rows, (16, 1)), 1, blocks),
+    # compact strides (only the shape counts, as CuTe's tmem_sf_frg reads it). By hand from that
+    # atom (row s + 32 c at lane s, column c; the four subpartitions' copies a mode of their own):
+    # block j of a 128-row chunk is byte j % 4 of column 4 * (j // 4); with 256 rows (B's N =
+    # 256), rows 128-255 take columns 4-7 and block j's group is 8 columns on.
+    mma = nvf4_mma()
+
+    def lane_column_byte(idx):
+        return idx // (4 << 16), (idx % (4 << 16)) // 4, idx % 4
+
+    one = cute.make_layout(((((32, 4), 1), (16, 1)), 1, 24))
+    t = blockscaled_utils.make_tmem_layout_sfa(mma, (128, 256, 768), 16, one)
+    assert lane_column_byte(cute.crd2idx(((((5, 1), 0), (0, 0)), 0, 6), t)) == (5, 1 + 4, 2)
+    assert lane_column_byte(cute.crd2idx(((((31, 3), 0), (15, 0)), 0, 23), t)) == (31, 3 + 4 * 5, 3)
+    wide = cute.make_layout(((((32, 4), 2), (16, 1)), 1, 24))
+    tb = blockscaled_utils.make_tmem_layout_sfb(mma, (128, 256, 768), 16, wide)
+    assert lane_column_byte(cute.crd2idx(((((7, 2), 1), (3, 0)), 0, 9), tb)) == (7, 2 + 4 + 8 * 2, 1)

@@ -10,6 +10,7 @@
 
 #include "bindings/layout_convert.h"
 #include "cute/atom/mma_sm100.h"
+#include "cute/atom/mma_sm103.h"
 #include "bindings/num_convert.h"
 #include "cute/algorithm/gemm.h"
 #include "cute/atom/mma_sm80.h"
@@ -253,6 +254,12 @@ void bind_mma(nb::module_& root) {
     return cute::make_tcgen05_block_scaled_mma(ir::Tcgen05Kind(kind), mma_dtype(a), mma_dtype(b), mma_dtype(sf),
                                                sf_vec_size, s, cta_group, cute::OperandSource(a_src),
                                                cute::OperandMajor(a_major), cute::OperandMajor(b_major));
+  });
+  // tcgen05.SM103MmaMXF4Op / SM103MmaMXF4NVF4Op (sm_103's K = 96).
+  m.def("make_sm103_block_scaled_mma", [](nb::handle sf, int sf_vec_size, nb::handle shape, int cta_group, int a_src) {
+    std::vector<int64_t> s;
+    for (nb::handle e : shape) s.push_back(nb::cast<int64_t>(e));
+    return cute::make_sm103_block_scaled_mma(mma_dtype(sf), sf_vec_size, s, cta_group, cute::OperandSource(a_src));
   });
   m.def("tcgen05_instruction_descriptor", [](const MmaAtom& a) { return cute::tcgen05_instruction_descriptor(a); });
   // The SM100 descriptor bits of one (MN, K) tile (start address 0) for tests and make_umma_smem_desc.

@@ -20,6 +20,7 @@
 #include "cute/pointer.h"
 #include "cute/print_tensor.h"
 #include "cute/tensor.h"
+#include "cute/atom/mma_sm103.h"
 #include "cute/tensor_ssa.h"
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
@@ -301,11 +302,27 @@ void bind_tensors(nb::module_& root) {
   m.def("make_tensor", [](nb::handle iterator, nb::handle layout) {
     Scope scope;
     if (nb::isinstance<PointerValue>(iterator)) return memory_tensor(nb::cast<PointerValue>(iterator), layout);
+    if (nb::isinstance<Tensor>(iterator) && nb::cast<const Tensor&>(iterator).desc_value)  // make_umma_smem_desc's
+      return cute::with_layout(nb::cast<Tensor>(iterator), tensor_layout_arg(layout));
     if (nb::isinstance<Num>(iterator) || nb::hasattr(iterator, "_n")) {
       Num n = to_num(iterator);
       if (!n.is_static && n.type->is_pointer()) return memory_tensor(PointerValue{n.value, std::nullopt}, layout);
     }
     return cute::make_coord_tensor(to_tuple(iterator), tensor_layout_arg(layout));
+  });
+  // tcgen05.make_umma_smem_desc(src, layout, major, next_src): cute/atom/mma_sm103.h.
+  m.def("make_umma_smem_desc", [](nb::handle src, nb::handle layout, int major, nb::handle next) {
+    Scope scope;
+    auto pointer = [](nb::handle p, const char* which) {
+      if (!nb::isinstance<PointerValue>(p))
+        throw dsl::UserError("TYPE_MISMATCH", std::string("make_umma_smem_desc: ") + which +
+                                                  " must be a shared-memory pointer (a tensor's .iterator)");
+      return nb::cast<PointerValue>(p);
+    };
+    Tensor t = memory_tensor(pointer(src, "src"), layout);
+    if (next.is_none()) return cute::make_umma_smem_desc(t, cute::OperandMajor(major), nullptr);
+    Tensor n = memory_tensor(pointer(next, "next_src"), nb::int_(1));
+    return cute::make_umma_smem_desc(t, cute::OperandMajor(major), &n);
   });
   m.def("domain_offset", [](nb::handle coord, nb::handle t) {
     Scope scope;

@@ -161,6 +161,7 @@ struct TensorFieldsKnownHere {
   L::Int swizzle_offset;
   bool swizzle_in_address;
   std::optional<L::Layout> desc_tile;  // static: compared, no IR values
+  ir::Value* desc_value;               // carried when present
 };
 static_assert(sizeof(Tensor) == sizeof(TensorFieldsKnownHere),
               "cute::Tensor gained a field: join, flatten and rebuild it in cute/carry.cpp");
@@ -180,7 +181,8 @@ Join<Tensor> join_tensor(const Tensor& a, const Tensor& b) {
       a.swizzle_in_address != b.swizzle_in_address)
     return j;
   if (a.desc_tile.has_value() != b.desc_tile.has_value() ||
-      (a.desc_tile && L::to_string(*a.desc_tile) != L::to_string(*b.desc_tile)))
+      (a.desc_tile && L::to_string(*a.desc_tile) != L::to_string(*b.desc_tile)) ||
+      (a.desc_value == nullptr) != (b.desc_value == nullptr))
     return j;
   bool widened = false;
   L::IntTuple coord, shape, stride, offset;
@@ -236,6 +238,7 @@ std::vector<dsl::Num> tensor_values(const Tensor& t) {
   collect(t.layout.shape, vals);
   collect(t.layout.stride, vals);
   if (t.is_swizzled()) collect(L::IntTuple(t.swizzle_offset), vals);
+  if (t.desc_value) vals.push_back(dsl::Num::of_value(t.desc_value));
   return vals;
 }
 
@@ -248,6 +251,7 @@ Tensor tensor_with_values(const Tensor& t, const std::vector<dsl::Num>& vals) {
   L::IntTuple stride = tuple_with_values(t.layout.stride, vals, next);
   r.layout = L::Layout(shape, stride);
   if (t.is_swizzled()) r.swizzle_offset = tuple_with_values(L::IntTuple(t.swizzle_offset), vals, next).as_int();
+  if (t.desc_value) r.desc_value = vals.at(next++).value;
   return r;
 }
 

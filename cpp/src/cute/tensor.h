@@ -35,6 +35,10 @@ struct Tensor {
   // mode 0 of `layout` is 1:0 (one descriptor per atom) and `desc_tile` is the (MN, K) layout of
   // the atom's tile that each descriptor describes (cute/atom/mma_sm90.h).
   std::optional<layout::Layout> desc_tile;
+  // A tcgen05 descriptor encoded in full by tcgen05.make_umma_smem_desc (the tile in the bytes of
+  // the tensor's own element type, sm_103's absolute "next buffer" address included): the MMA
+  // takes this 64-bit value as it is (cute/atom/mma_sm103.h).
+  ir::Value* desc_value = nullptr;
 
   bool is_memory() const { return ptr != nullptr; }
   bool is_swizzled() const { return swizzle.has_value(); }

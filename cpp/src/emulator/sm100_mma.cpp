@@ -96,10 +96,13 @@ float read_elem(Elem e, const unsigned char* p) {
 
 // The shared-memory byte address of element (mn, k) of an operand through an SM100 matrix
 // descriptor; 0 when it lies outside the CTA's shared memory. `why` is set for a descriptor the
-// hardware would not accept.
+// hardware would not accept. `k96`: sm_103's 48-byte K blocks (mma_sm103.h), which continue past
+// the end of a K-major swizzle row at the next buffer that the LBO field names (absolute mode).
 uintptr_t operand_address(uint64_t d, bool mn_major, int bits, int64_t mn, int64_t k, uintptr_t smem, size_t smem_size,
-                          std::string* why) {
-  const uint64_t start = (d & 0x3FFF) << 4, lbo = ((d >> 16) & 0x3FFF) << 4, sbo = ((d >> 32) & 0x3FFF) << 4;
+                          bool k96, std::string* why) {
+  uint64_t start = (d & 0x3FFF) << 4;
+  const uint64_t lbo = ((d >> 16) & 0x3FFF) << 4, sbo = ((d >> 32) & 0x3FFF) << 4;
+  const bool absolute_lbo = (d >> 52) & 1;
   int b = 0;
   switch (d >> 61) {
     case 0: b = 0; break;
@@ -117,7 +120,19 @@ uintptr_t operand_address(uint64_t d, bool mn_major, int bits, int64_t mn, int64
   const uint64_t row = uint64_t(16) << b, eb = std::max<uint64_t>(uint64_t(bits) / 8, 1);
   uint64_t off;
   if (!mn_major) {
-    const uint64_t kb = uint64_t(k) * uint64_t(bits) / 8;  // packed 4-bit: the byte of the pair
+    uint64_t kb = uint64_t(k) * uint64_t(bits) / 8;  // packed 4-bit: the byte of the pair
+    if (k96 && (absolute_lbo || (start % row) + kb >= row)) {
+      if (!absolute_lbo) {
+        *why = "its K block of 48 bytes runs past the end of the swizzle row and the LBO field is in relative mode "
+               "(bit 52 = 0), not naming the next buffer";
+        return 0;
+      }
+      if (!b) {
+        *why = "its LBO field is in absolute mode (bit 52), emulated for swizzled K-major operands only";
+        return 0;
+      }
+      if ((start % row) + kb >= row) kb = (start % row) + kb - row, start = lbo;  // continues in the next buffer
+    }
     off = uint64_t(mn % 8) * row + uint64_t(mn / 8) * sbo + kb % 16 + (kb / 16) * (b ? 16 : lbo);
   } else if (b) {
     const uint64_t mb = uint64_t(mn) * eb;
@@ -136,6 +151,7 @@ uintptr_t operand_address(uint64_t d, bool mn_major, int bits, int64_t mn, int64
 
 struct Decoded {
   ir::Tcgen05Kind kind;
+  bool k96 = false;  // sm_103's K = 96 fp4 form (instruction descriptor bit 31)
   Elem a, b;
   int c_format;  // 0 F16, 1 F32, 2 S32
   bool neg_a, neg_b, a_mn, b_mn;
@@ -153,7 +169,8 @@ struct Decoded {
 std::string decode_block_scaled_idesc(uint32_t id, ir::Tcgen05Kind kind, int scale_vec, Decoded* o) {
   if (id & 0x4) return "sparse MMA (instruction descriptor bit 2) is not emulated";
   if (id & 0x3) return "the sparsity selector (bits 0-1) must be 0 for a dense MMA";
-  if (id >> 31) return "K = 96 (bit 31) is an sm_103 shape, not emulated";
+  o->k96 = id >> 31;
+  if (o->k96 && !packed_fp4(kind)) return "K = 96 (bit 31) is a shape of .kind::mxf4 / .kind::mxf4nvf4 only";
   std::string e = operand_format(kind, (id >> 7) & 7, &o->a);
   if (!e.empty()) return "A: " + e;
   e = operand_format(kind, (id >> 10) & 7, &o->b);
@@ -165,11 +182,11 @@ std::string decode_block_scaled_idesc(uint32_t id, ir::Tcgen05Kind kind, int sca
   o->m = int((id >> 24) & 0x1f) << 4;
   o->ue8m0 = (id >> 23) & 1;
   o->sfb_id = int((id >> 4) & 3), o->sfa_id = int((id >> 29) & 3);
-  o->k = packed_fp4(kind) ? 64 : 32;
+  o->k = o->k96 ? 96 : packed_fp4(kind) ? 64 : 32;
   const int want = kind == ir::Tcgen05Kind::MXF8F6F4 ? 1 : kind == ir::Tcgen05Kind::MXF4 ? 2 : scale_vec == 4 ? 4 : 2;
   if (scale_vec != want) return "scale_vec::" + std::to_string(scale_vec) + "X does not fit the .kind";
   if (!o->ue8m0 && scale_vec != 4) return "UE4M3 scale factors (bit 23 = 0) need scale_vec::4X (.kind::mxf4nvf4)";
-  if (o->sfa_id % scale_vec || o->sfb_id % scale_vec)
+  if (!o->k96 && (o->sfa_id % scale_vec || o->sfb_id % scale_vec))
     return "the scale-factor IDs (A " + std::to_string(o->sfa_id) + ", B " + std::to_string(o->sfb_id) +
            ") must be multiples of the scale-vector size " + std::to_string(scale_vec);
   if ((o->a_mn || o->b_mn) && (o->a == Elem::E2M1 || o->b == Elem::E2M1))
@@ -224,15 +241,34 @@ float read_operand(const Decoded& dd, Elem e, uintptr_t a, int64_t k) {
 // subpartition by columns, the factors of a row side by side in the bytes of a column): row r of
 // A (or column r of B) has its factors in lane 32 * p + r % 32, column address + r / 32, bytes
 // ID .. ID + scale_vec - 1, where p is the subpartition that computes the row of D (each
-// subpartition reads its own lanes: kernels replicate the factors into all four).
+// subpartition reads its own lanes: kernels replicate the factors into all four). The 6 (or 3)
+// factors of sm_103's K = 96 run on past byte 3 into the next group of columns, `group_columns`
+// on (mma_sm103.h).
 struct ScaleFactors {
   uint32_t column = 0;
   int id = 0;
+  uint32_t group_columns = 0;
   uint8_t at(TensorMemory& tm, int subpartition, int r, int j) const {
-    const uint32_t word = tm.cell(uint32_t(32 * subpartition + r % 32), column + uint32_t(r / 32));
-    return uint8_t(word >> (8 * (id + j)));
+    const int g = id + j;
+    const uint32_t word =
+        tm.cell(uint32_t(32 * subpartition + r % 32), column + uint32_t(r / 32) + uint32_t(g / 4) * group_columns);
+    return uint8_t(word >> (8 * (g % 4)));
+  }
+  // The columns past `column` that the factors of `rows` rows reach.
+  uint32_t extent(int rows, int factors) const {
+    return uint32_t((rows + 31) / 32) + uint32_t((id + factors - 1) / 4) * group_columns;
   }
 };
+
+// out[n] += a * b[n] for one row of D: the emulator's hottest loop, built also for AVX2 (8 lanes;
+// no FMA, so each product is rounded before the sum as in the portable build) where the compiler
+// can pick the version at load time.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default")))
+#endif
+void accumulate_row(float* out, float a, const float* b, int n) {
+  for (int i = 0; i < n; ++i) out[i] += a * b[i];
+}
 
 struct Cta {
   Worker* w;
@@ -285,7 +321,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   // issuing CTA's window, then move to the CTA whose shared memory holds the operand.
   auto address_in = [&](const Cta& cta, uint64_t desc, bool mn_major, int bits, int64_t mn, int64_t k,
                         std::string* why) -> uintptr_t {
-    uintptr_t a = operand_address(desc, mn_major, bits, mn, k, ctas[0].smem, ctas[0].smem_size, why);
+    uintptr_t a = operand_address(desc, mn_major, bits, mn, k, ctas[0].smem, ctas[0].smem_size, dd.k96, why);
     if (!a || &cta == &ctas[0]) return a;
     a = a - ctas[0].smem + cta.smem;
     return a + size_t(bits / 8) <= cta.smem + cta.smem_size ? a : 0;
@@ -293,20 +329,37 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const int abits = packed_fp4(dd.kind) ? 4 : elem_bits(dd.a), bbits = packed_fp4(dd.kind) ? 4 : elem_bits(dd.b);
   if (scaled && a_tmem) fail("A from tensor memory is not emulated for the block-scaled kinds");
   // B^T (K x N) gathered from the CTAs' halves, read once per instruction.
+  // Row `mn` of an operand (its K elements) into out[k * step]. A K-major row is read a 16-byte
+  // chunk per address where the descriptor keeps the chunk's elements contiguous (the swizzles
+  // move whole chunks), else one element per address.
+  auto read_row = [&](const Cta& cta, uint64_t desc, bool mn_major, Elem e, int bits, int64_t mn, bool neg,
+                      const char* which, float* out, size_t step) {
+    const int per_chunk = 128 / bits;
+    for (int k = 0; k < K;) {
+      int run = mn_major ? 1 : std::min(per_chunk - k % per_chunk, K - k);
+      std::string why;
+      const uintptr_t a = address_in(cta, desc, mn_major, bits, mn, k, &why);
+      if (!a)
+        fail(std::string("the ") + which + " descriptor " + hex64(desc) +
+             (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(mn) + "," +
+                                std::to_string(k) + ")"
+                          : ": " + why));
+      auto offset = [&](int j) { return uintptr_t((k + j) * bits / 8 - k * bits / 8); };
+      if (run > 1) {
+        std::string ignored;
+        if (address_in(cta, desc, mn_major, bits, mn, k + run - 1, &ignored) != a + offset(run - 1)) run = 1;
+      }
+      for (int j = 0; j < run; ++j) {
+        const float v = read_operand(dd, e, a + offset(j), k + j);
+        out[size_t(k + j) * step] = neg ? -v : v;
+      }
+      k += run;
+    }
+  };
   std::vector<float> bt(size_t(K) * size_t(N));
   for (size_t p = 0; p < ctas.size(); ++p)
     for (int n = 0; n < n_cta; ++n)
-      for (int k = 0; k < K; ++k) {
-        std::string why;
-        uintptr_t a = address_in(ctas[p], b_desc, dd.b_mn, bbits, n, k, &why);
-        if (!a)
-          fail("the B descriptor " + hex64(b_desc) +
-               (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(n) + "," +
-                                  std::to_string(k) + ")"
-                            : ": " + why));
-        float v = read_operand(dd, dd.b, a, k);
-        bt[size_t(k) * size_t(N) + size_t(int(p) * n_cta + n)] = dd.neg_b ? -v : v;
-      }
+      read_row(ctas[p], b_desc, dd.b_mn, dd.b, bbits, n, dd.neg_b, "B", bt.data() + size_t(int(p) * n_cta + n), size_t(N));
   const uint32_t d_lane = d_addr >> 16, d_col = d_addr & 0xffff;
   if (d_lane) fail("the D address " + hex64(d_addr) + " names lane " + std::to_string(d_lane) + "; D starts at lane 0");
   const int d_cols = m_cta == 128 || group == 1 ? N : N / (128 / m_cta);
@@ -335,39 +388,40 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       }
     } else {
       for (int m = 0; m < m_cta; ++m)
-        for (int k = 0; k < K; ++k) {
-          std::string why;
-          uintptr_t a = address_in(cta, a_val, dd.a_mn, abits, m, k, &why);
-          if (!a)
-            fail("the A descriptor " + hex64(a_val) +
-                 (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(m) + "," +
-                                    std::to_string(k) + ")"
-                              : ": " + why));
-          float v = read_operand(dd, dd.a, a, k);
-          a_rows[size_t(m) * size_t(K) + size_t(k)] = dd.neg_a ? -v : v;
-        }
+        read_row(cta, a_val, dd.a_mn, dd.a, abits, m, dd.neg_a, "A", a_rows.data() + size_t(m) * size_t(K), 1);
     }
     TensorMemory& tm = cta.w->tmem;
     if (scaled) {
       // Each K block of scale_vec elements times its factor: A's rows here, B's columns per
       // subpartition of D (each reads its own copy of B's factors).
-      const ScaleFactors sa{sfa_addr & 0xffffu, dd.sfa_id}, sb{sfb_addr & 0xffffu, dd.sfb_id};
+      const ScaleFactors sa{sfa_addr & 0xffffu, dd.sfa_id, uint32_t(m_cta / 32)},
+          sb{sfb_addr & 0xffffu, dd.sfb_id, uint32_t((N + 127) / 128 * 4)};
       if ((sfa_addr >> 16) & 0x3fffu) fail("the SFA address " + hex64(sfa_addr) + " names a lane; scale factors start at lane 0");
       if ((sfb_addr >> 16) & 0x3fffu) fail("the SFB address " + hex64(sfb_addr) + " names a lane; scale factors start at lane 0");
-      e = tm.check_columns(sa.column, m_cta / 32, "SFA");
+      const int per = (packed_fp4(dd.kind) ? 64 : 32) / scale_vec;  // K elements per factor
+      e = tm.check_columns(sa.column, int(sa.extent(m_cta, K / per)), "SFA");
       if (!e.empty()) fail(e);
-      e = tm.check_columns(sb.column, (N + 31) / 32, "SFB");
+      e = tm.check_columns(sb.column, int(sb.extent(N, K / per)), "SFB");
       if (!e.empty()) fail(e);
-      const int per = K / scale_vec;
+      const int nf = K / per;  // factors per row
       for (int m = 0; m < m_cta; ++m)
-        for (int k = 0; k < K; ++k)
-          a_rows[size_t(m) * size_t(K) + size_t(k)] *= read_scale(dd.ue8m0, sa.at(tm, m / 32, m, k / per));
+        for (int f = 0; f < nf; ++f) {
+          const float scale = read_scale(dd.ue8m0, sa.at(tm, m / 32, m, f));
+          for (int k = f * per; k < (f + 1) * per; ++k) a_rows[size_t(m) * size_t(K) + size_t(k)] *= scale;
+        }
+      std::vector<float> b_scale(size_t(4) * size_t(nf) * size_t(N));
+      for (int sp = 0; sp < 4; ++sp)
+        for (int f = 0; f < nf; ++f)
+          for (int n = 0; n < N; ++n)
+            b_scale[(size_t(sp) * size_t(nf) + size_t(f)) * size_t(N) + size_t(n)] = read_scale(dd.ue8m0, sb.at(tm, sp, n, f));
       bt_scaled.resize(size_t(4) * size_t(K) * size_t(N));
       for (int sp = 0; sp < 4; ++sp)
-        for (int k = 0; k < K; ++k)
-          for (int n = 0; n < N; ++n)
-            bt_scaled[(size_t(sp) * size_t(K) + size_t(k)) * size_t(N) + size_t(n)] =
-                bt[size_t(k) * size_t(N) + size_t(n)] * read_scale(dd.ue8m0, sb.at(tm, sp, n, k / per));
+        for (int k = 0; k < K; ++k) {
+          const float* scale = b_scale.data() + (size_t(sp) * size_t(nf) + size_t(k / per)) * size_t(N);
+          const float* row = bt.data() + size_t(k) * size_t(N);
+          float* dst = bt_scaled.data() + (size_t(sp) * size_t(K) + size_t(k)) * size_t(N);
+          for (int n = 0; n < N; ++n) dst[n] = row[n] * scale[n];
+        }
     }
     for (int m = 0; m < m_cta; ++m) {
       const float* ar = a_rows.data() + size_t(m) * size_t(K);
@@ -381,12 +435,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
         }
       } else {
         for (int n = 0; n < N; ++n) acc[size_t(n)] = 0.f;
-        for (int k = 0; k < K; ++k) {
-          const float av = ar[k];
-          const float* br = b_rows + size_t(k) * size_t(N);
-          float* out = acc.data();
-          for (int n = 0; n < N; ++n) out[n] += av * br[n];
-        }
+        for (int k = 0; k < K; ++k) accumulate_row(acc.data(), ar[k], b_rows + size_t(k) * size_t(N), N);
       }
       for (int n = 0; n < N; ++n) {
         uint32_t l, col;

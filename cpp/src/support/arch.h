@@ -29,6 +29,8 @@ struct Arch {
   bool has_cluster_launch_control() const { return number >= 100; }
   // tcgen05 (TMEM, UMMA): the sm_100 family's arch- or family-specific sets, not sm_120.
   bool has_tcgen05() const { return number >= 100 && number < 120 && (suffix == 'a' || suffix == 'f'); }
+  // tcgen05.mma's K = 96 fp4 forms (CuTe's SM103_MXF4_ULTRA atoms): the B300's sm_103a / sm_103f.
+  bool has_tcgen05_k96() const { return number == 103 && (suffix == 'a' || suffix == 'f'); }
   // Shared memory one block may use, in bytes (the opt-in maximum less the 1 KiB the system
   // reserves); -1 for an architecture outside the table.
   int64_t smem_capacity_bytes() const;

@@ -76,19 +76,26 @@ def make_smem_layout_sfb(tiled_mma, mma_tiler_mnk, sf_vec_size, num_stages, *, l
 
 
 def _tmem_layout_sf(smem_layout):
-    # The shared-memory chunk in tensor memory (8-bit elements: 4 to a 32-bit column, a lane
-    # 1 << 16 columns on): row s + 32 c of chunk h at lane s, column c + 4 h; the MMA's factors in
-    # the bytes of the column, the chunk's other K blocks in the following bytes, the next chunks
-    # along K 4 * chunks_mn columns on. The copies in lanes 32-127 that the MMA's other
-    # subpartitions read are tcgen05.cp .warpx4's broadcast, not a mode of the tensor (CuTe's
-    # tmem_sf_frg has them as one): the tensor and the shared-memory one have the same shape.
-    mode0 = smem_layout.shape[0]
-    (_, _, chunks_mn), (sf_vec_size, nsf) = mode0
-    blocks, chunks_k = smem_layout.shape[2]
-    lane = (1 << 16) * 4
-    shape = (((32, 4, chunks_mn), (sf_vec_size, nsf)), 1, (blocks, chunks_k))
-    stride = (((lane, 4, 16), (0, 1)), 0, (nsf, 16 * chunks_mn))
-    return cute.make_layout(shape, stride=stride)
+    # CuTe's tmem_sf_frg over the shape of `smem_layout` ((MN rows, (VecSize, NSF)), rest...), in
+    # 8-bit elements of tensor memory (4 to a 32-bit column, a lane 1 << 16 columns on): row
+    # s + 32 c at lane s, column c; the NSF factors of a K block in the bytes of the column; the
+    # rest (further K blocks, chunks) laid out where that leaves room: the other bytes of the
+    # column, then the next MN / 32 columns. Built as CuTe does, on offsets o = lane + 128 *
+    # element, with the replication over the four 32-lane subpartitions as a mode (so that the
+    # rest skips lanes 32-127); that mode is then dropped: tcgen05.cp .warpx4 broadcasts to those
+    # lanes, not a mode of the tensor, so the tensor and the shared-memory one have the same shape.
+    # Only the shape of `smem_layout` matters (the sm_103 kernels pass one-factor K blocks).
+    mn_shape, (sf_vec_size, nsf) = smem_layout.shape[0]
+    mn = cute.size(mn_shape)
+    if mn % 32:
+        raise ValueError(f"the scale factors' rows ({mn}) are not whole 32-lane groups")
+    rows = cute.composition(cute.make_layout((32, mn // 32), stride=(1, 512)), cute.make_layout(mn_shape))
+    atom = cute.make_layout(((rows.shape, 4), (sf_vec_size, nsf)), stride=((rows.stride, 32), (0, 128)))
+    rest = cute.make_layout(tuple(smem_layout.shape[1:]))
+    full = cute.composition(cute.make_layout((128, 16384), stride=((1 << 16) * 4, 1)),
+                            cute.tiled_product(atom, rest))
+    mode0 = ((full.shape[0][0][0], full.shape[0][1]), (full.stride[0][0][0], full.stride[0][1]))
+    return cute.make_layout((mode0[0], *full.shape[1:]), stride=(mode0[1], *full.stride[1:]))
 
 
 def make_tmem_layout_sfa(tiled_mma, mma_tiler_mnk, sf_vec_size, smem_layout, *, loc=None, ip=None):

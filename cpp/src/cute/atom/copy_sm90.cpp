@@ -219,7 +219,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   // The tensor map's element type. CuTe recasts the tensor to its TmaInternalType: a wider
   // integer type packs runs of elements (block-scale factors travel as Int16 pairs of bytes), so
   // dimension 0 counts `recast` elements per map element. The same width is only a name (TFloat32
-  // over Float32: the bytes move unchanged, the tf32 MMA drops the low mantissa bits).
+  // over Float32: the bytes move unchanged, the tf32 MMA drops the low mantissa bits; Uint8 over 8-bit floats).
   const ir::Type element = gmem.element();
   const int elem_bits = element->bit_size();
   ir::Type map_element = element;
@@ -228,7 +228,10 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     const int ib = internal_type->bit_size();
     const bool wider_int = internal_type->is_int() && !internal_type->is_bool() && ib > elem_bits && ib % elem_bits == 0 &&
                            !element->is_sub_byte();
-    if (!(internal_type == ir::tf32() && element == ir::f32()) && !wider_int)
+    // Another type of the same width (Uint8 over Float8E8M0FNU factors, sm_103's GEMMs) names the
+    // same bytes.
+    const bool same_width = ib == elem_bits && !element->is_sub_byte() && !internal_type->is_bool();
+    if (!(internal_type == ir::tf32() && element == ir::f32()) && !wider_int && !same_width)
       tma_error("NOT_SUPPORTED", "make_tiled_tma_atom: internal_type " + dsl::dtype_name(internal_type) + " over " +
                                      dsl::dtype_name(element) + " elements is not supported (only the tensor's own "
                                      "type, TFloat32 over Float32, or a wider integer type that the tile's "
@@ -239,6 +242,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
       map_element = internal_type;
       recast = ib / elem_bits;
     }
+    if (same_width) map_element = internal_type;  // shared tiles of either type take the bytes
   }
   if (element->is_sub_byte() && elem_bits != 4)
     tma_error("TMA_LAYOUT", name + ": TMA moves " + dsl::dtype_name(element) + " (" + std::to_string(elem_bits) +

@@ -171,6 +171,12 @@ MmaAtom make_tcgen05_block_scaled_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type
   if (a_src != OperandSource::Smem) invalid(op + ": operand A comes from shared memory (OperandSource.SMEM)");
   if (fp4 && (a_major != OperandMajor::K || b_major != OperandMajor::K))
     invalid(op + ": 4-bit operands must be K-major");
+  return tcgen05_block_scaled_atom(kind, a, b, sf, sf_vec_size, M, N, k, cta_group, a_src, a_major, b_major);
+}
+
+MmaAtom tcgen05_block_scaled_atom(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type sf, int sf_vec_size, int64_t M,
+                                  int64_t N, int64_t k, int cta_group, OperandSource a_src, OperandMajor a_major,
+                                  OperandMajor b_major) {
   // The tables of the dense kinds (make_tcgen05_mma).
   MmaAtom t;
   t.kind = MmaKind::Tcgen05;
@@ -238,12 +244,21 @@ void set_tcgen05_scale_factor(MmaAtom& atom, int which, const dsl::Num& ptr) {
   bld.store(address, cell);
 }
 
+int tcgen05_scale_vec(const MmaAtom& atom) {
+  // The factors one 256-bit (K 64 fp4, K 32 fp8) slice of a row takes: scale_vec::1X / 2X / 4X
+  // (the sm_103 K = 96 forms keep the scale_vec of their vector size).
+  const bool fp4 = ir::Tcgen05Kind(atom.tcgen05_kind) != ir::Tcgen05Kind::MXF8F6F4;
+  return (fp4 ? 64 : 32) / atom.sf_vec_size;
+}
+
 uint32_t tcgen05_instruction_descriptor(const MmaAtom& atom) {
   const auto kind = ir::Tcgen05Kind(atom.tcgen05_kind);
-  if (ir::is_block_scaled(kind))  // no D format; bit 23 the scale format (1 UE8M0); the factor IDs come with the call
+  if (ir::is_block_scaled(kind))  // no D format; bit 23 the scale format (1 UE8M0); the factor IDs come with the call;
+                                  // bit 31 K = 96 (sm_103's fp4 forms)
     return (format_code(kind, atom.a_type) << 7) | (format_code(kind, atom.b_type) << 10) |
            (uint32_t(atom.a_major == OperandMajor::MN) << 15) | (uint32_t(atom.b_major == OperandMajor::MN) << 16) |
-           (uint32_t(atom.n >> 3) << 17) | (uint32_t(atom.sf_type->is_e8m0()) << 23) | (uint32_t(atom.m >> 4) << 24);
+           (uint32_t(atom.n >> 3) << 17) | (uint32_t(atom.sf_type->is_e8m0()) << 23) | (uint32_t(atom.m >> 4) << 24) |
+           (uint32_t(atom.k == 96) << 31);
   const uint32_t c = atom.c_type->is_int() ? 2 : atom.c_type->is_f32() ? 1 : 0;
   return (c << 4) | (format_code(kind, atom.a_type) << 7) | (format_code(kind, atom.b_type) << 10) |
          (uint32_t(atom.a_major == OperandMajor::MN) << 15) | (uint32_t(atom.b_major == OperandMajor::MN) << 16) |
@@ -369,13 +384,14 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which +
                                               " of a tcgen05 MMA must be a descriptor fragment (tiled_mma.make_fragment_" +
                                               which + " of an smem tensor), got " + to_string(t));
-  if (!holds_operand_type(t.element(), want))
+  if (!t.desc_value && !holds_operand_type(t.element(), want))
     throw dsl::UserError("TYPE_MISMATCH", std::string("gemm: operand ") + which + " holds " + mma_type_name(t.element()) +
                                               " but the MMA atom takes " + mma_type_name(want));
   L::Int n = L::size(t.layout);
   if (!n.is_static() || n.value() != 1)
     throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) +
                                                " must be one descriptor per atom call");
+  if (t.desc_value) return t.desc_value;
   const int swz = swizzle_bits_of(t, std::string("gemm: operand ") + which);
   GmmaDescriptorFields f = gmma_descriptor_fields(*t.desc_tile, want->width, swz, major, which);
   ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()})->result();
@@ -428,7 +444,7 @@ void tcgen05_call(const MmaAtom& atom, const Tensor& d, const Tensor& a, const T
   ir::Op* op = bld.create(ir::OpCode::Tcgen05Mma, operands, {});
   op->int_attr = atom.cta_group;
   op->ints = {atom.tcgen05_kind, a_tmem ? 1 : 0};
-  if (ir::is_block_scaled(kind)) op->ints.push_back(atom.k / atom.sf_vec_size);
+  if (ir::is_block_scaled(kind)) op->ints.push_back(tcgen05_scale_vec(atom));
 }
 
 [[noreturn]] void incongruent(const std::string& why, const Tensor& d, const Tensor& a, const Tensor& b) {
@@ -526,7 +542,8 @@ void tcgen05_scaled_gemm(MmaAtom& atom, const Tensor& d, const Tensor& a, const 
 
 std::string tcgen05_op_string(const MmaAtom& a) {
   const auto kind = ir::Tcgen05Kind(a.tcgen05_kind);
-  std::string s = std::string("tcgen05 ") + kind_op_name(kind) + " MMA Operation\n";
+  const std::string name = a.k != 96 ? kind_op_name(kind) : a.sf_vec_size == 32 ? "SM103MmaMXF4Op" : "SM103MmaMXF4NVF4Op";
+  std::string s = "tcgen05 " + name + " MMA Operation\n";
   s += "  CTA group = " + std::string(a.cta_group == 1 ? "1CTA" : "2CTA") + "\n";
   if (a.a_type == a.b_type) s += "  A/B data type = " + mma_type_name(a.a_type) + "\n";
   else s += "  A data type = " + mma_type_name(a.a_type) + "\n  B data type = " + mma_type_name(a.b_type) + "\n";

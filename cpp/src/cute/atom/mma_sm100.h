@@ -42,6 +42,13 @@ MmaAtom make_tcgen05_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type 
 MmaAtom make_tcgen05_block_scaled_mma(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type sf, int sf_vec_size,
                                       const std::vector<int64_t>& shape, int cta_group, OperandSource a_src,
                                       OperandMajor a_major, OperandMajor b_major);
+// The atom tables of a block-scaled kind, its arguments checked by the caller (also the sm_103
+// K = 96 atoms of mma_sm103.h).
+MmaAtom tcgen05_block_scaled_atom(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, ir::Type sf, int sf_vec_size, int64_t M,
+                                  int64_t N, int64_t k, int cta_group, OperandSource a_src, OperandMajor a_major,
+                                  OperandMajor b_major);
+// The scale_vec::NX of a block-scaled atom (1, 2 or 4).
+int tcgen05_scale_vec(const MmaAtom& atom);
 // tiled_mma.set(Field.SFA (which 0) / Field.SFB (1), ptr): a tensor-memory pointer to the factors
 // that the following cute.gemm calls read. Only inside a kernel.
 void set_tcgen05_scale_factor(MmaAtom& atom, int which, const dsl::Num& ptr);

@@ -52,12 +52,16 @@ void copy_tensormap(const dsl::Num& descriptor, const dsl::Num& dst) {
   b.create(ir::OpCode::TmaDescCopy, {d, slot}, {});
 }
 
-void update_tma_descriptor(const TmaAtom& a, const Tensor& g, const dsl::Num& slot_ptr) {
+void update_tma_descriptor(const TmaAtom& a, const Tensor& new_tensor, const dsl::Num& slot_ptr) {
   const std::string what = "update_tma_descriptor";
   ir::Builder& b = kernel_builder(what);
   ir::Value* slot = slot_operand(slot_ptr, what);
-  if (!g.is_memory() || g.space() == ir::AddrSpace::Smem || g.space() == ir::AddrSpace::Rmem)
+  if (!new_tensor.is_memory() || new_tensor.space() == ir::AddrSpace::Smem || new_tensor.space() == ir::AddrSpace::Rmem)
     fail("TMA_LAYOUT", what + ": the new tensor must be a global-memory tensor");
+  // Packed 4-bit values for an atom made over their bytes (sm_103's GEMMs recast A and B to Uint8
+  // for the atom, then update it with the groups' Float4E2M1FN tensors): the same bytes recast.
+  const bool bytes_of_fp4 = new_tensor.element()->is_fp4() && a.element->is_int() && a.element->bit_size() == 8;
+  const Tensor g = bytes_of_fp4 ? recast_tensor(new_tensor, a.element) : new_tensor;
   if (g.element()->bit_size() != a.element->bit_size() || g.element()->width != a.element->width)
     fail("TYPE_MISMATCH", what + ": the atom copies " + dsl::dtype_name(a.element) + ", the tensor holds " +
                               dsl::dtype_name(g.element()));

@@ -100,10 +100,20 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
                                  "tensor) as tma_partition gives it, not a memory tensor");
   if (!s.is_memory() || (s.space() != ir::AddrSpace::Smem && s.space() != ir::AddrSpace::Generic))
     tma_error("TMA_COPY", what + ": the " + (load ? "destination" : "source") + " must be a shared-memory tensor");
-  if (s.element() != a.element)
+  if (s.element() != a.element && !(a.recast == 1 && s.element() == a.map_element))
     tma_error("TYPE_MISMATCH", what + ": the shared tile holds " + dsl::dtype_name(s.element()) + ", the atom copies " +
                                    dsl::dtype_name(a.element));
-  if (!s.layout.is_static() || !same_tile_offsets(s.layout, a.smem_layout))
+  // The tile this copy moves: the atom's, or (an atom of several instructions per tile) a leading
+  // part of it made of whole instructions: sm_103's GEMMs make the atom for three 128-byte K
+  // buffers, one instruction each, and copy one buffer at a time (CuTe's (TMA, TMA_Iter) views).
+  int64_t part = a.tile_elems;
+  if (s.layout.is_static() && !same_tile_offsets(s.layout, a.smem_layout) && a.copies > 1) {
+    const int64_t n = L::size(s.layout).value();
+    if (n < a.tile_elems && a.tile_elems % n == 0 &&
+        same_tile_offsets(s.layout, L::composition(a.smem_layout, L::Layout(n, 1))))
+      part = n;
+  }
+  if (!s.layout.is_static() || (part == a.tile_elems && !same_tile_offsets(s.layout, a.smem_layout)))
     tma_error("TMA_COPY", what + ": the shared tile's layout is not the smem layout the atom was made for (one "
                                  "TMA box is one whole tile: index the stage / tile modes first)");
   // A tile without its broadcast positions (filter_zeros of a block-scale factor tile, whose
@@ -114,9 +124,9 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
     return distinct != a.tile_elems && L::size(l).is_static() && L::size(l).value() == distinct;
   };
   const bool g_distinct = holds_distinct(g.layout), s_distinct = holds_distinct(s.layout);
-  if (L::size(g.layout).is_static() && L::size(g.layout).value() != a.tile_elems && !g_distinct)
+  if (L::size(g.layout).is_static() && L::size(g.layout).value() != part && !g_distinct)
     tma_error("TMA_COPY", what + ": the global tile has " + std::to_string(L::size(g.layout).value()) +
-                               " coordinates, the atom's box " + std::to_string(a.tile_elems));
+                               " coordinates, the atom's box " + std::to_string(part));
   if (load && !mbar) tma_error("TMA_COPY", what + " needs tma_bar_ptr= (the mbarrier the loaded bytes complete on)");
   if (a.kind == TmaKind::LoadMulticast && !mcast_mask)
     tma_error("TMA_COPY", what + " needs mcast_mask= (the CTAs of the cluster that receive the tile)");
@@ -140,6 +150,15 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
       starts = std::move(next);
     }
     if (int64_t(starts.size()) != a.copies) tma_error("TMA_COPY", what + ": the atom's sub-boxes do not cover its tile");
+    if (part < a.tile_elems) {  // the instructions that start inside the leading part
+      std::vector<int64_t> inside;
+      for (int64_t x : starts)
+        if (x < part) inside.push_back(x);
+      if (int64_t(inside.size()) * a.tile_elems != a.copies * part)
+        tma_error("TMA_COPY", what + ": the shared tile (" + std::to_string(part) + " of the atom's " +
+                                  std::to_string(a.tile_elems) + " elements) is not a whole number of its instructions");
+      starts = std::move(inside);
+    }
   }
   const bool mcast = a.kind == TmaKind::LoadMulticast;
   for (int64_t start : starts) {

@@ -54,31 +54,61 @@ def epilogue_tmem_copy_and_partition(gemm, tidx, tAcc, gC_mnl, epi_tile, use_2ct
 
 
 def epilogue(gemm, tidx, tCtAcc_base, tCgC, epi_tile, epilogue_op, mma_tile_coord_mnl, acc_consumer_state,
-             acc_pipeline, *, loc=None, ip=None):
+             acc_pipeline, tCcC_base=None, mC_mnl=None, overlapping_accum=False, *, loc=None, ip=None):
     """One tile's epilogue by the epilogue warps: wait for the accumulator stage (PipelineUmmaAsync),
     load it subtile by subtile from tensor memory, store epilogue_op(acc converted to C's type) to C
     at tile `mma_tile_coord_mnl`, release the stage (one arrival per warp) and return the advanced
-    consumer state."""
+    consumer state.
+
+    `tCcC_base` (C's coordinates partitioned as tCgC) with `mC_mnl`: only the elements inside C's
+    extents are stored. `overlapping_accum` (one accumulator stage that the MMA's scale factors
+    share, NVIDIA's sm_103 GEMM with N = 256): the stage is the consumer phase's half, the subtiles
+    are read from the far end on phase 0, and the stage is released after
+    gemm.iter_acc_early_release_in_epilogue subtiles, as the MMA warp takes it back as soon as it can."""
     tiled_copy, tTR_tAcc_base, tTR_rAcc = epilogue_tmem_copy_and_partition(gemm, tidx, tCtAcc_base, tCgC, epi_tile,
                                                                             gemm.use_2cta_instrs)
     thr_copy = tiled_copy.get_slice(tidx)
     tTR_gC_all = thr_copy.partition_D(cute.flat_divide(_tile_modes(tCgC, 6), epi_tile))
     tTR_gC = tTR_gC_all[(None, None, None, None, None, *mma_tile_coord_mnl)]
-    tTR_tAcc = tTR_tAcc_base[(None, None, None, None, None, acc_consumer_state.index)]
+    tTR_cC = None
+    if tCcC_base is not None:
+        tTR_cC_all = thr_copy.partition_D(cute.flat_divide(_tile_modes(tCcC_base, 6), epi_tile))
+        tTR_cC = tTR_cC_all[(None, None, None, None, None, *mma_tile_coord_mnl)]
+        tTR_cC = cute.group_modes(tTR_cC, 3, cute.rank(tTR_cC))
+    stage = acc_consumer_state.phase if overlapping_accum else acc_consumer_state.index
+    tTR_tAcc = tTR_tAcc_base[(None, None, None, None, None, stage)]
     acc_pipeline.consumer_wait(acc_consumer_state)
     # (T2R, T2R_M, T2R_N, subtiles)
     tTR_tAcc = cute.group_modes(tTR_tAcc, 3, cute.rank(tTR_tAcc))
     tTR_gC = cute.group_modes(tTR_gC, 3, cute.rank(tTR_gC))
     tTR_rC = cute.make_rmem_tensor(tTR_rAcc.shape, gemm.c_dtype)
     store = cute.make_copy_atom(CopyUniversalOp(), gemm.c_dtype)
-    for subtile in range(cute.size(tTR_tAcc.shape, mode=[3])):
-        cute.copy(tiled_copy, tTR_tAcc[(None, None, None, subtile)], tTR_rAcc)
+    subtiles = cute.size(tTR_tAcc.shape, mode=[3])
+    released = False
+    for subtile in range(subtiles):
+        real = subtile
+        if overlapping_accum:  # phase 0: the subtiles from the last one back
+            real = subtile + (1 - stage) * (subtiles - 1 - 2 * subtile)
+        cute.copy(tiled_copy, tTR_tAcc[(None, None, None, real)], tTR_rAcc)
         cute.arch.fence_view_async_tmem_load()  # tcgen05.wait::ld: the registers hold the values now
+        if overlapping_accum and subtile == gemm.iter_acc_early_release_in_epilogue:
+            with cute.arch.elect_one():
+                acc_pipeline.consumer_release(acc_consumer_state)
+            acc_consumer_state.advance()
+            released = True
         tTR_rC.store(epilogue_op(tTR_rAcc.load().to(gemm.c_dtype)))
-        cute.copy(store, tTR_rC, tTR_gC[(None, None, None, subtile)])
-    with cute.arch.elect_one():
-        acc_pipeline.consumer_release(acc_consumer_state)
-    acc_consumer_state.advance()
+        gC_sub = tTR_gC[(None, None, None, real)]
+        if tTR_cC is None:
+            cute.copy(store, tTR_rC, gC_sub)
+        else:
+            cC_sub = tTR_cC[(None, None, None, real)]
+            for i in range(cute.size(tTR_rC)):
+                with cute.arch._if_region(cute.elem_less(cC_sub[i], mC_mnl.shape)):
+                    gC_sub[i] = tTR_rC[i]
+    if not released:
+        with cute.arch.elect_one():
+            acc_pipeline.consumer_release(acc_consumer_state)
+        acc_consumer_state.advance()
     return acc_consumer_state
 
 

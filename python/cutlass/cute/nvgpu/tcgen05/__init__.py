@@ -1,6 +1,7 @@
 """`cute.nvgpu.tcgen05`: Blackwell (sm_100) tensor-core MMAs (tcgen05.mma, D in tensor memory),
 tensor-memory loads and stores, and tcgen05.commit; the block-scaled MMAs (MmaMXF8Op, MmaMXF4Op,
-MmaMXF4NVF4Op, their factors at Field.SFA / SFB) and the shared-to-tensor-memory copy of their
+MmaMXF4NVF4Op, their factors at Field.SFA / SFB; sm_103's K = 96 SM103MmaMXF4Op /
+SM103MmaMXF4NVF4Op over make_umma_smem_desc) and the shared-to-tensor-memory copy of their
 factors (Cp4x32x128bOp, make_s2t_copy, get_s2t_smem_desc_tensor). The other tcgen05.cp shapes are
 names only for now: they raise a DSL error (NOT_SUPPORTED) when used."""
 from . import copy, mma
@@ -12,6 +13,7 @@ from .copy import (Cp2x64x128bOp, Cp4x32x128bOp, Cp4x256bOp, Cp128x128bOp, Cp128
 from .helpers import (commit, fence_after_thread_sync, fence_before_thread_sync, make_smem_layout_atom,
                       tile_to_mma_shape)
 from .mma import (CtaGroup, Field, MmaF8F6F4Op, MmaF16BF16Op, MmaFP8Op, MmaI8Op, MmaMXF4NVF4Op, MmaMXF4Op, MmaMXF8Op,
-                  MmaOp, MmaTF32Op, OperandMajorMode, OperandSource, SM100MmaPeerBitMask, SmemLayoutAtomKind)
+                  MmaOp, MmaTF32Op, OperandMajorMode, OperandSource, SM100MmaPeerBitMask, SM103MmaMXF4NVF4Op,
+                  SM103MmaMXF4Op, SmemLayoutAtomKind, make_umma_smem_desc)
 
 get_tmem_copy_properties = unavailable_function("get_tmem_copy_properties")

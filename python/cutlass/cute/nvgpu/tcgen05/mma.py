@@ -191,6 +191,50 @@ class MmaMXF4NVF4Op(BlockScaledMmaOp):
                            a_src, OperandMajorMode.K, OperandMajorMode.K)
 
 
+class _SM103BlockScaledMmaOp(BlockScaledMmaOp):
+    """sm_103's K = 96 fp4 MMAs (cpp/src/cute/atom/mma_sm103.h): .kind::mxf4nvf4.block_scale with
+    bit 31 of the instruction descriptor; A and B K-major Float4E2M1FN, read through descriptors
+    that continue in a next buffer (make_umma_smem_desc's next_src)."""
+    def _build_sm103(self, sf_dtype, sf_vec_size, instruction_shape, cta_group, a_src):
+        self.ab_dtype = self.a_dtype = self.b_dtype = Float4E2M1FN
+        self.acc_dtype, self.sf_dtype, self.sf_vec_size = Float32, sf_dtype, sf_vec_size
+        self.cta_group, self.a_src = cta_group, a_src
+        self.a_major_mode = self.b_major_mode = OperandMajorMode.K
+        self._atom = _C.make_sm103_block_scaled_mma(sf_dtype, sf_vec_size, tuple(instruction_shape),
+                                                    _group(cta_group), _source(a_src))
+        self.shape_mnk = tuple(self._atom.shape_mnk)
+
+
+class SM103MmaMXF4Op(_SM103BlockScaledMmaOp):
+    """sm_103's tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::2X with K = 96: Float4E2M1FN A and
+    B, Float8E8M0FNU factors per 32 K elements (3 per row); shape (128|256, N[, 96])."""
+
+    def __init__(self, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM):
+        self._build_sm103(Float8E8M0FNU, 32, instruction_shape, cta_group, a_src)
+
+
+class SM103MmaMXF4NVF4Op(_SM103BlockScaledMmaOp):
+    """sm_103's tcgen05.mma .kind::mxf4nvf4.block_scale.scale_vec::4X with K = 96: Float4E2M1FN A and
+    B, `sf_dtype` (Float8E8M0FNU or Float8E4M3FN) factors per 16 K elements (6 per row); shape
+    (128|256, N[, 96])."""
+
+    def __init__(self, sf_dtype, instruction_shape, cta_group=CtaGroup.ONE, a_src=OperandSource.SMEM):
+        self._build_sm103(sf_dtype, 16, instruction_shape, cta_group, a_src)
+
+
+def make_umma_smem_desc(src, layout, major, next_src=None, *, loc=None, ip=None):
+    """The tcgen05 shared-memory descriptor of the (MN, K) tile `layout` at the smem pointer `src`
+    (`major` "k" / "mn" or an OperandMajorMode); `next_src`: the buffer a K = 96 block continues in
+    (sm_103, the descriptor's absolute LBO mode). View it with cute.make_tensor(desc, layout) and
+    pass that to cute.mma_atom_call as operand A or B."""
+    if isinstance(major, OperandMajorMode):
+        major = major.name
+    if not isinstance(major, str) or major.lower() not in ("k", "mn"):
+        raise ValueError(f"make_umma_smem_desc: major must be 'k' or 'mn', got {major!r}")
+    m = int(_C.OperandMajor["K" if major.lower() == "k" else "MN"])
+    return _C.make_umma_smem_desc(src, layout, m, next_src)
+
+
 class SM100MmaPeerBitMask(enum.IntEnum):
     ONE = 1
     TWO = 2
