@@ -16,12 +16,18 @@ must be importable.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 CHILD = r'''
-import json, math, os, resource, sys, time, types, importlib
-os.environ["CUTE_DSL_DISABLE_FILE_CACHING"] = "1"
+import glob, json, math, os, resource, sys, time, types, importlib
+kernel, fa4_dir, python_cache = sys.argv[1], sys.argv[2], sys.argv[3]
+if python_cache:  # the preprocessor's cache there; compiled kernels removed before each compile
+    os.environ["CUTE_DSL_CACHE_DIR"] = python_cache
+else:
+    os.environ["CUTE_DSL_DISABLE_FILE_CACHING"] = "1"
 os.environ["OPENCUTE_DISABLE_TRACE_KEY_CACHE"] = "1"
 os.environ["CUTE_DSL_ARCH"] = "sm_90a"
 os.environ["CUTE_DSL_TARGET"] = "gpu"
@@ -30,7 +36,6 @@ import cutlass
 import cutlass.cute as cute
 from cutlass._dsl import preprocess
 
-kernel, fa4_dir = sys.argv[1], sys.argv[2]
 preprocess_s = [0.0]
 transform = preprocess._transform_code
 
@@ -117,6 +122,8 @@ class TimedCompile:
 
     def __call__(self, fn, *args, **kwargs):
         preprocess_s[0] = 0.0
+        for entry in glob.glob(os.path.join(python_cache, "*.ocache")) if python_cache else ():
+            os.unlink(entry)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall, cpu = time.perf_counter(), time.thread_time()
         compiled = self._compile(fn, *args, **kwargs)
@@ -143,22 +150,30 @@ def main():
                    help="a flash-attention checkout (its flash_attn/cute is used)")
     p.add_argument("--kernels", nargs="*", default=["fa4", "fa4_causal", "gemm"])
     p.add_argument("--runs", type=int, default=3, help="fresh processes per kernel")
+    p.add_argument("--python-cache", action="store_true",
+                   help="keep the preprocessor's rewritten code on disk between the runs (a folder made for "
+                        "this benchmark, filled by one run first); compiled kernels are never reused")
     args = p.parse_args()
+    python_cache = tempfile.mkdtemp(prefix="opencute-phases-") if args.python_cache else ""
     print("kernel      | compile | " + " | ".join(f"{h:>13}" for h in PHASES) + "   (ms, median of runs)")
     for kernel in args.kernels:
         cold, warm = [], []
-        for _ in range(args.runs):
-            out = subprocess.run([sys.executable, "-c", CHILD, kernel, os.path.abspath(args.fa4)],
+        for run in range(args.runs + bool(python_cache)):
+            out = subprocess.run([sys.executable, "-c", CHILD, kernel, os.path.abspath(args.fa4), python_cache],
                                  capture_output=True, text=True)
             line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RECORDS ")), None)
             if line is None:
                 sys.exit(f"{kernel}: the compile failed\n{out.stdout[-3000:]}{out.stderr[-3000:]}")
             records = json.loads(line[len("RECORDS "):])
+            if python_cache and run == 0:
+                continue  # it filled the preprocessor's cache
             cold.append(records[0])
             warm.append(records[-1])
         for label, rows in (("cold", cold), ("warm", warm)):
             med = {h: sorted(r[h] for r in rows)[len(rows) // 2] for h in PHASES}
             print(f"{kernel:11} | {label:7} | " + " | ".join(f"{med[h]:13.0f}" for h in PHASES), flush=True)
+    if python_cache:
+        shutil.rmtree(python_cache, ignore_errors=True)
 
 
 if __name__ == "__main__":
