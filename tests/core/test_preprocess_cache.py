@@ -138,3 +138,16 @@ def test_a_stored_value_that_is_not_the_function_is_a_miss(monkeypatch):
     assert preprocess_cache.load("k", code) is None
     monkeypatch.setattr(preprocess_cache._core, "cache_blob_load", lambda key: marshal.dumps(code))
     assert isinstance(preprocess_cache.load("k", code), types.CodeType)
+
+
+def test_unreadable_preprocessor_source_turns_it_off(tmp_path, monkeypatch):
+    path = tmp_path / "m.py"
+    path.write_text("def f(x):\n    return x\n")
+    code = _code(path.read_text(), filename=str(path))
+    monkeypatch.setattr(preprocess_cache, "_source_digest", None)
+
+    def unreadable(folder):
+        raise OSError("a zipped install has no folder to list")
+
+    monkeypatch.setattr(preprocess_cache.os, "listdir", unreadable)
+    assert preprocess_cache.key_for(code, set(), None, 0) is None

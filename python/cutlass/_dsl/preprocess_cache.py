@@ -26,16 +26,20 @@ _file_digests = {}  # filename -> (the lines linecache holds, their digest)
 
 
 def _preprocessor_digest():
-    """The preprocessor's own source (every module of this package), hashed once per process."""
+    """The preprocessor's own source (every module of this package), hashed once per process;
+    "" when it cannot be read (a zipped install): then nothing is cached."""
     global _source_digest
     if _source_digest is None:
         h = hashlib.sha256()
         here = os.path.dirname(os.path.abspath(__file__))
-        for name in sorted(os.listdir(here)):
-            if name.endswith(".py"):
-                with open(os.path.join(here, name), "rb") as f:
-                    h.update(name.encode() + b"\0" + f.read() + b"\0")
-        _source_digest = h.hexdigest()
+        try:
+            for name in sorted(os.listdir(here)):
+                if name.endswith(".py"):
+                    with open(os.path.join(here, name), "rb") as f:
+                        h.update(name.encode() + b"\0" + f.read() + b"\0")
+            _source_digest = h.hexdigest()
+        except OSError:
+            _source_digest = ""
     return _source_digest
 
 
@@ -53,7 +57,7 @@ def _file_digest(filename):
 
 def key_for(code, shadowed, cls, future_flags):
     """The cache key of rewriting `code`, or None when it cannot be cached (no file text)."""
-    if code.co_filename.startswith("<"):
+    if code.co_filename.startswith("<") or not _preprocessor_digest():
         return None
     digest = _file_digest(code.co_filename)
     if digest is None:
