@@ -8,20 +8,31 @@ refuses the CPU tensors), disk cache off.
 Each run is a fresh process, so its first compile is cold (the preprocessor rewrites every @jit
 function it reaches, the toolchain loads); the same compile then runs again warm in that process.
 Per compile: wall time, the main thread's CPU time and the CPU time of ptxas (a subprocess), which
-on a shared machine say more than the wall times; the preprocessor's share of the trace, and OpenCuTe's phases (`timings_ms`: trace, verify = dead
-code, verifier, IR print and hash, lower = NVVM IR emission, nvvm = libNVVM, link = ptxas or
-nvJitLink). quack is imported from the environment; FA4's flash_attn/cute from --fa4. torch (CPU)
+on a shared machine say more than the wall times; the main thread's CPU split into the Python side
+(trace_cpu: preprocessor, tracing, argument plan; of it preprocess_ms the preprocessor) and the C++
+back end (backend_cpu: dead code, verifier, IR print and hash, NVVM IR emission, libNVVM), and
+OpenCuTe's own wall-clock phases (`timings_ms`: trace, verify = dead code, verifier, IR print and
+hash, lower = NVVM IR emission, nvvm = libNVVM, link = ptxas or nvJitLink).
+--python-cache keeps the preprocessor's rewritten functions on disk between the runs (the case of a
+new configuration of a library whose source an earlier process traced); without it every run starts
+with none (CUTE_DSL_DISABLE_FILE_CACHING). quack is imported from the environment; FA4's flash_attn/cute from --fa4. torch (CPU)
 must be importable.
 """
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 CHILD = r'''
-import json, math, os, resource, sys, time, types, importlib
-os.environ["CUTE_DSL_DISABLE_FILE_CACHING"] = "1"
+import glob, json, math, os, resource, sys, time, types, importlib
+kernel, fa4_dir, python_cache = sys.argv[1], sys.argv[2], sys.argv[3]
+if python_cache:  # the preprocessor's cache there; compiled kernels removed before each compile
+    os.environ["CUTE_DSL_CACHE_DIR"] = python_cache
+else:
+    os.environ["CUTE_DSL_DISABLE_FILE_CACHING"] = "1"
 os.environ["OPENCUTE_DISABLE_TRACE_KEY_CACHE"] = "1"
 os.environ["CUTE_DSL_ARCH"] = "sm_90a"
 os.environ["CUTE_DSL_TARGET"] = "gpu"
@@ -30,7 +41,6 @@ import cutlass
 import cutlass.cute as cute
 from cutlass._dsl import preprocess
 
-kernel, fa4_dir = sys.argv[1], sys.argv[2]
 preprocess_s = [0.0]
 transform = preprocess._transform_code
 
@@ -106,6 +116,29 @@ else:
 
 inner = cute.compile
 records = []
+backend_s = [0.0]
+
+
+class TimedCore:
+    """cutlass._core as jit.py sees it, with compile_traced (verify, lower, libNVVM; ptxas waited
+    for) timed in the main thread's CPU time."""
+
+    def __init__(self, core):
+        self._core = core
+
+    def __getattr__(self, name):
+        return getattr(self._core, name)
+
+    def compile_traced(self, *args, **kwargs):
+        start = time.thread_time()
+        try:
+            return self._core.compile_traced(*args, **kwargs)
+        finally:
+            backend_s[0] += time.thread_time() - start
+
+
+import cutlass._dsl.jit as _jit
+_jit._core = TimedCore(_jit._core)
 
 
 class TimedCompile:
@@ -116,7 +149,9 @@ class TimedCompile:
         return TimedCompile(self._compile[options])
 
     def __call__(self, fn, *args, **kwargs):
-        preprocess_s[0] = 0.0
+        preprocess_s[0] = backend_s[0] = 0.0
+        for entry in glob.glob(os.path.join(python_cache, "*.ocache")) if python_cache else ():
+            os.unlink(entry)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall, cpu = time.perf_counter(), time.thread_time()
         compiled = self._compile(fn, *args, **kwargs)
@@ -124,6 +159,7 @@ class TimedCompile:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         child_cpu = after.ru_utime + after.ru_stime - children.ru_utime - children.ru_stime
         records.append(dict(wall_ms=wall * 1e3, cpu_ms=cpu * 1e3, ptxas_cpu_ms=child_cpu * 1e3,
+                            trace_cpu_ms=(cpu - backend_s[0]) * 1e3, backend_cpu_ms=backend_s[0] * 1e3,
                             preprocess_ms=preprocess_s[0] * 1e3, **compiled.timings_ms))
         return compiled
 
@@ -134,7 +170,8 @@ compile_once()
 print("RECORDS " + json.dumps(records))
 '''
 
-PHASES = ["wall_ms", "cpu_ms", "ptxas_cpu_ms", "trace", "preprocess_ms", "verify", "lower", "nvvm", "link"]
+PHASES = ["wall_ms", "cpu_ms", "ptxas_cpu_ms", "trace_cpu_ms", "preprocess_ms", "backend_cpu_ms", "trace", "verify",
+          "lower", "nvvm", "link"]
 
 
 def main():
@@ -143,22 +180,31 @@ def main():
                    help="a flash-attention checkout (its flash_attn/cute is used)")
     p.add_argument("--kernels", nargs="*", default=["fa4", "fa4_causal", "gemm"])
     p.add_argument("--runs", type=int, default=3, help="fresh processes per kernel")
+    p.add_argument("--python-cache", action="store_true",
+                   help="keep the preprocessor's rewritten code on disk between the runs (a folder made for "
+                        "this benchmark, filled by one run first); compiled kernels are never reused")
     args = p.parse_args()
-    print("kernel      | compile | " + " | ".join(f"{h:>13}" for h in PHASES) + "   (ms, median of runs)")
+    python_cache = tempfile.mkdtemp(prefix="opencute-phases-") if args.python_cache else ""
+    print("kernel      | compile | " + " | ".join(f"{h[:-3] if h.endswith('_ms') else h:>11}" for h in PHASES)
+          + "   (ms, median of runs)")
     for kernel in args.kernels:
         cold, warm = [], []
-        for _ in range(args.runs):
-            out = subprocess.run([sys.executable, "-c", CHILD, kernel, os.path.abspath(args.fa4)],
+        for run in range(args.runs + bool(python_cache)):
+            out = subprocess.run([sys.executable, "-c", CHILD, kernel, os.path.abspath(args.fa4), python_cache],
                                  capture_output=True, text=True)
             line = next((ln for ln in out.stdout.splitlines() if ln.startswith("RECORDS ")), None)
             if line is None:
                 sys.exit(f"{kernel}: the compile failed\n{out.stdout[-3000:]}{out.stderr[-3000:]}")
             records = json.loads(line[len("RECORDS "):])
+            if python_cache and run == 0:
+                continue  # it filled the preprocessor's cache
             cold.append(records[0])
             warm.append(records[-1])
         for label, rows in (("cold", cold), ("warm", warm)):
             med = {h: sorted(r[h] for r in rows)[len(rows) // 2] for h in PHASES}
-            print(f"{kernel:11} | {label:7} | " + " | ".join(f"{med[h]:13.0f}" for h in PHASES), flush=True)
+            print(f"{kernel:11} | {label:7} | " + " | ".join(f"{med[h]:11.0f}" for h in PHASES), flush=True)
+    if python_cache:
+        shutil.rmtree(python_cache, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -793,3 +793,21 @@ def test_wgmma_in_a_diverged_warp_is_reported_by_the_emulator():
     compiled = cute.compile(run_diverged, out, options="--target cpu")
     with pytest.raises(cutlass.DSLRuntimeError, match="wgmma.mma_async executed by a partial warp"):
         compiled(out)
+
+
+def test_remembered_descriptor_tiles_stay_keyed_by_layout_swizzle_and_major():
+    # Tiles that passed are remembered per process (mma_sm90.cpp); asking again, or for a tile one
+    # stride, the swizzle or the major mode away, must give what a fresh check gives.
+    tile = (((8, 8), 16), ((64, 512), 1))
+    for _ in range(2):
+        assert desc_fields(*tile, 16, 3, K_MAJOR)[:3] == (1, 1, 64)
+    # 8-row groups 1024 elements (2048 bytes) apart instead of 512: SBO 128 sixteen-byte units, not 64.
+    assert desc_fields(((8, 8), 16), ((64, 1024), 1), 16, 3, K_MAJOR)[:3] == (1, 1, 128)
+    with pytest.raises(DSLUserCodeError, match="not a K-major wgmma layout with swizzle S<2,4,3>"):
+        desc_fields(*tile, 16, 2, K_MAJOR)
+    with pytest.raises(DSLUserCodeError, match="not a MN-major wgmma layout"):
+        desc_fields(*tile, 16, 3, MN_MAJOR)
+    # A rejected tile stays rejected.
+    for _ in range(2):
+        with pytest.raises(DSLUserCodeError, match="element \\(0,1\\) is at offset 2"):
+            desc_fields(((8, 8), 16), ((64, 512), 2), 16, 3, K_MAJOR)

@@ -382,6 +382,35 @@ NB_MODULE(_core, m) {
   }, nb::arg("name"));
   m.def("add_cuda_search_root", &support::add_cuda_search_root);
   m.def("compile_cache_dir", []() { return runtime::DiskCache::instance().dir(); });
+  // Byte blobs of the Python layer (the preprocessor's rewritten code objects) in the folder "python"
+  // inside the compile cache's, under its trust checks and its off switch (a folder of their own, so
+  // a benchmark can empty the compiled kernels and keep these); each key carries this library's build.
+  static auto blob_cache = []() -> runtime::DiskCache* {
+    static runtime::DiskCache* cache = [] {
+      const std::string dir = runtime::DiskCache::instance().dir();
+      return new runtime::DiskCache(dir.empty() ? std::string() : dir + "/python");
+    }();
+    return cache;
+  };
+  m.def("cache_blob_load", [](const std::string& key) -> nb::object {
+    if (support::env_flag("CUTE_DSL_DISABLE_FILE_CACHING")) return nb::none();
+    runtime::DiskCache* cache = blob_cache();
+    std::optional<runtime::CachedCode> hit;
+    {
+      nb::gil_scoped_release release;
+      hit = cache->load("opencute blob\nbuild " + runtime::library_build_identity() + "\n" + key);
+    }
+    if (!hit) return nb::none();
+    return nb::bytes(hit->ptx.data(), hit->ptx.size());
+  }, nb::arg("key"));
+  m.def("cache_blob_store", [](const std::string& key, nb::bytes data) {
+    if (support::env_flag("CUTE_DSL_DISABLE_FILE_CACHING")) return;
+    runtime::DiskCache* cache = blob_cache();
+    runtime::CachedCode entry;
+    entry.ptx.assign(data.c_str(), data.size());
+    nb::gil_scoped_release release;
+    cache->store("opencute blob\nbuild " + runtime::library_build_identity() + "\n" + key, entry);
+  }, nb::arg("key"), nb::arg("data"));
   m.def("log", [](int level, const std::string& message) { support::log(support::LogLevel(level), message); });
   m.def("log_enabled", [](int level) { return support::log_enabled(support::LogLevel(level)); });
   m.def("reload_log_configuration", &support::reload_log_configuration);

@@ -39,6 +39,7 @@ import types
 import weakref
 
 from .. import _core
+from . import preprocess_cache as _preprocess_cache
 from .errors import DSLUserCodeError
 from .function_source import source_and_def
 from .region_names import (  # noqa: F401 - RT_NAME is this module's too
@@ -624,16 +625,30 @@ def _env_flag(var):
 
 def _transform_code(fn):
     code = fn.__code__
-    where = (code.co_filename, code.co_firstlineno)
     if code.co_name == "<lambda>":
-        raise _source_unavailable(fn.__qualname__, *where, "it is a lambda")
+        raise _source_unavailable(fn.__qualname__, code.co_filename, code.co_firstlineno, "it is a lambda")
+    cls = _enclosing_class(fn.__qualname__)
+    shadowed = set(code.co_freevars) | {
+        b for b in _BUILTIN_CALLS + ("range",) if b in fn.__globals__}
+    # The printout needs the rewritten tree, which only a rewrite makes.
+    key = None if _env_flag("CUTE_DSL_PRINT_AFTER_PREPROCESSOR") else \
+        _preprocess_cache.key_for(code, shadowed, cls, _FUTURE_FLAGS)
+    if key is not None:
+        new_code = _preprocess_cache.load(key, code)
+        if new_code is not None:
+            return new_code
+    new_code = _rewrite_code(fn, code, cls, shadowed)
+    if key is not None:
+        _preprocess_cache.store(key, new_code)
+    return new_code
+
+
+def _rewrite_code(fn, code, cls, shadowed):
+    where = (code.co_filename, code.co_firstlineno)
     try:
         lines, first, parsed = source_and_def(code)
     except (OSError, TypeError) as e:
         raise _source_unavailable(fn.__qualname__, *where, str(e)) from None
-    cls = _enclosing_class(fn.__qualname__)
-    shadowed = set(code.co_freevars) | {
-        b for b in _BUILTIN_CALLS + ("range",) if b in fn.__globals__}
     module = transform_source("".join(lines), code.co_filename, max(first, 1),
                               name=code.co_name, shadowed=shadowed, cls=cls, parsed=parsed)
     fdef = module.body[0]

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <functional>
+#include <mutex>
+#include <unordered_map>
 
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
@@ -132,8 +134,10 @@ uint64_t encode_gmma_descriptor(const GmmaDescriptorFields& f, uint64_t smem_add
   return f.bits() | ((smem_address >> 4) & 0x3FFF);
 }
 
-GmmaDescriptorFields gmma_descriptor_fields(const Layout& tile, int element_bits, int swizzle_bits, OperandMajor major,
-                                            const std::string& operand) {
+namespace {
+
+GmmaDescriptorFields check_gmma_descriptor_tile(const Layout& tile, int element_bits, int swizzle_bits,
+                                                OperandMajor major, const std::string& operand) {
   auto fail = [&](const std::string& why) -> void {
     throw dsl::UserError("INVALID_SMEM_LAYOUT", "wgmma operand " + operand + ": the shared-memory tile " +
                                                     L::to_string(tile) + " is not a " + major_name(major) +
@@ -187,6 +191,30 @@ GmmaDescriptorFields gmma_descriptor_fields(const Layout& tile, int element_bits
       if (at(mn, k) != expected(mn, k))
         fail("element (" + std::to_string(mn) + "," + std::to_string(k) + ") is at offset " +
              std::to_string(at(mn, k)) + ", the descriptor would read offset " + std::to_string(expected(mn, k)));
+  return f;
+}
+
+}  // namespace
+
+GmmaDescriptorFields gmma_descriptor_fields(const Layout& tile, int element_bits, int swizzle_bits, OperandMajor major,
+                                            const std::string& operand) {
+  // The check reads every element's offset (3072 for a 192x16 tile, about 1 ms), and a kernel asks
+  // for the same few tiles at each of its wgmmas (FA4's forward: dozens): tiles that passed are
+  // remembered per process. Only static layouts are remembered, whose text is the layout itself;
+  // the operand's name is only in errors, which are never remembered.
+  if (!tile.is_static()) return check_gmma_descriptor_tile(tile, element_bits, swizzle_bits, major, operand);
+  static std::mutex mu;
+  static std::unordered_map<std::string, GmmaDescriptorFields> passed;
+  std::string key = L::to_string(tile) + " " + std::to_string(element_bits) + " " + std::to_string(swizzle_bits) +
+                    " " + major_name(major);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = passed.find(key); it != passed.end()) return it->second;
+  }
+  GmmaDescriptorFields f = check_gmma_descriptor_tile(tile, element_bits, swizzle_bits, major, operand);
+  std::lock_guard<std::mutex> lock(mu);
+  if (passed.size() >= 4096) passed.clear();  // bounded: a long-lived process tracing many layouts
+  passed.emplace(std::move(key), f);
   return f;
 }
 
