@@ -657,12 +657,19 @@ def test_quack_gather_k_loads_the_columns_a_idx_names():
 
 # ---- quack: the SM100 GEMM (tcgen05, tensor memory) on the PTX executor ---------------------------
 
-@pytest.mark.parametrize("mnk,tile", [((256, 256, 128), (128, 128)), ((512, 384, 256), (128, 192)),
-                                      ((384, 256, 512), (128, 256))])
-def test_quack_sm100_gemm_on_the_ptx_executor(monkeypatch, mnk, tile):
+@pytest.mark.parametrize("mnk,tile,cluster", [
+    ((256, 256, 128), (128, 128), (1, 1)), ((512, 384, 256), (128, 192), (1, 1)),
+    ((384, 256, 512), (128, 256), (1, 1)),
+    # 2-CTA tiles: tcgen05.mma.cta_group::2 over the CTA pair, the peer's TMA bytes and the MMA's
+    # commit (multicast) reaching the pair's leader through shared::cluster addresses
+    ((512, 256, 128), (256, 128), (2, 1)), ((512, 384, 256), (256, 192), (2, 1)),
+    # a 2 x 1 cluster of 1-CTA tiles: B multicast to both CTAs
+    ((256, 256, 256), (128, 128), (2, 1)),
+], ids=["128x128", "128x192", "128x256", "2cta-256x128", "2cta-256x192", "cluster2x1-128x128"])
+def test_quack_sm100_gemm_on_the_ptx_executor(monkeypatch, mnk, tile, cluster):
     # quack's front end picks the class from the GPU present; as on a Blackwell GPU it takes
     # GemmDefaultSm100 here. Its kernel has inline PTX, which the PTX executor runs (the IR
-    # emulator does not). 1-CTA tiles: the executor does not yet run 2-CTA clusters.
+    # emulator does not). Tile M 256 with a 2 x 1 cluster: quack's 2-CTA instructions.
     import toolchain
     toolchain.require_libnvvm()
     qg = _quack_gemm_module()
@@ -687,7 +694,7 @@ def test_quack_sm100_gemm_on_the_ptx_executor(monkeypatch, mnk, tile):
     A = torch.randint(-2, 3, (1, M, K), generator=g).to(torch.bfloat16)
     B = torch.randint(-2, 3, (1, N, K), generator=g).to(torch.bfloat16)
     D = torch.zeros(1, M, N, dtype=torch.bfloat16)
-    qg.gemm(A, B, D, None, None, tile_M=tile[0], tile_N=tile[1], cluster_M=1, cluster_N=1, pingpong=False,
-            persistent=True)
+    qg.gemm(A, B, D, None, None, tile_M=tile[0], tile_N=tile[1], cluster_M=cluster[0], cluster_N=cluster[1],
+            pingpong=False, persistent=True)
     ref = torch.einsum("lmk,lnk->lmn", A.float(), B.float())  # small integers: exact in bf16
     assert torch.equal(D.float(), ref)
