@@ -670,6 +670,9 @@ def _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, active_clusters):
     import cutlass.torch as cutlass_torch
     monkeypatch.setattr(qg, "get_device_capacity", lambda device=None: (10, 0))
     monkeypatch.setattr(qg, "get_max_active_clusters", lambda n: active_clusters)
+    # quack keys its compiled kernels by configuration, not by target: a kernel compiled for the
+    # GPU by another test of this process must not be run here, nor this one there.
+    monkeypatch.setattr(qg.gemm, "compile_cache", {})
     monkeypatch.setattr(cutlass_torch, "current_stream", lambda: cuda_driver.CUstream(0))
     validate = qg.GemmWrapperBase.validate_and_prepare_tensors
 
