@@ -657,12 +657,10 @@ def test_quack_gather_k_loads_the_columns_a_idx_names():
 
 # ---- quack: the SM100 GEMM (tcgen05, tensor memory) on the PTX executor ---------------------------
 
-@pytest.mark.parametrize("mnk,tile", [((256, 256, 128), (128, 128)), ((512, 384, 256), (128, 192)),
-                                      ((384, 256, 512), (128, 256))])
-def test_quack_sm100_gemm_on_the_ptx_executor(monkeypatch, mnk, tile):
-    # quack's front end picks the class from the GPU present; as on a Blackwell GPU it takes
-    # GemmDefaultSm100 here. Its kernel has inline PTX, which the PTX executor runs (the IR
-    # emulator does not). 1-CTA tiles: the executor does not yet run 2-CTA clusters.
+def _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, active_clusters):
+    """quack's GEMM front end as on a Blackwell GPU (it then takes GemmDefaultSm100), running its
+    persistent kernel on `active_clusters` clusters of the PTX executor: the kernel has inline PTX,
+    which the PTX executor runs (the IR emulator does not)."""
     import toolchain
     toolchain.require_libnvvm()
     qg = _quack_gemm_module()
@@ -671,7 +669,10 @@ def test_quack_sm100_gemm_on_the_ptx_executor(monkeypatch, mnk, tile):
     import cuda.bindings.driver as cuda_driver
     import cutlass.torch as cutlass_torch
     monkeypatch.setattr(qg, "get_device_capacity", lambda device=None: (10, 0))
-    monkeypatch.setattr(qg, "get_max_active_clusters", lambda n: 4)
+    monkeypatch.setattr(qg, "get_max_active_clusters", lambda n: active_clusters)
+    # quack keys its compiled kernels by configuration, not by target: a kernel compiled for the
+    # GPU by another test of this process must not be run here, nor this one there.
+    monkeypatch.setattr(qg.gemm, "compile_cache", {})
     monkeypatch.setattr(cutlass_torch, "current_stream", lambda: cuda_driver.CUstream(0))
     validate = qg.GemmWrapperBase.validate_and_prepare_tensors
 
@@ -682,12 +683,77 @@ def test_quack_sm100_gemm_on_the_ptx_executor(monkeypatch, mnk, tile):
     monkeypatch.setattr(qg.GemmWrapperBase, "validate_and_prepare_tensors", staticmethod(validate_on_cpu))
     monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    return qg
+
+
+# Tile M 256 with a 2 x 1 cluster: quack's 2-CTA instructions (tcgen05.mma.cta_group::2 over the
+# CTA pair; the peer's TMA bytes and the MMA's multicast commit reach the pair's leader through
+# shared::cluster addresses). One active cluster: each runs several tiles (the persistent loop).
+@pytest.mark.parametrize("mnk,tile,cluster,active", [
+    pytest.param((256, 256, 128), (128, 128), (1, 1), 4, id="128x128"),
+    pytest.param((512, 384, 256), (128, 192), (1, 1), 4, id="128x192"),
+    pytest.param((384, 256, 512), (128, 256), (1, 1), 4, id="128x256"),
+    pytest.param((512, 256, 128), (256, 128), (2, 1), 4, id="2cta-256x128"),
+    pytest.param((512, 384, 256), (256, 192), (2, 1), 1, id="2cta-256x192-one-cluster"),
+    pytest.param((256, 256, 256), (128, 128), (2, 1), 4, id="cluster2x1-128x128"),  # B multicast, 1-CTA MMA
+])
+def test_quack_sm100_gemm_on_the_ptx_executor(monkeypatch, mnk, tile, cluster, active):
+    qg = _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, active)
     M, N, K = mnk
     g = torch.Generator().manual_seed(M + N + K)
     A = torch.randint(-2, 3, (1, M, K), generator=g).to(torch.bfloat16)
     B = torch.randint(-2, 3, (1, N, K), generator=g).to(torch.bfloat16)
     D = torch.zeros(1, M, N, dtype=torch.bfloat16)
-    qg.gemm(A, B, D, None, None, tile_M=tile[0], tile_N=tile[1], cluster_M=1, cluster_N=1, pingpong=False,
-            persistent=True)
+    qg.gemm(A, B, D, None, None, tile_M=tile[0], tile_N=tile[1], cluster_M=cluster[0], cluster_N=cluster[1],
+            pingpong=False, persistent=True)
     ref = torch.einsum("lmk,lnk->lmn", A.float(), B.float())  # small integers: exact in bf16
+    assert torch.equal(D.float(), ref)
+
+
+def test_quack_sm100_2cta_gemm_links_for_sm100a(monkeypatch, tmp_path):
+    """Without a GPU: quack's 2-CTA SM100 GEMM (tile 256 x 128, cluster 2 x 1) compiled for the GPU
+    as sm_100a, its PTX linked to a cubin (the launch then refuses the CPU tensors)."""
+    import toolchain
+    toolchain.require_cubin()
+    qg = _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, 4)
+    monkeypatch.setenv("CUTE_DSL_TARGET", "gpu")
+    monkeypatch.setenv("CUTE_DSL_KEEP_PTX", "1")
+    monkeypatch.setenv("CUTE_DSL_KEEP_CUBIN", "1")
+    monkeypatch.setenv("CUTE_DSL_DUMP_DIR", str(tmp_path))
+    A, B = torch.zeros(1, 512, 128, dtype=torch.bfloat16), torch.zeros(1, 256, 128, dtype=torch.bfloat16)
+    D = torch.empty(1, 512, 256, dtype=torch.bfloat16)
+    with pytest.raises(cutlass.DSLRuntimeError, match="host memory"):
+        qg.gemm(A, B, D, None, None, tile_M=256, tile_N=128, cluster_M=2, cluster_N=1, persistent=True)
+    ptx = "".join(p.read_text() for p in tmp_path.glob("*.ptx"))
+    assert "tcgen05.mma.cta_group::2.kind::f16" in ptx
+    assert "cp.async.bulk.tensor.3d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert [p for p in tmp_path.glob("*.cubin") if p.stat().st_size > 0]
+
+
+# quack's varlen GEMMs on SM100: varlen_m (groups of rows of A and D, one B each; a group of 64
+# rows ends inside a tile) and varlen_k (groups of columns of A and B, one D each), 1- and 2-CTA.
+@pytest.mark.parametrize("tile,cluster", [pytest.param((128, 128), (1, 1), id="1cta"),
+                                          pytest.param((256, 128), (2, 1), id="2cta")])
+@pytest.mark.parametrize("varlen", ["m", "k"])
+def test_quack_sm100_varlen_gemm_on_the_ptx_executor(monkeypatch, varlen, tile, cluster):
+    qg = _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, 2)
+    _tensormap_workspace_aligned(monkeypatch)
+    g = torch.Generator().manual_seed(7)
+    N = 256
+    if varlen == "m":
+        cu = torch.tensor([0, 200, 264, 520], dtype=torch.int32)
+        K = 128
+        A = torch.randint(-2, 3, (520, K), generator=g).to(torch.bfloat16)
+        B = torch.randint(-2, 3, (3, N, K), generator=g).to(torch.bfloat16)
+        D = torch.zeros(520, N, dtype=torch.bfloat16)
+        qg.gemm(A, B, D, None, None, tile[0], tile[1], cluster[0], cluster[1], persistent=True, cu_seqlens_m=cu)
+        ref = torch.cat([A[cu[i]:cu[i + 1]].float() @ B[i].float().T for i in range(3)])
+    else:
+        cu = torch.tensor([0, 64, 192, 320], dtype=torch.int32)
+        M = 256
+        A = torch.randint(-2, 3, (320, M), generator=g).to(torch.bfloat16).T  # (M, total_k), m-major
+        B = torch.randint(-2, 3, (320, N), generator=g).to(torch.bfloat16).T  # (N, total_k), n-major
+        D = torch.zeros(3, M, N, dtype=torch.bfloat16)
+        qg.gemm(A, B, D, None, None, tile[0], tile[1], cluster[0], cluster[1], persistent=True, cu_seqlens_k=cu)
+        ref = torch.stack([A[:, cu[i]:cu[i + 1]].float() @ B[:, cu[i]:cu[i + 1]].float().T for i in range(3)])
     assert torch.equal(D.float(), ref)

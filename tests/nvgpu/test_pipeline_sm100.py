@@ -22,6 +22,7 @@ import cutlass.utils as utils
 from cutlass import Float32, Int32, Int64
 from cutlass.cute.nvgpu import cpasync, tcgen05
 from cutlass.pipeline import sm100
+from ptx_target import needs_libnvvm
 
 SM100 = "--target cpu --gpu-arch sm_100a"
 Thread = pipeline.Agent.Thread
@@ -126,10 +127,14 @@ def pair_host(a: cute.Tensor, out: cute.Tensor):
     pair_kernel(atom, tma_a, out).launch(grid=(2, 1, 1), block=(96, 1, 1), cluster=(2, 1, 1))
 
 
-def test_cta_pair_tma_umma_and_umma_async():
+# On the PTX executor too: the peer's cta_group::2 TMA bytes reach the leader's barrier through
+# the address with bit 24 cleared, the shared::cluster window's rank bit.
+@pytest.mark.parametrize("options", [SM100, pytest.param("--target ptx --gpu-arch sm_100a", marks=needs_libnvvm)],
+                         ids=["emulator", "ptx"])
+def test_cta_pair_tma_umma_and_umma_async(options):
     a = (np.arange(2 * HALF[0] * NK * HALF[1]) % 97).astype(np.float32).reshape(2 * HALF[0], NK * HALF[1])
     out = np.full((2 * HALF[0], HALF[1]), -1, np.float32)
-    f = cute.compile(pair_host, a, out, options=SM100)
+    f = cute.compile(pair_host, a, out, options=options)
     f(a, out)
     np.testing.assert_array_equal(out, a.reshape(2 * HALF[0], NK, HALF[1]).sum(axis=1))
     ptx = getattr(f, "__ptx__", None)

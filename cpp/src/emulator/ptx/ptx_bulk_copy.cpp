@@ -1,11 +1,12 @@
 // Hopper bulk copies (TMA): cp.async.bulk.tensor loads (with multicast to the CTAs of a cluster
-// mask), stores and reducing stores (cp.reduce.async.bulk.tensor) of a box of the tensor a
-// CUtensorMap describes, the non-tensor cp.async.bulk copies and reductions, their mbarrier
-// complete_tx, and the bulk groups (commit / wait: the copies complete
-// when issued). The tensor map is the 128-byte image the launch laid out (or a kernel copied);
-// it is read with the emulator's decoding (tma_descriptor_at). The box lands densely, dimension 0
-// innermost, with the map's swizzle applied to the shared-window address; elements outside the
-// tensor read as zero and are not written.
+// mask; .cta_group::2 signalling the mbarrier of the destination's CTA pair), stores and reducing
+// stores (cp.reduce.async.bulk.tensor) of a box of the tensor a CUtensorMap describes, the
+// non-tensor cp.async.bulk copies and reductions, their mbarrier complete_tx, and the bulk groups
+// (commit / wait: the copies complete when issued). The tensor map is the 128-byte image the
+// launch laid out (or a kernel copied); it is read with the emulator's decoding
+// (tma_descriptor_at). The box lands densely, dimension 0 innermost, with the map's swizzle
+// applied to the shared-window address; elements outside the tensor read as zero and are not
+// written.
 #include "emulator/ptx/ptx_family_support.h"
 #include "emulator/sm90_async.h"
 #include "emulator/sm90_tensormap.h"
@@ -17,6 +18,7 @@ void mbarrier_complete_tx(ThreadCtx& t, Cluster& cl, uint64_t key, int64_t bytes
 namespace {
 
 enum Kind : int32_t { TensorLoad, TensorStore, TensorReduce, BulkLoad, BulkStore, BulkReduce, Nothing };
+enum Flag : uint32_t { Multicast = 1, CtaPair = 2 };  // .multicast::cluster, .cta_group::2
 
 // The element type a reducing tensor store combines: the map's CUtensorMapDataType.
 PType element_type(ThreadCtx& t, const TmaDescriptor& d) {
@@ -119,29 +121,43 @@ Step run_bulk(const Inst& i, ThreadCtx& t) {
       // [dst], [map, {coords}], [mbar]{, ctaMask}{, policy}
       const TmaDescriptor d = tensor_map(t, i.ops[1].elems.at(0));
       const uint64_t dst = t.address(i.ops[0]), bar = t.address(i.ops[2]);
-      uint64_t dst_off;
+      uint64_t dst_off, bar_off;
       Cta& own = t.cluster_cta(dst, &dst_off);
-      uint64_t bar_off;
-      t.cluster_cta(bar, &bar_off);
+      Cta& bar_cta = t.cluster_cta(bar, &bar_off);
       check_swizzle_alignment(t, dst_off, d.swizzle_bytes);
-      std::vector<Cta*> targets;
-      if (i.flags) {
+      // Each destination CTA's bytes complete an mbarrier at bar's offset: without multicast the
+      // one bar names; with multicast, that of each destination, or with .cta_group::2 that of the
+      // destination's pair CTA of bar's parity (bar's rank bit 0: the pair's even or odd CTA).
+      std::vector<std::pair<Cta*, Cta*>> targets;  // (destination, its mbarrier's CTA)
+      if (i.flags & Multicast) {
         const uint64_t mask = t.get(i.ops.at(3)) & 0xffff;
-        for (Cta& c : t.cl.ctas)
-          if (mask >> c.rank & 1) targets.push_back(&c);
+        for (Cta& c : t.cl.ctas) {
+          if (!(mask >> c.rank & 1)) continue;
+          size_t signalled = size_t(c.rank);
+          if (i.flags & CtaPair) signalled = size_t((c.rank & ~1) | (bar_cta.rank & 1));
+          if (signalled >= t.cl.ctas.size())
+            t.fail("the mbarrier of CTA " + std::to_string(c.rank) + "'s pair is past the cluster's " +
+                   std::to_string(t.cl.ctas.size()) + " CTAs");
+          targets.emplace_back(&c, &t.cl.ctas[signalled]);
+        }
       } else {
-        targets.push_back(&own);
+        if (!(i.flags & CtaPair) && &bar_cta != &own)
+          t.fail("the mbarrier is not in the destination's CTA (that needs .cta_group::2 and the pair's peer)");
+        if ((i.flags & CtaPair) && (bar_cta.rank & ~1) != (own.rank & ~1))
+          t.fail("the mbarrier is in CTA " + std::to_string(bar_cta.rank) + ", outside the destination CTA " +
+                 std::to_string(own.rank) + "'s pair");
+        targets.emplace_back(&own, &bar_cta);
       }
       const uint64_t bytes = box_bytes(d);
-      for (Cta* c : targets) {
+      for (auto [c, b] : targets) {
         if (dst_off + bytes > c->smem_size) t.fail("the TMA box runs past the CTA's shared memory");
         for_each_box_element(t, d, i.ops[1].elems.at(1), [&](uint64_t o, uint64_t g) {
           uint8_t* p = c->smem + tma_swizzle(dst_off + o, d.swizzle_bytes);
           if (g) std::memcpy(p, t.host(g, Space::Global, uint64_t(d.elem_bytes), false, 1), size_t(d.elem_bytes));
           else std::memset(p, 0, size_t(d.elem_bytes));
         });
-        if (bar_off + 8 > c->smem_size) t.fail("the mbarrier lies outside the CTA's shared memory");
-        mbarrier_complete_tx(t, t.cl, reinterpret_cast<uintptr_t>(c->smem + bar_off), int64_t(bytes));
+        if (bar_off + 8 > b->smem_size) t.fail("the mbarrier lies outside the CTA's shared memory");
+        mbarrier_complete_tx(t, t.cl, reinterpret_cast<uintptr_t>(b->smem + bar_off), int64_t(bytes));
       }
       return Step::Next;
     }
@@ -150,7 +166,7 @@ Step run_bulk(const Inst& i, ThreadCtx& t) {
       // [map, {coords}], [src]
       const TmaDescriptor d = tensor_map(t, i.ops[0].elems.at(0));
       const PType ty = i.i0 == TensorReduce ? element_type(t, d) : PType::None;
-      const uint64_t src = t.address(i.ops[1]);
+      const uint64_t src = t.address(i.ops[1]) & kSharedOffsetMask;  // shared::cta: this CTA's window
       check_swizzle_alignment(t, src, d.swizzle_bytes);
       if (src + box_bytes(d) > t.cta.smem_size) t.fail("the TMA box runs past the CTA's shared memory");
       for_each_box_element(t, d, i.ops[0].elems.at(1), [&](uint64_t o, uint64_t g) {
@@ -210,7 +226,7 @@ void decode_bulk(Inst& i) {
   if (i.has_mod("tensor")) {
     if (i.has_mod("im2col") || i.has_mod("im2col_no_offs")) unsupported(i, "only the .tile mode");
     i.i0 = dst == Space::Global ? (reduce ? TensorReduce : TensorStore) : TensorLoad;
-    i.flags = i.has_mod("multicast::cluster");
+    i.flags = (i.has_mod("multicast::cluster") ? Multicast : 0) | (i.has_mod("cta_group::2") ? CtaPair : 0);
     const Operand& map = i.ops.at(i.i0 == TensorLoad ? 1 : 0);
     if (map.kind != Operand::Vec || map.elems.size() != 2) unsupported(i, "the [tensorMap, {coordinates}] operand");
   } else {

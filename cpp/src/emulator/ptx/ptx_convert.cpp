@@ -188,9 +188,9 @@ Step run_mapa(const Inst& i, ThreadCtx& t) {
   if (i.space == Space::SharedCluster) {
     uint64_t off;
     t.cluster_cta(a, &off);
-    t.set(i.ops[0], off | (uint64_t(rank + 1) << 24));
+    t.set(i.ops[0], off | (rank << kSharedRankShift));
   } else {
-    const uint64_t off = t.from_generic(a, Space::Shared) & 0xffffff;
+    const uint64_t off = t.from_generic(a, Space::Shared) & kSharedOffsetMask;
     t.set(i.ops[0], reinterpret_cast<uintptr_t>(dst.smem) + off);
   }
   return Step::Next;

@@ -85,13 +85,12 @@ uint64_t ThreadCtx::special(Special s) const {
 }
 
 Cta& ThreadCtx::cluster_cta(uint64_t addr, uint64_t* offset) {
-  const uint64_t rank_plus_one = (addr >> 24) & 0xff;
-  *offset = addr & 0xffffff;
-  if (!rank_plus_one) return cta;
-  if (rank_plus_one > cl.ctas.size())
-    fail("shared::cluster address " + hex(addr) + " names CTA rank " + std::to_string(rank_plus_one - 1) +
-         " of a cluster of " + std::to_string(cl.ctas.size()));
-  return cl.ctas[size_t(rank_plus_one - 1)];
+  const uint64_t rank = (addr >> kSharedRankShift) & 0xff;
+  *offset = addr & kSharedOffsetMask;
+  if (rank >= cl.ctas.size())
+    fail("shared::cluster address " + hex(addr) + " names CTA rank " + std::to_string(rank) + " of a cluster of " +
+         std::to_string(cl.ctas.size()));
+  return cl.ctas[size_t(rank)];
 }
 
 uint8_t* ThreadCtx::host(uint64_t addr, Space space, uint64_t bytes, bool store, uint64_t align) {
@@ -101,16 +100,20 @@ uint8_t* ThreadCtx::host(uint64_t addr, Space space, uint64_t bytes, bool store,
          std::to_string(bytes) + " bytes)");
   switch (space) {
     case Space::Shared: {
-      if (addr >= (1u << 24)) {  // a shared::cluster address used as shared::cta names another CTA
-        uint64_t off;
+      // Rank bits name the CTA (a shared::cluster address used as shared::cta); an offset
+      // without them is this CTA's.
+      uint64_t off = addr;
+      if (addr > kSharedOffsetMask) {
         Cta& c = cluster_cta(addr, &off);
-        if (off + bytes > c.smem_size) fail("shared::cluster access at offset " + hex(off) + " past the CTA's shared memory");
-        return c.smem + off;
+        if (&c != &cta) {
+          if (off + bytes > c.smem_size) fail("shared::cluster access at offset " + hex(off) + " past the CTA's shared memory");
+          return c.smem + off;
+        }
       }
-      if (addr + bytes > cta.smem_size)
+      if (off + bytes > cta.smem_size)
         fail(std::string(store ? "store to" : "load from") + " shared address " + hex(addr) + " (" + std::to_string(bytes) +
              " bytes) outside the CTA's " + std::to_string(cta.smem_size) + " bytes of shared memory");
-      return cta.smem + addr;
+      return cta.smem + off;
     }
     case Space::SharedCluster: {
       uint64_t off;
@@ -188,7 +191,7 @@ uint64_t ThreadCtx::from_generic(uint64_t addr, Space space) {
       for (Cta& c : cl.ctas)
         if (inside(addr, 0, c.smem, c.smem_size)) {
           const uint64_t off = addr - reinterpret_cast<uintptr_t>(c.smem);
-          return &c == &cta ? off : off | (uint64_t(c.rank + 1) << 24);
+          return off | (uint64_t(c.rank) << kSharedRankShift);
         }
       fail("cvta.to.shared of " + hex(addr) + ", which is not in the cluster's shared memory");
     }

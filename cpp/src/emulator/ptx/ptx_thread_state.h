@@ -4,9 +4,13 @@
 // Addresses: generic and global addresses are host addresses (the launch's buffers). A
 // shared::cta address is an offset into the CTA's shared window (symbols start at 0, the dynamic
 // window 1024-aligned after the static variables), so swizzle bits the kernel computes are the
-// GPU's; a shared::cluster address carries the target CTA's rank + 1 in bits 24..31 (0: the
-// issuing CTA). Local addresses are offsets into the thread's local window, param addresses
-// offsets into the launch's parameter buffer; cvta turns each into a host address and back.
+// GPU's. As on the GPU, each CTA's shared::cta window is its part of the cluster's shared::cluster
+// window: bits 24..31 of every shared address hold the CTA's rank in its cluster (a symbol's
+// address, cvta.to.shared, mapa), so a shared::cta address is also the shared::cluster address
+// of the same bytes, and a kernel may compute a peer's address from its own (2-CTA MMA code
+// clears bit 24 to name the pair's even CTA). Local addresses are offsets into the thread's local
+// window, param addresses offsets into the launch's parameter buffer; cvta turns each into a
+// host address and back.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -57,6 +61,10 @@ struct NamedBarrier {
 };
 
 struct Cluster;
+
+// Where a CTA's rank sits in its shared addresses (bits 24..31).
+constexpr int kSharedRankShift = 24;
+constexpr uint64_t kSharedOffsetMask = (uint64_t(1) << kSharedRankShift) - 1;
 
 struct Cta {
   unsigned ctaid[3] = {0, 0, 0};
@@ -128,7 +136,7 @@ struct ThreadCtx {
       uint64_t v = th.regs[size_t(o.reg)];
       return o.negate ? uint64_t(!v) : v;
     }
-    if (o.kind == Operand::Imm) return uint64_t(o.imm);
+    if (o.kind == Operand::Imm) return uint64_t(o.imm) | shared_rank_bits(o);
     if (o.kind == Operand::Spec) return special(o.special);
     fail("operand '" + o.symbol + "' has no value here");
   }
@@ -139,8 +147,12 @@ struct ThreadCtx {
   bool pred(const Operand& o) const { return get(o) & 1; }
   // The address an [address] operand names, in the instruction's state space.
   uint64_t address(const Operand& o) const {
-    if (o.kind == Operand::Addr) return (o.reg >= 0 ? th.regs[size_t(o.reg)] : 0) + uint64_t(o.imm);
+    if (o.kind == Operand::Addr) return (o.reg >= 0 ? th.regs[size_t(o.reg)] : 0) + uint64_t(o.imm) + shared_rank_bits(o);
     return get(o);
+  }
+  // A shared variable's address lies in this CTA's part of the cluster's shared window.
+  uint64_t shared_rank_bits(const Operand& o) const {
+    return o.space == Space::Shared ? uint64_t(cta.rank) << kSharedRankShift : 0;
   }
   // A host pointer to `bytes` bytes at `addr` of `space`, checked (bounds of shared, local and
   // param memory; the launch's buffers for global memory when they are known; alignment).
@@ -148,8 +160,10 @@ struct ThreadCtx {
   // Generic <-> state-space addresses (cvta).
   uint64_t to_generic(uint64_t addr, Space space);
   uint64_t from_generic(uint64_t addr, Space space);
-  // The CTA a shared::cluster address names, and the offset in its window.
+  // The CTA a shared::cluster address names (its rank bits), and the offset in its window.
   Cta& cluster_cta(uint64_t addr, uint64_t* offset);
+  // This CTA's shared address of `offset` in its window (its rank in bits 24..31).
+  uint64_t own_shared(uint64_t offset) const { return offset | (uint64_t(cta.rank) << kSharedRankShift); }
 };
 
 // A warp- or warpgroup-collective instruction's group: threads in lane order (warpgroup: warp
