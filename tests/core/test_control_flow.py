@@ -2,11 +2,13 @@
 what it should; each ❌ case raises a DSL error naming the user's file and line."""
 import inspect
 
+import numpy as np
 import pytest
 
 import cutlass
 import cutlass.cute as cute
 from cutlass import Float32, Int32
+from ptx_target import needs_libnvvm
 
 
 def lines(capfd):
@@ -404,6 +406,28 @@ def test_bad_launch_configuration():
         with pytest.raises(cutlass.DSLRuntimeError) as ei:
             fn()
         assert ei.value.code == code
+
+
+@cute.kernel
+def _write_one(out: cute.Tensor):
+    out[0] = Float32(1.0)
+
+
+@cute.jit
+def _launch_dynamic_grid(out: cute.Tensor, blocks: Int32):
+    _write_one(out).launch(grid=(blocks, 1, 1), block=(32, 1, 1))
+
+
+@pytest.mark.parametrize("target", ["cpu", pytest.param("ptx", marks=needs_libnvvm)])
+def test_a_run_time_grid_of_zero_blocks_is_refused(target):
+    # The GPU driver refuses a launch with a grid dimension of 0; running no block would leave
+    # `out` unwritten without a word.
+    out = np.zeros(1, np.float32)
+    f = cute.compile(_launch_dynamic_grid, out, Int32(1), options=f"--target {target} --gpu-arch sm_90a")
+    f(out, Int32(1))
+    assert out[0] == 1.0
+    with pytest.raises(cutlass.DSLRuntimeError, match=r"launched with an empty grid or block \(0,1,1\)"):
+        f(out, Int32(0))
 
 
 def test_jit_calls_jit_inline(capfd):

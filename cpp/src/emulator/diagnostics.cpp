@@ -285,11 +285,15 @@ void report_mma_in_flight_at_exit(const LaunchCtx& c, const Worker& w) {
                        m->op ? m->op->file : "", m->op ? m->op->line : 0);
 }
 
-void check_launch(const LaunchRequest& r, const std::string& kernel, size_t num_args) {
+void check_launch_not_empty(const LaunchRequest& r, const std::string& kernel) {
   for (int d = 0; d < 3; ++d)
     if (r.grid[d] == 0 || r.block[d] == 0)
       throw ExecutionError("kernel '" + kernel + "' launched with an empty grid or block " + dims3(r.grid) +
                            " x " + dims3(r.block));
+}
+
+void check_launch(const LaunchRequest& r, const std::string& kernel, size_t num_args) {
+  check_launch_not_empty(r, kernel);
   uint64_t threads = uint64_t(r.block[0]) * r.block[1] * r.block[2];
   if (threads > 1024)
     throw ExecutionError("kernel '" + kernel + "' launched with " + std::to_string(threads) +

@@ -53,6 +53,9 @@ std::string describe_mma_in_flight(const ClusterState& cl, const MmaCompletion::
 // tensor memory is not known to be complete.
 void report_mma_in_flight_at_exit(const LaunchCtx& c, const Worker& w);
 
+// A grid or block with a dimension of 0 is an invalid launch on the GPU (the driver refuses it):
+// running no block at all would be a silent wrong answer.
+void check_launch_not_empty(const LaunchRequest& r, const std::string& kernel);
 // The launch's grid, block, argument count and cluster shape, checked before any block runs.
 void check_launch(const LaunchRequest& r, const std::string& kernel, size_t num_args);
 

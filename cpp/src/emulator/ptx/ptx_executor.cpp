@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "emulator/diagnostics.h"
 #include "emulator/launch_parameters.h"
 #include "emulator/ptx/ptx_program.h"
 #include "emulator/ptx/ptx_scheduler.h"
@@ -86,6 +87,7 @@ void build_cluster(const Launch& L, uint64_t index, Cluster& cl) {
 void PtxExecutor::launch(const LaunchRequest& r, const EmulatorConfig& config) const {
   const Kernel* k = module_->find(r.kernel());
   if (!k) throw ExecutionError("PTX executor: the PTX has no kernel '" + r.kernel() + "'");
+  check_launch_not_empty(r, r.kernel());
   Launch L;
   L.module = module_.get();
   L.kernel = k;
