@@ -326,12 +326,7 @@ Tensor s2t_smem_desc_tensor(const TiledCopy& tc, const Tensor& p) {
         throw dsl::UserError("INVALID_SMEM_LAYOUT", fn + ": the rows of a tcgen05.cp block must be 16 contiguous bytes, "
                                                          "8-row groups a multiple of 16 bytes apart; got " + L::to_string(core));
     }
-  std::vector<Layout> modes{Layout(T({1, 1}), T({0, 0}))};
-  for (int i = 1; i < p.layout.rank(); ++i) modes.push_back(p.layout[i]);
-  Tensor r = p;
-  r.layout = L::make_layout(modes);
-  r.desc_tile = core;
-  return r;
+  return make_descriptor_tensor(p, Layout(T({1, 1}), T({0, 0})), core);
 }
 
 void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
@@ -355,7 +350,7 @@ void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
   for (int64_t r = 0; r < s1.value(); ++r) {
     ir::Value* t = offset_pointer(b, dst.ptr, dv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
     ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t}, {ir::i32()})->result();
-    ir::Value* s = offset_pointer(b, src.ptr, sv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
+    ir::Value* s = advance_descriptor(b, src.ptr, sv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
     ir::Value* sa = b.create(ir::OpCode::PtrToInt, {s}, {ir::i64()})->result();
     sa = b.binary(ir::OpCode::And, b.binary(ir::OpCode::Shr, sa, b.const_int(ir::i64(), 4)), b.const_int(ir::i64(), 0x3FFF));
     ir::Value* desc = b.binary(ir::OpCode::Or, sa, b.const_int(ir::i64(), int64_t(fixed)));
