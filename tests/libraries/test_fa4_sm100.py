@@ -1,0 +1,67 @@
+"""FlashAttention-4's Blackwell forward (`FlashAttentionForwardSm100`, flash_attn/cute of a
+flash-attention checkout at $FLASH_ATTENTION_DIR), chosen by FA4's own front end as on a Blackwell
+GPU (compute capability 10) and compiled for sm_100a, run on the PTX executor (its hand-built
+tcgen05.mma descriptors are inline PTX, which the IR emulator does not run), against attention
+computed with torch in float32. Skipped without FA4, quack (which FA4 imports), torch or libNVVM."""
+import types
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("quack")
+pytest.importorskip("cuda.bindings.driver")
+
+import toolchain  # noqa: E402
+from test_libraries import _OnCpu, _close, _fa4_interface  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _keep_cute_compile():
+    """FA4's package replaces cute.compile with its own function when imported: put OpenCuTe's back."""
+    import cutlass.cute as cute
+    saved = cute.compile
+    yield
+    cute.compile = saved
+
+
+def _attention_and_lse(q, k, v, causal):
+    """Softmax(Q K^T / sqrt(d)) V and the rows' log-sum-exp, in float32; causal masks align the
+    last query with the last key (FA4's convention)."""
+    sq, sk = q.shape[1], k.shape[1]
+    scores = torch.einsum("bqhd,bkhd->bhqk", q.float(), k.float()) * q.shape[-1] ** -0.5
+    if causal:
+        rows = torch.arange(sq)[:, None] + (sk - sq)
+        scores = scores.masked_fill(torch.arange(sk)[None, :] > rows, float("-inf"))
+    out = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, -1), v.float())
+    return out, torch.logsumexp(scores, -1)
+
+
+def _fa4_sm100_forward(monkeypatch, q, k, v, causal):
+    """FA4's forward on the PTX executor; its output, LSE and compiled kernel."""
+    toolchain.require_libnvvm()
+    interface = _fa4_interface()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **kw: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})  # its key does not name the target
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=10, return_lse=True)
+    (compiled,) = interface._flash_attn_fwd.compile_cache.values()
+    return out, lse, compiled
+
+
+@pytest.mark.parametrize("causal,seqlen_q,seqlen_k", [(False, 128, 128), (False, 256, 384), (True, 128, 128),
+                                                      (True, 300, 300)])
+def test_fa4_sm100_forward_on_the_ptx_executor(monkeypatch, causal, seqlen_q, seqlen_k):
+    """Head dim 128, two batches of two heads. 128 queries make one Q stage, more make two (FA4's
+    q_stage); 384 keys take three 128-key blocks; 300 leaves ragged last blocks; without causal
+    masking FA4's persistent tile scheduler runs."""
+    gen = torch.Generator().manual_seed(seqlen_q + seqlen_k + causal)
+    q = torch.randn(2, seqlen_q, 2, 128, dtype=torch.bfloat16, generator=gen)
+    k, v = (torch.randn(2, seqlen_k, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    out, lse, compiled = _fa4_sm100_forward(monkeypatch, q, k, v, causal)
+    ref_out, ref_lse = _attention_and_lse(q, k, v, causal)
+    _close(out, ref_out, 2e-2)
+    _close(lse, ref_lse, 1e-3)
+    assert ".target sm_100a" in compiled.__ptx__
+    assert "tcgen05.mma.cta_group::1.kind::f16" in compiled.__ptx__
