@@ -58,6 +58,14 @@ Layout val_id(ir::Tcgen05Shape s, int64_t R, bool pack) {
 
 bool is_tmem_copy(const CopyAtom& a) { return a.op == CopyOp::TmemLoad || a.op == CopyOp::TmemStore; }
 
+TmemCopyProperties tmem_copy_properties(const CopyAtom& a) {
+  if (!is_tmem_copy(a))
+    atom_error("INVALID_COPY_ATOM", "get_tmem_copy_properties: expected a tcgen05 Ld / St atom, got " + a.op_name);
+  const auto s = ir::Tcgen05Shape(a.tmem_shape);
+  const int bits = s == ir::Tcgen05Shape::S16x32bx2 ? 32 : 32 * units(s);
+  return {lanes(s), bits, a.tmem_repetitions, a.tmem_pack};
+}
+
 CopyAtom make_tmem_copy_atom(int shape, int repetitions, bool pack, bool store, ir::Type value_type) {
   if (shape < 0 || shape > 4) atom_error("INVALID_COPY_ATOM", "unknown tensor-memory copy shape");
   const auto s = ir::Tcgen05Shape(shape);

@@ -45,6 +45,27 @@ class CopyG2SOp:
         return _core.cute.make_cp_async_atom(dtype, int(num_bits or 0), 1 if mode is LoadCacheMode.GLOBAL else 0)
 
 
+class CopyBulkG2SOp:
+    """cp.async.bulk (no tensor map): one thread copies a contiguous run of global memory into
+    shared memory, the whole source tensor at once, completing its bytes on an mbarrier
+    (`cute.copy(atom, gsrc, sdst, mbar_ptr=)`); the size is a multiple of 16 bytes."""
+
+    def __str__(self):
+        return "cp.async GMEM -> SMEM bulk copy Operation"
+
+    def __repr__(self):
+        return "CopyBulkG2SOp()"
+
+    def __eq__(self, other):
+        return type(other) is CopyBulkG2SOp
+
+    def __hash__(self):
+        return hash("CopyBulkG2SOp")
+
+    def _make_copy_atom(self, dtype, num_bits):
+        return _core.cute.make_bulk_copy_g2s_atom(dtype)
+
+
 class CopyDsmemStoreOp:
     """st.async.shared::cluster.mbarrier::complete_tx::bytes: a store into another CTA's shared memory
     (a `map_dsmem_ptr` pointer) that completes bytes on that CTA's mbarrier (`cute.copy(...,
@@ -357,7 +378,7 @@ def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, lo
     return make_layout_image_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode)
 
 
-__all__ = ["LoadCacheMode", "CopyBulkTensorTileG2SNonExecTrait", "CopyG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
+__all__ = ["LoadCacheMode", "CopyBulkTensorTileG2SNonExecTrait", "CopyG2SOp", "CopyBulkG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
            "CopyBulkTensorTileS2GOp", "CopyReduceBulkTensorTileS2GOp", "TmaCopyAtom", "TmaInfo", "make_tiled_tma_atom", "tma_partition",
            "prefetch_descriptor", "fence_tma_desc_acquire", "fence_tma_desc_release", "update_tma_descriptor",
            "copy_tensormap", "cp_fence_tma_desc_release",
