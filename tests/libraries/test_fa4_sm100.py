@@ -1,8 +1,9 @@
-"""FlashAttention-4's Blackwell forward (`FlashAttentionForwardSm100`, flash_attn/cute of a
-flash-attention checkout at $FLASH_ATTENTION_DIR), chosen by FA4's own front end as on a Blackwell
-GPU (compute capability 10) and compiled for sm_100a, run on the PTX executor (its hand-built
-tcgen05.mma descriptors are inline PTX, which the IR emulator does not run), against attention
-computed with torch in float32. Skipped without FA4, quack (which FA4 imports), torch or libNVVM."""
+"""FlashAttention-4's Blackwell forward and backward (`FlashAttentionForwardSm100`,
+`FlashAttentionBackwardSm100`, flash_attn/cute of a flash-attention checkout at
+$FLASH_ATTENTION_DIR), chosen by FA4's own front end as on a Blackwell GPU (compute capability
+10) and compiled for sm_100a, run on the PTX executor (their hand-built tcgen05.mma descriptors are
+inline PTX, which the IR emulator does not run), against attention and its gradients computed with
+torch in float32. Skipped without FA4, quack (which FA4 imports), torch or libNVVM."""
 import types
 
 import pytest
@@ -36,14 +37,24 @@ def _attention_and_lse(q, k, v, causal):
     return out, torch.logsumexp(scores, -1)
 
 
-def _fa4_sm100_forward(monkeypatch, q, k, v, causal):
-    """FA4's forward on the PTX executor; its output, LSE and compiled kernel."""
+def _on_the_ptx_executor(monkeypatch):
+    """FA4's interface, set to compile for sm_100a and run on the PTX executor."""
     toolchain.require_libnvvm()
     interface = _fa4_interface()
     monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **kw: types.SimpleNamespace(cuda_stream=0))
-    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})  # its key does not name the target
+    monkeypatch.setattr(interface, "_get_device_capability", lambda *a, **kw: 10)  # the backward asks it
+    # The compile caches' keys do not name the target.
+    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})
+    for name in ("compile_cache_pre", "compile_cache", "compile_cache_post"):
+        monkeypatch.setattr(interface._flash_attn_bwd, name, {})
+    return interface
+
+
+def _fa4_sm100_forward(monkeypatch, q, k, v, causal):
+    """FA4's forward on the PTX executor; its output, LSE and compiled kernel."""
+    interface = _on_the_ptx_executor(monkeypatch)
     with _OnCpu():
         out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=10, return_lse=True)
     (compiled,) = interface._flash_attn_fwd.compile_cache.values()
@@ -64,4 +75,24 @@ def test_fa4_sm100_forward_on_the_ptx_executor(monkeypatch, causal, seqlen_q, se
     _close(out, ref_out, 2e-2)
     _close(lse, ref_lse, 1e-3)
     assert ".target sm_100a" in compiled.__ptx__
+    assert "tcgen05.mma.cta_group::1.kind::f16" in compiled.__ptx__
+
+
+@pytest.mark.parametrize("causal,seqlen", [(False, 256), (True, 300)])
+def test_fa4_sm100_backward_on_the_ptx_executor(monkeypatch, causal, seqlen):
+    """FA4's SM100 backward (its preprocess, the tcgen05 kernel, whose dQ accumulates into global
+    memory by TMA reduce-adds from the CTAs of every key block, and the postprocess) after its
+    forward, against torch autograd in float32: head dim 128, two batches of two heads."""
+    gen = torch.Generator().manual_seed(seqlen + causal)
+    q, k, v, dout = (torch.randn(2, seqlen, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(4))
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=10, return_lse=True)
+        dq, dk, dv = interface._flash_attn_bwd(q, k, v, out, dout, lse, causal=causal)
+    qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+    ref_out, _ = _attention_and_lse(qf, kf, vf, causal)
+    ref_out.backward(dout.float())
+    for got, ref in ((dq, qf.grad), (dk, kf.grad), (dv, vf.grad)):
+        _close(got, ref, 1e-2 * max(1.0, ref.abs().max().item()))  # bf16 gradients of values up to ~4
+    (compiled,) = interface._flash_attn_bwd.compile_cache.values()
     assert "tcgen05.mma.cta_group::1.kind::f16" in compiled.__ptx__
