@@ -37,11 +37,11 @@ def _attention_and_lse(q, k, v, causal):
     return out, torch.logsumexp(scores, -1)
 
 
-def _on_the_ptx_executor(monkeypatch):
-    """FA4's interface, set to compile for sm_100a and run on the PTX executor."""
+def _on_the_ptx_executor(monkeypatch, target="ptx"):
+    """FA4's interface, set to compile for sm_100a and run on the PTX executor (or `target`)."""
     toolchain.require_libnvvm()
     interface = _fa4_interface()
-    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
+    monkeypatch.setenv("CUTE_DSL_TARGET", target)
     monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
     monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **kw: types.SimpleNamespace(cuda_stream=0))
     monkeypatch.setattr(interface, "_get_device_capability", lambda *a, **kw: 10)  # the backward asks it
@@ -96,3 +96,23 @@ def test_fa4_sm100_backward_on_the_ptx_executor(monkeypatch, causal, seqlen):
         _close(got, ref, 1e-2 * max(1.0, ref.abs().max().item()))  # bf16 gradients of values up to ~4
     (compiled,) = interface._flash_attn_bwd.compile_cache.values()
     assert "tcgen05.mma.cta_group::1.kind::f16" in compiled.__ptx__
+
+
+def test_fa4_sm100_kernels_link_to_sm100a_cubins(monkeypatch):
+    """The forward's and the backward's kernels, lowered and linked by nvJitLink for sm_100a
+    (OPENCUTE_EMULATOR_LINK_CUBIN makes a rejected link an error). Compiled for the IR emulator,
+    which then refuses to run their inline PTX: each call stops after its kernel compiled."""
+    toolchain.require_cubin()
+    interface = _on_the_ptx_executor(monkeypatch, target="cpu")
+    monkeypatch.setenv("OPENCUTE_EMULATOR_LINK_CUBIN", "1")
+    monkeypatch.setenv("CUTE_DSL_DISABLE_FILE_CACHING", "True")
+    q, k, v, out = (torch.zeros(1, 128, 1, 128, dtype=torch.bfloat16) for _ in range(4))
+    lse = torch.zeros(1, 1, 128)
+    with _OnCpu(), pytest.raises(RuntimeError, match="uses inline PTX"):
+        interface._flash_attn_fwd(q, k, v, _compute_capability=10, return_lse=True)
+    with _OnCpu(), pytest.raises(RuntimeError, match="uses inline PTX"):
+        interface._flash_attn_bwd(q, k, v, out, out, lse)
+    kernels = [*interface._flash_attn_fwd.compile_cache.values(), *interface._flash_attn_bwd.compile_cache.values()]
+    assert len(kernels) == 2
+    for compiled in kernels:
+        assert compiled.__cubin__[:4] == b"\x7fELF"
