@@ -27,8 +27,10 @@ def _keep_cute_compile():
 
 def _attention_and_lse(q, k, v, causal):
     """Softmax(Q K^T / sqrt(d)) V and the rows' log-sum-exp, in float32; causal masks align the
-    last query with the last key (FA4's convention)."""
+    last query with the last key (FA4's convention); with fewer K / V heads than Q heads (GQA) each
+    K / V head serves consecutive Q heads."""
     sq, sk = q.shape[1], k.shape[1]
+    k, v = (x.repeat_interleave(q.shape[2] // k.shape[2], dim=2) for x in (k, v))
     scores = torch.einsum("bqhd,bkhd->bhqk", q.float(), k.float()) * q.shape[-1] ** -0.5
     if causal:
         rows = torch.arange(sq)[:, None] + (sk - sq)
@@ -61,19 +63,21 @@ def _fa4_sm100_forward(monkeypatch, q, k, v, causal):
     return out, lse, compiled
 
 
-@pytest.mark.parametrize("causal,seqlen_q,seqlen_k", [(False, 128, 128), (False, 256, 384), (True, 128, 128),
-                                                      (True, 300, 300)])
-def test_fa4_sm100_forward_on_the_ptx_executor(monkeypatch, causal, seqlen_q, seqlen_k):
-    """Head dim 128, two batches of two heads. 128 queries make one Q stage, more make two (FA4's
-    q_stage); 384 keys take three 128-key blocks; 300 leaves ragged last blocks; without causal
-    masking FA4's persistent tile scheduler runs."""
-    gen = torch.Generator().manual_seed(seqlen_q + seqlen_k + causal)
-    q = torch.randn(2, seqlen_q, 2, 128, dtype=torch.bfloat16, generator=gen)
-    k, v = (torch.randn(2, seqlen_k, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+@pytest.mark.parametrize("causal,seqlen_q,seqlen_k,heads,kv_heads", [
+    (False, 128, 128, 2, 2), (False, 256, 384, 2, 2), (True, 128, 128, 2, 2), (True, 300, 300, 2, 2),
+    (True, 256, 256, 4, 2)])
+def test_fa4_sm100_forward_on_the_ptx_executor(monkeypatch, causal, seqlen_q, seqlen_k, heads, kv_heads):
+    """Head dim 128, two batches. 128 queries make one Q stage, more make two (FA4's q_stage); 384
+    keys take three 128-key blocks; 300 leaves ragged last blocks; without causal masking FA4's
+    persistent tile scheduler runs. With two Q heads per K / V head FA4 packs the heads into the
+    rows of a tile (pack_gqa): its output TMA tiles a ((heads, seqlen), d) mode."""
+    gen = torch.Generator().manual_seed(seqlen_q + seqlen_k + causal + heads)
+    q = torch.randn(2, seqlen_q, heads, 128, dtype=torch.bfloat16, generator=gen)
+    k, v = (torch.randn(2, seqlen_k, kv_heads, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
     out, lse, compiled = _fa4_sm100_forward(monkeypatch, q, k, v, causal)
     ref_out, ref_lse = _attention_and_lse(q, k, v, causal)
     _close(out, ref_out, 2e-2)
-    _close(lse, ref_lse, 1e-3)
+    _close(lse, ref_lse, 5e-3)  # FA4 exponentiates with ex2.approx
     assert ".target sm_100a" in compiled.__ptx__
     assert "tcgen05.mma.cta_group::1.kind::f16" in compiled.__ptx__
 
