@@ -4,9 +4,9 @@ torch are installed; FlashAttention-4 is found at $FLASH_ATTENTION_DIR (a flash-
 checkout). On the CPU the kernels run on the emulator (torch CPU tensors); the `gpu` tests run them
 on the GPU.
 
-Blackwell modules that these libraries import at module level (quack.gemm_sm100, FA4's sm100
-files and its backward postprocess, which needs tcgen05) are replaced by empty placeholders here:
-the SM90 paths never use them, and OpenCuTe does not implement Blackwell yet."""
+quack.gemm_sm100, which quack's GEMM front end imports at module level, is replaced by an empty
+placeholder where it does not import (the SM90 tests do not need it). FA4's Blackwell modules
+import as they are; test_fa4_sm100.py runs its SM100 forward on the PTX executor."""
 import importlib
 import os
 import re
@@ -187,10 +187,6 @@ def _fa4_interface():
         pkg = types.ModuleType("flash_attn")
         pkg.__path__ = [os.path.join(FA4_DIR, "flash_attn")]
         sys.modules["flash_attn"] = pkg
-        for name, cls in [("flash_fwd_sm100", "FlashAttentionForwardSm100"),
-                          ("flash_bwd_sm100", "FlashAttentionBackwardSm100"),
-                          ("flash_bwd_postprocess", "FlashAttentionBackwardPostprocess")]:
-            sys.modules[f"flash_attn.cute.{name}"] = types.SimpleNamespace(**{cls: type(cls, (), {})})
     return importlib.import_module("flash_attn.cute.interface")
 
 

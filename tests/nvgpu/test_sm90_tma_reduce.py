@@ -108,3 +108,15 @@ def test_reduce_stores_of_blocks_running_in_parallel_are_atomic(monkeypatch):
     blocks, rounds = 16, 200
     cute.compile(many_adds_host, dst, blocks, rounds, options="--target cpu --gpu-arch sm_90a")(dst)
     np.testing.assert_array_equal(dst, np.full(TILE, blocks * rounds, np.float32))
+
+
+def test_reduce_stores_of_blocks_running_in_parallel_are_atomic_on_the_ptx_executor(monkeypatch):
+    # The same on the PTX executor, whose clusters also run on several host threads: each
+    # element's read-modify-write holds the executor's atomic lock (FlashAttention-4's SM100
+    # backward lost dQ contributions of concurrent key blocks without it).
+    toolchain.require_libnvvm()
+    monkeypatch.setenv("OPENCUTE_EMULATOR_THREADS", "4")
+    dst = np.zeros(TILE, np.float32)
+    blocks, rounds = 16, 200
+    cute.compile(many_adds_host, dst, blocks, rounds, options="--target ptx --gpu-arch sm_90a")(dst)
+    np.testing.assert_array_equal(dst, np.full(TILE, blocks * rounds, np.float32))

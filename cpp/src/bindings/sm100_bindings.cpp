@@ -45,6 +45,10 @@ void bind_sm100(nb::module_& root) {
   m.def("make_tmem_copy", &cute::make_tmem_copy);
   m.def("tmem_tensor_columns", &cute::tmem_tensor_columns);
   m.def("is_tmem_load", [](const cute::CopyAtom& a) { return a.op == cute::CopyOp::TmemLoad; });
+  m.def("tmem_copy_properties", [](const cute::CopyAtom& a) {
+    const cute::TmemCopyProperties p = cute::tmem_copy_properties(a);
+    return nb::make_tuple(p.data_paths, p.bits, p.repetitions, p.packed);
+  });
   m.def("is_tmem_store", [](const cute::CopyAtom& a) { return a.op == cute::CopyOp::TmemStore; });
   m.def("fence", &dsl::tcgen05_fence, nb::arg("after"));
   // tcgen05.cp (shared -> tensor memory): shape 5 = .32x128b.warpx4 (Cp4x32x128bOp).

@@ -13,6 +13,7 @@
 
 #include "bindings/layout_convert.h"
 #include "bindings/num_convert.h"
+#include "cute/atom/bulk_copy_sm90.h"
 #include "cute/atom/copy_sm80.h"
 #include "cute/carry.h"
 #include "cute/algorithm/copy.h"
@@ -406,6 +407,7 @@ void bind_tensors(nb::module_& root) {
     return cute::make_tiled_copy(atom, tv, to_tuple(tiler_mn));
   });
   // SM80 atoms (cute/atom/copy_sm80): cp.async, ldmatrix, stmatrix.
+  m.def("make_bulk_copy_g2s_atom", [](nb::handle dtype) { return cute::make_bulk_copy_g2s_atom(dtype_of(dtype)); });
   m.def("make_cp_async_atom", [](nb::handle dtype, int num_bits, int cache_mode) {
     return cute::make_cp_async_atom(dtype_of(dtype), num_bits, cache_mode);
   });

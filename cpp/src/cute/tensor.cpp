@@ -211,6 +211,7 @@ ir::Value* element_address(const Tensor& t, const L::IntTuple& coord) {
                                                                L::to_string(coord) + " to " + L::to_string(off) +
                                                                ", not an element offset");
   L::Int index = off.as_int();
+  if (t.desc_tile) return advance_descriptor(trace_builder("tensor indexing"), t.ptr, index);
   if (t.swizzle_in_address) {
     ir::Builder& b = trace_builder("tensor indexing");
     return swizzle_address(b, offset_pointer(b, t.ptr, index), *t.swizzle);
@@ -245,10 +246,29 @@ Tensor recast_tensor(const Tensor& t, ir::Type element) {
   return make_tensor(p, L::recast_layout(new_bits, old_bits, t.layout));
 }
 
+Tensor make_descriptor_tensor(const Tensor& smem, L::Layout vec, L::Layout tile) {
+  const int bits = smem.element()->bit_size();
+  std::vector<L::Layout> modes{std::move(vec)};
+  for (int i = 1; i < smem.layout.rank(); ++i) modes.push_back(L::recast_layout(128, bits, smem.layout[i]));
+  Tensor r = smem;
+  r.layout = L::make_layout(modes);
+  r.desc_tile = std::move(tile);
+  return r;
+}
+
+ir::Value* advance_descriptor(ir::Builder& b, ir::Value* ptr, const L::Int& units) {
+  if (units.is_static_value(0)) return ptr;
+  L::BuilderScope scope(&b);
+  ir::Value* bytes = offset_pointer(b, recast_pointer(b, ptr, ir::int_type(8)), units * L::Int(16));
+  return recast_pointer(b, bytes, ptr->type->element);
+}
+
 namespace {
 // Moves the engine of `t` by `offset` (a codomain offset of its layout).
 void advance_engine(Tensor& t, const L::IntTuple& offset) {
-  if (t.swizzle && !t.swizzle_in_address) {
+  if (t.desc_tile) {
+    t.ptr = advance_descriptor(trace_builder("tensor slicing"), t.ptr, offset.as_int());
+  } else if (t.swizzle && !t.swizzle_in_address) {
     add_swizzled_offset(t, offset.as_int());
   } else if (t.is_memory()) {
     t.ptr = offset_pointer(trace_builder("tensor slicing"), t.ptr, offset.as_int());

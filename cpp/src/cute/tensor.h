@@ -30,10 +30,13 @@ struct Tensor {
   // `get_tensor(layout, swizzle=)`, CuTe's swizzle_ptr): it acts on the byte address of each
   // element, ptr + layout(c), so it is in bytes and depends on where the tensor lies.
   bool swizzle_in_address = false;
-  // A warpgroup MMA's shared-memory descriptor fragment (make_fragment_A/B of a wgmma TiledMma
-  // over an smem tensor; CuTe's GMMA::DescriptorIterator tensors): the engine is the smem tensor,
-  // mode 0 of `layout` is 1:0 (one descriptor per atom) and `desc_tile` is the (MN, K) layout of
-  // the atom's tile that each descriptor describes (cute/atom/mma_sm90.h).
+  // A shared-memory descriptor tensor (make_fragment_A/B of a wgmma or tcgen05 TiledMma over an
+  // smem tensor, tcgen05.get_s2t_smem_desc_tensor; CuTe's GMMA/UMMA DescriptorIterator tensors):
+  // `ptr` is the start address of the descriptor at the origin, mode 0 of `layout` is 1:0 (one
+  // descriptor per atom) and `desc_tile` is the layout, in elements, of the tile that each
+  // descriptor describes (cute/atom/mma_sm90.h). As in CuTe, which recasts the smem layout to
+  // uint128_t, `layout` counts in 16-byte units (the descriptor's start-address unit), so kernels
+  // that build descriptors by hand from crd2idx on it (FlashAttention-4) get CuTe's offsets.
   std::optional<layout::Layout> desc_tile;
   // A tcgen05 descriptor encoded in full by tcgen05.make_umma_smem_desc (the tile in the bytes of
   // the tensor's own element type, sm_103's absolute "next buffer" address included): the MMA
@@ -79,6 +82,12 @@ ir::Value* element_address(const Tensor& t, const layout::IntTuple& coord);
 ir::Value* unswizzled_element_address(const Tensor& t, const layout::IntTuple& coord);
 // CuTe's recast_tensor: the same bytes seen as elements of `element` (layout and swizzle recast).
 Tensor recast_tensor(const Tensor& t, ir::Type element);
+
+// A descriptor tensor over the smem tensor `smem` (see Tensor::desc_tile): mode 0 becomes `vec`,
+// the other modes are recast to 16-byte units (CuTe's replace<0>(recast<uint128_t>(layout), vec)).
+Tensor make_descriptor_tensor(const Tensor& smem, layout::Layout vec, layout::Layout tile);
+// `ptr` moved by `units` 16-byte descriptor units (CuTe's DescriptorIterator + offset).
+ir::Value* advance_descriptor(ir::Builder& b, ir::Value* ptr, const layout::Int& units);
 
 // CuTe's domain_offset: the same layout over an engine moved by layout(coord), so that element c
 // is the old element coord + c.

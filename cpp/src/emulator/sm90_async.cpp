@@ -344,6 +344,30 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
   }
 }
 
+// cp.async.bulk (non-tensor): `bytes` contiguous bytes from global memory to this CTA's shared
+// memory, credited to the mbarrier when issued.
+void bulk_load(const Inst& i, Sm90WarpContext& w, int lane) {
+  const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem);
+  const uintptr_t dst = uintptr_t(at(w, i.a, lane).i), src = uintptr_t(at(w, i.b, lane).i);
+  const uintptr_t bar = uintptr_t(at(w, i.c, lane).i);
+  const int64_t bytes = at(w, i.srcs[0], lane).i;
+  if (bytes <= 0 || bytes % 16 || dst % 16 || src % 16)
+    w.fail(lane, "a bulk copy of " + std::to_string(bytes) + " bytes from global address " + std::to_string(src) +
+                     " to shared offset " + std::to_string(int64_t(dst - base)) +
+                     ": the size and both addresses must be multiples of 16 bytes");
+  if (dst < base || dst + uint64_t(bytes) > base + w.smem_size)
+    w.fail(lane, "a bulk copy of " + std::to_string(bytes) + " bytes to shared offset " +
+                     std::to_string(int64_t(dst - base)) + " runs outside the block's " + std::to_string(w.smem_size) +
+                     " bytes of shared memory");
+  if (bar < base || bar + 8 > base + w.smem_size || !w.table->find(bar))
+    w.fail(lane, "a bulk copy completing on an mbarrier that is not an initialised shared-memory mbarrier");
+  if (w.check_smem_fill) w.check_smem_fill(lane, w.smem, dst, size_t(bytes));
+  const uintptr_t g = w.check_global(lane, src, size_t(bytes), false);
+  std::memcpy(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(g), size_t(bytes));
+  w.table->add_filling(dst, dst + uintptr_t(bytes), bar, i.op);
+  w.table->complete_tx(bar, bytes);
+}
+
 void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
   int64_t origin[5] = {0, 0, 0, 0, 0};
   const TmaDescriptor d = descriptor_and_origin(i, w, lane, origin);
@@ -442,6 +466,9 @@ AsyncStep execute_sm90_async(const Inst& i, Sm90WarpContext& w) {
         else tma_store(i, w, l);
       }
       return AsyncStep::Continue;
+    case OpCode::BulkLoad:
+      if (w.mask) bulk_load(i, w, __builtin_ctz(w.mask));  // one elected lane issues it
+      return AsyncStep::Continue;
     case OpCode::BulkCommit:
     case OpCode::BulkWait:
     case OpCode::TmaDescOp:
@@ -487,6 +514,10 @@ bool lower_sm90_async(DeviceEmulator::Program& p, const ir::Op& op) {
       if (load && op.ints.size() > 1 && op.ints[1]) i.dst = p.reg(op.operands.back());  // the predicate
       break;
     }
+    case OpCode::BulkLoad:
+      i.a = p.reg(op.operands[0]), i.b = p.reg(op.operands[1]), i.c = p.reg(op.operands[2]);
+      i.srcs.push_back(p.reg(op.operands[3]));
+      break;
     case OpCode::BulkCommit: case OpCode::BulkWait: break;
     case OpCode::TmaDescOp: i.a = p.reg(op.operands[0]); break;
     default: return false;

@@ -80,6 +80,7 @@ const char* opcode_name(OpCode code) {
     case OpCode::Fence: return "fence";
     case OpCode::TmaLoad: return "tma_load";
     case OpCode::TmaStore: return "tma_store";
+    case OpCode::BulkLoad: return "bulk_load";
     case OpCode::BulkCommit: return "bulk_commit";
     case OpCode::BulkWait: return "bulk_wait";
     case OpCode::TmaDescOp: return "tma_desc_op";

@@ -108,6 +108,10 @@ enum class OpCode : uint8_t {
               // ints = {multicast, predicated[, CTA group 2: the bytes complete the pair leader's mbarrier]};
               // ints = {multicast}; the bytes landing complete transactions on the mbarrier
   TmaStore,   // (desc, smem src ptr, coords...); int_attr = rank; joins the thread's bulk group
+  BulkLoad,    // (smem dst ptr, global src ptr, mbarrier ptr, bytes i32): the non-tensor bulk copy
+               // cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes of `bytes` contiguous
+               // bytes (a multiple of 16, both addresses 16-byte aligned), issued by one elected lane;
+               // the bytes landing complete transactions on the mbarrier
   BulkCommit,  // cp.async.bulk.commit_group
   BulkWait,    // int_attr = N, ints = {read}: wait until at most N bulk groups are pending (their reads)
   TmaDescOp,   // (desc); int_attr = TmaDescOpKind: prefetch.tensormap / fence.proxy.tensormap acquire

@@ -401,7 +401,7 @@ class Parser {
       case OpCode::CpAsyncMbarrierArrive:
       case OpCode::StMatrix: case OpCode::Wgmma: case OpCode::WgmmaFence: case OpCode::WgmmaCommit:
       case OpCode::WgmmaWait: case OpCode::MbarrierInit: case OpCode::MbarrierArrive: case OpCode::MbarrierWait:
-      case OpCode::Fence: case OpCode::TmaLoad: case OpCode::TmaStore: case OpCode::BulkCommit:
+      case OpCode::Fence: case OpCode::TmaLoad: case OpCode::TmaStore: case OpCode::BulkLoad: case OpCode::BulkCommit:
       case OpCode::BulkWait: case OpCode::TmaDescOp: case OpCode::TmaEncode:
       case OpCode::TmaDescCopy: case OpCode::TmaDescReplace: case OpCode::TmaDescCpFenceRelease:
       case OpCode::ClusterSreg: case OpCode::ClusterBarrier: case OpCode::MapSharedRank: case OpCode::ElectOne:

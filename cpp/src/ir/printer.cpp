@@ -172,6 +172,7 @@ class Printer {
       case OpCode::Fence:
       case OpCode::TmaLoad:
       case OpCode::TmaStore:
+      case OpCode::BulkLoad:
       case OpCode::BulkCommit:
       case OpCode::BulkWait:
       case OpCode::TmaDescOp:

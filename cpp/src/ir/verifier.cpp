@@ -388,6 +388,12 @@ class Verifier {
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
         break;
       }
+      case OpCode::BulkLoad:
+        expect(op, o.size() == 4 && op.results.empty() && o[0]->type->is_pointer() && o[1]->type->is_pointer() &&
+                       o[2]->type->is_pointer() && o[3]->type == i32(),
+               "bulk_load takes (shared pointer, global pointer, mbarrier pointer, i32 bytes)");
+        expect(op, fn_->kind == FunctionKind::Kernel, "bulk_load is only valid in a kernel");
+        break;
       case OpCode::BulkCommit: case OpCode::BulkWait:
         expect(op, o.empty() && op.results.empty() && op.int_attr >= 0, std::string(opcode_name(op.code)) + " takes no operands");
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");

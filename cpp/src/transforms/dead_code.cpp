@@ -17,7 +17,8 @@ bool is_pure(const ir::Op& op) {
     case ir::OpCode::NamedBarrier: case ir::OpCode::GridDepControl:
     case ir::OpCode::Wgmma: case ir::OpCode::WgmmaFence: case ir::OpCode::WgmmaCommit: case ir::OpCode::WgmmaWait:
     case ir::OpCode::MbarrierInit: case ir::OpCode::MbarrierArrive: case ir::OpCode::MbarrierWait:
-    case ir::OpCode::Fence: case ir::OpCode::TmaLoad: case ir::OpCode::TmaStore: case ir::OpCode::BulkCommit:
+    case ir::OpCode::Fence: case ir::OpCode::TmaLoad: case ir::OpCode::TmaStore: case ir::OpCode::BulkLoad:
+    case ir::OpCode::BulkCommit:
     case ir::OpCode::BulkWait: case ir::OpCode::TmaDescOp: case ir::OpCode::TmaEncode:
     case ir::OpCode::TmaDescCopy: case ir::OpCode::TmaDescReplace: case ir::OpCode::TmaDescCpFenceRelease:
     case ir::OpCode::ClusterBarrier: case ir::OpCode::ElectOne: case ir::OpCode::SyncWarp: case ir::OpCode::SetMaxNReg:

@@ -216,15 +216,17 @@ def make_tiled_copy_D(atom, tiled_copy, *, loc=None, ip=None):
 
 
 def copy(atom, src, dst, *, pred=None, unroll_factor=None, loc=None, ip=None, tma_bar_ptr=None, mcast_mask=None,
-         tma_desc_ptr=None, cache_policy=None, **kwargs):
+         tma_desc_ptr=None, cache_policy=None, mbar_ptr=None, **kwargs):
     """Copy src to dst with `atom`; C++ runs the atom's implementation with the operands it takes:
     pred= (one Boolean per atom call), and for TMA atoms tma_bar_ptr= (the mbarrier a load
     completes on), mcast_mask= (multicast loads) and tma_desc_ptr= (a copy of the atom's descriptor
-    in memory, maybe re-pointed at another tensor; the box and swizzle stay the atom's)."""
+    in memory, maybe re-pointed at another tensor; the box and swizzle stay the atom's); for
+    non-tensor bulk copies (cpasync.CopyBulkG2SOp) mbar_ptr= (the mbarrier their bytes complete on)."""
     if hasattr(atom, "_refuse_copy"):
         atom._refuse_copy()
+    bar = tma_bar_ptr if tma_bar_ptr is not None else mbar_ptr
     _C.copy(atom, src, dst, pred,
-            None if tma_bar_ptr is None else _pointer_value(tma_bar_ptr),
+            None if bar is None else _pointer_value(bar),
             None if mcast_mask is None else _numeric.num_of(_numeric.as_numeric(mcast_mask)),
             None if tma_desc_ptr is None else _pointer_value(tma_desc_ptr), *_user_line())
 

@@ -9,6 +9,7 @@ from .. import _core, cute
 from ..cute.nvgpu import tcgen05
 from ..cute.nvgpu.common import OperandMajorMode
 from ..cute.nvgpu.tcgen05 import CtaGroup, OperandSource, SmemLayoutAtomKind
+from ..cute.nvgpu.tcgen05 import get_tmem_copy_properties  # noqa: F401 - NVIDIA's module offers it here too
 from .blackwell_epilogue import (cluster_shape_to_tma_atom_A, cluster_shape_to_tma_atom_B,  # noqa: F401
                                  cluster_shape_to_tma_atom_SFB, compute_epilogue_tile_shape, get_smem_store_op,
                                  make_smem_layout, make_smem_layout_epi)

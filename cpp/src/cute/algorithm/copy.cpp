@@ -1,5 +1,6 @@
 #include "cute/algorithm/copy.h"
 
+#include "cute/atom/bulk_copy_sm90.h"
 #include "cute/atom/copy_sm80.h"
 #include "cute/atom/copy_sm100.h"
 #include "cute/atom/copy_sm90.h"
@@ -110,6 +111,7 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const Copy
     case CopyOp::LdMatrix:
     case CopyOp::StMatrix: return copy_sm80(atom, src, dst, operands.pred);
     case CopyOp::Tma: return copy_sm90(atom, src, dst, operands);
+    case CopyOp::BulkG2S: return copy_bulk_g2s(atom, src, dst, operands);
     case CopyOp::TmemLoad:
     case CopyOp::TmemStore:
       if (operands.pred) throw dsl::UserError("INVALID_COPY", atom.op_name + " is warp-collective and cannot be predicated");

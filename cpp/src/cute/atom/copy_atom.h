@@ -15,7 +15,7 @@
 namespace opencute::cute {
 
 // The instruction an atom issues.
-enum class CopyOp : uint8_t { Universal, CpAsync, LdMatrix, StMatrix, Tma, TmemLoad, TmemStore, SmemToTmem };
+enum class CopyOp : uint8_t { Universal, CpAsync, LdMatrix, StMatrix, Tma, BulkG2S, TmemLoad, TmemStore, SmemToTmem };
 
 struct TmaAtom;  // the TMA table (copy_sm90.h)
 

@@ -58,6 +58,14 @@ Layout val_id(ir::Tcgen05Shape s, int64_t R, bool pack) {
 
 bool is_tmem_copy(const CopyAtom& a) { return a.op == CopyOp::TmemLoad || a.op == CopyOp::TmemStore; }
 
+TmemCopyProperties tmem_copy_properties(const CopyAtom& a) {
+  if (!is_tmem_copy(a))
+    atom_error("INVALID_COPY_ATOM", "get_tmem_copy_properties: expected a tcgen05 Ld / St atom, got " + a.op_name);
+  const auto s = ir::Tcgen05Shape(a.tmem_shape);
+  const int bits = s == ir::Tcgen05Shape::S16x32bx2 ? 32 : 32 * units(s);
+  return {lanes(s), bits, a.tmem_repetitions, a.tmem_pack};
+}
+
 CopyAtom make_tmem_copy_atom(int shape, int repetitions, bool pack, bool store, ir::Type value_type) {
   if (shape < 0 || shape > 4) atom_error("INVALID_COPY_ATOM", "unknown tensor-memory copy shape");
   const auto s = ir::Tcgen05Shape(shape);
@@ -360,12 +368,7 @@ Tensor s2t_smem_desc_tensor(const TiledCopy& tc, const Tensor& p) {
         throw dsl::UserError("INVALID_SMEM_LAYOUT", fn + ": the rows of a tcgen05.cp block must be 16 contiguous bytes, "
                                                          "8-row groups a multiple of 16 bytes apart; got " + L::to_string(core));
     }
-  std::vector<Layout> modes{Layout(T({1, 1}), T({0, 0}))};
-  for (int i = 1; i < p.layout.rank(); ++i) modes.push_back(p.layout[i]);
-  Tensor r = p;
-  r.layout = L::make_layout(modes);
-  r.desc_tile = core;
-  return r;
+  return make_descriptor_tensor(p, Layout(T({1, 1}), T({0, 0})), core);
 }
 
 void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
@@ -389,7 +392,7 @@ void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
   for (int64_t r = 0; r < s1.value(); ++r) {
     ir::Value* t = offset_pointer(b, dst.ptr, dv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
     ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t}, {ir::i32()})->result();
-    ir::Value* s = offset_pointer(b, src.ptr, sv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
+    ir::Value* s = advance_descriptor(b, src.ptr, sv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
     ir::Value* sa = b.create(ir::OpCode::PtrToInt, {s}, {ir::i64()})->result();
     sa = b.binary(ir::OpCode::And, b.binary(ir::OpCode::Shr, sa, b.const_int(ir::i64(), 4)), b.const_int(ir::i64(), 0x3FFF));
     ir::Value* desc = b.binary(ir::OpCode::Or, sa, b.const_int(ir::i64(), int64_t(fixed)));

@@ -40,6 +40,14 @@ void copy_sm100(const CopyAtom& atom, const Tensor& src, const Tensor& dst, cons
 // columns, the column bits of the address).
 int64_t tmem_tensor_columns(const Tensor& t);
 bool is_tmem_copy(const CopyAtom& atom);
+// tcgen05.get_tmem_copy_properties(atom) of a Ld / St atom: the lanes (data paths) of the shape
+// (32 or 16), its bits per lane per repetition (32, 64, 128, 256; 32 for 16x32bx2), the
+// repetitions and whether 16-bit values are packed two to a register. Errors: another atom.
+struct TmemCopyProperties {
+  int data_paths, bits, repetitions;
+  bool packed;
+};
+TmemCopyProperties tmem_copy_properties(const CopyAtom& atom);
 
 // tcgen05.cp (shared -> tensor memory), CuTe's SM100_UTCCP_4x32dp128bit_1cta: tcgen05.Cp4x32x128bOp.
 // One thread issues it; 32 rows of 128 bits, read through a K-major shared-memory descriptor

@@ -319,12 +319,7 @@ Tensor make_tcgen05_desc_fragment(const TiledMma& mma, MmaOperand w, const Tenso
                                                std::to_string(mn) + ", " + std::to_string(atom.k) + ") tile");
   OperandMajor major = w == MmaOperand::A ? atom.a_major : atom.b_major;
   gmma_descriptor_fields(tile, want->width, swizzle_bits_of(p, fn), major, operand_name(w));  // checks the layout
-  std::vector<Layout> modes{Layout(1, 0)};
-  for (int i = 1; i < p.layout.rank(); ++i) modes.push_back(p.layout[i]);
-  Tensor r = p;
-  r.layout = L::make_layout(modes);
-  r.desc_tile = tile;
-  return r;
+  return make_descriptor_tensor(p, Layout(1, 0), tile);
 }
 
 Tensor make_tcgen05_tmem_fragment(const TiledMma& mma, MmaOperand w, const IntTuple& shape) {

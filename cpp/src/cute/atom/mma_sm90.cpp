@@ -267,12 +267,7 @@ Tensor make_wgmma_desc_fragment(const TiledMma& mma, MmaOperand w, const Tensor&
                                                ") tile; partition the tensor with this MMA first");
   OperandMajor major = w == MmaOperand::A ? atom.a_major : atom.b_major;
   gmma_descriptor_fields(tile, want->width, operand_swizzle_bits(p, fn), major, operand_name(w));  // checks
-  std::vector<Layout> modes{Layout(1, 0)};
-  for (int i = 1; i < p.layout.rank(); ++i) modes.push_back(p.layout[i]);
-  Tensor r = p;
-  r.layout = L::make_layout(modes);
-  r.desc_tile = tile;
-  return r;
+  return make_descriptor_tensor(p, Layout(1, 0), tile);
 }
 
 namespace {

@@ -37,8 +37,10 @@ PType element_type(ThreadCtx& t, const TmaDescriptor& d) {
   }
 }
 
-// global[i] = op(global[i], shared[i]) for one element of `eb` bytes.
+// global[i] = op(global[i], shared[i]) for one element of `eb` bytes, atomically as the PTX ISA
+// says: CTAs on other host threads may reduce into the same element (FA4's dQ accumulation).
 void combine(ThreadCtx& t, uint8_t* g, const uint8_t* s, int32_t op, PType ty, int eb) {
+  std::lock_guard<std::mutex> lock(atomic_mutex());
   uint64_t old = 0, v = 0;
   std::memcpy(&old, g, size_t(eb));
   std::memcpy(&v, s, size_t(eb));

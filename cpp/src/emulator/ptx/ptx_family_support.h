@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstring>
+#include <mutex>
 
 #include "emulator/ptx/ptx_thread_state.h"
 #include "support/fp8.h"
@@ -81,6 +82,9 @@ inline PType last_type(const Inst& i) {
 enum AtomOp : int32_t { AAdd, AMin, AMax, AInc, ADec, AAnd, AOr, AXor, AExch, ACas };
 // The new value of a cell holding `old` after `op` with operands b (and c for cas).
 uint64_t atom_apply(int32_t op, PType ty, uint64_t old, uint64_t b, uint64_t c);
+// The lock every read-modify-write of memory holds (atom, red, the reducing bulk copies): the
+// clusters of a grid run on different host threads (ptx_memory.cpp).
+std::mutex& atomic_mutex();
 // The operation a modifier list names (.add, .min ...), -1 when none.
 int32_t atom_op_of(const Inst& i);
 

@@ -8,13 +8,12 @@
 
 namespace opencute::emulator::ptx {
 
-namespace {
-
-// Global atomics of different clusters run on different host threads.
 std::mutex& atomic_mutex() {
   static std::mutex m;
   return m;
 }
+
+namespace {
 
 int elem_bytes(PType t) { return std::max(1, ptype_bits(t) / 8); }
 

@@ -14,6 +14,7 @@
 //   TmaLoad         cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes[.multicast::cluster]
 //   TmaStore        cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group, or with ints[0] (a
 //                   TmaReduceKind) cp.reduce.async.bulk.tensor.Nd.global.shared::cta.<op>.tile.bulk_group
+//   BulkLoad        cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes (one elected lane)
 //   BulkCommit/Wait cp.async.bulk.commit_group / cp.async.bulk.wait_group[.read] N
 //   TmaDescOp       prefetch.tensormap [desc] / fence.proxy.tensormap::generic.acquire.gpu [desc], 128
 // Shared-memory operands are 32-bit shared-window addresses. Every form clobbers memory so that
@@ -183,6 +184,23 @@ void lower_tma(const Op& op, KernelLowering& k) {
   asm_void(k, elected(instr + " [$0, " + coord_list(2, rank) + "], [$1];"), cons, args);
 }
 
+// The non-tensor bulk copy: `bytes` contiguous bytes of global memory to shared memory.
+void lower_bulk_load(const Op& op, KernelLowering& k) {
+  std::string smem = shared_address(k, op, op.operands[0]);
+  // The source operand is a .global address: a generic pointer is converted (cvta.to.global).
+  const ir::Value* from = op.operands[1];
+  std::string src = k.operand(from), from_type = llvm_type(from->type);
+  if (from->type->space != ir::AddrSpace::Gmem) {
+    const std::string to = llvm_type(ir::pointer_type(from->type->element, ir::AddrSpace::Gmem, from->type->align));
+    src = k.emit_def("addrspacecast " + from_type + " " + src + " to " + to);
+    from_type = to;
+  }
+  src = k.emit_def("ptrtoint " + from_type + " " + src + " to i64");
+  std::string bar = shared_address(k, op, op.operands[2]);
+  asm_void(k, elected("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];"),
+           "r,l,r,r", "i32 " + smem + ", i64 " + src + ", i32 " + k.operand(op.operands[3]) + ", i32 " + bar);
+}
+
 void lower_mbarrier_init(const Op& op, KernelLowering& k) {
   asm_void(k, "mbarrier.init.shared.b64 [$0], $1;", "r,r",
            "i32 " + shared_address(k, op, op.operands[0]) + ", i32 " + k.operand(op.operands[1]));
@@ -211,6 +229,7 @@ void register_sm90_async_lowerings(LoweringTable& t) {
   t.add(OpCode::Fence, [](const Op& op, KernelLowering& k) { asm_void(k, ir::fence_ptx(ir::FenceKind(op.int_attr)), "", ""); });
   t.add(OpCode::TmaLoad, lower_tma);
   t.add(OpCode::TmaStore, lower_tma);
+  t.add(OpCode::BulkLoad, lower_bulk_load);
   t.add(OpCode::BulkCommit, [](const Op&, KernelLowering& k) { asm_void(k, "cp.async.bulk.commit_group;", "", ""); });
   t.add(OpCode::BulkWait, lower_bulk_wait);
   t.add(OpCode::TmaDescOp, lower_tma_desc_op);

@@ -2,6 +2,7 @@
 the SM90 TMA bulk tensor copies. The atoms' tables, checks and IR live in C++
 (cpp/src/cute/atom/copy_sm80, copy_sm90)."""
 import enum
+import math
 
 from ... import _core
 from ..._dsl import numeric as _numeric
@@ -9,7 +10,7 @@ from ..._dsl.errors import user_error
 from ..._dsl.extracted_values import ExtractedValues
 from ..._dsl.numeric import as_numeric, num_of
 from ..arch import _pointer_value, _user_line
-from ..layout import crd2idx, make_layout_image_mask, rank, size
+from ..layout import crd2idx, make_layout, make_layout_image_mask, rank, size
 from ..tensor import domain_offset
 
 
@@ -43,6 +44,27 @@ class CopyG2SOp:
             raise user_error(f"CopyG2SOp: cp.async caches ALWAYS (.ca) or GLOBAL (.cg), not {mode}",
                              code="INVALID_COPY_ATOM")
         return _core.cute.make_cp_async_atom(dtype, int(num_bits or 0), 1 if mode is LoadCacheMode.GLOBAL else 0)
+
+
+class CopyBulkG2SOp:
+    """cp.async.bulk (no tensor map): one thread copies a contiguous run of global memory into
+    shared memory, the whole source tensor at once, completing its bytes on an mbarrier
+    (`cute.copy(atom, gsrc, sdst, mbar_ptr=)`); the size is a multiple of 16 bytes."""
+
+    def __str__(self):
+        return "cp.async GMEM -> SMEM bulk copy Operation"
+
+    def __repr__(self):
+        return "CopyBulkG2SOp()"
+
+    def __eq__(self, other):
+        return type(other) is CopyBulkG2SOp
+
+    def __hash__(self):
+        return hash("CopyBulkG2SOp")
+
+    def _make_copy_atom(self, dtype, num_bits):
+        return _core.cute.make_bulk_copy_g2s_atom(dtype)
 
 
 class CopyDsmemStoreOp:
@@ -228,25 +250,53 @@ class TmaInfo:
         return TmaInfo(atom, tma_tensor, self.smem_layout)
 
 
-def _tile_of_cta_v_map(cta_tiler, smem_layout):
+def _basis_mode(d):
+    mode = getattr(d, "mode", None)
+    return list(mode if isinstance(mode, (list, tuple)) else [mode])
+
+
+def _tile_of_cta_v_map(cta_tiler, smem_layout, gmem_shape=None):
     """The tile a CTA copies, from `cta_tiler`: a tile (tuple of extents, or of layouts from tile
     positions to coordinate offsets, as compute_epilogue_tile_shape gives), or CuTe's cta_v_map
     layout, `composition(make_identity_layout(gmem.shape), tile)`, which maps the tile's
-    coordinates to the gmem modes 1@0, 1@1 ... in order. Its modes past the smem layout's rank
+    coordinates to the gmem modes 1@0, 1@1 ... in order. A mode of it may map its sub-modes onto
+    the sub-modes of a hierarchical gmem mode (1@0@i, 1@1@i: FlashAttention-4's packed GQA
+    output, ((heads, seqlen), d, ...)): that tile mode becomes the layout from its positions to
+    the gmem mode's colexicographic coordinate offsets. Its modes past the smem layout's rank
     (the batch mode quack keeps) are outside the box: extent 1 there, so they are dropped."""
     if isinstance(cta_tiler, tuple):
         return cta_tiler
     if not hasattr(cta_tiler, "shape"):
         return cta_tiler
     shape, stride = tuple(cta_tiler.shape), tuple(cta_tiler.stride)
+
+    def refuse():
+        raise user_error(f"make_tiled_tma_atom: a cta_v_map layout must map mode {i} to gmem mode {i} with unit "
+                         f"stride (composition(make_identity_layout(shape), tile)); got stride {stride}",
+                         code="NOT_SUPPORTED")
+
+    tile = []
     for i, d in enumerate(stride):
-        mode = getattr(d, "mode", None)
-        if not (list(mode if isinstance(mode, (list, tuple)) else [mode]) == [i] and d.value == 1):
-            raise user_error(f"make_tiled_tma_atom: a cta_v_map layout must map mode {i} to gmem mode {i} with unit "
-                             f"stride (composition(make_identity_layout(shape), tile)); got stride {stride}",
-                             code="NOT_SUPPORTED")
+        if not isinstance(d, tuple):
+            if not (_basis_mode(d) == [i] and d.value == 1):
+                refuse()
+            tile.append(shape[i])
+            continue
+        sub_shape = gmem_shape[i] if gmem_shape is not None and i < len(gmem_shape) else None
+        if not isinstance(sub_shape, tuple) or not isinstance(shape[i], tuple) or len(shape[i]) != len(d):
+            refuse()
+        offsets = []
+        for e in d:
+            m = _basis_mode(e)
+            if isinstance(e, tuple) or len(m) != 2 or m[0] != i or e.value != 1 or not 0 <= m[1] < len(sub_shape):
+                refuse()
+            below = sub_shape[:m[1]]
+            if not all(isinstance(x, int) for x in below):
+                refuse()
+            offsets.append(math.prod(below))
+        tile.append(make_layout(shape[i], stride=tuple(offsets)))
     keep = max(rank(smem_layout), 1)
-    return shape[:keep] if len(shape) > keep else shape
+    return tuple(tile[:keep]) if len(tile) > keep else tuple(tile)
 
 
 def _type_name(internal_type):
@@ -265,7 +315,7 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
     coordinate tensor to tile and partition like `gmem_tensor`."""
     if not isinstance(op, _TmaOp):
         raise ValueError(f"make_tiled_tma_atom: expected a TMA copy op (CopyBulkTensorTile*Op), got {op!r}")
-    tiler = _tile_of_cta_v_map(cta_tiler, smem_layout)
+    tiler = _tile_of_cta_v_map(cta_tiler, smem_layout, tuple(gmem_tensor.shape))
     atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._atom_kind(), gmem_tensor, smem_layout, tiler,
                                                                     int(num_multicast), _type_name(internal_type),
                                                                     *_user_line())
@@ -357,7 +407,7 @@ def create_tma_multicast_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode, *, lo
     return make_layout_image_mask(cta_layout_vmnk, cta_coord_vmnk, mcast_mode)
 
 
-__all__ = ["LoadCacheMode", "CopyBulkTensorTileG2SNonExecTrait", "CopyG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
+__all__ = ["LoadCacheMode", "CopyBulkTensorTileG2SNonExecTrait", "CopyG2SOp", "CopyBulkG2SOp", "CopyBulkTensorTileG2SOp", "CopyBulkTensorTileG2SMulticastOp",
            "CopyBulkTensorTileS2GOp", "CopyReduceBulkTensorTileS2GOp", "TmaCopyAtom", "TmaInfo", "make_tiled_tma_atom", "tma_partition",
            "prefetch_descriptor", "fence_tma_desc_acquire", "fence_tma_desc_release", "update_tma_descriptor",
            "copy_tensormap", "cp_fence_tma_desc_release",

@@ -126,6 +126,15 @@ def is_tmem_store(atom):
     return _core.sm100.is_tmem_store(atom)
 
 
+def get_tmem_copy_properties(atom, *, loc=None, ip=None):
+    """(data paths, bits per lane per repetition, repetitions, Pack / Unpack) of a tcgen05.ld / st
+    atom, e.g. (32, 32, 16, Pack.NONE) for Ld32x32bOp(Repetition.x16)."""
+    dp, bits, rep, packed = _core.sm100.tmem_copy_properties(atom)
+    if is_tmem_load(atom):
+        return dp, bits, rep, Pack.PACK_16b_IN_32b if packed else Pack.NONE
+    return dp, bits, rep, Unpack.UNPACK_32b_IN_16b if packed else Unpack.NONE
+
+
 def find_tmem_tensor_col_offset(tmem_tensor, *, loc=None, ip=None):
     """The 32-bit columns `tmem_tensor` spans (its cosize in columns): the column offset where the
     next tensor-memory tensor can start."""
