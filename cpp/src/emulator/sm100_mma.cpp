@@ -134,6 +134,41 @@ uintptr_t operand_address(uint64_t d, bool mn_major, int bits, int64_t mn, int64
   return addr;
 }
 
+// operand_address for many elements of one operand: each 16-byte chunk's address is computed
+// once, the chunk's elements being consecutive bytes there (a swizzle moves whole chunks). The
+// chunks are along K for a K-major operand, along MN for an MN-major one; one is kept per row.
+class OperandAddresses {
+ public:
+  OperandAddresses(uint64_t desc, bool mn_major, int bits, uintptr_t smem, size_t smem_size)
+      : desc_(desc), mn_major_(mn_major), bits_(bits), eb_(std::max(bits / 8, 1)), smem_(smem), smem_size_(smem_size) {}
+
+  uintptr_t at(int64_t mn, int64_t k, std::string* why) {
+    const size_t line = size_t(mn_major_ ? k : mn);
+    const uint64_t byte = mn_major_ ? uint64_t(mn) * uint64_t(eb_) : uint64_t(k) * uint64_t(bits_) / 8;
+    if (line >= lines_.size()) lines_.resize(line + 1);
+    Chunk& ch = lines_[line];
+    if (ch.start && ch.index == byte / 16) {
+      const uintptr_t a = ch.start + uintptr_t(byte % 16);
+      if (a >= smem_ && a + uintptr_t(eb_) <= smem_ + smem_size_) return a;
+    }
+    const uintptr_t a = operand_address(desc_, mn_major_, bits_, mn, k, smem_, smem_size_, why);
+    ch = a ? Chunk{byte / 16, a - uintptr_t(byte % 16)} : Chunk{};
+    return a;
+  }
+
+ private:
+  struct Chunk {
+    uint64_t index = 0;   // which 16-byte chunk of the line
+    uintptr_t start = 0;  // its address; 0: none known
+  };
+  uint64_t desc_;
+  bool mn_major_;
+  int bits_, eb_;
+  uintptr_t smem_;
+  size_t smem_size_;
+  std::vector<Chunk> lines_;
+};
+
 struct Decoded {
   ir::Tcgen05Kind kind;
   Elem a, b;
@@ -283,9 +318,9 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   if (scaled && m_cta != 128) fail("block-scaled MMAs are emulated for 128 rows of D per CTA only");
   // The descriptors hold shared-window offsets, the same in both CTAs of a pair: decode them in the
   // issuing CTA's window, then move to the CTA whose shared memory holds the operand.
-  auto address_in = [&](const Cta& cta, uint64_t desc, bool mn_major, int bits, int64_t mn, int64_t k,
+  auto address_in = [&](const Cta& cta, OperandAddresses& addresses, int bits, int64_t mn, int64_t k,
                         std::string* why) -> uintptr_t {
-    uintptr_t a = operand_address(desc, mn_major, bits, mn, k, ctas[0].smem, ctas[0].smem_size, why);
+    uintptr_t a = addresses.at(mn, k, why);
     if (!a || &cta == &ctas[0]) return a;
     a = a - ctas[0].smem + cta.smem;
     return a + size_t(bits / 8) <= cta.smem + cta.smem_size ? a : 0;
@@ -293,12 +328,14 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   const int abits = packed_fp4(dd.kind) ? 4 : elem_bits(dd.a), bbits = packed_fp4(dd.kind) ? 4 : elem_bits(dd.b);
   if (scaled && a_tmem) fail("A from tensor memory is not emulated for the block-scaled kinds");
   // B^T (K x N) gathered from the CTAs' halves, read once per instruction.
+  OperandAddresses a_addresses(a_val, dd.a_mn, abits, ctas[0].smem, ctas[0].smem_size);
+  OperandAddresses b_addresses(b_desc, dd.b_mn, bbits, ctas[0].smem, ctas[0].smem_size);
   std::vector<float> bt(size_t(K) * size_t(N));
   for (size_t p = 0; p < ctas.size(); ++p)
     for (int n = 0; n < n_cta; ++n)
       for (int k = 0; k < K; ++k) {
         std::string why;
-        uintptr_t a = address_in(ctas[p], b_desc, dd.b_mn, bbits, n, k, &why);
+        uintptr_t a = address_in(ctas[p], b_addresses, bbits, n, k, &why);
         if (!a)
           fail("the B descriptor " + hex64(b_desc) +
                (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(n) + "," +
@@ -337,7 +374,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       for (int m = 0; m < m_cta; ++m)
         for (int k = 0; k < K; ++k) {
           std::string why;
-          uintptr_t a = address_in(cta, a_val, dd.a_mn, abits, m, k, &why);
+          uintptr_t a = address_in(cta, a_addresses, abits, m, k, &why);
           if (!a)
             fail("the A descriptor " + hex64(a_val) +
                  (why.empty() ? " reaches outside the CTA's shared memory at (" + std::to_string(m) + "," +
