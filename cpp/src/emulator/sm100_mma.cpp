@@ -269,6 +269,39 @@ struct ScaleFactors {
   }
 };
 
+// The tensor core's products summed as the emulator defines them: for each of kMacRows rows r of
+// A (a, K floats a row) and each column n of B^T (b, K x N), sum over k in order of
+// a[r][k] * b[k][n], each product and sum rounded to float (no fused multiply-add), into
+// acc[r * N + n]. Column blocks of 8 accumulate in registers; built for AVX2 too where the CPU
+// has it (the same float operations, eight at a time).
+constexpr int kMacRows = 4;
+using Floats8 = float __attribute__((vector_size(32)));
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+__attribute__((target_clones("avx2", "default"), optimize("fp-contract=off")))
+#endif
+void mac_rows(const float* a, const float* b, int K, int N, float* acc) {
+  int n0 = 0;
+  for (; n0 + 8 <= N; n0 += 8) {
+    Floats8 c[kMacRows] = {};
+    for (int k = 0; k < K; ++k) {
+      Floats8 bv;
+      std::memcpy(&bv, b + size_t(k) * size_t(N) + size_t(n0), sizeof bv);
+      for (int r = 0; r < kMacRows; ++r) {
+        const Floats8 prod = a[size_t(r) * size_t(K) + size_t(k)] * bv;
+        c[r] = c[r] + prod;
+      }
+    }
+    for (int r = 0; r < kMacRows; ++r) std::memcpy(acc + size_t(r) * size_t(N) + size_t(n0), &c[r], sizeof c[r]);
+  }
+  for (; n0 < N; ++n0)  // (N is a multiple of 8 for every valid shape)
+    for (int r = 0; r < kMacRows; ++r) {
+      float sum = 0.f;
+      for (int k = 0; k < K; ++k) sum += a[size_t(r) * size_t(K) + size_t(k)] * b[size_t(k) * size_t(N) + size_t(n0)];
+      acc[size_t(r) * size_t(N) + size_t(n0)] = sum;
+    }
+}
+
 struct Cta {
   Worker* w;
   uintptr_t smem;
@@ -348,7 +381,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   if (d_lane) fail("the D address " + hex64(d_addr) + " names lane " + std::to_string(d_lane) + "; D starts at lane 0");
   const int d_cols = m_cta == 128 || group == 1 ? N : N / (128 / m_cta);
   std::vector<float> a_rows(size_t(m_cta) * size_t(K));
-  std::vector<float> acc(static_cast<size_t>(N));
+  std::vector<float> acc(size_t(kMacRows) * size_t(N));
   std::vector<int64_t> iacc(static_cast<size_t>(N));
   std::vector<float> bt_scaled;
   const bool integer = dd.kind == ir::Tcgen05Kind::I8;
@@ -416,14 +449,12 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
           const float* br = bt.data() + size_t(k) * size_t(N);
           for (int n = 0; n < N; ++n) iacc[size_t(n)] += av * int64_t(br[n]);
         }
+      } else if (m % kMacRows == 0) {
+        // Rows m .. m + kMacRows - 1 at once (m_cta is a multiple of 16; a subpartition's 32 rows
+        // share B's scaled copy); row m's sums are then at acc[0 .. N).
+        mac_rows(ar, b_rows, K, N, acc.data());
       } else {
-        for (int n = 0; n < N; ++n) acc[size_t(n)] = 0.f;
-        for (int k = 0; k < K; ++k) {
-          const float av = ar[k];
-          const float* br = b_rows + size_t(k) * size_t(N);
-          float* out = acc.data();
-          for (int n = 0; n < N; ++n) out[n] += av * br[n];
-        }
+        std::memmove(acc.data(), acc.data() + size_t(m % kMacRows) * size_t(N), sizeof(float) * size_t(N));
       }
       for (int n = 0; n < N; ++n) {
         uint32_t l, col;
