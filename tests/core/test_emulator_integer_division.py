@@ -1,8 +1,8 @@
 """Integer `%` (C's truncating remainder, as CUDA's) and `//` (floor division) on the emulator, for
-Int32, Uint32 and Int64: the emulator computes them per warp with the divisor's kind chosen once
-(a power of two shared by every lane shifts; other divisors divide lane by lane), so each kind is
-checked here against numpy — static and run-time power-of-two divisors, divisors that differ
-between lanes, negative ones — on dividends with both signs and the type's extremes."""
+Int32, Uint32 and Int64: the emulator runs them on a fast path chosen once per warp instruction by
+type and op (scalar_ops.cpp), and falls back to the general evaluation for a zero divisor (which it
+reports). Checked against numpy for static and run-time divisors, divisors that differ between
+lanes, negative ones, on dividends with both signs and the type's extremes."""
 import numpy as np
 import pytest
 

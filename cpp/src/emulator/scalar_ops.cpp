@@ -95,27 +95,6 @@ bool int_binary_lanes(OpCode code, uint32_t m, Scalar* d, const Scalar* a, const
         int l = LANE;
         if (b[l].i == 0 || (s && b[l].i == -1 && a[l].i == std::numeric_limits<int64_t>::min())) return false;
       }
-      // A divisor that is the same positive power of two in every lane (a layout's static extent)
-      // divides by shifting: the same quotients and remainders without a division per lane.
-      const int64_t y0 = b[__builtin_ctz(m ? m : 1u)].i;
-      bool uniform = m != 0 && y0 > 0 && (y0 & (y0 - 1)) == 0 && (uint64_t(y0) & mask) == uint64_t(y0);
-      FOR_LANES(m) { uniform = uniform && b[LANE].i == y0; }
-      if (uniform) {
-        const int sh = __builtin_ctzll(uint64_t(y0));
-        const int64_t low = y0 - 1;
-        if constexpr (s) {
-          // x / y0 truncates toward zero: negative x is biased by y0 - 1 before the arithmetic shift.
-          if (code == OpCode::FloorDiv) int_lanes<W>(m, d, a, b, [sh](int64_t x, int64_t) { return x >> sh; });
-          else if (code == OpCode::Div)
-            int_lanes<W>(m, d, a, b, [sh, low](int64_t x, int64_t) { return (x + (x < 0 ? low : 0)) >> sh; });
-          else
-            int_lanes<W>(m, d, a, b, [sh, low, y0](int64_t x, int64_t) { return x - ((x + (x < 0 ? low : 0)) >> sh) * y0; });
-        } else {
-          if (code == OpCode::Rem) int_lanes<W>(m, d, a, b, [low](int64_t x, int64_t) { return int64_t(uint64_t(x) & mask & uint64_t(low)); });
-          else int_lanes<W>(m, d, a, b, [sh](int64_t x, int64_t) { return int64_t((uint64_t(x) & mask) >> sh); });
-        }
-        return true;
-      }
       if constexpr (s) {
         if (code == OpCode::Rem) int_lanes<W>(m, d, a, b, [](int64_t x, int64_t y) { return x % y; });
         else if (code == OpCode::Div) int_lanes<W>(m, d, a, b, [](int64_t x, int64_t y) { return x / y; });
