@@ -112,6 +112,10 @@ void DeviceEmulator::Program::lower_block(const ir::Block& b, const Term& term, 
         if (op.results[0]->type->is_vector()) unsupported(op, kname, "vector math");
         Inst i = base(K::Math);
         for (size_t k = 0; k < op.operands.size(); ++k) i.srcs.push_back(in(k));
+        // (Left unresolved, id -1, when the arity does not fit: the handler then reports it.)
+        if (ir::resolve_math_function(op.str_attr, &i.math) && i.math.directed &&
+            int(i.srcs.size()) != i.math.rounded.arity())
+          i.math = ir::MathFunction{};
         i.dst = out();
         emit(std::move(i));
         break;

@@ -62,6 +62,7 @@ struct Inst {
   std::vector<int> srcs, dsts;       // PMove / Math / Printf operands
   std::vector<Type> types;           // Printf operand types
   const ir::Op* op = nullptr;
+  ir::MathFunction math;             // Math: the function, resolved when lowered
 };
 
 struct DeviceEmulator::Program {

@@ -112,6 +112,31 @@ uintptr_t check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, in
   return addr;
 }
 
+bool plain_global_run(const LaunchCtx& c, const Worker& w, uintptr_t addr, size_t bytes, uintptr_t* host) {
+  if (addr == 0 || bytes == 0) return false;
+  auto overlaps = [&](uintptr_t b, size_t n) { return n && addr < b + n && b < addr + bytes; };
+  for (const Worker* b : w.cluster->blocks)
+    if (overlaps(reinterpret_cast<uintptr_t>(b->smem), b->smem_size)) return false;
+  if (overlaps(reinterpret_cast<uintptr_t>(w.local.data()), w.local.size())) return false;
+  *host = addr;
+  if (!c.cfg->regions && !c.cfg->device_memory) return true;
+  if (c.cfg->regions) {
+    for (const MemoryRegion& r : *c.cfg->regions)
+      if (addr >= r.begin && addr + bytes <= r.end) return true;
+    for (const MemoryRegion& r : *c.cfg->regions)
+      if (overlaps(r.begin, r.end - r.begin)) return false;  // partly inside a buffer: elements differ
+  }
+  if (c.cfg->device_memory) {
+    try {
+      *host = c.cfg->device_memory->host_address(addr, bytes);
+    } catch (const ExecutionError&) {
+      return false;
+    }
+    if (*host != addr) return true;
+  }
+  return !(c.cfg->strict && c.cfg->regions);
+}
+
 uintptr_t device_host_address(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,
                               uintptr_t addr, size_t bytes) {
   if (!c.cfg->device_memory) return addr;

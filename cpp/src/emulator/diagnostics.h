@@ -30,6 +30,13 @@ std::string where(const LaunchCtx& c, const Worker& w, const Warp& warp, int lan
 uintptr_t check_access(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i, uintptr_t addr,
                        size_t bytes, bool store);
 
+// Whether every element access inside [addr, addr + bytes) of global memory would pass
+// check_access, each at the same offset from *host (set then): the range is in no shared memory
+// of the cluster nor in the block's local arrays, and one registered buffer or one staged span
+// holds it (or the launch trusts every address). False means "check the elements one by one",
+// not an error. The caller checks each element's alignment.
+bool plain_global_run(const LaunchCtx& c, const Worker& w, uintptr_t addr, size_t bytes, uintptr_t* host);
+
 // The host address standing for `addr` in the launch's DeviceAddressMap (`addr` itself without
 // one, or when it is host memory); raises ExecutionError naming the lane when the map refuses it.
 uintptr_t device_host_address(const LaunchCtx& c, const Worker& w, const Warp& warp, int lane, const Inst& i,

@@ -1,5 +1,6 @@
 #include "emulator/sm90_async.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -267,6 +268,69 @@ void for_box(const TmaDescriptor& d, const int64_t* origin, F&& f) {
   }
 }
 
+// Visits the box at `origin` in runs along dimension 0: f(global address of the run's first
+// element or 0 when the run is out of bounds, shared byte offset of its first element before
+// swizzling, elements in the run). A run's elements are consecutive in both memories; with a
+// dimension-0 stride other than the element size every element is a run of its own.
+template <class F>
+void for_box_runs(const TmaDescriptor& d, const int64_t* origin, F&& f) {
+  if (d.strides[0] != uint64_t(d.elem_bytes)) {
+    for_box(d, origin, [&](uintptr_t g, uint64_t o) { f(g, o, uint64_t(1)); });
+    return;
+  }
+  const uint64_t box0 = d.box[0];
+  const int64_t lo = std::clamp<int64_t>(-origin[0], 0, int64_t(box0));
+  const int64_t hi = std::clamp<int64_t>(int64_t(d.dims[0]) - origin[0], lo, int64_t(box0));
+  int64_t c[5] = {0, 0, 0, 0, 0};
+  uint64_t rows = 1;
+  for (int k = 1; k < d.rank; ++k) rows *= d.box[k];
+  for (uint64_t row = 0; row < rows; ++row) {
+    uint64_t r = row;
+    bool inside = true;
+    uintptr_t g = uintptr_t(d.global_address);
+    for (int k = 1; k < d.rank; ++k) {
+      c[k] = int64_t(r % d.box[k]);
+      r /= d.box[k];
+      int64_t x = origin[k] + c[k];
+      if (x < 0 || uint64_t(x) >= d.dims[k]) inside = false;
+      else g += uintptr_t(x) * uintptr_t(d.strides[k]);
+    }
+    const uint64_t o = row * box0 * uint64_t(d.elem_bytes), eb = uint64_t(d.elem_bytes);
+    if (!inside || lo == hi) {
+      f(uintptr_t(0), o, box0);
+      continue;
+    }
+    if (lo > 0) f(uintptr_t(0), o, uint64_t(lo));
+    f(g + uintptr_t(origin[0] + lo) * eb, o + uint64_t(lo) * eb, uint64_t(hi - lo));
+    if (uint64_t(hi) < box0) f(uintptr_t(0), o + uint64_t(hi) * eb, box0 - uint64_t(hi));
+  }
+}
+
+// Calls f(shared offset after swizzling, byte within the run, bytes) for the pieces of the run of
+// `bytes` at shared offset `off` (before swizzling) that stay together: a swizzle moves whole
+// 16-byte chunks.
+template <class F>
+void for_swizzled_pieces(uint64_t off, uint64_t bytes, int swizzle_bytes, F&& f) {
+  if (!swizzle_bytes) {
+    f(off, uint64_t(0), bytes);
+    return;
+  }
+  for (uint64_t b = 0; b < bytes;) {
+    const uint64_t n = std::min<uint64_t>(bytes - b, 16 - ((off + b) % 16));
+    f(uint64_t(swizzled(uintptr_t(off + b), swizzle_bytes)), b, n);
+    b += n;
+  }
+}
+
+// Whether a run of `n` elements starting at global `g` may be copied as a whole: the elements are
+// whole 16-byte-chunk parts (no element straddles a swizzle chunk), aligned as check_access wants
+// them, and the launch's buffers hold the run (then *host is its first byte).
+bool whole_run(const TmaDescriptor& d, Sm90WarpContext& w, uintptr_t g, uint64_t n, uintptr_t* host) {
+  const uint64_t eb = uint64_t(d.elem_bytes);
+  if (n < 2 || !w.global_run || eb > 16 || 16 % eb || (g & (eb - 1))) return false;
+  return w.global_run(g, size_t(n * eb), host);
+}
+
 // The descriptor of a TMA op and its coordinates, packed 4-bit elements viewed as bytes.
 TmaDescriptor descriptor_and_origin(const Inst& i, Sm90WarpContext& w, int lane, int64_t* origin) {
   const TmaDescriptor m = descriptor_of(i, w, lane);
@@ -316,16 +380,25 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
     }
     const uintptr_t sbase = reinterpret_cast<uintptr_t>(smem), off = dst - base;
     if (w.check_smem_fill) w.check_smem_fill(lane, smem, sbase + off, bytes);
-    for_box(d, origin, [&](uintptr_t g, uint64_t o) {
-      char* p = smem + (swizzled(off + o, d.swizzle_bytes));
-      (void)sbase;
-      if (g) {
-        g = w.check_global(lane, g, size_t(d.elem_bytes), false);
-        std::memcpy(p, reinterpret_cast<const void*>(g), size_t(d.elem_bytes));
+    const uint64_t eb = uint64_t(d.elem_bytes);
+    for_box_runs(d, origin, [&](uintptr_t g, uint64_t o, uint64_t n) {
+      uintptr_t host = 0;
+      if (!g) {  // out-of-bounds elements are zero-filled
+        for_swizzled_pieces(off + o, n * eb, d.swizzle_bytes,
+                            [&](uint64_t s, uint64_t, uint64_t bytes) { std::memset(smem + s, 0, size_t(bytes)); });
+      } else if (whole_run(d, w, g, n, &host)) {
+        for_swizzled_pieces(off + o, n * eb, d.swizzle_bytes, [&](uint64_t s, uint64_t b, uint64_t bytes) {
+          std::memcpy(smem + s, reinterpret_cast<const void*>(host + b), size_t(bytes));
+        });
       } else {
-        std::memset(p, 0, size_t(d.elem_bytes));  // out-of-bounds elements are zero-filled
+        for (uint64_t k = 0; k < n; ++k) {
+          char* p = smem + swizzled(uintptr_t(off + o + k * eb), d.swizzle_bytes);
+          const uintptr_t h = w.check_global(lane, g + uintptr_t(k * eb), size_t(eb), false);
+          std::memcpy(p, reinterpret_cast<const void*>(h), size_t(eb));
+        }
       }
     });
+    (void)sbase;
     char* bar_smem = smem;
     if (two_sm) {
       auto [s, t] = w.peer(rank & ~int64_t(1));
@@ -368,6 +441,9 @@ void bulk_load(const Inst& i, Sm90WarpContext& w, int lane) {
   w.table->complete_tx(bar, bytes);
 }
 
+void tma_store_element(const Inst& i, Sm90WarpContext& w, int lane, const TmaDescriptor& d, uintptr_t src_offset,
+                       ir::TmaReduceKind reduce, ir::Type elem, uintptr_t g, uint64_t o);
+
 void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
   int64_t origin[5] = {0, 0, 0, 0, 0};
   const TmaDescriptor d = descriptor_and_origin(i, w, lane, origin);
@@ -382,13 +458,29 @@ void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
   // elements (fmha_bwd.py's CTAs, one per key tile, each add their dQ part).
   const auto reduce = i.op->ints.empty() ? ir::TmaReduceKind::None : ir::TmaReduceKind(i.op->ints[0]);
   const ir::Type elem = i.op->operands[1]->type->element;
+  auto store_element = [&](uintptr_t g, uint64_t o) { tma_store_element(i, w, lane, d, src - base, reduce, elem, g, o); };
+  uintptr_t host = 0;
+  const uint64_t eb = uint64_t(d.elem_bytes);
+  for_box_runs(d, origin, [&](uintptr_t g, uint64_t o, uint64_t n) {
+    if (!g) return;  // elements outside the tensor are not written
+    if (reduce == ir::TmaReduceKind::None && whole_run(d, w, g, n, &host)) {
+      for_swizzled_pieces(src - base + o, n * eb, d.swizzle_bytes, [&](uint64_t s, uint64_t b, uint64_t bytes) {
+        std::memcpy(reinterpret_cast<void*>(host + b), w.smem + s, size_t(bytes));
+      });
+      return;
+    }
+    for (uint64_t k = 0; k < n; ++k) store_element(g + uintptr_t(k * eb), o + k * eb);
+  });
+}
+
+void tma_store_element(const Inst& i, Sm90WarpContext& w, int lane, const TmaDescriptor& d, uintptr_t src_offset,
+                       ir::TmaReduceKind reduce, ir::Type elem, uintptr_t g, uint64_t o) {
   static const ir::AtomicKind kCombine[] = {ir::AtomicKind::Add, ir::AtomicKind::Add, ir::AtomicKind::Min,
                                             ir::AtomicKind::Max, ir::AtomicKind::And, ir::AtomicKind::Or,
                                             ir::AtomicKind::Xor};
-  for_box(d, origin, [&](uintptr_t g, uint64_t o) {
-    if (!g) return;  // elements outside the tensor are not written
+  {
     g = w.check_global(lane, g, size_t(d.elem_bytes), true);
-    const char* from = w.smem + swizzled(src - base + o, d.swizzle_bytes);
+    const char* from = w.smem + swizzled(src_offset + o, d.swizzle_bytes);
     if (reduce == ir::TmaReduceKind::None) {
       std::memcpy(reinterpret_cast<void*>(g), from, size_t(d.elem_bytes));
       return;
@@ -398,7 +490,7 @@ void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
     } catch (const std::logic_error& e) {
       w.fail(lane, std::string("a TMA reduce-store: ") + e.what());
     }
-  });
+  }
 }
 
 }  // namespace
@@ -561,6 +653,7 @@ Flow exec_sm90_async(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
   ctx.check_global = [&](int lane, uintptr_t addr, size_t bytes, bool store) {
     return check_access(c, w, warp, lane, i, addr, bytes, store);
   };
+  ctx.global_run = [&](uintptr_t addr, size_t bytes, uintptr_t* host) { return plain_global_run(c, w, addr, bytes, host); };
   if (c.cfg->device_memory)
     ctx.tensor_map_address = [&](int lane, uintptr_t addr) { return device_host_address(c, w, warp, lane, i, addr, 128); };
   // A TMA load refilling shared memory that a wgmma in flight (not yet retired by its

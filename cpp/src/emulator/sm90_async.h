@@ -129,6 +129,10 @@ struct Sm90WarpContext {
   // Global-memory bounds check of a TMA access (raises), as for ordinary loads and stores.
   // Returns the host address to access (a staged device address's host copy, else `addr`).
   std::function<uintptr_t(int lane, uintptr_t addr, size_t bytes, bool store)> check_global;
+  // Optional: a run of elements [addr, addr + bytes) that passes check_global as a whole, element
+  // by element: true with the host address of its first byte (the others follow it). False when
+  // that is not plainly so; the elements are then checked one by one.
+  std::function<bool(uintptr_t addr, size_t bytes, uintptr_t* host)> global_run;
   // Optional: the host address of a tensor map the kernel names by `addr`, which may be a
   // staged device address (raises when it is device memory that is not staged).
   std::function<uintptr_t(int lane, uintptr_t addr)> tensor_map_address;

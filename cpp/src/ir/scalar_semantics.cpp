@@ -355,53 +355,82 @@ double flush_subnormal(double v) {
 }
 }  // namespace
 
-bool eval_math(const std::string& fn_name, Type t, const std::vector<Scalar>& args, Scalar* out) {
-  DirectedRounding rounded;
-  if (parse_directed_rounding(fn_name, &rounded)) {
-    if (int(args.size()) != rounded.arity()) return false;
-    float c = args.size() > 2 ? float(args[2].f) : 0.0f;
-    *out = Scalar::of_float(eval_directed_rounding(rounded, float(args[0].f), float(args[1].f), c));
+namespace {
+// The functions of a MathFunction id, in this order (exp = 0).
+const char* const kMathNames[] = {"exp",  "exp2",  "log",   "log2",  "log10", "sqrt",     "rsqrt",      "sin",
+                                  "cos",  "tan",   "asin",  "acos",  "atan",  "sinh",     "cosh",       "tanh",
+                                  "erf",  "floor", "ceil",  "round", "trunc", "fabs",     "atan2",      "pow",
+                                  "fmod", "copysign", "log1p", "expm1", "rcp_approx", "exp2_approx"};
+}  // namespace
+
+bool resolve_math_function(const std::string& fn_name, MathFunction* out) {
+  MathFunction f;
+  if (parse_directed_rounding(fn_name, &f.rounded)) {
+    f.directed = true;
+    *out = f;
     return true;
   }
   // A fastmath variant is modelled by the exact function: the GPU's approximate instructions
   // (lg2.approx, ex2.approx, sin.approx) stay within a few ulp of it.
   std::string fn = fn_name;
   fast_math_base(fn_name, &fn);
-  double x = args.empty() ? 0.0 : args[0].f;
-  double y = args.size() > 1 ? args[1].f : 0.0;
-  double r;
-  if (fn == "exp") r = std::exp(x);
-  else if (fn == "exp2") r = std::exp2(x);
-  else if (fn == "log") r = std::log(x);
-  else if (fn == "log2") r = std::log2(x);
-  else if (fn == "log10") r = std::log10(x);
-  else if (fn == "sqrt") r = std::sqrt(x);
-  else if (fn == "rsqrt") r = 1.0 / std::sqrt(x);
-  else if (fn == "sin") r = std::sin(x);
-  else if (fn == "cos") r = std::cos(x);
-  else if (fn == "tan") r = std::tan(x);
-  else if (fn == "asin") r = std::asin(x);
-  else if (fn == "acos") r = std::acos(x);
-  else if (fn == "atan") r = std::atan(x);
-  else if (fn == "sinh") r = std::sinh(x);
-  else if (fn == "cosh") r = std::cosh(x);
-  else if (fn == "tanh") r = std::tanh(x);
-  else if (fn == "erf") r = std::erf(x);
-  else if (fn == "floor") r = std::floor(x);
-  else if (fn == "ceil") r = std::ceil(x);
-  else if (fn == "round") r = std::nearbyint(x);
-  else if (fn == "trunc") r = std::trunc(x);
-  else if (fn == "fabs") r = std::fabs(x);
-  else if (fn == "atan2") r = std::atan2(x, y);
-  else if (fn == "pow") r = std::pow(x, y);
-  else if (fn == "fmod") r = std::fmod(x, y);
-  else if (fn == "copysign") r = std::copysign(x, y);
-  else if (fn == "log1p") r = std::log1p(x);
-  else if (fn == "expm1") r = std::expm1(x);
-  else if (fn == "rcp_approx") r = flush_subnormal(1.0 / double(float(flush_subnormal(x))));
-  else if (fn == "exp2_approx") r = flush_subnormal(std::exp2(double(float(flush_subnormal(x)))));
-  else return false;
-  *out = Scalar::of_float(round_float(t, r));
+  for (int k = 0; k < int(sizeof(kMathNames) / sizeof(kMathNames[0])); ++k)
+    if (fn == kMathNames[k]) {
+      f.id = k;
+      *out = f;
+      return true;
+    }
+  return false;
+}
+
+Scalar eval_math(const MathFunction& f, Type t, const Scalar* args, size_t nargs) {
+  if (f.directed) {
+    float c = nargs > 2 ? float(args[2].f) : 0.0f;
+    return Scalar::of_float(eval_directed_rounding(f.rounded, float(args[0].f), float(args[1].f), c));
+  }
+  double x = nargs ? args[0].f : 0.0;
+  double y = nargs > 1 ? args[1].f : 0.0;
+  double r = 0;
+  switch (f.id) {
+    case 0: r = std::exp(x); break;
+    case 1: r = std::exp2(x); break;
+    case 2: r = std::log(x); break;
+    case 3: r = std::log2(x); break;
+    case 4: r = std::log10(x); break;
+    case 5: r = std::sqrt(x); break;
+    case 6: r = 1.0 / std::sqrt(x); break;
+    case 7: r = std::sin(x); break;
+    case 8: r = std::cos(x); break;
+    case 9: r = std::tan(x); break;
+    case 10: r = std::asin(x); break;
+    case 11: r = std::acos(x); break;
+    case 12: r = std::atan(x); break;
+    case 13: r = std::sinh(x); break;
+    case 14: r = std::cosh(x); break;
+    case 15: r = std::tanh(x); break;
+    case 16: r = std::erf(x); break;
+    case 17: r = std::floor(x); break;
+    case 18: r = std::ceil(x); break;
+    case 19: r = std::nearbyint(x); break;
+    case 20: r = std::trunc(x); break;
+    case 21: r = std::fabs(x); break;
+    case 22: r = std::atan2(x, y); break;
+    case 23: r = std::pow(x, y); break;
+    case 24: r = std::fmod(x, y); break;
+    case 25: r = std::copysign(x, y); break;
+    case 26: r = std::log1p(x); break;
+    case 27: r = std::expm1(x); break;
+    case 28: r = flush_subnormal(1.0 / double(float(flush_subnormal(x)))); break;
+    case 29: r = flush_subnormal(std::exp2(double(float(flush_subnormal(x))))); break;
+  }
+  return Scalar::of_float(round_float(t, r));
+}
+
+bool eval_math(const std::string& fn_name, Type t, const std::vector<Scalar>& args, Scalar* out) {
+  MathFunction f;
+  if (!resolve_math_function(fn_name, &f)) return false;
+  if (f.directed && int(args.size()) != f.rounded.arity()) return false;
+  *out = eval_math(f, t, args.data(), args.size());
   return true;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "ir/directed_rounding.h"
 #include "ir/ir.h"
 
 namespace opencute::ir {
@@ -37,6 +38,16 @@ bool eval_cmp(CmpPredicate p, Type t, Scalar a, Scalar b);
 Scalar eval_cast(Type from, Type to, Scalar a);
 Scalar eval_bitcast(Type from, Type to, Scalar a);
 bool eval_math(const std::string& fn, Type t, const std::vector<Scalar>& args, Scalar* out);
+// A math function name resolved once, for evaluating it many times (the emulator, per lane).
+struct MathFunction {
+  int id = -1;            // which function (scalar_semantics.cpp's table), when not directed
+  bool directed = false;  // an f32 add / mul / fma with directed rounding
+  DirectedRounding rounded;
+};
+// False when `fn` is not a known math function (is_known_math_function).
+bool resolve_math_function(const std::string& fn, MathFunction* out);
+// eval_math of a resolved function; `args` holds the function's arity of values.
+Scalar eval_math(const MathFunction& f, Type t, const Scalar* args, size_t nargs);
 bool is_known_math_function(const std::string& fn, int* arity);
 // Whether `fn` names a fastmath variant ("log_fast"); its exact function goes to *base.
 bool fast_math_base(const std::string& fn, std::string* base);
