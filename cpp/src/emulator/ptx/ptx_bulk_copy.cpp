@@ -228,7 +228,7 @@ void decode_bulk(Inst& i) {
   if (i.has_mod("tensor")) {
     if (i.has_mod("im2col") || i.has_mod("im2col_no_offs")) unsupported(i, "only the .tile mode");
     i.i0 = dst == Space::Global ? (reduce ? TensorReduce : TensorStore) : TensorLoad;
-    i.flags = (i.has_mod("multicast::cluster") ? Multicast : 0) | (i.has_mod("cta_group::2") ? CtaPair : 0);
+    i.flags = (i.has_mod("multicast::cluster") ? uint32_t(Multicast) : 0u) | (i.has_mod("cta_group::2") ? uint32_t(CtaPair) : 0u);
     const Operand& map = i.ops.at(i.i0 == TensorLoad ? 1 : 0);
     if (map.kind != Operand::Vec || map.elems.size() != 2) unsupported(i, "the [tensorMap, {coordinates}] operand");
   } else {
