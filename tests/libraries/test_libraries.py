@@ -653,10 +653,11 @@ def test_quack_gather_k_loads_the_columns_a_idx_names():
 
 # ---- quack: the SM100 GEMM (tcgen05, tensor memory) on the PTX executor ---------------------------
 
-def _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, active_clusters):
-    """quack's GEMM front end as on a Blackwell GPU (it then takes GemmDefaultSm100), running its
-    persistent kernel on `active_clusters` clusters of the PTX executor: the kernel has inline PTX,
-    which the PTX executor runs (the IR emulator does not)."""
+def _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, active_clusters, capability=(10, 0), arch="sm_100a"):
+    """quack's GEMM front end as on a Blackwell GPU (it then takes GemmDefaultSm100; with
+    capability (9, 0) and sm_90a as on an H100, GemmSm90), running its persistent kernel on
+    `active_clusters` clusters of the PTX executor: the kernel has inline PTX, which the PTX
+    executor runs (the IR emulator does not)."""
     import toolchain
     toolchain.require_libnvvm()
     qg = _quack_gemm_module()
@@ -664,7 +665,7 @@ def _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, active_clusters):
         pytest.skip("quack.gemm_sm100 did not import")
     import cuda.bindings.driver as cuda_driver
     import cutlass.torch as cutlass_torch
-    monkeypatch.setattr(qg, "get_device_capacity", lambda device=None: (10, 0))
+    monkeypatch.setattr(qg, "get_device_capacity", lambda device=None: capability)
     monkeypatch.setattr(qg, "get_max_active_clusters", lambda n: active_clusters)
     # quack keys its compiled kernels by configuration, not by target: a kernel compiled for the
     # GPU by another test of this process must not be run here, nor this one there.
@@ -678,7 +679,7 @@ def _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, active_clusters):
 
     monkeypatch.setattr(qg.GemmWrapperBase, "validate_and_prepare_tensors", staticmethod(validate_on_cpu))
     monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
-    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_100a")
+    monkeypatch.setenv("CUTE_DSL_ARCH", arch)
     return qg
 
 
@@ -702,6 +703,27 @@ def test_quack_sm100_gemm_on_the_ptx_executor(monkeypatch, mnk, tile, cluster, a
     D = torch.zeros(1, M, N, dtype=torch.bfloat16)
     qg.gemm(A, B, D, None, None, tile_M=tile[0], tile_N=tile[1], cluster_M=cluster[0], cluster_N=cluster[1],
             pingpong=False, persistent=True)
+    ref = torch.einsum("lmk,lnk->lmn", A.float(), B.float())  # small integers: exact in bf16
+    assert torch.equal(D.float(), ref)
+
+
+# The SM90 GEMM's wgmma operands are descriptors quack advances through the smem MMA fragments
+# (counted in 16-byte units, as CuTe's); the PTX executor decodes them from the registers as the
+# GPU does.
+@pytest.mark.parametrize("tile,cluster,pingpong,persistent", [
+    pytest.param((128, 128), (1, 1), False, True, id="128x128"),
+    pytest.param((128, 192), (2, 1), True, True, id="pingpong-128x192-cluster2x1"),
+    pytest.param((128, 256), (1, 1), False, False, id="128x256-not-persistent"),
+])
+def test_quack_sm90_gemm_on_the_ptx_executor(monkeypatch, tile, cluster, pingpong, persistent):
+    qg = _quack_sm100_gemm_on_the_ptx_executor(monkeypatch, 4, capability=(9, 0), arch="sm_90a")
+    M, N, K = 256, 384, 256
+    g = torch.Generator().manual_seed(tile[1] + cluster[0])
+    A = torch.randint(-2, 3, (1, M, K), generator=g).to(torch.bfloat16)
+    B = torch.randint(-2, 3, (1, N, K), generator=g).to(torch.bfloat16)
+    D = torch.zeros(1, M, N, dtype=torch.bfloat16)
+    qg.gemm(A, B, D, None, None, tile_M=tile[0], tile_N=tile[1], cluster_M=cluster[0], cluster_N=cluster[1],
+            pingpong=pingpong, persistent=persistent)
     ref = torch.einsum("lmk,lnk->lmn", A.float(), B.float())  # small integers: exact in bf16
     assert torch.equal(D.float(), ref)
 
