@@ -13,6 +13,7 @@
 
 #include "emulator/ptx/ptx_executor.h"
 #include "emulator/ptx/ptx_program.h"
+#include "emulator/ptx_test_launch.h"
 #include "ir/ir.h"
 
 using opencute::emulator::EmulatorConfig;
@@ -20,6 +21,8 @@ using opencute::emulator::ExecutionError;
 using opencute::emulator::LaunchRequest;
 using opencute::emulator::ptx::PtxExecutor;
 namespace ir = opencute::ir;
+using opencute::emulator::ptx_test::PtxLaunch;
+using opencute::emulator::ptx_test::pointer;
 
 namespace {
 
@@ -104,36 +107,14 @@ const char* kPastTheClusterKernel = R"(
 }
 )";
 
-struct ClusterLaunch {
-  ir::Op op;
-  std::vector<ir::Scalar> args;
-  LaunchRequest r{};
-  ClusterLaunch(std::vector<ir::Scalar> a, unsigned ctas, unsigned cluster) : args(std::move(a)) {
-    op.code = ir::OpCode::Launch;
-    op.str_attr = "k";
-    r.op = &op;
-    r.grid[0] = ctas, r.grid[1] = r.grid[2] = 1;
-    r.block[0] = r.block[1] = r.block[2] = 1;
-    r.cluster[0] = cluster, r.cluster[1] = r.cluster[2] = 1;
-    r.has_cluster = true;
-    r.num_args = args.size();
-    r.args = args.data();
-    r.args_in_place = true;
-  }
-};
 
-ir::Scalar pointer(const void* p) {
-  ir::Scalar s{};
-  s.i = int64_t(reinterpret_cast<uintptr_t>(p));
-  return s;
-}
 
 }  // namespace
 
 TEST(PtxClusterShared, AddressesCarryTheCtaRankAndReachThePeer) {
   PtxExecutor ex(kPeerKernel);
   std::vector<uint32_t> out(4 * 8, 0xdeadbeef);
-  ClusterLaunch l({pointer(out.data())}, 4, 2);
+  PtxLaunch l("k", {pointer(out.data())}, 1, 4, 2);
   ex.launch(l.r, EmulatorConfig{});
   // buf at shared offset 0, bar at 64, pair_bar at 72 (declaration order, each aligned).
   for (uint32_t b = 0; b < 4; ++b) {
@@ -150,7 +131,7 @@ TEST(PtxClusterShared, AddressesCarryTheCtaRankAndReachThePeer) {
 
 TEST(PtxClusterShared, AnAddressPastTheClusterIsReported) {
   PtxExecutor ex(kPastTheClusterKernel);
-  ClusterLaunch l({}, 2, 2);
+  PtxLaunch l("k", {}, 1, 2, 2);
   try {
     ex.launch(l.r, EmulatorConfig{});
     FAIL() << "ran";

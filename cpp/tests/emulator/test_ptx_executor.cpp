@@ -11,6 +11,7 @@
 
 #include "emulator/ptx/ptx_executor.h"
 #include "emulator/ptx/ptx_program.h"
+#include "emulator/ptx_test_launch.h"
 #include "ir/ir.h"
 
 using opencute::emulator::EmulatorConfig;
@@ -18,6 +19,8 @@ using opencute::emulator::ExecutionError;
 using opencute::emulator::LaunchRequest;
 using opencute::emulator::ptx::PtxExecutor;
 namespace ir = opencute::ir;
+using opencute::emulator::ptx_test::PtxLaunch;
+using opencute::emulator::ptx_test::scalar;
 
 namespace {
 
@@ -88,35 +91,14 @@ $L__BB0_2:
 }
 )";
 
-struct Launch {
-  ir::Op op;
-  std::vector<ir::Scalar> args;
-  LaunchRequest r{};
-  Launch(const char* kernel, std::vector<ir::Scalar> a, unsigned threads) : args(std::move(a)) {
-    op.code = ir::OpCode::Launch;
-    op.str_attr = kernel;
-    r.op = &op;
-    r.grid[0] = r.grid[1] = r.grid[2] = 1;
-    r.block[0] = threads, r.block[1] = r.block[2] = 1;
-    r.cluster[0] = r.cluster[1] = r.cluster[2] = 1;
-    r.num_args = args.size();
-    r.args = args.data();
-    r.args_in_place = true;
-  }
-};
 
-ir::Scalar scalar(int64_t v) {
-  ir::Scalar s{};
-  s.i = v;
-  return s;
-}
 
 }  // namespace
 
 TEST(PtxExecutor, ScalarCoreMatchesThePtxIsa) {
   PtxExecutor ex(kScalarKernel);
   std::vector<uint32_t> out(4 * 8, 0xdeadbeef);
-  Launch l("k", {scalar(int64_t(reinterpret_cast<uintptr_t>(out.data()))), scalar(5)}, 4);
+  PtxLaunch l("k", {scalar(int64_t(reinterpret_cast<uintptr_t>(out.data()))), scalar(5)}, 4);
   ex.launch(l.r, EmulatorConfig{});
   for (uint32_t t = 0; t < 4; ++t) {
     const uint32_t* w = &out[t * 8];
@@ -178,7 +160,7 @@ $L__BB0_1:
 }
 )";
   PtxExecutor ex(text);
-  Launch l("k", {}, 1);
+  PtxLaunch l("k", {}, 1);
   try {
     ex.launch(l.r, EmulatorConfig{});
     FAIL() << "ran";
@@ -235,7 +217,7 @@ TEST(PtxExecutor, ADeviceAddressLoadedFromMemoryIsAccessedThroughTheDeviceMap) {
   FakeDeviceMap map;
   map.host = &staged;
   uint64_t table = kDevice + 4;  // element 1
-  Launch l("through_table", {scalar(int64_t(reinterpret_cast<uintptr_t>(&table)))}, 4);
+  PtxLaunch l("through_table", {scalar(int64_t(reinterpret_cast<uintptr_t>(&table)))}, 4);
   EmulatorConfig cfg;
   cfg.device_memory = &map;
   ex.launch(l.r, cfg);

@@ -11,6 +11,7 @@
 
 #include "emulator/ptx/ptx_executor.h"
 #include "emulator/ptx/ptx_program.h"
+#include "emulator/ptx_test_launch.h"
 #include "ir/ir.h"
 
 using opencute::emulator::EmulatorConfig;
@@ -18,6 +19,8 @@ using opencute::emulator::ExecutionError;
 using opencute::emulator::LaunchRequest;
 using opencute::emulator::ptx::PtxExecutor;
 namespace ir = opencute::ir;
+using opencute::emulator::ptx_test::PtxLaunch;
+using opencute::emulator::ptx_test::pointer;
 
 namespace {
 
@@ -81,28 +84,7 @@ $L__wait:
 }
 )";
 
-struct Launch {
-  ir::Op op;
-  std::vector<ir::Scalar> args;
-  LaunchRequest r{};
-  Launch(const char* kernel, std::vector<ir::Scalar> a, unsigned threads) : args(std::move(a)) {
-    op.code = ir::OpCode::Launch;
-    op.str_attr = kernel;
-    r.op = &op;
-    r.grid[0] = r.grid[1] = r.grid[2] = 1;
-    r.block[0] = threads, r.block[1] = r.block[2] = 1;
-    r.cluster[0] = r.cluster[1] = r.cluster[2] = 1;
-    r.num_args = args.size();
-    r.args = args.data();
-    r.args_in_place = true;
-  }
-};
 
-ir::Scalar pointer(const void* p) {
-  ir::Scalar s{};
-  s.i = int64_t(reinterpret_cast<uintptr_t>(p));
-  return s;
-}
 
 }  // namespace
 
@@ -110,7 +92,7 @@ TEST(PtxExecutorTcgen05, CopyToTensorMemoryLandsAtTheCommit) {
   // 70403103916032 = (1 << 46) | (8 << 32): the fixed 0b001 and a stride byte offset of 128.
   PtxExecutor ex(kCopyKernel);
   std::vector<uint32_t> out(32 * 8, 0xdeadbeef);
-  Launch l("k", {pointer(out.data())}, 32);
+  PtxLaunch l("k", {pointer(out.data())}, 32);
   ex.launch(l.r, EmulatorConfig{});
   for (uint32_t t = 0; t < 32; ++t)
     for (uint32_t w = 0; w < 4; ++w) {

@@ -280,20 +280,6 @@ namespace {
 
 const char* operand_name(MmaOperand w) { return w == MmaOperand::A ? "A" : w == MmaOperand::B ? "B" : "C"; }
 
-int swizzle_bits_of(const Tensor& t, const std::string& what) {
-  if (!t.swizzle) return 0;
-  if (!t.swizzle_in_address)
-    throw dsl::UserError("INVALID_SMEM_LAYOUT",
-                         what + ": the swizzle must be on the pointer (get_tensor(layout.outer, swizzle=layout.inner) "
-                                "or recast_ptr(ptr, swizzle)), not in a composed layout; got " + to_string(t));
-  const L::Swizzle& s = *t.swizzle;
-  if (s.bits == 0) return 0;
-  if (s.base != 4 || s.shift != 3 || s.bits > 3)
-    throw dsl::UserError("INVALID_SMEM_LAYOUT", what + ": tcgen05.mma reads swizzles S<1..3,4,3> (32, 64, 128 bytes), got " +
-                                                    L::to_string(s));
-  return s.bits;
-}
-
 // The CTA's part of the atom's tile of an operand: (M / g, K) for A, (N / g, K) for B.
 int64_t cta_extent(const MmaAtom& atom, MmaOperand w) { return (w == MmaOperand::A ? atom.m : atom.n) / atom.cta_group; }
 
@@ -318,7 +304,7 @@ Tensor make_tcgen05_desc_fragment(const TiledMma& mma, MmaOperand w, const Tenso
     throw dsl::UserError("SHAPE_MISMATCH", fn + ": mode 0 of " + to_string(p) + " must be the atom's (" +
                                                std::to_string(mn) + ", " + std::to_string(atom.k) + ") tile");
   OperandMajor major = w == MmaOperand::A ? atom.a_major : atom.b_major;
-  gmma_descriptor_fields(tile, want->width, swizzle_bits_of(p, fn), major, operand_name(w));  // checks the layout
+  gmma_descriptor_fields(tile, want->width, descriptor_swizzle_bits(p, fn, "tcgen05.mma"), major, operand_name(w));  // checks the layout
   return make_descriptor_tensor(p, Layout(1, 0), tile);
 }
 
@@ -387,7 +373,7 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
     throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) +
                                                " must be one descriptor per atom call");
   if (t.desc_value) return t.desc_value;
-  const int swz = swizzle_bits_of(t, std::string("gemm: operand ") + which);
+  const int swz = descriptor_swizzle_bits(t, std::string("gemm: operand ") + which, "tcgen05.mma");
   GmmaDescriptorFields f = gmma_descriptor_fields(*t.desc_tile, want->width, swz, major, which);
   ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()})->result();
   addr = b.binary(ir::OpCode::Shr, addr, b.const_int(ir::i64(), 4));

@@ -22,20 +22,6 @@ void require_k96(const std::string& what) {
                                                   "program is compiled for " + arch.name);
 }
 
-int address_swizzle_bits(const Tensor& t, const std::string& what) {
-  if (!t.swizzle) return 0;
-  if (!t.swizzle_in_address)
-    throw dsl::UserError("INVALID_SMEM_LAYOUT",
-                         what + ": the swizzle must be on the pointer (get_tensor(layout.outer, swizzle=layout.inner) "
-                                "or recast_ptr(ptr, swizzle)), not in a composed layout; got " + to_string(t));
-  const L::Swizzle& s = *t.swizzle;
-  if (s.bits == 0) return 0;
-  if (s.base != 4 || s.shift != 3 || s.bits > 3)
-    throw dsl::UserError("INVALID_SMEM_LAYOUT", what + ": tcgen05.mma reads swizzles S<1..3,4,3> (32, 64, 128 bytes), got " +
-                                                    L::to_string(s));
-  return s.bits;
-}
-
 // The fields of a K-major swizzled tile whose K extent lies within one swizzle row (the 16-byte
 // K slices of sm_103's circular buffers): rows of the swizzle's width, 8-row groups SBO apart.
 GmmaDescriptorFields k_major_row_fields(const Layout& tile, int element_bits, int swizzle_bits, const std::string& what) {
@@ -113,7 +99,7 @@ Tensor make_umma_smem_desc(const Tensor& src, OperandMajor major, const Tensor* 
   if (tile.rank() != 2 || !tile.is_static())
     throw dsl::UserError("SHAPE_MISMATCH", what + ": expected a static (MN, K) layout, got " + L::to_string(tile));
   const int bits = src.element()->bit_size();
-  const int swz = address_swizzle_bits(src, what);
+  const int swz = descriptor_swizzle_bits(src, what, "tcgen05.mma");
   const int64_t k_bits = L::size(tile, {1}).value() * bits;
   GmmaDescriptorFields f = k_bits == 256 || major != OperandMajor::K || swz == 0
                                ? gmma_descriptor_fields(tile, bits, swz, major, "descriptor")

@@ -130,6 +130,21 @@ uint64_t GmmaDescriptorFields::bits() const {
   return (uint64_t(lbo & 0x3FFF) << 16) | (uint64_t(sbo & 0x3FFF) << 32) | (uint64_t(layout_type) << 62);
 }
 
+int descriptor_swizzle_bits(const Tensor& t, const std::string& what, const char* instruction) {
+  if (!t.swizzle) return 0;
+  if (!t.swizzle_in_address)
+    throw dsl::UserError("INVALID_SMEM_LAYOUT",
+                         what + ": the swizzle must be on the pointer (get_tensor(layout.outer, swizzle=layout.inner) "
+                                "or recast_ptr(ptr, swizzle)), not in a composed layout; got " + to_string(t));
+  const L::Swizzle& s = *t.swizzle;
+  if (s.bits == 0) return 0;
+  if (s.base != 4 || s.shift != 3 || s.bits > 3)
+    throw dsl::UserError("INVALID_SMEM_LAYOUT", what + ": " + instruction +
+                                                    " reads swizzles S<1..3,4,3> (32, 64, 128 bytes), got " +
+                                                    L::to_string(s));
+  return s.bits;
+}
+
 uint64_t encode_gmma_descriptor(const GmmaDescriptorFields& f, uint64_t smem_address) {
   return f.bits() | ((smem_address >> 4) & 0x3FFF);
 }
@@ -225,21 +240,6 @@ bool is_wgmma_desc_operand(const MmaAtom& atom, MmaOperand which) {
 
 namespace {
 
-// The byte-address swizzle's bit count of an operand tensor (0 when none).
-int operand_swizzle_bits(const Tensor& t, const std::string& what) {
-  if (!t.swizzle) return 0;
-  if (!t.swizzle_in_address)
-    throw dsl::UserError("INVALID_SMEM_LAYOUT",
-                         what + ": the swizzle must be on the pointer (get_tensor(layout.outer, swizzle=layout.inner) "
-                                "or recast_ptr(ptr, swizzle)), not in a composed layout; got " + to_string(t));
-  const L::Swizzle& s = *t.swizzle;
-  if (s.bits == 0) return 0;
-  if (s.base != 4 || s.shift != 3 || s.bits > 3)
-    throw dsl::UserError("INVALID_SMEM_LAYOUT", what + ": wgmma reads swizzles S<1..3,4,3> (32, 64, 128 bytes), got " +
-                                                    L::to_string(s));
-  return s.bits;
-}
-
 const char* operand_name(MmaOperand w) { return w == MmaOperand::A ? "A" : "B"; }
 
 }  // namespace
@@ -266,7 +266,7 @@ Tensor make_wgmma_desc_fragment(const TiledMma& mma, MmaOperand w, const Tensor&
                                                std::to_string(mn) + ", " + std::to_string(atom.k) +
                                                ") tile; partition the tensor with this MMA first");
   OperandMajor major = w == MmaOperand::A ? atom.a_major : atom.b_major;
-  gmma_descriptor_fields(tile, want->width, operand_swizzle_bits(p, fn), major, operand_name(w));  // checks
+  gmma_descriptor_fields(tile, want->width, descriptor_swizzle_bits(p, fn, "wgmma"), major, operand_name(w));  // checks
   return make_descriptor_tensor(p, Layout(1, 0), tile);
 }
 
@@ -360,7 +360,7 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
     throw dsl::UserError("SHAPE_MISMATCH", std::string("gemm: operand ") + which + " " + to_string(t) +
                                                " must be one descriptor per atom call");
   GmmaDescriptorFields f = gmma_descriptor_fields(*t.desc_tile, want->width,
-                                                  operand_swizzle_bits(t, std::string("gemm: operand ") + which),
+                                                  descriptor_swizzle_bits(t, std::string("gemm: operand ") + which, "wgmma"),
                                                   major, which);
   ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()})->result();
   addr = b.binary(ir::OpCode::Shr, addr, b.const_int(ir::i64(), 4));

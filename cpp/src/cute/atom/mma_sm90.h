@@ -60,6 +60,10 @@ struct GmmaDescriptorFields {
 // a tile that is not one of the canonical layouts above (naming the operand), another swizzle.
 GmmaDescriptorFields gmma_descriptor_fields(const layout::Layout& tile, int element_bits, int swizzle_bits,
                                             OperandMajor major, const std::string& operand);
+// The bit count B of an operand tensor's byte-address swizzle S<B,4,3> (0 when none), the swizzles
+// a descriptor-reading MMA (`instruction`: "wgmma", "tcgen05.mma") accepts. Errors
+// (INVALID_SMEM_LAYOUT): a swizzle in a composed layout instead of on the pointer, another swizzle.
+int descriptor_swizzle_bits(const Tensor& t, const std::string& what, const char* instruction);
 // The 64-bit descriptor of the fields for the shared-memory byte address `smem_address`.
 uint64_t encode_gmma_descriptor(const GmmaDescriptorFields& f, uint64_t smem_address);
 
