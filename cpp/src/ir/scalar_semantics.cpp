@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <map>
 #include <stdexcept>
 
 #include "support/e8m0.h"
@@ -319,34 +318,6 @@ bool fast_math_base(const std::string& fn, std::string* base) {
   return false;
 }
 
-bool is_known_math_function(const std::string& fn, int* arity) {
-  static const std::map<std::string, int> table = {
-      {"exp", 1},   {"exp2", 1},  {"log", 1},   {"log2", 1},  {"log10", 1}, {"sqrt", 1},
-      {"rsqrt", 1}, {"sin", 1},   {"cos", 1},   {"tan", 1},   {"asin", 1},  {"acos", 1},
-      {"atan", 1},  {"sinh", 1},  {"cosh", 1},  {"tanh", 1},  {"erf", 1},   {"floor", 1},
-      {"ceil", 1},  {"round", 1}, {"trunc", 1}, {"fabs", 1},  {"atan2", 2}, {"pow", 2},
-      {"fmod", 2},  {"copysign", 2}, {"log1p", 1}, {"expm1", 1},
-      // PTX fast paths (cute.arch.rcp_approx / exp2): rcp.approx.ftz.f32, ex2.approx.ftz.f32. The
-      // emulator computes them exactly in f32 with subnormal inputs and results flushed to zero;
-      // the hardware is within 1-2 ulp of that.
-      {"rcp_approx", 1}, {"exp2_approx", 1},
-  };
-  DirectedRounding rounded;
-  if (parse_directed_rounding(fn, &rounded)) {
-    if (arity) *arity = rounded.arity();
-    return true;
-  }
-  auto it = table.find(fn);
-  if (it == table.end()) {
-    // "<fn>_fast": cute.math's fastmath variant of an f32 function (libdevice's __nv_fast_*).
-    std::string base;
-    if (!fast_math_base(fn, &base)) return false;
-    it = table.find(base);
-  }
-  if (arity) *arity = it->second;
-  return true;
-}
-
 namespace {
 // f32 subnormals become zero of the same sign (PTX .ftz).
 double flush_subnormal(double v) {
@@ -356,11 +327,21 @@ double flush_subnormal(double v) {
 }  // namespace
 
 namespace {
-// The functions of a MathFunction id, in this order (exp = 0).
-const char* const kMathNames[] = {"exp",  "exp2",  "log",   "log2",  "log10", "sqrt",     "rsqrt",      "sin",
-                                  "cos",  "tan",   "asin",  "acos",  "atan",  "sinh",     "cosh",       "tanh",
-                                  "erf",  "floor", "ceil",  "round", "trunc", "fabs",     "atan2",      "pow",
-                                  "fmod", "copysign", "log1p", "expm1", "rcp_approx", "exp2_approx"};
+// The functions of a MathFunction id, in this order (exp = 0), with their operand counts.
+struct MathName {
+  const char* name;
+  int arity;
+};
+const MathName kMathFunctions[] = {
+    {"exp", 1},   {"exp2", 1},  {"log", 1},   {"log2", 1},  {"log10", 1}, {"sqrt", 1},     {"rsqrt", 1},
+    {"sin", 1},   {"cos", 1},   {"tan", 1},   {"asin", 1},  {"acos", 1},  {"atan", 1},     {"sinh", 1},
+    {"cosh", 1},  {"tanh", 1},  {"erf", 1},   {"floor", 1}, {"ceil", 1},  {"round", 1},    {"trunc", 1},
+    {"fabs", 1},  {"atan2", 2}, {"pow", 2},   {"fmod", 2},  {"copysign", 2}, {"log1p", 1}, {"expm1", 1},
+    // PTX fast paths (cute.arch.rcp_approx / exp2): rcp.approx.ftz.f32, ex2.approx.ftz.f32. The
+    // emulator computes them exactly in f32 with subnormal inputs and results flushed to zero;
+    // the hardware is within 1-2 ulp of that.
+    {"rcp_approx", 1}, {"exp2_approx", 1},
+};
 }  // namespace
 
 bool resolve_math_function(const std::string& fn_name, MathFunction* out) {
@@ -374,13 +355,20 @@ bool resolve_math_function(const std::string& fn_name, MathFunction* out) {
   // (lg2.approx, ex2.approx, sin.approx) stay within a few ulp of it.
   std::string fn = fn_name;
   fast_math_base(fn_name, &fn);
-  for (int k = 0; k < int(sizeof(kMathNames) / sizeof(kMathNames[0])); ++k)
-    if (fn == kMathNames[k]) {
+  for (int k = 0; k < int(sizeof(kMathFunctions) / sizeof(kMathFunctions[0])); ++k)
+    if (fn == kMathFunctions[k].name) {
       f.id = k;
       *out = f;
       return true;
     }
   return false;
+}
+
+bool is_known_math_function(const std::string& fn, int* arity) {
+  MathFunction f;
+  if (!resolve_math_function(fn, &f)) return false;
+  if (arity) *arity = f.directed ? f.rounded.arity() : kMathFunctions[f.id].arity;
+  return true;
 }
 
 Scalar eval_math(const MathFunction& f, Type t, const Scalar* args, size_t nargs) {
