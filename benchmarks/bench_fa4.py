@@ -74,7 +74,10 @@ def main():
                                 warmup=25, rep=100, return_mode="median")
                 row = dict(d=d, s=s, b=b, h=h, causal=causal, err=float(err), fwd_compile=fwd_compile,
                            fwd=flops / t_fa / 1e9, fwd_ref=flops / t_sd / 1e9)
-                if not args.no_backward:
+                # FA4's own tests xfail this backward on SM90 ("d=64 + non-causal has invalid MMA
+                # tile config (m_block=80)"): its dQ MMA would be 32 rows, and wgmma has 64.
+                fa4_has_no_backward = torch.cuda.get_device_capability()[0] == 9 and d == 64 and not causal
+                if not args.no_backward and not fa4_has_no_backward:
                     n0 = len(compile_log)
                     torch.autograd.grad(out, (q, k, v), g, retain_graph=True)
                     row["bwd_compile"] = sum(compile_log[n0:])
@@ -93,7 +96,8 @@ def main():
           "| cold compile fwd / bwd s | rel err |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        bwd = (f"{r['bwd']:.0f} / {r['bwd_ref']:.0f} | {r['bwd'] / r['bwd_ref']:.0%}" if "bwd" in r else "- | -")
+        bwd = (f"{r['bwd']:.0f} / {r['bwd_ref']:.0f} | {r['bwd'] / r['bwd_ref']:.0%}" if "bwd" in r
+               else "- | -" if args.no_backward else "not in FA4 on SM90 | -")
         comp = f"{r['fwd_compile']:.2f} / {r.get('bwd_compile', 0):.2f}"
         print(f"| {r['d']} | {r['s']} | {'yes' if r['causal'] else 'no'} | {r['fwd']:.0f} / {r['fwd_ref']:.0f} "
               f"| {r['fwd'] / r['fwd_ref']:.0%} | {bwd} | {comp} | {r['err']:.1e} |")

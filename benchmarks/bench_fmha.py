@@ -4,7 +4,7 @@ process. Both are timed the same way: CUDA events around back-to-back launches, 
 several repeats. The kernel is driven as the example's run() drives it (its tensor layouts, its
 compile arguments), with the output checked against SDPA once before timing.
 
-    python benchmarks/bench_fmha.py --examples DIR      # DIR: a copy of ../shared/nvidia-examples
+    python benchmarks/bench_fmha.py --examples DIR [--only 1]   # DIR: a copy of ../shared/nvidia-examples
 
 FLOPs: 4 * b * h * s_q * s_k * d (QK^T and PV), halved for causal masks (s_q == s_k).
 """
@@ -94,10 +94,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--examples", required=True)
     p.add_argument("--quick", action="store_true", help="the first configuration only")
+    p.add_argument("--only", type=int, nargs="*", default=None, help="these CONFIGS indices only (e.g. 1: causal d128)")
     args = p.parse_args()
     fm = load_fmha(args.examples)
     rows = []
-    for b, s, h, d, causal, persistent in CONFIGS[:1] if args.quick else CONFIGS:
+    configs = CONFIGS[:1] if args.quick else CONFIGS
+    if args.only is not None:
+        configs = [CONFIGS[i] for i in args.only]
+    for b, s, h, d, causal, persistent in configs:
         r, msg = row(fm, b, s, h, d, causal, persistent)
         if r is None:
             print(f"skipped b{b} s{s} h{h} d{d}: {msg}")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """quack's kernels on OpenCuTe against torch, side by side in one run (issue 23).
 
-    python3 benchmarks/bench_quack.py --quack PATH [--memory] [--gemm] [--shapes ...]
+    python3 benchmarks/bench_quack.py --quack PATH [--memory] [--gemm] [--shapes ...] [--configs ...]
 
 --memory: quack's memory-bound forward kernels (rmsnorm, softmax, cross_entropy, layernorm) at
 reduction sizes 4k-32k, timed with triton's do_bench (median) against torch eager and
@@ -15,6 +15,7 @@ itself times cuBLAS (torch.matmul) in the same process. Its "Cute-DSL" line is O
 import argparse
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -84,33 +85,49 @@ def memory_bound(args):
         print(f"| {name} | {m} | {n} | {q:.0f} | {e:.0f} | {c:.0f} | {q / c:.0%} |")
 
 
-def gemm(args):
+def run_gemm_config(args, m, n, k, config):
+    """(OpenCuTe TFLOP/s or None, best cuBLAS TFLOP/s or None, cold compile seconds) of one run."""
     script = os.path.join(args.quack, "benchmarks", "benchmark_gemm_sm90.py")
+    cmd = [sys.executable, os.path.join(HERE, "library_compile_timer.py"), script,
+           "--mnkl", f"{m},{n},{k},1", "--iterations", "50", "--skip_ref_check", *config]
+    r = subprocess.run(cmd, capture_output=True, text=True, cwd=args.quack, timeout=300)
+    text = r.stdout + r.stderr
+    ours = re.search(r"Cute-DSL Average time: ([\d.]+) ms, TFLOPS: ([\d.]+)", text)
+    cublas = re.findall(r"CuBLAS Average time: ([\d.]+) ms, TFLOPS: ([\d.]+)", text)
+    compiles = [float(s) for s in re.findall(r"COMPILE_S ([\d.]+)", text)]
+    if not ours or not cublas:
+        print(f"{m}x{n}x{k} {' '.join(config)}: no result (rc {r.returncode})\n{text[-1500:]}", flush=True)
+        return None, None, compiles
+    return float(ours.group(2)), max(float(tf) for _, tf in cublas), compiles
+
+
+def gemm(args):
+    """Each shape under each configuration (as quack's autotuner would try them); the row keeps
+    the best configuration against the best cuBLAS time of all the runs of that shape."""
+    configs = [shlex.split(c) for c in args.configs] if args.configs else [args.gemm_args]
     rows = []
     for (m, n, k) in args.shapes:
-        cmd = [sys.executable, os.path.join(HERE, "library_compile_timer.py"), script,
-               "--mnkl", f"{m},{n},{k},1", "--iterations", "50", "--skip_ref_check", *args.gemm_args]
-        r = subprocess.run(cmd, capture_output=True, text=True, cwd=args.quack, timeout=300)
-        text = r.stdout + r.stderr
-        ours = re.search(r"Cute-DSL Average time: ([\d.]+) ms, TFLOPS: ([\d.]+)", text)
-        cublas = re.findall(r"CuBLAS Average time: ([\d.]+) ms, TFLOPS: ([\d.]+)", text)
-        compiles = [float(s) for s in re.findall(r"COMPILE_S ([\d.]+)", text)]
-        if not ours or not cublas:
-            print(f"{m}x{n}x{k}: no result (rc {r.returncode})\n{text[-1500:]}", flush=True)
-            rows.append((m, n, k, None, None, compiles))
+        results = []
+        for config in configs:
+            ours, ref, compiles = run_gemm_config(args, m, n, k, config)
+            print(f"{m}x{n}x{k} [{' '.join(config)}]: OpenCuTe {ours} TFLOP/s, cuBLAS {ref}, compile {compiles}",
+                  flush=True)
+            results.append((ours, ref, compiles, " ".join(config)))
+        refs = [r for _, r, _, _ in results if r is not None]
+        done = [x for x in results if x[0] is not None]
+        if not done:
+            rows.append((m, n, k, None, None, [], ""))
             continue
-        best_cublas = max(float(tf) for _, tf in cublas)
-        rows.append((m, n, k, float(ours.group(2)), best_cublas, compiles))
-        print(f"{m}x{n}x{k}: OpenCuTe {ours.group(2)} TFLOP/s, cuBLAS {best_cublas:.1f}, "
-              f"compile {compiles}", flush=True)
-    print("\n| M | N | K | quack on OpenCuTe TFLOP/s | cuBLAS TFLOP/s | ratio | cold compile s |")
-    print("|---|---|---|---|---|---|---|")
-    for m, n, k, ours, ref, compiles in rows:
+        ours, _, compiles, config = max(done, key=lambda x: x[0])
+        rows.append((m, n, k, ours, max(refs), compiles, config))
+    print("\n| M | N | K | quack on OpenCuTe TFLOP/s | cuBLAS TFLOP/s | ratio | cold compile s | configuration |")
+    print("|---|---|---|---|---|---|---|---|")
+    for m, n, k, ours, ref, compiles, config in rows:
         c = ", ".join(f"{s:.2f}" for s in compiles) or "-"
         if ours is None:
-            print(f"| {m} | {n} | {k} | failed | | | {c} |")
+            print(f"| {m} | {n} | {k} | failed | | | {c} | |")
         else:
-            print(f"| {m} | {n} | {k} | {ours:.1f} | {ref:.1f} | {ours / ref:.0%} | {c} |")
+            print(f"| {m} | {n} | {k} | {ours:.1f} | {ref:.1f} | {ours / ref:.0%} | {c} | {config or 'default'} |")
 
 
 def main():
@@ -122,6 +139,9 @@ def main():
     p.add_argument("--n-values", type=int, nargs="*", default=[4096, 8192, 16384, 32768])
     p.add_argument("--elements", type=int, default=32768 * 8192, help="M = elements // N")
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK shapes for --gemm")
+    p.add_argument("--configs", nargs="*", default=None,
+                   help="benchmark_gemm_sm90.py options per configuration, each one quoted string; "
+                        "every shape runs under each and keeps the fastest")
     p.add_argument("--gemm-args", nargs=argparse.REMAINDER, default=[],
                    help="passed on to benchmark_gemm_sm90.py (last option)")
     args = p.parse_args()

@@ -364,7 +364,8 @@ def _manager_host(mode):
                                               TILE)
         _, tma_b = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), b,
                                                cute.make_layout(TILE, stride=(tk, 1)), TILE)
-        kernel(atom, b, tma_b, slots, out).launch(grid=(3, 3, 1), block=(64, 1, 1))
+        kernel(atom, b, tma_b, slots, out).launch(grid=(cute.ceil_div(cute.size(b, mode=[0]), tm),
+                                                 cute.ceil_div(cute.size(b, mode=[1]), tk), 1), block=(64, 1, 1))
 
     return host
 
@@ -374,6 +375,32 @@ def test_tensormap_manager_re_points_a_descriptor(mode):
     a, b, slots, out = _inputs()
     cute.compile(_manager_host(mode), a, b, slots, out, options=CPU)(a, b, slots, out)
     np.testing.assert_array_equal(out, _padded(b))
+
+
+def _static(x):
+    from cutlass.cute.runtime import from_dlpack
+    return from_dlpack(x, assumed_align=16)
+
+
+@pytest.mark.parametrize("target", ["cpu", "ptx"])
+def test_an_atom_folded_from_a_static_tensor_re_points_at_a_tensor_that_folds_the_same_way(target):
+    # a's (8, 32):(32, 1) tile is the whole tensor, so the atom reads it as one 256-element
+    # dimension; c (24, 32):(32, 1) is contiguous the same way: one dimension of 768.
+    a, _, slots, out = _inputs()
+    c = _aligned(np.arange(24 * 32, dtype=np.float32).reshape(24, 32) * 5 - 3)
+    out = np.full((24, 32), -1, np.float32)
+    args = (_static(a), _static(c), slots, out)
+    cute.compile(_manager_host("GMEM"), *args, options=f"--target {target} --gpu-arch sm_90a")(*args)
+    np.testing.assert_array_equal(out, c)
+
+
+def test_re_pointing_a_folded_atom_at_a_tensor_that_does_not_fold_the_same_way_is_refused():
+    # Folded from a's (8, 32):(32, 1), the tensor map has no second stride to re-point: b's rows
+    # of 72 would be read 32 apart.
+    a, b, slots, out = _inputs()
+    with pytest.raises(cutlass.DSLRuntimeError, match="reads leaves 1 and 0 as one dimension") as e:
+        cute.compile(_manager_host("GMEM"), _static(a), _static(b), slots, out, options=CPU)
+    assert "test_tma_descriptor_update.py" in str(e.value) and "mark_layout_dynamic" in str(e.value)
 
 
 def test_a_pointer_rebuilt_from_an_argument_s_address_is_still_bounds_checked():
@@ -403,9 +430,11 @@ def torch():
 
 
 def _gpu(torch, x):
+    """x on the GPU, with a dynamic layout as numpy arrays get on the CPU (an atom made from a
+    static contiguous tensor folds its modes into one dimension: see the folded-atom tests)."""
     from cutlass.cute.runtime import from_dlpack
     d = torch.from_numpy(np.ascontiguousarray(x)).cuda()
-    return d, from_dlpack(d, assumed_align=16)
+    return d, from_dlpack(d, assumed_align=16).mark_layout_dynamic()
 
 
 @pytest.mark.gpu

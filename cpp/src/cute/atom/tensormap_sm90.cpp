@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "dsl/dtype.h"
 #include "dsl/mbarrier.h"
 #include "dsl/tracer.h"
+#include "layout/print.h"
 
 namespace opencute::cute {
 namespace L = layout;
@@ -40,6 +42,31 @@ ir::Value* slot_operand(const dsl::Num& p, const std::string& what) {
                               "aligned to " + std::to_string(v->type->align) + " bytes only; make it with "
                               "assumed_align=128");
   return v;
+}
+
+// make_tiled_tma_atom folded part j of dimension k into the dimension because, in the atom's
+// tensor, the leaf before it was whole (a static extent the box covered) and the part continued
+// it contiguously. A tensor map keeps no trace of the fold, so the new tensor must fold the same
+// way, provably at trace time; otherwise its tiles would be read through the old tensor's strides.
+void check_merge_holds(const TmaAtom& a, int k, int j, const std::vector<L::IntTuple>& leaf_shape,
+                       const std::vector<L::IntTuple>& leaf_stride, const L::Int& base_stride, const std::string& what) {
+  const int part = a.part_leaf[k][j];
+  const int before = j == 0 ? a.gmode[k] : a.part_leaf[k][j - 1];
+  const int64_t whole = j == 0 ? a.part_scale[k][0] : a.part_scale[k][j] / a.part_scale[k][j - 1];
+  const L::IntTuple& extent = leaf_shape[size_t(before)];
+  const L::IntTuple& stride = leaf_stride[size_t(part)];
+  const bool holds = extent.is_int() && extent.as_int().is_static_value(whole) && stride.is_int() &&
+                     stride.as_int().is_static() && base_stride.is_static() &&
+                     stride.as_int().value() == base_stride.value() * a.part_scale[k][j];
+  if (holds) return;
+  fail("TMA_LAYOUT", what + ": the atom's tensor map reads leaves " + std::to_string(before) + " and " +
+                         std::to_string(part) + " as one dimension (in the atom's tensor, leaf " + std::to_string(before) +
+                         " had the static extent " + std::to_string(whole) + " and leaf " + std::to_string(part) +
+                         " continued it, its stride " + std::to_string(a.part_scale[k][j]) + " times leaf " +
+                         std::to_string(a.gmode[k]) + "'s); the new tensor has extent " + L::to_string(extent) +
+                         " at leaf " + std::to_string(before) + " and stride " + L::to_string(stride) + " at leaf " +
+                         std::to_string(part) + ". Make the atom from a tensor with a dynamic layout "
+                         "(mark_layout_dynamic) to re-point it at tensors of other shapes");
 }
 
 }  // namespace
@@ -125,6 +152,7 @@ void update_tma_descriptor(const TmaAtom& a, const Tensor& new_tensor, const dsl
       if (size_t(a.part_leaf[k][j]) >= leaf_shape.size() || !leaf_shape[size_t(a.part_leaf[k][j])].is_int())
         fail("TMA_LAYOUT", what + ": the new tensor lacks leaf " + std::to_string(a.part_leaf[k][j]) +
                                " of the atom's merged dimension " + std::to_string(k));
+      check_merge_holds(a, k, j, leaf_shape, leaf_stride, gd.as_int(), what);
       extent = extent + (leaf_shape[size_t(a.part_leaf[k][j])].as_int() - L::Int(1)) * L::Int(a.part_scale[k][j]);
     }
     if (k == 0 && a.recast > 1) extent = extent / L::Int(a.recast);  // map elements (internal_type)
