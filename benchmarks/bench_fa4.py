@@ -26,6 +26,7 @@ def main():
     p.add_argument("--seqlens", type=int, nargs="*", default=[1024, 2048, 4096, 8192, 16384])
     p.add_argument("--tokens", type=int, default=16384)
     p.add_argument("--no-backward", action="store_true")
+    p.add_argument("--host-time", action="store_true", help="also time the host side of a forward call")
     args = p.parse_args()
 
     import torch
@@ -73,7 +74,16 @@ def main():
                 t_sd = do_bench(lambda: F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal),
                                 warmup=25, rep=100, return_mode="median")
                 row = dict(d=d, s=s, b=b, h=h, causal=causal, err=float(err), fwd_compile=fwd_compile,
-                           fwd=flops / t_fa / 1e9, fwd_ref=flops / t_sd / 1e9)
+                           fwd=flops / t_fa / 1e9, fwd_ref=flops / t_sd / 1e9, fwd_us=t_fa * 1e3)
+                if args.host_time:
+                    # Host time per forward call, FA4's Python interface and our call path together,
+                    # with the queue kept full: above the GPU time, the forward is host-bound.
+                    torch.cuda.synchronize()
+                    start = time.perf_counter()
+                    for _ in range(50):
+                        flash_attn_func(q, k, v, causal=causal)
+                    row["fwd_host_us"] = (time.perf_counter() - start) / 50 * 1e6
+                    torch.cuda.synchronize()
                 # FA4's own tests xfail this backward on SM90 ("d=64 + non-causal has invalid MMA
                 # tile config (m_block=80)"): its dQ MMA would be 32 rows, and wgmma has 64.
                 fa4_has_no_backward = torch.cuda.get_device_capability()[0] == 9 and d == 64 and not causal
