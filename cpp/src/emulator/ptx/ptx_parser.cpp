@@ -8,6 +8,7 @@
 // operand forms (registers, special registers, immediates including 0f/0d floats, [addresses],
 // {vectors}, `_` sinks, labels and symbols). Anything else is a PtxError naming the line.
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -21,7 +22,24 @@ struct Stmt {
   enum Kind { Plain, Open, Close, Label } kind = Plain;
   std::string text;
   int line = 0;
+  UserLine user;  // the OpenCuTe source line of the inline asm it comes from, if marked
 };
+
+// OpenCuTe's lowering starts some inline asm with `// opencute-loc <line> <file>`
+// (target/nvvm/lower_sm100.cpp); libNVVM brackets each inline asm with `// begin inline asm` and
+// `// end inline asm`, so the mark holds until the end of its asm.
+void read_comment(const std::string& comment, UserLine* user) {
+  static const std::string mark = "// opencute-loc ";
+  if (comment.rfind(mark, 0) == 0) {
+    const size_t sp = comment.find(' ', mark.size());
+    if (sp == std::string::npos) return;
+    user->line = std::atoi(comment.c_str() + mark.size());
+    user->file = comment.substr(sp + 1);
+    while (!user->file.empty() && std::isspace(static_cast<unsigned char>(user->file.back()))) user->file.pop_back();
+  } else if (comment.find("inline asm") != std::string::npos) {
+    *user = UserLine{};
+  }
+}
 
 std::string trim(const std::string& s) {
   size_t b = 0, e = s.size();
@@ -47,9 +65,10 @@ std::vector<Stmt> split_statements(const std::string& src) {
   std::vector<Stmt> out;
   std::string buf;
   int line = 1, buf_line = 0, depth = 0;
+  UserLine user;
   auto flush = [&](Stmt::Kind kind) {
     std::string t = trim(buf);
-    if (!t.empty() || kind != Stmt::Plain) out.push_back(Stmt{kind, t, buf_line ? buf_line : line});
+    if (!t.empty() || kind != Stmt::Plain) out.push_back(Stmt{kind, t, buf_line ? buf_line : line, user});
     buf.clear();
     buf_line = 0;
   };
@@ -65,7 +84,9 @@ std::vector<Stmt> split_statements(const std::string& src) {
       ++line;
     }
     if (c == '/' && i + 1 < src.size() && src[i + 1] == '/') {
+      const size_t start = i;
       while (i + 1 < src.size() && src[i + 1] != '\n') ++i;  // the newline is read next
+      read_comment(src.substr(start, i + 1 - start), &user);
       buf += ' ';
       continue;
     }
@@ -595,6 +616,7 @@ void Parser::kernel_statement(const Stmt& s) {
   if (w[0][0] == '.') fail(s.line, "unsupported directive '" + s.text + "' in a function");
   Inst inst;
   inst.line = s.line;
+  inst.user = s.user;
   inst.text = s.text;
   std::string rest = s.text;
   if (rest[0] == '@') {
