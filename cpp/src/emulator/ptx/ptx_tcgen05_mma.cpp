@@ -262,7 +262,9 @@ struct Runner {
     const std::vector<Cta*> ctas = group_ctas(group);
     const int rows = 128, ncols = N / group, per = K / scale_vec;
     const uint32_t sfa = uint32_t(is.ops[4]), sfb = uint32_t(is.ops[5]);
-    if (sfa >> 16 || sfb >> 16) fail("the SFA / SFB addresses name a lane; scale factors start at lane 0");
+    // Bits 30-31 of an 8-bit tensor-memory pointer hold the byte of the column (CuTe's
+    // convention); the descriptor's scale-factor IDs name it to the MMA.
+    if ((sfa >> 16) & 0x3fff || (sfb >> 16) & 0x3fff) fail("the SFA / SFB addresses name a lane; scale factors start at lane 0");
     // Another thread's tcgen05.cp of these columns not yet committed may still be writing them.
     const uint32_t sfa_end = (sfa & 0xffff) + 4, sfb_end = (sfb & 0xffff) + uint32_t((N + 31) / 32);
     for (Cta& holder : t.cl.ctas)
