@@ -1,7 +1,8 @@
 // tcgen05 tensor-core operations (sm_100a): tcgen05.mma (kind::f16, ::tf32, ::f8f6f4 with 8-bit
-// inputs, ::i8; cta_group::1 and ::2; A from a shared-memory descriptor or from tensor memory; the
-// enable-input-d predicate), tcgen05.cp (shared -> tensor memory) and tcgen05.commit (an arrival
-// on an mbarrier, or on the mbarrier at the same offset of each CTA a multicast mask names).
+// inputs, ::i8; the block-scaled ::mxf8f6f4 (8-bit inputs), ::mxf4 and ::mxf4nvf4; cta_group::1
+// and ::2; A from a shared-memory descriptor or from tensor memory; the enable-input-d predicate),
+// tcgen05.cp (shared -> tensor memory) and tcgen05.commit (an arrival on an mbarrier, or on the
+// mbarrier at the same offset of each CTA a multicast mask names).
 //
 // Written from the PTX ISA (tcgen05 "Instruction descriptor", "Shared memory descriptor",
 // "Matrix fragments / data path layouts", tcgen05.mma, tcgen05.commit, tcgen05.cp), independently
