@@ -406,15 +406,18 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       if (!e.empty()) fail(e);
       const int nf = K / per;  // factors per row
       // A copy by another warp must be known complete (one warp's copies and MMAs run in order).
-      for (int w2 = 0; w2 < 2; ++w2) {
-        const ScaleFactors& s = w2 ? sb : sa;
-        const uint32_t end = s.column + s.extent(w2 ? N : m_cta, nf);
-        if (const MmaCompletion::InFlight* cp = w.cluster->mma_completion.copying(cta.w->rank, s.column, end, w.rank, warp.index))
-          fail(std::string(w2 ? "SFB" : "SFA") + " is read from tensor-memory columns [" + std::to_string(s.column) + ", " +
-               std::to_string(end) + ") while the tcgen05.cp" + (cp->op && cp->op->line ? " at line " + std::to_string(cp->op->line) : "") +
-               " (warp " + std::to_string(cp->issuer_warp) + ") that writes them may still be running: the MMA's warp " +
-               std::to_string(warp.index) + " did not issue it and no wait has seen it complete (tcgen05.commit it to an "
-               "mbarrier and wait on that, or issue the copy from the MMA's thread)");
+      for (int is_b = 0; is_b < 2; ++is_b) {
+        const ScaleFactors& s = is_b ? sb : sa;
+        const uint32_t end = s.column + s.extent(is_b ? N : m_cta, nf);
+        const MmaCompletion::InFlight* cp =
+            w.cluster->mma_completion.copying(cta.w->rank, s.column, end, w.rank, warp.index);
+        if (!cp) continue;
+        fail(std::string(is_b ? "SFB" : "SFA") + " is read from tensor-memory columns [" + std::to_string(s.column) +
+             ", " + std::to_string(end) + ") while the tcgen05.cp" +
+             (cp->op && cp->op->line ? " at line " + std::to_string(cp->op->line) : "") + " (warp " +
+             std::to_string(cp->issuer_warp) + ") that writes them may still be running: the MMA's warp " +
+             std::to_string(warp.index) + " did not issue it and no wait has seen it complete (tcgen05.commit it to "
+             "an mbarrier and wait on that, or issue the copy from the MMA's thread)");
       }
       // The factor's byte, from a cell a tcgen05.cp / st wrote since the allocation.
       auto factor = [&](const ScaleFactors& s, bool b, int sp, int r, int f) {

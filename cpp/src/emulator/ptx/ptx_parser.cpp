@@ -25,8 +25,15 @@ struct Stmt {
   UserLine user;  // the OpenCuTe source line of the inline asm it comes from, if marked
 };
 
-// OpenCuTe's lowering starts some inline asm with `// opencute-loc <line> <file>`
-// (target/nvvm/lower_sm100.cpp); libNVVM brackets each inline asm with `// begin inline asm` and
+std::string trim(const std::string& s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return s.substr(b, e - b);
+}
+
+// OpenCuTe's lowering starts some inline asm with `// opencute-loc <line> <file>` (the file's
+// unusual bytes as %XX; target/nvvm/lower_sm100.cpp); libNVVM brackets each inline asm with `// begin inline asm` and
 // `// end inline asm`, so the mark holds until the end of its asm.
 void read_comment(const std::string& comment, UserLine* user) {
   static const std::string mark = "// opencute-loc ";
@@ -34,18 +41,20 @@ void read_comment(const std::string& comment, UserLine* user) {
     const size_t sp = comment.find(' ', mark.size());
     if (sp == std::string::npos) return;
     user->line = std::atoi(comment.c_str() + mark.size());
-    user->file = comment.substr(sp + 1);
-    while (!user->file.empty() && std::isspace(static_cast<unsigned char>(user->file.back()))) user->file.pop_back();
+    user->file.clear();
+    std::string f = trim(comment.substr(sp + 1));
+    for (size_t k = 0; k < f.size(); ++k) {  // %XX: a byte the lowering escaped
+      if (f[k] == '%' && k + 2 < f.size() && std::isxdigit(static_cast<unsigned char>(f[k + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(f[k + 2]))) {
+        user->file += char(std::stoi(f.substr(k + 1, 2), nullptr, 16));
+        k += 2;
+      } else {
+        user->file += f[k];
+      }
+    }
   } else if (comment.find("inline asm") != std::string::npos) {
     *user = UserLine{};
   }
-}
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
 }
 
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.' || c == '%'; }

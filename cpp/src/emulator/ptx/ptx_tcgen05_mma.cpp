@@ -242,8 +242,10 @@ struct Runner {
       if (fp4 && code == 1) return E2M1;
       if (!fp4 && code == 0) return E4M3;
       if (!fp4 && code == 1) return E5M2;
-      if (!fp4 && code >= 3 && code <= 5) fail(std::string("the 6- and 4-bit ") + which + " types of kind::mxf8f6f4 are not supported");
-      fail(std::string("instruction descriptor ") + which + " type " + std::to_string(code) + " is not valid for this kind");
+      if (!fp4 && code >= 3 && code <= 5)
+        fail(std::string("the 6- and 4-bit ") + which + " types of kind::mxf8f6f4 are not supported");
+      fail(std::string("instruction descriptor ") + which + " type " + std::to_string(code) +
+           " is not valid for this kind");
     };
     const Input ta = input(bits(7, 3), "A"), tb = input(bits(10, 3), "B");
     const bool negate_a = bits(13, 1), negate_b = bits(14, 1), mn_major_a = bits(15, 1), mn_major_b = bits(16, 1);
@@ -265,7 +267,8 @@ struct Runner {
     const uint32_t sfa = uint32_t(is.ops[4]), sfb = uint32_t(is.ops[5]);
     // Bits 30-31 of an 8-bit tensor-memory pointer hold the byte of the column (CuTe's
     // convention); the descriptor's scale-factor IDs name it to the MMA.
-    if ((sfa >> 16) & 0x3fff || (sfb >> 16) & 0x3fff) fail("the SFA / SFB addresses name a lane; scale factors start at lane 0");
+    if ((sfa >> 16) & 0x3fff || (sfb >> 16) & 0x3fff)
+      fail("the SFA / SFB addresses name a lane; scale factors start at lane 0");
     // Another thread's tcgen05.cp of these columns not yet committed may still be writing them.
     const uint32_t sfa_end = (sfa & 0xffff) + 4, sfb_end = (sfb & 0xffff) + uint32_t((N + 31) / 32);
     for (Cta& holder : t.cl.ctas)
@@ -304,7 +307,8 @@ struct Runner {
         const uint8_t byte = *smem(c, operand_address(d, false, mn, k / 2, 1), 1, which);
         return e2m1_value(uint32_t(byte >> (4 * (k % 2))) & 0xf);
       }
-      return double(fp8_value(*smem(c, operand_address(d, mn_major, mn, k, 1), 1, which), in == E4M3 ? PType::E4M3 : PType::E5M2));
+      const uint8_t byte = *smem(c, operand_address(d, mn_major, mn, k, 1), 1, which);
+      return double(fp8_value(byte, in == E4M3 ? PType::E4M3 : PType::E5M2));
     };
     const SmemDescriptor da = decode_smem_descriptor(is.ops[1], "A", failer());
     const SmemDescriptor db = decode_smem_descriptor(is.ops[2], "B", failer());
@@ -315,19 +319,21 @@ struct Runner {
     const bool accumulate = is.ops[6] & 1;
     const uint32_t dtaddr = uint32_t(is.ops[0]), dlane0 = dtaddr >> 16, dcol0 = dtaddr & 0xffff;
     const double sa = negate_a ? -1.0 : 1.0, sb = negate_b ? -1.0 : 1.0;
-    std::vector<double> a(static_cast<size_t>(K)), scale_b(size_t(N) * size_t(K / per));
+    const int nf = K / per;  // factors per row of A / column of B
+    std::vector<double> a(static_cast<size_t>(K)), scale_b(size_t(N) * size_t(nf));
     for (int g = 0; g < group; ++g) {
       Cta& c = *ctas[size_t(g)];
       // Each CTA reads all of B's factors from its own tensor memory.
       for (int m = 0; m < rows; ++m) {
         if (m % 32 == 0)
           for (int n = 0; n < N; ++n)
-            for (int j = 0; j < K / per; ++j) scale_b[size_t(n) * size_t(K / per) + size_t(j)] = factor(c, true, m / 32, n, j);
-        for (int k = 0; k < K; ++k) a[size_t(k)] = sa * element(c, da, mn_major_a, ta, m, k, "A") * factor(c, false, 0, m, k / per);
+            for (int j = 0; j < nf; ++j) scale_b[size_t(n) * size_t(nf) + size_t(j)] = factor(c, true, m / 32, n, j);
+        for (int k = 0; k < K; ++k)
+          a[size_t(k)] = sa * element(c, da, mn_major_a, ta, m, k, "A") * factor(c, false, 0, m, k / per);
         for (int n = 0; n < N; ++n) {
           double acc = 0;
           for (int k = 0; k < K; ++k)
-            acc += a[size_t(k)] * sb * B[size_t(n) * size_t(K) + size_t(k)] * scale_b[size_t(n) * size_t(K / per) + size_t(k / per)];
+            acc += a[size_t(k)] * sb * B[size_t(n) * size_t(K) + size_t(k)] * scale_b[size_t(n) * size_t(nf) + size_t(k / per)];
           uint32_t lane, col;
           d_cell(group, rows, N, m, n, &lane, &col);
           uint32_t& cell = tmem(c, dlane0 + lane, dcol0 + col, "D");

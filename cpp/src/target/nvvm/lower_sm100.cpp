@@ -28,16 +28,16 @@ std::string shared_address(KernelLowering& k, const Op& op, const ir::Value* ptr
 
 // The user's line as a PTX comment that the PTX executor reads (ptx_parser.cpp), so that its
 // reports of a tcgen05 instruction name the kernel's source line as the emulator's do; ptxas
-// ignores it. Escaped for an LLVM string and an asm template ($ is an operand there).
+// ignores it. The file's bytes other than printable ASCII, and those an LLVM string or an asm
+// template would read (" \ $) or the escape itself (%), are written %XX.
 std::string user_line_comment(const Op& op) {
   if (!op.line || op.file.empty()) return "";
   std::string s = "// opencute-loc " + std::to_string(op.line) + " ";
-  for (char c : op.file) {
-    if (c == '"') s += "\\22";
-    else if (c == '\\') s += "\\5C";
-    else if (c == '$') s += "$$";
-    else if (c == '\n' || c == '\r') s += '?';
-    else s += c;
+  static const char* const hex = "0123456789ABCDEF";
+  for (char ch : op.file) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '$' || c == '%') s += {'%', hex[c >> 4], hex[c & 15]};
+    else s += ch;
   }
   return s + "\\0A\\09";
 }
