@@ -49,6 +49,7 @@ def _on_the_ptx_executor(monkeypatch, target="ptx"):
     monkeypatch.setattr(interface, "_get_device_capability", lambda *a, **kw: 10)  # the backward asks it
     # The compile caches' keys do not name the target.
     monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})
+    monkeypatch.setattr(interface._flash_attn_fwd_combine, "compile_cache", {})
     for name in ("compile_cache_pre", "compile_cache", "compile_cache_post"):
         monkeypatch.setattr(interface._flash_attn_bwd, name, {})
     return interface
@@ -82,6 +83,74 @@ def test_fa4_sm100_forward_on_the_ptx_executor(monkeypatch, causal, seqlen_q, se
     assert "tcgen05.mma.cta_group::1.kind::f16" in compiled.__ptx__
 
 
+def _per_sequence(q, k, v, causal, starts_q, starts_k, lens_q, lens_k):
+    """_attention_and_lse of each sequence of a batch given by its rows' starts and lengths in
+    (total, heads, d) tensors: outputs in q's rows, LSEs in (heads, total)."""
+    out, lse = torch.zeros(q.shape[0], q.shape[1], v.shape[-1]), torch.zeros(q.shape[1], q.shape[0])
+    for sq, sk, nq, nk in zip(starts_q, starts_k, lens_q, lens_k):
+        o, l = _attention_and_lse(q[None, sq:sq + nq], k[None, sk:sk + nk], v[None, sk:sk + nk], causal)
+        out[sq:sq + nq], lse[:, sq:sq + nq] = o[0], l[0]
+    return out, lse
+
+
+@pytest.mark.parametrize("causal,heads,num_splits", [(False, 2, 1), (True, 4, 1), (True, 4, 3)])
+def test_fa4_sm100_varlen_forward_on_the_ptx_executor(monkeypatch, causal, heads, num_splits):
+    """Sequences of 100 and 160 queries against 130 and 200 keys (600 and 400 for three KV
+    splits, which FA4's combine kernel merges) packed along one (total, heads, d) dimension by
+    cu_seqlens_q / cu_seqlens_k; with four Q heads on two K / V heads FA4 packs the heads into a
+    tile's rows."""
+    lens_q, lens_k = (100, 160), ((130, 200) if num_splits == 1 else (600, 400))
+    cu_q, cu_k = (torch.tensor([0, n[0], n[0] + n[1]], dtype=torch.int32) for n in (lens_q, lens_k))
+    gen = torch.Generator().manual_seed(heads + causal + num_splits)
+    q = torch.randn(sum(lens_q), heads, 128, dtype=torch.bfloat16, generator=gen)
+    k, v = (torch.randn(sum(lens_k), 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(
+            q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k),
+            causal=causal, num_splits=num_splits, _compute_capability=10, return_lse=True)
+    ref_out, ref_lse = _per_sequence(q, k, v, causal, cu_q[:-1], cu_k[:-1], lens_q, lens_k)
+    _close(out, ref_out, 2e-2)
+    _close(lse, ref_lse, 5e-3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fa4_sm100_seqused_forward_on_the_ptx_executor(monkeypatch, causal):
+    """Two batches of 192 queries and 256 keys of which seqused_q / seqused_k say how many are
+    used (150 / 180 and 64 / 250): the rows past a batch's queries are left alone."""
+    gen = torch.Generator().manual_seed(int(causal))
+    q = torch.randn(2, 192, 2, 128, dtype=torch.bfloat16, generator=gen)
+    k, v = (torch.randn(2, 256, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    used_q, used_k = torch.tensor([150, 64], dtype=torch.int32), torch.tensor([180, 250], dtype=torch.int32)
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, seqused_q=used_q, seqused_k=used_k, causal=causal,
+                                             _compute_capability=10, return_lse=True)
+    for b, (nq, nk) in enumerate(zip(used_q.tolist(), used_k.tolist())):
+        ref_out, ref_lse = _attention_and_lse(q[b:b + 1, :nq], k[b:b + 1, :nk], v[b:b + 1, :nk], causal)
+        _close(out[b, :nq], ref_out[0], 2e-2)
+        _close(lse[b, :, :nq], ref_lse[0], 5e-3)
+
+
+@pytest.mark.parametrize("causal,seqlen_q,seqlen_k,num_splits", [(False, 128, 384, 2), (True, 512, 512, 4)])
+def test_fa4_sm100_split_kv_forward_on_the_ptx_executor(monkeypatch, causal, seqlen_q, seqlen_k, num_splits):
+    """The keys split among CTAs (num_splits): each writes a float32 partial output and LSE,
+    FA4's combine kernel (FlashAttentionForwardCombine) merges them. With causal masking, four
+    splits of four key blocks and two 256-query tiles, the first tile's last two splits have no
+    keys: their LSEs are -inf."""
+    gen = torch.Generator().manual_seed(seqlen_q + num_splits)
+    q = torch.randn(1, seqlen_q, 2, 128, dtype=torch.bfloat16, generator=gen)
+    k, v = (torch.randn(1, seqlen_k, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, num_splits=num_splits,
+                                             _compute_capability=10, return_lse=True)
+    ref_out, ref_lse = _attention_and_lse(q, k, v, causal)
+    _close(out, ref_out, 2e-2)
+    _close(lse, ref_lse, 5e-3)
+    assert len(interface._flash_attn_fwd_combine.compile_cache) == 1
+
+
 @pytest.mark.parametrize("causal,seqlen", [(False, 256), (True, 300)])
 def test_fa4_sm100_backward_on_the_ptx_executor(monkeypatch, causal, seqlen):
     """FA4's SM100 backward (its preprocess, the tcgen05 kernel, whose dQ accumulates into global
@@ -103,7 +172,8 @@ def test_fa4_sm100_backward_on_the_ptx_executor(monkeypatch, causal, seqlen):
 
 
 def test_fa4_sm100_kernels_link_to_sm100a_cubins(monkeypatch):
-    """The forward's and the backward's kernels, lowered and linked by nvJitLink for sm_100a
+    """The forward's (plain, and varlen with KV splits), the split combine's and the backward's
+    kernels, lowered and linked by nvJitLink for sm_100a
     (OPENCUTE_EMULATOR_LINK_CUBIN makes a rejected link an error). Compiled for the IR emulator,
     which then refuses to run their inline PTX: each call stops after its kernel compiled."""
     toolchain.require_cubin()
@@ -116,7 +186,16 @@ def test_fa4_sm100_kernels_link_to_sm100a_cubins(monkeypatch):
         interface._flash_attn_fwd(q, k, v, _compute_capability=10, return_lse=True)
     with _OnCpu(), pytest.raises(RuntimeError, match="uses inline PTX"):
         interface._flash_attn_bwd(q, k, v, out, out, lse)
-    kernels = [*interface._flash_attn_fwd.compile_cache.values(), *interface._flash_attn_bwd.compile_cache.values()]
-    assert len(kernels) == 2
+    # The varlen forward with KV splits, and the combine kernel that merges the splits.
+    cu_seqlens = torch.tensor([0, 128], dtype=torch.int32)
+    with _OnCpu(), pytest.raises(RuntimeError, match="uses inline PTX"):
+        interface._flash_attn_fwd(q[0], k[0], v[0], cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens,
+                                  num_splits=2, _compute_capability=10, return_lse=True)
+    out_partial, lse_partial = torch.zeros(2, 1, 128, 1, 128), torch.zeros(2, 1, 1, 128).transpose(-1, -2)
+    with _OnCpu(), pytest.raises(RuntimeError, match="uses inline PTX"):
+        interface._flash_attn_fwd_combine(out_partial, lse_partial, out, lse.transpose(-1, -2))
+    kernels = [*interface._flash_attn_fwd.compile_cache.values(), *interface._flash_attn_bwd.compile_cache.values(),
+               *interface._flash_attn_fwd_combine.compile_cache.values()]
+    assert len(kernels) == 4
     for compiled in kernels:
         assert compiled.__cubin__[:4] == b"\x7fELF"
