@@ -171,6 +171,44 @@ def test_fa4_sm100_backward_on_the_ptx_executor(monkeypatch, causal, seqlen):
     assert "tcgen05.mma.cta_group::1.kind::f16" in compiled.__ptx__
 
 
+class _TorchAllocatingOnTheCpu:
+    """FA4's interface module's `torch`, whose zeros(..., device="cuda") (the deterministic
+    backward's semaphores) allocate in host memory."""
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    def zeros(self, *shape, device=None, **kwargs):
+        return torch.zeros(*shape, **kwargs)
+
+
+@pytest.mark.parametrize("causal,seqlen,cluster_size,deterministic", [
+    (False, 256, 2, False), (True, 384, 2, False), (True, 384, 1, True)])
+def test_fa4_sm100_backward_variants_on_the_ptx_executor(monkeypatch, causal, seqlen, cluster_size, deterministic):
+    """The SM100 backward's other configurations, against torch autograd: clusters of two CTAs
+    along the key blocks (FlashAttentionBackwardSm100's cluster_size=2, which FA4's front end
+    does not pick yet: here forced), whose Q and dO tiles one TMA multicasts to both CTAs; and
+    the deterministic backward, whose CTAs add their dQ / dK / dV in a fixed order, ordered by
+    semaphores in global memory. One batch of two heads, head dim 128."""
+    gen = torch.Generator().manual_seed(seqlen + causal + cluster_size)
+    q, k, v, dout = (torch.randn(1, seqlen, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(4))
+    interface = _on_the_ptx_executor(monkeypatch)
+    backward_class = interface.FlashAttentionBackwardSm100
+    monkeypatch.setattr(interface, "FlashAttentionBackwardSm100",
+                        lambda *a, **kw: backward_class(*a, **{**kw, "cluster_size": cluster_size}))
+    monkeypatch.setattr(interface, "torch", _TorchAllocatingOnTheCpu())
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=10, return_lse=True)
+        dq, dk, dv = interface._flash_attn_bwd(q, k, v, out, dout, lse, causal=causal, deterministic=deterministic)
+    qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+    ref_out, _ = _attention_and_lse(qf, kf, vf, causal)
+    ref_out.backward(dout.float())
+    for got, ref in ((dq, qf.grad), (dk, kf.grad), (dv, vf.grad)):
+        _close(got, ref, 1e-2 * max(1.0, ref.abs().max().item()))
+    (compiled,) = interface._flash_attn_bwd.compile_cache.values()
+    assert ("multicast::cluster" in compiled.__ptx__) == (cluster_size == 2)
+
+
 def test_fa4_sm100_kernels_link_to_sm100a_cubins(monkeypatch):
     """The forward's (plain, and varlen with KV splits), the split combine's and the backward's
     kernels, lowered and linked by nvJitLink for sm_100a
