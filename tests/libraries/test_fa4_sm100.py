@@ -25,18 +25,30 @@ def _keep_cute_compile():
     cute.compile = saved
 
 
-def _attention_and_lse(q, k, v, causal):
+def _attention_and_lse(q, k, v, causal, window=(None, None), sink=None):
     """Softmax(Q K^T / sqrt(d)) V and the rows' log-sum-exp, in float32; causal masks align the
-    last query with the last key (FA4's convention); with fewer K / V heads than Q heads (GQA) each
-    K / V head serves consecutive Q heads."""
+    last query with the last key (FA4's convention), as does a local window of (left, right)
+    keys about a query's diagonal (None: unbounded); a learnable sink adds one logit per head to
+    each row's softmax, with no value; with fewer K / V heads than Q heads (GQA) each K / V head
+    serves consecutive Q heads."""
     sq, sk = q.shape[1], k.shape[1]
     k, v = (x.repeat_interleave(q.shape[2] // k.shape[2], dim=2) for x in (k, v))
     scores = torch.einsum("bqhd,bkhd->bhqk", q.float(), k.float()) * q.shape[-1] ** -0.5
+    diagonal, keys = torch.arange(sq)[:, None] + (sk - sq), torch.arange(sk)[None, :]
+    left, right = window
     if causal:
-        rows = torch.arange(sq)[:, None] + (sk - sq)
-        scores = scores.masked_fill(torch.arange(sk)[None, :] > rows, float("-inf"))
-    out = torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, -1), v.float())
-    return out, torch.logsumexp(scores, -1)
+        right = 0
+    if right is not None:
+        scores = scores.masked_fill(keys > diagonal + right, float("-inf"))
+    if left is not None:
+        scores = scores.masked_fill(keys < diagonal - left, float("-inf"))
+    if sink is not None:
+        sink_logits = sink.float()[None, :, None, None].expand(*scores.shape[:3], 1)
+        lse = torch.logsumexp(torch.cat([scores, sink_logits], -1), -1)
+    else:
+        lse = torch.logsumexp(scores, -1)
+    out = torch.einsum("bhqk,bkhd->bqhd", torch.exp(scores - lse[..., None]), v.float())
+    return out, lse
 
 
 def _on_the_ptx_executor(monkeypatch, target="ptx"):
@@ -180,6 +192,30 @@ class _TorchAllocatingOnTheCpu:
 
     def zeros(self, *shape, device=None, **kwargs):
         return torch.zeros(*shape, **kwargs)
+
+
+@pytest.mark.parametrize("causal,window,sink,heads,num_splits", [
+    (False, (100, 20), False, 2, 1), (False, (64, 0), True, 2, 1), (True, (None, None), True, 4, 1),
+    (True, (None, None), True, 2, 3)])
+def test_fa4_sm100_local_and_sink_forward_on_the_ptx_executor(monkeypatch, causal, window, sink, heads, num_splits):
+    """A sliding window of (left, right) keys about each query's diagonal (FA4's is_local:
+    key blocks outside every row's window are skipped, the rest masked), and learnable sinks
+    (one bfloat16 logit per Q head in each row's softmax): alone, under a window, with packed
+    GQA heads (each row reads its own head's sink) and with three KV splits (only the first
+    split adds the sink). 256 queries, 384 keys (128 queries with splits)."""
+    seqlen_q = 256 if num_splits == 1 else 128
+    gen = torch.Generator().manual_seed(heads + num_splits + sink)
+    q = torch.randn(1, seqlen_q, heads, 128, dtype=torch.bfloat16, generator=gen)
+    k, v = (torch.randn(1, 384, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    sinks = torch.randn(heads, generator=gen).to(torch.bfloat16) if sink else None
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, window_size_left=window[0],
+                                             window_size_right=window[1], learnable_sink=sinks,
+                                             num_splits=num_splits, _compute_capability=10, return_lse=True)
+    ref_out, ref_lse = _attention_and_lse(q, k, v, causal, window, sinks)
+    _close(out, ref_out, 2e-2)
+    _close(lse, ref_lse, 5e-3)
 
 
 @pytest.mark.parametrize("causal,seqlen,cluster_size,deterministic", [
