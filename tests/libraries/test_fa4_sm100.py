@@ -183,6 +183,30 @@ def test_fa4_sm100_backward_on_the_ptx_executor(monkeypatch, causal, seqlen):
     assert "tcgen05.mma.cta_group::1.kind::f16" in compiled.__ptx__
 
 
+@pytest.mark.parametrize("causal,heads", [(False, 2), (True, 4)])
+def test_fa4_sm100_varlen_backward_on_the_ptx_executor(monkeypatch, causal, heads):
+    """The backward of sequences of 100 and 160 queries against 130 and 200 keys packed by
+    cu_seqlens_q / cu_seqlens_k (its preprocess, postprocess and dQ accumulator in the packed
+    layout), after the varlen forward, against torch autograd per sequence; four Q heads share
+    two K / V heads in the causal case (dK / dV sum over the heads of a group)."""
+    lens_q, lens_k = (100, 160), (130, 200)
+    cu_q, cu_k = (torch.tensor([0, n[0], n[0] + n[1]], dtype=torch.int32) for n in (lens_q, lens_k))
+    gen = torch.Generator().manual_seed(heads + causal)
+    q, dout = (torch.randn(sum(lens_q), heads, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    k, v = (torch.randn(sum(lens_k), 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    varlen = dict(cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, max_seqlen_q=max(lens_q), max_seqlen_k=max(lens_k))
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=10, return_lse=True, **varlen)
+        dq, dk, dv = interface._flash_attn_bwd(q, k, v, out, dout, lse, causal=causal, **varlen)
+    qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+    for sq, sk, nq, nk in zip(cu_q.tolist(), cu_k.tolist(), lens_q, lens_k):
+        ref_out, _ = _attention_and_lse(qf[None, sq:sq + nq], kf[None, sk:sk + nk], vf[None, sk:sk + nk], causal)
+        ref_out.backward(dout[None, sq:sq + nq].float())
+    for got, ref in ((dq, qf.grad), (dk, kf.grad), (dv, vf.grad)):
+        _close(got, ref, 1e-2 * max(1.0, ref.abs().max().item()))
+
+
 class _TorchAllocatingOnTheCpu:
     """FA4's interface module's `torch`, whose zeros(..., device="cuda") (the deterministic
     backward's semaphores) allocate in host memory."""
