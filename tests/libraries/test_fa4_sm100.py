@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("quack")
 pytest.importorskip("cuda.bindings.driver")
 
+import cutlass.cute as cute  # noqa: E402
 import toolchain  # noqa: E402
 from test_libraries import _OnCpu, _close, _fa4_interface  # noqa: E402
 
@@ -19,7 +20,6 @@ from test_libraries import _OnCpu, _close, _fa4_interface  # noqa: E402
 @pytest.fixture(autouse=True)
 def _keep_cute_compile():
     """FA4's package replaces cute.compile with its own function when imported: put OpenCuTe's back."""
-    import cutlass.cute as cute
     saved = cute.compile
     yield
     cute.compile = saved
@@ -240,6 +240,61 @@ def test_fa4_sm100_local_and_sink_forward_on_the_ptx_executor(monkeypatch, causa
     ref_out, ref_lse = _attention_and_lse(q, k, v, causal, window, sinks)
     _close(out, ref_out, 2e-2)
     _close(lse, ref_lse, 5e-3)
+
+
+@pytest.mark.parametrize("page_size", [128, 64])
+def test_fa4_sm100_paged_kv_forward_on_the_ptx_executor(monkeypatch, page_size):
+    """K / V in pages of a shared pool, each batch's pages named in shuffled order by a page
+    table: pages of 128 keys (one key block) load by TMA, smaller ones by FA4's non-TMA paged
+    path (cp.async gathers). Two batches of 128 queries and 256 keys."""
+    gen = torch.Generator().manual_seed(page_size)
+    pages_per_batch = 256 // page_size
+    q = torch.randn(2, 128, 2, 128, dtype=torch.bfloat16, generator=gen)
+    k_pages, v_pages = (torch.randn(2 * pages_per_batch + 1, page_size, 2, 128, dtype=torch.bfloat16, generator=gen)
+                        for _ in range(2))
+    page_table = torch.randperm(2 * pages_per_batch + 1, generator=gen)[:2 * pages_per_batch]
+    page_table = page_table.to(torch.int32).view(2, pages_per_batch).contiguous()
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k_pages, v_pages, page_table=page_table, _compute_capability=10,
+                                             return_lse=True)
+    k, v = (x[page_table.long()].reshape(2, 256, 2, 128) for x in (k_pages, v_pages))
+    ref_out, ref_lse = _attention_and_lse(q, k, v, False)
+    _close(out, ref_out, 2e-2)
+    _close(lse, ref_lse, 5e-3)
+
+
+@cute.jit
+def _doubled_scores(scores, batch, head, q_idx, kv_idx, seqlen_info, aux_tensors):
+    """A score_mod (FA4's signature): every score times two."""
+    return scores * cute.full_like(scores, 2)
+
+
+@cute.jit
+def _same_128_block(batch, head, q_idx, kv_idx, seqlen_info, aux_tensors):
+    """A mask_mod (FA4's signature): a query sees the keys of its own 128-row block."""
+    return (q_idx // cute.full_like(q_idx, 128)) == (kv_idx // cute.full_like(kv_idx, 128))
+
+
+@pytest.mark.parametrize("mod", ["score_mod", "mask_mod"])
+def test_fa4_sm100_score_and_mask_mods_on_the_ptx_executor(monkeypatch, mod):
+    """User functions traced into the forward's softmax: a score_mod applied to each tile of
+    scores (on index tensors of its rows and columns), and a mask_mod deciding which scores
+    survive (block-diagonal here, 128-row blocks of 256 queries and keys)."""
+    gen = torch.Generator().manual_seed(len(mod))
+    q, k, v = (torch.randn(1, 256, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(3))
+    interface = _on_the_ptx_executor(monkeypatch)
+    user_fn = _doubled_scores if mod == "score_mod" else _same_128_block
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, _compute_capability=10, return_lse=True, **{mod: user_fn})
+    scores = torch.einsum("bqhd,bkhd->bhqk", q.float(), k.float()) * 128 ** -0.5
+    if mod == "score_mod":
+        scores = scores * 2
+    else:
+        rows, keys = torch.arange(256)[:, None], torch.arange(256)[None, :]
+        scores = scores.masked_fill(rows // 128 != keys // 128, float("-inf"))
+    _close(out, torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, -1), v.float()), 2e-2)
+    _close(lse, torch.logsumexp(scores, -1), 5e-3)
 
 
 @pytest.mark.parametrize("causal,seqlen,cluster_size,deterministic", [
