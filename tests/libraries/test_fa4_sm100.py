@@ -297,6 +297,13 @@ def test_fa4_sm100_score_and_mask_mods_on_the_ptx_executor(monkeypatch, mod):
     _close(lse, torch.logsumexp(scores, -1), 5e-3)
 
 
+def _force_backward_cluster_size(monkeypatch, interface, cluster_size):
+    """FA4's front end builds FlashAttentionBackwardSm100 with cluster_size=1: override it."""
+    backward_class = interface.FlashAttentionBackwardSm100
+    monkeypatch.setattr(interface, "FlashAttentionBackwardSm100",
+                        lambda *a, **kw: backward_class(*a, **{**kw, "cluster_size": cluster_size}))
+
+
 @pytest.mark.parametrize("causal,seqlen,cluster_size,deterministic", [
     (False, 256, 2, False), (True, 384, 2, False), (True, 384, 1, True)])
 def test_fa4_sm100_backward_variants_on_the_ptx_executor(monkeypatch, causal, seqlen, cluster_size, deterministic):
@@ -308,9 +315,7 @@ def test_fa4_sm100_backward_variants_on_the_ptx_executor(monkeypatch, causal, se
     gen = torch.Generator().manual_seed(seqlen + causal + cluster_size)
     q, k, v, dout = (torch.randn(1, seqlen, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(4))
     interface = _on_the_ptx_executor(monkeypatch)
-    backward_class = interface.FlashAttentionBackwardSm100
-    monkeypatch.setattr(interface, "FlashAttentionBackwardSm100",
-                        lambda *a, **kw: backward_class(*a, **{**kw, "cluster_size": cluster_size}))
+    _force_backward_cluster_size(monkeypatch, interface, cluster_size)
     monkeypatch.setattr(interface, "torch", _TorchAllocatingOnTheCpu())
     with _OnCpu():
         out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=10, return_lse=True)
@@ -326,7 +331,7 @@ def test_fa4_sm100_backward_variants_on_the_ptx_executor(monkeypatch, causal, se
 
 def test_fa4_sm100_kernels_link_to_sm100a_cubins(monkeypatch):
     """The forward's (plain, and varlen with KV splits), the split combine's and the backward's
-    kernels, lowered and linked by nvJitLink for sm_100a
+    (in one-CTA and two-CTA clusters) kernels, lowered and linked by nvJitLink for sm_100a
     (OPENCUTE_EMULATOR_LINK_CUBIN makes a rejected link an error). Compiled for the IR emulator,
     which then refuses to run their inline PTX: each call stops after its kernel compiled."""
     toolchain.require_cubin()
@@ -349,6 +354,12 @@ def test_fa4_sm100_kernels_link_to_sm100a_cubins(monkeypatch):
         interface._flash_attn_fwd_combine(out_partial, lse_partial, out, lse.transpose(-1, -2))
     kernels = [*interface._flash_attn_fwd.compile_cache.values(), *interface._flash_attn_bwd.compile_cache.values(),
                *interface._flash_attn_fwd_combine.compile_cache.values()]
-    assert len(kernels) == 4
+    # The backward in clusters of two CTAs (its compile key does not name the cluster size).
+    interface._flash_attn_bwd.compile_cache.clear()
+    _force_backward_cluster_size(monkeypatch, interface, 2)
+    with _OnCpu(), pytest.raises(RuntimeError, match="uses inline PTX"):
+        interface._flash_attn_bwd(q, k, v, out, out, lse)
+    kernels += interface._flash_attn_bwd.compile_cache.values()
+    assert len(kernels) == 5
     for compiled in kernels:
         assert compiled.__cubin__[:4] == b"\x7fELF"
