@@ -207,6 +207,30 @@ def test_fa4_sm100_varlen_backward_on_the_ptx_executor(monkeypatch, causal, head
         _close(got, ref, 1e-2 * max(1.0, ref.abs().max().item()))
 
 
+def test_fa4_sm100_seqused_backward_on_the_ptx_executor(monkeypatch):
+    """The backward of two batches of 192 queries and 256 keys of which seqused_q / seqused_k
+    use 150 / 180 and 64 / 250, after the forward with the same, against torch autograd on the
+    used rows (causal)."""
+    gen = torch.Generator().manual_seed(3)
+    q, dout = (torch.randn(2, 192, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    k, v = (torch.randn(2, 256, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    used_q, used_k = torch.tensor([150, 64], dtype=torch.int32), torch.tensor([180, 250], dtype=torch.int32)
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, seqused_q=used_q, seqused_k=used_k, causal=True,
+                                             _compute_capability=10, return_lse=True)
+        dq, dk, dv = interface._flash_attn_bwd(q, k, v, out, dout, lse, causal=True, seqused_q=used_q,
+                                               seqused_k=used_k)
+    qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+    used = list(zip(used_q.tolist(), used_k.tolist()))
+    for b, (nq, nk) in enumerate(used):
+        ref_out, _ = _attention_and_lse(qf[b:b + 1, :nq], kf[b:b + 1, :nk], vf[b:b + 1, :nk], True)
+        ref_out.backward(dout[b:b + 1, :nq].float())
+    for b, (nq, nk) in enumerate(used):
+        for got, ref in ((dq[b, :nq], qf.grad[b, :nq]), (dk[b, :nk], kf.grad[b, :nk]), (dv[b, :nk], vf.grad[b, :nk])):
+            _close(got, ref, 1e-2 * max(1.0, ref.abs().max().item()))
+
+
 class _TorchAllocatingOnTheCpu:
     """FA4's interface module's `torch`, whose zeros(..., device="cuda") (the deterministic
     backward's semaphores) allocate in host memory."""
@@ -304,24 +328,29 @@ def _force_backward_cluster_size(monkeypatch, interface, cluster_size):
                         lambda *a, **kw: backward_class(*a, **{**kw, "cluster_size": cluster_size}))
 
 
-@pytest.mark.parametrize("causal,seqlen,cluster_size,deterministic", [
-    (False, 256, 2, False), (True, 384, 2, False), (True, 384, 1, True)])
-def test_fa4_sm100_backward_variants_on_the_ptx_executor(monkeypatch, causal, seqlen, cluster_size, deterministic):
+@pytest.mark.parametrize("causal,seqlen,cluster_size,deterministic,window", [
+    (False, 256, 2, False, (None, None)), (True, 384, 2, False, (None, None)), (True, 384, 1, True, (None, None)),
+    (False, 256, 1, False, (100, 20))])
+def test_fa4_sm100_backward_variants_on_the_ptx_executor(monkeypatch, causal, seqlen, cluster_size, deterministic,
+                                                         window):
     """The SM100 backward's other configurations, against torch autograd: clusters of two CTAs
     along the key blocks (FlashAttentionBackwardSm100's cluster_size=2, which FA4's front end
-    does not pick yet: here forced), whose Q and dO tiles one TMA multicasts to both CTAs; and
-    the deterministic backward, whose CTAs add their dQ / dK / dV in a fixed order, ordered by
-    semaphores in global memory. One batch of two heads, head dim 128."""
+    does not pick yet: here forced), whose Q and dO tiles one TMA multicasts to both CTAs; the
+    deterministic backward, whose CTAs add their dQ / dK / dV in a fixed order, ordered by
+    semaphores in global memory; a sliding window of (100, 20) keys. One batch of two heads,
+    head dim 128."""
     gen = torch.Generator().manual_seed(seqlen + causal + cluster_size)
     q, k, v, dout = (torch.randn(1, seqlen, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(4))
     interface = _on_the_ptx_executor(monkeypatch)
     _force_backward_cluster_size(monkeypatch, interface, cluster_size)
     monkeypatch.setattr(interface, "torch", _TorchAllocatingOnTheCpu())
     with _OnCpu():
-        out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=10, return_lse=True)
-        dq, dk, dv = interface._flash_attn_bwd(q, k, v, out, dout, lse, causal=causal, deterministic=deterministic)
+        out, lse = interface._flash_attn_fwd(q, k, v, causal=causal, window_size_left=window[0],
+                                             window_size_right=window[1], _compute_capability=10, return_lse=True)
+        dq, dk, dv = interface._flash_attn_bwd(q, k, v, out, dout, lse, causal=causal, window_size_left=window[0],
+                                               window_size_right=window[1], deterministic=deterministic)
     qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
-    ref_out, _ = _attention_and_lse(qf, kf, vf, causal)
+    ref_out, _ = _attention_and_lse(qf, kf, vf, causal, window)
     ref_out.backward(dout.float())
     for got, ref in ((dq, qf.grad), (dk, kf.grad), (dv, vf.grad)):
         _close(got, ref, 1e-2 * max(1.0, ref.abs().max().item()))

@@ -44,7 +44,8 @@ from .errors import DSLUserCodeError
 from .function_source import source_and_def
 from .region_names import (  # noqa: F401 - RT_NAME is this module's too
     RT_NAME, _assign_flag, _bound, _call, _changed_in_place, _declared, _funcdef, _is_call_to, _is_const_expr,
-    _items_stored, _lambda, _locate, _loop_exits, _mangle, _name, _params, _RegionNames, _rt, _span, _tuple, _walk_local)
+    _items_stored, _lambda, _locate, _loop_exits, _mangle, _name, _params, _RegionNames, _rt, _span, _tuple,
+    _walk_local)
 
 __all__ = ["preprocess", "transform_source", "RT_NAME"]
 
