@@ -328,6 +328,34 @@ def _force_backward_cluster_size(monkeypatch, interface, cluster_size):
                         lambda *a, **kw: backward_class(*a, **{**kw, "cluster_size": cluster_size}))
 
 
+@cute.jit
+def _keys_up_to_the_query(batch, head, q_idx, kv_idx, seqlen_info, aux_tensors):
+    """A mask_mod (FA4's signature): a query sees the keys at or before its own index."""
+    return q_idx >= kv_idx
+
+
+def test_fa4_sm100_block_sparse_forward_on_the_ptx_executor(monkeypatch):
+    """Block sparsity: for its one 128-query block, each head lists key block 2 as full (no
+    mask) and key block 0 as masked by a mask_mod; key block 1 is skipped. 384 keys, two heads."""
+    interface = _on_the_ptx_executor(monkeypatch)
+    from flash_attn.cute.block_sparsity import BlockSparseTensorsTorch
+    gen = torch.Generator().manual_seed(2)
+    q = torch.randn(1, 128, 2, 128, dtype=torch.bfloat16, generator=gen)
+    k, v = (torch.randn(1, 384, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(2))
+    one_block = torch.ones(1, 2, 1, dtype=torch.int32)
+    blocks = lambda first: torch.full((1, 2, 1, 3), first, dtype=torch.int32)  # noqa: E731 - one listed, 3 slots
+    sparse = BlockSparseTensorsTorch(mask_block_cnt=one_block, mask_block_idx=blocks(0), full_block_cnt=one_block,
+                                     full_block_idx=blocks(2), block_size=(128, 128))
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, mask_mod=_keys_up_to_the_query, block_sparse_tensors=sparse,
+                                             _compute_capability=10, return_lse=True)
+    scores = torch.einsum("bqhd,bkhd->bhqk", q.float(), k.float()) * 128 ** -0.5
+    rows, keys = torch.arange(128)[:, None], torch.arange(384)[None, :]
+    scores = scores.masked_fill(~(((keys < 128) & (keys <= rows)) | (keys >= 256)), float("-inf"))
+    _close(out, torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, -1), v.float()), 2e-2)
+    _close(lse, torch.logsumexp(scores, -1), 5e-3)
+
+
 @pytest.mark.parametrize("causal,seqlen,cluster_size,deterministic,window", [
     (False, 256, 2, False, (None, None)), (True, 384, 2, False, (None, None)), (True, 384, 1, True, (None, None)),
     (False, 256, 1, False, (100, 20))])
