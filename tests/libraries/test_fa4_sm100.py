@@ -329,6 +329,37 @@ def _force_backward_cluster_size(monkeypatch, interface, cluster_size):
 
 
 @cute.jit
+def _doubled_score_gradients(grad, scores, batch, head, q_idx, kv_idx, seqlen_info, aux_tensors):
+    """_doubled_scores' backward (FA4's score_mod_bwd signature): d(2s)/ds = 2."""
+    return grad * cute.full_like(grad, 2)
+
+
+@pytest.mark.parametrize("mod", ["score_mod", "mask_mod"])
+def test_fa4_sm100_backward_with_score_and_mask_mods_on_the_ptx_executor(monkeypatch, mod):
+    """The backward with the forward's user functions: a score_mod with its score_mod_bwd
+    (scores doubled) and a mask_mod (block-diagonal, 128-row blocks), against torch autograd
+    through the same modification. 256 queries and keys, two heads."""
+    gen = torch.Generator().manual_seed(4)
+    q, k, v, dout = (torch.randn(1, 256, 2, 128, dtype=torch.bfloat16, generator=gen) for _ in range(4))
+    fwd_mods = {"score_mod": _doubled_scores} if mod == "score_mod" else {"mask_mod": _same_128_block}
+    bwd_mods = {**fwd_mods, "score_mod_bwd": _doubled_score_gradients} if mod == "score_mod" else fwd_mods
+    interface = _on_the_ptx_executor(monkeypatch)
+    with _OnCpu():
+        out, lse = interface._flash_attn_fwd(q, k, v, _compute_capability=10, return_lse=True, **fwd_mods)
+        dq, dk, dv = interface._flash_attn_bwd(q, k, v, out, dout, lse, **bwd_mods)
+    qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
+    scores = torch.einsum("bqhd,bkhd->bhqk", qf, kf) * 128 ** -0.5
+    if mod == "score_mod":
+        scores = scores * 2
+    else:
+        rows, keys = torch.arange(256)[:, None], torch.arange(256)[None, :]
+        scores = scores.masked_fill(rows // 128 != keys // 128, float("-inf"))
+    torch.einsum("bhqk,bkhd->bqhd", torch.softmax(scores, -1), vf).backward(dout.float())
+    for got, ref in ((dq, qf.grad), (dk, kf.grad), (dv, vf.grad)):
+        _close(got, ref, 1e-2 * max(1.0, ref.abs().max().item()))
+
+
+@cute.jit
 def _keys_up_to_the_query(batch, head, q_idx, kv_idx, seqlen_info, aux_tensors):
     """A mask_mod (FA4's signature): a query sees the keys at or before its own index."""
     return q_idx >= kv_idx
