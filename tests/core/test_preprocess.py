@@ -77,17 +77,17 @@ class PyRT:
     def get_locals(self, d, names):
         return tuple(d.get(n, UNBOUND) for n in names)
 
-    def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None):
+    def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None, stored=None):
         if pred:
             return then_fn(*values)
         return values if else_fn is None else else_fn(*values)
 
-    def for_(self, iterable, body, names, values, loc, assigned=None):
+    def for_(self, iterable, body, names, values, loc, assigned=None, stored=None):
         for iv in iterable:
             values = body(iv, *values)
         return values
 
-    def while_(self, cond, body, names, values, loc, assigned=None):
+    def while_(self, cond, body, names, values, loc, assigned=None, stored=None):
         while cond(*values):
             values = body(*values)
         return values
@@ -133,15 +133,15 @@ class RecordingRT(PyRT):
         # (file, line); the assignment lines a region's loc also carries are tested on their own
         self.log.append((kind, tuple(names), tuple(loc[:2])))
 
-    def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None):
+    def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None, stored=None):
         self._rec("if", names, loc)
         return super().if_(pred, then_fn, else_fn, names, values, loc)
 
-    def for_(self, iterable, body, names, values, loc, assigned=None):
+    def for_(self, iterable, body, names, values, loc, assigned=None, stored=None):
         self._rec("for", names, loc)
         return super().for_(iterable, body, names, values, loc)
 
-    def while_(self, cond, body, names, values, loc, assigned=None):
+    def while_(self, cond, body, names, values, loc, assigned=None, stored=None):
         self._rec("while", names, loc)
         return super().while_(cond, body, names, values, loc)
 
@@ -575,6 +575,40 @@ def test_no_names_and_no_else():
     assert "__cute_dsl_rt__.for_(__cute_dsl_rt__.range(2), __body_2, ('lst',), " in src
 
 
+def test_names_whose_items_are_stored_come_last():
+    def fill(stats, state, c, n):
+        if c:
+            stats[0] = n
+            state.append(n)
+            k = n
+        for i in range(n):
+            stats[1] += i
+        return stats, state
+    rt = RecordingRT()
+    assert preprocess(fill, rt)([0, 0], [], True, 3) == fill([0, 0], [], True, 3)
+    # `stats[...] = ` and `stats[...] += ` store items of `stats`: after the assigned names and
+    # those changed by method calls, from `stored` on (the runtime carries the lists among them).
+    assert [e[:2] for e in rt.log if e[0] in ("if", "for")] == [("if", ("k", "state", "stats")), ("for", ("stats",))]
+    src = ast.unparse(pp.transform_source(inspect.getsource(fill), "f.py", 1))
+    assert "('k', 'state', 'stats'), " in src and "assigned=1, stored=2)" in src
+    assert "('stats',), " in src and "assigned=0, stored=0)" in src
+
+
+def test_min_and_max_passed_as_functions_are_redirected():
+    def reduce_with(a, b):
+        return [op(a, b) for op in (min, max)]
+
+    def shadowed(a, max=builtins.min):
+        op = max
+        return op(a, 3)
+    rt = RecordingRT()
+    assert preprocess(reduce_with, rt)(2, 5) == [2, 5]
+    assert kinds(rt) == ["min", "max"]
+    rt = RecordingRT()
+    assert preprocess(shadowed, rt)(5) == 3
+    assert kinds(rt) == []
+
+
 def _unparse(src, first=1):
     return ast.unparse(pp.transform_source(src, "f.py", first))
 
@@ -649,7 +683,7 @@ def test_get_locals_unbound_sentinel():
     seen = []
 
     class Spy(PyRT):
-        def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None):
+        def if_(self, pred, then_fn, else_fn, names, values, loc, assigned=None, stored=None):
             seen.append(dict(zip(names, values)))
             return super().if_(pred, then_fn, else_fn, names, values, loc)
 

@@ -201,7 +201,7 @@ def test_constant_integer_division_by_zero_in_a_kernel_is_not_a_trace_error():
 
 
 # ---- FlashAttention-4's helpers: tiled_mma.op, nvvm.fmax with three operands, ptr.toint(loc=, ip=),
-# llvm.inline_asm without a result ---------------------------------------------------------------
+# llvm.inline_asm without a result, ptr.max_alignment ------------------------------------------
 
 from cutlass.cute.nvgpu import warpgroup  # noqa: E402
 from cutlass._mlir.dialects import llvm, nvvm  # noqa: E402
@@ -264,6 +264,32 @@ def test_inline_asm_without_result_traces():
     f = cute.compile(void_asm_host, a, options="--target cpu")  # tracing takes res=None
     with pytest.raises(cutlass.DSLRuntimeError, match="uses inline PTX"):
         f(a)
+
+
+@cute.kernel
+def row_pointers_kernel(a: cute.Tensor, out: cute.Tensor):
+    i = cute.arch.thread_idx()[0]
+    # FA4's coord_offset_i64: a pointer re-made at a 64-bit offset, assuming the original's alignment.
+    offset = cutlass.Int64(i) * cute.size(a.stride[0]) * (a.element_type.width // 8)
+    ptr = cute.make_ptr(a.element_type, a.iterator.toint() + offset, a.memspace,
+                        assumed_align=a.iterator.max_alignment)
+    row = cute.make_tensor(ptr, cute.make_layout(4))
+    out[i] = row[0] + row[3]
+    out[4] = cutlass.Float32(a.iterator.max_alignment)
+
+
+@cute.jit
+def row_pointers_host(a: cute.Tensor, out: cute.Tensor):
+    row_pointers_kernel(a, out).launch(grid=(1, 1, 1), block=(4, 1, 1))
+
+
+def test_pointer_max_alignment_is_its_known_alignment():
+    from cutlass.cute.runtime import from_dlpack
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    out = np.zeros(5, np.float32)
+    args = from_dlpack(a, assumed_align=16), from_dlpack(out)
+    cute.compile(row_pointers_host, *args, options="--target cpu")(*args)
+    np.testing.assert_array_equal(out, [*(a[:, 0] + a[:, 3]), 16])
 
 
 # ---- the pipeline classes as libraries derive from them (quack's PipelineTmaCpAsync: a frozen

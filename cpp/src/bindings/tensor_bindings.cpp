@@ -150,6 +150,9 @@ void bind_tensors(nb::module_& root) {
       .def_prop_ro("dtype", [](const PointerValue& p) { return dtype_class(p.value->type->element); })
       .def_prop_ro("_memspace", [](const PointerValue& p) { return int(p.value->type->space); })
       .def_prop_ro("alignment", [](const PointerValue& p) { return p.value->type->align; })
+      // The alignment the address is known to have (FA4 re-makes offset pointers with it); a
+      // pointer's type records only that one.
+      .def_prop_ro("max_alignment", [](const PointerValue& p) { return p.value->type->align; })
       .def_prop_ro("_value", [](const PointerValue& p) { return Num::of_value(p.value); })
       .def_prop_ro("swizzle", [](const PointerValue& p) -> nb::object {
         if (!p.swizzle) return nb::none();

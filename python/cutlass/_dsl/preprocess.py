@@ -44,13 +44,17 @@ from .errors import DSLUserCodeError
 from .function_source import source_and_def
 from .region_names import (  # noqa: F401 - RT_NAME is this module's too
     RT_NAME, _assign_flag, _bound, _call, _changed_in_place, _declared, _funcdef, _is_call_to, _is_const_expr,
-    _lambda, _locate, _loop_exits, _mangle, _name, _params, _RegionNames, _rt, _span, _tuple, _walk_local)
+    _items_stored, _lambda, _locate, _loop_exits, _mangle, _name, _params, _RegionNames, _rt, _span, _tuple,
+    _walk_local)
 
 __all__ = ["preprocess", "transform_source", "RT_NAME"]
 
 _IV = "__cute_iv__"
 _OUTER = "__cute_outer__"
 _BUILTIN_CALLS = ("min", "max", "bool", "any", "all")
+# Builtins that also stand for the runtime's version where they are passed as functions, not
+# called (FA4's `warp_reduce(max_valid_idx, max)` applies `max` to dynamic numbers).
+_BUILTIN_FUNCTION_VALUES = ("min", "max")
 # Only ``annotations`` changes how our recompiled code behaves; other future flags are
 # either always on or not accepted by compile().
 _FUTURE_FLAGS = __future__.annotations.compiler_flag
@@ -171,12 +175,14 @@ class _Rewriter(ast.NodeTransformer):
 
     def _region_names(self, stmts, exclude=()):
         """(names a dynamic region assigns, sorted, then the local names whose objects it may
-        change in place (the runtime carries those that follow the value protocol); their
-        first binding nodes).  ``_`` is never carried: it is write-only by definition."""
+        change in place (the runtime carries those that follow the value protocol), then those
+        whose items it stores (the runtime carries those that are lists); their first binding
+        nodes).  ``_`` is never carried: it is write-only by definition."""
         bound = _bound(stmts)
         names = sorted(n for n in bound if n != "_" and n not in exclude)
         changed = (_changed_in_place(stmts) & self.locals) - set(names) - set(exclude) - {"_"}
-        return _RegionNames(names, sorted(changed)), bound
+        stored = (_items_stored(stmts) & self.locals) - set(names) - set(exclude) - {"_"}
+        return _RegionNames(names, sorted(changed - stored), sorted(stored)), bound
 
     def _check_assignable(self, bound):
         """Run after the region body was visited, so that a `global` statement inside
@@ -194,6 +200,8 @@ class _Rewriter(ast.NodeTransformer):
         keywords = []
         if getattr(names, "assigned", len(names)) != len(names):
             keywords = [ast.keyword(arg="assigned", value=ast.Constant(names.assigned))]
+        if getattr(names, "stored", len(names)) != len(names):
+            keywords.append(ast.keyword(arg="stored", value=ast.Constant(names.stored)))
         call = _call(_rt(op), leading_args + [self._strs(names), self._get_locals(names),
                                               self._loc(node, bound)], keywords)
         if names:
@@ -408,6 +416,8 @@ class _Rewriter(ast.NodeTransformer):
             raise self._error(node, "UNSUP_READ_UNDERSCORE",
                               "`_` is a placeholder for ignored values and cannot be read; "
                               "give the value a real name")
+        if isinstance(node.ctx, ast.Load) and node.id in _BUILTIN_FUNCTION_VALUES and node.id not in self.shadowed:
+            return _locate(_rt(node.id), _span(node))
         return node
 
     def _check_no_walrus(self, exprs, where):

@@ -129,11 +129,12 @@ def _mangle(name, cls):
 
 class _RegionNames(list):
     """The carried names of a region: the assigned ones, then (from `assigned` on) the ones
-    only changed in place."""
+    only changed in place, the last of them (from `stored` on) those whose items it stores."""
 
-    def __init__(self, assigned, changed):
-        super().__init__(list(assigned) + list(changed))
+    def __init__(self, assigned, changed, stored=()):
+        super().__init__(list(assigned) + list(changed) + list(stored))
         self.assigned = len(assigned)
+        self.stored = len(assigned) + len(changed)
 
 
 class _Bindings(ast.NodeVisitor):
@@ -216,6 +217,18 @@ def _changed_in_place(stmts):
             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
                 out.add(n.func.value.id)
             elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
+                out.add(n.value.id)
+    return out
+
+
+def _items_stored(stmts):
+    """Names whose items the statements store into (`stats[stage] = v`, `acc[i] += v`): a Python
+    list so changed holds values of the region (FA4's correction loop fills a list of each
+    stage's row statistics inside a dynamic `if`)."""
+    out = set()
+    for s in stmts:
+        for n in _walk_local(s):
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
                 out.add(n.value.id)
     return out
 

@@ -122,13 +122,17 @@ def _static_truth(pred):
     return builtins.bool(pred)
 
 
-def _in_place(init, assigned):
+def _in_place(init, assigned, stored=None):
     """Indices of the names only changed in place (from `assigned` on) whose values follow the
-    value protocol: they are carried like assigned names; other such names pass through."""
+    value protocol, and of the lists whose items are stored (from `stored` on): they are carried
+    like assigned names; other such names pass through."""
     if assigned is None:
         return set()
-    return {k for k in builtins.range(assigned, len(init))
-            if not _is_undef(init[k]) and isinstance(carry.structure_of(init[k]), carry.Protocol)}
+    out = {k for k in builtins.range(assigned, len(init))
+           if not _is_undef(init[k]) and isinstance(carry.structure_of(init[k]), carry.Protocol)}
+    if stored is not None:
+        out |= {k for k in builtins.range(stored, len(init)) if type(init[k]) is list}
+    return out
 
 
 def _clone(init, in_place):
@@ -158,7 +162,12 @@ def _write_back(outputs, init, in_place, python_state=None):
     frames = getattr(context.current(), "branch_write_backs", None)
     for k in in_place:
         new, obj = outputs[k], init[k]
-        if type(new) is type(obj) and hasattr(obj, "__dict__"):
+        if type(obj) is list and type(new) is list:
+            if frames and id(obj) not in frames[-1]:
+                frames[-1][id(obj)] = (obj, list(obj))
+            obj[:] = new
+            outputs[k] = obj
+        elif type(new) is type(obj) and hasattr(obj, "__dict__"):
             carry.keep_python_state(new, obj if python_state is None else python_state[k])
             if frames and id(obj) not in frames[-1]:
                 frames[-1][id(obj)] = (obj, dict(obj.__dict__))
@@ -188,18 +197,21 @@ class _BranchWriteBacks:
         changed = self.trace.branch_write_backs.pop()
         for key, (obj, before) in changed.items():
             if key not in self.own:
+                if type(obj) is list:
+                    obj[:] = before
+                    continue
                 obj.__dict__.clear()
                 obj.__dict__.update(before)
         return False
 
 
-def if_(pred, then_fn, else_fn, names, init, loc, assigned=None):
+def if_(pred, then_fn, else_fn, names, init, loc, assigned=None, stored=None):
     if not is_dynamic(pred):
         fn = then_fn if _static_truth(pred) else else_fn
         return init if fn is None else fn(*init)
     tr = context.tracer()
-    in_place = _in_place(init, assigned)
-    copied = _protocol_objects(init)
+    in_place = _in_place(init, assigned, stored)
+    copied = _protocol_objects(init) | in_place
     op = tr.if_begin(pred._n)
     smem = getattr(context.current(), "kernel_smem", None)
     merge_smem = smem is not None and smem.merge_branch_allocs
@@ -267,19 +279,19 @@ def _place(outputs, carried, values):
     return outputs
 
 
-def _entry_structures(init, assigned):
+def _entry_structures(init, assigned, stored=None):
     """(index, structure) of the loop-carried variables: those defined before the loop (of the
-    ones only changed in place, the protocol objects)."""
-    in_place = _in_place(init, assigned)
+    ones only changed in place, the protocol objects and the lists whose items are stored)."""
+    in_place = _in_place(init, assigned, stored)
     return [(k, carry.structure_of(v)) for k, v in enumerate(init)
             if not _is_undef(v) and (assigned is None or k < assigned or k in in_place)]
 
 
-def _loop_entry(init, carried, values, assigned):
+def _loop_entry(init, carried, values, assigned, stored=None):
     """The names as a loop's condition or body sees them: the carried ones rebuilt from the
     region's arguments; an object changed in place keeps its plain Python attributes."""
     entry = _place(list(init), carried, values)
-    for k in _in_place(init, assigned):
+    for k in _in_place(init, assigned, stored):
         entry[k] = carry.keep_python_state(entry[k], init[k])
     return entry
 
@@ -302,7 +314,7 @@ def _exit_structures(names, out, carried, loc):
     return joined, widened
 
 
-def _finish_loop(tr, op, names, init, out, carried, loc, assigned):
+def _finish_loop(tr, op, names, init, out, carried, loc, assigned, stored=None):
     vals = []
     for k, node in carried:
         vals.extend(carry.values_for(node, out[k]))
@@ -311,43 +323,43 @@ def _finish_loop(tr, op, names, init, out, carried, loc, assigned):
     results = tr.set_results(op, [v.ir_type for v in vals])
     outputs = [(_Undefined(name, loc) if _is_undef(init[k]) else init[k]) for k, name in enumerate(names)]
     _place(outputs, carried, results)
-    return tuple(_write_back(outputs, init, _in_place(init, assigned), python_state=out))
+    return tuple(_write_back(outputs, init, _in_place(init, assigned, stored), python_state=out))
 
 
-def for_(rng, body_fn, names, init, loc, assigned=None):
+def for_(rng, body_fn, names, init, loc, assigned=None, stored=None):
     if not isinstance(rng, DynamicRange):
         vals = tuple(init)
         for v in rng:
             vals = body_fn(v, *vals)
         return vals
     tr = context.tracer()
-    carried = _entry_structures(init, assigned)
+    carried = _entry_structures(init, assigned, stored)
     start, stop, step = (as_numeric(x) for x in (rng.start, rng.stop, rng.step))
     while True:
         op, iv, iters = tr.for_begin(start._n, stop._n, step._n, _entry_values(init, carried), rng.unroll)
         tr.enter_region(op, 0)
-        out = body_fn(wrap(iv), *_loop_entry(init, carried, iters, assigned))
+        out = body_fn(wrap(iv), *_loop_entry(init, carried, iters, assigned, stored))
         joined, widened = _exit_structures(names, out, carried, loc)
         if not widened:
-            return _finish_loop(tr, op, names, init, out, joined, loc, assigned)
+            return _finish_loop(tr, op, names, init, out, joined, loc, assigned, stored)
         tr.exit_to_parent(op)
         tr.erase_op(op)
         carried = joined
 
 
-def while_(cond_fn, body_fn, names, init, loc, assigned=None):
+def while_(cond_fn, body_fn, names, init, loc, assigned=None, stored=None):
     tr = context.tracer()
-    carried = _entry_structures(init, assigned)
+    carried = _entry_structures(init, assigned, stored)
     while True:
         op, before, after = tr.while_begin(_entry_values(init, carried))
         tr.enter_region(op, 0)
-        cond = cond_fn(*_loop_entry(init, carried, before, assigned))
+        cond = cond_fn(*_loop_entry(init, carried, before, assigned, stored))
         tr.condition(as_numeric(cond)._n, list(before))
         tr.enter_region(op, 1)
-        out = body_fn(*_loop_entry(init, carried, after, assigned))
+        out = body_fn(*_loop_entry(init, carried, after, assigned, stored))
         joined, widened = _exit_structures(names, out, carried, loc)
         if not widened:
-            return _finish_loop(tr, op, names, init, out, joined, loc, assigned)
+            return _finish_loop(tr, op, names, init, out, joined, loc, assigned, stored)
         tr.exit_to_parent(op)
         tr.erase_op(op)
         carried = joined
