@@ -76,12 +76,13 @@ def test_quack_sm100_gather_a(monkeypatch, varlen, tile, cluster):
 
 # ---- GemmDefaultSm100's epilogue: C, alpha and beta (floats or a tensor), biases, add to output ------
 
-@pytest.mark.parametrize("tile,cluster", CONFIGS)
+# quack's default SM100 configuration (gemm_interface.default_config): tile 256 x 256, cluster 2 x 1.
+@pytest.mark.parametrize("tile,cluster", CONFIGS + [pytest.param((256, 256), (2, 1), id="default-256x256")])
 def test_quack_sm100_gemm_with_c_alpha_beta(monkeypatch, tile, cluster):
     gemm = _launcher(monkeypatch, "gemm")
     g = torch.Generator().manual_seed(1)
-    A, B, C = _ints(g, 1, 256, 128), _ints(g, 1, 256, 128), _ints(g, 1, 256, 256)
-    D = torch.zeros(1, 256, 256, dtype=torch.bfloat16)
+    A, B, C = _ints(g, 1, 256, 128), _ints(g, 1, 512, 128), _ints(g, 1, 256, 512)
+    D = torch.zeros(1, 256, 512, dtype=torch.bfloat16)
     gemm(A, B, D, C, None, *tile, *cluster, alpha=0.5, beta=2.0)
     assert torch.equal(D.float(), 0.5 * _mm(A, B) + 2.0 * C.float())
 

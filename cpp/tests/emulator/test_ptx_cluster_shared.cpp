@@ -171,6 +171,28 @@ TEST(PtxClusterShared, StAsyncStoresIntoThePeerAndCompletesItsBarriersBytes) {
   }
 }
 
+TEST(PtxClusterShared, RedAsyncIsRefusedNotRunAsAPlainReduction) {
+  const char* text = R"(
+.version 8.1
+.target sm_90a
+.address_size 64
+.shared .align 8 .b8 bar[8];
+.visible .entry k()
+{
+	.reg .b32 	%r<3>;
+	mov.u32 	%r1, bar;
+	red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 	[%r1], 1, [%r1];
+	ret;
+}
+)";
+  try {
+    PtxExecutor ex(text);
+    FAIL() << "parsed";
+  } catch (const ExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not support 'red.async"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PtxClusterShared, AddressesCarryTheCtaRankAndReachThePeer) {
   PtxExecutor ex(kPeerKernel);
   std::vector<uint32_t> out(4 * 8, 0xdeadbeef);

@@ -152,6 +152,8 @@ void decode_atom(Inst& i) {
   i.i0 = atom_op_of(i);
   if (i.i0 < 0) unsupported(i, "no atomic operation");
   if (i.has_mod("v2") || i.has_mod("v4") || i.has_mod("v8")) unsupported(i, "vector atomics");
+  // red.async also completes bytes on a peer CTA's mbarrier: refused rather than run as a plain red.
+  if (i.has_mod("async")) unsupported(i, "red.async");
   i.space = space_of(i);
   i.type = last_type(i);
   i.run = run_atom;
