@@ -94,6 +94,20 @@ def test_quack_rmsnorm_layernorm(target, dtype, N):
     _close(out, rn.layernorm_ref(x, w, eps=1e-6), tol * 10)
 
 
+def test_quack_cluster_rmsnorm_on_the_ptx_executor(monkeypatch):
+    """N = 40K in fp32: two CTAs of a cluster share each row; their partial sums reach each other by
+    quack's st.async, whose bytes complete the peer's mbarrier."""
+    import toolchain
+    toolchain.require_libnvvm()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
+    monkeypatch.setenv("CUTE_DSL_ARCH", "sm_90a")
+    rn = _quack("rmsnorm")
+    x, w = torch.randn(2, 40 * 1024), torch.randn(40 * 1024)
+    out, rstd = torch.empty_like(x), torch.empty(2)
+    _run("cpu", lambda: _body(rn._rmsnorm_fwd)(x, w, out, None, rstd, None, None, None, 1e-6, False))
+    _close(out, rn.rmsnorm_ref(x, w, eps=1e-6), 1e-4)
+
+
 @pytest.mark.parametrize("target", TARGETS)
 def test_quack_rmsnorm_backward(target):
     rn = _quack("rmsnorm")

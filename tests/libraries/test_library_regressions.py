@@ -514,3 +514,65 @@ def test_a_tiled_copy_made_from_a_layout_tiler_keeps_it():
     every_other_row()
     assert seen["modes"] == ["4:2", "8:1"]
     assert seen["first"] == (2, 1)  # thread 5 is the tile's (1, 1) (column-major over 4 x 8): tensor row 2
+
+
+# ---- quack's SM100 GEMM (gather_A at 2 CTAs): the pair's odd CTA forwards its cp.async producers'
+# completion to the even CTA's full barrier with MbarrierArray.arrive_mbarrier (a plain arrival,
+# though the barrier is a TmaLoad one), and its pipeline's create calls pipeline_init_wait with no
+# pipeline_init_arrive before it (CUTLASS's pipeline_init_wait is a bare cluster wait, which goes
+# on when the thread has no arrival pending) ---------------------------------------------------------
+
+from cutlass import Int64  # noqa: E402
+
+
+@cute.kernel
+def peer_arrival_kernel(res: cute.Tensor):
+    bidx, _, _ = cute.arch.block_idx()
+    tidx, _, _ = cute.arch.thread_idx()
+    rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
+    pipeline.pipeline_init_wait(cluster_shape_mn=(2, 1))
+    mbar = cute.arch.alloc_smem(Int64, 1, alignment=8)
+    full = pipeline.MbarrierArray(mbar, 1, (pipeline.PipelineOp.TmaLoad,
+                                            pipeline.CooperativeGroup(pipeline.Agent.Thread, 2)), tx_count=64)
+    pipeline.pipeline_init_arrive(cluster_shape_mn=(2, 1), is_relaxed=True)
+    pipeline.pipeline_init_wait(cluster_shape_mn=(2, 1))
+    if tidx == 0:
+        full.arrive_mbarrier(0, dst_rank=rank & 0xFE)  # both CTAs of the pair, at the even one's barrier
+        if rank % 2 == 0:
+            full.wait(0, 0)  # two arrivals and no transaction bytes complete it
+            res[bidx] = 1
+    cute.arch.cluster_arrive()
+    cute.arch.cluster_wait()
+
+
+@cute.jit
+def peer_arrival_host(res: cute.Tensor):
+    peer_arrival_kernel(res).launch(grid=(4, 1, 1), block=(32, 1, 1), cluster=(2, 1, 1))
+
+
+def test_arrive_mbarrier_is_one_thread_arrival_at_the_peer_ctas_barrier():
+    res = np.full(4, -1, np.int32)
+    cute.compile(peer_arrival_host, res, options="--target cpu")(res)
+    np.testing.assert_array_equal(res, [1, -1, 1, -1])
+
+
+# ---- quack's SM100 epilogue with C: `copy_atom.op` of its smem store atom picks the matching load
+# (stmatrix -> ldmatrix), and cute.shape of its epilogue tile (a tile of layouts) sizes a stage -----
+
+def test_a_copy_atom_gives_back_its_operation():
+    from cutlass.cute.nvgpu import warp
+    st = cute.make_copy_atom(warp.StMatrix8x8x16bOp(transpose=True, num_matrices=4), cutlass.BFloat16)
+    assert isinstance(st.op, warp.StMatrix8x8x16bOp)
+    assert (st.op.transpose, st.op.num_matrices) == (True, 4)
+    ld = cute.make_copy_atom(warp.LdMatrix8x8x16bOp(num_matrices=2), cutlass.Float16)
+    assert isinstance(ld.op, warp.LdMatrix8x8x16bOp) and (ld.op.transpose, ld.op.num_matrices) == (False, 2)
+    assert isinstance(cute.make_copy_atom(cute.nvgpu.CopyUniversalOp(), cutlass.Float32).op,
+                      cute.nvgpu.CopyUniversalOp)
+
+
+def test_the_shape_of_a_tile_of_layouts_is_its_modes_shapes():
+    tile = (cute.make_layout(128), cute.make_layout((2, 16), stride=(1, 64)))
+    assert cute.shape(tile) == (128, (2, 16))
+    assert cute.size(cute.shape(tile)) == 128 * 32
+    assert cute.shape(tile, mode=[1]) == (2, 16)
+    assert cute.shape((4, (2, 3))) == (4, (2, 3))  # an IntTuple stays one

@@ -158,6 +158,15 @@ nb::object apply_tiler_op(nb::handle x, nb::handle tiler, const char* fn,
                         py_type_name(x)).c_str());
 }
 
+// A tuple with a Layout among its leaves is a tiler (a tile of layouts), not an IntTuple.
+bool holds_a_layout(nb::handle h) {
+  if (is_layout(h)) return true;
+  if (is_seq(h))
+    for (nb::handle e : h)
+      if (holds_a_layout(e)) return true;
+  return false;
+}
+
 void translate_layout_error(const std::exception_ptr& p, void*) {
   try {
     std::rethrow_exception(p);
@@ -385,6 +394,7 @@ void bind_layouts(nb::module_& root) {
     Scope scope;
     if (is_layout(x)) return to_py(L::shape(as_layout(x), to_mode(mode)));
     if (is_composed(x)) return to_py(L::shape(as_composed(x).outer, to_mode(mode)));
+    if (holds_a_layout(x)) return to_py(L::shape(to_tiler(x), to_mode(mode)));
     return to_py(L::get(to_tuple(x), to_mode(mode)));
   }, nb::arg("x"), nb::arg("mode") = nb::none());
   m.def("get", [](nb::handle x, nb::handle mode) -> nb::object {

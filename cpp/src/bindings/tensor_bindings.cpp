@@ -375,6 +375,8 @@ void bind_tensors(nb::module_& root) {
       .def_prop_ro("layout_src_tv", [](const cute::CopyAtom& a) { return py(a.layout_src_tv()); })
       .def_prop_ro("layout_dst_tv", [](const cute::CopyAtom& a) { return py(a.layout_dst_tv()); })
       .def_prop_ro("op_name", [](const cute::CopyAtom& a) { return a.op_name; })
+      .def_prop_ro("num_matrices", [](const cute::CopyAtom& a) { return a.num_matrices; })
+      .def_prop_ro("transpose", [](const cute::CopyAtom& a) { return a.transpose; })
       .def("__str__", [](const cute::CopyAtom& a) { return cute::to_string(a); })
       .def("__repr__", [](const cute::CopyAtom& a) { return cute::to_string(a); });
   m.def("make_copy_atom", [](const std::string& op, nb::handle dtype, int num_bits) {

@@ -173,6 +173,10 @@ Flow exec_cluster(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
         complete_cluster_barrier_if_done(cl);
         return Flow::Next;
       }
+      // A wait completes the phase its threads arrived in; threads with no arrival pending (none
+      // yet, or their last phase already waited for) have none to wait for and go on, as on the GPU
+      // (CUTLASS's pipeline_init_wait is a bare cluster_wait).
+      if ((warp.cluster_arrived & m) == 0) return Flow::Next;
       if ((warp.cluster_arrived & m) != m)
         fail_at(c, w, warp, __builtin_ctz(m & ~warp.cluster_arrived), i,
                 "cluster_wait by a thread that did not cluster_arrive first");

@@ -148,6 +148,19 @@ int rank(const IntTuple& t, const std::vector<int>& mode) { return get(t, mode).
 int rank(const Layout& l, const std::vector<int>& mode) { return get(l.shape, mode).rank(); }
 int depth(const Layout& l, const std::vector<int>& mode) { return depth(get(l.shape, mode)); }
 IntTuple shape(const Layout& l, const std::vector<int>& mode) { return get(l.shape, mode); }
+static IntTuple tiler_shape(const Tiler& t) {
+  switch (t.kind) {
+    case Tiler::Kind::Layout: return t.layout.shape;
+    case Tiler::Kind::Tuple: {
+      std::vector<IntTuple> modes;
+      for (const Tiler& m : t.modes) modes.push_back(tiler_shape(m));
+      return IntTuple(std::move(modes));
+    }
+    case Tiler::Kind::Underscore: break;
+  }
+  throw LayoutError("shape: the tiler " + to_string(t) + " has a mode `_`, which has no shape");
+}
+IntTuple shape(const Tiler& t, const std::vector<int>& mode) { return get(tiler_shape(t), mode); }
 Layout get(const Layout& l, const std::vector<int>& mode) {
   return Layout(get(l.shape, mode), get(l.stride, mode));
 }

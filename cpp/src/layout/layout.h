@@ -103,6 +103,9 @@ int rank(const IntTuple& t, const std::vector<int>& mode = {});
 int rank(const Layout& l, const std::vector<int>& mode = {});
 int depth(const Layout& l, const std::vector<int>& mode = {});
 IntTuple shape(const Layout& l, const std::vector<int>& mode = {});
+// A tiler's shape, mode by mode (CuTe's shape of a tuple of layouts): (128:1, (2,4):(1,2)) ->
+// (128, (2,4)); `_` has none.
+IntTuple shape(const Tiler& t, const std::vector<int>& mode = {});
 Layout get(const Layout& l, const std::vector<int>& mode);
 Layout select(const Layout& l, const std::vector<int>& modes);
 Layout group_modes(const Layout& l, int begin, int end);

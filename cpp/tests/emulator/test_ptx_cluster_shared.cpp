@@ -4,7 +4,8 @@
 // of a 2-CTA cluster stores into its peer's shared memory through mapa and arrives on the peer's
 // mbarrier; then both arrive on the pair's even CTA's barrier through their own address with bit
 // 24 cleared (what 2-CTA MMA code does to name the pair's leader). Expected values are computed by
-// hand from the PTX ISA (mapa.shared::cluster, the shared::cluster window).
+// hand from the PTX ISA (mapa.shared::cluster, the shared::cluster window). st.async stores into
+// the peer and completes its bytes on the peer's mbarrier.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -109,7 +110,88 @@ const char* kPastTheClusterKernel = R"(
 
 
 
+// One thread a CTA: each CTA expects 8 bytes on its peer's barrier (count 1), stores two words
+// into the peer's buf with st.async (which completes those bytes on the peer's barrier), then
+// waits for its own barrier's phase 0 and writes out[2b], out[2b + 1] = the words its peer stored.
+const char* kStAsyncKernel = R"(
+.version 8.1
+.target sm_90a
+.address_size 64
+.shared .align 16 .b8 buf[16];
+.shared .align 8 .b8 bar[8];
+.visible .entry k(
+	.param .u64 k_param_0
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .b32 	%r<16>;
+	.reg .b64 	%rd<6>;
+
+	ld.param.u64 	%rd1, [k_param_0];
+	cvta.to.global.u64 	%rd2, %rd1;
+	mov.u32 	%r1, %ctaid.x;
+	mul.wide.u32 	%rd3, %r1, 8;
+	add.s64 	%rd4, %rd2, %rd3;
+	mov.u32 	%r2, %cluster_ctarank;
+	xor.b32 	%r3, %r2, 1;
+	mov.u32 	%r4, buf;
+	mov.u32 	%r5, bar;
+	mbarrier.init.shared::cta.b64 	[%r5], 1;
+	barrier.cluster.arrive.aligned;
+	barrier.cluster.wait.aligned;
+	mapa.shared::cluster.u32 	%r6, %r4, %r3;
+	mapa.shared::cluster.u32 	%r7, %r5, %r3;
+	mbarrier.arrive.expect_tx.shared::cluster.b64 	_, [%r7], 8;
+	add.u32 	%r8, %r2, 100;
+	add.u32 	%r9, %r2, 200;
+	st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.u32 	[%r6], {%r8, %r9}, [%r7];
+	mov.u32 	%r10, 0;
+$L__wait:
+	mbarrier.try_wait.parity.shared::cta.b64 	%p1, [%r5], %r10;
+	@!%p1 bra 	$L__wait;
+	ld.shared.v2.u32 	{%r11, %r12}, [%r4];
+	st.global.v2.u32 	[%rd4], {%r11, %r12};
+	barrier.cluster.arrive.aligned;
+	barrier.cluster.wait.aligned;
+	ret;
+}
+)";
+
 }  // namespace
+
+TEST(PtxClusterShared, StAsyncStoresIntoThePeerAndCompletesItsBarriersBytes) {
+  PtxExecutor ex(kStAsyncKernel);
+  std::vector<uint32_t> out(2 * 4, 0xdeadbeef);
+  PtxLaunch l("k", {pointer(out.data())}, 1, 4, 2);
+  ex.launch(l.r, EmulatorConfig{});
+  for (uint32_t b = 0; b < 4; ++b) {
+    const uint32_t peer = (b % 2) ^ 1;
+    EXPECT_EQ(out[2 * b], 100 + peer) << b;
+    EXPECT_EQ(out[2 * b + 1], 200 + peer) << b;
+  }
+}
+
+TEST(PtxClusterShared, RedAsyncIsRefusedNotRunAsAPlainReduction) {
+  const char* text = R"(
+.version 8.1
+.target sm_90a
+.address_size 64
+.shared .align 8 .b8 bar[8];
+.visible .entry k()
+{
+	.reg .b32 	%r<3>;
+	mov.u32 	%r1, bar;
+	red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 	[%r1], 1, [%r1];
+	ret;
+}
+)";
+  try {
+    PtxExecutor ex(text);
+    FAIL() << "parsed";
+  } catch (const ExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("does not support 'red.async"), std::string::npos) << e.what();
+  }
+}
 
 TEST(PtxClusterShared, AddressesCarryTheCtaRankAndReachThePeer) {
   PtxExecutor ex(kPeerKernel);

@@ -188,6 +188,37 @@ TEST(Sm90Cluster, NeighbourSharedMemoryAfterAClusterBarrier) {
   }
 }
 
+// A cluster_wait with no arrival pending (before the kernel's first cluster_arrive, or after the
+// wait that completed its phase) goes on at once, as CUTLASS's bare pipeline_init_wait needs; an
+// arrive / wait pair still orders each CTA's shared store before its neighbour's read.
+TEST(Sm90Cluster, AWaitWithNoArrivalPendingGoesOn) {
+  Kernel k("bare_cluster_wait");
+  Value* out = k.arg(gptr(ir::i32()));
+  Value* smem = k.b.smem_alloc(ir::i32(), 32, 16);
+  k.cluster_barrier(ir::ClusterBarrierKind::Wait);
+  Value* tid = k.b.special(OpCode::ThreadIdx, 0);
+  Value* rank = k.sreg(ir::ClusterSregKind::CtaRank, 0);
+  k.b.store(k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, rank, k.c32(1000)), tid), k.b.ptr_add(smem, tid));
+  k.cluster_barrier(ir::ClusterBarrierKind::Arrive);
+  k.cluster_barrier(ir::ClusterBarrierKind::Wait);
+  k.cluster_barrier(ir::ClusterBarrierKind::Wait);
+  Value* peer = k.b.binary(OpCode::Xor, rank, k.c32(1));
+  Value* remote = k.op1(OpCode::MapSharedRank, {k.b.ptr_add(smem, tid), peer},
+                        ir::pointer_type(ir::i32(), AddrSpace::Generic, 4));
+  Value* v = k.b.load(remote, ir::i32());
+  k.cluster_barrier(ir::ClusterBarrierKind::Arrive);
+  k.cluster_barrier(ir::ClusterBarrierKind::Wait);
+  Value* bid = k.b.special(OpCode::BlockIdx, 0);
+  k.b.store(v, k.b.ptr_add(out, k.b.binary(OpCode::Add, k.b.binary(OpCode::Mul, bid, k.c32(32)), tid)));
+  k.finish();
+  std::vector<int32_t> result(4 * 32, -1);
+  DeviceEmulator emu(*k.f);
+  Launch l(k, {ptr_arg(result.data())}, 4, 32, 2);
+  emu.launch(l.r, EmulatorConfig{});
+  for (unsigned b = 0; b < 4; ++b)
+    for (unsigned t = 0; t < 32; ++t) EXPECT_EQ(result[b * 32 + t], int32_t(((b % 2) ^ 1) * 1000 + t)) << b << " " << t;
+}
+
 TEST(Sm90Cluster, SpecialRegistersDescribeTheClusterGrid) {
   Kernel k("cluster_regs");
   Value* out = k.arg(gptr(ir::i32()));

@@ -6,6 +6,7 @@ from .._dsl import numeric as _numeric
 from .._dsl.address_space import AddressSpace
 from .._dsl.extracted_values import ExtractedValues
 from .._dsl.tensor import Pointer, Tensor
+from .._dsl.errors import user_error
 from . import coordinate_shadow as _coordinate_shadow
 from .arch import _pointer_value, _user_line
 from .layout import ComposedLayout, Layout, composition, make_composed_layout, make_layout, size
@@ -181,6 +182,28 @@ class CopyUniversalOp:
 
     def __str__(self):
         return "universal Copy Operation"
+
+
+# `atom.op`: the operation a copy atom was made from, rebuilt from what the atom records (its
+# op_name, and for ldmatrix / stmatrix its matrices and transposition). The op classes' modules
+# register themselves by op_name (cute.nvgpu.warp its matrix copies); epilogues pick the matching
+# load of a store atom so (quack: an smem store's stmatrix -> the ldmatrix reading C back).
+_COPY_OPS_BY_NAME = {"universal": lambda atom: CopyUniversalOp()}
+
+
+def register_copy_op(op_name, make_op):
+    _COPY_OPS_BY_NAME[op_name] = make_op
+
+
+def _op_of_copy_atom(atom):
+    make_op = _COPY_OPS_BY_NAME.get(atom.op_name)
+    if make_op is None:
+        raise user_error(f"CopyAtom.op: the operation of a {atom.op_name} copy atom is not available in OpenCuTe yet",
+                         code="NOT_SUPPORTED")
+    return make_op(atom)
+
+
+_C.CopyAtom.op = property(_op_of_copy_atom)
 
 
 def make_copy_atom(op, copy_internal_type, *, num_bits_per_copy=0, loc=None, ip=None, **kwargs):

@@ -209,9 +209,15 @@ class MbarrierArray:
             self.arrive_and_expect_tx(index, self.tx_count)
         elif self.agent is Agent.Warp:
             with a.elect_one():
-                a.mbarrier_arrive(self.get_barrier(index), dst_rank)
+                self.arrive_mbarrier(index, dst_rank)
         else:
-            a.mbarrier_arrive(self.get_barrier(index), dst_rank)
+            self.arrive_mbarrier(index, dst_rank)
+
+    def arrive_mbarrier(self, index, dst_rank=None):
+        """One thread arrival at barrier `index` (of CTA `dst_rank` of the cluster, else this CTA's),
+        whatever completes the barrier otherwise (CUTLASS's ClusterBarrier::arrive(cta_id)): a
+        2-CTA MMA's peer forwards its own producers' completion to the leader CTA this way."""
+        _arch().mbarrier_arrive(self.get_barrier(index), dst_rank)
 
     def arrive_and_expect_tx(self, index, tx_count=None):
         a = _arch()

@@ -1,4 +1,5 @@
 // Loads, stores and atomics in every state space and vector width (ld, ldu, st, atom, red),
+// st.async (a store into a peer CTA's shared memory that completes bytes on its mbarrier),
 // cp.async (Ampere's asynchronous global -> shared copy, with zero fill) and its groups,
 // prefetches. cp.async copies when it is issued: its group waits are then always satisfied,
 // which is one of the orders the GPU may pick.
@@ -7,6 +8,8 @@
 #include "emulator/ptx/ptx_family_support.h"
 
 namespace opencute::emulator::ptx {
+
+void mbarrier_complete_tx(ThreadCtx& t, Cluster& cl, uint64_t key, int64_t bytes);  // ptx_mbarrier.cpp
 
 std::mutex& atomic_mutex() {
   static std::mutex m;
@@ -40,6 +43,19 @@ Step run_st(const Inst& i, ThreadCtx& t) {
     const uint64_t v = t.get(n == 1 ? s : s.elems[size_t(k)]);
     std::memcpy(p + k * eb, &v, size_t(std::min(eb, 8)));
   }
+  return Step::Next;
+}
+
+// st.async.shared::cluster.mbarrier::complete_tx::bytes{.v2,.v4}.type [a], b, [mbar]: the store
+// lands in the CTA of the cluster that `a` names and completes its bytes on the mbarrier `mbar` of
+// that CTA (PTX ISA: st.async). It lands when issued; the barrier's phase then completes once the
+// arrivals expecting those bytes came too.
+Step run_st_async(const Inst& i, ThreadCtx& t) {
+  run_st(i, t);
+  const Operand& s = i.ops[1];
+  const int64_t bytes = int64_t(elem_bytes(i.type)) * (s.kind == Operand::Vec ? int64_t(s.elems.size()) : 1);
+  uint8_t* bar = t.host(t.address(i.ops[2]), Space::SharedCluster, 8, true, 8);
+  mbarrier_complete_tx(t, t.cl, reinterpret_cast<uintptr_t>(bar), bytes);
   return Step::Next;
 }
 
@@ -124,12 +140,20 @@ void decode_ld(Inst& i) {
   if (i.type == PType::None) unsupported(i, "no type");
   if (i.space == Space::Const) unsupported(i, "constant memory");
   i.run = i.base == "st" ? run_st : run_ld;
+  if (i.base == "st" && i.has_mod("async")) {
+    if (!i.has_mod("mbarrier::complete_tx::bytes") || i.ops.size() != 3)
+      unsupported(i, "st.async without an mbarrier::complete_tx::bytes barrier");
+    i.space = Space::SharedCluster;
+    i.run = run_st_async;
+  }
 }
 
 void decode_atom(Inst& i) {
   i.i0 = atom_op_of(i);
   if (i.i0 < 0) unsupported(i, "no atomic operation");
   if (i.has_mod("v2") || i.has_mod("v4") || i.has_mod("v8")) unsupported(i, "vector atomics");
+  // red.async also completes bytes on a peer CTA's mbarrier: refused rather than run as a plain red.
+  if (i.has_mod("async")) unsupported(i, "red.async");
   i.space = space_of(i);
   i.type = last_type(i);
   i.run = run_atom;

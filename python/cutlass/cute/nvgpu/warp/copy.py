@@ -3,6 +3,7 @@ of a warp cooperate in each call; the atoms' thread-value tables live in C++
 (cpp/src/cute/atom/copy_sm80)."""
 from .... import _core
 from ...._dsl.errors import user_error
+from ...tensor import register_copy_op
 
 
 class _MatrixCopyOp:
@@ -67,6 +68,11 @@ class StMatrix16x8x8bOp(_MatrixCopyOp):
 
     def _make_copy_atom(self, dtype, num_bits):
         raise _blackwell_only(type(self).__name__)
+
+
+for _op_class in (LdMatrix8x8x16bOp, LdMatrix8x16x8bOp, LdMatrix16x16x8bOp, StMatrix8x8x16bOp):
+    register_copy_op(_op_class.__name__, lambda atom, cls=_op_class: cls(transpose=atom.transpose,
+                                                                          num_matrices=atom.num_matrices))
 
 
 def _blackwell_only(name):
