@@ -1,5 +1,5 @@
 """Block-scaled tcgen05.mma (tcgen05.MmaMXF8Op / MmaMXF4Op / MmaMXF4NVF4Op, Field.SFA / SFB) on the CPU
-emulator for sm_100a, against numpy: A and B dequantised with their scale factors (one per block of
+emulator (and, for the products, the PTX executor too) for sm_100a, against numpy: A and B dequantised with their scale factors (one per block of
 K elements of a row of A / column of B), then multiplied. The scale factors are placed in tensor
 memory by the test in the layout of CuTe C++'s tmem_sf_frg (mma_traits_sm100_frag.hpp): row r of A
 (column r of B) in lane r % 32 of each 32-lane subpartition (replicated four times), column r // 32,
@@ -14,6 +14,7 @@ import cutlass.cute as cute
 import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass import _core
 from cutlass.cute.nvgpu import OperandMajorMode, tcgen05
+from ptx_target import needs_libnvvm
 
 EMU = "--gpu-arch sm_100a --target cpu"
 K_MAJOR = OperandMajorMode.K
@@ -181,7 +182,7 @@ def e4m3(bits):  # the unsigned E4M3 factors the test draws (normal numbers)
     return np.where(e == 0, m / 8.0 * 2.0 ** -6, (1 + m / 8.0) * np.ldexp(1.0, e - 7))
 
 
-def run_case(kind, sf_dtype, N, K, seed=0):
+def run_case(kind, sf_dtype, N, K, seed=0, target="cpu"):
     M = 128
     rng = np.random.default_rng(seed)
     vec = 16 if kind == "nvf4" else 32
@@ -201,7 +202,8 @@ def run_case(kind, sf_dtype, N, K, seed=0):
     words, W = scale_words(sfa, sfb, nsf, N)
     C = np.zeros((M, N), np.float32)
     a_in, b_in = (A, B) if kind == "mxf8" else (pack_e2m1(A), pack_e2m1(B))
-    cute.compile(run_scaled_mma, a_in, b_in, words, C, kind, sf_dtype, M, N, K, W, options=EMU)(a_in, b_in, words, C)
+    options = f"--gpu-arch sm_100a --target {target}"
+    cute.compile(run_scaled_mma, a_in, b_in, words, C, kind, sf_dtype, M, N, K, W, options=options)(a_in, b_in, words, C)
     Ad = A.astype(np.float64) * np.repeat(dec(sfa), vec, axis=1)
     Bd = B.astype(np.float64) * np.repeat(dec(sfb), vec, axis=1)
     # f32 accumulation: the error is bounded by a few ulps of the sum of the products' magnitudes.
@@ -211,19 +213,26 @@ def run_case(kind, sf_dtype, N, K, seed=0):
     assert not np.allclose(C, A.astype(np.float64) @ B.T.astype(np.float64), rtol=1e-3)
 
 
+# Both CPU targets: the IR emulator and the PTX executor (the PTX libNVVM makes, run on the CPU).
+TARGETS = ["cpu", pytest.param("ptx", marks=needs_libnvvm)]
+
+
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("N,K", [(32, 32), (64, 128)])
-def test_mxf8_e4m3_with_ue8m0_factors_against_numpy(N, K):
-    run_case("mxf8", cutlass.Float8E8M0FNU, N, K)
+def test_mxf8_e4m3_with_ue8m0_factors_against_numpy(N, K, target):
+    run_case("mxf8", cutlass.Float8E8M0FNU, N, K, target=target)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("N,K", [(32, 64), (64, 256)])
-def test_mxf4_e2m1_with_ue8m0_factors_against_numpy(N, K):
-    run_case("mxf4", cutlass.Float8E8M0FNU, N, K, seed=1)
+def test_mxf4_e2m1_with_ue8m0_factors_against_numpy(N, K, target):
+    run_case("mxf4", cutlass.Float8E8M0FNU, N, K, seed=1, target=target)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("sf_dtype", [cutlass.Float8E4M3FN, cutlass.Float8E8M0FNU])
-def test_nvf4_e2m1_with_factors_per_16_against_numpy(sf_dtype):
-    run_case("nvf4", sf_dtype, 64, 128, seed=2)
+def test_nvf4_e2m1_with_factors_per_16_against_numpy(sf_dtype, target):
+    run_case("nvf4", sf_dtype, 64, 128, seed=2, target=target)
 
 
 def test_block_scaled_instruction_descriptor_bits():

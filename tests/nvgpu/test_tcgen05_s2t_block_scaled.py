@@ -1,4 +1,5 @@
-"""The block-scaled MMA's data path of NVIDIA's nvfp4 tutorial on the CPU emulator, against numpy:
+"""The block-scaled MMA's data path of NVIDIA's nvfp4 tutorial on both CPU targets (the IR emulator
+and the PTX executor), against numpy:
 scale factors in shared memory in make_smem_layout_sfa/sfb's layout, moved to tensor memory by
 tcgen05.cp (Cp4x32x128bOp, make_s2t_copy, get_s2t_smem_desc_tensor) into make_tmem_layout_sfa/sfb's
 layout, then each K block's factors named to the MMA through Field.SFA / SFB (the tensor's iterator)."""
@@ -11,9 +12,9 @@ import cutlass.utils.blackwell_helpers as sm100_utils
 import cutlass.utils.blockscaled_layout as blockscaled_utils
 from cutlass.cute.nvgpu import OperandMajorMode, tcgen05
 
+from ptx_target import needs_libnvvm
 from test_tcgen05_block_scaled import e4m3, e8m0, pack_e2m1
 
-EMU = "--gpu-arch sm_100a --target cpu"
 K_MAJOR = OperandMajorMode.K
 ONE = tcgen05.CtaGroup.ONE
 
@@ -145,6 +146,7 @@ def run_s2t(mA: cute.Tensor, mB: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tens
         grid=(1, 1, 1), block=(128, 1, 1))
 
 
+@pytest.mark.parametrize("target", ["cpu", pytest.param("ptx", marks=needs_libnvvm)])
 @pytest.mark.parametrize("ab_dtype,sf_dtype,vec,zipped", [
     (cutlass.Float4E2M1FN, cutlass.Float8E4M3FN, 16, False),   # nvf4: 4 factors per MMA, a chunk per K block
     (cutlass.Float4E2M1FN, cutlass.Float8E8M0FNU, 32, False),  # mxf4: 2 per MMA, two K blocks per chunk
@@ -152,7 +154,7 @@ def run_s2t(mA: cute.Tensor, mB: cute.Tensor, mSFA: cute.Tensor, mSFB: cute.Tens
     (cutlass.Float4E2M1FN, cutlass.Float8E4M3FN, 16, True),    # cute.gemm(mma, d, [A, SFA], [B, SFB], d)
     (cutlass.Float8E4M3FN, cutlass.Float8E8M0FNU, 32, True),
 ])
-def test_factors_through_tcgen05_cp_against_numpy(ab_dtype, sf_dtype, vec, zipped):
+def test_factors_through_tcgen05_cp_against_numpy(ab_dtype, sf_dtype, vec, zipped, target):
     M, N, K = 128, 128, 256
     rng = np.random.default_rng(7)
     if ab_dtype is cutlass.Float8E4M3FN:
@@ -168,7 +170,8 @@ def test_factors_through_tcgen05_cp_against_numpy(ab_dtype, sf_dtype, vec, zippe
         dec = e4m3
     a8, b8 = (A, B) if ab_dtype is cutlass.Float8E4M3FN else (pack_e2m1(A), pack_e2m1(B))
     C = np.zeros((M, N), np.float32)
-    cute.compile(run_s2t, a8, b8, sfa, sfb, C, ab_dtype, sf_dtype, vec, M, N, K, zipped, options=EMU)(a8, b8, sfa, sfb, C)
+    options = f"--gpu-arch sm_100a --target {target}"
+    cute.compile(run_s2t, a8, b8, sfa, sfb, C, ab_dtype, sf_dtype, vec, M, N, K, zipped, options=options)(a8, b8, sfa, sfb, C)
     Ad = A.astype(np.float64) * np.repeat(dec(sfa), vec, axis=1)
     Bd = B.astype(np.float64) * np.repeat(dec(sfb), vec, axis=1)
     bound = 1e-6 * (np.abs(Ad) @ np.abs(Bd).T)

@@ -325,6 +325,13 @@ void bind_mma(nb::module_& root) {
   }, nb::arg("atom"), nb::arg("d"), nb::arg("a"), nb::arg("sfa"), nb::arg("b"), nb::arg("sfb"), nb::arg("c"),
      nb::arg("file") = "", nb::arg("line") = 0);
 
+  // blockscaled_layout's helpers: their sf_vec_size and the layout's (vector, factors) against the MMA.
+  m.def("check_scale_factor_layout", [](nb::handle mma, const std::string& fn, int64_t sf_vec_size, int64_t vec,
+                                        int64_t factors) {
+    Scope scope;
+    cute::check_scale_factor_layout(atom_of(mma), fn, sf_vec_size, vec, factors);
+  });
+
   // The scale factors of a warp-level block-scaled tiled MMA (mma_sm120): get_layoutSFA_TV /
   // SFB_TV and partition_fragment_SFA / SFB.
   m.def("sf_layout_tv", [](nb::handle mma, const std::string& which) {

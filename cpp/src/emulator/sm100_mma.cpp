@@ -248,11 +248,12 @@ struct ScaleFactors {
   uint32_t column = 0;
   int id = 0;
   uint32_t group_columns = 0;
-  uint8_t at(TensorMemory& tm, int subpartition, int r, int j) const {
+  // The cell (and its byte) that holds factor j of row r for `subpartition`.
+  void locate(int subpartition, int r, int j, uint32_t* lane, uint32_t* col, int* byte) const {
     const int g = id + j;
-    const uint32_t word =
-        tm.cell(uint32_t(32 * subpartition + r % 32), column + uint32_t(r / 32) + uint32_t(g / 4) * group_columns);
-    return uint8_t(word >> (8 * (g % 4)));
+    *lane = uint32_t(32 * subpartition + r % 32);
+    *col = column + uint32_t(r / 32) + uint32_t(g / 4) * group_columns;
+    *byte = g % 4;
   }
   // The columns past `column` that the factors of `rows` rows reach.
   uint32_t extent(int rows, int factors) const {
@@ -404,16 +405,46 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       e = tm.check_columns(sb.column, int(sb.extent(N, K / per)), "SFB");
       if (!e.empty()) fail(e);
       const int nf = K / per;  // factors per row
+      // A copy by another warp must be known complete (one warp's copies and MMAs run in order).
+      for (int is_b = 0; is_b < 2; ++is_b) {
+        const ScaleFactors& s = is_b ? sb : sa;
+        const uint32_t end = s.column + s.extent(is_b ? N : m_cta, nf);
+        const MmaCompletion::InFlight* cp =
+            w.cluster->mma_completion.copying(cta.w->rank, s.column, end, w.rank, warp.index);
+        if (!cp) continue;
+        fail(std::string(is_b ? "SFB" : "SFA") + " is read from tensor-memory columns [" + std::to_string(s.column) +
+             ", " + std::to_string(end) + ") while the tcgen05.cp" +
+             (cp->op && cp->op->line ? " at line " + std::to_string(cp->op->line) : "") + " (warp " +
+             std::to_string(cp->issuer_warp) + ") that writes them may still be running: the MMA's warp " +
+             std::to_string(warp.index) + " did not issue it and no wait has seen it complete (tcgen05.commit it to "
+             "an mbarrier and wait on that, or issue the copy from the MMA's thread)");
+      }
+      // The factor's byte, from a cell a tcgen05.cp / st wrote since the allocation.
+      auto factor = [&](const ScaleFactors& s, bool b, int sp, int r, int f) {
+        uint32_t l = 0, col = 0;
+        int byte = 0;
+        s.locate(sp, r, f, &l, &col, &byte);
+        const TensorMemory::Writer how = tm.writer(l, col);
+        if (how != TensorMemory::Writer::CopyOrStore)
+          fail(std::string(b ? "SFB" : "SFA") + " (factor " + std::to_string(f) + " of " + (b ? "column " : "row ") +
+               std::to_string(r) + " of " + (b ? "B" : "A") + ") is read from tensor-memory lane " + std::to_string(l) +
+               ", column " + std::to_string(col) +
+               (how == TensorMemory::Writer::None
+                    ? ", which no tcgen05.cp or tcgen05.st has written since it was allocated: the scale factors are "
+                      "uninitialised"
+                    : ", which an MMA's accumulator overwrote: the scale factors overlap an accumulator (D)"));
+        return read_scale(dd.ue8m0, uint8_t(tm.cell(l, col) >> (8 * byte)));
+      };
       for (int m = 0; m < m_cta; ++m)
         for (int f = 0; f < nf; ++f) {
-          const float scale = read_scale(dd.ue8m0, sa.at(tm, m / 32, m, f));
+          const float scale = factor(sa, false, m / 32, m, f);
           for (int k = f * per; k < (f + 1) * per; ++k) a_rows[size_t(m) * size_t(K) + size_t(k)] *= scale;
         }
       std::vector<float> b_scale(size_t(4) * size_t(nf) * size_t(N));
       for (int sp = 0; sp < 4; ++sp)
         for (int f = 0; f < nf; ++f)
           for (int n = 0; n < N; ++n)
-            b_scale[(size_t(sp) * size_t(nf) + size_t(f)) * size_t(N) + size_t(n)] = read_scale(dd.ue8m0, sb.at(tm, sp, n, f));
+            b_scale[(size_t(sp) * size_t(nf) + size_t(f)) * size_t(N) + size_t(n)] = factor(sb, true, sp, n, f);
       bt_scaled.resize(size_t(4) * size_t(K) * size_t(N));
       for (int sp = 0; sp < 4; ++sp)
         for (int k = 0; k < K; ++k) {
@@ -441,6 +472,7 @@ Flow exec_mma(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
         uint32_t l, col;
         d_cell(m_cta, N, group, m, n, &l, &col);
         uint32_t& cell = tm.cell(d_lane + l, d_col + col);
+        tm.wrote(d_lane + l, d_col + col, TensorMemory::Writer::Accumulator);
         if (integer) {
           int64_t v = iacc[size_t(n)] + (accumulate ? int64_t(int32_t(cell)) : 0);
           cell = uint32_t(uint64_t(v));

@@ -14,7 +14,10 @@
 // byte of a column where this MMA's factors start); the factors from tensor memory at the SFA /
 // SFB addresses in CuTe's tmem_sf_frg layout: row r of A (column r of B) at lane 32 p + r % 32,
 // column + r / 32, bytes ID .. ID + N - 1 (N = scale_vec), p the subpartition computing the row
-// of D; .kind::mxf4 / mxf4nvf4 read E2M1 packed two to a byte (K = 64).
+// of D; .kind::mxf4 / mxf4nvf4 read E2M1 packed two to a byte (K = 64). Each factor must come
+// from a cell a tcgen05.cp / st wrote since the allocation (not one an accumulator overwrote), and
+// a tcgen05.cp of those columns by another warp must be known complete (sm100_mma_completion.h):
+// else the MMA is reported at its line.
 // cta_group::2: the even CTA of a pair issues it; each CTA holds half of A's rows (M / 2) and half
 // of B's columns (N / 2) at the same shared-memory offsets, and gets its M / 2 rows of D in its
 // own tensor memory.

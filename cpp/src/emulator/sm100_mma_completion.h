@@ -11,6 +11,11 @@
 // them (mbarrier, the phase their arrival falls in) and the waits that see those phases complete.
 // A wait by any thread counts: the report is for an MMA nobody can know is done (lenient, so that
 // no correct kernel is reported).
+//
+// tcgen05.cp is tracked the same way (a commit covers the thread's earlier copies too), for the
+// block-scaled MMA that reads its scale factors: one thread's copy and MMA run in issue order (PTX
+// ISA "Pipelined tcgen05 instructions"), but an MMA of another thread reads copied columns only
+// once the copy is known to be complete.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -33,12 +38,14 @@ class MmaCompletion {
     uintptr_t commit_bar;
   };
 
-  void reset() { mmas_.clear(), commits_.clear(), seq_ = 0; }
+  void reset() { mmas_.clear(), copies_.clear(), commits_.clear(), seq_ = 0; }
   bool any_in_flight() const { return !mmas_.empty(); }
   bool any_commit() const { return !commits_.empty(); }
 
   // An MMA by (issuer_rank, issuer_warp) writing columns [begin, end) of CTA `block`'s tensor memory.
   void issue(const ir::Op* op, unsigned issuer_rank, int issuer_warp, unsigned block, uint32_t begin, uint32_t end);
+  // A tcgen05.cp by (issuer_rank, issuer_warp) writing columns [begin, end) of CTA `block`'s tensor memory.
+  void copy(const ir::Op* op, unsigned issuer_rank, int issuer_warp, unsigned block, uint32_t begin, uint32_t end);
   // tcgen05.commit by (issuer_rank, issuer_warp): an arrival on the mbarrier at `bar` of CTA
   // `block`, in that barrier's phase `phase` (the number of phases it completed before).
   void commit(const ir::Op* op, unsigned issuer_rank, int issuer_warp, unsigned block, uintptr_t bar, uint64_t phase);
@@ -51,6 +58,9 @@ class MmaCompletion {
   const InFlight* writing(unsigned block, uint32_t begin, uint32_t end) const;
   // The first MMA not known to be complete that writes CTA `block`'s tensor memory, else null.
   const InFlight* in_flight(unsigned block) const;
+  // The first tcgen05.cp not known to be complete that writes any of columns [begin, end) of CTA
+  // `block`, issued by another warp than (reader_rank, reader_warp), else null.
+  const InFlight* copying(unsigned block, uint32_t begin, uint32_t end, unsigned reader_rank, int reader_warp) const;
 
  private:
   struct Commit {
@@ -61,7 +71,9 @@ class MmaCompletion {
     uintptr_t bar;
     uint64_t phase;
   };
-  std::vector<InFlight> mmas_;
+  static void record(std::vector<InFlight>& list, uint64_t seq, const ir::Op* op, unsigned issuer_rank, int issuer_warp,
+                     unsigned block, uint32_t begin, uint32_t end);
+  std::vector<InFlight> mmas_, copies_;
   std::vector<Commit> commits_;
   uint64_t seq_ = 0;
 };

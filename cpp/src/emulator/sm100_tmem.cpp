@@ -12,6 +12,7 @@ namespace opencute::emulator {
 
 void TensorMemory::reset() {
   if (cells_.empty()) cells_.assign(size_t(kLanes) * kColumns, 0);
+  writers_.assign(size_t(kLanes) * kColumns, Writer::None);
   allocations_.clear();
   used_.fill(false);
   relinquished_ = false;
@@ -28,6 +29,8 @@ std::string TensorMemory::allocate(int64_t columns, const ir::Op* op, uint32_t* 
     for (int64_t k = c; k < c + columns && free; ++k) free = !used_[size_t(k)];
     if (!free) continue;
     for (int64_t k = c; k < c + columns; ++k) used_[size_t(k)] = true;
+    for (uint32_t l = 0; l < uint32_t(kLanes); ++l)
+      std::fill_n(writers_.begin() + long(size_t(l) * kColumns + size_t(c)), columns, Writer::None);
     allocations_.push_back({uint32_t(c), columns, op});
     *column = uint32_t(c);
     return "";
@@ -166,6 +169,7 @@ Flow exec_ldst(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
               "tcgen05.ld reads tensor-memory columns [" + std::to_string(col0) + ", " + std::to_string(end) +
                   ") before the MMA that writes them is known to be complete: " + describe_mma_in_flight(*w.cluster, *m));
   }
+  const auto written = TensorMemory::Writer::CopyOrStore;
   for (int t = 0; t < kWarp; ++t)
     for (int r = 0; r < nregs; ++r) {
       int l = 0, u = 0;
@@ -175,8 +179,12 @@ Flow exec_ldst(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       uint32_t* row = w.tmem.row(lane0 + uint32_t(l));
       if (!packed) {
         uint32_t& cell = row[col + uint32_t(u)];
-        if (load) at(i.dsts[size_t(r)], t).i = int64_t(int32_t(cell));
-        else cell = uint32_t(at(i.srcs[size_t(r) + 1], t).i);
+        if (load) {
+          at(i.dsts[size_t(r)], t).i = int64_t(int32_t(cell));
+        } else {
+          cell = uint32_t(at(i.srcs[size_t(r) + 1], t).i);
+          w.tmem.wrote(lane0 + uint32_t(l), col + uint32_t(u), written);
+        }
         continue;
       }
       // .pack::16b / .unpack::16b: the register's halves are the low halves of two adjacent columns.
@@ -187,6 +195,8 @@ Flow exec_ldst(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
       } else {
         uint32_t v = uint32_t(at(i.srcs[size_t(r) + 1], t).i);
         lo = v & 0xffffu, hi = v >> 16;
+        w.tmem.wrote(lane0 + uint32_t(l), col + 2 * uint32_t(u), written);
+        w.tmem.wrote(lane0 + uint32_t(l), col + 2 * uint32_t(u) + 1, written);
       }
     }
   return Flow::Next;
@@ -248,8 +258,11 @@ Flow exec_cp(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) {
           if (shape == ir::Tcgen05CpShape::S64x128bWarpx2_01_23) l = lane0 + uint32_t((r / 32) * 64 + r % 32 + off);
           if (l >= 128) fail_at(c, w, warp, lane, i, "tcgen05.cp: the copy reaches past tensor-memory lane 127");
           std::memcpy(cta->tmem.row(l) + col0 + 4 * ch, reinterpret_cast<const void*>(p), 16);
+          for (uint32_t k = 0; k < 4; ++k) cta->tmem.wrote(l, col0 + 4 * uint32_t(ch) + k, TensorMemory::Writer::CopyOrStore);
         }
       }
+    // Complete on the GPU only once a commit after it is waited for (sm100_mma_completion.h).
+    w.cluster->mma_completion.copy(&op, w.rank, warp.index, cta->rank, col0, col0 + 4 * uint32_t(chunks));
   }
   return Flow::Next;
 }

@@ -16,6 +16,11 @@
 //
 // Who may touch which lanes (PTX ISA "Access restrictions"): warp w of a warpgroup reaches lanes
 // [32 * (w % 4), 32 * (w % 4) + 32) with tcgen05.ld / st.
+//
+// What wrote each cell since its columns were allocated (nothing, a tcgen05.cp / st, or an MMA's
+// accumulator): a block-scaled MMA reports scale factors read from cells no copy or store wrote
+// (uninitialised tensor memory, which the GPU reads as whatever the last owner left there) and
+// from cells an accumulator overwrote.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -50,6 +55,10 @@ class TensorMemory {
   uint32_t& cell(uint32_t lane, uint32_t column) { return cells_[size_t(lane) * kColumns + column]; }
   uint32_t* row(uint32_t lane) { return cells_.data() + size_t(lane) * kColumns; }
 
+  enum class Writer : uint8_t { None, CopyOrStore, Accumulator };
+  void wrote(uint32_t lane, uint32_t column, Writer how) { writers_[size_t(lane) * kColumns + column] = how; }
+  Writer writer(uint32_t lane, uint32_t column) const { return writers_[size_t(lane) * kColumns + column]; }
+
  private:
   struct Allocation {
     uint32_t column;
@@ -57,6 +66,7 @@ class TensorMemory {
     const ir::Op* op;
   };
   std::vector<uint32_t> cells_;
+  std::vector<Writer> writers_;  // per cell, cleared when its columns are allocated
   std::vector<Allocation> allocations_;
   std::array<bool, kColumns> used_{};
   bool relinquished_ = false;

@@ -124,3 +124,36 @@ TEST(PtxExecutorTcgen05, BlockScaledMmaIsNamedWithItsLine) {
         << e.what();
   }
 }
+
+// The lowering marks tcgen05 inline asm with the kernel's source line (`// opencute-loc <line>
+// <file>`, unusual bytes as %XX); the executor's reports carry it until libNVVM's `// end inline
+// asm`. Here a tcgen05.ld of a column never allocated, inside and after such an asm.
+TEST(PtxExecutorTcgen05, ReportsNameTheSourceLineTheLoweringMarked) {
+  auto kernel = [](bool inside) {
+    return std::string(R"(
+.version 8.6
+.target sm_100a
+.address_size 64
+.visible .entry k()
+{
+	.reg .b32 	%r<4>;
+	mov.u32 	%r1, 0;
+	// begin inline asm
+	// opencute-loc 42 /tmp/my%20kernel%25.py
+)") + (inside ? "" : "\t// end inline asm\n") +
+           "\ttcgen05.ld.sync.aligned.32x32b.x1.b32 \t{%r2}, [%r1];\n" + (inside ? "\t// end inline asm\n" : "") +
+           "\tret;\n}\n";
+  };
+  for (bool inside : {true, false}) {
+    PtxExecutor ex(kernel(inside).c_str());
+    PtxLaunch l("k", {}, 32);
+    try {
+      ex.launch(l.r, EmulatorConfig{});
+      FAIL() << "ran";
+    } catch (const ExecutionError& e) {
+      EXPECT_NE(std::string(e.what()).find("is not allocated"), std::string::npos) << e.what();
+      EXPECT_EQ(e.line, inside ? 42 : 0);
+      EXPECT_EQ(e.file, inside ? "/tmp/my kernel%.py" : "");
+    }
+  }
+}

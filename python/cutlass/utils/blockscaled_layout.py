@@ -8,7 +8,7 @@ line thus holds the factors of rows s, s + 32, s + 64, s + 96, which tcgen05.cp 
 to lane s of each 32-lane subpartition of tensor memory, four columns (one per row group c), the K
 blocks in the bytes of a column: the tensor-memory layout the MMA reads (sm100_mma.h).
 Written with DSL layout operations; the layout algebra itself is C++."""
-from .. import cute
+from .. import _core, cute
 from ..cute.nvgpu.common import OperandMajorMode
 from .sm120_blockscaled import sm120_make_smem_layout_sfa, sm120_make_smem_layout_sfb  # noqa: F401
 
@@ -38,6 +38,16 @@ def tile_atom_to_shape_SF(shape, sf_vec_size, *, loc=None, ip=None):
     return cute.tile_to_shape(atom, shape, order)
 
 
+def _check_vector(tiled_mma, fn, sf_vec_size, smem_layout=None):
+    """The factors' vector size (and the layout's factors per MMA) against the MMA's (C++)."""
+    vec = factors = 0
+    if smem_layout is not None:
+        k_mode = smem_layout.shape[0][1]
+        if isinstance(k_mode, tuple) and len(k_mode) == 2 and all(isinstance(x, int) for x in k_mode):
+            vec, factors = k_mode
+    _core.cute.check_scale_factor_layout(tiled_mma, fn, sf_vec_size, vec, factors)
+
+
 def _mma_nsf(tiled_mma, sf_vec_size):
     nsf = tiled_mma.shape_mnk[2] // sf_vec_size
     if nsf not in (1, 2, 4) or nsf * sf_vec_size != tiled_mma.shape_mnk[2]:
@@ -62,6 +72,7 @@ def _smem_layout_sf(mn, nsf, sf_vec_size, tile_k, num_stages):
 def make_smem_layout_sfa(tiled_mma, mma_tiler_mnk, sf_vec_size, num_stages, *, loc=None, ip=None):
     """SFA's staged shared-memory layout ((MMA_M rows, MMA_K), 1, K blocks, stages) for the CTA's
     rows of the MMA tile (CuTe's deduce_smem_layoutSFA, stages appended)."""
+    _check_vector(tiled_mma, "make_smem_layout_sfa", sf_vec_size)
     nsf = _mma_nsf(tiled_mma, sf_vec_size)
     mn = mma_tiler_mnk[0] // cute.size(tiled_mma.thr_id.shape)
     return _smem_layout_sf(mn, nsf, sf_vec_size, mma_tiler_mnk[2], num_stages)
@@ -70,6 +81,7 @@ def make_smem_layout_sfa(tiled_mma, mma_tiler_mnk, sf_vec_size, num_stages, *, l
 def make_smem_layout_sfb(tiled_mma, mma_tiler_mnk, sf_vec_size, num_stages, *, loc=None, ip=None):
     """SFB's staged shared-memory layout: all N columns of the MMA tile, rounded up to 128
     (tcgen05.cp moves whole 128-column chunks)."""
+    _check_vector(tiled_mma, "make_smem_layout_sfb", sf_vec_size)
     nsf = _mma_nsf(tiled_mma, sf_vec_size)
     n = -(-mma_tiler_mnk[1] // _ROWS) * _ROWS
     return _smem_layout_sf(n, nsf, sf_vec_size, mma_tiler_mnk[2], num_stages)
@@ -101,11 +113,13 @@ def _tmem_layout_sf(smem_layout):
 def make_tmem_layout_sfa(tiled_mma, mma_tiler_mnk, sf_vec_size, smem_layout, *, loc=None, ip=None):
     """SFA's tensor-memory layout ((MMA rows, MMA_K), 1, K blocks) for one stage of
     `smem_layout` (make_smem_layout_sfa's, a stage sliced off), in 8-bit elements of tensor memory."""
+    _check_vector(tiled_mma, "make_tmem_layout_sfa", sf_vec_size, smem_layout)
     return _tmem_layout_sf(smem_layout)
 
 
 def make_tmem_layout_sfb(tiled_mma, mma_tiler_mnk, sf_vec_size, smem_layout, *, loc=None, ip=None):
     """SFB's tensor-memory layout, as make_tmem_layout_sfa's for B's columns."""
+    _check_vector(tiled_mma, "make_tmem_layout_sfb", sf_vec_size, smem_layout)
     return _tmem_layout_sf(smem_layout)
 
 

@@ -118,7 +118,7 @@ void copy(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const Copy
       return copy_sm100(atom, src, dst, operands.file, operands.line);
     case CopyOp::SmemToTmem:
       if (operands.pred) throw dsl::UserError("INVALID_COPY", atom.op_name + " cannot be predicated");
-      return copy_s2t(atom, src, dst);
+      return copy_s2t(atom, src, dst, operands.file, operands.line);
   }
 }
 

@@ -371,7 +371,7 @@ Tensor s2t_smem_desc_tensor(const TiledCopy& tc, const Tensor& p) {
   return make_descriptor_tensor(p, Layout(T({1, 1}), T({0, 0})), core);
 }
 
-void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
+void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::string& file, int line) {
   const std::string& name = atom.op_name;
   if (!src.desc_tile || !src.is_memory() || src.space() != ir::AddrSpace::Smem)
     throw dsl::UserError("COPY_MEMSPACE", name + ": the source must be a descriptor tensor "
@@ -399,6 +399,7 @@ void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst) {
     ir::Op* op = b.create(ir::OpCode::Tcgen05Cp, {addr, desc}, {});
     op->int_attr = atom.cp_cta_group;
     op->ints = {atom.tmem_shape};
+    if (!file.empty()) op->file = file, op->line = line;  // the MMAs' scale-factor reports name the copy
   }
 }
 

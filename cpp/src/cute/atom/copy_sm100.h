@@ -65,6 +65,6 @@ TiledCopy make_s2t_copy(const CopyAtom& atom, const Tensor& tmem);
 // value ((1, REST_V), ...); its block layout is kept to build the descriptor at the copy.
 Tensor s2t_smem_desc_tensor(const TiledCopy& tc, const Tensor& smem_partition);
 // cute.copy with a tcgen05.cp atom: one Tcgen05Cp per atom call.
-void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst);
+void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const std::string& file = "", int line = 0);
 
 }  // namespace opencute::cute

@@ -244,6 +244,27 @@ void set_tcgen05_scale_factor(MmaAtom& atom, int which, const dsl::Num& ptr) {
   bld.store(address, cell);
 }
 
+void check_scale_factor_layout(const MmaAtom& atom, const std::string& fn, int64_t sf_vec_size, int64_t layout_vec,
+                               int64_t layout_factors) {
+  if (!atom.is_tcgen05() || !atom.sf_type) return;  // sm_120's warp-level MMAs: sm120_blockscaled
+  const std::string mma = "the MMA (" + std::string(atom.k == 96 ? "sm_103 " : "") +
+                          kind_op_name(ir::Tcgen05Kind(atom.tcgen05_kind)) + ", K = " + std::to_string(atom.k) +
+                          ") reads one scale factor per " + std::to_string(atom.sf_vec_size) + " K elements";
+  if (sf_vec_size && sf_vec_size != atom.sf_vec_size)
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": sf_vec_size " + std::to_string(sf_vec_size) + " does not match " +
+                                               "the tiled MMA: " + mma);
+  if (layout_vec && layout_vec != atom.sf_vec_size)
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": the scale-factor layout holds one factor per " +
+                                               std::to_string(layout_vec) + " K elements, but " + mma);
+  // One factor per K block is a view of the factors one block at a time (NVIDIA's sm_103 kernels).
+  if (layout_vec && layout_factors > 1 && atom.k != 96 && layout_vec * layout_factors != atom.k)
+    throw dsl::UserError("SHAPE_MISMATCH", fn + ": the scale-factor layout's MMA mode holds " +
+                                               std::to_string(layout_factors) + " factor(s) of " +
+                                               std::to_string(layout_vec) + " K elements (K = " +
+                                               std::to_string(layout_vec * layout_factors) + "), but " + mma + ", " +
+                                               std::to_string(atom.k / atom.sf_vec_size) + " per MMA");
+}
+
 int tcgen05_scale_vec(const MmaAtom& atom) {
   // The factors one 256-bit (K 64 fp4, K 32 fp8) slice of a row takes: scale_vec::1X / 2X / 4X
   // (the sm_103 K = 96 forms keep the scale_vec of their vector size).
@@ -501,6 +522,12 @@ void tcgen05_scaled_gemm(MmaAtom& atom, const Tensor& d, const Tensor& a, const 
     if (!t.is_memory() || t.space() != ir::AddrSpace::Tmem || t.layout.rank() != 3)
       incongruent(name + " must be a tensor-memory tensor ((MMA), MMA_" + (w ? "N" : "M") + ", MMA_K), got " +
                       to_string(t), d, a, b);
+    // Mode 0 ((rows), (vector, factors)) as make_tmem_layout_sfa / sfb build it.
+    const IntTuple& m0 = t.layout.shape[0];
+    auto static_leaf = [](const IntTuple& x) { return x.is_int() && x.as_int().is_static(); };
+    if (m0.is_tuple() && m0.rank() == 2 && m0[1].is_tuple() && m0[1].rank() == 2 && static_leaf(m0[1][0]) &&
+        static_leaf(m0[1][1]))
+      check_scale_factor_layout(atom, "gemm: " + name, 0, m0[1][0].as_int().value(), m0[1][1].as_int().value());
     const int64_t r = static_mode(t, 1, d, a, b);
     if ((r != 1 && r != rows[w]) || static_mode(t, 2, d, a, b) != K)
       incongruent(name + "'s (" + (w ? "N" : "M") + ", K) modes must match " + (w ? "B's" : "A's") + " (or be 1 along " +

@@ -49,6 +49,15 @@ MmaAtom tcgen05_block_scaled_atom(ir::Tcgen05Kind kind, ir::Type a, ir::Type b, 
                                   OperandMajor b_major);
 // The scale_vec::NX of a block-scaled atom (1, 2 or 4).
 int tcgen05_scale_vec(const MmaAtom& atom);
+// The scale factors' layout built for the MMA that reads them (make_smem_layout_sfa / sfb,
+// make_tmem_layout_sfa / sfb, cute.gemm's SFA / SFB tensors), in `fn`: `sf_vec_size` (the helper's
+// argument, 0 when none) and the layout's (vector size, factors per MMA) mode (0, 0 when unknown)
+// must be the atom's vector size, and the factors must cover the atom's K, or be one (a view of
+// one K block at a time; a K = 96 atom of sm_103 reads its factors from several K blocks: only the
+// vector size is checked there). A
+// mismatch is a SHAPE_MISMATCH error: the GPU would read the wrong factor for each K block.
+void check_scale_factor_layout(const MmaAtom& atom, const std::string& fn, int64_t sf_vec_size, int64_t layout_vec,
+                               int64_t layout_factors);
 // tiled_mma.set(Field.SFA (which 0) / Field.SFB (1), ptr): a tensor-memory pointer to the factors
 // that the following cute.gemm calls read. Only inside a kernel.
 void set_tcgen05_scale_factor(MmaAtom& atom, int which, const dsl::Num& ptr);

@@ -23,7 +23,8 @@ void fail_at(const Launch& L, const Cta& cta, const Thread& th, const Inst& i, c
   throw ExecutionError("PTX executor: kernel '" + L.kernel->name + "', block (" + std::to_string(cta.ctaid[0]) + ", " +
                        std::to_string(cta.ctaid[1]) + ", " + std::to_string(cta.ctaid[2]) + "), thread (" +
                        std::to_string(th.tid[0]) + ", " + std::to_string(th.tid[1]) + ", " + std::to_string(th.tid[2]) +
-                       "), PTX line " + std::to_string(i.line) + " `" + i.text + "`: " + what);
+                       "), PTX line " + std::to_string(i.line) + " `" + i.text + "`: " + what,
+                       i.user.file, i.user.line);
 }
 
 void CollectiveCtx::fail(const std::string& what) {

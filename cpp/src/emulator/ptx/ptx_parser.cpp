@@ -8,6 +8,7 @@
 // operand forms (registers, special registers, immediates including 0f/0d floats, [addresses],
 // {vectors}, `_` sinks, labels and symbols). Anything else is a PtxError naming the line.
 #include <cctype>
+#include <cstdlib>
 #include <cstring>
 #include <unordered_map>
 
@@ -21,6 +22,7 @@ struct Stmt {
   enum Kind { Plain, Open, Close, Label } kind = Plain;
   std::string text;
   int line = 0;
+  UserLine user;  // the OpenCuTe source line of the inline asm it comes from, if marked
 };
 
 std::string trim(const std::string& s) {
@@ -28,6 +30,31 @@ std::string trim(const std::string& s) {
   while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
   while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
   return s.substr(b, e - b);
+}
+
+// OpenCuTe's lowering starts some inline asm with `// opencute-loc <line> <file>` (the file's
+// unusual bytes as %XX; target/nvvm/lower_sm100.cpp); libNVVM brackets each inline asm with `// begin inline asm` and
+// `// end inline asm`, so the mark holds until the end of its asm.
+void read_comment(const std::string& comment, UserLine* user) {
+  static const std::string mark = "// opencute-loc ";
+  if (comment.rfind(mark, 0) == 0) {
+    const size_t sp = comment.find(' ', mark.size());
+    if (sp == std::string::npos) return;
+    user->line = std::atoi(comment.c_str() + mark.size());
+    user->file.clear();
+    std::string f = trim(comment.substr(sp + 1));
+    for (size_t k = 0; k < f.size(); ++k) {  // %XX: a byte the lowering escaped
+      if (f[k] == '%' && k + 2 < f.size() && std::isxdigit(static_cast<unsigned char>(f[k + 1])) &&
+          std::isxdigit(static_cast<unsigned char>(f[k + 2]))) {
+        user->file += char(std::stoi(f.substr(k + 1, 2), nullptr, 16));
+        k += 2;
+      } else {
+        user->file += f[k];
+      }
+    }
+  } else if (comment.find("inline asm") != std::string::npos) {
+    *user = UserLine{};
+  }
 }
 
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '$' || c == '.' || c == '%'; }
@@ -47,9 +74,10 @@ std::vector<Stmt> split_statements(const std::string& src) {
   std::vector<Stmt> out;
   std::string buf;
   int line = 1, buf_line = 0, depth = 0;
+  UserLine user;
   auto flush = [&](Stmt::Kind kind) {
     std::string t = trim(buf);
-    if (!t.empty() || kind != Stmt::Plain) out.push_back(Stmt{kind, t, buf_line ? buf_line : line});
+    if (!t.empty() || kind != Stmt::Plain) out.push_back(Stmt{kind, t, buf_line ? buf_line : line, user});
     buf.clear();
     buf_line = 0;
   };
@@ -65,7 +93,9 @@ std::vector<Stmt> split_statements(const std::string& src) {
       ++line;
     }
     if (c == '/' && i + 1 < src.size() && src[i + 1] == '/') {
+      const size_t start = i;
       while (i + 1 < src.size() && src[i + 1] != '\n') ++i;  // the newline is read next
+      read_comment(src.substr(start, i + 1 - start), &user);
       buf += ' ';
       continue;
     }
@@ -595,6 +625,7 @@ void Parser::kernel_statement(const Stmt& s) {
   if (w[0][0] == '.') fail(s.line, "unsupported directive '" + s.text + "' in a function");
   Inst inst;
   inst.line = s.line;
+  inst.user = s.user;
   inst.text = s.text;
   std::string rest = s.text;
   if (rest[0] == '@') {

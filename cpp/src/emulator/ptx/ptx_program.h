@@ -55,6 +55,12 @@ struct Operand {
   std::string symbol;       // the name written, for messages and late resolution
 };
 
+// A source line of the kernel (file, line), 0 when unknown.
+struct UserLine {
+  std::string file;
+  int line = 0;
+};
+
 struct Inst;
 struct ThreadCtx;
 struct CollectiveCtx;
@@ -92,6 +98,7 @@ struct Inst {
   std::vector<std::string> mods; // the words after it, without dots
   std::vector<Operand> ops;
   int line = 0;                  // in the PTX text
+  UserLine user;                 // the kernel's source line, where the lowering marked it
   std::string text;              // the statement, for messages
   // Decoded by the family.
   PType type = PType::None, type2 = PType::None, type3 = PType::None, type4 = PType::None;

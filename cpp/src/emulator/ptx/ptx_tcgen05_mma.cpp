@@ -1,7 +1,8 @@
 // tcgen05 tensor-core operations (sm_100a): tcgen05.mma (kind::f16, ::tf32, ::f8f6f4 with 8-bit
-// inputs, ::i8; cta_group::1 and ::2; A from a shared-memory descriptor or from tensor memory; the
-// enable-input-d predicate), tcgen05.cp (shared -> tensor memory) and tcgen05.commit (an arrival
-// on an mbarrier, or on the mbarrier at the same offset of each CTA a multicast mask names).
+// inputs, ::i8; the block-scaled ::mxf8f6f4 (8-bit inputs), ::mxf4 and ::mxf4nvf4; cta_group::1
+// and ::2; A from a shared-memory descriptor or from tensor memory; the enable-input-d predicate),
+// tcgen05.cp (shared -> tensor memory) and tcgen05.commit (an arrival on an mbarrier, or on the
+// mbarrier at the same offset of each CTA a multicast mask names).
 //
 // Written from the PTX ISA (tcgen05 "Instruction descriptor", "Shared memory descriptor",
 // "Matrix fragments / data path layouts", tcgen05.mma, tcgen05.commit, tcgen05.cp), independently
@@ -32,8 +33,8 @@ namespace {
 constexpr uint32_t kLanes = 128, kColumns = 512;
 
 enum Kind : int32_t { Mma, Commit, Copy };
-enum Flag : uint32_t { ATmem = 1, Multicast = 2 };
-enum MmaKind : int32_t { KindF16, KindTf32, KindF8F6F4, KindI8 };
+enum Flag : uint32_t { ATmem = 1, Multicast = 2, BlockScaled = 4 };
+enum MmaKind : int32_t { KindF16, KindTf32, KindF8F6F4, KindI8, KindMxf8f6f4, KindMxf4, KindMxf4nvf4 };
 // tcgen05.cp shapes: lanes x bits per lane, and how the source rows spread over the lane quarters.
 enum CpShape : int32_t { Cp128x256b, Cp4x256b, Cp128x128b, Cp64x128b_02_13, Cp64x128b_01_23, Cp32x128bx4 };
 
@@ -154,6 +155,19 @@ double input_value(const uint8_t* p, PType t) {
   }
 }
 
+// E2M1 (sign, 2 exponent bits, 1 mantissa bit, bias 1): 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+double e2m1_value(uint32_t code) {
+  const uint32_t e = (code >> 1) & 3, m = code & 1;
+  const double mag = e ? (1.0 + 0.5 * m) * std::ldexp(1.0, int(e) - 1) : 0.5 * m;
+  return code & 8 ? -mag : mag;
+}
+
+// A scale factor: UE8M0 (2^(b - 127); 0xff is NaN) or UE4M3 (E4M3 without its sign bit).
+double scale_value(uint8_t b, bool ue8m0) {
+  if (ue8m0) return b == 0xff ? std::nan("") : std::ldexp(1.0, int(b) - 127);
+  return fp8_value(uint8_t(b & 0x7f), PType::E4M3);
+}
+
 using Issued = Cta::Tcgen05Issued;
 
 struct Runner {
@@ -188,6 +202,10 @@ struct Runner {
     return c.tmem[size_t(lane) * kColumns + column];
   }
 
+  void wrote(Cta& c, uint32_t lane, uint32_t column, TmemWriter how) const {
+    c.tmem_writer[size_t(lane) * kColumns + column] = how;
+  }
+
   // Where row `row` (of the CTA's M / group rows) and column `n` of D live: the data-path layouts.
   // M = 128 per CTA: row i in lane i. cta_group::1, M = 64: rows 16w .. 16w + 15 in lanes 32w ..
   // 32w + 15 (the first half of each warp's quarter). cta_group::2, M = 128 (64 rows a CTA): lanes
@@ -199,7 +217,136 @@ struct Runner {
     else fail("no data-path layout for M = " + std::to_string(rows * group) + " with cta_group::" + std::to_string(group));
   }
 
+  // The block-scaled kinds (.kind::mxf8f6f4 / mxf4 / mxf4nvf4 .block_scale.scale_vec::NX): each
+  // K block of 32 (scale_vec::1X, 2X) or 16 (4X) elements of a row of A and a column of B is
+  // multiplied by its scale factor. The instruction descriptor (the ISA's table for these kinds):
+  // B's scale-factor ID in bits 4-5, A's and B's types in 7-9 / 10-12 (mxf8f6f4: E4M3 0, E5M2 1;
+  // mxf4 / mxf4nvf4: E2M1 1, two elements to a byte, the even one in the low nibble), negation 13 /
+  // 14, majorness 15 / 16, N >> 3 in 17-22, the factors' type in 23 (1 UE8M0, 0 UE4M3), M >> 4 in
+  // 24-28, A's scale-factor ID in 29-30, bit 31 sm_103's K = 96. The factors come from tensor
+  // memory at the SFA / SFB addresses, in CuTe's tmem_sf_frg layout (the one description of it we
+  // have, so shared with the emulator): the factors of row r of A sit in lane r, column
+  // SFA + r / 32, bytes ID .. ID + scale_vec - 1; those of column n of B, for the rows of D in lane
+  // quarter q, in lane 32 q + n % 32, column SFB + n / 32 (kernels copy them to all four quarters).
+  // Each factor must come from a cell a tcgen05.cp / st wrote since the allocation, and no other
+  // thread's tcgen05.cp may be writing it still (not yet committed: nothing can order it).
+  void mma_block_scaled(const Issued& is) {
+    const int group = inst.i1, kind = inst.i0, scale_vec = inst.i3;
+    const uint32_t v = uint32_t(is.ops[3]);
+    auto bits = [&](int lo, int n) { return (v >> lo) & ((1u << n) - 1); };
+    if (bits(2, 1)) fail("sparse MMA (instruction descriptor bit 2) is not supported");
+    if (bits(31, 1)) fail("K = 96 (instruction descriptor bit 31, sm_103a) is not supported");
+    const bool fp4 = kind != KindMxf8f6f4, ue8m0 = bits(23, 1);
+    enum Input { E4M3, E5M2, E2M1 };
+    auto input = [&](uint32_t code, const char* which) {
+      if (fp4 && code == 1) return E2M1;
+      if (!fp4 && code == 0) return E4M3;
+      if (!fp4 && code == 1) return E5M2;
+      if (!fp4 && code >= 3 && code <= 5)
+        fail(std::string("the 6- and 4-bit ") + which + " types of kind::mxf8f6f4 are not supported");
+      fail(std::string("instruction descriptor ") + which + " type " + std::to_string(code) +
+           " is not valid for this kind");
+    };
+    const Input ta = input(bits(7, 3), "A"), tb = input(bits(10, 3), "B");
+    const bool negate_a = bits(13, 1), negate_b = bits(14, 1), mn_major_a = bits(15, 1), mn_major_b = bits(16, 1);
+    const int M = int(bits(24, 5)) << 4, N = int(bits(17, 6)) << 3, K = fp4 ? 64 : 32;
+    const int sfa_id = int(bits(29, 2)), sfb_id = int(bits(4, 2));
+    const int want = kind == KindMxf8f6f4 ? 1 : kind == KindMxf4 ? 2 : ue8m0 ? scale_vec : 4;
+    if (scale_vec != want || (kind == KindMxf4nvf4 && scale_vec == 1))
+      fail("scale_vec::" + std::to_string(scale_vec) + "X does not fit this kind and scale type");
+    if (sfa_id + scale_vec > 4 || sfb_id + scale_vec > 4)
+      fail("the scale-factor IDs (A " + std::to_string(sfa_id) + ", B " + std::to_string(sfb_id) + ") leave no room for " +
+           std::to_string(scale_vec) + " factors in a 32-bit column");
+    if (fp4 && (mn_major_a || mn_major_b)) fail("4-bit operands must be K-major");
+    if (inst.flags & ATmem) fail("A from tensor memory is not supported for the block-scaled kinds");
+    if (M != 128 * group) fail("block-scaled MMAs are supported with 128 rows of D a CTA only");
+    if (!(N >= 8 * group && N <= 256 && N % (8 * group) == 0))
+      fail("shape M = " + std::to_string(M) + ", N = " + std::to_string(N) + " is not valid");
+    const std::vector<Cta*> ctas = group_ctas(group);
+    const int rows = 128, ncols = N / group, per = K / scale_vec;
+    const uint32_t sfa = uint32_t(is.ops[4]), sfb = uint32_t(is.ops[5]);
+    // Bits 30-31 of an 8-bit tensor-memory pointer hold the byte of the column (CuTe's
+    // convention); the descriptor's scale-factor IDs name it to the MMA.
+    if ((sfa >> 16) & 0x3fff || (sfb >> 16) & 0x3fff)
+      fail("the SFA / SFB addresses name a lane; scale factors start at lane 0");
+    // Another thread's tcgen05.cp of these columns not yet committed may still be writing them.
+    const uint32_t sfa_end = (sfa & 0xffff) + 4, sfb_end = (sfb & 0xffff) + uint32_t((N + 31) / 32);
+    for (Cta& holder : t.cl.ctas)
+      for (const Issued& e : holder.tcgen05_issued) {
+        if (e.inst->i2 != Copy || (&holder == &t.cta && e.thread == t.th.linear)) continue;
+        static const int kCopyColumns[] = {8, 8, 4, 4, 4, 4};
+        const uint32_t c0 = uint32_t(e.ops[0]) & 0xffff, c1 = c0 + uint32_t(kCopyColumns[e.inst->i0]);
+        for (int w = 0; w < 2; ++w) {
+          const uint32_t b = w ? sfb & 0xffff : sfa & 0xffff, end = w ? sfb_end : sfa_end;
+          bool reaches = false;
+          for (Cta* c : ctas) reaches = reaches || c == &holder || (e.inst->i1 == 2 && c->rank == holder.rank + 1);
+          if (reaches && c0 < end && b < c1)
+            fail(std::string(w ? "SFB" : "SFA") + " is read from tensor-memory columns [" + std::to_string(b) + ", " +
+                 std::to_string(end) + ") while the tcgen05.cp at PTX line " + std::to_string(e.inst->line) +
+                 (e.inst->user.line ? " (source line " + std::to_string(e.inst->user.line) + ")" : "") +
+                 ", issued by another thread and not yet committed, may still be writing them");
+        }
+      }
+    auto factor = [&](Cta& c, bool b, int quarter, int r, int j) {
+      const uint32_t lane = uint32_t(b ? 32 * quarter + r % 32 : r);
+      const uint32_t column = ((b ? sfb : sfa) & 0xffff) + uint32_t(r / 32);
+      const uint32_t cell = tmem(c, lane, column, b ? "SFB" : "SFA");
+      const uint8_t how = c.tmem_writer[size_t(lane) * kColumns + column];
+      if (how != TmemCopyOrStore)
+        fail(std::string(b ? "SFB" : "SFA") + " (factor " + std::to_string(j) + " of " + (b ? "column " : "row ") +
+             std::to_string(r) + " of " + (b ? "B" : "A") + ") is read from tensor-memory lane " + std::to_string(lane) +
+             ", column " + std::to_string(column) +
+             (how == TmemUnwritten ? ", which no tcgen05.cp or tcgen05.st has written since it was allocated: the scale "
+                                     "factors are uninitialised"
+                                   : ", which an MMA's accumulator overwrote: the scale factors overlap an accumulator (D)"));
+      return scale_value(uint8_t(cell >> (8 * ((b ? sfb_id : sfa_id) + j))), ue8m0);
+    };
+    // Element k of row mn of an operand (A's rows, B's columns) through its descriptor.
+    auto element = [&](Cta& c, const SmemDescriptor& d, bool mn_major, Input in, int mn, int k, const char* which) {
+      if (in == E2M1) {
+        const uint8_t byte = *smem(c, operand_address(d, false, mn, k / 2, 1), 1, which);
+        return e2m1_value(uint32_t(byte >> (4 * (k % 2))) & 0xf);
+      }
+      const uint8_t byte = *smem(c, operand_address(d, mn_major, mn, k, 1), 1, which);
+      return double(fp8_value(byte, in == E4M3 ? PType::E4M3 : PType::E5M2));
+    };
+    const SmemDescriptor da = decode_smem_descriptor(is.ops[1], "A", failer());
+    const SmemDescriptor db = decode_smem_descriptor(is.ops[2], "B", failer());
+    std::vector<double> B(size_t(N) * size_t(K));
+    for (int n = 0; n < N; ++n)
+      for (int k = 0; k < K; ++k)
+        B[size_t(n) * size_t(K) + size_t(k)] = element(*ctas[size_t(n / ncols)], db, mn_major_b, tb, n % ncols, k, "B");
+    const bool accumulate = is.ops[6] & 1;
+    const uint32_t dtaddr = uint32_t(is.ops[0]), dlane0 = dtaddr >> 16, dcol0 = dtaddr & 0xffff;
+    const double sa = negate_a ? -1.0 : 1.0, sb = negate_b ? -1.0 : 1.0;
+    const int nf = K / per;  // factors per row of A / column of B
+    std::vector<double> a(static_cast<size_t>(K)), scale_b(size_t(N) * size_t(nf));
+    for (int g = 0; g < group; ++g) {
+      Cta& c = *ctas[size_t(g)];
+      // Each CTA reads all of B's factors from its own tensor memory.
+      for (int m = 0; m < rows; ++m) {
+        if (m % 32 == 0)
+          for (int n = 0; n < N; ++n)
+            for (int j = 0; j < nf; ++j) scale_b[size_t(n) * size_t(nf) + size_t(j)] = factor(c, true, m / 32, n, j);
+        for (int k = 0; k < K; ++k)
+          a[size_t(k)] = sa * element(c, da, mn_major_a, ta, m, k, "A") * factor(c, false, 0, m, k / per);
+        for (int n = 0; n < N; ++n) {
+          double acc = 0;
+          for (int k = 0; k < K; ++k)
+            acc += a[size_t(k)] * sb * B[size_t(n) * size_t(K) + size_t(k)] * scale_b[size_t(n) * size_t(nf) + size_t(k / per)];
+          uint32_t lane, col;
+          d_cell(group, rows, N, m, n, &lane, &col);
+          uint32_t& cell = tmem(c, dlane0 + lane, dcol0 + col, "D");
+          if (accumulate) acc += double(f32_of(cell));
+          cell = uint32_t(bits_of(float(acc)));
+          wrote(c, dlane0 + lane, dcol0 + col, TmemAccumulator);
+        }
+      }
+    }
+  }
+
   void mma(const Issued& is) {
+    if (inst.flags & BlockScaled) return mma_block_scaled(is);
     const int group = inst.i1, kind = inst.i0;
     const InstrDescriptor id = decode_instr_descriptor(uint32_t(is.ops[3]), kind, failer());
     const bool a_tmem = inst.flags & ATmem;
@@ -251,6 +398,7 @@ struct Runner {
         d_cell(group, rows, N, m % rows, n, &lane, &col);
         const uint32_t column = dcol0 + (half_d ? col / 2 : col), shift = half_d ? 16 * (col % 2) : 0;
         uint32_t& cell = tmem(c, dlane0 + lane, column, "D");
+        wrote(c, dlane0 + lane, column, TmemAccumulator);
         if (id.d == PType::S32) {
           int64_t acc = accumulate ? int64_t(int32_t(cell)) : 0;
           for (int k = 0; k < K; ++k) acc += int64_t(a[k]) * int64_t(b[k]);
@@ -291,15 +439,18 @@ struct Runner {
           uint32_t word = 0;
           for (int b = 0; b < 4; ++b)
             word |= uint32_t(*smem(*c, operand_address(ds, false, r, 4 * w + b, 1), 1, "the source")) << (8 * b);
-          for (int l = 0; l < nlanes; ++l) tmem(*c, lane0 + lanes[l], col0 + uint32_t(w), "the destination") = word;
+          for (int l = 0; l < nlanes; ++l) {
+            tmem(*c, lane0 + lanes[l], col0 + uint32_t(w), "the destination") = word;
+            wrote(*c, lane0 + lanes[l], col0 + uint32_t(w), TmemCopyOrStore);
+          }
         }
       }
   }
 };
 
 Step run_issue(const Inst& i, ThreadCtx& t) {
-  Issued is{t.th.linear, &i, {0, 0, 0, 0, 0}};
-  for (size_t o = 0; o < i.ops.size() && o < 5; ++o) {
+  Issued is{t.th.linear, &i, {0, 0, 0, 0, 0, 0, 0}};
+  for (size_t o = 0; o < i.ops.size() && o < 7; ++o) {
     const Operand& op = i.ops[o];
     is.ops[o] = op.kind == Operand::Addr ? t.address(op) : t.get(op);
   }
@@ -355,17 +506,32 @@ void decode_tcgen05_async(Inst& i) {
   const std::string& k = i.mods.at(0);
   i.i1 = cta_group_of(i);
   if (k == "mma") {
-    for (const char* m : {"ws", "sp", "block_scale", "collector::a::fill", "collector::a::use", "collector::a::lastuse",
+    for (const char* m : {"ws", "sp", "collector::a::fill", "collector::a::use", "collector::a::lastuse",
                           "collector::a::discard"})
       if (i.has_mod(m)) unsupported(i, std::string(".") + m);
     if (i.has_mod("kind::f16")) i.i0 = KindF16;
     else if (i.has_mod("kind::tf32")) i.i0 = KindTf32;
     else if (i.has_mod("kind::f8f6f4")) i.i0 = KindF8F6F4;
     else if (i.has_mod("kind::i8")) i.i0 = KindI8;
-    else unsupported(i, "a kind other than f16, tf32, f8f6f4, i8");
-    // [d-tmem], a-desc | [a-tmem], b-desc, idesc, enable-input-d
-    if (i.ops.size() != 5 || i.ops[0].kind != Operand::Addr)
+    else if (i.has_mod("kind::mxf8f6f4")) i.i0 = KindMxf8f6f4;
+    else if (i.has_mod("kind::mxf4")) i.i0 = KindMxf4;
+    else if (i.has_mod("kind::mxf4nvf4")) i.i0 = KindMxf4nvf4;
+    else unsupported(i, "a kind other than f16, tf32, f8f6f4, i8, mxf8f6f4, mxf4, mxf4nvf4");
+    const bool scaled = i.i0 >= KindMxf8f6f4;
+    if (scaled != i.has_mod("block_scale")) unsupported(i, "the block-scaled kinds need .block_scale, the others take none");
+    if (scaled) {
+      i.flags |= BlockScaled;
+      for (int v : {1, 2, 4})
+        if (i.has_mod("scale_vec::" + std::to_string(v) + "X")) i.i3 = v;
+      if (!i.i3) unsupported(i, "a block-scaled MMA without .scale_vec::1X / 2X / 4X");
+      // [d-tmem], a-desc, b-desc, idesc, [sfa-tmem], [sfb-tmem], enable-input-d
+      if (i.ops.size() != 7 || i.ops[0].kind != Operand::Addr || i.ops[4].kind != Operand::Addr ||
+          i.ops[5].kind != Operand::Addr)
+        unsupported(i, "operands other than [d], a, b, idesc, [sfa], [sfb], enable-input-d");
+    } else if (i.ops.size() != 5 || i.ops[0].kind != Operand::Addr) {
+      // [d-tmem], a-desc | [a-tmem], b-desc, idesc, enable-input-d
       unsupported(i, "operands other than [d], a, b, idesc, enable-input-d (disable-output-lane, scale-input-d)");
+    }
     if (i.ops[1].kind == Operand::Addr) i.flags |= ATmem;
     i.i2 = Mma;
     i.run = run_issue;

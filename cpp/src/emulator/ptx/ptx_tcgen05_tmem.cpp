@@ -7,6 +7,7 @@
 // (lane << 16) | column. Allocation is by columns (a power of two in [32, 512] at a multiple of
 // itself); the first column's address goes to shared memory. A warp reaches the 32 lanes
 // 32 * (warp % 4) .. + 31. Loads and stores complete when issued: the waits and fences are no-ops.
+#include <algorithm>
 #include <cctype>
 
 #include "emulator/ptx/ptx_family_support.h"
@@ -53,6 +54,7 @@ void ensure_tmem(Cta& cta) {
   if (cta.tmem.empty()) {
     cta.tmem.assign(size_t(kLanes) * kColumns, 0);
     cta.tmem_allocated.assign(kColumns, false);
+    cta.tmem_writer.assign(size_t(kLanes) * kColumns, TmemUnwritten);
   }
 }
 
@@ -78,6 +80,8 @@ void run_alloc(const Inst& i, CollectiveCtx& c) {
     for (uint32_t k = start; k < start + n && free; ++k) free = !c.cta.tmem_allocated[k];
     if (!free) continue;
     for (uint32_t k = start; k < start + n; ++k) c.cta.tmem_allocated[k] = true;
+    for (uint32_t l = 0; l < kLanes; ++l)
+      std::fill_n(c.cta.tmem_writer.begin() + long(size_t(l) * kColumns + start), n, uint8_t(TmemUnwritten));
     ThreadCtx t = first_thread(c, i);
     const uint32_t address = start;  // lane 0
     std::memcpy(t.host(t.address(i.ops[0]), i.space, 4, true, 4), &address, 4);
@@ -131,6 +135,7 @@ void run_ldst(const Inst& i, CollectiveCtx& c) {
     const uint32_t ln = lane0 + uint32_t(lane);
     if (col >= kColumns || !c.cta.tmem_allocated[col])
       c.fail(i.opcode + ": column " + std::to_string(col) + " of tensor memory is not allocated");
+    if (!load) c.cta.tmem_writer[size_t(ln) * kColumns + col] = TmemCopyOrStore;
     return c.cta.tmem[size_t(ln) * kColumns + col];
   };
   const int nregs = info.regs * reps;

@@ -81,6 +81,9 @@ struct Cta {
   // allocate was given up.
   std::vector<uint32_t> tmem;
   std::vector<bool> tmem_allocated;
+  // Per cell, what wrote it since its columns were allocated (TmemWriter): a block-scaled MMA
+  // reports scale factors that no tcgen05.cp / st wrote, or that an accumulator overwrote.
+  std::vector<uint8_t> tmem_writer;
   bool tmem_relinquished = false;
   // tcgen05.mma / tcgen05.cp issued and not yet committed (ptx_tcgen05_mma.cpp): the issuing
   // thread, the instruction and its operands' values; each runs at that thread's next
@@ -88,10 +91,12 @@ struct Cta {
   struct Tcgen05Issued {
     int thread;
     const Inst* inst;
-    uint64_t ops[5];
+    uint64_t ops[7];  // block-scaled MMAs: [d], a, b, idesc, [sfa], [sfb], enable-input-d
   };
   std::vector<Tcgen05Issued> tcgen05_issued;
 };
+
+enum TmemWriter : uint8_t { TmemUnwritten, TmemCopyOrStore, TmemAccumulator };
 
 struct Launch;
 

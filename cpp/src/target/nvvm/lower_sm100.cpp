@@ -26,8 +26,25 @@ std::string shared_address(KernelLowering& k, const Op& op, const ir::Value* ptr
   return k.shared_window_address(op, ptr, "a tcgen05 shared-memory operand must point into shared memory");
 }
 
-void asm_void(KernelLowering& k, const std::string& text, const std::string& constraints, const std::string& args) {
-  k.emit_asm_clobbering_memory(text, constraints, args);
+// The user's line as a PTX comment that the PTX executor reads (ptx_parser.cpp), so that its
+// reports of a tcgen05 instruction name the kernel's source line as the emulator's do; ptxas
+// ignores it. The file's bytes other than printable ASCII, and those an LLVM string or an asm
+// template would read (" \ $) or the escape itself (%), are written %XX.
+std::string user_line_comment(const Op& op) {
+  if (!op.line || op.file.empty()) return "";
+  std::string s = "// opencute-loc " + std::to_string(op.line) + " ";
+  static const char* const hex = "0123456789ABCDEF";
+  for (char ch : op.file) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '$' || c == '%') s += {'%', hex[c >> 4], hex[c & 15]};
+    else s += ch;
+  }
+  return s + "\\0A\\09";
+}
+
+void asm_void(const Op& op, KernelLowering& k, const std::string& text, const std::string& constraints,
+              const std::string& args) {
+  k.emit_asm_clobbering_memory(user_line_comment(op) + text, constraints, args);
 }
 
 // `insn` issued by one elected lane of the active ones.
@@ -45,17 +62,17 @@ const char* shape_name(int64_t s) {
 
 void lower_alloc(const Op& op, KernelLowering& k) {
   std::string dst = shared_address(k, op, op.operands[0]);
-  asm_void(k, "tcgen05.alloc" + group(op) + ".sync.aligned.shared::cta.b32 [$0], $1;", "r,r",
+  asm_void(op, k, "tcgen05.alloc" + group(op) + ".sync.aligned.shared::cta.b32 [$0], $1;", "r,r",
            "i32 " + dst + ", i32 " + k.operand(op.operands[1]));
 }
 
 void lower_dealloc(const Op& op, KernelLowering& k) {
-  asm_void(k, "tcgen05.dealloc" + group(op) + ".sync.aligned.b32 $0, $1;", "r,r",
+  asm_void(op, k, "tcgen05.dealloc" + group(op) + ".sync.aligned.b32 $0, $1;", "r,r",
            "i32 " + k.operand(op.operands[0]) + ", i32 " + k.operand(op.operands[1]));
 }
 
 void lower_relinquish(const Op& op, KernelLowering& k) {
-  asm_void(k, "tcgen05.relinquish_alloc_permit" + group(op) + ".sync.aligned;", "", "");
+  asm_void(op, k, "tcgen05.relinquish_alloc_permit" + group(op) + ".sync.aligned;", "", "");
 }
 
 void lower_mma(const Op& op, KernelLowering& k) {
@@ -72,17 +89,17 @@ void lower_mma(const Op& op, KernelLowering& k) {
   std::string args = "i32 " + k.operand(op.operands[0]) + ", " + (a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +
                      ", i64 " + k.operand(op.operands[2]) + ", i32 " + k.operand(op.operands[3]) + ", i32 " + enable;
   if (scaled) args += ", i32 " + k.operand(op.operands[5]) + ", i32 " + k.operand(op.operands[6]);
-  asm_void(k, text, std::string("r,") + (a_tmem ? "r" : "l") + ",l,r,r" + (scaled ? ",r,r" : ""), args);
+  asm_void(op, k, text, std::string("r,") + (a_tmem ? "r" : "l") + ",l,r,r" + (scaled ? ",r,r" : ""), args);
 }
 
 void lower_commit(const Op& op, KernelLowering& k) {
   std::string bar = shared_address(k, op, op.operands[0]);
   if (op.operands.size() == 2) {
-    asm_void(k, elected("tcgen05.commit" + group(op) + ".mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [$0], $1;"),
+    asm_void(op, k, elected("tcgen05.commit" + group(op) + ".mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [$0], $1;"),
              "r,h", "i32 " + bar + ", i16 " + k.operand(op.operands[1]));
     return;
   }
-  asm_void(k, elected("tcgen05.commit" + group(op) + ".mbarrier::arrive::one.shared::cluster.b64 [$0];"), "r", "i32 " + bar);
+  asm_void(op, k, elected("tcgen05.commit" + group(op) + ".mbarrier::arrive::one.shared::cluster.b64 [$0];"), "r", "i32 " + bar);
 }
 
 std::string ldst_suffix(const Op& op, bool load) {
@@ -121,14 +138,14 @@ void lower_st(const Op& op, KernelLowering& k) {
   text += ", " + register_list(1, n) + ";";
   std::string cons = "r", args = "i32 " + k.operand(op.operands[0]);
   for (size_t i = 0; i < n; ++i) cons += ",r", args += ", i32 " + k.operand(op.operands[i + 1]);
-  asm_void(k, text, cons, args);
+  asm_void(op, k, text, cons, args);
 }
 
 void lower_cp(const Op& op, KernelLowering& k) {
   static const char* const shapes[] = {"128x256b", "4x256b", "128x128b", "64x128b.warpx2::02_13",
                                        "64x128b.warpx2::01_23", "32x128b.warpx4"};
   // One thread's instruction (as tcgen05.mma): issued by one elected lane of the active ones.
-  asm_void(k, elected("tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [$0], $1;"), "r,l",
+  asm_void(op, k, elected("tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [$0], $1;"), "r,l",
            "i32 " + k.operand(op.operands[0]) + ", i64 " + k.operand(op.operands[1]));
 }
 
@@ -144,10 +161,10 @@ void register_sm100_lowerings(LoweringTable& t) {
   t.add(OpCode::Tcgen05St, lower_st);
   t.add(OpCode::Tcgen05Cp, lower_cp);
   t.add(OpCode::Tcgen05Wait, [](const Op& op, KernelLowering& k) {
-    asm_void(k, op.int_attr ? "tcgen05.wait::st.sync.aligned;" : "tcgen05.wait::ld.sync.aligned;", "", "");
+    asm_void(op, k, op.int_attr ? "tcgen05.wait::st.sync.aligned;" : "tcgen05.wait::ld.sync.aligned;", "", "");
   });
   t.add(OpCode::Tcgen05Fence, [](const Op& op, KernelLowering& k) {
-    asm_void(k, op.int_attr ? "tcgen05.fence::after_thread_sync;" : "tcgen05.fence::before_thread_sync;", "", "");
+    asm_void(op, k, op.int_attr ? "tcgen05.fence::after_thread_sync;" : "tcgen05.fence::before_thread_sync;", "", "");
   });
 }
 
