@@ -1,7 +1,8 @@
 """NVIDIA's GeForce Blackwell block-scaled GEMMs (cute/blackwell_geforce/kernel/blockscaled_gemm/:
 dense_blockscaled_gemm_persistent_cooperative.py and _pingpong.py, BSD-3) on the CPU emulator for
-sm_120a: warp-level block-scaled mma.sync (MmaMXF4NVF4Op / MmaMXF4Op), ldmatrix of packed
-Float4E2M1FN, the scale factors through TMA and registers. Their kernel classes are driven as the
+sm_120a: warp-level block-scaled mma.sync (MmaMXF4NVF4Op / MmaMXF4Op, and MmaMXF8F6F4Op for mixed
+FP4 x FP8), ldmatrix of packed Float4E2M1FN (or unpacked: .b4x16_p64), the scale factors through
+TMA and registers. Their kernel classes are driven as the
 scripts' run_bs() does, at small sizes, against numpy (A and B on the e2m1 grid, dequantised with
 their factors); the scripts themselves run unchanged with torch's CUDA calls served from the host
 (helpers/example_on_cpu_torch.py) and check themselves ("PASS"), once with their kernels linked to
@@ -77,6 +78,30 @@ def _run(script, args, link_cubin=False):
 def test_script_passes_its_own_check_on_the_emulator(script):
     _needs_real_torch()
     done = _run(script, ["--mnkl", "256,128,256,1"])
+    assert done.returncode == 0 and "PASS" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+# Mixed FP4 x FP8 (MmaMXF8F6F4Op): the FP4 operand travels through TMA unpacked in shared memory
+# (internal_type Int8: 16U4_ALIGN16B), ldmatrix .b4x16_p64 widens it to bytes, the kernel shifts each
+# value into bits 2..5; factors Float8E8M0FNU per 32 values of K.
+MIXED = ["--sf_dtype", "Float8E8M0FNU", "--sf_vec_size", "32"]
+
+
+@pytest.mark.parametrize("script,a,b,mnkl", [
+    (SCRIPTS[0], "Float4E2M1FN", "Float8E4M3FN", "128,128,256,1"),
+    (SCRIPTS[1], "Float8E5M2", "Float4E2M1FN", "256,128,384,2"),
+], ids=["cooperative-fp4xe4m3", "pingpong-e5m2xfp4"])
+def test_mixed_fp4_fp8_script_passes_its_own_check_on_the_emulator(script, a, b, mnkl):
+    _needs_real_torch()
+    done = _run(script, ["--mnkl", mnkl, "--a_dtype", a, "--b_dtype", b, *MIXED])
+    assert done.returncode == 0 and "PASS" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def test_mixed_fp4_fp8_script_kernels_link_sm120a_cubins():
+    _needs_real_torch()
+    toolchain.require_cubin()
+    done = _run(SCRIPTS[0], ["--mnkl", "128,128,128,1", "--a_dtype", "Float8E4M3FN", "--b_dtype", "Float4E2M1FN", *MIXED],
+                link_cubin=True)
     assert done.returncode == 0 and "PASS" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
 
 

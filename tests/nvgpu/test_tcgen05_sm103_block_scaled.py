@@ -9,8 +9,9 @@ make_umma_smem_desc's next_src names (the descriptor's LBO field in absolute mod
 factors are placed in tensor memory by the test as CuTe's tmem_sf_frg lays out one-factor K blocks:
 factor j of row r (column r of B) in lane r % 32 of each subpartition, byte j % 4 of column
 r // 32 + (j // 4) * (rows / 32); the MMA's 6 (or 3) factors start at its 8-bit pointer's byte and
-run on into the next column group. The instruction descriptor's K bit (31) and the PTX for sm_103a
-(accepted by ptxas / nvJitLink) are checked too."""
+run on into the next column group. The products run on the PTX executor ("--target ptx") as well,
+which decodes the absolute-mode descriptors from the PTX's registers itself. The instruction
+descriptor's K bit (31) and the PTX for sm_103a (accepted by ptxas / nvJitLink) are checked too."""
 import numpy as np
 import pytest
 
@@ -19,9 +20,11 @@ import cutlass.cute as cute
 from cutlass import _core
 from cutlass.cute.nvgpu import tcgen05
 
+from ptx_target import needs_libnvvm
 from test_tcgen05_block_scaled import e4m3, e8m0, pack_e2m1
 
 EMU = "--gpu-arch sm_103a --target cpu"
+TARGETS = ["cpu", pytest.param("ptx", marks=needs_libnvvm)]
 M, K, STAGES = 128, 768, 3
 E2M1 = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6], np.float32)
 
@@ -142,7 +145,7 @@ def scale_words(sfa, sfb, N):
     return words.view(np.int32), W
 
 
-def run_case(vec, sf_dtype, N, seed):
+def run_case(vec, sf_dtype, N, seed, target="cpu"):
     rng = np.random.default_rng(seed)
     A, B = rng.choice(E2M1, (M, K)), rng.choice(E2M1, (N, K))
     lo, hi, dec = (120, 135, e8m0) if sf_dtype is cutlass.Float8E8M0FNU else (0x20, 0x50, e4m3)
@@ -150,20 +153,24 @@ def run_case(vec, sf_dtype, N, seed):
     words, W = scale_words(sfa, sfb, N)
     C = np.zeros((M, N), np.float32)
     a_in, b_in = pack_e2m1(A), pack_e2m1(B)
-    cute.compile(run_k96, a_in, b_in, words, C, vec, sf_dtype, N, W, options=EMU)(a_in, b_in, words, C)
+    f = cute.compile(run_k96, a_in, b_in, words, C, vec, sf_dtype, N, W, options=f"--gpu-arch sm_103a --target {target}")
+    assert f.target == target
+    f(a_in, b_in, words, C)
     Ad = A.astype(np.float64) * np.repeat(dec(sfa), vec, axis=1)
     Bd = B.astype(np.float64) * np.repeat(dec(sfb), vec, axis=1)
     bound = 1e-6 * (np.abs(Ad) @ np.abs(Bd).T)  # float32 accumulation
     assert np.all(np.abs(C - Ad @ Bd.T) <= bound), np.max(np.abs(C - Ad @ Bd.T) - bound)
 
 
+@pytest.mark.parametrize("target", TARGETS)
 @pytest.mark.parametrize("sf_dtype,N", [(cutlass.Float8E4M3FN, 128), (cutlass.Float8E8M0FNU, 256)])
-def test_nvf4_k96_with_factors_per_16_against_numpy(sf_dtype, N):
-    run_case(16, sf_dtype, N, seed=5)
+def test_nvf4_k96_with_factors_per_16_against_numpy(sf_dtype, N, target):
+    run_case(16, sf_dtype, N, seed=5, target=target)
 
 
-def test_mxf4_k96_with_ue8m0_factors_per_32_against_numpy():
-    run_case(32, cutlass.Float8E8M0FNU, 128, seed=6)
+@pytest.mark.parametrize("target", TARGETS)
+def test_mxf4_k96_with_ue8m0_factors_per_32_against_numpy(target):
+    run_case(32, cutlass.Float8E8M0FNU, 128, seed=6, target=target)
 
 
 def test_k96_instruction_descriptor_sets_bit_31():

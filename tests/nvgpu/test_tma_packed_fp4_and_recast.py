@@ -159,22 +159,6 @@ def test_int16_scale_factor_tma_compiles_for_sm100a():
     assert f.__cubin__
 
 
-def test_unpacked_fp4_internal_type_is_refused_at_the_users_line():
-    @cute.jit
-    def host(a_ptr: cute.Pointer):
-        a = cute.make_tensor(a_ptr, cute.make_layout((TM, TK), stride=(TK, 1)))
-        cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), a, cute.make_layout((TM, TK), stride=(TK, 1)),
-                                    (TM, TK), internal_type=cutlass.Int8)
-
-    a = _aligned_bytes(TM * TK // 2)
-    ptr = make_ptr(Float4E2M1FN, a.ctypes.data, cute.AddressSpace.gmem, assumed_align=16)
-    with pytest.raises(cutlass.DSLUserCodeError) as e:
-        cute.compile(host, ptr, options=EMU)
-    text = str(e.value)
-    assert "NOT_SUPPORTED" in text and "internal_type Int8 over Float4E2M1FN" in text and "16U4_ALIGN16B" in text
-    assert "test_tma_packed_fp4_and_recast.py" in text
-
-
 # ---- update_tma_descriptor: the grouped block-scaled GEMM re-points such atoms at each group ------
 
 @cute.kernel

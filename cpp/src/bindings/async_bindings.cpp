@@ -12,6 +12,7 @@
 #include "bindings/num_convert.h"
 #include "bindings/layout_convert.h"
 #include "cute/atom/copy_sm90.h"
+#include "cute/atom/tma_cta_v_map_sm90.h"
 #include "dsl/dtype.h"
 #include "dsl/mbarrier.h"
 #include "bindings/user_line.h"
@@ -126,8 +127,11 @@ void bind_async(nb::module_& root) {
           throw dsl::UserError("TYPE_MISMATCH", std::string("make_tiled_tma_atom: internal_type: ") + e.what());
         }
       }
-      return cute::make_tiled_tma_atom(k, nb::cast<cute::Tensor>(gmem), outer, swizzle, to_tiler(tiler), num_multicast,
-                                       internal);
+      const cute::Tensor g = nb::cast<cute::Tensor>(gmem);
+      // A layout is CuTe's cta_v_map (composition(make_identity_layout(gmem.shape), tile)).
+      const layout::Tiler tile = is_layout(tiler) ? cute::tile_of_cta_v_map(as_layout(tiler), outer.rank(), g.layout.shape)
+                                                  : to_tiler(tiler);
+      return cute::make_tiled_tma_atom(k, g, outer, swizzle, tile, num_multicast, internal);
     });
     if (reduce != ir::TmaReduceKind::None) {
       // The element types PTX's cp.reduce.async.bulk.tensor combines with each operation.

@@ -416,9 +416,9 @@ void bind_tensors(nb::module_& root) {
   m.def("make_cp_async_atom", [](nb::handle dtype, int num_bits, int cache_mode) {
     return cute::make_cp_async_atom(dtype_of(dtype), num_bits, cache_mode);
   });
-  m.def("make_ldmatrix_atom", [](nb::handle dtype, int num, bool transpose, bool eight_bit) {
-    return cute::make_ldmatrix_atom(dtype_of(dtype), num, transpose, eight_bit);
-  });
+  m.def("make_ldmatrix_atom", [](nb::handle dtype, int num, bool transpose, bool eight_bit, int unpack_bits) {
+    return cute::make_ldmatrix_atom(dtype_of(dtype), num, transpose, eight_bit, unpack_bits);
+  }, nb::arg("dtype"), nb::arg("num"), nb::arg("transpose"), nb::arg("eight_bit"), nb::arg("unpack_bits") = 0);
   m.def("make_ldmatrix16x16_atom", [](nb::handle dtype, int num, bool transpose) {
     return cute::make_ldmatrix16x16_atom(dtype_of(dtype), num, transpose);
   });

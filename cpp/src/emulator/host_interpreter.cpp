@@ -321,7 +321,8 @@ void HostInterpreter::exec(const Step& s, Frame& fr) const {
       }
       ir::Type elem = op.results[0]->type->element;
       try {
-        fill_tma_descriptor(*storage, elem, rank, uint64_t(in(0).i), dims, strides, box, int(op.ints[0]));
+        fill_tma_descriptor(*storage, elem, rank, uint64_t(in(0).i), dims, strides, box, int(op.ints[0]),
+                            tma_encode_data_type(op));
       } catch (const std::invalid_argument& e) {
         fail(op, std::string(e.what()) + " (make_tiled_tma_atom" +
                      (op.line ? " at " + op.file + ":" + std::to_string(op.line) : std::string()) + ")");

@@ -171,6 +171,7 @@ void matrix_op(const Inst& i, Sm80WarpContext& w, bool load) {
   const int num = int(i.imm & 0xff);
   const bool trans = (i.imm >> 8) & 1;
   const bool wide = (i.imm >> 9) & 1;
+  const bool unpack4 = (i.imm >> 10) & 1;  // .b8x16.b4x16_p64
   const char* name = load ? "ldmatrix" : "stmatrix";
   if (w.mask != 0xffffffffu) {
     int lane = w.mask ? __builtin_ctz(w.mask) : 0;
@@ -190,6 +191,19 @@ void matrix_op(const Inst& i, Sm80WarpContext& w, bool load) {
     }
   }
   const int reg = load ? i.dst : i.b;
+  if (unpack4) {
+    // Lane l's 4 bytes of matrix j are values 4(l%4) .. 4(l%4)+3 of row l/4: value c sits in
+    // byte c/2 of the row's first 8 (the low nibble for even c), widened to a byte's low 4 bits.
+    for (int l = 0; l < kWarp; ++l)
+      for (int j = 0; j < num; ++j)
+        for (int v = 0; v < 4; ++v) {
+          const int c = 4 * (l % 4) + v;
+          const auto* row = reinterpret_cast<const uint8_t*>(rows[8 * j + l / 4]);
+          const uint8_t value = uint8_t((row[c / 2] >> (4 * (c % 2))) & 0xf);
+          w.regs[size_t(reg + j * 4 + v) * kWarp + size_t(l)] = ir::load_scalar(i.type, &value);
+        }
+    return;
+  }
   if (wide) {
     for (int l = 0; l < kWarp; ++l)
       for (int v = 0; v < 8 * num; ++v)
@@ -265,7 +279,8 @@ bool lower_sm80_copy(DeviceEmulator::Program& p, const ir::Op& op) {
       i.dst = p.reg(op.result());
       i.type = op.result()->type->element;
       i.width = op.result()->type->lanes;
-      i.imm = op.int_attr | (op.ints.empty() ? 0 : op.ints[0] << 8) | (op.ints.size() > 1 ? op.ints[1] << 9 : 0);
+      i.imm = op.int_attr | (op.ints.empty() ? 0 : op.ints[0] << 8) | (op.ints.size() > 1 ? op.ints[1] << 9 : 0) |
+              (op.ints.size() > 2 && op.ints[2] == 4 ? 1 << 10 : 0);
       break;
     case OpCode::StMatrix:
       i.a = p.reg(op.operands[0]);

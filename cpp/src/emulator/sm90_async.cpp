@@ -83,17 +83,25 @@ int tensor_map_data_type(ir::Type t) {
   return -1;
 }
 
+int tma_encode_data_type(const ir::Op& encode) {
+  const size_t rank = size_t(encode.int_attr);
+  return encode.ints.size() > 1 + rank ? int(encode.ints[1 + rank]) : -1;
+}
+
 void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t global_address,
-                         const uint64_t* dims, const uint64_t* strides_bytes, const uint32_t* box, int swizzle_bytes) {
+                         const uint64_t* dims, const uint64_t* strides_bytes, const uint32_t* box, int swizzle_bytes,
+                         int data_type) {
   auto bad = [](const std::string& m) { throw std::invalid_argument("TMA descriptor: " + m); };
   if (tensor_map_data_type(element) < 0) bad("TMA cannot copy elements of type " + ir::to_string(element));
+  if (data_type >= 0 && !(data_type == kTmaUnpacked4Bit && tensor_map_data_type(element) == kTmaPacked4Bit))
+    bad("tensor-map data type " + std::to_string(data_type) + " does not hold elements of type " + ir::to_string(element));
   if (rank < 1 || rank > 5) bad("a tensor map has 1 to 5 dimensions, got " + std::to_string(rank));
   if (swizzle_bytes != 0 && swizzle_bytes != 32 && swizzle_bytes != 64 && swizzle_bytes != 128)
     bad("the swizzle must be 0, 32, 64 or 128 bytes, got " + std::to_string(swizzle_bytes));
   d.magic = kTmaDescriptorMagic;
   d.rank = rank;
-  d.data_type = tensor_map_data_type(element);
-  d.elem_bytes = d.data_type == kTmaPacked4Bit ? 1 : element->byte_size();
+  d.data_type = data_type >= 0 ? data_type : tensor_map_data_type(element);
+  d.elem_bytes = tma_packed_4bit(d.data_type) ? 1 : element->byte_size();
   d.swizzle_bytes = swizzle_bytes;
   d.global_address = global_address;
   if (global_address % 16) bad("the global tensor's address must be 16-byte aligned");
@@ -119,10 +127,26 @@ void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t 
           " is not a multiple of 16");
   }
   if (d.strides[0] != uint64_t(d.elem_bytes)) bad("dimension 0 must be contiguous in global memory");
-  // Packed 4-bit values (16U4_ALIGN8B): dimension 0 counts the values, two to a byte.
-  const bool packed = d.data_type == kTmaPacked4Bit;
+  // Packed 4-bit values (16U4_ALIGN8B / _ALIGN16B): dimension 0 counts the values, two to a byte.
+  const bool packed = tma_packed_4bit(d.data_type);
   if (packed && d.dims[0] % 2) bad("the extent of dimension 0 must be even for packed 4-bit elements");
-  const uint64_t inner = packed ? uint64_t(d.box[0]) / 2 : uint64_t(d.box[0]) * uint64_t(d.elem_bytes);
+  if (d.data_type == kTmaUnpacked4Bit) {
+    // cuda.h's rules for 16U4_ALIGN16B.
+    const std::string what = " for 4-bit elements unpacked in shared memory (16U4_ALIGN16B)";
+    if (global_address % 32) bad("the global tensor's address must be 32-byte aligned" + what);
+    if (d.dims[0] % 128) bad("the extent " + std::to_string(d.dims[0]) + " of dimension 0 must be a multiple of 128" + what);
+    if (d.box[0] != 128) bad("the innermost box dimension must be 128 values, got " + std::to_string(d.box[0]) + what);
+    for (int k = 1; k < rank; ++k)
+      if (d.dims[k] > 1 && d.strides[k] % 32)
+        bad("the byte stride " + std::to_string(d.strides[k]) + " of dimension " + std::to_string(k) +
+            " must be a multiple of 32" + what);
+    if (swizzle_bytes != 0 && swizzle_bytes != 128)
+      bad("the swizzle must be none or 128 bytes" + what + ", got " + std::to_string(swizzle_bytes));
+  }
+  // The innermost box dimension's bytes in shared memory.
+  const uint64_t inner = d.data_type == kTmaUnpacked4Bit ? uint64_t(d.box[0])
+                         : packed                       ? uint64_t(d.box[0]) / 2
+                                                        : uint64_t(d.box[0]) * uint64_t(d.elem_bytes);
   if (packed && d.box[0] % 2) bad("the innermost box dimension of packed 4-bit elements must be even");
   if (inner % 16) bad("the innermost box dimension spans " + std::to_string(inner) + " bytes, not a multiple of 16");
   if (swizzle_bytes && inner > uint64_t(swizzle_bytes))
@@ -131,7 +155,7 @@ void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t 
 }
 
 TmaDescriptor tma_byte_view(const TmaDescriptor& d, int64_t* origin, std::string* error) {
-  if (d.data_type != kTmaPacked4Bit) return d;
+  if (!tma_packed_4bit(d.data_type)) return d;
   if (origin[0] % 2) {
     *error = "a TMA copy of packed 4-bit elements at coordinate " + std::to_string(origin[0]) +
              " of dimension 0, which splits a byte";
@@ -331,9 +355,11 @@ bool whole_run(const TmaDescriptor& d, Sm90WarpContext& w, uintptr_t g, uint64_t
   return w.global_run(g, size_t(n * eb), host);
 }
 
-// The descriptor of a TMA op and its coordinates, packed 4-bit elements viewed as bytes.
-TmaDescriptor descriptor_and_origin(const Inst& i, Sm90WarpContext& w, int lane, int64_t* origin) {
+// The descriptor of a TMA op and its coordinates, packed 4-bit elements viewed as bytes
+// (*data_type: the map's own).
+TmaDescriptor descriptor_and_origin(const Inst& i, Sm90WarpContext& w, int lane, int64_t* origin, int* data_type = nullptr) {
   const TmaDescriptor m = descriptor_of(i, w, lane);
+  if (data_type) *data_type = m.data_type;
   for (int k = 0; k < m.rank; ++k) origin[k] = int32_t(at(w, i.srcs[size_t(k)], lane).i);
   std::string error;
   TmaDescriptor d = tma_byte_view(m, origin, &error);
@@ -343,14 +369,18 @@ TmaDescriptor descriptor_and_origin(const Inst& i, Sm90WarpContext& w, int lane,
 
 void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
   int64_t origin[5] = {0, 0, 0, 0, 0};
-  const TmaDescriptor d = descriptor_and_origin(i, w, lane, origin);
+  int format = 0;
+  const TmaDescriptor d = descriptor_and_origin(i, w, lane, origin, &format);
+  const bool spread = format == kTmaUnpacked4Bit;  // each 8 bytes take 16 in shared memory
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem);
   const uintptr_t dst = uintptr_t(at(w, i.b, lane).i), bar = uintptr_t(at(w, i.c, lane).i);
-  uint64_t bytes = uint64_t(d.elem_bytes);
+  uint64_t bytes = uint64_t(d.elem_bytes);  // what the load reads and its transaction bytes
   for (int k = 0; k < d.rank; ++k) bytes *= d.box[k];
-  if (dst < base || dst + bytes > base + w.smem_size)
-    w.fail(lane, "a TMA load of " + std::to_string(bytes) + " bytes to shared offset " + std::to_string(int64_t(dst - base)) +
-                     " runs outside the block's " + std::to_string(w.smem_size) + " bytes of shared memory");
+  const uint64_t footprint = spread ? 2 * bytes : bytes;
+  if (dst < base || dst + footprint > base + w.smem_size)
+    w.fail(lane, "a TMA load of " + std::to_string(footprint) + " bytes to shared offset " +
+                     std::to_string(int64_t(dst - base)) + " runs outside the block's " + std::to_string(w.smem_size) +
+                     " bytes of shared memory");
   // The PTX ISA asks 128 bytes of a tensor copy's shared address, swizzled or not: the swizzle is
   // a function of the address itself (`swizzled`), so a box at 128 mod 1024 starts mid-pattern,
   // just as a swizzled-pointer tensor over that memory reads it.
@@ -379,25 +409,41 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
       smem = s, table = t;
     }
     const uintptr_t sbase = reinterpret_cast<uintptr_t>(smem), off = dst - base;
-    if (w.check_smem_fill) w.check_smem_fill(lane, smem, sbase + off, bytes);
+    if (w.check_smem_fill) w.check_smem_fill(lane, smem, sbase + off, footprint);
     const uint64_t eb = uint64_t(d.elem_bytes);
+    // f(shared offset after swizzling, byte within the run, bytes) for the pieces of the box's
+    // bytes [o, o + n) that stay together in shared memory.
+    auto pieces = [&](uint64_t o, uint64_t n, auto&& f) {
+      if (!spread) {
+        for_swizzled_pieces(off + o, n, d.swizzle_bytes, f);
+        return;
+      }
+      for (uint64_t b = 0; b < n;) {
+        const uint64_t len = std::min<uint64_t>(n - b, 8 - (o + b) % 8);
+        for_swizzled_pieces(off + tma_smem_offset(format, o + b), len, d.swizzle_bytes,
+                            [&](uint64_t s, uint64_t within, uint64_t l) { f(s, b + within, l); });
+        b += len;
+      }
+    };
     for_box_runs(d, origin, [&](uintptr_t g, uint64_t o, uint64_t n) {
       uintptr_t host = 0;
       if (!g) {  // out-of-bounds elements are zero-filled
-        for_swizzled_pieces(off + o, n * eb, d.swizzle_bytes,
-                            [&](uint64_t s, uint64_t, uint64_t bytes) { std::memset(smem + s, 0, size_t(bytes)); });
+        pieces(o, n * eb, [&](uint64_t s, uint64_t, uint64_t bytes) { std::memset(smem + s, 0, size_t(bytes)); });
       } else if (whole_run(d, w, g, n, &host)) {
-        for_swizzled_pieces(off + o, n * eb, d.swizzle_bytes, [&](uint64_t s, uint64_t b, uint64_t bytes) {
+        pieces(o, n * eb, [&](uint64_t s, uint64_t b, uint64_t bytes) {
           std::memcpy(smem + s, reinterpret_cast<const void*>(host + b), size_t(bytes));
         });
       } else {
         for (uint64_t k = 0; k < n; ++k) {
-          char* p = smem + swizzled(uintptr_t(off + o + k * eb), d.swizzle_bytes);
+          char* p = smem + swizzled(uintptr_t(off + tma_smem_offset(format, o + k * eb)), d.swizzle_bytes);
           const uintptr_t h = w.check_global(lane, g + uintptr_t(k * eb), size_t(eb), false);
           std::memcpy(p, reinterpret_cast<const void*>(h), size_t(eb));
         }
       }
     });
+    if (spread)  // the gaps: the second 8 bytes of each 16-byte chunk (a swizzle moves whole chunks)
+      for (uint64_t c = 0; c < footprint; c += 16)
+        std::memset(smem + swizzled(uintptr_t(off + c + 8), d.swizzle_bytes), 0, 8);
     (void)sbase;
     char* bar_smem = smem;
     if (two_sm) {
@@ -411,8 +457,8 @@ void tma_load(const Inst& i, Sm90WarpContext& w, int lane) {
       w.fail(lane, "a TMA " + std::string(two_sm ? "load (cta_group::2)" : "multicast") + " to CTA rank " +
                        std::to_string(rank) + " whose mbarrier at shared offset " + std::to_string(bar - base) +
                        (two_sm ? " of its pair leader" : "") + " was never initialised");
-    table->add_filling(reinterpret_cast<uintptr_t>(smem) + off, reinterpret_cast<uintptr_t>(smem) + off + bytes, peer_bar,
-                       i.op);
+    table->add_filling(reinterpret_cast<uintptr_t>(smem) + off, reinterpret_cast<uintptr_t>(smem) + off + footprint,
+                       peer_bar, i.op);
     table->complete_tx(peer_bar, int64_t(bytes));
   }
 }
@@ -446,7 +492,11 @@ void tma_store_element(const Inst& i, Sm90WarpContext& w, int lane, const TmaDes
 
 void tma_store(const Inst& i, Sm90WarpContext& w, int lane) {
   int64_t origin[5] = {0, 0, 0, 0, 0};
-  const TmaDescriptor d = descriptor_and_origin(i, w, lane, origin);
+  int format = 0;
+  const TmaDescriptor d = descriptor_and_origin(i, w, lane, origin, &format);
+  if (format == kTmaUnpacked4Bit)
+    w.fail(lane, "a TMA store through a tensor map of 4-bit elements unpacked in shared memory (16U4_ALIGN16B), "
+                 "which TMA only loads");
   const uintptr_t base = reinterpret_cast<uintptr_t>(w.smem), src = uintptr_t(at(w, i.b, lane).i);
   uint64_t bytes = uint64_t(d.elem_bytes);
   for (int k = 0; k < d.rank; ++k) bytes *= d.box[k];

@@ -53,14 +53,33 @@ int tensor_map_data_type(ir::Type element);
 // A descriptor of this type counts dimension 0's extent, box and coordinate in values (two per
 // byte); its elem_bytes and strides[0] are 1.
 constexpr int kTmaPacked4Bit = 13;
+// CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B: packed 4-bit values in global memory, spread in shared
+// memory so that each 16 of them (8 bytes) start a 16-byte chunk whose last 8 bytes are a gap
+// (cuda.h: "8 byte gaps between every 8 byte chunk"): the byte-per-value tile that ldmatrix
+// .b8x16.b4x16_p64 reads (sm_120's mixed FP4 x FP8 GEMMs). Loads only; dimension 0 counts values
+// as for 16U4_ALIGN8B, and its box is 128 of them (128 bytes of shared memory). The transaction
+// bytes a load completes are the packed bytes it reads (half its shared footprint), as CUTLASS
+// counts them. The emulators write zeros in the gaps.
+constexpr int kTmaUnpacked4Bit = 14;
+inline bool tma_packed_4bit(int data_type) { return data_type == kTmaPacked4Bit || data_type == kTmaUnpacked4Bit; }
+// The shared-memory byte offset of byte `dense` of a box's packed bytes (its byte view, below):
+// itself, or for 16U4_ALIGN16B its place once each 8 bytes take 16.
+inline uint64_t tma_smem_offset(int data_type, uint64_t dense) {
+  return data_type == kTmaUnpacked4Bit ? dense / 8 * 16 + dense % 8 : dense;
+}
 // The same copy in bytes: a packed 4-bit descriptor halved along dimension 0, with `origin[0]`
 // (which must be even; else `error` says why and `d` comes back) halved too; others unchanged.
 TmaDescriptor tma_byte_view(const TmaDescriptor& d, int64_t* origin, std::string* error);
 // Fills `d` (everything but tensor_map) and checks it; throws std::invalid_argument naming the
 // broken rule (16-byte aligned address and strides, extents in [1, 2^32], box 1..256 per dim,
-// dimension 0 contiguous, the inner box within the swizzle span).
+// dimension 0 contiguous, the inner box within the swizzle span). `data_type`: -1 for the
+// element's own (tensor_map_data_type), or kTmaUnpacked4Bit for 4-bit elements (and its rules:
+// 32-byte aligned address and strides, dimension 0's extent a multiple of 128 and its box 128,
+// no swizzle or the 128-byte one).
 void fill_tma_descriptor(TmaDescriptor& d, ir::Type element, int rank, uint64_t global_address, const uint64_t* dims,
-                         const uint64_t* strides_bytes, const uint32_t* box, int swizzle_bytes);
+                         const uint64_t* strides_bytes, const uint32_t* box, int swizzle_bytes, int data_type = -1);
+// The data type a tma_encode op asks for beyond its element's own (its ints' optional last entry), or -1.
+int tma_encode_data_type(const ir::Op& encode);
 
 struct MbarrierState {
   int64_t expected = 0;  // arrivals that complete a phase (the init count)

@@ -215,7 +215,8 @@ void encode_in_kernel(const Inst& i, const LaunchCtx& c, Worker& w, Warp& warp) 
     std::unique_ptr<TmaDescriptor>& d = w.encoded_tma[reinterpret_cast<uintptr_t>(&i) * kWarp + uint64_t(l)];
     if (!d) d = std::make_unique<TmaDescriptor>();
     try {
-      fill_tma_descriptor(*d, i.type, rank, uint64_t(lane_value(0)), dims, strides, box, int(op.ints[0]));
+      fill_tma_descriptor(*d, i.type, rank, uint64_t(lane_value(0)), dims, strides, box, int(op.ints[0]),
+                          tma_encode_data_type(op));
       d->invalid = 0;
     } catch (const std::invalid_argument&) {
       // As tensormap.replace on the GPU, nothing checks the values here: NVIDIA's MoE GEMMs encode

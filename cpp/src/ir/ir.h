@@ -76,8 +76,10 @@ enum class OpCode : uint8_t {
                           // cp.async completed; int_attr = 1 for .noinc (the arrival is one of the
                           // barrier's expected count), 0 (the pending count is raised first: no net arrival)
   LdMatrix,       // (smem row ptr) -> vector of 32*num/width elements; int_attr = num matrices,
-                  // ints = {transpose[, m16n16]}; warp-collective (lane i of each 8-lane group names a
-                  // row); m16n16 (.b8, sm_100): 64*num bits, lane i of 16 names row i of matrix i/16
+                  // ints = {transpose[, m16n16[, 4: m8n16 .b8x16.b4x16_p64]]}; warp-collective (lane i
+                  // of each 8-lane group names a row); m16n16 (.b8, sm_100): 64*num bits, lane i of 16
+                  // names row i of matrix i/16; b4x16_p64: a row's 8 bytes of packed 4-bit values
+                  // (then 8 of padding) widened to the low bits of 16 bytes, laid out as the .b16 load's
   StMatrix,       // (smem row ptr, vector value); int_attr / ints as LdMatrix
   // named barriers (the cf family: Ampere examples' pipeline.NamedBarrier)
   NamedBarrier,  // (id i32 in [0,16), thread count i32, a multiple of 32); int_attr = NamedBarrierKind
@@ -117,7 +119,8 @@ enum class OpCode : uint8_t {
   TmaDescOp,   // (desc); int_attr = TmaDescOpKind: prefetch.tensormap / fence.proxy.tensormap acquire
   TmaEncode,   // host: (global ptr, extents i64 x rank, byte strides i64 x rank) -> param-space pointer to a
                // TMA descriptor (the result type's element is the element type); int_attr = rank,
-               // ints = {swizzle bytes, box sizes x rank}. In a kernel: a generic pointer that only
+               // ints = {swizzle bytes, box sizes x rank[, 14: CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B,
+               // 4-bit elements each in a byte slot of shared memory]}. In a kernel: a generic pointer that only
                // TmaDescCopy reads (the GPU form sets the slot's fields with tensormap.replace)
   // Hopper warp/CTA and cluster family (hmisc: dsl/sm90_ops, target/nvvm/lower_sm90_warp.cpp,
   // emulator/sm90_warp.cpp; clusters are co-scheduled by block_scheduler.cpp)

@@ -335,6 +335,8 @@ class Verifier {
                   (op.int_attr == 1 || op.int_attr == 2 || op.int_attr == 4);
         const bool wide = ld && op.ints.size() > 1 && op.ints[1];  // ldmatrix .m16n16: 64 bits a matrix
         ok = ok && v->is_vector() && v->element->width * v->lanes == (wide ? 64 : 32) * op.int_attr;
+        if (op.ints.size() > 2)  // ldmatrix .m8n16 .b8x16.b4x16_p64: bytes, not transposed, not m16n16
+          ok = ok && ld && op.ints[2] == 4 && !op.ints[0] && !op.ints[1] && v->element->width == 8;
         expect(op, ok, std::string(opcode_name(op.code)) +
                            " moves 1, 2 or 4 matrices as a vector of 32 bits per matrix through a row pointer");
         expect(op, fn_->kind == FunctionKind::Kernel, std::string(opcode_name(op.code)) + " is only valid in a kernel");
@@ -409,7 +411,10 @@ class Verifier {
         // In host code it gives the kernel parameter (param space); a kernel encodes into a
         // generic descriptor pointer that only copy_tensormap reads.
         const bool host = fn_->kind == FunctionKind::Host;
-        bool ok = rank >= 1 && rank <= 5 && o.size() == 1 + 2 * rank && op.ints.size() == 1 + rank &&
+        // An optional last int: the tensor map's data type where it is not the element's own
+        // (14, CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B: 4-bit elements unpacked in shared memory).
+        const bool format = op.ints.size() == 2 + rank && op.ints.back() == 14;
+        bool ok = rank >= 1 && rank <= 5 && o.size() == 1 + 2 * rank && (op.ints.size() == 1 + rank || format) &&
                   op.results.size() == 1 && op.results[0]->type->is_pointer() &&
                   op.results[0]->type->space == (host ? AddrSpace::Param : AddrSpace::Generic) &&
                   (o[0]->type->is_pointer() || o[0]->type == i64());

@@ -12,7 +12,8 @@ void encode_tma_descriptor(emulator::TmaDescriptor& d, ir::Type element) {
   for (int k = 1; k < d.rank; ++k) strides[k - 1] = d.strides[k];
   const int swizzle = d.swizzle_bytes == 0 ? 0 : d.swizzle_bytes == 32 ? 1 : d.swizzle_bytes == 64 ? 2 : 3;
   constexpr int kL2Promotion128B = 2;
-  CudaDriver::get().encode_tensor_map_tiled(d.tensor_map, emulator::tensor_map_data_type(element), unsigned(d.rank),
+  (void)element;  // d.data_type: the element's, or the format make_tiled_tma_atom asked for
+  CudaDriver::get().encode_tensor_map_tiled(d.tensor_map, d.data_type, unsigned(d.rank),
                                             reinterpret_cast<void*>(d.global_address), d.dims, strides, d.box,
                                             element_strides, swizzle, kL2Promotion128B);
 }

@@ -55,4 +55,44 @@ TEST(TmaDescriptorFields, PackedFourBitValuesCountValuesAlongDimensionZero) {
                std::invalid_argument);
 }
 
+TEST(TmaDescriptorFields, UnpackedFourBitValuesFollowCudaRulesFor16U4Align16B) {
+  // The same matrix as 16U4_ALIGN16B (cuda.h): box 128 values, 32-byte aligned address and strides.
+  const uint64_t dims[2] = {256, 64}, strides[2] = {1, 128};
+  const uint32_t box[2] = {128, 32};
+  emulator::TmaDescriptor d;
+  ASSERT_NO_THROW(emulator::fill_tma_descriptor(d, ir::f4e2m1(), 2, 4096, dims, strides, box, 128,
+                                                emulator::kTmaUnpacked4Bit));
+  EXPECT_EQ(d.data_type, 14);  // CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B
+  // The byte view halves dimension 0 as for packed values; shared memory spreads each 8 bytes over 16.
+  int64_t origin[2] = {128, 0};
+  std::string error;
+  EXPECT_EQ(emulator::tma_byte_view(d, origin, &error).box[0], uint32_t(64));
+  EXPECT_EQ(emulator::tma_smem_offset(14, 0), uint64_t(0));
+  EXPECT_EQ(emulator::tma_smem_offset(14, 7), uint64_t(7));
+  EXPECT_EQ(emulator::tma_smem_offset(14, 8), uint64_t(16));
+  EXPECT_EQ(emulator::tma_smem_offset(14, 63), uint64_t(119));  // chunk 7's byte 7; 120-127 is its gap
+  EXPECT_EQ(emulator::tma_smem_offset(13, 63), uint64_t(63));
+  auto refused = [&](uint64_t address, const uint64_t* ds, const uint64_t* ss, const uint32_t* bx, int swizzle,
+                     const char* why) {
+    try {
+      emulator::fill_tma_descriptor(d, ir::f4e2m1(), 2, address, ds, ss, bx, swizzle, emulator::kTmaUnpacked4Bit);
+      ADD_FAILURE() << "accepted; expected: " << why;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  refused(4096 + 16, dims, strides, box, 0, "32-byte aligned");
+  const uint32_t box64[2] = {64, 32};
+  refused(4096, dims, strides, box64, 0, "must be 128 values");
+  const uint64_t dims192[2] = {192, 64}, strides96[2] = {1, 96};
+  refused(4096, dims192, strides96, box, 0, "multiple of 128");
+  const uint64_t strides144[2] = {1, 144};
+  refused(4096, dims, strides144, box, 0, "multiple of 32");
+  refused(4096, dims, strides, box, 64, "none or 128 bytes");
+  // Only 4-bit elements have the format.
+  const uint64_t bdims[2] = {256, 64}, bstrides[2] = {1, 256};
+  EXPECT_THROW(emulator::fill_tma_descriptor(d, ir::int_type(8), 2, 4096, bdims, bstrides, box, 0, emulator::kTmaUnpacked4Bit),
+               std::invalid_argument);
+}
+
 }  // namespace

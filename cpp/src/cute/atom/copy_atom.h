@@ -33,6 +33,9 @@ struct CopyAtom {
   int num_matrices = 0;
   bool transpose = false;
   bool wide_matrix = false;  // ldmatrix .m16n16 .b8 (sm_100): 16x16-byte matrices, not 8x8 b16
+  // ldmatrix .m8n16 .b8x16.b4x16_p64 (4; sm_100a / sm_120a): each row's first 8 bytes hold 16
+  // packed 4-bit values (then 8 bytes of padding), each widened to the low bits of a byte.
+  int unpack_bits = 0;
   std::string op_name;  // the operation as the user named it, for messages and printing
   layout::Layout thr_id_layout = layout::Layout(1, 0);
   layout::Layout src_bits, dst_bits, ref_bits;

@@ -74,9 +74,21 @@ CopyAtom make_cp_async_atom(ir::Type value_type, int num_bits, int cache_mode) {
   return a;
 }
 
-CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpose, bool eight_bit) {
+CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpose, bool eight_bit, int unpack_bits) {
   const char* name = eight_bit ? "LdMatrix8x16x8bOp" : "LdMatrix8x8x16bOp";
   check_matrices(name, num_matrices);
+  if (unpack_bits) {
+    if (!eight_bit || unpack_bits != 4)
+      atom_error("NOT_SUPPORTED", std::string(name) + ": unpack_bits=" + std::to_string(unpack_bits) +
+                                      " is not available (LdMatrix8x16x8bOp unpacks 4-bit elements: unpack_bits=4)");
+    const support::Arch& arch = dsl::Tracer::current_target_arch();
+    if (!arch.empty() && !(arch.number >= 100 && (arch.suffix == 'a' || arch.suffix == 'f')))
+      atom_error("UNSUPPORTED_ARCH", std::string(name) + ": ldmatrix .b8x16.b4x16_p64 (unpack_bits=4) needs sm_100a "
+                                                         "or newer, but the program is compiled for " + arch.name);
+    if (element_bits(value_type) != 8)
+      atom_error("TYPE_MISMATCH", std::string(name) + " with unpack_bits=4 widens each 4-bit element to a byte: its "
+                                                      "value type must be 8 bits, got " + dtype_text(value_type));
+  }
   int bits = element_bits(value_type);
   // 16-bit units may carry narrower values untransposed (two 8-bit or four 4-bit values each, as
   // NVIDIA's GeForce block-scaled GEMMs load Float4E2M1FN operands): the copy moves the units.
@@ -94,6 +106,7 @@ CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpos
   a.value_type = value_type;
   a.num_matrices = num_matrices;
   a.transpose = transpose;
+  a.unpack_bits = unpack_bits;
   a.num_bits = 128;
   a.thr_id_layout = L::Layout(32, 1);
   a.src_bits = ldmatrix_src_bits(num_matrices);
@@ -285,6 +298,7 @@ void copy_sm80(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const
         ir::Op* op = b.create(ir::OpCode::LdMatrix, {row}, {ir::vector_type(atom.value_type, nd)});
         op->int_attr = atom.num_matrices;
         op->ints = {atom.transpose ? 1 : 0, atom.wide_matrix ? 1 : 0};
+        if (atom.unpack_bits) op->ints.push_back(atom.unpack_bits);
         ir::Value* v = op->result();
         // Runs of consecutive register values are stored as one vector (up to 16 bytes), so that
         // LLVM splits the fragment into the registers ldmatrix filled, not 16-bit pieces.

@@ -3,7 +3,8 @@
 //   cp.async (CopyG2SOp): 1 thread, 4/8/16 bytes global -> shared, .ca or .cg (16 B only);
 //     a predicated call becomes the zero-fill form (source size 0), as SM80_CP_ASYNC_*_ZFILL.
 //   ldmatrix (LdMatrix8x8x16bOp, LdMatrix8x16x8bOp): 32 threads, x1/x2/x4 8x8 matrices of
-//     16-bit elements (or 8x16 of 8-bit elements, without .trans), shared -> registers.
+//     16-bit elements (or 8x16 of 8-bit elements, without .trans; or of 4-bit ones widened to
+//     bytes, unpack_bits=4), shared -> registers.
 //   stmatrix (StMatrix8x8x16bOp): the inverse of ldmatrix, registers -> shared (sm_90).
 #pragma once
 #include <optional>
@@ -16,7 +17,10 @@ namespace opencute::cute {
 // cache_mode: 0 always (.ca), 1 global (.cg). num_bits: 32, 64 or 128.
 CopyAtom make_cp_async_atom(ir::Type value_type, int num_bits, int cache_mode);
 // eight_bit: LdMatrix8x16x8bOp (8-bit elements, 16 per row) instead of LdMatrix8x8x16bOp.
-CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpose, bool eight_bit);
+// unpack_bits: 0, or 4 for LdMatrix8x16x8bOp's ldmatrix .m8n16 .b8x16.b4x16_p64 (sm_100a and
+// newer): a row's 16 packed 4-bit values (8 bytes, then 8 of padding) widened to a byte each,
+// the value in its low 4 bits; the same thread-value layout as the 8-bit load.
+CopyAtom make_ldmatrix_atom(ir::Type value_type, int num_matrices, bool transpose, bool eight_bit, int unpack_bits = 0);
 // ldmatrix .m16n16 .trans .b8 (sm_100, LdMatrix16x16x8bOp): 1 or 2 16x16 matrices of 8-bit elements.
 CopyAtom make_ldmatrix16x16_atom(ir::Type value_type, int num_matrices, bool transpose);
 CopyAtom make_stmatrix_atom(ir::Type value_type, int num_matrices, bool transpose);

@@ -224,6 +224,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   const int elem_bits = element->bit_size();
   ir::Type map_element = element;
   int64_t recast = 1;
+  bool unpacked = false;
   if (internal_type && internal_type != element) {
     const int ib = internal_type->bit_size();
     const bool wider_int = internal_type->is_int() && !internal_type->is_bool() && ib > elem_bits && ib % elem_bits == 0 &&
@@ -231,19 +232,26 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
     // Another type of the same width (Uint8 over Float8E8M0FNU factors, sm_103's GEMMs) names the
     // same bytes.
     const bool same_width = ib == elem_bits && !element->is_sub_byte() && !internal_type->is_bool();
-    if (!(internal_type == ir::tf32() && element == ir::f32()) && !wider_int && !same_width)
+    // An 8-bit integer over 4-bit elements: each value in a byte slot of shared memory (CUDA's
+    // 16U4_ALIGN16B; sm_120's mixed FP4 x FP8 GEMMs, whose smem tile is Int8).
+    unpacked = ib == 8 && elem_bits == 4 && internal_type->is_int() && !internal_type->is_bool();
+    if (!(internal_type == ir::tf32() && element == ir::f32()) && !wider_int && !same_width && !unpacked)
       tma_error("NOT_SUPPORTED", "make_tiled_tma_atom: internal_type " + dsl::dtype_name(internal_type) + " over " +
                                      dsl::dtype_name(element) + " elements is not supported (only the tensor's own "
                                      "type, TFloat32 over Float32, or a wider integer type that the tile's "
                                      "contiguous bytes recast to)" +
-                                     (element->is_sub_byte() ? "; 4-bit elements unpacked in shared memory (CUDA's "
-                                                               "16U4_ALIGN16B) are not implemented" : ""));
+                                     (element->is_sub_byte() ? "; 4-bit elements take Int8 or Uint8 (a byte slot "
+                                                               "each in shared memory: CUDA's 16U4_ALIGN16B)" : ""));
     if (wider_int) {
       map_element = internal_type;
       recast = ib / elem_bits;
     }
     if (same_width) map_element = internal_type;  // shared tiles of either type take the bytes
   }
+  if (unpacked && kind == TmaKind::Store)
+    tma_error("NOT_SUPPORTED", name + ": TMA stores no " + dsl::dtype_name(element) + " elements unpacked in shared "
+                                      "memory (internal_type " + dsl::dtype_name(internal_type) +
+                                      "; CUDA's 16U4_ALIGN16B is a load format)");
   if (element->is_sub_byte() && elem_bits != 4)
     tma_error("TMA_LAYOUT", name + ": TMA moves " + dsl::dtype_name(element) + " (" + std::to_string(elem_bits) +
                                 " bits) only unpacked in shared memory, which is not implemented; packed sub-byte "
@@ -463,6 +471,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   a.element = element;
   a.map_element = map_element;
   a.recast = recast;
+  a.unpacked = unpacked;
   a.rank = int(dims.size());
   a.smem_layout = s;
   a.tile_elems = tile_elems;
@@ -485,6 +494,18 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
                                   "," + std::to_string(sw.shift) + "> of " + dsl::dtype_name(a.element) +
                                   " elements is none of TMA's 32, 64 or 128-byte swizzles");
     a.swizzle_bytes = 16 << sw.bits;
+  }
+  if (unpacked) {
+    // cuda.h's rules for 16U4_ALIGN16B: a box 128 values wide (128 bytes of shared memory), no
+    // swizzle or the 128-byte one.
+    const std::string what = " for " + dsl::dtype_name(element) + " elements unpacked in shared memory (internal_type " +
+                             dsl::dtype_name(internal_type) + ", CUDA's 16U4_ALIGN16B)";
+    if (a.rank < 1 || dims[0].size != 128 || !dims[0].parts.empty())
+      tma_error("TMA_LAYOUT", name + ": the tile's innermost run must be 128 values, one box of TMA" + what + "; it has " +
+                                  std::to_string(dims.empty() ? 0 : dims[0].size));
+    if (a.swizzle_bytes != 0 && a.swizzle_bytes != 128)
+      tma_error("TMA_LAYOUT", name + ": the smem swizzle must be none or 128 bytes" + what + ", not " +
+                                  std::to_string(a.swizzle_bytes) + " bytes");
   }
   // Global extents and byte strides of each dimension (host values).
   std::vector<ir::Value*> extents, strides;
@@ -629,6 +650,7 @@ TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const L::Lay
   op->int_attr = a.rank;
   op->ints = {a.swizzle_bytes};
   for (int k = 0; k < a.rank; ++k) op->ints.push_back(a.box[k]);
+  if (unpacked) op->ints.push_back(14);  // CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN16B
   res.descriptor = dsl::Num::of_value(op->result());
   res.tma_tensor = make_identity_tensor(g.shape);
   if (flat_shape.size() > 1) {

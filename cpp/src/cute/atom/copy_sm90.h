@@ -19,7 +19,9 @@
 //   - `internal_type` (CuTe's TmaInternalType) recasts the tensor map to that type: dimension 0's
 //     extent, box and coordinate count its elements (an Int16 map of byte-sized scale factors);
 //   - packed 4-bit elements (Float4E2M1FN) travel as CUDA's 16U4_ALIGN8B: extents, boxes and
-//     coordinates count the 4-bit values, strides are bytes;
+//     coordinates count the 4-bit values, strides are bytes; with internal_type Int8 (or Uint8)
+//     as 16U4_ALIGN16B: the smem tile holds a byte slot per value (each 16 values' 8 bytes then 8
+//     bytes of gap, as ldmatrix .b4x16_p64 reads them), the box is 128 values, loads only;
 //   - the swizzle S<B,M,3> (element units) must be TMA's 32/64/128-byte swizzle in bytes.
 //   - a tiler mode may be a layout from tile positions to coordinate offsets (the sm100 epilogue
 //     tile (32,2):(1,64) interleaves two warps' columns): each smem run is taken through it, and
@@ -47,6 +49,7 @@ struct TmaAtom {
   ir::Type element = nullptr;
   ir::Type map_element = nullptr;  // the tensor map's element type: `element`, or a wider internal_type
   int64_t recast = 1;            // elements of `element` per map element (dimension 0 counts map elements)
+  bool unpacked = false;         // 4-bit elements each in a byte slot of shared memory (16U4_ALIGN16B)
   int rank = 0;                  // tensor-map dimensions
   int gmode[5] = {};             // the global layout's flattened leaf of each dimension
   int64_t tile_stride[5] = {};   // coordinate stride of the dimension inside its leaf (1: innermost run)
@@ -107,7 +110,8 @@ struct TmaAtomResult {
 // tma_encode op in the host program being traced.
 // `internal_type`: null, or make_tiled_tma_atom's internal_type (refused with NOT_SUPPORTED
 // unless it is the element type, TFloat32 over Float32, or an integer type wider than the
-// element that the tile's contiguous innermost run recasts to).
+// element that the tile's contiguous innermost run recasts to, or an 8-bit integer over 4-bit
+// elements: 16U4_ALIGN16B).
 TmaAtomResult make_tiled_tma_atom(TmaKind kind, const Tensor& gmem, const layout::Layout& smem_outer,
                                   const std::optional<layout::Swizzle>& smem_swizzle, const layout::Tiler& cta_tiler,
                                   int num_multicast, ir::Type internal_type = nullptr);

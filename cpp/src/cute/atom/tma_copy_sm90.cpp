@@ -100,7 +100,9 @@ void tma_copy(const TmaAtom& a, const dsl::Num& descriptor, const Tensor& src, c
                                  "tensor) as tma_partition gives it, not a memory tensor");
   if (!s.is_memory() || (s.space() != ir::AddrSpace::Smem && s.space() != ir::AddrSpace::Generic))
     tma_error("TMA_COPY", what + ": the " + (load ? "destination" : "source") + " must be a shared-memory tensor");
-  if (s.element() != a.element && !(a.recast == 1 && s.element() == a.map_element))
+  // (4-bit elements unpacked in shared memory land in a tile of 8-bit integers, a byte a value.)
+  const bool byte_slots = a.unpacked && s.element()->is_int() && !s.element()->is_bool() && s.element()->width == 8;
+  if (s.element() != a.element && !(a.recast == 1 && s.element() == a.map_element) && !byte_slots)
     tma_error("TYPE_MISMATCH", what + ": the shared tile holds " + dsl::dtype_name(s.element()) + ", the atom copies " +
                                    dsl::dtype_name(a.element));
   // The tile this copy moves: the atom's, or (an atom of several instructions per tile) a leading

@@ -4,7 +4,8 @@
 // non-tensor cp.async.bulk copies and reductions, their mbarrier complete_tx, and the bulk groups
 // (commit / wait: the copies complete when issued). The tensor map is the 128-byte image the
 // launch laid out (or a kernel copied); it is read with the emulator's decoding
-// (tma_descriptor_at). The box lands densely, dimension 0 innermost, with the map's swizzle
+// (tma_descriptor_at). The box lands densely, dimension 0 innermost (16U4_ALIGN16B: each 8 bytes
+// of packed 4-bit values followed by an 8-byte gap, written as zeros), with the map's swizzle
 // applied to the shared-window address; elements outside the tensor read as zero and are not
 // written.
 #include "emulator/ptx/ptx_family_support.h"
@@ -94,14 +95,20 @@ void for_each_box_element(ThreadCtx& t, const TmaDescriptor& map, const Operand&
               if (x < 0 || uint64_t(x) >= d.dims[k]) inside = false;
               g += uint64_t(x) * (k == 0 ? uint64_t(d.elem_bytes) : d.strides[k]);
             }
-            f(n * uint64_t(d.elem_bytes), inside ? g : 0);
+            f(tma_smem_offset(map.data_type, n * uint64_t(d.elem_bytes)), inside ? g : 0);
           }
 }
 
+// The bytes a box reads from global memory: its transaction bytes.
 uint64_t box_bytes(const TmaDescriptor& d) {
   uint64_t b = uint64_t(d.elem_bytes);
   for (int k = 0; k < d.rank; ++k) b *= d.box[k];
-  return d.data_type == kTmaPacked4Bit ? b / 2 : b;  // two values to a byte
+  return tma_packed_4bit(d.data_type) ? b / 2 : b;  // two values to a byte
+}
+
+// The bytes a box takes in shared memory: 16U4_ALIGN16B spreads each 8 packed bytes over 16.
+uint64_t box_footprint(const TmaDescriptor& d) {
+  return d.data_type == kTmaUnpacked4Bit ? 2 * box_bytes(d) : box_bytes(d);
 }
 
 // The box's shared address needs 128-byte alignment whatever the swizzle: the swizzle is a function
@@ -150,14 +157,16 @@ Step run_bulk(const Inst& i, ThreadCtx& t) {
                  std::to_string(own.rank) + "'s pair");
         targets.emplace_back(&own, &bar_cta);
       }
-      const uint64_t bytes = box_bytes(d);
+      const uint64_t bytes = box_bytes(d), footprint = box_footprint(d);
       for (auto [c, b] : targets) {
-        if (dst_off + bytes > c->smem_size) t.fail("the TMA box runs past the CTA's shared memory");
+        if (dst_off + footprint > c->smem_size) t.fail("the TMA box runs past the CTA's shared memory");
         for_each_box_element(t, d, i.ops[1].elems.at(1), [&](uint64_t o, uint64_t g) {
           uint8_t* p = c->smem + tma_swizzle(dst_off + o, d.swizzle_bytes);
           if (g) std::memcpy(p, t.host(g, Space::Global, uint64_t(d.elem_bytes), false, 1), size_t(d.elem_bytes));
           else std::memset(p, 0, size_t(d.elem_bytes));
         });
+        if (d.data_type == kTmaUnpacked4Bit)  // the gap after each 8 bytes: zeros (a swizzle moves whole 16-byte chunks)
+          for (uint64_t o = 8; o < footprint; o += 16) std::memset(c->smem + tma_swizzle(dst_off + o, d.swizzle_bytes), 0, 8);
         if (bar_off + 8 > b->smem_size) t.fail("the mbarrier lies outside the CTA's shared memory");
         mbarrier_complete_tx(t, t.cl, reinterpret_cast<uintptr_t>(b->smem + bar_off), int64_t(bytes));
       }
@@ -167,6 +176,9 @@ Step run_bulk(const Inst& i, ThreadCtx& t) {
     case TensorReduce: {
       // [map, {coords}], [src]
       const TmaDescriptor d = tensor_map(t, i.ops[0].elems.at(0));
+      if (d.data_type == kTmaUnpacked4Bit)
+        t.fail("a TMA store through a tensor map of 4-bit values unpacked in shared memory (16U4_ALIGN16B), which "
+               "TMA only loads");
       const PType ty = i.i0 == TensorReduce ? element_type(t, d) : PType::None;
       const uint64_t src = t.address(i.ops[1]) & kSharedOffsetMask;  // shared::cta: this CTA's window
       check_swizzle_alignment(t, src, d.swizzle_bytes);

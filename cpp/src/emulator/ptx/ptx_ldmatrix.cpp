@@ -2,6 +2,9 @@
 // the ISA independently of the IR emulator's sm80_copy.cpp. Thread 8j + r gives the address of
 // row r of matrix j; register j of lane l holds row l/4, columns 2(l%4) and 2(l%4)+1 of matrix
 // j (with .trans, column l/4 of rows 2(l%4) and 2(l%4)+1).
+// ldmatrix .m8n16 .b8x16.b4x16_p64 (sm_100a / sm_120a): a row is 16 unsigned 4-bit elements
+// packed in its first 8 bytes (element 2k in the low nibble of byte k), then 64 bits of padding;
+// register j of lane l holds elements 4(l%4) .. 4(l%4)+3 of row l/4, one to a byte, zero-extended.
 #include "emulator/ptx/ptx_family_support.h"
 
 namespace opencute::emulator::ptx {
@@ -21,12 +24,21 @@ uint16_t* element_at(CollectiveCtx& c, const Inst& i, int j, int row, int col, b
 
 void run_ldmatrix(const Inst& i, CollectiveCtx& c) {
   const int nmat = i.i0;
-  const bool trans = i.i1;
+  const bool trans = i.i1, unpack4 = i.i2;
   const Operand& d = i.ops[0];
   std::vector<uint32_t> out(size_t(32 * nmat));
   for (int l = 0; l < 32; ++l)
     for (int j = 0; j < nmat; ++j) {
       uint32_t w = 0;
+      if (unpack4) {
+        const auto* packed = reinterpret_cast<const uint8_t*>(element_at(c, i, j, l / 4, 0, false));
+        for (int b = 0; b < 4; ++b) {
+          const int e = 4 * (l % 4) + b;
+          w |= uint32_t((packed[e / 2] >> (4 * (e % 2))) & 0xf) << (8 * b);
+        }
+        out[size_t(l * nmat + j)] = w;
+        continue;
+      }
       for (int h = 0; h < 2; ++h) {
         const int row = trans ? 2 * (l % 4) + h : l / 4, col = trans ? l / 4 : 2 * (l % 4) + h;
         w |= uint32_t(*element_at(c, i, j, row, col, false)) << (16 * h);
@@ -55,12 +67,15 @@ void run_stmatrix(const Inst& i, CollectiveCtx& c) {
 
 void decode_matrix(Inst& i) {
   if (!i.has_mod("sync") || !i.has_mod("aligned")) unsupported(i, "without .sync.aligned");
-  if (!i.has_mod("m8n8") || !i.has_mod("b16")) unsupported(i, "only .m8n8 .b16 matrices");
+  const bool ld = i.base == "ldmatrix";
+  i.i2 = ld && i.has_mod("m8n16") && i.has_mod("b8x16") && i.has_mod("b4x16_p64");
+  if (!i.i2 && (!i.has_mod("m8n8") || !i.has_mod("b16")))
+    unsupported(i, "only .m8n8 .b16 matrices and ldmatrix .m8n16 .b8x16.b4x16_p64");
   i.i0 = i.has_mod("x1") ? 1 : i.has_mod("x2") ? 2 : i.has_mod("x4") ? 4 : 0;
   if (!i.i0) unsupported(i, "no .x1/.x2/.x4");
   i.i1 = i.has_mod("trans");
+  if (i.i2 && i.i1) unsupported(i, ".m8n16 with .trans");
   i.space = space_of(i);
-  const bool ld = i.base == "ldmatrix";
   const Operand& regs = i.ops.at(ld ? 0 : 1);
   if (regs.kind != Operand::Vec || int(regs.elems.size()) != i.i0) unsupported(i, "register count");
   as_collective(i, ld ? run_ldmatrix : run_stmatrix, Scope::Warp);

@@ -1,6 +1,6 @@
 // tcgen05 tensor-core operations (sm_100a): tcgen05.mma (kind::f16, ::tf32, ::f8f6f4 with 8-bit
-// inputs, ::i8; the block-scaled ::mxf8f6f4 (8-bit inputs), ::mxf4 and ::mxf4nvf4; cta_group::1
-// and ::2; A from a shared-memory descriptor or from tensor memory; the enable-input-d predicate),
+// inputs, ::i8; the block-scaled ::mxf8f6f4 (8-bit inputs), ::mxf4 and ::mxf4nvf4, these two also
+// with sm_103a's K = 96; cta_group::1 and ::2; A from a shared-memory descriptor or from tensor memory; the enable-input-d predicate),
 // tcgen05.cp (shared -> tensor memory) and tcgen05.commit (an arrival on an mbarrier, or on the
 // mbarrier at the same offset of each CTA a multicast mask names).
 //
@@ -17,8 +17,9 @@
 //
 // Shared-memory operands: a 64-bit descriptor gives the start address (bits 0-13), the leading-
 // and stride-dimension byte offsets (16-29, 32-45), all >> 4, the fixed 0b001 at 46-48, the base
-// offset (49-51), the leading-dimension mode (52) and the swizzle (61-63: 0 none, 1 128B with 32B
-// atoms, 2 128B, 4 64B, 6 32B). The matrix is made of core matrices of 8 rows of 16 bytes; the
+// offset (49-51), the leading-dimension mode (52; 1 is sm_103a's absolute mode: the LBO field
+// holds the address of the buffer a K-major swizzled row continues in) and the swizzle (61-63: 0
+// none, 1 128B with 32B atoms, 2 128B, 4 64B, 6 32B). The matrix is made of core matrices of 8 rows of 16 bytes; the
 // swizzle XORs address bits 4.. with bits 7.. of the shared-window address, as the GPU does.
 // Tensor memory: 128 lanes x 512 columns of 32 bits; a 16-bit accumulator or A packs two
 // elements to a column (the lower column half first), an 8-bit A four.
@@ -47,6 +48,10 @@ struct InstrDescriptor {
 struct SmemDescriptor {
   uint64_t start = 0, leading = 0, stride = 0;
   int swizzle_bytes = 0;  // 0, 32, 64, 128
+  // Bit 52, the leading dimension's absolute mode (sm_103a): `leading` is the shared address of the
+  // next buffer, where a K-major swizzled row's bytes continue past the row's end (the 48-byte K
+  // blocks of K = 96 that start at chunk 6 or 7), not a byte offset.
+  bool absolute = false;
 };
 
 // The 32-bit instruction descriptor of the kinds without block scaling (the ISA's table for
@@ -100,13 +105,14 @@ InstrDescriptor decode_instr_descriptor(uint32_t v, int kind, const std::functio
   return r;
 }
 
-SmemDescriptor decode_smem_descriptor(uint64_t d, const char* which, const std::function<void(const std::string&)>& fail) {
+SmemDescriptor decode_smem_descriptor(uint64_t d, const char* which, const std::function<void(const std::string&)>& fail,
+                                      bool mn_major = false) {
   auto field = [&](int lo, int n) { return (d >> lo) & ((uint64_t(1) << n) - 1); };
   const std::string what = std::string("the shared-memory descriptor of ") + which;
   if (field(46, 3) != 1) fail(what + " lacks the fixed value 0b001 in bits 46-48");
   if (field(49, 3)) fail(what + " has a base offset (" + std::to_string(field(49, 3)) + "), which is not supported");
-  if (field(52, 1)) fail(what + " uses the absolute leading-dimension address mode (sm_103a), which is not supported");
   SmemDescriptor r;
+  r.absolute = field(52, 1);
   r.start = field(0, 14) << 4;
   r.leading = field(16, 14) << 4;
   r.stride = field(32, 14) << 4;
@@ -118,6 +124,9 @@ SmemDescriptor decode_smem_descriptor(uint64_t d, const char* which, const std::
     case 1: fail(what + " uses the 128-byte swizzle with 32-byte atoms, which is not supported"); break;
     default: fail(what + " has the invalid swizzle mode " + std::to_string(field(61, 3))); break;
   }
+  if (r.absolute && (!r.swizzle_bytes || mn_major))
+    fail(what + " uses the absolute leading-dimension address mode (bit 52) " +
+         (mn_major ? "for an MN-major operand" : "without a swizzle") + "; it is supported for swizzled K-major operands only");
   return r;
 }
 
@@ -127,11 +136,18 @@ SmemDescriptor decode_smem_descriptor(uint64_t d, const char* which, const std::
 //   K-major, W-byte swizzle: ((8,m),(T,2k)) : ((W/16 T,SBO),(1,T))
 //   MN-major, no swizzle: ((T,1,m),(8,k)) : ((1,T,SBO),(1T,LBO))
 //   MN-major, W-byte swizzle: ((T,W/16,m),(8,k)) : ((1,T,LBO),(W/16 T,SBO))
+// In the absolute mode (K-major, swizzled) the K bytes past the end of the W-byte row that `start`
+// begins in continue from the start of the row in the buffer at `leading`.
 uint64_t operand_address(const SmemDescriptor& d, bool mn_major, int mn, int k, int eb) {
   uint64_t a = d.start;
   const uint64_t W = uint64_t(d.swizzle_bytes);
   if (!mn_major) {
-    const uint64_t kbyte = uint64_t(k) * uint64_t(eb), row = uint64_t(mn);
+    uint64_t kbyte = uint64_t(k) * uint64_t(eb);
+    const uint64_t row = uint64_t(mn);
+    if (d.absolute && a % W + kbyte >= W) {
+      kbyte = a % W + kbyte - W;
+      a = d.leading;
+    }
     a += (row / 8) * d.stride + kbyte % 16;
     a += W ? (row % 8) * W + (kbyte / 16) * 16 : (row % 8) * 16 + (kbyte / 16) * d.leading;
   } else {
@@ -235,8 +251,10 @@ struct Runner {
     const uint32_t v = uint32_t(is.ops[3]);
     auto bits = [&](int lo, int n) { return (v >> lo) & ((1u << n) - 1); };
     if (bits(2, 1)) fail("sparse MMA (instruction descriptor bit 2) is not supported");
-    if (bits(31, 1)) fail("K = 96 (instruction descriptor bit 31, sm_103a) is not supported");
     const bool fp4 = kind != KindMxf8f6f4, ue8m0 = bits(23, 1);
+    // Bit 31: sm_103a's K = 96 (48 bytes of 4-bit values a row; 6 or 3 factors).
+    const bool k96 = bits(31, 1);
+    if (k96 && !fp4) fail("K = 96 (instruction descriptor bit 31) is a shape of kind::mxf4 / mxf4nvf4 only");
     enum Input { E4M3, E5M2, E2M1 };
     auto input = [&](uint32_t code, const char* which) {
       if (fp4 && code == 1) return E2M1;
@@ -249,28 +267,35 @@ struct Runner {
     };
     const Input ta = input(bits(7, 3), "A"), tb = input(bits(10, 3), "B");
     const bool negate_a = bits(13, 1), negate_b = bits(14, 1), mn_major_a = bits(15, 1), mn_major_b = bits(16, 1);
-    const int M = int(bits(24, 5)) << 4, N = int(bits(17, 6)) << 3, K = fp4 ? 64 : 32;
+    const int M = int(bits(24, 5)) << 4, N = int(bits(17, 6)) << 3, K = k96 ? 96 : fp4 ? 64 : 32;
     const int sfa_id = int(bits(29, 2)), sfb_id = int(bits(4, 2));
     const int want = kind == KindMxf8f6f4 ? 1 : kind == KindMxf4 ? 2 : ue8m0 ? scale_vec : 4;
     if (scale_vec != want || (kind == KindMxf4nvf4 && scale_vec == 1))
       fail("scale_vec::" + std::to_string(scale_vec) + "X does not fit this kind and scale type");
-    if (sfa_id + scale_vec > 4 || sfb_id + scale_vec > 4)
+    if (!k96 && (sfa_id + scale_vec > 4 || sfb_id + scale_vec > 4))
       fail("the scale-factor IDs (A " + std::to_string(sfa_id) + ", B " + std::to_string(sfb_id) + ") leave no room for " +
            std::to_string(scale_vec) + " factors in a 32-bit column");
     if (fp4 && (mn_major_a || mn_major_b)) fail("4-bit operands must be K-major");
+    if (k96 && group != 1) fail("K = 96 is supported with cta_group::1 only");
     if (inst.flags & ATmem) fail("A from tensor memory is not supported for the block-scaled kinds");
     if (M != 128 * group) fail("block-scaled MMAs are supported with 128 rows of D a CTA only");
     if (!(N >= 8 * group && N <= 256 && N % (8 * group) == 0))
       fail("shape M = " + std::to_string(M) + ", N = " + std::to_string(N) + " is not valid");
     const std::vector<Cta*> ctas = group_ctas(group);
-    const int rows = 128, ncols = N / group, per = K / scale_vec;
+    const int rows = 128, ncols = N / group, per = (fp4 ? 64 : 32) / scale_vec;  // K elements a factor
+    const int nf = K / per;  // factors per row of A / column of B
+    // Factors past byte 3 of their column (K = 96's 6 or 3 from the ID on) continue in the next
+    // group of columns: A's rows / 32, B's round_up(N, 128) / 32 on (CuTe's tmem_sf_frg: a factor
+    // per K block, four blocks to a column's bytes, then the next column group).
+    const uint32_t a_group = uint32_t(rows / 32), b_group = uint32_t((N + 127) / 128 * 4);
     const uint32_t sfa = uint32_t(is.ops[4]), sfb = uint32_t(is.ops[5]);
     // Bits 30-31 of an 8-bit tensor-memory pointer hold the byte of the column (CuTe's
     // convention); the descriptor's scale-factor IDs name it to the MMA.
     if ((sfa >> 16) & 0x3fff || (sfb >> 16) & 0x3fff)
       fail("the SFA / SFB addresses name a lane; scale factors start at lane 0");
     // Another thread's tcgen05.cp of these columns not yet committed may still be writing them.
-    const uint32_t sfa_end = (sfa & 0xffff) + 4, sfb_end = (sfb & 0xffff) + uint32_t((N + 31) / 32);
+    const uint32_t sfa_end = (sfa & 0xffff) + 4 + uint32_t((sfa_id + nf - 1) / 4) * a_group,
+                   sfb_end = (sfb & 0xffff) + uint32_t((N + 31) / 32) + uint32_t((sfb_id + nf - 1) / 4) * b_group;
     for (Cta& holder : t.cl.ctas)
       for (const Issued& e : holder.tcgen05_issued) {
         if (e.inst->i2 != Copy || (&holder == &t.cta && e.thread == t.th.linear)) continue;
@@ -289,7 +314,8 @@ struct Runner {
       }
     auto factor = [&](Cta& c, bool b, int quarter, int r, int j) {
       const uint32_t lane = uint32_t(b ? 32 * quarter + r % 32 : r);
-      const uint32_t column = ((b ? sfb : sfa) & 0xffff) + uint32_t(r / 32);
+      const int byte = (b ? sfb_id : sfa_id) + j;
+      const uint32_t column = ((b ? sfb : sfa) & 0xffff) + uint32_t(r / 32) + uint32_t(byte / 4) * (b ? b_group : a_group);
       const uint32_t cell = tmem(c, lane, column, b ? "SFB" : "SFA");
       const uint8_t how = c.tmem_writer[size_t(lane) * kColumns + column];
       if (how != TmemCopyOrStore)
@@ -299,7 +325,7 @@ struct Runner {
              (how == TmemUnwritten ? ", which no tcgen05.cp or tcgen05.st has written since it was allocated: the scale "
                                      "factors are uninitialised"
                                    : ", which an MMA's accumulator overwrote: the scale factors overlap an accumulator (D)"));
-      return scale_value(uint8_t(cell >> (8 * ((b ? sfb_id : sfa_id) + j))), ue8m0);
+      return scale_value(uint8_t(cell >> (8 * (byte % 4))), ue8m0);
     };
     // Element k of row mn of an operand (A's rows, B's columns) through its descriptor.
     auto element = [&](Cta& c, const SmemDescriptor& d, bool mn_major, Input in, int mn, int k, const char* which) {
@@ -310,8 +336,8 @@ struct Runner {
       const uint8_t byte = *smem(c, operand_address(d, mn_major, mn, k, 1), 1, which);
       return double(fp8_value(byte, in == E4M3 ? PType::E4M3 : PType::E5M2));
     };
-    const SmemDescriptor da = decode_smem_descriptor(is.ops[1], "A", failer());
-    const SmemDescriptor db = decode_smem_descriptor(is.ops[2], "B", failer());
+    const SmemDescriptor da = decode_smem_descriptor(is.ops[1], "A", failer(), mn_major_a);
+    const SmemDescriptor db = decode_smem_descriptor(is.ops[2], "B", failer(), mn_major_b);
     std::vector<double> B(size_t(N) * size_t(K));
     for (int n = 0; n < N; ++n)
       for (int k = 0; k < K; ++k)
@@ -319,7 +345,6 @@ struct Runner {
     const bool accumulate = is.ops[6] & 1;
     const uint32_t dtaddr = uint32_t(is.ops[0]), dlane0 = dtaddr >> 16, dcol0 = dtaddr & 0xffff;
     const double sa = negate_a ? -1.0 : 1.0, sb = negate_b ? -1.0 : 1.0;
-    const int nf = K / per;  // factors per row of A / column of B
     std::vector<double> a(static_cast<size_t>(K)), scale_b(size_t(N) * size_t(nf));
     for (int g = 0; g < group; ++g) {
       Cta& c = *ctas[size_t(g)];
@@ -374,13 +399,13 @@ struct Runner {
           A[size_t(m) * size_t(K) + size_t(k)] = input_value(raw, id.a);
         }
     } else {
-      const SmemDescriptor da = decode_smem_descriptor(is.ops[1], "A", failer());
+      const SmemDescriptor da = decode_smem_descriptor(is.ops[1], "A", failer(), id.mn_major_a);
       for (int m = 0; m < M; ++m)
         for (int k = 0; k < K; ++k)
           A[size_t(m) * size_t(K) + size_t(k)] =
               input_value(smem(*ctas[size_t(m / rows)], operand_address(da, id.mn_major_a, m % rows, k, eb), eb, "A"), id.a);
     }
-    const SmemDescriptor db = decode_smem_descriptor(is.ops[2], "B", failer());
+    const SmemDescriptor db = decode_smem_descriptor(is.ops[2], "B", failer(), id.mn_major_b);
     for (int n = 0; n < N; ++n)
       for (int k = 0; k < K; ++k)
         B[size_t(n) * size_t(K) + size_t(k)] =

@@ -3,6 +3,7 @@
 //   cp.async.commit_group;   cp.async.wait_group N;
 //   ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 {regs}, [row];
 //   ldmatrix.sync.aligned.m16n16.xN.trans.shared.b8 {regs}, [row];   (sm_100; two registers a matrix)
+//   ldmatrix.sync.aligned.m8n16.xN.shared.b8x16.b4x16_p64 {regs}, [row];   (sm_100a / sm_120a)
 //   stmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 [row], {regs};   (sm_90)
 // Every form carries a memory clobber so that the compiler keeps shared-memory accesses on
 // their side of the waits and barriers the user wrote.
@@ -43,6 +44,8 @@ std::string matrix_suffix(const Op& op) {
   bool trans = !op.ints.empty() && op.ints[0];
   if (op.ints.size() > 1 && op.ints[1])  // ldmatrix .m16n16 (sm_100): 8-bit elements, always .trans
     return ".sync.aligned.m16n16.x" + std::to_string(op.int_attr) + ".trans.shared.b8";
+  if (op.ints.size() > 2 && op.ints[2] == 4)  // packed 4-bit values widened to bytes (sm_100a / sm_120a)
+    return ".sync.aligned.m8n16.x" + std::to_string(op.int_attr) + ".shared.b8x16.b4x16_p64";
   return ".sync.aligned.m8n8.x" + std::to_string(op.int_attr) + (trans ? ".trans" : "") + ".shared.b16";
 }
 

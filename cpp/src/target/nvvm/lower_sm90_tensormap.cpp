@@ -74,7 +74,9 @@ int ptx_tensormap_elemtype(ir::Type t) {
 // tensormap.replace (rank as rank - 1, element strides 1, no interleave, zero fill).
 void lower_encode_into_slot(const Op& encode, const ir::Value* slot, KernelLowering& k) {
   const int rank = int(encode.int_attr);
-  const int elemtype = ptx_tensormap_elemtype(encode.result()->type->element);
+  // tma_encode's optional last int: 14 (cuda.h's 16U4_ALIGN16B) is .b4x16_p64, also 14 in PTX.
+  const bool unpacked = encode.ints.size() > size_t(1 + rank) && encode.ints.back() == 14;
+  const int elemtype = unpacked ? 14 : ptx_tensormap_elemtype(encode.result()->type->element);
   if (elemtype < 0) k.error(encode, "tma_encode: no tensor-map element type for " + ir::to_string(encode.result()->type->element));
   const int swizzle = encode.ints[0] == 0 ? 0 : encode.ints[0] == 32 ? 1 : encode.ints[0] == 64 ? 2 : 3;
   std::string zero = "{\\0A\\09.reg .b64 z;\\0A\\09mov.b64 z, 0;";

@@ -2,7 +2,6 @@
 the SM90 TMA bulk tensor copies. The atoms' tables, checks and IR live in C++
 (cpp/src/cute/atom/copy_sm80, copy_sm90)."""
 import enum
-import math
 
 from ... import _core
 from ..._dsl import numeric as _numeric
@@ -10,7 +9,7 @@ from ..._dsl.errors import user_error
 from ..._dsl.extracted_values import ExtractedValues
 from ..._dsl.numeric import as_numeric, num_of
 from ..arch import _pointer_value, _user_line
-from ..layout import crd2idx, make_layout, make_layout_image_mask, rank, size
+from ..layout import crd2idx, make_layout_image_mask, rank, size
 from ..tensor import domain_offset
 
 
@@ -250,55 +249,6 @@ class TmaInfo:
         return TmaInfo(atom, tma_tensor, self.smem_layout)
 
 
-def _basis_mode(d):
-    mode = getattr(d, "mode", None)
-    return list(mode if isinstance(mode, (list, tuple)) else [mode])
-
-
-def _tile_of_cta_v_map(cta_tiler, smem_layout, gmem_shape=None):
-    """The tile a CTA copies, from `cta_tiler`: a tile (tuple of extents, or of layouts from tile
-    positions to coordinate offsets, as compute_epilogue_tile_shape gives), or CuTe's cta_v_map
-    layout, `composition(make_identity_layout(gmem.shape), tile)`, which maps the tile's
-    coordinates to the gmem modes 1@0, 1@1 ... in order. A mode of it may map its sub-modes onto
-    the sub-modes of a hierarchical gmem mode (1@0@i, 1@1@i: FlashAttention-4's packed GQA
-    output, ((heads, seqlen), d, ...)): that tile mode becomes the layout from its positions to
-    the gmem mode's colexicographic coordinate offsets. Its modes past the smem layout's rank
-    (the batch mode quack keeps) are outside the box: extent 1 there, so they are dropped."""
-    if isinstance(cta_tiler, tuple):
-        return cta_tiler
-    if not hasattr(cta_tiler, "shape"):
-        return cta_tiler
-    shape, stride = tuple(cta_tiler.shape), tuple(cta_tiler.stride)
-
-    def refuse():
-        raise user_error(f"make_tiled_tma_atom: a cta_v_map layout must map mode {i} to gmem mode {i} with unit "
-                         f"stride (composition(make_identity_layout(shape), tile)); got stride {stride}",
-                         code="NOT_SUPPORTED")
-
-    tile = []
-    for i, d in enumerate(stride):
-        if not isinstance(d, tuple):
-            if not (_basis_mode(d) == [i] and d.value == 1):
-                refuse()
-            tile.append(shape[i])
-            continue
-        sub_shape = gmem_shape[i] if gmem_shape is not None and i < len(gmem_shape) else None
-        if not isinstance(sub_shape, tuple) or not isinstance(shape[i], tuple) or len(shape[i]) != len(d):
-            refuse()
-        offsets = []
-        for e in d:
-            m = _basis_mode(e)
-            if isinstance(e, tuple) or len(m) != 2 or m[0] != i or e.value != 1 or not 0 <= m[1] < len(sub_shape):
-                refuse()
-            below = sub_shape[:m[1]]
-            if not all(isinstance(x, int) for x in below):
-                refuse()
-            offsets.append(math.prod(below))
-        tile.append(make_layout(shape[i], stride=tuple(offsets)))
-    keep = max(rank(smem_layout), 1)
-    return tuple(tile[:keep]) if len(tile) > keep else tuple(tile)
-
-
 def _type_name(internal_type):
     if internal_type is None:
         return ""
@@ -312,11 +262,12 @@ def make_tiled_tma_atom(op, gmem_tensor, smem_layout, cta_tiler, num_multicast=1
                         loc=None, ip=None):
     """A TMA atom copying `cta_tiler`-shaped tiles of `gmem_tensor` into (or out of) a shared
     buffer laid out as `smem_layout` (a trailing stage mode is ignored), and the TMA tensor: the
-    coordinate tensor to tile and partition like `gmem_tensor`."""
+    coordinate tensor to tile and partition like `gmem_tensor`. `cta_tiler` is the tile (a tuple of
+    extents or of layouts), or CuTe's cta_v_map layout (composition(make_identity_layout(gmem.shape),
+    tile)), which C++ reads the tile off (cute/atom/tma_cta_v_map_sm90.h)."""
     if not isinstance(op, _TmaOp):
         raise ValueError(f"make_tiled_tma_atom: expected a TMA copy op (CopyBulkTensorTile*Op), got {op!r}")
-    tiler = _tile_of_cta_v_map(cta_tiler, smem_layout, tuple(gmem_tensor.shape))
-    atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._atom_kind(), gmem_tensor, smem_layout, tiler,
+    atom, desc, tma_tensor, ratios = _core.sm90.make_tiled_tma_atom(op._atom_kind(), gmem_tensor, smem_layout, cta_tiler,
                                                                     int(num_multicast), _type_name(internal_type),
                                                                     *_user_line())
     return TmaInfo(TmaCopyAtom(op, atom, desc, ratios), tma_tensor, smem_layout)

@@ -10,13 +10,15 @@ class _MatrixCopyOp:
     _kind = ""
     _descr = ""
 
+    _unpacks = ()  # the unpack_bits the op implements (None: the plain load)
+
     def __init__(self, transpose=False, num_matrices=1, unpack_bits=None):
         self.transpose = bool(transpose)
         self.num_matrices = int(num_matrices)
         # The sm_100 unpacking loads (.b8x16.b4x16_p64 / .b6x16_p32) widen packed 4- or 6-bit
-        # elements to bytes; not implemented: None is the plain load.
+        # elements to bytes: LdMatrix8x16x8bOp's unpack_bits=4 is implemented, others are not.
         self.unpack_bits = unpack_bits
-        if unpack_bits is not None:
+        if unpack_bits is not None and unpack_bits not in self._unpacks:
             raise user_error(f"cute.nvgpu.warp.{type(self).__name__}: unpack_bits={unpack_bits} (ldmatrix unpacking "
                              f"sub-byte elements) is not available in OpenCuTe yet", code="NOT_SUPPORTED")
 
@@ -37,11 +39,14 @@ class LdMatrix8x8x16bOp(_MatrixCopyOp):
 
 class LdMatrix8x16x8bOp(_MatrixCopyOp):
     """ldmatrix .m8n8 .b16 moving 8-bit elements: each matrix is 8 rows of 16 bytes (an 8x16
-    matrix of 8-bit elements); without transpose, as ldmatrix transposes 16-bit elements only."""
+    matrix of 8-bit elements); without transpose, as ldmatrix transposes 16-bit elements only.
+    unpack_bits=4 (sm_100a / sm_120a): ldmatrix .m8n16 .b8x16.b4x16_p64, each row's 16 packed 4-bit
+    elements (its first 8 bytes; the other 8 are padding) widened to a byte each, in the low bits."""
     _descr = "8x16 8-bit ldmatrix Operation"
+    _unpacks = (4,)  # ldmatrix .m8n16 .b8x16.b4x16_p64: packed 4-bit elements widened to bytes
 
     def _make_copy_atom(self, dtype, num_bits):
-        return _core.cute.make_ldmatrix_atom(dtype, self.num_matrices, self.transpose, True)
+        return _core.cute.make_ldmatrix_atom(dtype, self.num_matrices, self.transpose, True, self.unpack_bits or 0)
 
 
 class StMatrix8x8x16bOp(_MatrixCopyOp):
