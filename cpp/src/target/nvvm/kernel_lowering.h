@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "target/nvvm/scalar_registers.h"
 
 namespace opencute::target {
 
@@ -132,6 +133,7 @@ class KernelLowering {
   std::string subprogram_file_;
   std::map<std::string, int> file_scopes_;
   std::string debug_suffix_;  // ", !dbg !N" appended to every instruction
+  ScalarRegisters scalar_registers_;  // register arrays held as one scalar per element
 };
 
 }  // namespace opencute::target
