@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ir/builder.h"
@@ -33,14 +34,19 @@ bool allocates_shared_memory(const Block& b) {
   return false;
 }
 
-// A register array indexed by a value that is not a constant.
-bool indexes_registers_dynamically(const Block& b) {
+// Whether an index into a register array in `b` depends on a value of `derived` (the loop's
+// induction variable and what the body computes from it); extends `derived` as it goes.
+bool indexes_registers_by(const Block& b, std::unordered_set<const Value*>* derived) {
   for (auto& op : b.ops) {
     if (op->code == OpCode::PtrAdd && op->operands[0]->type->space == ir::AddrSpace::Rmem &&
-        !ir::is_constant(op->operands[1]))
+        derived->count(op->operands[1]))
       return true;
+    bool from_iv = false;
+    for (const Value* v : op->operands) from_iv = from_iv || derived->count(v);
+    if (from_iv)
+      for (auto& r : op->results) derived->insert(r.get());
     for (auto& r : op->regions)
-      if (indexes_registers_dynamically(*r.block)) return true;
+      if (indexes_registers_by(*r.block, derived)) return true;
   }
   return false;
 }
@@ -74,19 +80,10 @@ bool to_unroll(const Op& loop, int64_t max_unrolled_ops, std::vector<int64_t>* i
   if (body.args.size() != loop.operands.size() - 2 || !terminator || terminator->code != OpCode::Yield ||
       terminator->operands.size() != loop.operands.size() - 3)
     return false;
-  if (!indexes_registers_dynamically(body) || allocates_shared_memory(body)) return false;
+  std::unordered_set<const Value*> derived{body.args[0].get()};
+  if (!indexes_registers_by(body, &derived) || allocates_shared_memory(body)) return false;
   const int64_t body_ops = count_ops(body);
   return trip_values(loop, max_unrolled_ops / (body_ops > 0 ? body_ops : 1), ivs);
-}
-
-bool has_loop_to_unroll(const Block& b, int64_t max_unrolled_ops) {
-  for (auto& op : b.ops) {
-    std::vector<int64_t> ivs;
-    if (to_unroll(*op, max_unrolled_ops, &ivs)) return true;
-    for (auto& r : op->regions)
-      if (has_loop_to_unroll(*r.block, max_unrolled_ops)) return true;
-  }
-  return false;
 }
 
 bool folds_through_builder(OpCode c) {
@@ -113,8 +110,13 @@ class Replayer {
     auto it = map_.find(v);
     return it == map_.end() ? v : it->second;
   }
-  void bind(const Value* from, Value* to) { map_[from] = to; }
-  ir::Builder& builder() { return b_; }
+  // The loop's iterations; returns its results (the last iteration's yielded values).
+  std::vector<Value*> unroll(const Op& loop, const std::vector<int64_t>& ivs) {
+    unroll(loop, loop.operands, ivs);
+    std::vector<Value*> results;
+    for (auto& r : loop.results) results.push_back(mapped(r.get()));
+    return results;
+  }
 
   // Replays the block's ops; returns its terminator (not replayed unless `with_terminator`).
   const Op* replay_block(const Block& src, bool with_terminator) {
@@ -208,17 +210,27 @@ class Replayer {
 
 }  // namespace
 
-std::unique_ptr<ir::Function> unroll_register_indexing_loops(const ir::Function& f, int64_t max_unrolled_ops) {
-  if (!has_loop_to_unroll(*f.body, max_unrolled_ops)) return nullptr;
-  auto out = std::make_unique<ir::Function>();
-  out->name = f.name;
-  out->kind = f.kind;
-  out->result_types = f.result_types;
-  for (int d = 0; d < 3; ++d) out->reqntid[d] = f.reqntid[d];
-  out->minctasm = f.minctasm;
-  Replayer r(out->body.get(), max_unrolled_ops);
-  for (auto& a : f.body->args) r.bind(a.get(), out->body->add_arg(a->type));
-  r.replay_block(*f.body, true);
+namespace {
+
+void find_loops(const Block& b, int64_t max_unrolled_ops, UnrolledLoops* out) {
+  for (auto& op : b.ops) {
+    std::vector<int64_t> ivs;
+    if (to_unroll(*op, max_unrolled_ops, &ivs)) {
+      UnrolledLoop& u = (*out)[op.get()];
+      u.block = std::make_unique<Block>();
+      u.block->parent_op = op.get();
+      u.results = Replayer(u.block.get(), max_unrolled_ops).unroll(*op, ivs);
+      continue;  // loops nested in it were unrolled with it
+    }
+    for (auto& r : op->regions) find_loops(*r.block, max_unrolled_ops, out);
+  }
+}
+
+}  // namespace
+
+UnrolledLoops unroll_register_indexing_loops(const ir::Function& f, int64_t max_unrolled_ops) {
+  UnrolledLoops out;
+  find_loops(*f.body, max_unrolled_ops, &out);
   return out;
 }
 

@@ -10,6 +10,8 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <unordered_map>
+#include <vector>
 
 #include "ir/ir.h"
 
@@ -19,10 +21,18 @@ namespace opencute::transforms {
 // the trip count times the ops of the body, nested regions included.
 constexpr int64_t kMaxUnrolledOps = 16 * 1024;
 
-// A copy of the function with those loops unrolled in place (nested ones too), or null when it has
-// none. A loop is left alone when the unrolled ops would exceed `max_unrolled_ops` or its body
-// allocates shared memory (one array per iteration would change the kernel's footprint).
-std::unique_ptr<ir::Function> unroll_register_indexing_loops(const ir::Function& f,
-                                                             int64_t max_unrolled_ops = kMaxUnrolledOps);
+struct UnrolledLoop {
+  // The iterations' ops one after another (no terminator). The block hangs below the loop (its
+  // parent_op is the loop), so the values it uses from around the loop stay in scope.
+  std::unique_ptr<ir::Block> block;
+  std::vector<ir::Value*> results;  // the loop's results: the last iteration's yielded values
+};
+using UnrolledLoops = std::unordered_map<const ir::Op*, UnrolledLoop>;
+
+// The function's loops to unroll (the outermost ones: loops nested in one are unrolled with it),
+// each with its iterations. A loop is left alone when the unrolled ops would exceed
+// `max_unrolled_ops` or its body allocates shared memory (one array per iteration would change the
+// kernel's footprint).
+UnrolledLoops unroll_register_indexing_loops(const ir::Function& f, int64_t max_unrolled_ops = kMaxUnrolledOps);
 
 }  // namespace opencute::transforms

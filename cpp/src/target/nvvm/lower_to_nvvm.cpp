@@ -1,11 +1,9 @@
 // The driver of the NVVM lowering: the op families' table, one kernel's signature and body
 // (KernelLowering::run), and the module text around the kernels (data layout, globals, helper
-// functions, declarations, !nvvm.annotations, metadata). A kernel whose fully unrolled loops index
-// register arrays is lowered from a copy with them unrolled (transforms/unroll_loops.h).
+// functions, declarations, !nvvm.annotations, metadata).
 #include "target/nvvm/lower_to_nvvm.h"
 
 #include <algorithm>
-#include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -15,7 +13,6 @@
 #include "target/nvvm/kernel_lowering.h"
 #include "target/nvvm/nvvm_types.h"
 #include "target/nvvm/op_lowering.h"
-#include "transforms/unroll_loops.h"
 
 namespace opencute::target {
 
@@ -94,7 +91,8 @@ std::string KernelLowering::run(std::string* fn_type) {
   if (ms_.line_info) begin_debug_info();
   for (auto& [v, n] : bool_args) vals_[v] = emit_def("icmp ne i8 " + n + ", 0");
   for (auto& [v, n] : grid_constant_args) vals_[v] = emit_def("bitcast [16 x i64]* " + n + " to " + llvm_type(v->type));
-  scalar_registers_.analyze(fn_);
+  unrolled_loops_ = transforms::unroll_register_indexing_loops(fn_);
+  scalar_registers_.analyze(fn_, unrolled_loops_);
   const Op* term = lower_block(*fn_.body);
   current_op_ = nullptr;
   if (!term || term->code != OpCode::Return) fail(nullptr, "kernel body must end with return");
@@ -129,8 +127,7 @@ NvvmModuleText lower_kernels_to_nvvm(const ir::Module& m, bool line_info, const 
   for (auto& f : m.functions) {
     if (f->kind != ir::FunctionKind::Kernel) continue;
     std::string fn_type;
-    std::unique_ptr<Function> unrolled = transforms::unroll_register_indexing_loops(*f);
-    definitions.push_back(KernelLowering(ms, unrolled ? *unrolled : *f).run(&fn_type));
+    definitions.push_back(KernelLowering(ms, *f).run(&fn_type));
     kernels.emplace_back(fn_type, f.get());
     out.kernel_names.push_back(f->name);
   }

@@ -14,17 +14,20 @@ namespace {
 
 using Users = std::unordered_map<const Value*, std::vector<const Op*>>;
 
-void collect_users(const ir::Block& b, Users* users) {
+// The ops as the lowering meets them: an unrolled loop is its iterations, whose results the loop
+// op takes over (a pointer carried out of it leaves its array an array).
+void collect(const ir::Block& b, const transforms::UnrolledLoops& unrolled, Users* users,
+             std::vector<const Op*>* allocas) {
   for (auto& op : b.ops) {
+    if (op->code == OpCode::Alloca) allocas->push_back(op.get());
+    auto it = unrolled.find(op.get());
+    if (it != unrolled.end()) {
+      collect(*it->second.block, unrolled, users, allocas);
+      for (const Value* v : it->second.results) (*users)[v].push_back(op.get());
+      continue;
+    }
     for (const Value* v : op->operands) (*users)[v].push_back(op.get());
-    for (auto& r : op->regions) collect_users(*r.block, users);
-  }
-}
-
-void collect_allocas(const ir::Block& b, std::vector<const Op*>* out) {
-  for (auto& op : b.ops) {
-    if (op->code == OpCode::Alloca) out->push_back(op.get());
-    for (auto& r : op->regions) collect_allocas(*r.block, out);
+    for (auto& r : op->regions) collect(*r.block, unrolled, users, allocas);
   }
 }
 
@@ -85,12 +88,10 @@ bool ScalarRegisters::qualifies(const Op& alloca, const Users& users) {
   return true;
 }
 
-void ScalarRegisters::analyze(const ir::Function& f) {
+void ScalarRegisters::analyze(const ir::Function& f, const transforms::UnrolledLoops& unrolled) {
   std::vector<const Op*> allocas;
-  collect_allocas(*f.body, &allocas);
-  if (allocas.empty()) return;
   Users users;
-  collect_users(*f.body, &users);
+  collect(*f.body, unrolled, &users, &allocas);
   for (const Op* a : allocas) qualifies(*a, users);
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "transforms/unroll_loops.h"
 
 namespace opencute::target {
 
@@ -25,8 +26,9 @@ class KernelLowering;
 
 class ScalarRegisters {
  public:
-  // Finds the qualifying arrays of the kernel.
-  void analyze(const ir::Function& f);
+  // Finds the qualifying arrays of the kernel, whose loops in `unrolled` are lowered as their
+  // iterations.
+  void analyze(const ir::Function& f, const transforms::UnrolledLoops& unrolled);
   // Lowers `op` when it allocates, addresses, loads or stores a qualifying array; false otherwise.
   bool lower(const ir::Op& op, KernelLowering& k);
 
