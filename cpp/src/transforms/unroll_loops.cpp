@@ -16,11 +16,21 @@ using ir::Op;
 using ir::OpCode;
 using ir::Value;
 
-int64_t count_ops(const Block& b) {
+bool to_unroll(const Op& loop, int64_t max_unrolled_ops, std::vector<int64_t>* ivs);
+
+// The ops of `b` (nested regions included) once the loops in it to unroll are unrolled; any count
+// past `limit` is as good as another.
+int64_t unrolled_ops(const Block& b, int64_t limit) {
   int64_t n = 0;
   for (auto& op : b.ops) {
+    if (n > limit) break;
     ++n;
-    for (auto& r : op->regions) n += count_ops(*r.block);
+    std::vector<int64_t> ivs;
+    if (op->code == OpCode::For && to_unroll(*op, limit, &ivs)) {
+      n += int64_t(ivs.size()) * unrolled_ops(*op->region_block(0), limit);
+      continue;
+    }
+    for (auto& r : op->regions) n += unrolled_ops(*r.block, limit);
   }
   return n;
 }
@@ -82,7 +92,8 @@ bool to_unroll(const Op& loop, int64_t max_unrolled_ops, std::vector<int64_t>* i
     return false;
   std::unordered_set<const Value*> derived{body.args[0].get()};
   if (!indexes_registers_by(body, &derived) || allocates_shared_memory(body)) return false;
-  const int64_t body_ops = count_ops(body);
+  const int64_t body_ops = unrolled_ops(body, max_unrolled_ops);
+  if (body_ops > max_unrolled_ops) return false;
   return trip_values(loop, max_unrolled_ops / (body_ops > 0 ? body_ops : 1), ivs);
 }
 

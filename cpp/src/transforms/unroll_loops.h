@@ -18,7 +18,8 @@
 namespace opencute::transforms {
 
 // LLVM's budget for a loop whose full unroll is asked for (16K instructions after unrolling), here
-// the trip count times the ops of the body, nested regions included.
+// the trip count times the ops of the body, nested regions included (a nested loop unrolled with
+// it counted as its iterations).
 constexpr int64_t kMaxUnrolledOps = 16 * 1024;
 
 struct UnrolledLoop {

@@ -104,6 +104,38 @@ TEST(UnrollLoops, LeavesOtherLoopsAlone) {
   EXPECT_EQ(transforms::unroll_register_indexing_loops(*Kernel(0, 8, -1).f, 8 * 7).size(), 1u);
 }
 
+TEST(UnrollLoops, TheBudgetCountsANestedLoopAsItsIterations) {
+  // for i in [0, 4) (unroll full): base = i * 8; for j in [0, 8) (unroll full): frag[base + j] = i
+  ir::Module m;
+  ir::Function* f = m.add_function("nested", ir::FunctionKind::Kernel);
+  ir::Builder b(f->body.get());
+  Value* frag = b.local_array(ir::i32(), 32, 4);
+  ir::Op* outer = b.create_for(b.const_int(ir::i32(), 0), b.const_int(ir::i32(), 4), b.const_int(ir::i32(), 1), {}, -1);
+  b.set_block(outer->region_block(0));
+  Value* i = outer->region_block(0)->args[0].get();
+  Value* base = b.binary(OpCode::Mul, i, b.const_int(ir::i32(), 8));
+  ir::Op* inner = b.create_for(b.const_int(ir::i32(), 0), b.const_int(ir::i32(), 8), b.const_int(ir::i32(), 1), {}, -1);
+  b.set_block(inner->region_block(0));
+  b.store(i, b.ptr_add(frag, b.binary(OpCode::Add, base, inner->region_block(0)->args[0].get())));
+  b.yield({});
+  b.set_block(outer->region_block(0));
+  b.yield({});
+  b.set_block(f->body.get());
+  b.ret({});
+  ir::verify_or_throw(m);
+  // The inner body: add, ptr_add, store, yield (4 ops), 8 times; the outer body: constant 8, mul, 3
+  // constants, the loop op, its 32 unrolled ops and the yield = 39, 4 times = 156.
+  transforms::UnrolledLoops fits = transforms::unroll_register_indexing_loops(*f, 156);
+  ASSERT_EQ(fits.size(), 1u);
+  ASSERT_TRUE(fits.count(outer));
+  EXPECT_EQ(count(*fits.at(outer).block, OpCode::For), 0);  // the inner loop unrolled with it
+  EXPECT_EQ(count(*fits.at(outer).block, OpCode::Store), 32);
+  // Under 156 the outer loop stays; the inner one (32 ops) is unrolled on its own.
+  transforms::UnrolledLoops inner_only = transforms::unroll_register_indexing_loops(*f, 155);
+  ASSERT_EQ(inner_only.size(), 1u);
+  EXPECT_TRUE(inner_only.count(inner));
+}
+
 TEST(UnrollLoops, AnEmptyTripCountLeavesTheInitialValues) {
   Kernel k(5, 5, -1);
   transforms::UnrolledLoops u = transforms::unroll_register_indexing_loops(*k.f);
