@@ -206,6 +206,7 @@ const Op* KernelLowering::lower_block(const ir::Block& b) {
 void KernelLowering::lower_op(const Op& op) {
   current_op_ = &op;
   set_debug_location(&op);
+  if (scalar_registers_.lower(op, *this)) return;
   LowerOpFn lower = nvvm_lowerings().find(op.code);
   if (!lower) fail(&op, "no NVVM lowering for this operation");
   lower(op, *this);

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "ir/ir.h"
+#include "target/nvvm/scalar_registers.h"
+#include "transforms/unroll_loops.h"
 
 namespace opencute::target {
 
@@ -92,6 +94,11 @@ class KernelLowering {
   void prepend_lines(size_t block, const std::vector<std::string>& lines);  // phis at a block's top
   // Lowers a region's ops; returns its terminator (nullptr when it has none).
   const ir::Op* lower_block(const ir::Block& b);
+  // The iterations of a loop unrolled before the lowering (transforms/unroll_loops.h), or null.
+  const transforms::UnrolledLoop* unrolled_loop(const ir::Op& loop) const {
+    auto it = unrolled_loops_.find(&loop);
+    return it == unrolled_loops_.end() ? nullptr : &it->second;
+  }
 
   // Values that the lowering of one op prepared for a later op of the same block: wgmma's A
   // registers, read from the register fragment before the wgmma.fence that precedes them
@@ -132,6 +139,8 @@ class KernelLowering {
   std::string subprogram_file_;
   std::map<std::string, int> file_scopes_;
   std::string debug_suffix_;  // ", !dbg !N" appended to every instruction
+  transforms::UnrolledLoops unrolled_loops_;
+  ScalarRegisters scalar_registers_;  // register arrays held as one scalar per element
 };
 
 }  // namespace opencute::target

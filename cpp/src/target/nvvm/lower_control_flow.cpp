@@ -45,6 +45,12 @@ const Op* expect_terminator(KernelLowering& k, const Op& op, const Op* term, OpC
 }
 
 void lower_for(const Op& op, KernelLowering& k) {
+  if (const transforms::UnrolledLoop* unrolled = k.unrolled_loop(op)) {
+    k.lower_block(*unrolled->block);
+    if (op.results.size() != unrolled->results.size()) k.error(op, "result count differs from the iter values");
+    for (size_t i = 0; i < unrolled->results.size(); ++i) k.define(op, int(i), k.operand(unrolled->results[i]));
+    return;
+  }
   Type it = op.operands[0]->type;
   const std::string T = llvm_type(it);
   const bool sgn = it->is_signed;

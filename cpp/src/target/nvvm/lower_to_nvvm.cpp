@@ -91,6 +91,8 @@ std::string KernelLowering::run(std::string* fn_type) {
   if (ms_.line_info) begin_debug_info();
   for (auto& [v, n] : bool_args) vals_[v] = emit_def("icmp ne i8 " + n + ", 0");
   for (auto& [v, n] : grid_constant_args) vals_[v] = emit_def("bitcast [16 x i64]* " + n + " to " + llvm_type(v->type));
+  unrolled_loops_ = transforms::unroll_register_indexing_loops(fn_);
+  scalar_registers_.analyze(fn_, unrolled_loops_);
   const Op* term = lower_block(*fn_.body);
   current_op_ = nullptr;
   if (!term || term->code != OpCode::Return) fail(nullptr, "kernel body must end with return");
