@@ -172,6 +172,39 @@ class PipelineTmaUmma(PipelineAsync):
         self.sync_object_empty.arrive(state.index, self.consumer_mask, self.cta_group)
 
 
+# ---- UMMA <-> threads: the barriers both directions share ---------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _UmmaThreadBarriers:
+    """The full/empty barriers of a pipeline between an MMA warp and threads, and its masks. With
+    2-CTA MMAs the MMA side signals the barriers of both CTAs of the pair (mma_side_mask: a commit
+    multicast to the pair) and the thread side arrives at the pair's leader CTA, whose MMA warp
+    waits (thread_side_mask: the leader's rank); with one CTA both are None (this CTA)."""
+    full: object
+    empty: object
+    num_stages: int
+    layout: object
+    cta_group: CtaGroup
+    cluster_size: int
+    mma_side_mask: object
+    thread_side_mask: object
+
+    @staticmethod
+    def make(pipeline_cls, num_stages, barrier_storage, cta_layout_vmnk, name, full_agent, empty_agent):
+        num_stages = _check_create(pipeline_cls, num_stages)
+        layout = _cluster_layout(cta_layout_vmnk)
+        storage = _barrier_storage(barrier_storage, num_stages, name)
+        full = pipeline_cls._make_sync_object(storage, num_stages, full_agent)
+        empty = pipeline_cls._make_sync_object(storage + num_stages, num_stages, empty_agent)
+        cta_group = _cta_group_of(layout)
+        cluster_size = _static_int(cute.size(layout), f"{pipeline_cls.__name__}.create: the cluster size")
+        mma_side = thread_side = None
+        if cta_group is CtaGroup.TWO:
+            mma_side = _cluster_values(layout, peer_mask_by_rank(layout))
+            thread_side = _cluster_values(layout, leader_rank_by_rank(layout))
+        return _UmmaThreadBarriers(full, empty, num_stages, layout, cta_group, cluster_size, mma_side, thread_side)
+
+
 # ---- UMMA -> threads ----------------------------------------------------------------------------
 
 @dataclasses.dataclass(frozen=True)
@@ -187,23 +220,12 @@ class PipelineUmmaAsync(PipelineAsync):
     @classmethod
     def create(cls, *, num_stages, producer_group, consumer_group, barrier_storage=None, cta_layout_vmnk=None,
                defer_sync=False, name=""):
-        num_stages = _check_create(cls, num_stages)
-        layout = _cluster_layout(cta_layout_vmnk)
-        storage = _barrier_storage(barrier_storage, num_stages, name)
-        full = cls._make_sync_object(storage, num_stages, (PipelineOp.TCGen05Mma, producer_group))
-        empty = cls._make_sync_object(storage + num_stages, num_stages, (PipelineOp.AsyncThread, consumer_group))
-        cta_group = _cta_group_of(layout)
-        cluster_size = _static_int(cute.size(layout), f"{cls.__name__}.create: the cluster size")
-        if cta_group is CtaGroup.TWO:
-            producer_mask = _cluster_values(layout, peer_mask_by_rank(layout))
-            consumer_mask = _cluster_values(layout, leader_rank_by_rank(layout))
-            leader = _is_leader_cta(_coords_by_rank(layout), _rank())
-        else:
-            producer_mask = consumer_mask = None
-            leader = True
-        p = cls(full, empty, num_stages, producer_mask, consumer_mask, leader, cta_group)
+        b = _UmmaThreadBarriers.make(cls, num_stages, barrier_storage, cta_layout_vmnk, name,
+                                     (PipelineOp.TCGen05Mma, producer_group), (PipelineOp.AsyncThread, consumer_group))
+        leader = True if b.cta_group is not CtaGroup.TWO else _is_leader_cta(_coords_by_rank(b.layout), _rank())
+        p = cls(b.full, b.empty, b.num_stages, b.mma_side_mask, b.thread_side_mask, leader, b.cta_group)
         if not defer_sync:
-            _sync_after_init(cluster_size)
+            _sync_after_init(b.cluster_size)
         return p
 
     def producer_commit(self, state):
@@ -230,21 +252,11 @@ class PipelineAsyncUmma(PipelineAsync):
     @classmethod
     def create(cls, *, num_stages, producer_group, consumer_group, barrier_storage=None, cta_layout_vmnk=None,
                defer_sync=False, name=""):
-        num_stages = _check_create(cls, num_stages)
-        layout = _cluster_layout(cta_layout_vmnk)
-        storage = _barrier_storage(barrier_storage, num_stages, name)
-        full = cls._make_sync_object(storage, num_stages, (PipelineOp.AsyncThread, producer_group))
-        empty = cls._make_sync_object(storage + num_stages, num_stages, (PipelineOp.TCGen05Mma, consumer_group))
-        cta_group = _cta_group_of(layout)
-        cluster_size = _static_int(cute.size(layout), f"{cls.__name__}.create: the cluster size")
-        if cta_group is CtaGroup.TWO:
-            producer_mask = _cluster_values(layout, leader_rank_by_rank(layout))
-            consumer_mask = _cluster_values(layout, peer_mask_by_rank(layout))
-        else:
-            producer_mask = consumer_mask = None
-        p = cls(full, empty, num_stages, producer_mask, consumer_mask, cta_group)
+        b = _UmmaThreadBarriers.make(cls, num_stages, barrier_storage, cta_layout_vmnk, name,
+                                     (PipelineOp.AsyncThread, producer_group), (PipelineOp.TCGen05Mma, consumer_group))
+        p = cls(b.full, b.empty, b.num_stages, b.thread_side_mask, b.mma_side_mask, b.cta_group)
         if not defer_sync:
-            _sync_after_init(cluster_size)
+            _sync_after_init(b.cluster_size)
         return p
 
     def consumer_release(self, state):
