@@ -451,6 +451,27 @@ class Parser {
         ++at_;
         return finish(o);
       }
+      case OpCode::InlineAsm: {
+        // `[sideeffect] "asm text", "constraints" [(operands) : operand types] [-> result type]`
+        const bool side_effects = c.accept("sideeffect");
+        std::string text = c.quoted();
+        c.expect(",");
+        std::string constraints = c.quoted();
+        std::vector<Value*> ops;
+        if (c.accept("(")) {
+          ops = operand_list(c);
+          c.expect(")");
+          c.expect(":");
+          c.type_list();  // the operands' types, which the operands already have
+        }
+        std::vector<Type> results;
+        if (c.accept("->")) results = c.type_list();
+        Op* o = b.create(code, ops, results);
+        o->str_attr = constraints + std::string(1, '\0') + text;
+        o->int_attr = side_effects ? 1 : 0;
+        ++at_;
+        return finish(o);
+      }
       case OpCode::Launch: return launch(b, c, result_names);
       case OpCode::For: return for_op(b, c, result_names);
       case OpCode::If: return if_op(b, c, result_names);

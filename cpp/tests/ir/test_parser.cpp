@@ -129,6 +129,35 @@ TEST(IrParser, KeepsAttributesThePrinterShows) {
   EXPECT_EQ(clusters, 1);
 }
 
+// Inline asm, as libraries write it (FA4's `cvt.rn.bf16x2.f32` -> i32): the text with quotes,
+// backslashes and a newline, the constraints, operands and a result, and the side-effect flag.
+TEST(IrParser, RoundTripsInlineAsm) {
+  auto m = std::make_unique<Module>();
+  Function* k = m->add_function("kernel_asm", FunctionKind::Kernel);
+  Value* p = k->body->add_arg(pointer_type(i32(), AddrSpace::Gmem, 16));
+  Value* x = k->body->add_arg(f32());
+  Builder b(k->body.get());
+  Op* cvt = b.create(OpCode::InlineAsm, {x, x}, {i32()});
+  cvt->str_attr = std::string("=r,f,f") + '\0' + "cvt.rn.bf16x2.f32 $0, $2, $1; // \"q\" \\ end\n";
+  Op* fence = b.create(OpCode::InlineAsm, {}, {});
+  fence->str_attr = std::string("~{memory}") + '\0' + "fence.proxy.async.shared::cta;";
+  fence->int_attr = 1;
+  b.store(cvt->result(0), p);
+  b.ret({});
+  const std::string text = print_module(*m);
+  auto parsed = parse_module(text);
+  EXPECT_EQ(print_module(*parsed), text);
+  EXPECT_EQ(module_hash(*parsed), module_hash(*m));
+  const Op& got = *parsed->find("kernel_asm")->body->ops[0];
+  EXPECT_EQ(got.code, OpCode::InlineAsm);
+  EXPECT_EQ(inline_asm_constraints(got), "=r,f,f");
+  EXPECT_EQ(inline_asm_text(got), "cvt.rn.bf16x2.f32 $0, $2, $1; // \"q\" \\ end\n");
+  ASSERT_EQ(got.results.size(), 1u);
+  EXPECT_EQ(got.result()->type, i32());
+  EXPECT_EQ(got.int_attr, 0);
+  EXPECT_EQ(parsed->find("kernel_asm")->body->ops[1]->int_attr, 1);
+}
+
 TEST(IrParser, ReportsLineAndProblem) {
   auto expect_error = [](const std::string& text, const std::string& fragment) {
     try {
