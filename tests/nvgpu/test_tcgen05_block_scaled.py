@@ -15,6 +15,7 @@ import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass import _core
 from cutlass.cute.nvgpu import OperandMajorMode, tcgen05
 from ptx_target import needs_libnvvm
+from tmem_accumulator import store_accumulator
 
 EMU = "--gpu-arch sm_100a --target cpu"
 K_MAJOR = OperandMajorMode.K
@@ -114,15 +115,7 @@ def scaled_mma_kernel(mA: cute.Tensor, mB: cute.Tensor, mW: cute.Tensor, mC: cut
             tiled_mma.set(tcgen05.Field.ACCUMULATE, True)
         tcgen05.commit(bar)
     cute.arch.mbarrier_wait(bar, 0)
-    tCgC = tiled_mma.get_slice(0).partition_C(gC)
-    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x16), cutlass.Float32),
-                                 tCtAcc[(None, 0, 0)])
-    thr = t2r.get_slice(tidx)
-    tTR_g = thr.partition_D(tCgC[(None, 0, 0)])
-    frag = cute.make_rmem_tensor(tTR_g.shape, cutlass.Float32)
-    cute.copy(t2r, thr.partition_S(tCtAcc[(None, 0, 0)]), frag)
-    cute.arch.fence_view_async_tmem_load()
-    cute.autovec_copy(frag, tTR_g)
+    store_accumulator(tiled_mma, tCtAcc, gC, tidx)
     cute.arch.barrier()
     if warp == 0:
         cute.arch.relinquish_tmem_alloc_permit()

@@ -22,6 +22,7 @@ from cutlass.cute.nvgpu import tcgen05
 
 from ptx_target import needs_libnvvm
 from test_tcgen05_block_scaled import e4m3, e8m0, pack_e2m1
+from tmem_accumulator import store_accumulator
 
 EMU = "--gpu-arch sm_103a --target cpu"
 TARGETS = ["cpu", pytest.param("ptx", marks=needs_libnvvm)]
@@ -105,15 +106,7 @@ def k96_kernel(mA: cute.Tensor, mB: cute.Tensor, mW: cute.Tensor, mC: cute.Tenso
         tcgen05.commit(bar)
     cute.arch.mbarrier_wait(bar, 0)
     gC = cute.make_tensor(mC.iterator, cute.make_layout((M, N), stride=(N, 1)))
-    tCgC = tiled_mma.get_slice(0).partition_C(gC)
-    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x16), cutlass.Float32),
-                                 tCtAcc[(None, 0, 0)])
-    thr = t2r.get_slice(tidx)
-    tTR_g = thr.partition_D(tCgC[(None, 0, 0)])
-    frag = cute.make_rmem_tensor(tTR_g.shape, cutlass.Float32)
-    cute.copy(t2r, thr.partition_S(tCtAcc[(None, 0, 0)]), frag)
-    cute.arch.fence_view_async_tmem_load()
-    cute.autovec_copy(frag, tTR_g)
+    store_accumulator(tiled_mma, tCtAcc, gC, tidx)
     cute.arch.barrier()
     if warp == 0:
         cute.arch.relinquish_tmem_alloc_permit()
