@@ -11,6 +11,12 @@ torch.compile on the same tensors. Bytes are counted as quack's own benchmark sc
 --gemm: quack's `benchmarks/benchmark_gemm_sm90.py` run unchanged per shape through
 library_compile_timer.py, which also gives the cold compile time of its kernel; the script
 itself times cuBLAS (torch.matmul) in the same process. Its "Cute-DSL" line is OpenCuTe here.
+
+--tuned: quack's GEMM as its users call it, `quack.gemm_interface.gemm_tuned`, whose autotuner
+times every configuration of quack's SM90 search space (`get_all_configs`: tile, pingpong or
+cooperative, cluster 1x2 or 2x1, swap_ab) on the shape and keeps the fastest; then that and
+cuBLAS (torch.matmul on the same operands, B k-major) are timed alternately in this process.
+Configurations that fail are listed (quack's autotuner would skip them silently).
 """
 import argparse
 import os
@@ -18,6 +24,7 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -130,6 +137,49 @@ def gemm(args):
             print(f"| {m} | {n} | {k} | {ours:.1f} | {ref:.1f} | {ours / ref:.0%} | {c} | {config or 'default'} |")
 
 
+def gemm_tuned(args):
+    import statistics
+    import torch
+    from triton.testing import do_bench
+
+    os.environ.setdefault("QUACK_CACHE_DIR", tempfile.mkdtemp())  # tune afresh, not from disk
+    sys.path.insert(0, args.quack)
+    from quack.gemm_interface import gemm_tuned as tuned
+
+    rows = []
+    for (m, n, k) in args.shapes:
+        torch.manual_seed(0)
+        a = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+        b = torch.randn(n, k, device="cuda", dtype=torch.bfloat16).mT  # (K, N), k-major
+        out = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        ref = torch.empty_like(out)
+        tuned(a, b, out)  # autotunes this shape
+        timings = tuned.configs_timings
+        failed = [c for c, t in timings.items() if t[0] == float("inf")]
+        best = tuned.best_config
+        torch.matmul(a, b, out=ref)
+        err = (out.float() - ref.float()).abs().max().item()
+        cfg = best.kwargs["config"]
+        ours, cublas = [], []
+        for _ in range(args.rounds):
+            # the chosen kernel through quack's untuned entry (no autotuner key per call)
+            ours.append(do_bench(lambda: tuned.fn(a, b, out, config=cfg), warmup=50, rep=300))
+            cublas.append(do_bench(lambda: torch.matmul(a, b, out=ref), warmup=50, rep=300))
+        flop = 2.0 * m * n * k
+        t_ours, t_ref = statistics.median(ours), statistics.median(cublas)
+        name = (f"{cfg.tile_m}x{cfg.tile_n} {'pingpong' if cfg.pingpong else 'cooperative'} "
+                f"cluster {cfg.cluster_m}x{cfg.cluster_n}{' swap_ab' if cfg.swap_ab else ''}")
+        print(f"{m}x{n}x{k}: {len(timings)} configurations tried, {len(failed)} failed; best {name}; "
+              f"max |quack - cuBLAS| {err:.3g}; ms ours {ours} cuBLAS {cublas}", flush=True)
+        for c in failed:
+            print(f"  failed: {c.kwargs['config']}", flush=True)
+        rows.append((m, n, k, flop / t_ours / 1e9, flop / t_ref / 1e9, name))
+    print("\n| M | N | K | quack (autotuned) on OpenCuTe TFLOP/s | cuBLAS TFLOP/s | ratio | configuration |")
+    print("|---|---|---|---|---|---|---|")
+    for m, n, k, ours, ref, name in rows:
+        print(f"| {m} | {n} | {k} | {ours:.1f} | {ref:.1f} | {ours / ref:.0%} | {name} |")
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quack", required=True, help="quack checkout at 21dd6de")
@@ -138,6 +188,8 @@ def main():
     p.add_argument("--ops", nargs="*", default=["rmsnorm", "softmax", "cross_entropy", "layernorm"])
     p.add_argument("--n-values", type=int, nargs="*", default=[4096, 8192, 16384, 32768])
     p.add_argument("--elements", type=int, default=32768 * 8192, help="M = elements // N")
+    p.add_argument("--tuned", action="store_true", help="quack's autotuned GEMM, in this process")
+    p.add_argument("--rounds", type=int, default=3, help="--tuned: alternate timings per shape")
     p.add_argument("--shapes", nargs="*", default=None, help="MxNxK shapes for --gemm")
     p.add_argument("--configs", nargs="*", default=None,
                    help="benchmark_gemm_sm90.py options per configuration, each one quoted string; "
@@ -152,6 +204,8 @@ def main():
         memory_bound(args)
     if args.gemm:
         gemm(args)
+    if args.tuned:
+        gemm_tuned(args)
 
 
 if __name__ == "__main__":
