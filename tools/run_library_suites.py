@@ -19,6 +19,11 @@ A suite too large for one sitting (a device lease of a few minutes) is run in pa
 A.xml [B.xml ...]` names earlier runs' XMLs; the tests that ended there (other than by running out
 of memory) are left out of this run (tools/pytest_skip_ended.py), and the table counts each test
 by its latest outcome.
+
+A suite too large for the time at hand is sampled: `--sample K` runs one test in K of each file
+(tools/pytest_sample.py: a hash of the test's id picks it, so the same tests on every run, spread
+over all parameter values); the table then counts the sampled tests only. FlashAttention-4's
+test_flash_attn.py alone has about 46,000 tests (about an hour of one GPU with 3 workers).
 """
 import argparse
 import collections
@@ -47,12 +52,19 @@ def run_suite(name, tests_dir, args, out):
     if args.timeout:
         cmd += [f"--timeout={args.timeout}"]
     env = dict(os.environ)
+    plugins = []
+    if args.sample > 1:
+        plugins.append("pytest_sample")
+        env["OPENCUTE_SAMPLE_EVERY"] = str(args.sample)
     if args.resume:
         ended = os.path.abspath(os.path.join(out, f"{name}.ended.txt"))
         with open(ended, "w") as f:
             f.write("\n".join(sorted(ended_ids(args.resume))) + "\n")
-        cmd += ["-p", "pytest_skip_ended"]
+        plugins.append("pytest_skip_ended")
         env["OPENCUTE_ENDED_TESTS"] = ended
+    if plugins:
+        for plugin in plugins:
+            cmd += ["-p", plugin]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.dirname(os.path.abspath(__file__)),
                                                           env.get("PYTHONPATH")]))
     print(f"{name}: {' '.join(cmd)}", flush=True)
@@ -149,6 +161,8 @@ def main():
                    help="run the tests that failed with CUDA out of memory again, one at a time")
     p.add_argument("--resume", nargs="*", default=[],
                    help="earlier runs' JUnit XMLs: leave out the tests that ended there, count them as they ended")
+    p.add_argument("--sample", type=int, default=1, metavar="K",
+                   help="run one test in K of each file (the same ones every run)")
     p.add_argument("--no-install", action="store_true")
     p.add_argument("--out", default="library_suites")
     args = p.parse_args()
@@ -178,7 +192,7 @@ def main():
             table.append((name, "(no results: see " + log + ")", collections.Counter()))
         for f in sorted(per_file):
             table.append((name, f, per_file[f]))
-    print(f"\n| suite | file | passed | failed | errors | skipped |\n|---|---|---|---|---|---|")
+    print("\n| suite | file | passed | failed | errors | skipped |\n|---|---|---|---|---|---|")
     total = collections.Counter()
     for name, f, c in table:
         total.update(c)

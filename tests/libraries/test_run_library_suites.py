@@ -78,3 +78,23 @@ def test_the_plugin_deselects_ended_tests(tmp_path):
                           "test_pair.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "1 passed, 1 deselected" in run.stdout
+
+
+def test_the_sample_plugin_keeps_the_tests_its_hash_picks(tmp_path):
+    sys.path.insert(0, os.path.dirname(TOOL))
+    try:
+        from pytest_sample import is_sampled
+    finally:
+        sys.path.pop(0)
+    (tmp_path / "test_many.py").write_text(
+        "import pytest\n@pytest.mark.parametrize('n', range(40))\ndef test_n(n):\n    pass\n")
+    picked = [n for n in range(40) if is_sampled(f"test_many.py::test_n[{n}]", 4)]
+    assert 0 < len(picked) < 40  # crc32 spreads 40 ids over the 4 residues
+    env = dict(os.environ, OPENCUTE_SAMPLE_EVERY="4",
+               PYTHONPATH=os.pathsep.join(filter(None, [os.path.dirname(TOOL), os.environ.get("PYTHONPATH")])))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider", "-p", "pytest_sample",
+                          "test_many.py"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    ran = sorted(int(line.split("[")[1].split("]")[0]) for line in run.stdout.splitlines() if " PASSED" in line)
+    assert ran == picked
+    assert f"{len(picked)} passed, {40 - len(picked)} deselected" in run.stdout
