@@ -29,9 +29,6 @@ import cutlass.cute as cute  # noqa: E402
 import toolchain  # noqa: E402
 from test_libraries import _OnCpu, _close, _fa4_interface  # noqa: E402
 
-HEAD_DIM = 128
-
-
 @pytest.fixture(autouse=True)
 def _keep_cute_compile():
     """FA4's package replaces cute.compile with its own function when imported: put OpenCuTe's back."""
@@ -74,10 +71,10 @@ def _sm90_interface(monkeypatch, scratch_fill=None, target="ptx"):
     return interface
 
 
-def _inputs(batch, seqlen_q, seqlen_k, seed, device="cpu"):
+def _inputs(batch, seqlen_q, seqlen_k, seed, head_dim=128, device="cpu"):
     gen = torch.Generator().manual_seed(seed)
-    q, dout = (torch.randn(batch, seqlen_q, 1, HEAD_DIM, generator=gen).to(torch.bfloat16) for _ in range(2))
-    k, v = (torch.randn(batch, seqlen_k, 1, HEAD_DIM, generator=gen).to(torch.bfloat16) for _ in range(2))
+    q, dout = (torch.randn(batch, seqlen_q, 1, head_dim, generator=gen).to(torch.bfloat16) for _ in range(2))
+    k, v = (torch.randn(batch, seqlen_k, 1, head_dim, generator=gen).to(torch.bfloat16) for _ in range(2))
     return [t.to(device) for t in (q, k, v, dout)]
 
 
@@ -95,7 +92,7 @@ def _true_gradients(q, k, v, dout, causal):
     """dQ, dK, dV of softmax(Q K^T / sqrt(d)) V for one sequence ((seqlen, d) tensors), by torch
     autograd in float32; causal masks align the last query with the last key."""
     qf, kf, vf = (x.float().requires_grad_() for x in (q, k, v))
-    scores = (qf @ kf.T) * HEAD_DIM ** -0.5
+    scores = (qf @ kf.T) * q.shape[-1] ** -0.5
     if causal:
         nq, nk = scores.shape
         scores = scores.masked_fill(torch.arange(nk)[None] > torch.arange(nq)[:, None] + nk - nq, float("-inf"))
@@ -118,7 +115,7 @@ def _fa4_912c6c45_sm90_backward(q, k, v, out, dout, lse, used_q, causal, scratch
     lse_log2[used_q:-(-used_q // tile_m) * tile_m] = float("inf")
     dpsum = torch.zeros(seqlen_q)
     dpsum[:used_q] = (dO[:used_q] * O[:used_q]).sum(-1)
-    scale = HEAD_DIM ** -0.5
+    scale = q.shape[-1] ** -0.5
     P = torch.exp2((Q @ K.T) * scale * math.log2(math.e) - lse_log2[:, None])
     if causal:
         P = P.masked_fill(torch.arange(seqlen_k)[None] > torch.arange(seqlen_q)[:, None] + seqlen_k - seqlen_q, 0.0)
@@ -160,9 +157,10 @@ def test_fa4_sm90_backward_on_the_ptx_executor(monkeypatch, causal, seqlen_q, se
 
 # ---- with seqused: what FA4 912c6c45 computes ------------------------------------------------
 
-SEQUSED_CASES = [  # (causal, seqlen_q, seqlen_k, used_q, used_k)
-    (False, 200, 250, (150, 64, 0), (180, 250, 120)),  # the last batch has no queries
-    (True, 200, 200, (150, 0, 100), (150, 0, 100)),  # FA4's test: key lengths = query lengths
+SEQUSED_CASES = [  # (causal, head_dim, seqlen_q, seqlen_k, used_q, used_k)
+    (False, 128, 200, 250, (150, 64, 0), (180, 250, 120)),  # the last batch has no queries
+    (True, 128, 200, 200, (150, 0, 100), (150, 0, 100)),  # FA4's test: key lengths = query lengths
+    (True, 64, 200, 200, (150, 0, 100), (150, 0, 100)),  # LSE / dPsum shuffled among threads
 ]
 
 
@@ -174,12 +172,13 @@ def _check_against_the_912c6c45_model(q, k, v, dout, out, lse, dq, dk, dv, causa
             _near(got, ref)
 
 
-@pytest.mark.parametrize("causal,seqlen_q,seqlen_k,used_q,used_k", SEQUSED_CASES)
-def test_fa4_sm90_seqused_backward_on_the_ptx_executor(monkeypatch, causal, seqlen_q, seqlen_k, used_q, used_k):
+@pytest.mark.parametrize("causal,head_dim,seqlen_q,seqlen_k,used_q,used_k", SEQUSED_CASES)
+def test_fa4_sm90_seqused_backward_on_the_ptx_executor(monkeypatch, causal, head_dim, seqlen_q, seqlen_k, used_q,
+                                                       used_k):
     """With FA4's scratch pre-filled with +inf (P = 0 on every unused row): dK / dV of the used keys
     are the true gradients (zero for a batch without queries), and so is dQ where a batch uses all
     its keys; where it uses fewer, dQ takes in the unused keys as 912c6c45's kernel does."""
-    q, k, v, dout = _inputs(len(used_q), seqlen_q, seqlen_k, seed=seqlen_k + causal)
+    q, k, v, dout = _inputs(len(used_q), seqlen_q, seqlen_k, seed=seqlen_k + causal, head_dim=head_dim)
     uq, uk = (torch.tensor(n, dtype=torch.int32) for n in (used_q, used_k))
     interface = _sm90_interface(monkeypatch, scratch_fill=float("inf"))
     out, lse, dq, dk, dv = _run_fa4(interface, q, k, v, dout, causal, uq, uk)
@@ -194,13 +193,13 @@ def test_fa4_sm90_seqused_backward_on_the_ptx_executor(monkeypatch, causal, seql
     _check_against_the_912c6c45_model(q, k, v, dout, out, lse, dq, dk, dv, causal, used_q, used_k, float("inf"))
 
 
-@pytest.mark.parametrize("causal,seqlen_q,seqlen_k,used_q,used_k", SEQUSED_CASES)
-def test_fa4_sm90_seqused_backward_reads_the_uninitialised_lse(monkeypatch, causal, seqlen_q, seqlen_k, used_q,
-                                                                used_k):
+@pytest.mark.parametrize("causal,head_dim,seqlen_q,seqlen_k,used_q,used_k", SEQUSED_CASES)
+def test_fa4_sm90_seqused_backward_reads_the_uninitialised_lse(monkeypatch, causal, head_dim, seqlen_q, seqlen_k,
+                                                                used_q, used_k):
     """With FA4's scratch pre-filled with 0 instead, the unused rows' P = exp(S) is not zero:
     dK / dV of the used keys are far from the true gradients, by exactly 912c6c45's terms (FA4's
     `test_flash_attn_varlen_output` fails its dK check on the H200 by whatever the allocator left)."""
-    q, k, v, dout = _inputs(len(used_q), seqlen_q, seqlen_k, seed=seqlen_k + causal)
+    q, k, v, dout = _inputs(len(used_q), seqlen_q, seqlen_k, seed=seqlen_k + causal, head_dim=head_dim)
     uq, uk = (torch.tensor(n, dtype=torch.int32) for n in (used_q, used_k))
     interface = _sm90_interface(monkeypatch, scratch_fill=0.0)
     out, lse, dq, dk, dv = _run_fa4(interface, q, k, v, dout, causal, uq, uk)
@@ -211,12 +210,14 @@ def test_fa4_sm90_seqused_backward_reads_the_uninitialised_lse(monkeypatch, caus
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("causal,seqlen_q,seqlen_k,used_q,used_k", SEQUSED_CASES)
+@pytest.mark.parametrize("causal,head_dim,seqlen_q,seqlen_k,used_q,used_k", SEQUSED_CASES)
 @pytest.mark.parametrize("fill", [float("inf"), 0.0])
-def test_gpu_fa4_sm90_seqused_backward_is_912c6c45s(monkeypatch, causal, seqlen_q, seqlen_k, used_q, used_k, fill):
+def test_gpu_fa4_sm90_seqused_backward_is_912c6c45s(monkeypatch, causal, head_dim, seqlen_q, seqlen_k, used_q, used_k,
+                                                    fill):
     """On an H100: FA4's SM90 backward with seqused computes the same as 912c6c45's model, for both
     contents of its uninitialised scratch (FA4's defect, not OpenCuTe's)."""
-    q, k, v, dout = _inputs(len(used_q), seqlen_q, seqlen_k, seed=seqlen_k + causal, device="cuda")
+    q, k, v, dout = _inputs(len(used_q), seqlen_q, seqlen_k, seed=seqlen_k + causal, head_dim=head_dim,
+                            device="cuda")
     uq, uk = (torch.tensor(n, dtype=torch.int32, device="cuda") for n in (used_q, used_k))
     interface = _sm90_interface(monkeypatch, scratch_fill=fill, target="gpu")
     out, lse, dq, dk, dv = _run_fa4(interface, q, k, v, dout, causal, uq, uk, on_cpu=False)
