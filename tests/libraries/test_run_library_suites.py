@@ -98,3 +98,31 @@ def test_the_sample_plugin_keeps_the_tests_its_hash_picks(tmp_path):
     ran = sorted(int(line.split("[")[1].split("]")[0]) for line in run.stdout.splitlines() if " PASSED" in line)
     assert ran == picked
     assert f"{len(picked)} passed, {40 - len(picked)} deselected" in run.stdout
+
+
+def test_the_scratch_plugin_fills_fa4s_float32_empty_tensors(tmp_path):
+    pytest.importorskip("torch")
+    interface = tmp_path / "flash_attn" / "cute"
+    interface.mkdir(parents=True)
+    (tmp_path / "flash_attn" / "__init__.py").write_text("")
+    (interface / "__init__.py").write_text("")
+    (interface / "interface.py").write_text(
+        "import torch\n"
+        "def scratch():\n"
+        "    return torch.empty(2, 3, dtype=torch.float32), torch.empty(4, dtype=torch.int32).fill_(5)\n")
+    (tmp_path / "test_scratch.py").write_text(
+        "import torch\n"
+        "import flash_attn.cute.interface as interface\n"
+        "def test_filled():\n"
+        "    f, i = interface.scratch()\n"
+        "    assert torch.equal(f, torch.full((2, 3), -7.5)) and torch.equal(i, torch.full((4,), 5, dtype=torch.int32))\n"
+        "def test_untouched():\n"
+        "    assert interface.torch is torch\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [os.path.dirname(TOOL), str(tmp_path), os.environ.get("PYTHONPATH")])))
+    for fill, test in (("-7.5", "test_filled"), ("", "test_untouched")):  # unset: FA4 is left alone
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                              "pytest_fill_fa4_scratch", f"test_scratch.py::{test}"], cwd=tmp_path,
+                             env=dict(env, OPENCUTE_FA4_SCRATCH_FILL=fill), capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "1 passed" in run.stdout
