@@ -307,10 +307,12 @@ uint64_t fnv1a64(const std::string& text, uint64_t seed) {
   return h;
 }
 
-std::string module_hash(const Module& m) {
+std::string printed_module_hash(const std::string& printed) {
   char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)fnv1a64(print_module(m)));
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)fnv1a64(printed));
   return buf;
 }
+
+std::string module_hash(const Module& m) { return printed_module_hash(print_module(m)); }
 
 }  // namespace opencute::ir

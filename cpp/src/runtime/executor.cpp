@@ -52,7 +52,7 @@ CompiledProgram::CompiledProgram(std::unique_ptr<ir::Module> module, const Compi
   transforms::remove_dead_code(*module_);
   ir::verify_or_throw(*module_);
   ir_text_ = ir::print_module(*module_);
-  hash_ = ir::module_hash(*module_);
+  hash_ = ir::printed_module_hash(ir_text_);  // printing FA4's forward again would cost ~15 ms
   host_ = module_->host();
   if (!host_) throw std::runtime_error("module has no host function");
   interpreter_ = std::make_unique<emulator::HostInterpreter>(*host_);

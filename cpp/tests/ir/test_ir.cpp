@@ -1,6 +1,8 @@
 // IR core: builder folding, scope checks, printer golden text, verifier, hashing.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "emulator/host_interpreter.h"
 #include "ir/builder.h"
 #include "ir/printer.h"
@@ -100,6 +102,11 @@ TEST(IrPrinter, GoldenText) {
   EXPECT_EQ(print_module(*m), expected);
   EXPECT_TRUE(verify_module(*m).empty());
   EXPECT_EQ(module_hash(*m), module_hash(*sum_module()));
+  // The compiled program hashes the text it printed: the same 16 hex digits, FNV-1a of that text.
+  EXPECT_EQ(printed_module_hash(expected), module_hash(*m));
+  char fnv[17];
+  std::snprintf(fnv, sizeof fnv, "%016llx", (unsigned long long)fnv1a64(expected));
+  EXPECT_EQ(module_hash(*m), fnv);
 }
 
 TEST(IrVerifier, ReportsBadYield) {

@@ -350,6 +350,22 @@ TEST(CudaToolchainTest, BadPtxThrowsCompileErrorWithLog) {
   }
 }
 
+// ptxas runs with glibc's malloc on transparent huge pages (fewer page faults, the same cubin);
+// a GLIBC_TUNABLES of the user's keeps its settings, and its own hugetlb choice wins.
+TEST(CudaToolchainTest, PtxasEnvironmentAsksForHugePagesOnce) {
+  using opencute::target::detail::ptxas_environment;
+  using Env = std::vector<std::string>;
+  const char* plain[] = {"PATH=/bin", "HOME=/root", nullptr};
+  EXPECT_EQ(ptxas_environment(plain), (Env{"PATH=/bin", "HOME=/root", "GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}));
+  const char* tuned[] = {"GLIBC_TUNABLES=glibc.malloc.arena_max=2", "PATH=/bin", nullptr};
+  EXPECT_EQ(ptxas_environment(tuned),
+            (Env{"GLIBC_TUNABLES=glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1", "PATH=/bin"}));
+  const char* empty_tunables[] = {"GLIBC_TUNABLES=", nullptr};
+  EXPECT_EQ(ptxas_environment(empty_tunables), (Env{"GLIBC_TUNABLES=glibc.malloc.hugetlb=1"}));
+  const char* chosen[] = {"GLIBC_TUNABLES=glibc.malloc.hugetlb=0", nullptr};
+  EXPECT_EQ(ptxas_environment(chosen), (Env{"GLIBC_TUNABLES=glibc.malloc.hugetlb=0"}));
+}
+
 // ------------------------------------------------------------------------ driver
 
 TEST(CudaDriverTest, AvailableNeverThrows) {

@@ -43,8 +43,8 @@ from . import preprocess_cache as _preprocess_cache
 from .errors import DSLUserCodeError
 from .function_source import source_and_def
 from .region_names import (  # noqa: F401 - RT_NAME is this module's too
-    RT_NAME, _assign_flag, _bound, _call, _changed_in_place, _declared, _funcdef, _is_call_to, _is_const_expr,
-    _items_stored, _lambda, _locate, _loop_exits, _mangle, _name, _params, _RegionNames, _rt, _span, _tuple,
+    RT_NAME, _assign_flag, _bound, _call, _changed_and_stored, _declared, _funcdef, _is_call_to, _is_const_expr,
+    _lambda, _locate, _loop_exits, _mangle, _name, _params, _RegionNames, _rt, _span, _tuple,
     _walk_local)
 
 __all__ = ["preprocess", "transform_source", "RT_NAME"]
@@ -74,6 +74,9 @@ class _Rewriter(ast.NodeTransformer):
     def __init__(self, filename, shadowed=(), cls=None, lines=(), first_lineno=1):
         self.filename = filename
         self.lines, self.first_lineno = lines, first_lineno
+        # The function's source text: a walk of the tree for statements the text cannot hold
+        # (`global`, `break`, ...; rare in kernels) is skipped, as each walk visits every node.
+        self.text = "\n".join(lines)
         self.self_arg = None
         self.counter = 0
         self.frames = []
@@ -87,6 +90,9 @@ class _Rewriter(ast.NodeTransformer):
         return DSLUserCodeError(message, filename=self.filename,
                                 lineno=getattr(node, "lineno", None), code=code)
 
+    def _may_contain(self, *keywords):
+        return not self.lines or any(k in self.text for k in keywords)
+
     def _in_dynamic(self):
         return any(dyn for _, dyn in self.frames)
 
@@ -99,7 +105,7 @@ class _Rewriter(ast.NodeTransformer):
         saved = self.frames, self.shadowed, self.declared, self.self_arg, self.locals
         positional = node.args.posonlyargs + node.args.args
         self.self_arg = positional[0].arg if positional else None
-        self.declared = _declared(node.body)
+        self.declared = _declared(node.body) if self._may_contain("global", "nonlocal") else {}
         own = _bound(node.body, include_except=True)
         self.locals = (_params(node.args) | set(own)) - set(self.declared)
         self.shadowed = self.shadowed | _params(node.args) | set(own) | set(self.declared)
@@ -180,8 +186,9 @@ class _Rewriter(ast.NodeTransformer):
         nodes).  ``_`` is never carried: it is write-only by definition."""
         bound = _bound(stmts)
         names = sorted(n for n in bound if n != "_" and n not in exclude)
-        changed = (_changed_in_place(stmts) & self.locals) - set(names) - set(exclude) - {"_"}
-        stored = (_items_stored(stmts) & self.locals) - set(names) - set(exclude) - {"_"}
+        changed, stored = _changed_and_stored(stmts)
+        changed = (changed & self.locals) - set(names) - set(exclude) - {"_"}
+        stored = (stored & self.locals) - set(names) - set(exclude) - {"_"}
         return _RegionNames(names, sorted(changed - stored), sorted(stored)), bound
 
     def _check_assignable(self, bound):
@@ -300,7 +307,7 @@ class _Rewriter(ast.NodeTransformer):
         while no flag is set, `continue`'s flag is cleared at the top of each iteration, and
         `break`'s flag ends a `while` loop through its condition and makes the remaining
         iterations of a `for` loop do nothing. Returns the statements to put before the loop."""
-        exits = _loop_exits(loop.body)
+        exits = _loop_exits(loop.body) if self._may_contain("break", "continue") else []
         if not exits:
             return []
         n = self._new_id()

@@ -208,29 +208,25 @@ def _bound(stmts, include_except=False):
     return v.names
 
 
-def _changed_in_place(stmts):
-    """Names whose objects the statements may change in place: receivers of method calls
-    (`state.advance()`) and of attribute stores (`state.index = i`)."""
-    out = set()
+def _changed_and_stored(stmts):
+    """(names whose objects the statements may change in place: receivers of method calls
+    (`state.advance()`) and of attribute stores (`state.index = i`); names whose items they store
+    into (`stats[stage] = v`, `acc[i] += v`): a Python list so changed holds values of the region
+    (FA4's correction loop fills a list of each stage's row statistics inside a dynamic `if`)).
+    One walk for both: the preprocessor asks both of every region."""
+    Call, Attribute, Subscript, Name, Store = ast.Call, ast.Attribute, ast.Subscript, ast.Name, ast.Store
+    changed, stored = set(), set()
     for s in stmts:
         for n in _walk_local(s):
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
-                out.add(n.func.value.id)
-            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
-                out.add(n.value.id)
-    return out
-
-
-def _items_stored(stmts):
-    """Names whose items the statements store into (`stats[stage] = v`, `acc[i] += v`): a Python
-    list so changed holds values of the region (FA4's correction loop fills a list of each
-    stage's row statistics inside a dynamic `if`)."""
-    out = set()
-    for s in stmts:
-        for n in _walk_local(s):
-            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.value, ast.Name):
-                out.add(n.value.id)
-    return out
+            if isinstance(n, Call):
+                if isinstance(n.func, Attribute) and isinstance(n.func.value, Name):
+                    changed.add(n.func.value.id)
+            elif isinstance(n, Attribute):
+                if isinstance(n.ctx, Store) and isinstance(n.value, Name):
+                    changed.add(n.value.id)
+            elif isinstance(n, Subscript) and isinstance(n.ctx, Store) and isinstance(n.value, Name):
+                stored.add(n.value.id)
+    return changed, stored
 
 
 def _declared(stmts):

@@ -441,6 +441,27 @@ CubinResult link_with_nvjitlink(const std::string& ptx, const std::string& arch,
   return result;
 }
 
+std::vector<std::string> ptxas_environment(const char* const* parent) {
+  // ptxas allocates ~50 MB in small pieces for a large kernel; 4 KiB pages cost FA4's SM90
+  // forward ~13k page faults, huge pages ~2k: 6-9% less ptxas CPU, the same cubin. glibc before
+  // 2.35 ignores the tunable, and where THP is off it changes nothing.
+  static const std::string kHugePages = "glibc.malloc.hugetlb=1";
+  static const std::string kTunables = "GLIBC_TUNABLES=";
+  std::vector<std::string> env;
+  bool has_tunables = false;
+  for (const char* const* e = parent; e && *e; ++e) {
+    std::string entry = *e;
+    if (entry.compare(0, kTunables.size(), kTunables) == 0) {
+      has_tunables = true;
+      if (entry.find("glibc.malloc.hugetlb") == std::string::npos)
+        entry += (entry.size() > kTunables.size() ? ":" : "") + kHugePages;
+    }
+    env.push_back(std::move(entry));
+  }
+  if (!has_tunables) env.push_back(kTunables + kHugePages);
+  return env;
+}
+
 CubinResult link_with_ptxas(const std::string& ptx, const std::string& arch, int opt_level,
                             const std::string& extra_ptxas_options) {
   Arch a = parse_arch(arch);
@@ -465,6 +486,10 @@ CubinResult link_with_ptxas(const std::string& ptx, const std::string& arch, int
   std::vector<char*> argv;
   for (auto& s : args) argv.push_back(&s[0]);
   argv.push_back(nullptr);
+  std::vector<std::string> env = ptxas_environment(environ);
+  std::vector<char*> envp;
+  for (auto& s : env) envp.push_back(&s[0]);
+  envp.push_back(nullptr);
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
@@ -472,7 +497,7 @@ CubinResult link_with_ptxas(const std::string& ptx, const std::string& arch, int
                                    O_WRONLY | O_CREAT | O_TRUNC, 0600);
   posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
   pid_t pid = 0;
-  int err = ::posix_spawn(&pid, ptxas.c_str(), &actions, nullptr, argv.data(), environ);
+  int err = ::posix_spawn(&pid, ptxas.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (err != 0)
     throw CompileError("could not run " + ptxas + ": " + std::strerror(err), "");

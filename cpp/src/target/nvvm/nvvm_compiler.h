@@ -65,6 +65,10 @@ CubinResult link_with_nvjitlink(const std::string& ptx, const std::string& arch,
                                 int opt_level, const std::string& extra_ptxas_options);
 CubinResult link_with_ptxas(const std::string& ptx, const std::string& arch, int opt_level,
                             const std::string& extra_ptxas_options);
+// The environment ptxas runs in: `parent` (a NULL-terminated `environ`) with glibc's malloc asked
+// for transparent huge pages (GLIBC_TUNABLES glibc.malloc.hugetlb=1), unless the user's
+// GLIBC_TUNABLES already says how.
+std::vector<std::string> ptxas_environment(const char* const* parent);
 }  // namespace detail
 
 }  // namespace opencute::target

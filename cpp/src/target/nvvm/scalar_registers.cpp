@@ -15,7 +15,8 @@ namespace {
 using Users = std::unordered_map<const Value*, std::vector<const Op*>>;
 
 // The ops as the lowering meets them: an unrolled loop is its iterations, whose results the loop
-// op takes over (a pointer carried out of it leaves its array an array).
+// op takes over (a pointer carried out of it leaves its array an array). Only pointers' users are
+// asked for, so only theirs are kept: most values of a kernel are numbers.
 void collect(const ir::Block& b, const transforms::UnrolledLoops& unrolled, Users* users,
              std::vector<const Op*>* allocas) {
   for (auto& op : b.ops) {
@@ -23,10 +24,12 @@ void collect(const ir::Block& b, const transforms::UnrolledLoops& unrolled, User
     auto it = unrolled.find(op.get());
     if (it != unrolled.end()) {
       collect(*it->second.block, unrolled, users, allocas);
-      for (const Value* v : it->second.results) (*users)[v].push_back(op.get());
+      for (const Value* v : it->second.results)
+        if (v->type->is_pointer()) (*users)[v].push_back(op.get());
       continue;
     }
-    for (const Value* v : op->operands) (*users)[v].push_back(op.get());
+    for (const Value* v : op->operands)
+      if (v->type->is_pointer()) (*users)[v].push_back(op.get());
     for (auto& r : op->regions) collect(*r.block, unrolled, users, allocas);
   }
 }
