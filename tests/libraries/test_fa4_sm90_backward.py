@@ -17,6 +17,8 @@ backward in March 2026 (#2315). The tests below pin what 912c6c45 computes, with
 scratch pre-filled, against a torch model of it."""
 import contextlib
 import math
+import os
+import sys
 import types
 
 import pytest
@@ -25,9 +27,17 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("quack")
 pytest.importorskip("cuda.bindings.driver")
 
-import cutlass.cute as cute  # noqa: E402
 import toolchain  # noqa: E402
+import cutlass.cute as cute  # noqa: E402
 from test_libraries import _OnCpu, _close, _fa4_interface  # noqa: E402
+
+_TOOLS = os.path.join(os.path.dirname(__file__), "..", "..", "tools")
+sys.path.insert(0, _TOOLS)
+try:  # the plugin that fills FA4's scratch in its own suite fills it here too
+    from pytest_fill_fa4_scratch import _TorchWithFilledScratch  # noqa: E402
+finally:
+    sys.path.remove(_TOOLS)
+
 
 @pytest.fixture(autouse=True)
 def _keep_cute_compile():
@@ -35,21 +45,6 @@ def _keep_cute_compile():
     saved = cute.compile
     yield
     cute.compile = saved
-
-
-class _TorchWithFilledScratch:
-    """FA4's interface module's `torch`, whose float32 `empty` tensors (the backward's lse_log2,
-    dpsum and dQ accumulator) hold `fill` instead of whatever the allocator handed back."""
-
-    def __init__(self, fill):
-        self.fill = fill
-
-    def __getattr__(self, name):
-        return getattr(torch, name)
-
-    def empty(self, *shape, dtype=None, **kwargs):
-        t = torch.empty(*shape, dtype=dtype, **kwargs)
-        return t.fill_(self.fill) if dtype == torch.float32 else t
 
 
 def _sm90_interface(monkeypatch, scratch_fill=None, target="ptx"):
