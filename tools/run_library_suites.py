@@ -12,8 +12,9 @@ spreads each suite over -n workers. Per-test outcomes come from pytest's JUnit X
 (with the log) under --out (default ./library_suites).
 
 Test processes share one GPU, so a test whose own allocations do not fit beside the others' fails
-with torch.OutOfMemoryError; `--rerun-oom` runs those tests again one at a time and counts the
-outcome of that run.
+with torch.OutOfMemoryError; each worker hands its cached GPU memory back after every test
+(tools/pytest_release_gpu_memory.py), and `--rerun-oom` runs the tests that still ran out again
+one at a time and counts the outcome of that run.
 
 A suite too large for one sitting (a device lease of a few minutes) is run in parts: `--resume
 A.xml [B.xml ...]` names earlier runs' XMLs; the tests that ended there (other than by running out
@@ -52,7 +53,7 @@ def run_suite(name, tests_dir, args, out):
     if args.timeout:
         cmd += [f"--timeout={args.timeout}"]
     env = dict(os.environ)
-    plugins = []
+    plugins = ["pytest_release_gpu_memory"] if args.workers > 1 else []
     if args.sample > 1:
         plugins.append("pytest_sample")
         env["OPENCUTE_SAMPLE_EVERY"] = str(args.sample)

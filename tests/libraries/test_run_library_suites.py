@@ -126,3 +126,27 @@ def test_the_scratch_plugin_fills_fa4s_float32_empty_tensors(tmp_path):
                              env=dict(env, OPENCUTE_FA4_SCRATCH_FILL=fill), capture_output=True, text=True)
         assert run.returncode == 0, run.stdout + run.stderr
         assert "1 passed" in run.stdout
+
+
+FAKE_TORCH = '''import types
+calls = []
+initialized = [False]
+cuda = types.SimpleNamespace(is_initialized=lambda: initialized[0], empty_cache=lambda: calls.append("empty_cache"))
+'''
+
+
+def test_the_release_plugin_empties_torchs_cache_after_each_test_once_cuda_is_in_use(tmp_path):
+    """A stand-in `torch` records the calls: none before CUDA is initialised, one after each test
+    after that (the plugin never imports torch itself)."""
+    (tmp_path / "torch.py").write_text(FAKE_TORCH)
+    (tmp_path / "test_three.py").write_text(
+        "import torch\n"
+        "def test_a():\n    assert torch.calls == []\n    torch.initialized[0] = True\n"
+        "def test_b():\n    assert torch.calls == ['empty_cache']\n"
+        "def test_c():\n    assert torch.calls == ['empty_cache'] * 2\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.dirname(TOOL)]))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p",
+                          "pytest_release_gpu_memory", "test_three.py"], cwd=tmp_path, env=env,
+                         capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "3 passed" in run.stdout
