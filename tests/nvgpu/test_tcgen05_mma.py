@@ -14,6 +14,7 @@ import cutlass.utils.blackwell_helpers as sm100_utils
 from cutlass import _core
 from cutlass.cute.nvgpu import OperandMajorMode, tcgen05
 from ptx_target import needs_libnvvm
+from tmem_accumulator import store_accumulator
 
 EMU = "--gpu-arch sm_100a --target cpu"
 PTX = "--target ptx --gpu-arch sm_100a"
@@ -419,16 +420,7 @@ def tma_gemm_kernel(atom_a: cute.CopyAtom, tA: cute.Tensor, atom_b: cute.CopyAto
     if warp == 0:
         tcgen05.commit(bars + 2)
     cute.arch.mbarrier_wait(bars + 2, 0)
-    gC = cute.local_tile(mC, (TM, TN), (bidx, bidy))
-    tCgC = tiled_mma.get_slice(0).partition_C(gC)
-    t2r = tcgen05.make_tmem_copy(cute.make_copy_atom(tcgen05.Ld32x32bOp(tcgen05.Repetition.x32), cutlass.Float32),
-                                 acc[(None, 0, 0)])
-    thr = t2r.get_slice(tidx)
-    dst = thr.partition_D(tCgC[(None, 0, 0)])
-    frag = cute.make_rmem_tensor(dst.shape, cutlass.Float32)
-    cute.copy(t2r, thr.partition_S(acc[(None, 0, 0)]), frag)
-    cute.arch.fence_view_async_tmem_load()
-    cute.autovec_copy(frag, dst)
+    store_accumulator(tiled_mma, acc, cute.local_tile(mC, (TM, TN), (bidx, bidy)), tidx, tcgen05.Repetition.x32)
     cute.arch.sync_threads()
     if warp == 0:
         cute.arch.relinquish_tmem_alloc_permit()
