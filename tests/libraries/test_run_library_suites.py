@@ -150,3 +150,22 @@ def test_the_release_plugin_empties_torchs_cache_after_each_test_once_cuda_is_in
                          capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr
     assert "3 passed" in run.stdout
+
+
+def test_the_spread_plugin_gives_each_worker_its_card(tmp_path):
+    """Worker gw3 of a run over two cards sees card 1 only; without xdist, or with one card, the
+    variable is left as the user set it."""
+    (tmp_path / "test_card.py").write_text(
+        "import os\ndef test_card():\n    print('CARD', os.environ.get('CUDA_VISIBLE_DEVICES'))\n")
+    seen = {}
+    for worker, gpus in (("gw3", "2"), ("gw4", "3"), ("gw0", "1"), (None, "2")):
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(TOOL), OPENCUTE_TEST_GPUS=gpus, CUDA_VISIBLE_DEVICES="7")
+        env.pop("PYTEST_XDIST_WORKER", None)
+        if worker:
+            env["PYTEST_XDIST_WORKER"] = worker
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p",
+                              "pytest_spread_gpus", "test_card.py"], cwd=tmp_path, env=env,
+                             capture_output=True, text=True)
+        assert run.returncode == 0, run.stdout + run.stderr
+        seen[(worker, gpus)] = run.stdout.split("CARD ")[1].split()[0]
+    assert seen == {("gw3", "2"): "1", ("gw4", "3"): "1", ("gw0", "1"): "7", (None, "2"): "7"}
