@@ -12,6 +12,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -494,9 +495,15 @@ TEST(LowerToNvvm, IntegerDivisionShiftsAndPow) {
   k.b.store(k.b.binary(OpCode::Shr, k.b.binary(OpCode::Div, va, k.b.vec_splat(k.b.load(pv, ir::int_type(32, false)), 4)), va), pv);
   NvvmModuleText t = k.lower();
   EXPECT_TRUE(contains(t.text, "udiv i16"));
-  EXPECT_TRUE(contains(t.text, "lshr i32"));
+  EXPECT_TRUE(contains(t.text, "lshr i16"));
   EXPECT_TRUE(contains(t.text, "ashr i64"));
-  EXPECT_TRUE(contains(t.text, "icmp ult i32 %"));  // shift amount guard
+  // The shift amount guard of the other widths; 32-bit shifts are PTX's, which clamp the amount.
+  EXPECT_TRUE(std::regex_search(t.text, std::regex("icmp ult i64 %v[0-9]+, 64\n")));
+  EXPECT_TRUE(std::regex_search(t.text, std::regex("icmp ult i16 %v[0-9]+, 16\n")));
+  EXPECT_FALSE(std::regex_search(t.text, std::regex("icmp ult i32 %v[0-9]+, 32\n")));
+  EXPECT_TRUE(contains(t.text, "call i32 asm \"shl.b32 $0, $1, $2;\", \"=r,r,r\"(i32 %"));
+  EXPECT_TRUE(contains(t.text, "call i32 asm \"shr.s32 $0, $1, $2;\""));
+  EXPECT_TRUE(contains(t.text, "call i32 asm \"shr.u32 $0, $1, $2;\""));
   EXPECT_TRUE(contains(t.text, "define internal i64 @__opencute_ipow_u64(i64 %base, i64 %exp) alwaysinline {"));
   EXPECT_TRUE(contains(t.text, "define internal i8 @__opencute_ipow_i8("));
   COMPILE_OR_SKIP(t, ptx);
@@ -504,8 +511,31 @@ TEST(LowerToNvvm, IntegerDivisionShiftsAndPow) {
   EXPECT_TRUE(contains(ptx["sm_90a"], "shr.u32"));
 }
 
+// `x & (1 << k)` converted to Boolean stays an and.b32 and a setp.ne in the PTX (ptxas makes R2P
+// of those); LLVM would turn the bit-0 test into a trunc to i1. Any other mask is a plain icmp.
+TEST(LowerToNvvm, SingleBitTestsKeepTheirAnd) {
+  Kernel k("bit_tests");
+  Value* p = k.arg(gptr(ir::i32()));
+  Value* a = k.b.load(p, ir::i32());
+  int slot = 1;
+  for (int64_t c : {int64_t(1), int64_t(1) << 15, int64_t(3)}) {
+    Value* in = k.b.cast(k.b.binary(OpCode::And, a, k.c32(c)), ir::bool_type());
+    k.b.store(k.b.select(in, a, k.c32(-1)), k.at(p, k.c32(slot++)));
+  }
+  NvvmModuleText t = k.lower();
+  EXPECT_TRUE(contains(t.text, "call i32 asm \"and.b32 $0, $1, 0x00000001;\", \"=r,r\"(i32 %v1)")) << t.text;
+  EXPECT_TRUE(contains(t.text, "call i32 asm \"and.b32 $0, $1, 0x00008000;\", \"=r,r\"(i32 %v1)")) << t.text;
+  EXPECT_FALSE(contains(t.text, "0x00000003")) << t.text;
+  EXPECT_TRUE(std::regex_search(t.text, std::regex("%v[0-9]+ = and i32 %v1, 3\n  %v[0-9]+ = icmp ne i32 %v[0-9]+, 0\n")))
+      << t.text;
+  COMPILE_OR_SKIP(t, ptx);
+  EXPECT_FALSE(contains(ptx["sm_90a"], "setp.lt.s16")) << ptx["sm_90a"];
+  EXPECT_TRUE(contains(ptx["sm_90a"], "and.b32 %r")) << ptx["sm_90a"];
+}
+
 // A constant divisor or shift amount needs no guard (division by -1, out-of-range shifts): the
-// plain instruction is emitted. -1 and out-of-range constants keep the guarded sequences.
+// plain instruction is emitted, an arithmetic shift for a floor division by a power of two. -1
+// keeps the guarded sequence; a 32-bit shift by an out-of-range constant is PTX's, which clamps.
 TEST(LowerToNvvm, ConstantRightOperandsNeedNoGuards) {
   Kernel k("const_rhs");
   Value* p = k.arg(gptr(ir::i32()));
@@ -520,14 +550,15 @@ TEST(LowerToNvvm, ConstantRightOperandsNeedNoGuards) {
   put(k.b.binary(OpCode::Div, a, k.c32(-1)));  // MIN / -1 wraps: guarded
   put(k.b.binary(OpCode::Shl, a, k.c32(40)));  // out of range: 0, guarded
   NvvmModuleText t = k.lower();
-  EXPECT_TRUE(contains(t.text, "sdiv i32 %v")) << t.text;
-  EXPECT_TRUE(contains(t.text, ", 8\n")) << t.text;
+  EXPECT_TRUE(contains(t.text, "sdiv i32 %v")) << t.text;  // by -3
+  EXPECT_FALSE(contains(t.text, ", 8\n")) << t.text;        // // 8 is ashr by 3
+  EXPECT_TRUE(contains(t.text, "srem i32 %v1, 7\n")) << t.text;
   EXPECT_FALSE(contains(t.text, "icmp eq i32 8, -1")) << t.text;
   EXPECT_FALSE(contains(t.text, "icmp eq i32 -3, -1")) << t.text;
   EXPECT_FALSE(contains(t.text, "icmp ult i32 3, 32")) << t.text;
   EXPECT_TRUE(contains(t.text, "icmp sgt i32 %v")) << t.text;  // floor toward -inf for a negative divisor
   EXPECT_TRUE(contains(t.text, "icmp eq i32 -1, -1")) << t.text;
-  EXPECT_TRUE(contains(t.text, "icmp ult i32 40, 32")) << t.text;
+  EXPECT_TRUE(contains(t.text, "(i32 %v1, i32 40)")) << t.text;  // shl.b32 by 40 gives 0
   COMPILE_OR_SKIP(t, ptx);
   EXPECT_TRUE(contains(ptx["sm_90a"], "shr.s32")) << ptx["sm_90a"];
 }

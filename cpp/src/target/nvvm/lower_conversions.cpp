@@ -5,7 +5,9 @@
 //   * Int -> float converts through double above 53 bits, as scalar_semantics does; every
 //     float narrowing rounds through f32 first.
 //   * Pointer bitcasts across address spaces are addrspacecasts (cvta).
+//   * A 32-bit `x & (1 << k)` to bool keeps the and + setp.ne that ptxas makes R2P of.
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -20,11 +22,40 @@ using ir::Type;
 
 namespace {
 
+// `x & (1 << k)` converted to Boolean, for a 32-bit x: the test as `and.b32` + `setp.ne`, the form
+// ptxas folds into R2P (seven bits at once) or one LOP3.P. LLVM rewrites the test of bit 0 into a
+// trunc to i1 (and + setp.eq 1) and that of bit 15 into a sign test of an i16 (cvt + setp.lt.s16),
+// each two SASS instructions; an opaque and.b32 keeps them in the first form (FA4's mask_r2p tests
+// 24 bits per row of a tile, two of them mangled so). Empty when the operand is no such and.
+std::string single_bit_test(KernelLowering& k, const Op& op) {
+  const ir::Value* x = op.operands[0];
+  const Op* a = x->def;
+  if (x->type->is_vector() || !x->type->is_int() || x->type->width != 32 || !a || a->code != OpCode::And ||
+      a->operands.size() != 2)
+    return "";
+  for (int c = 0; c < 2; ++c) {
+    const ir::Value* bit = a->operands[c];
+    if (bit->type->is_vector() || !ir::is_constant(bit)) continue;
+    const uint32_t b = uint32_t(ir::constant_int(bit));
+    if (b == 0 || (b & (b - 1)) != 0) continue;
+    char hex[16];
+    std::snprintf(hex, sizeof hex, "0x%08x", b);
+    std::string masked = k.emit_def("call i32 asm \"and.b32 $0, $1, " + std::string(hex) + ";\", \"=r,r\"(i32 " +
+                                    k.operand(a->operands[1 - c]) + ")");
+    return k.emit_def("icmp ne i32 " + masked + ", 0");
+  }
+  return "";
+}
+
 std::string cast(KernelLowering& k, const Op& op, Type from, Type to, const std::string& v) {
   if (from == to) return v;
   const std::string F = llvm_type(from), T = llvm_type(to);
   if (from->is_int() && to->is_int()) {
-    if (to->is_bool()) return k.emit_def("icmp ne " + F + " " + v + ", " + int_literal(from->width, 0));
+    if (to->is_bool()) {
+      std::string bit_test = single_bit_test(k, op);
+      if (!bit_test.empty()) return bit_test;
+      return k.emit_def("icmp ne " + F + " " + v + ", " + int_literal(from->width, 0));
+    }
     if (to->width == from->width) return v;
     if (to->width < from->width) return k.emit_def("trunc " + F + " " + v + " to " + T);
     return k.emit_def(std::string(from->is_signed ? "sext " : "zext ") + F + " " + v + " to " + T);

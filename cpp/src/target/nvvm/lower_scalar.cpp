@@ -4,7 +4,7 @@
 //   * narrow floats compute in f32 and round back once per op (narrow_floats.h);
 //   * integer division and shifts are guarded so that the cases LLVM leaves undefined (MIN / -1,
 //     out-of-range shift amounts) give scalar_semantics' values; a constant right operand needs
-//     no guard;
+//     no guard, and 32-bit shifts by a variable amount are PTX's own, which clamp it;
 //   * float Rem, FloorDiv, Pow and the math functions call libdevice (__nv_*), which sets
 //     ModuleState::needs_libdevice; Min / Max use the NaN-ignoring min.f32 / max.f32.
 // Vector operands are lowered lane by lane (KernelLowering::lanewise).
@@ -159,6 +159,11 @@ std::string int_binary(KernelLowering& k, const Op& op, Type t, const std::strin
   const Value* rhs = op.operands.size() == 2 ? op.operands[1] : nullptr;
   const bool rhs_const = rhs && !rhs->type->is_vector() && ir::is_constant(rhs);
   const int64_t c = rhs_const ? sign_wrap(w, ir::constant_int(rhs)) : 0;
+  if (rhs_const && s && op.code == OpCode::FloorDiv && c > 0 && (c & (c - 1)) == 0) {
+    // Rounding toward -inf by a power of two is the arithmetic shift; the sdiv / srem / select
+    // below leave ptxas five instructions for it (FA4's causal mask and its pipeline phases).
+    return bin("ashr", a, L(__builtin_ctzll(uint64_t(c))));
+  }
   if (rhs_const && s && c != 0 && c != -1) {
     switch (op.code) {
       case OpCode::Div: return bin("sdiv", a, b);
@@ -212,6 +217,14 @@ std::string int_binary(KernelLowering& k, const Op& op, Type t, const std::strin
     }
     case OpCode::Shl:
     case OpCode::Shr: {
+      if (w == 32) {
+        // PTX's 32-bit shifts clamp the amount, read as unsigned, to 32: scalar_semantics' rule.
+        // LLVM's shifts are poison there, and the compare and select that guard them stay in
+        // the SASS (FA4's `(1 << limit) - 1` masks).
+        const char* inst = op.code == OpCode::Shl ? "shl.b32" : (s ? "shr.s32" : "shr.u32");
+        return k.emit_def(std::string("call i32 asm \"") + inst + " $0, $1, $2;\", \"=r,r,r\"(i32 " + a + ", i32 " +
+                          b + ")");
+      }
       // Out-of-range amounts (negative ones included, seen as unsigned) are poison in LLVM;
       // scalar_semantics gives 0, or the sign fill for an arithmetic shift.
       std::string in_range = bin("icmp ult", b, L(w));
