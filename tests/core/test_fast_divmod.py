@@ -1,0 +1,76 @@
+"""cute.FastDivmodDivisor: `//`, `%` and `divmod` by a run-time divisor prepared once (where it is
+made, in host code or in the kernel) give Python's floor division for every Int32 dividend —
+negative ones, INT_MIN and INT_MAX included — against numpy, on the emulator and on the PTX
+executor; in the kernel the quotient is a multiply-high, not an integer division."""
+import re
+
+import numpy as np
+import pytest
+
+import cutlass
+import cutlass.cute as cute
+from cutlass import Int32
+from cutlass.cute.runtime import from_dlpack
+
+import toolchain
+
+THREADS = 128
+
+
+@cute.kernel
+def divisor_made_in_kernel(x: cute.Tensor, q: cute.Tensor, r: cute.Tensor, d: Int32):
+    i = cute.arch.thread_idx()[0] + cute.arch.block_idx()[0] * THREADS
+    q[i], r[i] = divmod(x[i], cute.FastDivmodDivisor(d))
+
+
+@cute.kernel
+def divisor_passed_in(x: cute.Tensor, q: cute.Tensor, r: cute.Tensor, divisor: cute.FastDivmodDivisor):
+    i = cute.arch.thread_idx()[0] + cute.arch.block_idx()[0] * THREADS
+    q[i] = x[i] // divisor
+    r[i] = x[i] % divisor
+
+
+@cute.jit
+def divide(x: cute.Tensor, q: cute.Tensor, r: cute.Tensor, d: Int32, made_in_kernel: cutlass.Constexpr):
+    grid = (x.shape[0] // THREADS, 1, 1)
+    if cutlass.const_expr(made_in_kernel):
+        divisor_made_in_kernel(x, q, r, d).launch(grid=grid, block=(THREADS, 1, 1))
+    else:
+        divisor_passed_in(x, q, r, cute.FastDivmodDivisor(d)).launch(grid=grid, block=(THREADS, 1, 1))
+
+
+def dividends():
+    edges = [0, 1, -1, 2**31 - 1, -2**31, -2**31 + 1, 2**30, -2**30, 2**30 - 1, 12345, -7, -49]
+    rest = np.random.default_rng(0).integers(-2**31, 2**31, 4 * THREADS - len(edges), dtype=np.int64)
+    return np.concatenate([np.array(edges, np.int64), rest]).astype(np.int32)
+
+
+DIVISORS = [1, 2, 3, 7, 8, 49, 100, 65537, 1000003, 2**30, 2**30 + 1, 2**31 - 1]
+
+
+@pytest.mark.parametrize("target", ["cpu", "ptx"])
+@pytest.mark.parametrize("made_in_kernel", [True, False])
+def test_floor_division_for_every_int32(target, made_in_kernel):
+    if target == "ptx":
+        toolchain.require_libnvvm()
+    x = dividends()
+    q, r = np.zeros_like(x), np.zeros_like(x)
+    args = [from_dlpack(a) for a in (x, q, r)]
+    compiled = cute.compile(divide, *args, Int32(1), made_in_kernel, options=f"--target {target}")
+    for d in DIVISORS:  # one compiled function: the divisor is a run-time value
+        compiled(*args, Int32(d))
+        np.testing.assert_array_equal(q, x.astype(np.int64) // d, err_msg=f"quotients by {d}")
+        np.testing.assert_array_equal(r, x.astype(np.int64) % d, err_msg=f"remainders by {d}")
+
+
+def test_the_kernel_multiplies_instead_of_dividing():
+    x = dividends()
+    args = [from_dlpack(a) for a in (x, np.zeros_like(x), np.zeros_like(x))]
+    ptx = toolchain.ptx_of(cute.compile(divide, *args, Int32(3), False, options="--target ptx"))
+    assert not re.search(r"\b(div|rem)\.[su]", ptx), "an integer division is left in the kernel"
+    assert re.search(r"mul\.(wide|hi)\.u32", ptx)
+
+
+def test_a_static_divisor_must_be_positive():
+    with pytest.raises(ValueError, match="must be positive, got 0"):
+        cute.FastDivmodDivisor(0)
