@@ -149,6 +149,14 @@ uint64_t encode_gmma_descriptor(const GmmaDescriptorFields& f, uint64_t smem_add
   return f.bits() | ((smem_address >> 4) & 0x3FFF);
 }
 
+ir::Value* descriptor_start_address(ir::Builder& b, ir::Value* smem_ptr) {
+  const ir::Type u32 = ir::int_type(32, false);
+  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {smem_ptr}, {u32})->result();
+  addr = b.binary(ir::OpCode::Shr, addr, b.const_int(u32, 4));
+  addr = b.binary(ir::OpCode::And, addr, b.const_int(u32, 0x3FFF));
+  return b.cast(addr, ir::i64());
+}
+
 namespace {
 
 GmmaDescriptorFields check_gmma_descriptor_tile(const Layout& tile, int element_bits, int swizzle_bits,
@@ -362,10 +370,7 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
   GmmaDescriptorFields f = gmma_descriptor_fields(*t.desc_tile, want->width,
                                                   descriptor_swizzle_bits(t, std::string("gemm: operand ") + which, "wgmma"),
                                                   major, which);
-  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()})->result();
-  addr = b.binary(ir::OpCode::Shr, addr, b.const_int(ir::i64(), 4));
-  addr = b.binary(ir::OpCode::And, addr, b.const_int(ir::i64(), 0x3FFF));
-  return b.binary(ir::OpCode::Or, addr, b.const_int(ir::i64(), int64_t(f.bits())));
+  return b.binary(ir::OpCode::Or, descriptor_start_address(b, t.ptr), b.const_int(ir::i64(), int64_t(f.bits())));
 }
 
 std::vector<ir::Value*> register_values(const Tensor& t, ir::Type want, int count, const char* which) {

@@ -105,6 +105,10 @@ std::string KernelLowering::shared_window_address(const ir::Op& op, const ir::Va
   return emit_def("ptrtoint " + pt + " " + p + " to i32");
 }
 
+std::pair<std::string, std::string> KernelLowering::descriptor_halves(const std::string& desc) {
+  return {emit_def("trunc i64 " + desc + " to i32"), emit_def("trunc i64 " + emit_def("lshr i64 " + desc + ", 32") + " to i32")};
+}
+
 std::string KernelLowering::emit_def(const std::string& rhs) {
   const bool reuse = reusable(rhs);
   if (reuse) {
