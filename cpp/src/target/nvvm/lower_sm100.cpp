@@ -75,25 +75,6 @@ void lower_relinquish(const Op& op, KernelLowering& k) {
   asm_void(op, k, "tcgen05.relinquish_alloc_permit" + group(op) + ".sync.aligned;", "", "");
 }
 
-// The operands of one asm call: each add() returns its "$N".
-struct AsmOperands {
-  std::string constraints, args;
-  int count = 0;
-  std::string add(const std::string& constraint, const std::string& arg) {
-    constraints += (count ? "," : "") + constraint;
-    args += (count ? ", " : "") + arg;
-    return "$" + std::to_string(count++);
-  }
-  // A shared-memory matrix descriptor as its 32-bit halves (KernelLowering::descriptor_halves says
-  // why), packed into the asm's 64-bit register `name` by the text added to `pack`.
-  std::string descriptor(KernelLowering& k, const ir::Value* desc, const std::string& name, std::string& pack) {
-    auto [lo, hi] = k.descriptor_halves(k.operand(desc));
-    std::string l = add("r", "i32 " + lo), h = add("r", "i32 " + hi);
-    pack += "mov.b64 " + name + ", {" + l + ", " + h + "};\\0A\\09";
-    return name;
-  }
-};
-
 void lower_mma(const Op& op, KernelLowering& k) {
   static const char* const kinds[] = {"f16", "tf32", "f8f6f4", "i8", "mxf8f6f4", "mxf4", "mxf4nvf4"};
   const bool a_tmem = op.ints.at(1) != 0;
@@ -101,25 +82,15 @@ void lower_mma(const Op& op, KernelLowering& k) {
   std::string kind = std::string(".kind::") + kinds[op.ints.at(0)];
   if (scaled) kind += ".block_scale.scale_vec::" + std::to_string(op.ints.at(2)) + "X";
   std::string enable = k.emit_def("zext i1 " + k.operand(op.operands[4]) + " to i32");
-  AsmOperands o;
-  std::string pack;
-  const std::string d = "[" + o.add("r", "i32 " + k.operand(op.operands[0])) + "]";
-  const std::string a = a_tmem ? "[" + o.add("r", "i32 " + k.operand(op.operands[1])) + "]"
-                               : o.descriptor(k, op.operands[1], "desc_a", pack);
-  const std::string b = o.descriptor(k, op.operands[2], "desc_b", pack);
-  const std::string id = o.add("r", "i32 " + k.operand(op.operands[3]));
-  const std::string en = o.add("r", "i32 " + enable);
-  std::string scales;
-  if (scaled) {
-    scales = "[" + o.add("r", "i32 " + k.operand(op.operands[5])) + "], ";
-    scales += "[" + o.add("r", "i32 " + k.operand(op.operands[6])) + "], ";
-  }
-  std::string text = "{\\0A\\09.reg .pred p;\\0A\\09.reg .b64 desc_a, desc_b;\\0A\\09" + pack + "setp.ne.b32 p, " + en +
-                     ", 0;\\0A\\09" +
-                     elected(std::string("tcgen05.mma") + group(op) + kind + " " + d + ", " + a + ", " + b + ", " + id +
-                             ", " + scales + "p;") +
+  std::string text = std::string("{\\0A\\09.reg .pred p;\\0A\\09setp.ne.b32 p, $4, 0;\\0A\\09") +
+                     elected(std::string("tcgen05.mma") + group(op) + kind + " [$0], " + (a_tmem ? "[$1]" : "$1") +
+                             ", $2, $3, " + (scaled ? "[$5], [$6], " : "") + "p;") +
                      "\\0A\\09}";
-  asm_void(op, k, text, o.constraints, o.args);
+  const std::string a = a_tmem ? "i32 " + k.operand(op.operands[1]) : "i64 " + k.narrow_descriptor(k.operand(op.operands[1]));
+  std::string args = "i32 " + k.operand(op.operands[0]) + ", " + a + ", i64 " + k.narrow_descriptor(k.operand(op.operands[2])) +
+                     ", i32 " + k.operand(op.operands[3]) + ", i32 " + enable;
+  if (scaled) args += ", i32 " + k.operand(op.operands[5]) + ", i32 " + k.operand(op.operands[6]);
+  asm_void(op, k, text, std::string("r,") + (a_tmem ? "r" : "l") + ",l,r,r" + (scaled ? ",r,r" : ""), args);
 }
 
 void lower_commit(const Op& op, KernelLowering& k) {
@@ -175,15 +146,8 @@ void lower_cp(const Op& op, KernelLowering& k) {
   static const char* const shapes[] = {"128x256b", "4x256b", "128x128b", "64x128b.warpx2::02_13",
                                        "64x128b.warpx2::01_23", "32x128b.warpx4"};
   // One thread's instruction (as tcgen05.mma): issued by one elected lane of the active ones.
-  AsmOperands o;
-  std::string pack;
-  const std::string taddr = o.add("r", "i32 " + k.operand(op.operands[0]));
-  const std::string desc = o.descriptor(k, op.operands[1], "desc", pack);
-  asm_void(op, k,
-           "{\\0A\\09.reg .b64 desc;\\0A\\09" + pack +
-               elected("tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [" + taddr + "], " + desc + ";") +
-               "\\0A\\09}",
-           o.constraints, o.args);
+  asm_void(op, k, elected("tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [$0], $1;"), "r,l",
+           "i32 " + k.operand(op.operands[0]) + ", i64 " + k.narrow_descriptor(k.operand(op.operands[1])));
 }
 
 }  // namespace

@@ -1,7 +1,6 @@
 // NVVM lowering of the SM90 warpgroup MMA family (sm_90a), as inline PTX:
-//   Wgmma       -> { .reg .pred p; .reg .b64 desc_a, desc_b; mov.b64 desc_a, {lo, hi}; (and desc_b)
-//                    setp.ne.b32 p, scale_d, 0;
-//                    wgmma.mma_async.sync.aligned.m64nNkK.<d>.<a>.<b> {d...}, desc_a|{a regs}, desc_b, p, 1, 1[, tnspA], tnspB; }
+//   Wgmma       -> { .reg .pred p; setp.ne.b32 p, scale_d, 0;
+//                    wgmma.mma_async.sync.aligned.m64nNkK.<d>.<a>.<b> {d...}, a-desc|{a regs}, b-desc, p, 1, 1[, tnspA], tnspB; }
 //                  (the transpose immediates exist for 16-bit inputs only; A from registers has none)
 //   WgmmaFence  -> wgmma.fence.sync.aligned;
 //   WgmmaCommit -> wgmma.commit_group.sync.aligned;
@@ -174,17 +173,6 @@ void prepare_register_a_operands(const ir::Op& fence, KernelLowering& k) {
   }
 }
 
-// A descriptor operand as its 32-bit halves ("r" operands, KernelLowering::descriptor_halves says
-// why), packed into the asm's register `name`.
-void descriptor_halves(const std::string& desc, const std::string& name, size_t& next, std::string& constraints,
-                       std::string& args, std::string& pack_text, KernelLowering& k) {
-  auto [lo, hi] = k.descriptor_halves(desc);
-  pack_text += "mov.b64 " + name + ", {$" + std::to_string(next) + ", $" + std::to_string(next + 1) + "}; ";
-  next += 2;
-  constraints += ",r,r";
-  args += ", i32 " + lo + ", i32 " + hi;
-}
-
 void lower_wgmma(const ir::Op& op, KernelLowering& k) {
   const int64_t m = op.ints.at(0), n = op.ints.at(1), kk = op.ints.at(2);
   const Type a_t = ir::wgmma_element_type(op.ints.at(3)), b_t = ir::wgmma_element_type(op.ints.at(4));
@@ -210,7 +198,7 @@ void lower_wgmma(const ir::Op& op, KernelLowering& k) {
     args += (i ? ", " : "") + reg_t + " " + c_regs[i];
   }
   size_t next = 2 * nd;
-  std::string a_text, pack_descs;
+  std::string a_text;
   if (a_regs) {
     std::vector<std::string> a_vals;
     for (size_t i = 0; i < na; ++i) a_vals.push_back(k.operand(op.operands[i]));
@@ -230,11 +218,13 @@ void lower_wgmma(const ir::Op& op, KernelLowering& k) {
     }
     a_text += "}";
   } else {
-    a_text = "desc_a";
-    descriptor_halves(k.operand(op.operands[0]), a_text, next, constraints, args, pack_descs, k);
+    a_text = "$" + std::to_string(next++);
+    constraints += ",l";
+    args += ", i64 " + k.narrow_descriptor(k.operand(op.operands[0]));
   }
-  std::string b_text = "desc_b";
-  descriptor_halves(k.operand(op.operands[na]), b_text, next, constraints, args, pack_descs, k);
+  std::string b_text = "$" + std::to_string(next++);
+  constraints += ",l";
+  args += ", i64 " + k.narrow_descriptor(k.operand(op.operands[na]));
   std::string scale_text = "$" + std::to_string(next++);
   constraints += ",r";
   args += ", i32 " + k.emit_def("zext i1 " + k.operand(op.operands[na + 1]) + " to i32");
@@ -247,7 +237,7 @@ void lower_wgmma(const ir::Op& op, KernelLowering& k) {
   if (a_t->width == 16) imm += a_regs ? ", " + std::to_string(int(tnsp_b)) : ", " + std::to_string(int(tnsp_a)) + ", " + std::to_string(int(tnsp_b));
   std::string inst = "wgmma.mma_async.sync.aligned.m" + std::to_string(m) + "n" + std::to_string(n) + "k" +
                      std::to_string(kk) + "." + ptx_type(c_t) + "." + ptx_type(a_t) + "." + ptx_type(b_t);
-  std::string text = "{ .reg .pred p; .reg .b64 desc_a, desc_b; " + pack_descs + "setp.ne.b32 p, " + scale_text + ", 0; " + inst + " " + d_list + ", " + a_text +
+  std::string text = "{ .reg .pred p; setp.ne.b32 p, " + scale_text + ", 0; " + inst + " " + d_list + ", " + a_text +
                      ", " + b_text + imm + "; }";
   std::string ret = "{";
   for (size_t i = 0; i < nd; ++i) ret += (i ? ", " : " ") + reg_t;
