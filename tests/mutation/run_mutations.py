@@ -70,16 +70,16 @@ MUTATIONS = [
     Mutation("wgmma_a_b_descriptors_swapped",
              "wgmma's A and B shared-memory descriptors swapped",
              [Patch(f"{NVVM}/lower_sm90_mma.cpp",
-                    '    args += ", i64 " + k.operand(op.operands[0]);\n'
+                    '    args += ", i64 " + k.narrow_descriptor(k.operand(op.operands[0]));\n'
                     '  }\n'
                     '  std::string b_text = "$" + std::to_string(next++);\n'
                     '  constraints += ",l";\n'
-                    '  args += ", i64 " + k.operand(op.operands[na]);\n',
-                    '    args += ", i64 " + k.operand(op.operands[na]);\n'
+                    '  args += ", i64 " + k.narrow_descriptor(k.operand(op.operands[na]));\n',
+                    '    args += ", i64 " + k.narrow_descriptor(k.operand(op.operands[na]));\n'
                     '  }\n'
                     '  std::string b_text = "$" + std::to_string(next++);\n'
                     '  constraints += ",l";\n'
-                    '  args += ", i64 " + k.operand(op.operands[a_regs ? na : 0]);\n')],
+                    '  args += ", i64 " + k.narrow_descriptor(k.operand(op.operands[a_regs ? na : 0]));\n')],
              WGMMA_TESTS),
     Mutation("wgmma_transpose_swapped",
              "wgmma's transpose immediates (tnspA, tnspB) swapped",
@@ -99,6 +99,12 @@ MUTATIONS = [
                     'for (int d = 0; d < rank; ++d) s += (d ? ", $" : "$") + std::to_string(first + d);',
                     'for (int d = 0; d < rank; ++d) s += (d ? ", $" : "$") + std::to_string(first + rank - 1 - d);')],
              TMA_TESTS),
+    Mutation("descriptor_high_half_dropped",
+             "a shared-memory descriptor rebuilt from its 32-bit halves without the high half (SBO, swizzle mode)",
+             [Patch(f"{NVVM}/kernel_lowering.cpp",
+                    '"(i32 " + lo + ", i32 " + hi + ") readnone nounwind"',
+                    '"(i32 " + lo + ", i32 0) readnone nounwind"')],
+             WGMMA_TESTS + TCGEN05_TESTS),
     Mutation("gmma_descriptor_sbo_shifted",
              "the wgmma smem descriptor's stride byte offset one bit too high (bit 33, not 32)",
              [Patch("cpp/src/cute/atom/mma_sm90.cpp",
@@ -114,10 +120,12 @@ MUTATIONS = [
     Mutation("tcgen05_mma_a_b_descriptors_swapped",
              "tcgen05.mma's A and B shared-memory descriptors swapped in the lowering",
              [Patch(f"{NVVM}/lower_sm100.cpp",
-                    '(a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +\n'
-                    '                     ", i64 " + k.operand(op.operands[2])',
-                    '(a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[2]) +\n'
-                    '                     ", i64 " + k.operand(op.operands[1])')],
+                    '"i64 " + k.narrow_descriptor(k.operand(op.operands[1]));\n'
+                    '  std::string args = "i32 " + k.operand(op.operands[0]) + ", " + a + ", i64 " + '
+                    'k.narrow_descriptor(k.operand(op.operands[2]))',
+                    '"i64 " + k.narrow_descriptor(k.operand(op.operands[2]));\n'
+                    '  std::string args = "i32 " + k.operand(op.operands[0]) + ", " + a + ", i64 " + '
+                    'k.narrow_descriptor(k.operand(op.operands[1]))')],
              TCGEN05_TESTS),
     Mutation("tcgen05_instruction_descriptor_m_n_swapped",
              "the tcgen05 instruction descriptor's M and N fields swapped (M >> 4 at bit 17, N >> 3 at bit 24)",

@@ -325,6 +325,27 @@ def test_wgmma_result_type_is_spelled_once_in_the_nvvm_ir():
     assert ir.count(f"extractvalue {name} ") == 4 * 128
 
 
+def test_descriptors_are_computed_in_32_bits():
+    # Only address bits [4, 18) of the shared pointer reach a descriptor: its math on the 64-bit
+    # shared pointer costs ptxas a funnel shift and a carry per descriptor in the loop
+    # (USHF.R.U64, UIADD3.X). The k-block loop's PTX (one block, `nounroll`) must shift, mask and
+    # or in 32 bits, and build each of wgmma's 64-bit descriptors from two 32-bit halves.
+    A, B = operands(64, 64, 64)
+    C = np.zeros((64, 64), np.float32)
+    compiled = cute.compile(run_wgmma, A, B, C, cutlass.Float16, ROW, ROW, 64, 64, 64, False, False, True)
+    toolchain.ptx_of(compiled)
+    (loop,) = re.findall(r'^(\$L__BB\d+_\d+):\n\t\.pragma "nounroll";\n(.*?)\n\t@%p\d+ bra \t\1;', compiled.__ptx__,
+                         re.M | re.S)
+    body = loop[1]
+    (descs,) = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, (%rd\d+), (%rd\d+), p", body)
+    for desc in descs:
+        assert re.search(r"^\tmov\.b64 " + desc + r", \{%r\d+, %r\d+\};$", body, re.M), desc
+    wide = re.findall(r"^\t((?:shr|shl|and|or)\.[bsu]64)\b", body, re.M)
+    assert wide == []
+    narrow = re.findall(r"^\t((?:shr\.u32|and\.b32|or\.b32))\b", body, re.M)
+    assert narrow.count("shr.u32") == 2 and narrow.count("and.b32") == 2 and narrow.count("or.b32") == 2
+
+
 @pytest.mark.parametrize("accumulate,dynamic_loop", [(False, False), (True, False), (False, True), (True, True)])
 def test_accumulate_field_adds_or_overwrites_c(accumulate, dynamic_loop):
     M, N, K = 64, 16, 64

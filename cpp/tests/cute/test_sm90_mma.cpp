@@ -114,6 +114,62 @@ TEST(Sm90Descriptors, NonCanonicalLayoutRaises) {
   EXPECT_THROW(cute::gmma_descriptor_fields(bad, 8, 3, OperandMajor::K, "A"), dsl::UserError);
 }
 
+// cute::smem_descriptor folds a constant offset of the pointer into an add on the base's
+// descriptor (CuTe's descriptor iterator). The emulator's shared memory is a host buffer aligned to
+// 1 KiB, so the base's 14-bit start field plus the offset may carry into the reserved bits 14 and
+// 15: the decoding must still find every element where the descriptor of the moved pointer does,
+// and the carry must stay out of LBO and SBO.
+TEST(Sm90Descriptors, FoldedOffsetCarriesIntoReservedBitsOnly) {
+  std::vector<unsigned char> storage(512 * 1024);
+  const uintptr_t window = (reinterpret_cast<uintptr_t>(storage.data()) + 0x3FFFF) & ~uintptr_t(0x3FFFF);
+  const uintptr_t smem = window + 0x30000;  // start field 0x3000
+  const size_t smem_size = 64 * 1024;
+  const uintptr_t base = smem + 0xF000;     // start field 0x3F00
+  const uint64_t offset = 0x2000;           // 0x200 16-byte units: the field sum 0x4100 carries into bit 14
+  Layout tile = canonical_tile(OperandMajor::K, 3, 16, 64, 512, 0);
+  cute::GmmaDescriptorFields f = cute::gmma_descriptor_fields(tile, 16, 3, OperandMajor::K, "A");
+  const uint64_t folded = cute::encode_gmma_descriptor(f, base) + offset / 16;
+  const uint64_t moved = cute::encode_gmma_descriptor(f, base + offset);
+  ASSERT_NE(folded & 0xC000, 0u);
+  EXPECT_EQ(folded & 0x3FFF, moved & 0x3FFF);
+  EXPECT_EQ(folded >> 16, moved >> 16);
+  for (int64_t mn = 0; mn < 64; ++mn)
+    for (int64_t k = 0; k < 16; ++k)
+      ASSERT_EQ(emulator::wgmma_operand_address(folded, false, 16, mn, k, smem, smem_size),
+                emulator::wgmma_operand_address(moved, false, 16, mn, k, smem, smem_size))
+          << "element (" << mn << "," << k << ")";
+}
+
+TEST(Sm90Descriptors, ConstantOffsetFoldsIntoAnAdd) {
+  auto m = std::make_unique<ir::Module>();
+  ir::Function* k = m->add_function("kernel_desc", ir::FunctionKind::Kernel);
+  ir::Builder b(k->body.get());
+  ir::Value* smem = b.dyn_smem(ir::f16(), 1024);
+  ir::Value* stage = b.ptr_add(smem, k->body->add_arg(ir::i32()));  // a dynamic stage
+  const uint64_t fields = uint64_t(1) << 62;
+  // 64 f16 = 128 bytes = 8 units: the stage's descriptor plus 8.
+  ir::Value* d = cute::smem_descriptor(b, b.ptr_add(stage, b.const_int(ir::i32(), 64)), fields);
+  ASSERT_EQ(d->def->code, ir::OpCode::Add);
+  EXPECT_EQ(ir::constant_int(d->def->operands[1]), 8);
+  const ir::Op* with_fields = d->def->operands[0]->def;
+  ASSERT_EQ(with_fields->code, ir::OpCode::Or);
+  EXPECT_EQ(uint64_t(ir::constant_int(with_fields->operands[1])), fields);
+  // The start field is the stage pointer's, computed in 32 bits.
+  const ir::Op* extend = with_fields->operands[0]->def;
+  ASSERT_EQ(extend->code, ir::OpCode::Cast);
+  const ir::Op* mask = extend->operands[0]->def;
+  ASSERT_EQ(mask->code, ir::OpCode::And);
+  EXPECT_EQ(mask->result()->type->width, 32);
+  const ir::Op* to_int = mask->operands[0]->def->operands[0]->def;
+  ASSERT_EQ(to_int->code, ir::OpCode::PtrToInt);
+  EXPECT_EQ(to_int->operands[0], stage);
+  // Offsets that are not whole non-negative 16-byte units stay in the pointer.
+  for (int64_t elems : {int64_t(4), int64_t(-64)}) {
+    ir::Value* e = cute::smem_descriptor(b, b.ptr_add(stage, b.const_int(ir::i32(), elems)), fields);
+    EXPECT_EQ(e->def->code, ir::OpCode::Or) << elems;
+  }
+}
+
 TEST(Sm90Ir, WgmmaOpsPrintParseAndVerify) {
   auto m = std::make_unique<ir::Module>();
   ir::Function* k = m->add_function("kernel_wgmma", ir::FunctionKind::Kernel);

@@ -1,5 +1,6 @@
 #include "cute/atom/copy_sm100.h"
 
+#include "cute/atom/mma_sm90.h"
 #include "cute/pointer.h"
 #include "dsl/sm100_ops.h"
 #include "dsl/tracer.h"
@@ -393,9 +394,7 @@ void copy_s2t(const CopyAtom& atom, const Tensor& src, const Tensor& dst, const 
     ir::Value* t = offset_pointer(b, dst.ptr, dv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
     ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t}, {ir::i32()})->result();
     ir::Value* s = advance_descriptor(b, src.ptr, sv(IntTuple{IntTuple(0), IntTuple(r)}).as_int());
-    ir::Value* sa = b.create(ir::OpCode::PtrToInt, {s}, {ir::i64()})->result();
-    sa = b.binary(ir::OpCode::And, b.binary(ir::OpCode::Shr, sa, b.const_int(ir::i64(), 4)), b.const_int(ir::i64(), 0x3FFF));
-    ir::Value* desc = b.binary(ir::OpCode::Or, sa, b.const_int(ir::i64(), int64_t(fixed)));
+    ir::Value* desc = b.binary(ir::OpCode::Or, descriptor_start_address(b, s), b.const_int(ir::i64(), int64_t(fixed)));
     ir::Op* op = b.create(ir::OpCode::Tcgen05Cp, {addr, desc}, {});
     op->int_attr = atom.cp_cta_group;
     op->ints = {atom.tmem_shape};

@@ -396,10 +396,7 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
   if (t.desc_value) return t.desc_value;
   const int swz = descriptor_swizzle_bits(t, std::string("gemm: operand ") + which, "tcgen05.mma");
   GmmaDescriptorFields f = gmma_descriptor_fields(*t.desc_tile, want->width, swz, major, which);
-  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()})->result();
-  addr = b.binary(ir::OpCode::Shr, addr, b.const_int(ir::i64(), 4));
-  addr = b.binary(ir::OpCode::And, addr, b.const_int(ir::i64(), 0x3FFF));
-  return b.binary(ir::OpCode::Or, addr, b.const_int(ir::i64(), int64_t(encode_umma_descriptor(f, swz, 0))));
+  return smem_descriptor(b, t.ptr, encode_umma_descriptor(f, swz, 0));
 }
 
 ir::Value* tmem_address(ir::Builder& b, const Tensor& t, ir::Type want, const char* which) {

@@ -50,11 +50,6 @@ GmmaDescriptorFields k_major_row_fields(const Layout& tile, int element_bits, in
   return f;
 }
 
-ir::Value* smem_address_bits(ir::Builder& b, ir::Value* ptr) {
-  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {ptr}, {ir::i64()})->result();
-  addr = b.binary(ir::OpCode::Shr, addr, b.const_int(ir::i64(), 4));
-  return b.binary(ir::OpCode::And, addr, b.const_int(ir::i64(), 0x3FFF));
-}
 
 }  // namespace
 
@@ -105,11 +100,11 @@ Tensor make_umma_smem_desc(const Tensor& src, OperandMajor major, const Tensor* 
                                ? gmma_descriptor_fields(tile, bits, swz, major, "descriptor")
                                : k_major_row_fields(tile, bits, swz, what);
   uint64_t fixed = encode_umma_descriptor(f, swz, 0);
-  ir::Value* desc = smem_address_bits(b, src.ptr);
+  ir::Value* desc = descriptor_start_address(b, src.ptr);
   if (next) {
     // Absolute LBO mode: the next buffer's address in the LBO field.
     fixed = (fixed & ~(uint64_t(0x3FFF) << 16)) | (uint64_t(1) << 52);
-    ir::Value* lbo = b.binary(ir::OpCode::Shl, smem_address_bits(b, next->ptr), b.const_int(ir::i64(), 16));
+    ir::Value* lbo = b.binary(ir::OpCode::Shl, descriptor_start_address(b, next->ptr), b.const_int(ir::i64(), 16));
     desc = b.binary(ir::OpCode::Or, desc, lbo);
   }
   desc = b.binary(ir::OpCode::Or, desc, b.const_int(ir::i64(), int64_t(fixed)));

@@ -6,6 +6,7 @@
 #include <functional>
 #include <mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "dsl/dtype.h"
 #include "dsl/tracer.h"
@@ -147,6 +148,45 @@ int descriptor_swizzle_bits(const Tensor& t, const std::string& what, const char
 
 uint64_t encode_gmma_descriptor(const GmmaDescriptorFields& f, uint64_t smem_address) {
   return f.bits() | ((smem_address >> 4) & 0x3FFF);
+}
+
+ir::Value* descriptor_start_address(ir::Builder& b, ir::Value* smem_ptr) {
+  const ir::Type u32 = ir::int_type(32, false);
+  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {smem_ptr}, {u32})->result();
+  addr = b.binary(ir::OpCode::Shr, addr, b.const_int(u32, 4));
+  addr = b.binary(ir::OpCode::And, addr, b.const_int(u32, 0x3FFF));
+  return b.cast(addr, ir::i64());
+}
+
+namespace {
+
+// `ptr` as (base, bits): the pointer `bits` bits past `base`, through bitcasts and ptr_adds with
+// constant indices.
+std::pair<ir::Value*, int64_t> constant_offset_bits(ir::Value* ptr) {
+  int64_t bits = 0;
+  while (ptr->def) {
+    const ir::Op* op = ptr->def;
+    if (op->code == ir::OpCode::Bitcast && op->operands[0]->type->is_pointer()) {
+      ptr = op->operands[0];
+    } else if (op->code == ir::OpCode::PtrAdd && ir::is_constant(op->operands[1])) {
+      bits += ir::constant_int(op->operands[1]) * int64_t(op->operands[0]->type->element->bit_size());
+      ptr = op->operands[0];
+    } else {
+      break;
+    }
+  }
+  return {ptr, bits};
+}
+
+}  // namespace
+
+ir::Value* smem_descriptor(ir::Builder& b, ir::Value* smem_ptr, uint64_t fields) {
+  auto [base, bits] = constant_offset_bits(smem_ptr);
+  const int64_t units = bits / 128;  // 16-byte units
+  const bool fold = bits > 0 && bits % 128 == 0 && units < (int64_t(1) << 14);
+  ir::Value* desc = b.binary(ir::OpCode::Or, descriptor_start_address(b, fold ? base : smem_ptr),
+                             b.const_int(ir::i64(), int64_t(fields)));
+  return fold ? b.binary(ir::OpCode::Add, desc, b.const_int(ir::i64(), units)) : desc;
 }
 
 namespace {
@@ -362,10 +402,7 @@ ir::Value* descriptor_value(ir::Builder& b, const Tensor& t, ir::Type want, Oper
   GmmaDescriptorFields f = gmma_descriptor_fields(*t.desc_tile, want->width,
                                                   descriptor_swizzle_bits(t, std::string("gemm: operand ") + which, "wgmma"),
                                                   major, which);
-  ir::Value* addr = b.create(ir::OpCode::PtrToInt, {t.ptr}, {ir::i64()})->result();
-  addr = b.binary(ir::OpCode::Shr, addr, b.const_int(ir::i64(), 4));
-  addr = b.binary(ir::OpCode::And, addr, b.const_int(ir::i64(), 0x3FFF));
-  return b.binary(ir::OpCode::Or, addr, b.const_int(ir::i64(), int64_t(f.bits())));
+  return smem_descriptor(b, t.ptr, f.bits());
 }
 
 std::vector<ir::Value*> register_values(const Tensor& t, ir::Type want, int count, const char* which) {

@@ -66,6 +66,20 @@ GmmaDescriptorFields gmma_descriptor_fields(const layout::Layout& tile, int elem
 int descriptor_swizzle_bits(const Tensor& t, const std::string& what, const char* instruction);
 // The 64-bit descriptor of the fields for the shared-memory byte address `smem_address`.
 uint64_t encode_gmma_descriptor(const GmmaDescriptorFields& f, uint64_t smem_address);
+// The start-address field of a shared-memory matrix descriptor (wgmma, tcgen05.mma, tcgen05.cp)
+// for the shared-memory pointer `smem_ptr`: its byte-address bits [4, 18) as an i64 whose other
+// bits are 0, to be or-ed with the constant fields. Computed in 32 bits (ptrtoint to u32, shift,
+// mask, zero-extend): only those bits survive, and a 64-bit shift of the 64-bit shared pointer
+// costs the hot loops funnel shifts and carries (USHF.R.U64, UIADD3.X) at every descriptor.
+ir::Value* descriptor_start_address(ir::Builder& b, ir::Value* smem_ptr);
+// The 64-bit descriptor of `smem_ptr` with the constant fields `fields` (everything but the start
+// address). When the pointer is a base pointer moved by a constant, non-negative multiple of 16
+// bytes below 256 KiB (the k-blocks of a stage), the base's descriptor plus that offset in
+// 16-byte units, as CuTe's descriptor iterator adds to the descriptor's low word: the k-blocks
+// then share the base's shift and mask, and each costs one add. The same descriptor on the GPU
+// (a shared-window address is below 2^18, so the field never carries); the emulator's host
+// addresses may carry into the reserved bits 14 and 15, which no reader decodes, never into LBO.
+ir::Value* smem_descriptor(ir::Builder& b, ir::Value* smem_ptr, uint64_t fields);
 
 // make_fragment_A/B of a warpgroup MMA over a partitioned smem tensor (MMA, MMA_M|N, MMA_K, ...):
 // the descriptor fragment (see Tensor::desc_tile). Errors: not shared memory, a swizzle in the

@@ -105,6 +105,12 @@ std::string KernelLowering::shared_window_address(const ir::Op& op, const ir::Va
   return emit_def("ptrtoint " + pt + " " + p + " to i32");
 }
 
+std::string KernelLowering::narrow_descriptor(const std::string& desc) {
+  std::string lo = emit_def("trunc i64 " + desc + " to i32");
+  std::string hi = emit_def("trunc i64 " + emit_def("lshr i64 " + desc + ", 32") + " to i32");
+  return emit_def("call i64 asm \"mov.b64 $0, {$1, $2};\", \"=l,r,r\"(i32 " + lo + ", i32 " + hi + ") readnone nounwind");
+}
+
 std::string KernelLowering::emit_def(const std::string& rhs) {
   const bool reuse = reusable(rhs);
   if (reuse) {

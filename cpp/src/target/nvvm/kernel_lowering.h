@@ -71,6 +71,14 @@ class KernelLowering {
   // The 32-bit shared-window address of `ptr` (a generic pointer is converted); any other address
   // space is reported with `error_message`.
   std::string shared_window_address(const ir::Op& op, const ir::Value* ptr, const std::string& error_message);
+  // A 64-bit shared-memory matrix descriptor operand (wgmma, tcgen05.mma, tcgen05.cp), rebuilt
+  // from its 32-bit halves by a pure asm (mov.b64 d, {lo, hi}). Why: a descriptor is a 32-bit
+  // start-address field or-ed with constant fields, but libNVVM widens that field's math back to
+  // 64 bits on the 64-bit shared pointer (zext(and(lshr(trunc p))) becomes and(lshr p)), and
+  // ptxas then spends a funnel shift and the pointer's carry (USHF.R.U64, UIADD3.X) on every
+  // descriptor of a hot loop. Behind the asm the low half's math stays 32-bit and the high half
+  // folds to a constant; the asm reads no memory, so a loop-invariant descriptor is still hoisted.
+  std::string narrow_descriptor(const std::string& desc);
   // At the top of the entry block (allocas, so that they are static and promotable).
   std::string emit_def_in_entry(const std::string& rhs);
   std::string fresh();  // a new value name, defined later (phis)

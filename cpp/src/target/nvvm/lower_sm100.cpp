@@ -86,8 +86,9 @@ void lower_mma(const Op& op, KernelLowering& k) {
                      elected(std::string("tcgen05.mma") + group(op) + kind + " [$0], " + (a_tmem ? "[$1]" : "$1") +
                              ", $2, $3, " + (scaled ? "[$5], [$6], " : "") + "p;") +
                      "\\0A\\09}";
-  std::string args = "i32 " + k.operand(op.operands[0]) + ", " + (a_tmem ? "i32 " : "i64 ") + k.operand(op.operands[1]) +
-                     ", i64 " + k.operand(op.operands[2]) + ", i32 " + k.operand(op.operands[3]) + ", i32 " + enable;
+  const std::string a = a_tmem ? "i32 " + k.operand(op.operands[1]) : "i64 " + k.narrow_descriptor(k.operand(op.operands[1]));
+  std::string args = "i32 " + k.operand(op.operands[0]) + ", " + a + ", i64 " + k.narrow_descriptor(k.operand(op.operands[2])) +
+                     ", i32 " + k.operand(op.operands[3]) + ", i32 " + enable;
   if (scaled) args += ", i32 " + k.operand(op.operands[5]) + ", i32 " + k.operand(op.operands[6]);
   asm_void(op, k, text, std::string("r,") + (a_tmem ? "r" : "l") + ",l,r,r" + (scaled ? ",r,r" : ""), args);
 }
@@ -146,7 +147,7 @@ void lower_cp(const Op& op, KernelLowering& k) {
                                        "64x128b.warpx2::01_23", "32x128b.warpx4"};
   // One thread's instruction (as tcgen05.mma): issued by one elected lane of the active ones.
   asm_void(op, k, elected("tcgen05.cp" + group(op) + "." + shapes[op.ints.at(0)] + " [$0], $1;"), "r,l",
-           "i32 " + k.operand(op.operands[0]) + ", i64 " + k.operand(op.operands[1]));
+           "i32 " + k.operand(op.operands[0]) + ", i64 " + k.narrow_descriptor(k.operand(op.operands[1])));
 }
 
 }  // namespace

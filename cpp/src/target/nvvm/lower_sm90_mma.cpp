@@ -220,11 +220,11 @@ void lower_wgmma(const ir::Op& op, KernelLowering& k) {
   } else {
     a_text = "$" + std::to_string(next++);
     constraints += ",l";
-    args += ", i64 " + k.operand(op.operands[0]);
+    args += ", i64 " + k.narrow_descriptor(k.operand(op.operands[0]));
   }
   std::string b_text = "$" + std::to_string(next++);
   constraints += ",l";
-  args += ", i64 " + k.operand(op.operands[na]);
+  args += ", i64 " + k.narrow_descriptor(k.operand(op.operands[na]));
   std::string scale_text = "$" + std::to_string(next++);
   constraints += ",r";
   args += ", i32 " + k.emit_def("zext i1 " + k.operand(op.operands[na + 1]) + " to i32");
