@@ -1,9 +1,7 @@
 """cute.FastDivmodDivisor: `//`, `%` and `divmod` by a run-time divisor prepared once (where it is
 made, in host code or in the kernel) give Python's floor division for every Int32 dividend —
 negative ones, INT_MIN and INT_MAX included — against numpy, on the emulator and on the PTX
-executor; in the kernel the quotient is a multiply-high, not an integer division."""
-import re
-
+executor; and a divisor is one value to code that takes a structure apart."""
 import numpy as np
 import pytest
 
@@ -63,12 +61,18 @@ def test_floor_division_for_every_int32(target, made_in_kernel):
         np.testing.assert_array_equal(r, x.astype(np.int64) % d, err_msg=f"remainders by {d}")
 
 
-def test_the_kernel_multiplies_instead_of_dividing():
-    x = dividends()
-    args = [from_dlpack(a) for a in (x, np.zeros_like(x), np.zeros_like(x))]
-    ptx = toolchain.ptx_of(cute.compile(divide, *args, Int32(3), False, options="--target ptx"))
-    assert not re.search(r"\b(div|rem)\.[su]", ptx), "an integer division is left in the kernel"
-    assert re.search(r"mul\.(wide|hi)\.u32", ptx)
+def test_a_divisor_is_one_value_to_code_that_takes_it_apart():
+    """NVIDIA's MLA helpers rebuild their scheduler parameters from a flat value list, one value per
+    FastDivmodDivisor (`new_from_mlir_values(self.split_kv_fdd, (values[5],))`)."""
+
+    @cute.jit
+    def count(d: Int32):
+        values = cutlass.extract_mlir_values(cute.FastDivmodDivisor(d))
+        assert len(values) == 1, values
+        again = cutlass.new_from_mlir_values(cute.FastDivmodDivisor(d), values)
+        assert isinstance(again, cute.FastDivmodDivisor)
+
+    cute.compile(count, Int32(3), options="--target cpu")
 
 
 def test_a_static_divisor_must_be_positive():
