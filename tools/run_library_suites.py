@@ -9,7 +9,9 @@ flash-attention repository at 912c6c45, or a folder holding its `flash_attn/cute
 `tests/cute`). Each library is installed first with `pip install --no-deps` (their metadata
 names NVIDIA's wheel, which must never be installed); `--no-install` skips that. pytest-xdist
 spreads each suite over -n workers. Per-test outcomes come from pytest's JUnit XML, written
-(with the log) under --out (default ./library_suites).
+(with the log) under --out (default ./library_suites), with a small gzipped list of every test's
+outcome and first message line (NAME.outcomes.tsv.gz) and, after the table, the failures counted
+by kind (their messages with numbers blanked).
 
 Test processes share one GPU, so a test whose own allocations do not fit beside the others' fails
 with torch.OutOfMemoryError; each worker hands its cached GPU memory back after every test
@@ -30,7 +32,9 @@ test_flash_attn.py alone has about 46,000 tests; 27,000 of them took 9 minutes o
 """
 import argparse
 import collections
+import gzip
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -130,25 +134,63 @@ def rerun_one_at_a_time(name, tests_dir, ids, args, out):
     return xmls
 
 
-def outcomes(xml):
-    """{(file, classname, name): outcome} of a JUnit XML."""
+def case_results(xml):
+    """{(file, classname, name): (outcome, message)} of a JUnit XML; the message is the first line
+    of a failure's or skip's message, with the next when the first only names the exception ("" for
+    a pass)."""
     result = {}
     if not os.path.exists(xml):
         return result
     for case in ET.parse(xml).getroot().iter("testcase"):
         f = os.path.basename(case.get("file") or (case.get("classname", "").replace(".", "/") + ".py"))
-        kinds = {child.tag for child in case}
-        kind = ("failed" if "failure" in kinds else "errors" if "error" in kinds
-                else "skipped" if "skipped" in kinds else "passed")
-        result[(f, case.get("classname", "").split(".")[-1], case.get("name"))] = kind
+        found = {child.tag: child for child in case}
+        kind = next((k for tag, k in (("failure", "failed"), ("error", "errors"), ("skipped", "skipped"))
+                     if tag in found), "passed")
+        child = found.get({"failed": "failure", "errors": "error", "skipped": "skipped"}.get(kind))
+        lines = [line.strip() for line in ((child.get("message") or "") if child is not None else "").split("\n")]
+        lines = [line for line in lines if line]
+        message = lines[0] if lines else ""
+        if message.endswith(":") and len(lines) > 1:  # "LayoutError:" and the reason on the next line
+            message += " " + lines[1]
+        result[(f, case.get("classname", "").split(".")[-1], case.get("name"))] = (kind, message)
     return result
+
+
+def merged_results(xml, *reruns):
+    """case_results of `xml`, each test in a rerun's XML as it ended there."""
+    merged = case_results(xml)
+    for rerun in reruns:
+        merged.update(case_results(rerun))
+    return merged
+
+
+def outcomes(xml):
+    """{(file, classname, name): outcome} of a JUnit XML."""
+    return {key: kind for key, (kind, _) in case_results(xml).items()}
+
+
+def failure_kind(message):
+    """A failure message with its numbers and addresses blanked, so that one cause counts once."""
+    return re.sub(r"\d+", "N", re.sub(r"0x[0-9a-fA-F]+", "0x..", message))[:160]
+
+
+def failure_kinds(results):
+    """How many failed / errored tests of `results` (merged_results) end with each failure kind."""
+    return collections.Counter(failure_kind(msg) for kind, msg in results.values() if kind in ("failed", "errors"))
+
+
+def write_outcomes(path, results):
+    """One line per test, "file::name<TAB>outcome<TAB>message", gzipped: a suite's per-test record
+    small enough to bring back from a device lease (the XML of FA4's suite, with the tensors its
+    assertions print, is hundreds of megabytes)."""
+    with gzip.open(path, "wt") as f:
+        for (file, _, name), (kind, message) in sorted(results.items(), key=lambda item: str(item[0])):
+            f.write(f"{file}::{name}\t{kind}\t{message}\n")
 
 
 def counts_per_file(xml, *reruns):
     """passed / failed / errors / skipped per file; a test in a rerun's XML counts as it ended there."""
-    merged = outcomes(xml)
-    for rerun in reruns:
-        merged.update(outcomes(rerun))
+    merged = {key: kind for key, (kind, _) in merged_results(xml, *reruns).items()}
     per_file = collections.defaultdict(collections.Counter)
     for (f, _, _), kind in merged.items():
         per_file[f][kind] += 1
@@ -186,7 +228,7 @@ def main():
         suites.append(("fa4", os.path.join(os.path.abspath(args.fa4), "tests", "cute")))
     if not suites:
         p.error("name at least one of --quack / --fa4")
-    table = []
+    table, kinds = [], {}
     for name, tests_dir in suites:
         rc, xml, log = run_suite(name, tests_dir, args, args.out)
         reruns = []
@@ -196,6 +238,9 @@ def main():
                   flush=True)
             reruns = rerun_one_at_a_time(name, tests_dir, ids, args, args.out)
         per_file = counts_per_file(*args.resume, xml, *reruns)
+        results = merged_results(*args.resume, xml, *reruns)
+        write_outcomes(os.path.join(args.out, f"{name}.outcomes.tsv.gz"), results)
+        kinds[name] = failure_kinds(results)
         if not per_file:
             table.append((name, "(no results: see " + log + ")", collections.Counter()))
         for f in sorted(per_file):
@@ -206,6 +251,11 @@ def main():
         total.update(c)
         print(f"| {name} | {f} | {c['passed']} | {c['failed']} | {c['errors']} | {c['skipped']} |")
     print(f"| all | | {total['passed']} | {total['failed']} | {total['errors']} | {total['skipped']} |")
+    for name, counter in kinds.items():
+        if counter:
+            print(f"\n{name}: failures by kind (one line per test in {args.out}/{name}.outcomes.tsv.gz)")
+            for kind, n in counter.most_common(15):
+                print(f"{n:8d}  {kind}")
     return 0 if total["failed"] == 0 and total["errors"] == 0 else 1
 
 

@@ -169,3 +169,38 @@ def test_the_spread_plugin_gives_each_worker_its_card(tmp_path):
         assert run.returncode == 0, run.stdout + run.stderr
         seen[(worker, gpus)] = run.stdout.split("CARD ")[1].split()[0]
     assert seen == {("gw3", "2"): "1", ("gw4", "3"): "1", ("gw0", "1"): "7", (None, "2"): "7"}
+
+
+KINDS = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="tests.test_attn" name="test_a[1]" file="tests/test_attn.py">
+  <failure message="AssertionError: local not supported yet on 9.x">trace</failure></testcase>
+<testcase classname="tests.test_attn" name="test_a[2]" file="tests/test_attn.py">
+  <failure message="AssertionError: local not supported yet on 9.x">trace</failure></testcase>
+<testcase classname="tests.test_attn" name="test_b[0x7f00]" file="tests/test_attn.py">
+  <failure message="cutlass.cute.layout.LayoutError:&#10;error[LAYOUT_ALGEBRA]: select: mode 3 out of range">t</failure></testcase>
+<testcase classname="tests.test_attn" name="test_c" file="tests/test_attn.py">
+  <skipped message="SM100 only"/></testcase>
+<testcase classname="tests.test_attn" name="test_d" file="tests/test_attn.py"/>
+</testsuite></testsuites>"""
+
+
+def test_failures_are_counted_by_kind_and_every_outcome_listed(tool, tmp_path):
+    """Failures whose messages differ only in numbers count as one kind; a message that only names
+    its exception takes the next line; the gzipped list has one line per test."""
+    import gzip
+    xml = tmp_path / "suite.xml"
+    xml.write_text(KINDS)
+    results = tool.merged_results(str(xml))
+    assert tool.failure_kinds(results) == {
+        "AssertionError: local not supported yet on N.x": 2,
+        "cutlass.cute.layout.LayoutError: error[LAYOUT_ALGEBRA]: select: mode N out of range": 1}
+    path = tmp_path / "suite.outcomes.tsv.gz"
+    tool.write_outcomes(str(path), results)
+    lines = gzip.open(path, "rt").read().splitlines()
+    assert sorted(lines) == sorted([
+        "test_attn.py::test_a[1]\tfailed\tAssertionError: local not supported yet on 9.x",
+        "test_attn.py::test_a[2]\tfailed\tAssertionError: local not supported yet on 9.x",
+        "test_attn.py::test_b[0x7f00]\tfailed\tcutlass.cute.layout.LayoutError: error[LAYOUT_ALGEBRA]: "
+        "select: mode 3 out of range",
+        "test_attn.py::test_c\tskipped\tSM100 only",
+        "test_attn.py::test_d\tpassed\t"])
