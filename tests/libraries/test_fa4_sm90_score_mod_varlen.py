@@ -153,23 +153,26 @@ def _identity(score, b, h, q_idx, kv_idx):
 
 # ---- test_varlen_with_score_mod: score mods on local indices, GQA 4:2 ------------------------------
 
-LOCAL_CASES = [  # (score mod, aux, varlen_q, varlen_k, head_dim, dtype, lengths of q, lengths of k)
+LOCAL_CASES = [  # (score mod, aux, varlen_q, varlen_k, head_dim, dtype, lengths of q, lengths of k):
+    # every score mod of FA4's TEST_PAIRS_NO_GLOBAL but the identity (which every case checks against)
     ("rel_bias", None, True, True, 128, torch.bfloat16, [37, 190], [37, 190]),
+    ("rel_bias_x2", None, False, True, 128, torch.float16, [50, 50], [120, 33]),
+    ("times_two", None, True, True, 128, torch.bfloat16, [64, 128], [32, 64]),
     ("alibi", None, True, False, 128, torch.float16, [100, 23], [150, 150]),
+    ("sliding_window", None, True, True, 64, torch.bfloat16, [300, 20], [300, 40]),  # |q - kv| <= 256
     ("causal", None, False, True, 128, torch.bfloat16, [64, 64], [200, 41]),
+    ("causal_v2", None, True, True, 128, torch.bfloat16, [113, 203], [113, 203]),
     ("block_diagonal", None, True, True, 64, torch.bfloat16, [70, 130], [96, 150]),
     ("batch_bias", "batch", True, True, 128, torch.bfloat16, [130, 45], [70, 201]),
     ("dual_buffer", "dual_buffer", True, False, 128, torch.float16, [90, 17], [120, 120]),
 ]
 
-EAGER = {"rel_bias": "rel_bias_eager", "alibi": "alibi_eager", "causal": "causal_eager",
-         "block_diagonal": "block_diagonal_eager", "times_two": "times_two_eager",
-         "batch_bias": "batch_bias_factory", "dual_buffer": "dual_buffer_factory"}
+EAGER = {"batch_bias": "batch_bias_factory", "dual_buffer": "dual_buffer_factory"}  # the others: f"{name}_eager"
 
 
 def _local_aux(mods, name, aux, lens_q, varlen_q, heads, dtype, gen):
     """The aux tensors of FA4's test for `aux` and the eager score mod reading them."""
-    eager = getattr(mods, EAGER[name])
+    eager = getattr(mods, EAGER.get(name, f"{name}_eager"))
     if aux is None:
         return None, eager
     if aux == "batch":
@@ -191,7 +194,8 @@ def _run_local(monkeypatch, target, name, aux, varlen_q, varlen_k, head_dim, dty
     aux_tensors, eager = _local_aux(mods, name, aux, lens_q, varlen_q, heads, dtype, gen)
     device = "cuda" if target == "gpu" else "cpu"
     to = lambda t: None if t is None else t.to(device)  # noqa: E731
-    got = forward(to(q), to(k), to(v), cu_seqlens_q=to(cu_q), cu_seqlens_k=to(cu_k), score_mod=getattr(mods, f"score_mod_{name}"),
+    got = forward(to(q), to(k), to(v), cu_seqlens_q=to(cu_q), cu_seqlens_k=to(cu_k),
+                  score_mod=getattr(mods, f"score_mod_{name}"),
                   aux_tensors=None if aux_tensors is None else [to(t) for t in aux_tensors],
                   pack_gqa=qhead_per_kvhead > 1)
     _check(got, _reference(q, k, v, cu_q, cu_k, eager), _reference(q, k, v, cu_q, cu_k, _identity))
@@ -209,10 +213,11 @@ def test_fa4_sm90_varlen_with_score_mod(monkeypatch, target, name, aux, varlen_q
 # ---- test_varlen_score_mod_kvcache / ..._with_paged_kvcache_global: the KV cache ------------------
 
 @pytest.mark.parametrize("target", TARGETS)
-def test_fa4_sm90_varlen_score_mod_with_kv_cache(monkeypatch, target):
+@pytest.mark.parametrize("name,aux", [("times_two", None), ("dual_buffer", "dual_buffer")])
+def test_fa4_sm90_varlen_score_mod_with_kv_cache(monkeypatch, target, name, aux):
     """As FA4's test_varlen_score_mod_kvcache with page_size None: packed queries against a batched
     (b, 250, h_k, d) KV cache (two key tiles), GQA 4:2."""
-    _run_local(monkeypatch, target, "times_two", None, True, False, 128, torch.bfloat16, [5, 77], [250, 250])
+    _run_local(monkeypatch, target, name, aux, True, False, 128, torch.bfloat16, [5, 77], [250, 250])
 
 
 @pytest.mark.parametrize("global_mod", [False, True])
@@ -229,22 +234,29 @@ def test_fa4_sm90_refuses_a_paged_kv_cache(monkeypatch, global_mod):
     score_mod, aux = ((mods.score_mod_global_q_bias, [torch.randn(12).to(torch.bfloat16)]) if global_mod
                       else (mods.score_mod_rel_bias, None))
     with pytest.raises(AssertionError, match="paged KV not supported on SM 9.0"):
-        forward(q, k_pages, v_pages, cu_seqlens_q=_cu_seqlens([5, 7]), seqused_k=torch.tensor([384, 256], dtype=torch.int32),
-                page_table=page_table, score_mod=score_mod, aux_tensors=aux, pack_gqa=True)
+        forward(q, k_pages, v_pages, cu_seqlens_q=_cu_seqlens([5, 7]),
+                seqused_k=torch.tensor([384, 256], dtype=torch.int32), page_table=page_table, score_mod=score_mod,
+                aux_tensors=aux, pack_gqa=True)
 
 
 # ---- test_varlen_with_global_idx_score_mod: aux tensors indexed by global token indices -----------
 
 GLOBAL_CASES = [  # (score mod, its eager factory, aux, varlen_q, varlen_k, (kv heads, q heads per kv head),
-    #                lengths of q, lengths of k)
-    ("global_q_and_kv_bias", "packed_q_and_kv_bias_factory", "q_and_kv", True, True, (1, 1), [61, 150], [61, 150]),
-    ("stress_multi_buffer", "stress_multi_buffer_factory", "multi_buffer", True, True, (2, 4), [100, 50], [50, 180]),
+    #                lengths of q, lengths of k): every score mod of FA4's TEST_PAIRS_WITH_GLOBAL
     ("global_kv_bias", "packed_kv_bias_factory", "kv", False, True, (2, 4), [48, 48], [200, 33]),
+    ("global_q_bias", "packed_q_bias_factory", "q", True, False, (1, 1), [77, 150], [64, 64]),
+    ("global_rel_plus_kv_bias", "packed_rel_plus_kv_bias_factory", "kv", True, True, (2, 4), [40, 100], [90, 60]),
+    ("global_q_and_kv_bias", "packed_q_and_kv_bias_factory", "q_and_kv", True, True, (1, 1), [61, 150], [61, 150]),
+    ("global_logical_rel_plus_kv_bias", "packed_logical_rel_plus_kv_bias_factory", "kv", True, True, (1, 1),
+     [17, 33, 65], [17, 33, 65]),
     ("stress_complex_arithmetic", "stress_complex_arithmetic_factory", "q_concat", True, False, (2, 4), [17, 200],
      [180, 180]),
-    ("stress_xor_pattern", "stress_xor_pattern_factory", "kv_with_cu", True, True, (1, 1), [113, 29], [203, 64]),
     ("stress_conditional_mask", "stress_conditional_mask_factory", "kv_with_cu", True, True, (2, 4), [80, 3],
      [190, 100]),
+    ("stress_multi_buffer", "stress_multi_buffer_factory", "multi_buffer", True, True, (2, 4), [100, 50], [50, 180]),
+    ("stress_global_offset", "stress_global_offset_factory", "kv", False, True, (1, 1), [32, 32], [8, 160]),
+    ("stress_xor_pattern", "stress_xor_pattern_factory", "kv_with_cu", True, True, (1, 1), [113, 29], [203, 64]),
+    ("debug_global_idx", "debug_global_idx_factory", "kv", True, True, (2, 4), [56, 64], [190, 128]),
 ]
 
 
@@ -287,7 +299,8 @@ def test_fa4_sm90_varlen_with_global_idx_score_mod(monkeypatch, target, name, fa
                                      cu_k, dtype, gen)
     device = "cuda" if target == "gpu" else "cpu"
     got = forward(q.to(device), k.to(device), v.to(device),
-                  cu_seqlens_q=cu_q.to(device) if varlen_q else None, cu_seqlens_k=cu_k.to(device) if varlen_k else None,
+                  cu_seqlens_q=cu_q.to(device) if varlen_q else None,
+                  cu_seqlens_k=cu_k.to(device) if varlen_k else None,
                   score_mod=getattr(mods, f"score_mod_{name}"), aux_tensors=[t.to(device) for t in aux_tensors],
                   pack_gqa=qhead_per_kvhead > 1)
     ref_cu_q, ref_cu_k = cu_q if varlen_q else None, cu_k if varlen_k else None
