@@ -288,6 +288,28 @@ def test_fa4_sm90_varlen_with_global_idx_score_mod(monkeypatch, target, name, fa
                                                    lens_q, lens_k):
     """As FA4's test_varlen_with_global_idx_score_mod (and its paged-KV-cache twin with page_size
     None): `seqlen_info.offset_q` / `offset_k` index aux tensors over all batches' tokens."""
+    _run_global(monkeypatch, target, name, factory, aux, varlen_q, varlen_k, gqa, lens_q, lens_k)
+
+
+EDGE_LENGTHS = [  # FA4's SEQLEN_CONFIGS with single tokens, and queries longer than keys
+    ([1], [1]),
+    ([1, 1], [1, 1]),
+    ([239, 1], [239, 1]),
+    ([1, 256, 1], [1, 256, 1]),
+    ([100, 100], [50, 50]),
+]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("lens_q,lens_k", EDGE_LENGTHS)
+def test_fa4_sm90_varlen_global_idx_score_mod_edge_lengths(monkeypatch, target, lens_q, lens_k):
+    """Biases by global query and key index (they move every row's LSE, even over a single key),
+    GQA 4:2: 239 queries span eight 128-row tiles of packed heads, 256 keys two key tiles."""
+    _run_global(monkeypatch, target, "global_q_and_kv_bias", "packed_q_and_kv_bias_factory", "q_and_kv", True, True,
+                (2, 4), lens_q, lens_k)
+
+
+def _run_global(monkeypatch, target, name, factory, aux, varlen_q, varlen_k, gqa, lens_q, lens_k):
     forward, mods = _sm90_forward(monkeypatch, target)
     gen = torch.Generator().manual_seed(1)
     kv_heads, qhead_per_kvhead = gqa
