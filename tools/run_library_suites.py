@@ -35,6 +35,7 @@ import collections
 import gzip
 import os
 import re
+import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -79,9 +80,25 @@ def run_suite(name, tests_dir, args, out):
                                                           env.get("PYTHONPATH")]))
     print(f"{name}: {' '.join(cmd)}", flush=True)
     with open(log, "w") as f:
-        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env,
-                            cwd=os.path.dirname(tests_dir.rstrip("/"))).returncode
+        rc = run_within(cmd, args.time_limit, stdout=f, stderr=subprocess.STDOUT, env=env,
+                        cwd=os.path.dirname(tests_dir.rstrip("/")))
     return rc, xml, log
+
+
+def run_within(cmd, seconds, **popen_args):
+    """Runs `cmd`; after `seconds` (0: no limit) interrupts it as Ctrl-C does, so that pytest stops
+    and still writes the JUnit XML of the tests that ended (a device lease ends hard: a killed
+    pytest leaves no XML at all). Returns the exit status."""
+    process = subprocess.Popen(cmd, **popen_args)
+    try:
+        return process.wait(timeout=seconds or None)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        try:
+            return process.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            return process.wait()
 
 
 def _is_out_of_memory(case):
@@ -142,6 +159,8 @@ def case_results(xml):
     if not os.path.exists(xml):
         return result
     for case in ET.parse(xml).getroot().iter("testcase"):
+        if case.get("name") is None:  # the nameless entry an interrupted pytest writes
+            continue
         f = os.path.basename(case.get("file") or (case.get("classname", "").replace(".", "/") + ".py"))
         found = {child.tag: child for child in case}
         kind = next((k for tag, k in (("failure", "failed"), ("error", "errors"), ("skipped", "skipped"))
@@ -207,6 +226,8 @@ def main():
     p.add_argument("-k", help="pytest -k expression")
     p.add_argument("--files", nargs="*", help="only these test files (names inside the suite's folder)")
     p.add_argument("--timeout", type=int, default=0, help="per-test timeout in seconds (pytest-timeout)")
+    p.add_argument("--time-limit", type=int, default=0, metavar="S",
+                   help="stop each suite's pytest with Ctrl-C after S seconds (its XML then holds the tests that ended)")
     p.add_argument("--rerun-oom", action="store_true",
                    help="run the tests that failed with CUDA out of memory again, one at a time")
     p.add_argument("--resume", nargs="*", default=[],

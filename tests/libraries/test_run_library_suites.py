@@ -204,3 +204,18 @@ def test_failures_are_counted_by_kind_and_every_outcome_listed(tool, tmp_path):
         "select: mode 3 out of range",
         "test_attn.py::test_c\tskipped\tSM100 only",
         "test_attn.py::test_d\tpassed\t"])
+
+
+def test_a_time_limit_stops_pytest_so_that_it_still_writes_its_xml(tool, tmp_path):
+    """pytest interrupted at the limit (as Ctrl-C) reports the tests that ended before it; the
+    test still running is not waited for."""
+    import time
+    (tmp_path / "test_slow.py").write_text(
+        "import time\ndef test_quick():\n    pass\ndef test_slow():\n    time.sleep(60)\n")
+    xml = tmp_path / "out.xml"
+    start = time.monotonic()
+    tool.run_within([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={xml}",
+                     "-o", "junit_family=xunit1", "test_slow.py"], 5, cwd=tmp_path,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    assert time.monotonic() - start < 40
+    assert {(k[2], v) for k, v in tool.outcomes(str(xml)).items()} == {("test_quick", "passed")}
