@@ -17,14 +17,6 @@ import toolchain  # noqa: E402
 from test_libraries import _OnCpu, _close, _fa4_interface  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _keep_cute_compile():
-    """FA4's package replaces cute.compile with its own function when imported: put OpenCuTe's back."""
-    saved = cute.compile
-    yield
-    cute.compile = saved
-
-
 def _attention_and_lse(q, k, v, causal, window=(None, None), sink=None):
     """Softmax(Q K^T / sqrt(d)) V and the rows' log-sum-exp, in float32; causal masks align the
     last query with the last key (FA4's convention), as does a local window of (left, right)

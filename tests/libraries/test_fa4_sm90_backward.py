@@ -28,7 +28,6 @@ pytest.importorskip("quack")
 pytest.importorskip("cuda.bindings.driver")
 
 import toolchain  # noqa: E402
-import cutlass.cute as cute  # noqa: E402
 from test_libraries import _OnCpu, _close, _fa4_interface  # noqa: E402
 
 _TOOLS = os.path.join(os.path.dirname(__file__), "..", "..", "tools")
@@ -37,14 +36,6 @@ try:  # the plugin that fills FA4's scratch in its own suite fills it here too
     from pytest_fill_fa4_scratch import _TorchWithFilledScratch  # noqa: E402
 finally:
     sys.path.remove(_TOOLS)
-
-
-@pytest.fixture(autouse=True)
-def _keep_cute_compile():
-    """FA4's package replaces cute.compile with its own function when imported: put OpenCuTe's back."""
-    saved = cute.compile
-    yield
-    cute.compile = saved
 
 
 def _sm90_interface(monkeypatch, scratch_fill=None, target="ptx"):

@@ -31,17 +31,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("quack")
 pytest.importorskip("cuda.bindings.driver")
 
-import cutlass.cute as cute  # noqa: E402
 import toolchain  # noqa: E402
 from test_libraries import FA4_DIR, _OnCpu, _fa4_interface  # noqa: E402
-
-
-@pytest.fixture(autouse=True)
-def _keep_cute_compile():
-    """FA4's package replaces cute.compile with its own function when imported: put OpenCuTe's back."""
-    saved = cute.compile
-    yield
-    cute.compile = saved
 
 
 def _score_mods():

@@ -27,16 +27,6 @@ import cutlass.cute as cute  # noqa: E402
 FA4_DIR = os.environ.get("FLASH_ATTENTION_DIR", "/work/libs/flash-attention")
 
 
-@pytest.fixture(autouse=True)
-def _keep_cute_compile():
-    """FlashAttention-4's package replaces cute.compile with its own function when imported: put
-    OpenCuTe's back after each test so that other tests in the process see it."""
-    import cutlass.cute as cute
-    saved = cute.compile
-    yield
-    cute.compile = saved
-
-
 def _quack(name):
     return importlib.import_module(f"quack.{name}")
 
