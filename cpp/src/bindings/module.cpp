@@ -19,6 +19,7 @@
 #include "bindings/tensormap_bindings.h"
 #include "dsl/launch_control.h"
 #include "dsl/dtype.h"
+#include "dsl/fast_divmod.h"
 #include "dsl/num.h"
 #include "dsl/printf_format.h"
 #include "dsl/tracer.h"
@@ -190,6 +191,15 @@ NB_MODULE(_core, m) {
     std::vector<Num> operands;
     for (nb::handle h : args) operands.push_back(bindings::to_operand(h));
     return dsl::math(fn, operands);
+  });
+  // cute.FastDivmodDivisor (dsl/fast_divmod.h): None where the divisor stays a plain Int32.
+  m.def("fast_divisor_prepare", [](nb::handle d) -> nb::object {
+    std::optional<Num> prepared = dsl::fast_divisor_prepare(to_num(d));
+    return prepared ? nb::cast(*prepared) : nb::none();
+  });
+  m.def("fast_divisor_value", [](nb::handle prepared) { return dsl::fast_divisor_value(to_num(prepared)); });
+  m.def("fast_floordiv", [](nb::handle x, nb::handle prepared) {
+    return dsl::fast_floordiv(to_num(x), to_num(prepared));
   });
 
 
