@@ -1,7 +1,10 @@
 """cute.FastDivmodDivisor: `//`, `%` and `divmod` by a run-time divisor prepared once (where it is
 made, in host code or in the kernel) give Python's floor division for every Int32 dividend —
 negative ones, INT_MIN and INT_MAX included — against numpy, on the emulator and on the PTX
-executor; and a divisor is one value to code that takes a structure apart."""
+executor; a divisor made in the host program divides in the kernel without a division
+instruction; and a divisor is one value to code that takes a structure apart."""
+import re
+
 import numpy as np
 import pytest
 
@@ -43,7 +46,10 @@ def dividends():
     return np.concatenate([np.array(edges, np.int64), rest]).astype(np.int32)
 
 
-DIVISORS = [1, 2, 3, 7, 8, 49, 100, 65537, 1000003, 2**30, 2**30 + 1, 2**31 - 1]
+# Powers of two and their neighbours bound the shift; 2**25 and 2**31 - 1 have a d - 1 that f32
+# would round up to the next power of two (the shift is read off d - 1 converted to f64).
+DIVISORS = [1, 2, 3, 5, 7, 8, 49, 100, 65535, 65536, 65537, 1000003, 2**24 + 1, 2**25, 2**30 - 1, 2**30,
+            2**30 + 1, 2**31 - 2, 2**31 - 1]
 
 
 @pytest.mark.parametrize("target", ["cpu", "ptx"])
@@ -59,6 +65,17 @@ def test_floor_division_for_every_int32(target, made_in_kernel):
         compiled(*args, Int32(d))
         np.testing.assert_array_equal(q, x.astype(np.int64) // d, err_msg=f"quotients by {d}")
         np.testing.assert_array_equal(r, x.astype(np.int64) % d, err_msg=f"remainders by {d}")
+
+
+def test_a_divisor_made_in_host_code_divides_without_a_division_instruction():
+    """The host program prepares the multiplier; the kernel's `//` and `%` are a multiply-high, an
+    add and shifts (on the GPU a division is some 35 instructions with a float reciprocal)."""
+    x = dividends()
+    args = [from_dlpack(a) for a in (x, np.zeros_like(x), np.zeros_like(x))]
+    prepared = toolchain.ptx_of(cute.compile(divide, *args, Int32(7), False, options="--target ptx"))
+    made_in_kernel = toolchain.ptx_of(cute.compile(divide, *args, Int32(7), True, options="--target ptx"))
+    assert not re.search(r"\b(div|rem)\.", prepared), prepared
+    assert re.search(r"\bdiv\.s32\b", made_in_kernel), "a divisor made in the kernel stays a plain division"
 
 
 def test_a_divisor_is_one_value_to_code_that_takes_it_apart():
