@@ -192,11 +192,8 @@ NB_MODULE(_core, m) {
     for (nb::handle h : args) operands.push_back(bindings::to_operand(h));
     return dsl::math(fn, operands);
   });
-  // cute.FastDivmodDivisor (dsl/fast_divmod.h): None where the divisor stays a plain Int32.
-  m.def("fast_divisor_prepare", [](nb::handle d) -> nb::object {
-    std::optional<Num> prepared = dsl::fast_divisor_prepare(to_num(d));
-    return prepared ? nb::cast(*prepared) : nb::none();
-  });
+  // cute.FastDivmodDivisor (dsl/fast_divmod.h)
+  m.def("fast_divisor_prepare", [](nb::handle d) { return dsl::fast_divisor_prepare(to_num(d)); });
   m.def("fast_divisor_value", [](nb::handle prepared) { return dsl::fast_divisor_value(to_num(prepared)); });
   m.def("fast_floordiv", [](nb::handle x, nb::handle prepared) {
     return dsl::fast_floordiv(to_num(x), to_num(prepared));

@@ -1,6 +1,5 @@
 #include "dsl/fast_divmod.h"
 
-#include "dsl/tracer.h"
 
 namespace opencute::dsl {
 
@@ -22,10 +21,8 @@ Num ceil_log2(const Num& d_u32) {
 
 }  // namespace
 
-std::optional<Num> fast_divisor_prepare(const Num& divisor) {
-  Tracer* tracer = Tracer::current();
-  if (divisor.is_static || !tracer || tracer->in_kernel()) return std::nullopt;
-  // A divisor below 1 (unspecified quotients) is prepared as 1, so that the host program never
+Num fast_divisor_prepare(const Num& divisor) {
+  // A divisor below 1 (unspecified quotients) is prepared as 1, so that the preparation never
   // divides by zero.
   Num d = convert(binary(BinOp::Max, convert(divisor, ir::i32()), lit(ir::i32(), 1)), u32());
   Num l = convert(ceil_log2(d), u64());

@@ -1,26 +1,25 @@
-// cute.FastDivmodDivisor's arithmetic: a positive run-time 32-bit divisor d prepared once in the
-// host program as a multiplier and a shift (Granlund and Montgomery's round-up method), so that
-// each floor division by it in a kernel is a multiply-high, an add and a shift instead of the
+// cute.FastDivmodDivisor's arithmetic: a positive run-time 32-bit divisor d prepared once as a
+// multiplier and a shift (Granlund and Montgomery's round-up method; FA4 and NVIDIA's schedulers
+// prepare theirs in the host program), so that each floor division by it in a kernel is a
+// multiply-high, an add and a shift instead of the
 // GPU's division sequence (a float reciprocal, two conversions and corrections: about 35 SASS
 // instructions and a long dependent chain; FA4's causal tile scheduler does three per CTA before
 // its first TMA load).
 //
-// The prepared divisor is one UInt64 value (d in the low 32 bits, the multiplier in the high 32)
-// because code that takes scheduler parameters apart counts one value per FastDivmodDivisor; the
-// shift, ceil(log2 d), is recomputed from d where the divisor is used (five compare-and-shift
-// steps, shared by the divisions of a kernel). A divisor made in a kernel, or a static one, stays
-// a plain Int32: preparing it there costs more than the divisions it would save, and a constant
-// divisor already compiles to a multiply.
+// A FastDivmodDivisor is always one UInt64 value (d in the low 32 bits, the multiplier in the
+// high 32): code that takes scheduler parameters apart counts one value per divisor, and FA4
+// replaces a divisor made in the host program by one made in the kernel inside its tile loop, so
+// both must have one type. The shift, ceil(log2 d), is recomputed from d where the divisor is
+// used (a conversion, a shift, an add and a max, shared by the divisions of a kernel). Prepared
+// in a kernel, the multiplier costs a 64-bit division once; a static divisor folds while tracing.
 #pragma once
-#include <optional>
-
 #include "dsl/num.h"
 
 namespace opencute::dsl {
 
-// The prepared form of the Int32 `divisor`, or nothing where it stays plain (static, or in a
-// kernel). The divisor must be positive; the quotients by one that is not are unspecified.
-std::optional<Num> fast_divisor_prepare(const Num& divisor);
+// The prepared form (UInt64) of the Int32 `divisor`. The divisor must be positive; the
+// quotients by one that is not are unspecified.
+Num fast_divisor_prepare(const Num& divisor);
 // The divisor (Int32) that a prepared value holds.
 Num fast_divisor_value(const Num& prepared);
 // floor(x / d) for every Int32 x, d being the prepared divisor's: Python's `//`, also for

@@ -1,10 +1,10 @@
 """`cute.FastDivmodDivisor`: a run-time divisor prepared once and used many times as the right
 operand of `//`, `%` and `divmod` on 32-bit integers.
 
-A run-time divisor made in the host program is prepared there as a multiplier (C++:
-dsl/fast_divmod.h), so that each division in a kernel is a multiply-high, an add and a shift;
-one made in a kernel, or a static one, stays a plain Int32 divisor. The quotient and remainder
-are Python's floor division's either way, for every Int32 dividend; the divisor must be positive."""
+The divisor is prepared where it is made (in the host program, for the schedulers of FA4 and
+NVIDIA's examples) as a multiplier, so that each division is a multiply-high, an add and a shift
+(C++: dsl/fast_divmod.h). The quotient and remainder are Python's floor division's for every
+Int32 dividend; the divisor must be positive."""
 from .. import _core
 from .._dsl.numeric import Int32, Numeric, as_numeric, wrap
 
@@ -19,8 +19,7 @@ class FastDivmodDivisor:
         if d.is_static() and d.value <= 0:
             raise ValueError(f"FastDivmodDivisor: the divisor must be positive, got {d.value}")
         self.divisor = d
-        prepared = _core.fast_divisor_prepare(d.ir_value())
-        self._prepared = None if prepared is None else wrap(prepared)
+        self._prepared = wrap(_core.fast_divisor_prepare(d.ir_value()))
 
     def _dividend(self, x):
         if not isinstance(x, (Numeric, int)) or isinstance(x, bool):
@@ -28,8 +27,6 @@ class FastDivmodDivisor:
         return Int32(as_numeric(x))
 
     def _quotient(self, x):
-        if self._prepared is None:
-            return x // self.divisor
         return wrap(_core.fast_floordiv(x.ir_value(), self._prepared.ir_value()))
 
     def __rfloordiv__(self, x):
@@ -50,18 +47,14 @@ class FastDivmodDivisor:
         return q, x - q * self.divisor
 
     # The value protocol: it passes to kernels and through dynamic control flow as one value, its
-    # prepared form (a Uint64) or its plain divisor (an Int32).
+    # prepared form (a Uint64 that holds the divisor too).
     def __extract_mlir_values__(self):
-        return [(self._prepared if self._prepared is not None else self.divisor).ir_value()]
+        return [self._prepared.ir_value()]
 
     def __new_from_mlir_values__(self, values):
         new = FastDivmodDivisor.__new__(FastDivmodDivisor)
-        value = wrap(values[0]) if not isinstance(values[0], Numeric) else values[0]
-        if value.width == 64:
-            new._prepared = value
-            new.divisor = wrap(_core.fast_divisor_value(value.ir_value()))
-        else:
-            new._prepared, new.divisor = None, value
+        new._prepared = wrap(values[0]) if not isinstance(values[0], Numeric) else values[0]
+        new.divisor = wrap(_core.fast_divisor_value(new._prepared.ir_value()))
         return new
 
     def __repr__(self):
