@@ -40,7 +40,7 @@ Num fast_divisor_value(const Num& prepared) {
 Num fast_floordiv(const Num& x0, const Num& prepared) {
   Num x = convert(x0, ir::i32());
   Num d = convert(binary(BinOp::And, prepared, lit(u64(), 0xffffffffLL)), u32());
-  // Through u32, so that the product reads as one of two zero-extended 32-bit values (mul.hi).
+  // Below 2^32, as is u: ptxas makes their 64-bit product one IMAD.WIDE.U32.
   Num m = convert(convert(binary(BinOp::Shr, prepared, lit(u64(), 32)), u32()), u64());
   Num l = ceil_log2(d);
   // x < 0: floor(x / d) = ~(~x / d), ~x >= 0; sign is 0 or all ones.

@@ -1,10 +1,9 @@
 // cute.FastDivmodDivisor's arithmetic: a positive run-time 32-bit divisor d prepared once as a
 // multiplier and a shift (Granlund and Montgomery's round-up method; FA4 and NVIDIA's schedulers
 // prepare theirs in the host program), so that each floor division by it in a kernel is a
-// multiply-high, an add and a shift instead of the
-// GPU's division sequence (a float reciprocal, two conversions and corrections: about 35 SASS
-// instructions and a long dependent chain; FA4's causal tile scheduler does three per CTA before
-// its first TMA load).
+// multiply-high, an add and a shift instead of the GPU's division sequence (a float reciprocal,
+// two conversions and corrections: about 35 SASS instructions and a long dependent chain; FA4's
+// causal tile scheduler does three per CTA before its first TMA load).
 //
 // A FastDivmodDivisor is always one UInt64 value (d in the low 32 bits, the multiplier in the
 // high 32): code that takes scheduler parameters apart counts one value per divisor, and FA4
