@@ -249,6 +249,28 @@ def test_fa4_sm90_forward_on_the_ptx_executor(monkeypatch, causal):
     assert a_registers_written_after_the_fence(compiled.__ptx__) == []
 
 
+
+def test_fa4_sm90_causal_forward_lpt_tiles_on_the_ptx_executor(monkeypatch):
+    """FA4's causal forward orders its tiles longest first (SingleTileLPTScheduler): each CTA takes
+    its query block, head and batch apart with FastDivmodDivisors prepared in the host program
+    (multiply-high divisions). 3 batches x 5 heads x 3 query blocks, head dim 64, so that the
+    divisors are neither 1 nor powers of two; every tile must land once, against SDPA."""
+    from cutlass import _core
+    if not _core.libnvvm_available():
+        pytest.skip("libNVVM not found: the ptx target needs it")
+    interface = _fa4_interface()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})  # its key does not name the target
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(3, 384, 5, 64, dtype=torch.bfloat16, generator=gen) for _ in range(3))
+    with _OnCpu():
+        out, _ = interface._flash_attn_fwd(q, k, v, causal=True, _compute_capability=9, return_lse=True)
+    _close(out, _attention_ref(q, k, v, True), 2e-2)
+    (compiled,) = interface._flash_attn_fwd.compile_cache.values()
+    assert not re.search(r"\b(div|rem)\.[su](32|64)\b", compiled.__ptx__), "the scheduler's divisions are multiplies"
+
+
 def _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, launcher="gemm", **config):
     """Without a GPU: quack's SM90 GEMM (`launcher`: a function of quack.gemm or quack.gemm_act,
     called with A, B, D, C=None, then the rest of `config`'s arguments) traced and compiled for

@@ -19,6 +19,7 @@
 #include "bindings/tensormap_bindings.h"
 #include "dsl/launch_control.h"
 #include "dsl/dtype.h"
+#include "dsl/fast_divmod.h"
 #include "dsl/num.h"
 #include "dsl/printf_format.h"
 #include "dsl/tracer.h"
@@ -190,6 +191,12 @@ NB_MODULE(_core, m) {
     std::vector<Num> operands;
     for (nb::handle h : args) operands.push_back(bindings::to_operand(h));
     return dsl::math(fn, operands);
+  });
+  // cute.FastDivmodDivisor (dsl/fast_divmod.h)
+  m.def("fast_divisor_prepare", [](nb::handle d) { return dsl::fast_divisor_prepare(to_num(d)); });
+  m.def("fast_divisor_value", [](nb::handle prepared) { return dsl::fast_divisor_value(to_num(prepared)); });
+  m.def("fast_floordiv", [](nb::handle x, nb::handle prepared) {
+    return dsl::fast_floordiv(to_num(x), to_num(prepared));
   });
 
 

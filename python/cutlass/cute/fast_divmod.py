@@ -1,9 +1,11 @@
 """`cute.FastDivmodDivisor`: a run-time divisor prepared once and used many times as the right
 operand of `//`, `%` and `divmod` on 32-bit integers.
 
-On the GPU the CuTe DSL turns the divisor into a multiplier and a shift so that each division
-is a multiply-high; the quotient and remainder are those of integer division either way, which
-is what OpenCuTe computes (the code generator's integer division)."""
+The divisor is prepared where it is made (in the host program, for the schedulers of FA4 and
+NVIDIA's examples) as a multiplier, so that each division is a multiply-high, an add and a shift
+(C++: dsl/fast_divmod.h). The quotient and remainder are Python's floor division's for every
+Int32 dividend; the divisor must be positive."""
+from .. import _core
 from .._dsl.numeric import Int32, Numeric, as_numeric, wrap
 
 
@@ -17,36 +19,42 @@ class FastDivmodDivisor:
         if d.is_static() and d.value <= 0:
             raise ValueError(f"FastDivmodDivisor: the divisor must be positive, got {d.value}")
         self.divisor = d
+        self._prepared = wrap(_core.fast_divisor_prepare(d.ir_value()))
 
     def _dividend(self, x):
         if not isinstance(x, (Numeric, int)) or isinstance(x, bool):
             return NotImplemented
         return Int32(as_numeric(x))
 
+    def _quotient(self, x):
+        return wrap(_core.fast_floordiv(x.ir_value(), self._prepared.ir_value()))
+
     def __rfloordiv__(self, x):
         x = self._dividend(x)
-        return x if x is NotImplemented else x // self.divisor
+        return x if x is NotImplemented else self._quotient(x)
 
     def __rmod__(self, x):
         # The remainder that goes with `//`'s floor quotient (the same as divmod's), also for a
         # negative dividend, where Int32's own `%` would truncate.
         x = self._dividend(x)
-        return x if x is NotImplemented else x - (x // self.divisor) * self.divisor
+        return x if x is NotImplemented else x - self._quotient(x) * self.divisor
 
     def __rdivmod__(self, x):
         x = self._dividend(x)
         if x is NotImplemented:
             return x
-        q = x // self.divisor
+        q = self._quotient(x)
         return q, x - q * self.divisor
 
-    # The value protocol: it passes to kernels and through dynamic control flow as its divisor.
+    # The value protocol: it passes to kernels and through dynamic control flow as one value, its
+    # prepared form (a Uint64 that holds the divisor too).
     def __extract_mlir_values__(self):
-        return [self.divisor.ir_value()]
+        return [self._prepared.ir_value()]
 
     def __new_from_mlir_values__(self, values):
         new = FastDivmodDivisor.__new__(FastDivmodDivisor)
-        new.divisor = wrap(values[0]) if not isinstance(values[0], Numeric) else values[0]
+        new._prepared = wrap(values[0]) if not isinstance(values[0], Numeric) else values[0]
+        new.divisor = wrap(_core.fast_divisor_value(new._prepared.ir_value()))
         return new
 
     def __repr__(self):
