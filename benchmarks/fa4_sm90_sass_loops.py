@@ -3,7 +3,7 @@
 the kernel for sm_90a (PTX, cubin; the launch then refuses the CPU tensors), nvdisasm disassembles
 the cubin, and each loop (a backward branch) is printed with its instructions counted by kind.
 
-    python3 benchmarks/fa4_sm90_sass_loops.py --hdim 64 --causal [--fa4 DIR] [--nvdisasm PATH] [--keep DIR]
+    python3 benchmarks/fa4_sm90_sass_loops.py --hdim 64 --causal [--fa4 DIR] [--nvdisasm PATH] [--keep DIR] [--cta-paths]
 
 The two big loops are FA4's masked and unmasked iterations (mma_one_n_block_intrawg_overlap); the
 small ones are the mbarrier retry loops and the producer's. Kinds: wgmma (HGMMA, WARPGROUP), f32
@@ -11,6 +11,14 @@ arithmetic (FFMA/FMUL/FADD), MUFU, FMNMX, FSEL/FSETP, F2FP (packed cvt), SHFL, p
 (R2P/ISETP/SEL/PRMT/PLOP3), mbarrier/bar (SYNCS, BAR), uniform integer (U*, R2UR: wgmma
 descriptors and pipeline indices), moves, and the rest of the vector integer work (mask, addresses).
 torch (CPU) and quack (FA4 imports it) must be importable; --keep leaves the PTX, cubin and IR there.
+
+--cta-paths also counts what each CTA runs once, outside the loops (the kernel is not persistent:
+one CTA per query tile, one CTA per SM), as straight lines of SASS (a skipped branch counted in,
+the out-of-line mbarrier retry loops not): entry to the `BAR.SYNC 0` after the mbarrier init
+(warp 0 prefetches the TMA descriptors and initialises the barriers; the other warps skip to the
+barrier), that barrier to the first HGMMA (the consumer warps, the wait for Q and K within), the
+producer's `setmaxnreg.dec` to its first TMA load, and the last HGMMA to the consumers' arrival at
+the epilogue barrier and to warp 4's EXIT after the TMA store of O.
 """
 import argparse
 import collections
@@ -95,6 +103,26 @@ def loops(sass):
     return found, insts
 
 
+def cta_paths(insts):
+    """(name, first, last) of the straight-line paths each CTA runs once (see --cta-paths)."""
+    def find(pred, start=0, last=False):
+        hits = [i for i in range(start, len(insts)) if pred(*insts[i])]
+        return (hits[-1] if last else hits[0]) if hits else None
+    sync0 = find(lambda a, op, line, p: op.startswith("BAR.SYNC") and re.search(r"\s0x0\s*;", line))
+    hgmma = find(lambda a, op, line, p: op.startswith("HGMMA"))
+    dealloc = find(lambda a, op, line, p: op.startswith("USETMAXREG.DEALLOC"))
+    load = find(lambda a, op, line, p: op.startswith("UTMALDG"), dealloc or 0)
+    last_hgmma = find(lambda a, op, line, p: op.startswith("HGMMA"), last=True)
+    arrive = find(lambda a, op, line, p: op.startswith("BAR.ARV"), last_hgmma)
+    leave = find(lambda a, op, line, p: op == "EXIT" and not p, last_hgmma)
+    paths = [("entry .. BAR.SYNC 0 (warp 0: descriptor prefetch, mbarrier init)", 0, sync0),
+             ("BAR.SYNC 0 .. first HGMMA (consumer warps)", sync0, hgmma),
+             ("setmaxnreg.dec .. first TMA load (producer warp)", dealloc, load),
+             ("last HGMMA .. epilogue BAR.ARV (consumer warps)", last_hgmma, arrive),
+             ("last HGMMA .. EXIT (warp 4: TMA store of O)", last_hgmma, leave)]
+    return [(name, a, b) for name, a, b in paths if a is not None and b is not None]
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--hdim", type=int, default=64)
@@ -103,6 +131,7 @@ def main():
     p.add_argument("--nvdisasm", default=shutil.which("nvdisasm") or "/usr/local/cuda/bin/nvdisasm")
     p.add_argument("--keep", help="a folder for the PTX, cubin and IR (else a temporary one)")
     p.add_argument("--min-length", type=int, default=100, help="loops shorter than this are left out")
+    p.add_argument("--cta-paths", action="store_true", help="also count the once-per-CTA paths (prologue, epilogue)")
     args = p.parse_args()
     out = args.keep or tempfile.mkdtemp(prefix="fa4-sass-")
     os.makedirs(out, exist_ok=True)
@@ -126,6 +155,11 @@ def main():
         counts = collections.Counter(kind(opcode) for _, opcode, _, _ in insts[first:last + 1])
         detail = ", ".join(f"{k} {n}" for k, n in counts.most_common())
         print(f"loop {insts[first][0]:#06x}-{insts[last][0]:#06x}: {last - first + 1} instructions: {detail}")
+    if args.cta_paths:
+        for name, first, last in cta_paths(insts):
+            counts = collections.Counter(opcode.split(".")[0] for _, opcode, _, _ in insts[first:last + 1])
+            detail = ", ".join(f"{k} {n}" for k, n in counts.most_common(10))
+            print(f"{name}: {last - first + 1} instructions: {detail}")
     if not args.keep:
         shutil.rmtree(out, ignore_errors=True)
 
