@@ -271,6 +271,34 @@ def test_fa4_sm90_causal_forward_lpt_tiles_on_the_ptx_executor(monkeypatch):
     assert not re.search(r"\b(div|rem)\.[su](32|64)\b", compiled.__ptx__), "the scheduler's divisions are multiplies"
 
 
+def test_fa4_combine_on_the_ptx_executor(monkeypatch):
+    """FA4's split-KV combine kernel splits each CTA's rows into (batch, seqlen, head) with
+    FastDivmodDivisors made in the host program: 3 splits of 5 batches x 113 queries x 6 heads,
+    head dim 64, the later splits of the first batch empty (LSE -inf), against torch's logsumexp
+    weighting of the partial outputs."""
+    from cutlass import _core
+    if not _core.libnvvm_available():
+        pytest.skip("libNVVM not found: the ptx target needs it")
+    interface = _fa4_interface()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
+    monkeypatch.setattr(interface._flash_attn_fwd_combine, "compile_cache", {})
+    gen = torch.Generator().manual_seed(2)
+    splits, batch, seqlen, heads, d = 3, 5, 113, 6, 64
+    out_partial = torch.randn(splits, batch, seqlen, heads, d, generator=gen)
+    lse_partial = torch.randn(splits, batch, heads, seqlen, generator=gen).transpose(-1, -2)
+    lse_partial[1:, :1] = -float("inf")
+    out = torch.empty(batch, seqlen, heads, d, dtype=torch.bfloat16)
+    lse = torch.empty(batch, heads, seqlen).transpose(-1, -2)  # seqlen-major, as FA4 allocates it
+    with _OnCpu():
+        interface._flash_attn_fwd_combine(out_partial, lse_partial, out, lse)
+    lse_ref = torch.logsumexp(lse_partial, dim=0)
+    out_ref = (torch.exp(lse_partial - lse_ref).unsqueeze(-1) * out_partial).sum(0)
+    torch.testing.assert_close(lse, lse_ref, atol=1e-5, rtol=1e-5)
+    rounding = (out_ref.to(torch.bfloat16).float() - out_ref).abs().max().item()
+    _close(out.float(), out_ref, 2 * rounding)  # FA4's own criterion: twice bf16's rounding of the reference
+
+
 def _quack_gemm_ptx_for_sm90a(monkeypatch, tmp_path, A, B, D, launcher="gemm", **config):
     """Without a GPU: quack's SM90 GEMM (`launcher`: a function of quack.gemm or quack.gemm_act,
     called with A, B, D, C=None, then the rest of `config`'s arguments) traced and compiled for
