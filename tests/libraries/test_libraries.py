@@ -194,6 +194,19 @@ def _fa4_interface():
     return importlib.import_module("flash_attn.cute.interface")
 
 
+def _fa4_on_the_ptx_executor(monkeypatch):
+    """FA4's interface with its kernels compiled for the PTX executor (CPU tensors) in this test."""
+    from cutlass import _core
+    if not _core.libnvvm_available():
+        pytest.skip("libNVVM not found: the ptx target needs it")
+    interface = _fa4_interface()
+    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
+    for launcher in (interface._flash_attn_fwd, interface._flash_attn_fwd_combine):
+        monkeypatch.setattr(launcher, "compile_cache", {})  # their keys do not name the target
+    return interface
+
+
 def _attention_ref(q, k, v, causal):
     t = lambda x: x.transpose(1, 2).float()  # noqa: E731
     return torch.nn.functional.scaled_dot_product_attention(t(q), t(k), t(v), is_causal=causal).transpose(1, 2)
@@ -231,14 +244,8 @@ def test_fa4_sm90_forward_on_the_ptx_executor(monkeypatch, causal):
     masking, 128 with it; 640 keys, so that the main loop runs) executed on the CPU, against SDPA.
     Its P*V wgmmas read no A register written after their wgmma.fence: ptxas would otherwise
     fence each of them on its own, serialising the GEMM (wgmma_fence_rule)."""
-    from cutlass import _core
     from wgmma_fence_rule import a_registers_written_after_the_fence
-    if not _core.libnvvm_available():
-        pytest.skip("libNVVM not found: the ptx target needs it")
-    interface = _fa4_interface()
-    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
-    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})  # its key does not name the target
+    interface = _fa4_on_the_ptx_executor(monkeypatch)
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(1, 640, 1, 128, dtype=torch.bfloat16, generator=gen) for _ in range(3))
     with _OnCpu():
@@ -255,13 +262,7 @@ def test_fa4_sm90_causal_forward_lpt_tiles_on_the_ptx_executor(monkeypatch):
     its query block, head and batch apart with FastDivmodDivisors prepared in the host program
     (multiply-high divisions). 3 batches x 5 heads x 3 query blocks, head dim 64, so that the
     divisors are neither 1 nor powers of two; every tile must land once, against SDPA."""
-    from cutlass import _core
-    if not _core.libnvvm_available():
-        pytest.skip("libNVVM not found: the ptx target needs it")
-    interface = _fa4_interface()
-    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
-    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})  # its key does not name the target
+    interface = _fa4_on_the_ptx_executor(monkeypatch)
     gen = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(3, 384, 5, 64, dtype=torch.bfloat16, generator=gen) for _ in range(3))
     with _OnCpu():
@@ -276,13 +277,7 @@ def test_fa4_combine_on_the_ptx_executor(monkeypatch):
     FastDivmodDivisors made in the host program: 3 splits of 5 batches x 113 queries x 6 heads,
     head dim 64, the later splits of the first batch empty (LSE -inf), against torch's logsumexp
     weighting of the partial outputs."""
-    from cutlass import _core
-    if not _core.libnvvm_available():
-        pytest.skip("libNVVM not found: the ptx target needs it")
-    interface = _fa4_interface()
-    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
-    monkeypatch.setattr(interface._flash_attn_fwd_combine, "compile_cache", {})
+    interface = _fa4_on_the_ptx_executor(monkeypatch)
     gen = torch.Generator().manual_seed(2)
     splits, batch, seqlen, heads, d = 3, 5, 113, 6, 64
     out_partial = torch.randn(splits, batch, seqlen, heads, d, generator=gen)
@@ -441,13 +436,7 @@ VARLEN_CASES = [  # (causal, head_dim, heads, heads_kv, sequence lengths): mha, 
 
 @pytest.mark.parametrize("causal,head_dim,heads,heads_kv,lens", VARLEN_CASES)
 def test_fa4_sm90_varlen_forward_on_the_ptx_executor(monkeypatch, causal, head_dim, heads, heads_kv, lens):
-    from cutlass import _core
-    if not _core.libnvvm_available():
-        pytest.skip("libNVVM not found: the ptx target needs it")
-    interface = _fa4_interface()
-    monkeypatch.setenv("CUTE_DSL_TARGET", "ptx")
-    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a, **k: types.SimpleNamespace(cuda_stream=0))
-    monkeypatch.setattr(interface._flash_attn_fwd, "compile_cache", {})  # its key does not name the target
+    interface = _fa4_on_the_ptx_executor(monkeypatch)
     q, k, v, cu_seqlens = _varlen_inputs(lens, heads, heads_kv, head_dim, "cpu")
     with _OnCpu():
         out, _ = interface._flash_attn_fwd(q, k, v, cu_seqlens_q=cu_seqlens, cu_seqlens_k=cu_seqlens.clone(),
