@@ -238,6 +238,19 @@ def test_fa4_sm90_forward_compiles_for_sm90a(monkeypatch, tmp_path):
     assert "cp.async.bulk.tensor" in ptx
 
 
+def _fa4_forward_ptx_against_sdpa(monkeypatch, shape, causal, seed):
+    """FA4's SM90 forward of random bf16 q, k, v of `shape` (batch, seqlen, heads, head dim) run on
+    the PTX executor and checked against SDPA; its PTX."""
+    interface = _fa4_on_the_ptx_executor(monkeypatch)
+    gen = torch.Generator().manual_seed(seed)
+    q, k, v = (torch.randn(*shape, dtype=torch.bfloat16, generator=gen) for _ in range(3))
+    with _OnCpu():
+        out, _ = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=9, return_lse=True)
+    _close(out, _attention_ref(q, k, v, causal), 2e-2)
+    (compiled,) = interface._flash_attn_fwd.compile_cache.values()
+    return compiled.__ptx__
+
+
 @pytest.mark.parametrize("causal", [False, True])
 def test_fa4_sm90_forward_on_the_ptx_executor(monkeypatch, causal):
     """Without a GPU: the forward's PTX for head dim 128 (a 192-wide key tile without causal
@@ -245,16 +258,9 @@ def test_fa4_sm90_forward_on_the_ptx_executor(monkeypatch, causal):
     Its P*V wgmmas read no A register written after their wgmma.fence: ptxas would otherwise
     fence each of them on its own, serialising the GEMM (wgmma_fence_rule)."""
     from wgmma_fence_rule import a_registers_written_after_the_fence
-    interface = _fa4_on_the_ptx_executor(monkeypatch)
-    gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(1, 640, 1, 128, dtype=torch.bfloat16, generator=gen) for _ in range(3))
-    with _OnCpu():
-        out, _ = interface._flash_attn_fwd(q, k, v, causal=causal, _compute_capability=9, return_lse=True)
-    _close(out, _attention_ref(q, k, v, causal), 2e-2)
-    (compiled,) = interface._flash_attn_fwd.compile_cache.values()
-    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in compiled.__ptx__
-    assert a_registers_written_after_the_fence(compiled.__ptx__) == []
-
+    ptx = _fa4_forward_ptx_against_sdpa(monkeypatch, (1, 640, 1, 128), causal, seed=0)
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16" in ptx
+    assert a_registers_written_after_the_fence(ptx) == []
 
 
 def test_fa4_sm90_causal_forward_lpt_tiles_on_the_ptx_executor(monkeypatch):
@@ -262,14 +268,8 @@ def test_fa4_sm90_causal_forward_lpt_tiles_on_the_ptx_executor(monkeypatch):
     its query block, head and batch apart with FastDivmodDivisors prepared in the host program
     (multiply-high divisions). 3 batches x 5 heads x 3 query blocks, head dim 64, so that the
     divisors are neither 1 nor powers of two; every tile must land once, against SDPA."""
-    interface = _fa4_on_the_ptx_executor(monkeypatch)
-    gen = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(3, 384, 5, 64, dtype=torch.bfloat16, generator=gen) for _ in range(3))
-    with _OnCpu():
-        out, _ = interface._flash_attn_fwd(q, k, v, causal=True, _compute_capability=9, return_lse=True)
-    _close(out, _attention_ref(q, k, v, True), 2e-2)
-    (compiled,) = interface._flash_attn_fwd.compile_cache.values()
-    assert not re.search(r"\b(div|rem)\.[su](32|64)\b", compiled.__ptx__), "the scheduler's divisions are multiplies"
+    ptx = _fa4_forward_ptx_against_sdpa(monkeypatch, (3, 384, 5, 64), True, seed=1)
+    assert not re.search(r"\b(div|rem)\.[su](32|64)\b", ptx), "the scheduler's divisions are multiplies"
 
 
 def test_fa4_combine_on_the_ptx_executor(monkeypatch):

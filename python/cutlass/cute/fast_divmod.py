@@ -34,10 +34,10 @@ class FastDivmodDivisor:
         return x if x is NotImplemented else self._quotient(x)
 
     def __rmod__(self, x):
-        # The remainder that goes with `//`'s floor quotient (the same as divmod's), also for a
-        # negative dividend, where Int32's own `%` would truncate.
-        x = self._dividend(x)
-        return x if x is NotImplemented else x - self._quotient(x) * self.divisor
+        # The remainder that goes with `//`'s floor quotient, also for a negative dividend, where
+        # Int32's own `%` would truncate.
+        qr = self.__rdivmod__(x)
+        return qr if qr is NotImplemented else qr[1]
 
     def __rdivmod__(self, x):
         x = self._dividend(x)
